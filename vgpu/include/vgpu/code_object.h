@@ -1,0 +1,96 @@
+// Loading AMDGPU code objects: the clang offload bundle inside a HIP host binary, or a plain ELF code object.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "vgpu/arch.h"
+
+namespace vgpu {
+
+// One argument of a kernel as the AMDGPU metadata note describes it (.args).
+struct KernelArg {
+  std::string name;        // .name (may be empty)
+  std::string value_kind;  // .value_kind: by_value, global_buffer, hidden_block_count_x, hidden_group_size_x, ...
+  uint32_t offset = 0;     // .offset in the kernarg segment
+  uint32_t size = 0;       // .size in bytes
+};
+
+// The 64-byte kernel descriptor (symbol NAME.kd), decoded. Field meanings: LLVM AMDGPUUsage, code object v5.
+struct KernelDescriptor {
+  uint32_t group_segment_fixed_size = 0;
+  uint32_t private_segment_fixed_size = 0;
+  uint32_t kernarg_size = 0;
+  int64_t kernel_code_entry_byte_offset = 0;
+  uint32_t pgm_rsrc3 = 0, pgm_rsrc1 = 0, pgm_rsrc2 = 0;
+  uint16_t kernel_code_properties = 0;
+  uint16_t kernarg_preload = 0;
+
+  // Derived fields.
+  uint32_t user_sgpr_count() const { return (pgm_rsrc2 >> 1) & 0x1f; }
+  bool enable_private_segment() const { return pgm_rsrc2 & 1; }
+  bool enable_wg_id(int dim) const { return (pgm_rsrc2 >> (7 + dim)) & 1; }
+  bool enable_wg_info() const { return (pgm_rsrc2 >> 10) & 1; }
+  uint32_t vgpr_workitem_id() const { return (pgm_rsrc2 >> 11) & 3; }
+  // kernel_code_properties bits (AMDGPUUsage): which user SGPRs are set up.
+  bool enable_private_segment_buffer() const { return kernel_code_properties & (1u << 0); }
+  bool enable_dispatch_ptr() const { return kernel_code_properties & (1u << 1); }
+  bool enable_queue_ptr() const { return kernel_code_properties & (1u << 2); }
+  bool enable_kernarg_segment_ptr() const { return kernel_code_properties & (1u << 3); }
+  bool enable_dispatch_id() const { return kernel_code_properties & (1u << 4); }
+  bool enable_flat_scratch_init() const { return kernel_code_properties & (1u << 5); }
+  bool enable_private_segment_size() const { return kernel_code_properties & (1u << 6); }
+  bool wavefront_size32() const { return kernel_code_properties & (1u << 10); }
+  // gfx90a+: AGPRs start at unified register (accum_offset + 1) * 4.
+  uint32_t accum_offset() const { return ((pgm_rsrc3 & 0x3f) + 1) * 4; }
+  // Float mode (RSRC1 bits 19:12): FP_ROUND (19:12 low nibble) and FP_DENORM (high nibble).
+  uint32_t float_mode() const { return (pgm_rsrc1 >> 12) & 0xff; }
+};
+
+// One kernel of a code object: metadata from the note plus its descriptor and entry point.
+struct KernelInfo {
+  std::string name;                 // .name (the symbol name, e.g. _Z6vecaddPfS_i)
+  std::vector<KernelArg> args;      // .args, in order; hidden arguments included
+  uint32_t kernarg_segment_size = 0;      // .kernarg_segment_size
+  uint32_t kernarg_segment_align = 0;     // .kernarg_segment_align
+  uint32_t group_segment_fixed_size = 0;  // .group_segment_fixed_size (static LDS bytes)
+  uint32_t private_segment_fixed_size = 0;// .private_segment_fixed_size (scratch bytes per lane)
+  uint32_t sgpr_count = 0, vgpr_count = 0, agpr_count = 0;
+  uint32_t sgpr_spill_count = 0, vgpr_spill_count = 0;
+  uint32_t wavefront_size = 64;
+  uint32_t max_flat_workgroup_size = 1024;
+  bool uses_dynamic_stack = false;
+  KernelDescriptor kd;
+  uint64_t entry = 0;               // virtual address of the first instruction
+};
+
+// A loaded code object for one arch: its text (executable bytes) and kernels.
+struct CodeObject {
+  Arch arch{};
+  std::string target;               // e.g. "amdgcn-amd-amdhsa--gfx950:sramecc+:xnack-"
+  std::vector<uint8_t> elf;         // the whole ELF image, kept for disassembly and reports
+  uint64_t text_addr = 0;           // virtual address of .text
+  std::vector<uint8_t> text;        // bytes of .text
+  std::vector<KernelInfo> kernels;
+
+  const KernelInfo* find(std::string_view name) const;
+};
+
+// Parses a plain AMDGPU ELF code object. Throws vgpu::Error with a clear message on malformed input.
+std::shared_ptr<const CodeObject> load_code_object(std::span<const uint8_t> elf);
+
+// One entry of a clang offload bundle ("__CLANG_OFFLOAD_BUNDLE__"): its triple and bytes.
+struct BundleEntry {
+  std::string triple;               // e.g. "hipv4-amdgcn-amd-amdhsa--gfx950"
+  std::span<const uint8_t> bytes;   // points into the bundle
+};
+// Lists the entries of an offload bundle (uncompressed form). Throws vgpu::Error if it is not one.
+std::vector<BundleEntry> read_offload_bundle(std::span<const uint8_t> bundle);
+
+// All device code objects reachable from a blob that is either an offload bundle or a plain ELF code object.
+std::vector<std::shared_ptr<const CodeObject>> load_any(std::span<const uint8_t> blob);
+
+}  // namespace vgpu

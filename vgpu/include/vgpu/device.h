@@ -1,0 +1,116 @@
+// The virtual CDNA device: memory, dispatch of kernels, and the faults a dispatch can raise.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "vgpu/arch.h"
+#include "vgpu/code_object.h"
+
+namespace vgpu {
+
+// Thrown for malformed inputs (code objects, launch parameters) outside a running kernel.
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class FaultKind : uint8_t {
+  none,
+  unknown_instruction,   // an instruction vgpu does not implement (or cannot decode)
+  memory_out_of_bounds,  // a global/flat access outside every allocation
+  lds_out_of_bounds,     // an LDS access past the workgroup's allocation
+  barrier_deadlock,      // waves wait at s_barrier that can never complete
+  private_out_of_bounds, // a scratch access past the lane's private segment
+  watchdog,              // the dispatch ran past its instruction budget
+  bad_launch,            // launch parameters the kernel cannot take
+};
+const char* to_string(FaultKind k);
+
+// Where and why a dispatch stopped. `message()` is the one-line text the HIP error API reports.
+struct Fault {
+  FaultKind kind = FaultKind::none;
+  std::string kernel;
+  uint64_t pc = 0;            // byte offset of the instruction from the start of the kernel's code
+  std::string instruction;    // disassembled text
+  uint32_t workgroup[3] = {0, 0, 0};
+  int wave = -1;              // wave index within the workgroup
+  int lane = -1;              // first offending lane, -1 if not lane-specific
+  std::string detail;         // e.g. "address 0x... is outside every allocation"
+  std::string message() const;
+  explicit operator bool() const { return kind != FaultKind::none; }
+};
+
+// Counters of one dispatch.
+struct DispatchStats {
+  uint64_t wave_instructions = 0;   // instructions issued, counted once per wave
+  uint64_t waves = 0;
+  uint64_t workgroups = 0;
+  double wall_seconds = 0;
+};
+
+struct Dim3 {
+  uint32_t x = 1, y = 1, z = 1;
+  uint64_t count() const { return uint64_t(x) * y * z; }
+};
+
+struct Program;  // a decoded kernel, opaque (see executor)
+
+// Global memory: host memory handed out by the runtime. Every global access is checked against these ranges.
+class MemoryMap {
+ public:
+  void* allocate(size_t bytes, size_t align = 256);
+  bool release(void* p);                       // false if p was not allocated here
+  // Registers externally owned memory (kernarg buffers, host-pinned memory) as accessible.
+  void add(const void* p, size_t bytes);
+  void remove(const void* p);
+  // True if [addr, addr+bytes) lies inside one allocation.
+  bool contains(uint64_t addr, uint64_t bytes) const;
+  // The allocation containing addr: base and size, or {0,0}.
+  std::pair<uint64_t, uint64_t> find(uint64_t addr) const;
+  size_t bytes_in_use() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<uint64_t, uint64_t> ranges_;  // base -> size
+  std::map<uint64_t, void*> owned_;      // base -> pointer to free
+};
+
+struct LaunchParams {
+  Dim3 grid;                 // in workgroups
+  Dim3 block;                // work-items per workgroup
+  uint32_t dynamic_lds = 0;  // bytes of dynamic LDS on top of the kernel's static LDS
+  const void* kernarg = nullptr;  // the complete kernarg segment (explicit and hidden arguments)
+  size_t kernarg_size = 0;
+};
+
+class Device {
+ public:
+  explicit Device(Arch arch);
+  ~Device();
+  Arch arch() const { return arch_; }
+  const ArchInfo& info() const { return arch_info(arch_); }
+  MemoryMap& memory() { return memory_; }
+
+  // Decodes (once; cached per code object and kernel) and runs one kernel to completion.
+  // Returns the first fault, or a Fault with kind none. Throws nothing for faults inside the kernel.
+  Fault dispatch(const std::shared_ptr<const CodeObject>& co, const KernelInfo& kernel, const LaunchParams& lp,
+                 DispatchStats* stats = nullptr);
+
+  // Worker threads used for workgroups (default: hardware concurrency; HK_VGPU_THREADS overrides).
+  unsigned threads() const { return threads_; }
+
+ private:
+  Arch arch_;
+  unsigned threads_;
+  MemoryMap memory_;
+  std::mutex cache_mu_;
+  std::map<std::pair<const CodeObject*, uint64_t>, std::shared_ptr<Program>> programs_;
+};
+
+}  // namespace vgpu
