@@ -1,0 +1,434 @@
+// Decoding with LLVM's MC disassembler: each instruction is disassembled once to text, and the text's mnemonic,
+// operands and modifiers are turned into an Inst bound to its executing function. The assembler syntax is the ISA
+// guide's own notation, so this is also the most readable contract between vgpu and the hardware documentation.
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <mutex>
+
+#include "isa.h"
+#include "wave.h"
+#include "llvm/MC/MCAsmInfo.h"
+#include "llvm/MC/MCContext.h"
+#include "llvm/MC/MCDisassembler/MCDisassembler.h"
+#include "llvm/MC/MCInst.h"
+#include "llvm/MC/MCInstPrinter.h"
+#include "llvm/MC/MCInstrInfo.h"
+#include "llvm/MC/MCRegisterInfo.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/MCTargetOptions.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Triple.h"
+#include "vgpu/device.h"
+
+extern "C" void LLVMInitializeAMDGPUTargetInfo();
+extern "C" void LLVMInitializeAMDGPUTargetMC();
+extern "C" void LLVMInitializeAMDGPUDisassembler();
+
+namespace vgpu {
+
+namespace {
+
+// One MC disassembler + printer per arch, built on first use. MC objects are not thread-safe: guarded by `mu`.
+struct Disassembler {
+  std::unique_ptr<llvm::MCRegisterInfo> mri;
+  std::unique_ptr<llvm::MCAsmInfo> mai;
+  std::unique_ptr<llvm::MCSubtargetInfo> sti;
+  std::unique_ptr<llvm::MCInstrInfo> mii;
+  std::unique_ptr<llvm::MCContext> ctx;
+  std::unique_ptr<llvm::MCDisassembler> dis;
+  std::unique_ptr<llvm::MCInstPrinter> printer;
+  std::mutex mu;
+
+  explicit Disassembler(Arch arch) {
+    static std::once_flag init;
+    std::call_once(init, [] {
+      LLVMInitializeAMDGPUTargetInfo();
+      LLVMInitializeAMDGPUTargetMC();
+      LLVMInitializeAMDGPUDisassembler();
+    });
+    llvm::Triple triple("amdgcn-amd-amdhsa");
+    std::string err;
+    const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, err);
+    if (!target) throw Error("vgpu: LLVM has no amdgcn target: " + err);
+    std::string cpu(arch_info(arch).name);
+    llvm::MCTargetOptions opts;
+    mri.reset(target->createMCRegInfo(triple.str()));
+    mai.reset(target->createMCAsmInfo(*mri, triple.str(), opts));
+    sti.reset(target->createMCSubtargetInfo(triple.str(), cpu, ""));
+    mii.reset(target->createMCInstrInfo());
+    if (!mri || !mai || !sti || !mii) throw Error("vgpu: cannot create the MC layer for " + cpu);
+    ctx = std::make_unique<llvm::MCContext>(triple, mai.get(), mri.get(), sti.get());
+    dis.reset(target->createMCDisassembler(*sti, *ctx));
+    printer.reset(target->createMCInstPrinter(triple, 0, *mai, *mii, *mri));
+    if (!dis || !printer) throw Error("vgpu: cannot create the disassembler for " + cpu);
+  }
+};
+
+Disassembler& disassembler(Arch arch) {
+  static Disassembler d942(Arch::gfx942), d950(Arch::gfx950);
+  return arch == Arch::gfx942 ? d942 : d950;
+}
+
+// --- Text parsing -----------------------------------------------------------------------------------------------
+
+std::vector<std::string> split_operands(std::string_view s) {
+  std::vector<std::string> out;
+  std::string cur;
+  int depth = 0;
+  for (char c : s) {
+    if (c == '[' || c == '(') depth++;
+    if (c == ']' || c == ')') depth--;
+    if (depth == 0 && (c == ',' || c == ' ' || c == '\t')) {
+      if (!cur.empty()) out.push_back(cur), cur.clear();
+      continue;
+    }
+    cur += c;
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+bool parse_uint(std::string_view s, uint64_t& v) {
+  int base = 10;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2), base = 16;
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+bool parse_int(std::string_view s, int64_t& v) {
+  bool neg = !s.empty() && s[0] == '-';
+  if (neg) s.remove_prefix(1);
+  uint64_t u;
+  if (!parse_uint(s, u)) return false;
+  v = neg ? -int64_t(u) : int64_t(u);
+  return true;
+}
+
+uint16_t f32_to_f16_bits(float f) { return std::bit_cast<uint16_t>(static_cast<_Float16>(f)); }
+
+// Bits of a float-written constant for the instruction's operand type. 1/(2*pi) has exact encodings per type.
+uint64_t float_bits(double d, ImmType t, bool inv2pi) {
+  switch (t) {
+    case ImmType::f64:
+    case ImmType::b64: return inv2pi ? 0x3fc45f306dc9c882ull : std::bit_cast<uint64_t>(d);
+    case ImmType::f16: return inv2pi ? 0x3118 : f32_to_f16_bits(float(d));
+    case ImmType::pk16: {
+      uint64_t h = inv2pi ? 0x3118 : f32_to_f16_bits(float(d));
+      return h;
+    }
+    case ImmType::bf16: return inv2pi ? 0x3e22 : std::bit_cast<uint32_t>(float(d)) >> 16;
+    default: return inv2pi ? 0x3e22f983u : std::bit_cast<uint32_t>(float(d));
+  }
+}
+
+bool is64(ImmType t) { return t == ImmType::f64 || t == ImmType::b64; }
+
+// Parses one register/constant operand. Returns false if the token is not one.
+bool parse_operand(std::string_view tok, ImmType it, uint32_t accum_offset, Operand& o) {
+  o = Operand{};
+  // Source modifiers: -x, |x|, -|x|, neg(x), abs(x), sext(x).
+  auto strip = [&](std::string_view pre, std::string_view post) {
+    if (tok.size() > pre.size() + post.size() && tok.starts_with(pre) && tok.ends_with(post)) {
+      tok = tok.substr(pre.size(), tok.size() - pre.size() - post.size());
+      return true;
+    }
+    return false;
+  };
+  if (strip("sext(", ")")) o.sext = true;
+  if (strip("neg(", ")")) o.neg = true;
+  if (tok.size() > 1 && tok[0] == '-' && !std::isdigit(uint8_t(tok[1]))) o.neg = true, tok.remove_prefix(1);
+  if (strip("|", "|") || strip("abs(", ")")) o.abs = true;
+
+  auto reg_range = [&](std::string_view body, uint16_t& first, uint8_t& width) {
+    // "12" or "[4:7]"
+    if (!body.empty() && body[0] == '[') {
+      auto colon = body.find(':');
+      uint64_t a, b;
+      if (colon == std::string_view::npos || !parse_uint(body.substr(1, colon - 1), a) ||
+          !parse_uint(body.substr(colon + 1, body.size() - colon - 2), b))
+        return false;
+      first = uint16_t(a), width = uint8_t(b - a + 1);
+      return true;
+    }
+    uint64_t a;
+    if (!parse_uint(body, a)) return false;
+    first = uint16_t(a), width = 1;
+    return true;
+  };
+
+  static const struct { std::string_view name; uint16_t reg; uint8_t width; } named[] = {
+      {"vcc", sreg::vcc, 2},          {"vcc_lo", sreg::vcc, 1},
+      {"vcc_hi", sreg::vcc + 1, 1},   {"exec", sreg::exec, 2},
+      {"exec_lo", sreg::exec, 1},     {"exec_hi", sreg::exec + 1, 1},
+      {"m0", sreg::m0, 1},            {"flat_scratch", sreg::flat_scratch, 2},
+      {"flat_scratch_lo", sreg::flat_scratch, 1}, {"flat_scratch_hi", sreg::flat_scratch + 1, 1},
+      {"xnack_mask", sreg::xnack_mask, 2},
+  };
+  for (auto& n : named)
+    if (tok == n.name) {
+      o.kind = OpKind::sgpr, o.reg = n.reg, o.width = n.width;
+      return true;
+    }
+  if (tok == "off") return o.kind = OpKind::off, true;
+  if (tok == "src_scc" || tok == "scc") return o.kind = OpKind::scc, true;
+  if (tok == "src_vccz" || tok == "vccz") return o.kind = OpKind::vccz, true;
+  if (tok == "src_execz" || tok == "execz") return o.kind = OpKind::execz, true;
+  static const std::string_view apertures[] = {"src_shared_base", "src_shared_limit", "src_private_base",
+                                               "src_private_limit"};
+  for (uint16_t i = 0; i < 4; ++i)
+    if (tok == apertures[i]) return o.kind = OpKind::aperture, o.reg = i, true;
+
+  if (tok.size() > 1 && (tok[0] == 'v' || tok[0] == 's' || tok[0] == 'a') &&
+      (std::isdigit(uint8_t(tok[1])) || tok[1] == '[')) {
+    if (!reg_range(tok.substr(1), o.reg, o.width)) return false;
+    if (tok[0] == 's') o.kind = OpKind::sgpr;
+    else o.kind = OpKind::vgpr;
+    if (tok[0] == 'a') o.reg = uint16_t(o.reg + accum_offset);
+    return true;
+  }
+  if (tok.starts_with("ttmp")) {
+    if (!reg_range(tok.substr(4), o.reg, o.width)) return false;
+    o.kind = OpKind::sgpr, o.reg = uint16_t(o.reg + sreg::ttmp0);
+    return true;
+  }
+  // Constants: hex literal, integer, or float.
+  int64_t iv;
+  if (tok.starts_with("0x") || tok.starts_with("0X")) {
+    uint64_t u;
+    if (!parse_uint(tok, u)) return false;
+    // A 32-bit literal feeding a 64-bit float operand supplies the high half.
+    if (it == ImmType::f64 && u <= 0xffffffffull) u <<= 32;
+    o.kind = OpKind::imm, o.imm = u;
+    if (o.neg) o.imm = is64(it) ? std::bit_cast<uint64_t>(-std::bit_cast<double>(o.imm)) : o.imm ^ 0x80000000u;
+    o.neg = false;
+    return true;
+  }
+  if (parse_int(tok, iv)) {
+    o.kind = OpKind::imm, o.imm = uint64_t(iv);  // sign-extended to 64 bits; 32-bit reads take the low half
+    return true;
+  }
+  if (tok == "0.15915494" || tok == "0.15915494309189532" || tok == "0.1592") {
+    o.kind = OpKind::imm, o.imm = float_bits(0, it, true);
+    return true;
+  }
+  char* end = nullptr;
+  std::string t(tok);
+  double d = std::strtod(t.c_str(), &end);
+  if (end && *end == 0 && !t.empty()) {
+    o.kind = OpKind::imm, o.imm = float_bits(d, it, false);
+    return true;
+  }
+  return false;
+}
+
+uint8_t parse_bits(std::string_view v) {  // "[0,1,1]" -> bit i = element i
+  uint8_t bits = 0;
+  int i = 0;
+  for (char c : v) {
+    if (c == '0' || c == '1') bits |= uint8_t((c - '0') << i++);
+  }
+  return bits;
+}
+
+uint8_t sdwa_sel(std::string_view v) {
+  static const std::string_view names[] = {"BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD"};
+  for (uint8_t i = 0; i < 7; ++i)
+    if (v == names[i]) return i;
+  return 6;
+}
+
+// DPP control in the hardware encoding (see the ISA guide's DPP_CTRL table).
+uint16_t dpp_ctrl(std::string_view key, std::string_view val) {
+  uint64_t n = 0;
+  if (key == "quad_perm") {
+    uint16_t c = 0;
+    int i = 0;
+    for (char ch : val)
+      if (ch >= '0' && ch <= '3') c |= uint16_t((ch - '0') << (2 * i++));
+    return c;
+  }
+  parse_uint(val, n);
+  if (key == "row_shl") return uint16_t(0x100 + n);
+  if (key == "row_shr") return uint16_t(0x110 + n);
+  if (key == "row_ror") return uint16_t(0x120 + n);
+  if (key == "wave_shl") return 0x130;
+  if (key == "wave_rol") return 0x134;
+  if (key == "wave_shr") return 0x138;
+  if (key == "wave_ror") return 0x13c;
+  if (key == "row_mirror") return 0x140;
+  if (key == "row_half_mirror") return 0x141;
+  if (key == "row_bcast") return n == 15 ? 0x142 : 0x143;
+  return 0xffff;
+}
+
+// Applies "key:value" or bare-keyword modifiers. Returns false if unknown.
+bool apply_modifier(std::string_view tok, Inst& I) {
+  auto colon = tok.find(':');
+  std::string_view key = tok.substr(0, colon), val = colon == std::string_view::npos ? "" : tok.substr(colon + 1);
+  uint64_t u = 0;
+  int64_t s = 0;
+  static const struct { std::string_view name; uint32_t flag; } keywords[] = {
+      {"offen", mod::offen}, {"idxen", mod::idxen}, {"glc", mod::glc}, {"slc", mod::slc},       {"nt", mod::nt},
+      {"lds", mod::lds},     {"clamp", mod::clamp}, {"gds", mod::gds}, {"sc0", mod::sc0},       {"sc1", mod::sc1},
+      {"addr64", mod::addr64},
+  };
+  if (colon == std::string_view::npos) {
+    for (auto& k : keywords)
+      if (tok == k.name) return I.flags |= k.flag, true;
+    if (tok == "row_mirror" || tok == "row_half_mirror") return I.dpp_ctrl = dpp_ctrl(tok, ""), I.flags |= mod::dpp, true;
+    if (tok == "bound_ctrl:0" || tok == "bound_ctrl") return I.flags |= mod::bound_ctrl, true;
+    // Counter and message arguments of s_waitcnt, s_sendmsg, s_setreg...: "vmcnt(0)", "hwreg(HW_REG_MODE, 0, 4)".
+    if (tok.ends_with(")") && tok.find('(') != std::string_view::npos) return true;
+    return tok == "dlc" || tok == "lwe" || tok == "tfe" || tok == "d16" || tok == "a16";
+  }
+  if (key == "offset") {
+    if (parse_int(val, s)) return I.offset = int32_t(s), true;
+    return false;
+  }
+  if (key == "offset0") return parse_int(val, s) && (I.offset = int32_t(s), true);
+  if (key == "offset1") return parse_int(val, s) && (I.offset1 = int32_t(s), true);
+  if (key == "mul") return parse_uint(val, u) && (I.omod = u == 2 ? 1 : 2, true);
+  if (key == "div") return I.omod = 3, true;
+  if (key == "op_sel") return I.op_sel = parse_bits(val), true;
+  if (key == "op_sel_hi") return I.op_sel_hi = parse_bits(val), true;
+  if (key == "neg_lo") return I.neg_lo = parse_bits(val), true;
+  if (key == "neg_hi") return I.neg_hi = parse_bits(val), true;
+  if (key == "cbsz") return parse_uint(val, u) && (I.cbsz = uint8_t(u), true);
+  if (key == "abid") return parse_uint(val, u) && (I.abid = uint8_t(u), true);
+  if (key == "blgp") return parse_uint(val, u) && (I.blgp = uint8_t(u), true);
+  if (key == "row_mask") return parse_uint(val, u) && (I.row_mask = uint8_t(u), true);
+  if (key == "bank_mask") return parse_uint(val, u) && (I.bank_mask = uint8_t(u), true);
+  if (key == "bound_ctrl") return I.flags |= mod::bound_ctrl, true;
+  if (key == "dst_sel") return I.dst_sel = sdwa_sel(val), true;
+  if (key == "src0_sel") return I.src0_sel = sdwa_sel(val), true;
+  if (key == "src1_sel") return I.src1_sel = sdwa_sel(val), true;
+  if (key == "dst_unused") return I.dst_unused = val == "UNUSED_SEXT" ? 1 : val == "UNUSED_PRESERVE" ? 2 : 0, true;
+  if (key == "format" || key == "dfmt" || key == "nfmt") return true;
+  uint16_t c = dpp_ctrl(key, val);
+  if (c != 0xffff) return I.dpp_ctrl = c, I.flags |= mod::dpp, true;
+  return false;
+}
+
+bool is_sopp_branch(std::string_view m) {
+  return m == "s_branch" || m.starts_with("s_cbranch_");
+}
+
+}  // namespace
+
+int Program::index_of(uint64_t off) const {
+  auto it = std::lower_bound(offsets.begin(), offsets.end(), off);
+  if (it == offsets.end() || *it != off) return -1;
+  return int(it - offsets.begin());
+}
+
+std::shared_ptr<Program> decode_kernel(const CodeObject& co, const KernelInfo& info) {
+  auto prog = std::make_shared<Program>();
+  prog->kernel = info.name;
+  prog->arch = co.arch;
+  prog->info = info;
+  const IsaTable& table = isa_table();
+  Disassembler& D = disassembler(co.arch);
+  std::lock_guard lock(D.mu);
+
+  if (info.entry < co.text_addr || info.entry >= co.text_addr + co.text.size())
+    throw Error("vgpu: kernel " + info.name + " has its entry outside .text");
+  const uint64_t start = info.entry - co.text_addr;
+  const uint32_t accum = info.kd.accum_offset();
+  uint64_t furthest_target = 0;  // decode at least up to every branch target seen
+  uint32_t max_vgpr = 0;
+
+  for (uint64_t off = start; off < co.text.size();) {
+    llvm::MCInst mi;
+    uint64_t size = 0;
+    llvm::ArrayRef<uint8_t> bytes(co.text.data() + off, co.text.size() - off);
+    std::string text;
+    Inst I;
+    I.pc = uint32_t(off - start);
+    auto status = D.dis->getInstruction(mi, size, bytes, co.text_addr + off, llvm::nulls());
+    if (status != llvm::MCDisassembler::Success || size == 0) {
+      size = 4;
+      text = "<undecodable>";
+      I.fn = exec_unknown;
+    } else {
+      llvm::raw_string_ostream os(text);
+      D.printer->printInst(&mi, co.text_addr + off, "", *D.sti, os);
+      os.flush();
+    }
+    I.size = uint32_t(size);
+    // Normalise the printed text: tabs to spaces, trimmed.
+    std::replace(text.begin(), text.end(), '\t', ' ');
+    text.erase(0, text.find_first_not_of(' '));
+    I.text = uint32_t(prog->texts.size());
+    prog->texts.push_back(text);
+
+    if (!I.fn) {
+      auto sp = text.find(' ');
+      std::string mnem = text.substr(0, sp);
+      std::string_view rest = sp == std::string::npos ? "" : std::string_view(text).substr(sp + 1);
+      for (std::string_view suffix : {"_e32", "_e64", "_sdwa", "_dpp"})
+        if (mnem.size() > suffix.size() && mnem.ends_with(suffix)) {
+          mnem.resize(mnem.size() - suffix.size());
+          if (suffix == "_e64") I.flags |= mod::vop3;
+          if (suffix == "_sdwa") I.flags |= mod::sdwa;
+          if (suffix == "_dpp") I.flags |= mod::dpp;
+          break;
+        }
+      const OpInfo* op = table.find(mnem);
+      bool ok = op != nullptr;
+      if (ok) {
+        I.fn = op->fn;
+        I.name = op->name.data();
+        if (is_sopp_branch(mnem)) {
+          // SOPP: simm16 in the low half of the word; target = next instruction + 4 * simm16.
+          uint32_t word;
+          std::memcpy(&word, bytes.data(), 4);
+          int64_t target = int64_t(off) + 4 + 4 * int64_t(int16_t(word & 0xffff));
+          I.offset = int32_t(target - int64_t(start));
+          furthest_target = std::max<uint64_t>(furthest_target, uint64_t(target));
+        } else {
+          for (auto& tok : split_operands(rest)) {
+            Operand o;
+            if (I.nops < std::size(I.op) && parse_operand(tok, op->imm, accum, o)) {
+              I.op[I.nops++] = o;
+              if (o.kind == OpKind::vgpr) max_vgpr = std::max<uint32_t>(max_vgpr, o.reg + o.width);
+            } else if (!apply_modifier(tok, I)) {
+              ok = false;  // a modifier vgpu does not model: refuse rather than run it wrongly
+              break;
+            }
+          }
+          // SOPP/SOPK with a plain immediate operand (s_nop 3, s_setprio 1, s_waitcnt ...).
+          if (I.nops > 0 && I.op[0].kind == OpKind::imm) I.simm = uint32_t(I.op[0].imm);
+        }
+      }
+      if (!ok) I.fn = exec_unknown, I.name = "";
+    }
+    prog->offsets.push_back(uint32_t(off - start));
+    prog->insts.push_back(I);
+    off += size;
+    if (text.starts_with("s_endpgm") && off > furthest_target) break;
+  }
+  // A sentinel catches control flow that runs past the decoded code.
+  Inst end;
+  end.fn = [](Wave& w, const Inst& I) {
+    w.fault(I, FaultKind::unknown_instruction, -1, "execution ran past the kernel's decoded code");
+  };
+  end.pc = prog->offsets.empty() ? 0 : prog->offsets.back() + prog->insts.back().size;
+  end.text = uint32_t(prog->texts.size());
+  prog->texts.push_back("<end of kernel code>");
+  prog->insts.push_back(end);
+  // Resolve branch targets to instruction indices.
+  for (auto& I : prog->insts)
+    if (I.name && is_sopp_branch(I.name)) {
+      I.target = prog->index_of(uint64_t(I.offset));
+      if (I.target < 0) I.fn = exec_unknown;
+    }
+  prog->vgprs = std::max<uint32_t>({max_vgpr, info.vgpr_count, accum + info.agpr_count, 1});
+  return prog;
+}
+
+}  // namespace vgpu

@@ -1,0 +1,250 @@
+// LDS (DS instructions): reads, writes, two-address forms, atomics and the cross-lane permutes that use the LDS
+// crossbar. A workgroup runs on one host thread, so LDS atomics need no host atomics.
+#include <string>
+
+#include "isa.h"
+#include "memory.h"
+
+namespace vgpu {
+namespace {
+
+enum class Ext : uint8_t { dwords, u8, i8, u16, i16, u8_d16, i8_d16, u16_d16, u8_d16_hi, i8_d16_hi, u16_d16_hi };
+
+template <uint32_t Bytes, Ext E>
+void ds_read(Wave& w, const Inst& I) {
+  const uint64_t exec = w.exec();
+  const uint32_t* a = w.v[I.op[1].reg];
+  const uint16_t d = I.op[0].reg;
+  for (int l = 0; l < kLanes; ++l) {
+    if (!(exec >> l & 1)) continue;
+    const uint8_t* p = lds_ptr(w, I, uint64_t(a[l]) + uint32_t(I.offset), Bytes, l);
+    if (!p) return;
+    if constexpr (E == Ext::dwords) {
+      for (uint32_t i = 0; i < Bytes / 4; ++i) std::memcpy(&w.v[d + i][l], p + 4 * i, 4);
+    } else {
+      uint32_t x = 0;
+      std::memcpy(&x, p, Bytes);
+      uint32_t& r = w.v[d][l];
+      switch (E) {
+        case Ext::u8: case Ext::u16: r = x; break;
+        case Ext::i8: r = uint32_t(int32_t(int8_t(x))); break;
+        case Ext::i16: r = uint32_t(int32_t(int16_t(x))); break;
+        case Ext::u8_d16: case Ext::u16_d16: r = (r & 0xffff0000u) | x; break;
+        case Ext::i8_d16: r = (r & 0xffff0000u) | uint16_t(int16_t(int8_t(x))); break;
+        case Ext::u8_d16_hi: case Ext::u16_d16_hi: r = (r & 0xffffu) | x << 16; break;
+        case Ext::i8_d16_hi: r = (r & 0xffffu) | uint32_t(uint16_t(int16_t(int8_t(x)))) << 16; break;
+        default: break;
+      }
+    }
+  }
+}
+
+template <uint32_t Bytes, bool hi = false>
+void ds_write(Wave& w, const Inst& I) {
+  const uint64_t exec = w.exec();
+  const uint32_t* a = w.v[I.op[0].reg];
+  const uint16_t d = I.op[1].reg;
+  for (int l = 0; l < kLanes; ++l) {
+    if (!(exec >> l & 1)) continue;
+    uint8_t* p = lds_ptr(w, I, uint64_t(a[l]) + uint32_t(I.offset), Bytes, l);
+    if (!p) return;
+    if constexpr (Bytes >= 4) {
+      for (uint32_t i = 0; i < Bytes / 4; ++i) std::memcpy(p + 4 * i, &w.v[d + i][l], 4);
+    } else {
+      uint32_t x = hi ? w.v[d][l] >> 16 : w.v[d][l];
+      std::memcpy(p, &x, Bytes);
+    }
+  }
+}
+
+// ds_read2 / ds_write2: two elements at offset0 and offset1, in units of the element size (times 64 for st64).
+template <uint32_t Bytes, uint32_t Stride>
+void ds_read2(Wave& w, const Inst& I) {
+  const uint64_t exec = w.exec();
+  const uint32_t* a = w.v[I.op[1].reg];
+  const uint16_t d = I.op[0].reg;
+  constexpr uint32_t words = Bytes / 4;
+  for (int l = 0; l < kLanes; ++l) {
+    if (!(exec >> l & 1)) continue;
+    for (int k = 0; k < 2; ++k) {
+      uint32_t off = uint32_t(k ? I.offset1 : I.offset) * Bytes * Stride;
+      const uint8_t* p = lds_ptr(w, I, uint64_t(a[l]) + off, Bytes, l);
+      if (!p) return;
+      for (uint32_t i = 0; i < words; ++i) std::memcpy(&w.v[d + k * words + i][l], p + 4 * i, 4);
+    }
+  }
+}
+
+template <uint32_t Bytes, uint32_t Stride>
+void ds_write2(Wave& w, const Inst& I) {
+  const uint64_t exec = w.exec();
+  const uint32_t* a = w.v[I.op[0].reg];
+  constexpr uint32_t words = Bytes / 4;
+  for (int l = 0; l < kLanes; ++l) {
+    if (!(exec >> l & 1)) continue;
+    for (int k = 0; k < 2; ++k) {
+      uint32_t off = uint32_t(k ? I.offset1 : I.offset) * Bytes * Stride;
+      uint8_t* p = lds_ptr(w, I, uint64_t(a[l]) + off, Bytes, l);
+      if (!p) return;
+      const uint16_t d = I.op[1 + k].reg;
+      for (uint32_t i = 0; i < words; ++i) std::memcpy(p + 4 * i, &w.v[d + i][l], 4);
+    }
+  }
+}
+
+// LDS atomics: Op(old, data0, data1) -> new. The _rtn forms return the old value in operand 0.
+template <class T, auto Op, int ndata, bool rtn>
+void ds_atomic(Wave& w, const Inst& I) {
+  const uint64_t exec = w.exec();
+  const int ai = rtn ? 1 : 0;
+  const uint32_t* a = w.v[I.op[ai].reg];
+  constexpr uint32_t words = sizeof(T) / 4;
+  for (int l = 0; l < kLanes; ++l) {
+    if (!(exec >> l & 1)) continue;
+    uint8_t* p = lds_ptr(w, I, uint64_t(a[l]) + uint32_t(I.offset), sizeof(T), l);
+    if (!p) return;
+    auto data = [&](int k) {
+      uint64_t x = w.v[I.op[ai + 1 + k].reg][l];
+      if constexpr (words == 2) x |= uint64_t(w.v[I.op[ai + 1 + k].reg + 1][l]) << 32;
+      return T(x);
+    };
+    T old;
+    std::memcpy(&old, p, sizeof(T));
+    T d0 = data(0), d1 = ndata > 1 ? data(1) : T(0);
+    T nw = Op(old, d0, d1);
+    std::memcpy(p, &nw, sizeof(T));
+    if constexpr (rtn) {
+      w.v[I.op[0].reg][l] = uint32_t(old);
+      if constexpr (words == 2) w.v[I.op[0].reg + 1][l] = uint32_t(uint64_t(old) >> 32);
+    }
+  }
+}
+
+// ds_bpermute_b32: each lane reads the data of lane (addr / 4) mod 64; ds_permute_b32: each lane writes its data to
+// lane (addr / 4) mod 64. Inactive source lanes read as zero... only active lanes take part.
+template <bool backward>
+void ds_permute(Wave& w, const Inst& I) {
+  const uint64_t exec = w.exec();
+  const uint32_t* a = w.v[I.op[1].reg];
+  const uint32_t* src = w.v[I.op[2].reg];
+  alignas(64) uint32_t out[kLanes] = {};
+  for (int l = 0; l < kLanes; ++l) {
+    if (!(exec >> l & 1)) continue;
+    int other = int(((a[l] + uint32_t(I.offset)) >> 2) & 63);
+    if (backward) out[l] = (exec >> other & 1) ? src[other] : 0;
+    else out[other] = src[l];
+  }
+  uint32_t* d = w.v[I.op[0].reg];
+  for (int l = 0; l < kLanes; ++l)
+    if (exec >> l & 1) d[l] = out[l];
+}
+
+// ds_swizzle_b32 offset:pattern: bit 15 selects QDMode (quad permutation) or BitMode (and/or/xor masks on 32 lanes).
+void ds_swizzle(Wave& w, const Inst& I) {
+  const uint64_t exec = w.exec();
+  const uint32_t* src = w.v[I.op[1].reg];
+  const uint32_t pat = uint32_t(I.offset) & 0xffff;
+  alignas(64) uint32_t out[kLanes];
+  for (int l = 0; l < kLanes; ++l) {
+    int other;
+    if (pat & 0x8000) {
+      int q = l & 3;
+      other = (l & ~3) | int(pat >> (2 * q) & 3);
+    } else {
+      int and_m = pat & 0x1f, or_m = pat >> 5 & 0x1f, xor_m = pat >> 10 & 0x1f;
+      other = (l & 0x20) | ((((l & 0x1f) & and_m) | or_m) ^ xor_m);
+    }
+    out[l] = (exec >> other & 1) ? src[other] : 0;
+  }
+  uint32_t* d = w.v[I.op[0].reg];
+  for (int l = 0; l < kLanes; ++l)
+    if (exec >> l & 1) d[l] = out[l];
+}
+
+}  // namespace
+
+void register_ds(IsaTable& t) {
+  t.add("ds_read_u8", ds_read<1, Ext::u8>);
+  t.add("ds_read_i8", ds_read<1, Ext::i8>);
+  t.add("ds_read_u16", ds_read<2, Ext::u16>);
+  t.add("ds_read_i16", ds_read<2, Ext::i16>);
+  t.add("ds_read_b32", ds_read<4, Ext::dwords>);
+  t.add("ds_read_b64", ds_read<8, Ext::dwords>);
+  t.add("ds_read_b96", ds_read<12, Ext::dwords>);
+  t.add("ds_read_b128", ds_read<16, Ext::dwords>);
+  t.add("ds_read_u8_d16", ds_read<1, Ext::u8_d16>);
+  t.add("ds_read_i8_d16", ds_read<1, Ext::i8_d16>);
+  t.add("ds_read_u16_d16", ds_read<2, Ext::u16_d16>);
+  t.add("ds_read_u8_d16_hi", ds_read<1, Ext::u8_d16_hi>);
+  t.add("ds_read_i8_d16_hi", ds_read<1, Ext::i8_d16_hi>);
+  t.add("ds_read_u16_d16_hi", ds_read<2, Ext::u16_d16_hi>);
+  t.add("ds_write_b8", ds_write<1>);
+  t.add("ds_write_b16", ds_write<2>);
+  t.add("ds_write_b32", ds_write<4>);
+  t.add("ds_write_b64", ds_write<8>);
+  t.add("ds_write_b96", ds_write<12>);
+  t.add("ds_write_b128", ds_write<16>);
+  t.add("ds_write_b8_d16_hi", ds_write<1, true>);
+  t.add("ds_write_b16_d16_hi", ds_write<2, true>);
+  t.add("ds_read2_b32", ds_read2<4, 1>);
+  t.add("ds_read2_b64", ds_read2<8, 1>);
+  t.add("ds_read2st64_b32", ds_read2<4, 64>);
+  t.add("ds_read2st64_b64", ds_read2<8, 64>);
+  t.add("ds_write2_b32", ds_write2<4, 1>);
+  t.add("ds_write2_b64", ds_write2<8, 1>);
+  t.add("ds_write2st64_b32", ds_write2<4, 64>);
+  t.add("ds_write2st64_b64", ds_write2<8, 64>);
+
+  using u32 = uint32_t;
+  using u64 = uint64_t;
+  using i32 = int32_t;
+  using i64 = int64_t;
+  static std::vector<std::unique_ptr<std::string>> pool;
+  auto both = [&](const char* name, ExecFn plain, ExecFn rtn) {
+    std::string n(name), base = n.substr(0, n.rfind('_')), type = n.substr(n.rfind('_'));
+    pool.push_back(std::make_unique<std::string>(n));
+    t.add(*pool.back(), plain);
+    pool.push_back(std::make_unique<std::string>(base + "_rtn" + type));
+    t.add(*pool.back(), rtn);
+  };
+#define HK_DS(name, T, n, expr) \
+  both(name, ds_atomic<T, [](T o, T d, T e) -> T { (void)e; return (expr); }, n, false>, \
+       ds_atomic<T, [](T o, T d, T e) -> T { (void)e; return (expr); }, n, true>);
+  HK_DS("ds_add_u32", u32, 1, o + d)
+  HK_DS("ds_sub_u32", u32, 1, o - d)
+  HK_DS("ds_rsub_u32", u32, 1, d - o)
+  HK_DS("ds_inc_u32", u32, 1, o >= d ? 0 : o + 1)
+  HK_DS("ds_dec_u32", u32, 1, (o == 0 || o > d) ? d : o - 1)
+  HK_DS("ds_min_i32", u32, 1, u32(std::min(i32(o), i32(d))))
+  HK_DS("ds_max_i32", u32, 1, u32(std::max(i32(o), i32(d))))
+  HK_DS("ds_min_u32", u32, 1, std::min(o, d))
+  HK_DS("ds_max_u32", u32, 1, std::max(o, d))
+  HK_DS("ds_and_b32", u32, 1, o & d)
+  HK_DS("ds_or_b32", u32, 1, o | d)
+  HK_DS("ds_xor_b32", u32, 1, o ^ d)
+  HK_DS("ds_mskor_b32", u32, 2, (o & ~d) | e)
+  HK_DS("ds_cmpst_b32", u32, 2, o == d ? e : o)
+  HK_DS("ds_add_f32", u32, 1, std::bit_cast<u32>(std::bit_cast<float>(o) + std::bit_cast<float>(d)))
+  HK_DS("ds_min_f32", u32, 1, std::bit_cast<u32>(std::fmin(std::bit_cast<float>(o), std::bit_cast<float>(d))))
+  HK_DS("ds_max_f32", u32, 1, std::bit_cast<u32>(std::fmax(std::bit_cast<float>(o), std::bit_cast<float>(d))))
+  HK_DS("ds_add_u64", u64, 1, o + d)
+  HK_DS("ds_sub_u64", u64, 1, o - d)
+  HK_DS("ds_min_i64", u64, 1, u64(std::min(i64(o), i64(d))))
+  HK_DS("ds_max_i64", u64, 1, u64(std::max(i64(o), i64(d))))
+  HK_DS("ds_min_u64", u64, 1, std::min(o, d))
+  HK_DS("ds_max_u64", u64, 1, std::max(o, d))
+  HK_DS("ds_and_b64", u64, 1, o & d)
+  HK_DS("ds_or_b64", u64, 1, o | d)
+  HK_DS("ds_xor_b64", u64, 1, o ^ d)
+  HK_DS("ds_cmpst_b64", u64, 2, o == d ? e : o)
+  HK_DS("ds_add_f64", u64, 1, std::bit_cast<u64>(std::bit_cast<double>(o) + std::bit_cast<double>(d)))
+#undef HK_DS
+  t.add("ds_wrxchg_rtn_b32", ds_atomic<u32, [](u32, u32 d, u32) { return d; }, 1, true>);
+  t.add("ds_wrxchg_rtn_b64", ds_atomic<u64, [](u64, u64 d, u64) { return d; }, 1, true>);
+  t.add("ds_bpermute_b32", ds_permute<true>);
+  t.add("ds_permute_b32", ds_permute<false>);
+  t.add("ds_swizzle_b32", ds_swizzle);
+  t.add("ds_nop", [](Wave&, const Inst&) {});
+}
+
+}  // namespace vgpu

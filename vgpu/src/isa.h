@@ -1,0 +1,46 @@
+// The instruction table: mnemonic -> executing function. Each exec_*.cpp file registers one class of instructions,
+// so adding an instruction is a local change next to its relatives.
+#pragma once
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "program.h"
+
+namespace vgpu {
+
+// How a constant written as a float in the disassembly becomes bits for this instruction's sources.
+enum class ImmType : uint8_t { b32, f32, f16, bf16, f64, b64, pk16 };
+
+struct OpInfo {
+  std::string_view name;
+  ExecFn fn = nullptr;
+  ImmType imm = ImmType::b32;
+};
+
+class IsaTable {
+ public:
+  void add(std::string_view name, ExecFn fn, ImmType imm = ImmType::b32);
+  const OpInfo* find(std::string_view mnemonic) const;
+  size_t size() const { return ops_.size(); }
+  template <class F> void for_each(F&& f) const { for (auto& [k, v] : ops_) f(v); }
+
+ private:
+  std::unordered_map<std::string_view, OpInfo> ops_;
+};
+
+const IsaTable& isa_table();
+
+// One registration function per instruction class (exec_*.cpp).
+void register_salu(IsaTable&);
+void register_sopp(IsaTable&);
+void register_smem(IsaTable&);
+void register_valu(IsaTable&);
+void register_vcmp(IsaTable&);
+void register_vmem(IsaTable&);
+void register_ds(IsaTable&);
+
+// The function bound to instructions the table lacks: raises FaultKind::unknown_instruction.
+void exec_unknown(Wave& w, const Inst& I);
+
+}  // namespace vgpu

@@ -1,0 +1,56 @@
+// Per-lane memory access for vector memory and LDS instructions: address spaces, bounds checks, atomics.
+#pragma once
+#include <cstdio>
+
+#include "ops.h"
+
+namespace vgpu {
+
+enum class Space : uint8_t { global, flat, scratch };
+
+// Host pointer for `bytes` at LDS offset `addr`, or nullptr after raising an LDS fault.
+inline uint8_t* lds_ptr(Wave& w, const Inst& I, uint64_t addr, uint32_t bytes, int lane) {
+  if (addr + bytes > w.wg->lds_bytes) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "LDS address 0x%llx (%u bytes) is past the workgroup's %u-byte allocation",
+                  (unsigned long long)addr, bytes, w.wg->lds_bytes);
+    w.fault(I, FaultKind::lds_out_of_bounds, lane, buf);
+    return nullptr;
+  }
+  return w.wg->lds + addr;
+}
+
+inline uint8_t* private_ptr(Wave& w, const Inst& I, uint64_t addr, uint32_t bytes, int lane) {
+  if (addr + bytes > w.ctx->private_bytes) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "private address 0x%llx (%u bytes) is past the lane's %u-byte private segment",
+                  (unsigned long long)addr, bytes, w.ctx->private_bytes);
+    w.fault(I, FaultKind::private_out_of_bounds, lane, buf);
+    return nullptr;
+  }
+  return w.priv + size_t(lane) * w.ctx->private_bytes + addr;
+}
+
+// Resolves a lane's address in `space` to host memory; nullptr after raising the fault that explains why not.
+inline uint8_t* lane_ptr(Wave& w, const Inst& I, Space space, uint64_t addr, uint32_t bytes, int lane) {
+  if (space == Space::scratch) return private_ptr(w, I, addr, bytes, lane);
+  if (space == Space::flat) {
+    const uint32_t hi = uint32_t(addr >> 32);
+    if (hi == kSharedApertureHi) return lds_ptr(w, I, uint32_t(addr), bytes, lane);
+    if (hi == kPrivateApertureHi) return private_ptr(w, I, uint32_t(addr), bytes, lane);
+  }
+  if (!check_global(w, I, addr, bytes, lane)) return nullptr;
+  return reinterpret_cast<uint8_t*>(addr);
+}
+
+// Atomic read-modify-write of a 32- or 64-bit word; returns the old value. Global memory is shared between worker
+// threads, so every global atomic is a host atomic.
+template <class T, class F>
+inline T atomic_rmw(T* p, F f) {
+  T old = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (!__atomic_compare_exchange_n(p, &old, f(old), true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+  }
+  return old;
+}
+
+}  // namespace vgpu

@@ -1,0 +1,88 @@
+// A kernel decoded once into a flat array of instructions, each bound to the function that executes it.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vgpu/arch.h"
+#include "vgpu/code_object.h"
+
+namespace vgpu {
+
+struct Wave;
+struct Inst;
+using ExecFn = void (*)(Wave&, const Inst&);
+
+enum class OpKind : uint8_t {
+  none,
+  sgpr,      // scalar register file in hardware encoding: s0-s105, vcc 106-107, ttmp 108-123, m0 124, exec 126-127
+  vgpr,      // unified vector register file: v0.. and the AGPRs after accum_offset
+  imm,       // inline constant or literal, already in the operand type's bits
+  scc,       // src_scc
+  vccz,      // src_vccz
+  execz,     // src_execz
+  off,       // "off": no address register
+  aperture,  // src_{shared,private}_{base,limit}: reg holds which one
+};
+
+// Scalar register indices in the hardware encoding, which is also the layout of Wave::s.
+namespace sreg {
+inline constexpr uint16_t vcc = 106, flat_scratch = 102, xnack_mask = 104, ttmp0 = 108, m0 = 124, exec = 126;
+inline constexpr uint16_t count = 128;
+}  // namespace sreg
+
+struct Operand {
+  OpKind kind = OpKind::none;
+  uint8_t width = 1;   // dwords the register tuple spans
+  bool neg = false, abs = false, sext = false;
+  uint16_t reg = 0;
+  uint64_t imm = 0;
+  bool is_reg() const { return kind == OpKind::sgpr || kind == OpKind::vgpr; }
+};
+
+// Instruction modifier flags.
+namespace mod {
+inline constexpr uint32_t offen = 1u << 0, idxen = 1u << 1, glc = 1u << 2, slc = 1u << 3, nt = 1u << 4,
+                          lds = 1u << 5, clamp = 1u << 6, gds = 1u << 7, sc0 = 1u << 8, sc1 = 1u << 9,
+                          addr64 = 1u << 10, bound_ctrl = 1u << 11, dpp = 1u << 12, sdwa = 1u << 13,
+                          vop3 = 1u << 14;
+}
+
+struct Inst {
+  ExecFn fn = nullptr;
+  uint8_t nops = 0;         // operands in assembler order (destinations first)
+  Operand op[7];
+  uint32_t flags = 0;       // mod::
+  int32_t offset = 0;       // memory offset, or DS offset0
+  int32_t offset1 = 0;      // DS offset1
+  uint8_t omod = 0;         // 0 none, 1 mul:2, 2 mul:4, 3 div:2
+  uint8_t op_sel = 0, op_sel_hi = 0, neg_lo = 0, neg_hi = 0;   // VOP3/VOP3P bit per operand
+  uint8_t cbsz = 0, abid = 0, blgp = 0;
+  uint16_t dpp_ctrl = 0;    // hardware DPP_CTRL encoding
+  uint8_t row_mask = 0xf, bank_mask = 0xf;
+  uint8_t dst_sel = 6, dst_unused = 0, src0_sel = 6, src1_sel = 6;  // SDWA; 6 = DWORD
+  uint32_t simm = 0;        // SOPP/SOPK immediate
+  int32_t target = -1;      // branch target as an instruction index
+  uint32_t pc = 0;          // byte offset from the kernel entry
+  uint32_t size = 0;        // bytes
+  uint32_t text = 0;        // index into Program::texts
+  const char* name = "";    // mnemonic (points into the instruction table)
+};
+
+struct Program {
+  std::string kernel;
+  Arch arch{};
+  KernelInfo info;
+  uint32_t vgprs = 0;               // unified registers the wave needs (highest used + 1)
+  std::vector<Inst> insts;
+  std::vector<uint32_t> offsets;    // byte offset of each instruction, ascending
+  std::vector<std::string> texts;   // disassembly of each instruction
+  int index_of(uint64_t byte_offset) const;  // -1 if no instruction starts there
+};
+
+// Decodes the kernel at `info.entry` of `co` with LLVM's MC disassembler. Never fails on unknown instructions: they
+// are bound to a function that raises a fault when executed.
+std::shared_ptr<Program> decode_kernel(const CodeObject& co, const KernelInfo& info);
+
+}  // namespace vgpu

@@ -1,0 +1,117 @@
+// Execution state: a dispatch, its workgroups and their wave64 waves.
+#pragma once
+#include <atomic>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <cstdio>
+#include <string>
+
+#include "program.h"
+#include "vgpu/device.h"
+
+namespace vgpu {
+
+inline constexpr int kLanes = 64;
+// Flat-address apertures (high 32 bits of a 64-bit address). Host user addresses stay below 2^47.
+inline constexpr uint32_t kSharedApertureHi = 0x10000, kPrivateApertureHi = 0x20000;
+
+// State shared by every workgroup of one dispatch.
+struct DispatchCtx {
+  const Program* prog = nullptr;
+  MemoryMap* memory = nullptr;
+  const ArchInfo* arch = nullptr;
+  LaunchParams launch;
+  uint64_t kernarg_addr = 0;
+  uint64_t dispatch_packet_addr = 0;
+  uint32_t lds_bytes = 0;        // static + dynamic LDS of each workgroup
+  uint32_t private_bytes = 0;    // scratch bytes per lane
+  uint64_t watchdog = 0;         // instruction budget per wave while others wait at a barrier
+  std::atomic<bool> faulted{false};
+  std::mutex fault_mu;
+  Fault fault;
+  std::atomic<uint64_t> instructions{0};
+};
+
+struct Workgroup;
+
+enum class WaveState : uint8_t { running, barrier, done, faulted };
+
+struct alignas(64) Wave {
+  uint32_t s[sreg::count] = {};  // scalar registers in hardware encoding (see sreg)
+  bool scc = false;
+  WaveState state = WaveState::running;
+  int32_t pc = 0;                // instruction index into Program::insts
+  int id = 0;                    // wave index within the workgroup
+  uint32_t (*v)[kLanes] = nullptr;  // unified VGPR file, v[register][lane]
+  uint8_t* priv = nullptr;       // private memory, lane l at priv + l * private_bytes
+  Workgroup* wg = nullptr;
+  DispatchCtx* ctx = nullptr;
+  uint64_t insts = 0;            // instructions executed by this wave
+  uint32_t gpr_idx = 0;          // s_set_gpr_idx state: index and enabled operand mask
+  uint8_t gpr_idx_mode = 0;
+  uint64_t mem_lo = 0, mem_hi = 0;  // the allocation the last global access hit: most accesses hit it again
+
+  uint64_t exec() const { return s64(sreg::exec); }
+  void set_exec(uint64_t e) { set_s64(sreg::exec, e); }
+  uint64_t vcc() const { return s64(sreg::vcc); }
+  void set_vcc(uint64_t m) { set_s64(sreg::vcc, m); }
+  uint64_t s64(uint16_t r) const { return uint64_t(s[r]) | uint64_t(s[r + 1]) << 32; }
+  void set_s64(uint16_t r, uint64_t x) { s[r] = uint32_t(x); s[r + 1] = uint32_t(x >> 32); }
+
+  // Records a fault (the first one of the dispatch wins) and stops this wave.
+  void fault(const Inst& at, FaultKind kind, int lane, std::string detail);
+};
+
+struct Workgroup {
+  uint32_t id[3] = {0, 0, 0};
+  uint8_t* lds = nullptr;
+  uint32_t lds_bytes = 0;
+  DispatchCtx* ctx = nullptr;
+};
+
+// Scalar operand reads (32 and 64 bits).
+inline uint32_t read_s32(const Wave& w, const Operand& o) {
+  switch (o.kind) {
+    case OpKind::sgpr: return w.s[o.reg];
+    case OpKind::imm: return uint32_t(o.imm);
+    case OpKind::scc: return w.scc;
+    case OpKind::vccz: return w.vcc() == 0;
+    case OpKind::execz: return w.exec() == 0;
+    case OpKind::aperture: return (o.reg & 2) ? kPrivateApertureHi : kSharedApertureHi;
+    default: return 0;
+  }
+}
+inline uint64_t read_s64(const Wave& w, const Operand& o) {
+  switch (o.kind) {
+    case OpKind::sgpr: return w.s64(o.reg);
+    case OpKind::imm: return o.imm;
+    case OpKind::aperture: return uint64_t((o.reg & 2) ? kPrivateApertureHi : kSharedApertureHi) << 32 |
+                                  ((o.reg & 1) ? 0xffffffffu : 0);
+    default: return read_s32(w, o);
+  }
+}
+inline void write_s32(Wave& w, const Operand& o, uint32_t x) {
+  if (o.kind == OpKind::sgpr) w.s[o.reg] = x;
+}
+inline void write_s64(Wave& w, const Operand& o, uint64_t x) {
+  if (o.kind == OpKind::sgpr) w.set_s64(o.reg, x);
+}
+
+// Checks that [addr, addr + bytes) lies in one allocation; raises a fault naming the lane otherwise.
+inline bool check_global(Wave& w, const Inst& I, uint64_t addr, uint64_t bytes, int lane) {
+  if (addr >= w.mem_lo && addr + bytes <= w.mem_hi && addr + bytes >= addr) return true;
+  auto [base, size] = w.ctx->memory->find(addr);
+  if (size && addr + bytes <= base + size) {
+    w.mem_lo = base, w.mem_hi = base + size;
+    return true;
+  }
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "address 0x%llx (%llu bytes) is outside every allocation",
+                (unsigned long long)addr, (unsigned long long)bytes);
+  w.fault(I, FaultKind::memory_out_of_bounds, lane, buf);
+  return false;
+}
+
+}  // namespace vgpu
