@@ -164,6 +164,42 @@ void v_movrelsd_b32(Wave& w, const Inst& I) {
   valu<[](u32 a) { return a; }>(w, J);
 }
 
+// Packed f32 (VOP3P on 64-bit register pairs): op_sel / op_sel_hi pick each source's half for the low / high
+// result, neg_lo / neg_hi negate it.
+template <auto F>
+void vpk_f32(Wave& w, const Inst& I) {
+  constexpr int n = int(traits_of<F>::arity);
+  Lanes<u64> src[n];
+  for (int k = 0; k < n; ++k) fetch(w, I, 1 + k, k, src[k]);
+  Lanes<u64> r;
+  for (int l = 0; l < kLanes; ++l) {
+    f32 lo[3] = {}, hi[3] = {};
+    for (int k = 0; k < n; ++k) {
+      u64 x = src[k][l];
+      lo[k] = std::bit_cast<f32>(u32((I.op_sel >> k & 1) ? x >> 32 : x));
+      hi[k] = std::bit_cast<f32>(u32((I.op_sel_hi >> k & 1) ? x >> 32 : x));
+      if (I.neg_lo >> k & 1) lo[k] = -lo[k];
+      if (I.neg_hi >> k & 1) hi[k] = -hi[k];
+    }
+    f32 a, b;
+    if constexpr (n == 1) a = F(lo[0]), b = F(hi[0]);
+    else if constexpr (n == 2) a = F(lo[0], lo[1]), b = F(hi[0], hi[1]);
+    else a = F(lo[0], lo[1], lo[2]), b = F(hi[0], hi[1], hi[2]);
+    r[l] = u64(std::bit_cast<u32>(a)) | u64(std::bit_cast<u32>(b)) << 32;
+  }
+  store(w, I, 0, r);
+}
+
+// v_pk_mov_b32: D.lo = a half of S0, D.hi = a half of S1, chosen by op_sel[0] and op_sel[1].
+void v_pk_mov_b32(Wave& w, const Inst& I) {
+  Lanes<u64> a, b, r;
+  fetch(w, I, 1, 0, a);
+  fetch(w, I, 2, 1, b);
+  for (int l = 0; l < kLanes; ++l)
+    r[l] = ((I.op_sel & 1) ? a[l] >> 32 : a[l] & 0xffffffffu) | ((I.op_sel & 2) ? b[l] >> 32 : b[l]) << 32;
+  store(w, I, 0, r);
+}
+
 template <class F>
 F ldexp_(F x, i32 e) { return std::ldexp(x, e); }
 
@@ -416,6 +452,12 @@ void register_valu(IsaTable& t) {
   V("v_mad_legacy_f32", (f32 a, f32 b, f32 c) { return ((a == 0 || b == 0) ? 0.0f : a * b) + c; });
   V("v_madmk_f32", (f32 a, f32 k, f32 b) { return a * k + b; });
   V("v_madak_f32", (f32 a, f32 b, f32 k) { return a * b + k; });
+  V("v_fmamk_f32", (f32 a, f32 k, f32 b) { return std::fma(a, k, b); });
+  V("v_fmaak_f32", (f32 a, f32 b, f32 k) { return std::fma(a, b, k); });
+  t.add("v_pk_fma_f32", vpk_f32<[](f32 a, f32 b, f32 c) { return std::fma(a, b, c); }>, ImmType::f32);
+  t.add("v_pk_mul_f32", vpk_f32<[](f32 a, f32 b) { return a * b; }>, ImmType::f32);
+  t.add("v_pk_add_f32", vpk_f32<[](f32 a, f32 b) { return a + b; }>, ImmType::f32);
+  t.add("v_pk_mov_b32", v_pk_mov_b32);
   t.add("v_mac_f32", valu_acc<[](f32 a, f32 b, f32 d) { return a * b + d; }>, ImmType::f32);
   t.add("v_fmac_f32", valu_acc<[](f32 a, f32 b, f32 d) { return std::fma(a, b, d); }>, ImmType::f32);
   V("v_ldexp_f32", (f32 a, i32 e) { return std::ldexp(a, e); });

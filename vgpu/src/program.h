@@ -57,7 +57,7 @@ struct Inst {
   int32_t offset = 0;       // memory offset, or DS offset0
   int32_t offset1 = 0;      // DS offset1
   uint8_t omod = 0;         // 0 none, 1 mul:2, 2 mul:4, 3 div:2
-  uint8_t op_sel = 0, op_sel_hi = 0, neg_lo = 0, neg_hi = 0;   // VOP3/VOP3P bit per operand
+  uint8_t op_sel = 0, op_sel_hi = 0xff, neg_lo = 0, neg_hi = 0;  // VOP3/VOP3P bit per operand (op_sel_hi defaults to all ones)
   uint8_t cbsz = 0, abid = 0, blgp = 0;
   uint16_t dpp_ctrl = 0;    // hardware DPP_CTRL encoding
   uint8_t row_mask = 0xf, bank_mask = 0xf;
