@@ -84,6 +84,11 @@ const IsaTable& isa_table() {
     register_vcmp(t);
     register_vmem(t);
     register_ds(t);
+    register_mfma(t);
+    register_mubuf(t);
+    register_cvt(t);
+    register_vop3p(t);
+    register_xlane(t);
     return t;
   }();
   return table;

@@ -39,6 +39,11 @@ void register_valu(IsaTable&);
 void register_vcmp(IsaTable&);
 void register_vmem(IsaTable&);
 void register_ds(IsaTable&);
+void register_mfma(IsaTable&);    // matrix cores (exec_mfma.cpp)
+void register_mubuf(IsaTable&);   // buffer memory and LDS DMA (exec_mubuf.cpp)
+void register_cvt(IsaTable&);     // bf16/fp8 conversions (exec_cvt.cpp)
+void register_vop3p(IsaTable&);   // packed 16-bit math (exec_vop3p.cpp)
+void register_xlane(IsaTable&);   // permlane swaps, transposing LDS reads (exec_xlane.cpp)
 
 // The function bound to instructions the table lacks: raises FaultKind::unknown_instruction.
 void exec_unknown(Wave& w, const Inst& I);
