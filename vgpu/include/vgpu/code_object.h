@@ -1,13 +1,16 @@
 // Loading AMDGPU code objects: the clang offload bundle inside a HIP host binary, or a plain ELF code object.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vgpu/arch.h"
+#include "vgpu/error.h"
 
 namespace vgpu {
 
@@ -71,6 +74,7 @@ struct KernelInfo {
 struct CodeObject {
   Arch arch{};
   std::string target;               // e.g. "amdgcn-amd-amdhsa--gfx950:sramecc+:xnack-"
+  uint32_t code_object_version = 0; // 4, 5 or 6 (from EI_ABIVERSION); decides the hidden kernarg layout
   std::vector<uint8_t> elf;         // the whole ELF image, kept for disassembly and reports
   uint64_t text_addr = 0;           // virtual address of .text
   std::vector<uint8_t> text;        // bytes of .text
@@ -79,18 +83,38 @@ struct CodeObject {
   const KernelInfo* find(std::string_view name) const;
 };
 
-// Parses a plain AMDGPU ELF code object. Throws vgpu::Error with a clear message on malformed input.
+// Parses a plain AMDGPU ELF code object. Throws vgpu::Error with a clear message on malformed input
+// (also for a code object of an arch other than gfx942/gfx950; the message names the arch).
 std::shared_ptr<const CodeObject> load_code_object(std::span<const uint8_t> elf);
 
 // One entry of a clang offload bundle ("__CLANG_OFFLOAD_BUNDLE__"): its triple and bytes.
 struct BundleEntry {
   std::string triple;               // e.g. "hipv4-amdgcn-amd-amdhsa--gfx950"
-  std::span<const uint8_t> bytes;   // points into the bundle
+  std::span<const uint8_t> bytes;   // points into the bundle (or into `storage`)
+  // Set only when the bundle was compressed: the decompressed bundle that `bytes` points into.
+  std::shared_ptr<const std::vector<uint8_t>> storage;
 };
-// Lists the entries of an offload bundle (uncompressed form). Throws vgpu::Error if it is not one.
+// Lists the entries of the offload bundle at the start of `bundle`, plain or compressed ("CCOB", zstd or zlib).
+// Bytes after the bundle are ignored. Throws vgpu::Error if it is not one or is truncated.
 std::vector<BundleEntry> read_offload_bundle(std::span<const uint8_t> bundle);
 
-// All device code objects reachable from a blob that is either an offload bundle or a plain ELF code object.
+// True if `blob` starts with the magic of a plain ("__CLANG_OFFLOAD_BUNDLE__") or compressed ("CCOB") bundle.
+bool is_offload_bundle(std::span<const uint8_t> blob);
+// The plain form of a compressed bundle ("CCOB" versions 1-3); a plain bundle is returned as a copy.
+std::vector<uint8_t> decompress_offload_bundle(std::span<const uint8_t> bundle);
+// Bytes occupied by the bundle that starts at `bundle`, read from its header alone: for a bundle known only by a
+// pointer, as __hipRegisterFatBinary receives it. Throws vgpu::Error if there is no bundle there, or for a
+// version-1 compressed bundle (which does not record its size).
+size_t offload_bundle_size(const uint8_t* bundle);
+
+// All device code objects reachable from a blob that is a plain ELF code object, an offload bundle, or several
+// bundles back to back with zero padding between them (the .hip_fatbin section of a program linked from several
+// HIP sources). Bundle entries for archs vgpu does not model (e.g. gfx90a) are skipped; if nothing is left,
+// vgpu::Error names them.
 std::vector<std::shared_ptr<const CodeObject>> load_any(std::span<const uint8_t> blob);
+
+// The device code objects of a HIP host executable, shared library or object file: loads its ".hip_fatbin"
+// section with load_any. Throws vgpu::Error if the file cannot be read or has no such section.
+std::vector<std::shared_ptr<const CodeObject>> load_from_host_binary(const std::string& path);
 
 }  // namespace vgpu

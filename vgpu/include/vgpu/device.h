@@ -12,13 +12,9 @@
 
 #include "vgpu/arch.h"
 #include "vgpu/code_object.h"
+#include "vgpu/error.h"
 
 namespace vgpu {
-
-// Thrown for malformed inputs (code objects, launch parameters) outside a running kernel.
-struct Error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 enum class FaultKind : uint8_t {
   none,
