@@ -1,0 +1,359 @@
+// Memory: allocation, copies and fills. vgpu's global memory is host memory registered with the device's
+// MemoryMap, so every copy direction is a plain memcpy, and "async" copies complete before they return.
+#include <sys/sysinfo.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime.h"
+
+namespace vgpu::hiprt {
+namespace {
+
+hipError_t allocate(void** ptr, size_t size, hipMemoryType type, unsigned flags) {
+  if (!ptr) return done(hipErrorInvalidValue);
+  *ptr = nullptr;
+  if (size == 0) return hipSuccess;  // as HIP: a null pointer and success
+  *ptr = Runtime::get().allocate(size, type, flags);
+  if (!*ptr) return fail(hipErrorOutOfMemory, "cannot allocate " + std::to_string(size) + " bytes");
+  return hipSuccess;
+}
+
+hipError_t free_memory(void* p) {
+  if (!p) return hipSuccess;
+  return done(Runtime::get().release(p));
+}
+
+// A range that starts inside memory the runtime knows must also end inside it: copying past the end of a
+// hipMalloc'd buffer would silently corrupt the host heap that backs it.
+hipError_t check_range(const void* p, size_t bytes, const char* what) {
+  uintptr_t base;
+  Allocation a;
+  if (!Runtime::get().find_allocation(p, base, a)) return hipSuccess;  // host memory we do not track
+  uintptr_t start = reinterpret_cast<uintptr_t>(p);
+  if (start + bytes > base + a.size)
+    return fail(hipErrorInvalidValue, std::string(what) + " range of " + std::to_string(bytes) + " bytes at offset " +
+                                          std::to_string(start - base) + " runs past the end of its " +
+                                          std::to_string(a.size) + "-byte allocation");
+  return hipSuccess;
+}
+
+hipError_t copy(void* dst, const void* src, size_t bytes, hipMemcpyKind kind) {
+  if (bytes == 0) return hipSuccess;
+  if (!dst || !src) return done(hipErrorInvalidValue);
+  if (kind < hipMemcpyHostToHost || kind > hipMemcpyDefault) return done(hipErrorInvalidMemcpyDirection);
+  if (hipError_t e = check_range(dst, bytes, "destination"); e != hipSuccess) return e;
+  if (hipError_t e = check_range(src, bytes, "source"); e != hipSuccess) return e;
+  std::memmove(dst, src, bytes);
+  return hipSuccess;
+}
+
+hipError_t copy_on(void* dst, const void* src, size_t bytes, hipMemcpyKind kind, hipStream_t stream) {
+  if (!Runtime::get().stream(stream)) return done(hipErrorInvalidHandle);
+  return copy(dst, src, bytes, kind);
+}
+
+// Fills `count` elements of `size` bytes with `value`.
+hipError_t fill(void* dst, uint32_t value, size_t size, size_t count, hipStream_t stream = nullptr) {
+  if (!Runtime::get().stream(stream)) return done(hipErrorInvalidHandle);
+  if (count == 0) return hipSuccess;
+  if (!dst) return done(hipErrorInvalidValue);
+  if (hipError_t e = check_range(dst, size * count, "memset"); e != hipSuccess) return e;
+  auto* p = static_cast<uint8_t*>(dst);
+  if (size == 1) {
+    std::memset(p, int(value & 0xff), count);
+  } else {
+    for (size_t i = 0; i < count; ++i) std::memcpy(p + i * size, &value, size);
+  }
+  return hipSuccess;
+}
+
+hipError_t copy_2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                   hipMemcpyKind kind, hipStream_t stream) {
+  if (!Runtime::get().stream(stream)) return done(hipErrorInvalidHandle);
+  if (width == 0 || height == 0) return hipSuccess;
+  if (width > dpitch || width > spitch) return done(hipErrorInvalidPitchValue);
+  for (size_t row = 0; row < height; ++row) {
+    hipError_t e = copy(static_cast<uint8_t*>(dst) + row * dpitch, static_cast<const uint8_t*>(src) + row * spitch,
+                        width, kind);
+    if (e != hipSuccess) return e;
+  }
+  return hipSuccess;
+}
+
+hipError_t pitched(void** ptr, size_t* pitch, size_t width, size_t height) {
+  if (!ptr || !pitch) return done(hipErrorInvalidValue);
+  *pitch = (width + 255) / 256 * 256;  // rows start on 256-byte boundaries, as HIP's allocator aligns them
+  return allocate(ptr, *pitch * height, hipMemoryTypeDevice, 0);
+}
+
+// Device variables of code objects are not reachable yet (vgpu exposes no address for them).
+hipError_t symbol_unsupported(const void* symbol, const char* function) {
+  if (!symbol) return done(hipErrorInvalidSymbol);
+  return unsupported(function);
+}
+
+}  // namespace
+}  // namespace vgpu::hiprt
+
+using namespace vgpu;
+using namespace vgpu::hiprt;
+
+// --- allocation ------------------------------------------------------------------------------------------------
+
+HK_HIP_API hipError_t hipMalloc(void** ptr, size_t size) { return allocate(ptr, size, hipMemoryTypeDevice, 0); }
+HK_HIP_API hipError_t hipExtMallocWithFlags(void** ptr, size_t size, unsigned int flags) {
+  return allocate(ptr, size, hipMemoryTypeDevice, flags);
+}
+HK_HIP_API hipError_t hipMallocManaged(void** ptr, size_t size, unsigned int flags) {
+  return allocate(ptr, size, hipMemoryTypeManaged, flags);
+}
+HK_HIP_API hipError_t hipMallocAsync(void** ptr, size_t size, hipStream_t stream) {
+  if (!Runtime::get().stream(stream)) return done(hipErrorInvalidHandle);
+  return allocate(ptr, size, hipMemoryTypeDevice, 0);
+}
+HK_HIP_API hipError_t hipHostMalloc(void** ptr, size_t size, unsigned int flags) {
+  return allocate(ptr, size, hipMemoryTypeHost, flags);
+}
+HK_HIP_API hipError_t hipHostAlloc(void** ptr, size_t size, unsigned int flags) {
+  return allocate(ptr, size, hipMemoryTypeHost, flags);
+}
+HK_HIP_API hipError_t hipMallocHost(void** ptr, size_t size) { return allocate(ptr, size, hipMemoryTypeHost, 0); }
+HK_HIP_API hipError_t hipMemAllocHost(void** ptr, size_t size) { return allocate(ptr, size, hipMemoryTypeHost, 0); }
+HK_HIP_API hipError_t hipMallocPitch(void** ptr, size_t* pitch, size_t width, size_t height) {
+  return pitched(ptr, pitch, width, height);
+}
+HK_HIP_API hipError_t hipMemAllocPitch(hipDeviceptr_t* ptr, size_t* pitch, size_t width, size_t height,
+                                       unsigned int /*element_size*/) {
+  return pitched(ptr, pitch, width, height);
+}
+
+// Any pointer the runtime allocated may be freed with any of the free functions: they all name the same memory.
+HK_HIP_API hipError_t hipFree(void* p) { return free_memory(p); }
+HK_HIP_API hipError_t hipFreeAsync(void* p, hipStream_t stream) {
+  if (!Runtime::get().stream(stream)) return done(hipErrorInvalidHandle);
+  return free_memory(p);
+}
+HK_HIP_API hipError_t hipHostFree(void* p) { return free_memory(p); }
+HK_HIP_API hipError_t hipFreeHost(void* p) { return free_memory(p); }
+
+HK_HIP_API hipError_t hipHostRegister(void* p, size_t size, unsigned int flags) {
+  if (!p || !size) return done(hipErrorInvalidValue);
+  return done(Runtime::get().register_host(p, size, flags));
+}
+HK_HIP_API hipError_t hipHostUnregister(void* p) {
+  if (!p) return done(hipErrorInvalidValue);
+  return done(Runtime::get().unregister_host(p));
+}
+HK_HIP_API hipError_t hipHostGetDevicePointer(void** device_ptr, void* host_ptr, unsigned int /*flags*/) {
+  if (!device_ptr || !host_ptr) return done(hipErrorInvalidValue);
+  uintptr_t base;
+  Allocation a;
+  if (!Runtime::get().find_allocation(host_ptr, base, a)) return done(hipErrorInvalidValue);
+  *device_ptr = host_ptr;  // one address space
+  return hipSuccess;
+}
+HK_HIP_API hipError_t hipHostGetFlags(unsigned int* flags, void* host_ptr) {
+  if (!flags || !host_ptr) return done(hipErrorInvalidValue);
+  uintptr_t base;
+  Allocation a;
+  if (!Runtime::get().find_allocation(host_ptr, base, a) || a.type != hipMemoryTypeHost)
+    return done(hipErrorInvalidValue);
+  *flags = a.flags;
+  return hipSuccess;
+}
+
+HK_HIP_API hipError_t hipMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  if (!free_bytes || !total_bytes) return done(hipErrorInvalidValue);
+  hipDeviceProp_t props;
+  hipError_t e = hipGetDevicePropertiesR0600(&props, 0);
+  if (e != hipSuccess) return e;
+  *total_bytes = props.totalGlobalMem;
+  // Device memory is host memory: what the host can still give is what is free.
+  struct sysinfo si{};
+  size_t host_free = sysinfo(&si) == 0 ? size_t(si.freeram + si.bufferram) * si.mem_unit : *total_bytes;
+  *free_bytes = std::min(*total_bytes, host_free);
+  return hipSuccess;
+}
+
+HK_HIP_API hipError_t hipMemPtrGetInfo(void* p, size_t* size) {
+  if (!p || !size) return done(hipErrorInvalidValue);
+  uintptr_t base;
+  Allocation a;
+  if (!Runtime::get().find_allocation(p, base, a)) return done(hipErrorInvalidValue);
+  *size = a.size;
+  return hipSuccess;
+}
+
+HK_HIP_API hipError_t hipMemGetAddressRange(hipDeviceptr_t* base_out, size_t* size, hipDeviceptr_t p) {
+  uintptr_t base;
+  Allocation a;
+  if (!Runtime::get().find_allocation(p, base, a)) return done(hipErrorNotFound);
+  if (base_out) *base_out = reinterpret_cast<void*>(base);
+  if (size) *size = a.size;
+  return hipSuccess;
+}
+
+HK_HIP_API hipError_t hipPointerGetAttributes(hipPointerAttribute_t* attr, const void* p) {
+  if (!attr || !p) return done(hipErrorInvalidValue);
+  uintptr_t base;
+  Allocation a;
+  *attr = hipPointerAttribute_t{};
+  if (!Runtime::get().find_allocation(p, base, a)) {
+    attr->type = hipMemoryTypeUnregistered;
+    attr->device = -1;
+    return done(hipErrorInvalidValue);  // as HIP does for memory it does not know
+  }
+  attr->type = a.type;
+  attr->device = 0;
+  attr->devicePointer = const_cast<void*>(p);
+  attr->hostPointer = a.type == hipMemoryTypeDevice ? nullptr : const_cast<void*>(p);
+  attr->isManaged = a.type == hipMemoryTypeManaged;
+  attr->allocationFlags = a.flags;
+  return hipSuccess;
+}
+
+// Hints about placement mean nothing when all memory is host memory.
+HK_HIP_API hipError_t hipMemPrefetchAsync(const void* p, size_t, int, hipStream_t stream) {
+  if (!p) return done(hipErrorInvalidValue);
+  return Runtime::get().stream(stream) ? hipSuccess : done(hipErrorInvalidHandle);
+}
+HK_HIP_API hipError_t hipMemAdvise(const void* p, size_t, hipMemoryAdvise, int) {
+  return p ? hipSuccess : done(hipErrorInvalidValue);
+}
+
+// --- copies ----------------------------------------------------------------------------------------------------
+
+HK_HIP_API hipError_t hipMemcpy(void* dst, const void* src, size_t bytes, hipMemcpyKind kind) {
+  return copy(dst, src, bytes, kind);
+}
+HK_HIP_API hipError_t hipMemcpy_spt(void* dst, const void* src, size_t bytes, hipMemcpyKind kind) {
+  return copy(dst, src, bytes, kind);
+}
+HK_HIP_API hipError_t hipMemcpyAsync(void* dst, const void* src, size_t bytes, hipMemcpyKind kind,
+                                     hipStream_t stream) {
+  return copy_on(dst, src, bytes, kind, stream);
+}
+HK_HIP_API hipError_t hipMemcpyAsync_spt(void* dst, const void* src, size_t bytes, hipMemcpyKind kind,
+                                         hipStream_t stream) {
+  return copy_on(dst, src, bytes, kind, stream);
+}
+HK_HIP_API hipError_t hipMemcpyWithStream(void* dst, const void* src, size_t bytes, hipMemcpyKind kind,
+                                          hipStream_t stream) {
+  return copy_on(dst, src, bytes, kind, stream);
+}
+HK_HIP_API hipError_t hipMemcpyHtoD(hipDeviceptr_t dst, void* src, size_t bytes) {
+  return copy(dst, src, bytes, hipMemcpyHostToDevice);
+}
+HK_HIP_API hipError_t hipMemcpyDtoH(void* dst, hipDeviceptr_t src, size_t bytes) {
+  return copy(dst, src, bytes, hipMemcpyDeviceToHost);
+}
+HK_HIP_API hipError_t hipMemcpyDtoD(hipDeviceptr_t dst, hipDeviceptr_t src, size_t bytes) {
+  return copy(dst, src, bytes, hipMemcpyDeviceToDevice);
+}
+HK_HIP_API hipError_t hipMemcpyHtoDAsync(hipDeviceptr_t dst, void* src, size_t bytes, hipStream_t stream) {
+  return copy_on(dst, src, bytes, hipMemcpyHostToDevice, stream);
+}
+HK_HIP_API hipError_t hipMemcpyDtoHAsync(void* dst, hipDeviceptr_t src, size_t bytes, hipStream_t stream) {
+  return copy_on(dst, src, bytes, hipMemcpyDeviceToHost, stream);
+}
+HK_HIP_API hipError_t hipMemcpyDtoDAsync(hipDeviceptr_t dst, hipDeviceptr_t src, size_t bytes, hipStream_t stream) {
+  return copy_on(dst, src, bytes, hipMemcpyDeviceToDevice, stream);
+}
+HK_HIP_API hipError_t hipMemcpyPeer(void* dst, int dst_device, const void* src, int src_device, size_t bytes) {
+  if (dst_device != 0 || src_device != 0) return done(hipErrorInvalidDevice);
+  return copy(dst, src, bytes, hipMemcpyDeviceToDevice);
+}
+HK_HIP_API hipError_t hipMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t bytes,
+                                         hipStream_t stream) {
+  if (dst_device != 0 || src_device != 0) return done(hipErrorInvalidDevice);
+  return copy_on(dst, src, bytes, hipMemcpyDeviceToDevice, stream);
+}
+HK_HIP_API hipError_t hipMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                                  size_t height, hipMemcpyKind kind) {
+  return copy_2d(dst, dpitch, src, spitch, width, height, kind, nullptr);
+}
+HK_HIP_API hipError_t hipMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                                       size_t height, hipMemcpyKind kind, hipStream_t stream) {
+  return copy_2d(dst, dpitch, src, spitch, width, height, kind, stream);
+}
+
+HK_HIP_API hipError_t hipMemcpyToSymbol(const void* symbol, const void*, size_t, size_t, hipMemcpyKind) {
+  return symbol_unsupported(symbol, "hipMemcpyToSymbol");
+}
+HK_HIP_API hipError_t hipMemcpyToSymbolAsync(const void* symbol, const void*, size_t, size_t, hipMemcpyKind,
+                                             hipStream_t) {
+  return symbol_unsupported(symbol, "hipMemcpyToSymbolAsync");
+}
+HK_HIP_API hipError_t hipMemcpyFromSymbol(void*, const void* symbol, size_t, size_t, hipMemcpyKind) {
+  return symbol_unsupported(symbol, "hipMemcpyFromSymbol");
+}
+HK_HIP_API hipError_t hipMemcpyFromSymbolAsync(void*, const void* symbol, size_t, size_t, hipMemcpyKind,
+                                               hipStream_t) {
+  return symbol_unsupported(symbol, "hipMemcpyFromSymbolAsync");
+}
+HK_HIP_API hipError_t hipGetSymbolAddress(void**, const void* symbol) {
+  return symbol_unsupported(symbol, "hipGetSymbolAddress");
+}
+HK_HIP_API hipError_t hipGetSymbolSize(size_t*, const void* symbol) {
+  return symbol_unsupported(symbol, "hipGetSymbolSize");
+}
+
+// --- fills -----------------------------------------------------------------------------------------------------
+
+HK_HIP_API hipError_t hipMemset(void* dst, int value, size_t bytes) { return fill(dst, uint8_t(value), 1, bytes); }
+HK_HIP_API hipError_t hipMemset_spt(void* dst, int value, size_t bytes) {
+  return fill(dst, uint8_t(value), 1, bytes);
+}
+HK_HIP_API hipError_t hipMemsetAsync(void* dst, int value, size_t bytes, hipStream_t stream) {
+  return fill(dst, uint8_t(value), 1, bytes, stream);
+}
+HK_HIP_API hipError_t hipMemsetAsync_spt(void* dst, int value, size_t bytes, hipStream_t stream) {
+  return fill(dst, uint8_t(value), 1, bytes, stream);
+}
+HK_HIP_API hipError_t hipMemsetD8(hipDeviceptr_t dst, unsigned char value, size_t count) {
+  return fill(dst, value, 1, count);
+}
+HK_HIP_API hipError_t hipMemsetD8Async(hipDeviceptr_t dst, unsigned char value, size_t count, hipStream_t stream) {
+  return fill(dst, value, 1, count, stream);
+}
+HK_HIP_API hipError_t hipMemsetD16(hipDeviceptr_t dst, unsigned short value, size_t count) {
+  return fill(dst, value, 2, count);
+}
+HK_HIP_API hipError_t hipMemsetD16Async(hipDeviceptr_t dst, unsigned short value, size_t count, hipStream_t stream) {
+  return fill(dst, value, 2, count, stream);
+}
+HK_HIP_API hipError_t hipMemsetD32(hipDeviceptr_t dst, int value, size_t count) {
+  return fill(dst, uint32_t(value), 4, count);
+}
+HK_HIP_API hipError_t hipMemsetD32Async(hipDeviceptr_t dst, int value, size_t count, hipStream_t stream) {
+  return fill(dst, uint32_t(value), 4, count, stream);
+}
+HK_HIP_API hipError_t hipMemset2D(void* dst, size_t pitch, int value, size_t width, size_t height) {
+  for (size_t row = 0; row < height; ++row)
+    if (hipError_t e = fill(static_cast<uint8_t*>(dst) + row * pitch, uint8_t(value), 1, width); e != hipSuccess)
+      return e;
+  return hipSuccess;
+}
+HK_HIP_API hipError_t hipMemset2DAsync(void* dst, size_t pitch, int value, size_t width, size_t height,
+                                       hipStream_t stream) {
+  if (!Runtime::get().stream(stream)) return done(hipErrorInvalidHandle);
+  return hipMemset2D(dst, pitch, value, width, height);
+}
+
+// Per-thread-default-stream variants: every stream is synchronous, so they are the same operations.
+HK_HIP_API hipError_t hipMemcpy2D_spt(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                                      size_t height, hipMemcpyKind kind) {
+  return copy_2d(dst, dpitch, src, spitch, width, height, kind, nullptr);
+}
+HK_HIP_API hipError_t hipMemcpy2DAsync_spt(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                                           size_t height, hipMemcpyKind kind, hipStream_t stream) {
+  return copy_2d(dst, dpitch, src, spitch, width, height, kind, stream);
+}
+HK_HIP_API hipError_t hipMemset2D_spt(void* dst, size_t pitch, int value, size_t width, size_t height) {
+  return hipMemset2D(dst, pitch, value, width, height);
+}
+HK_HIP_API hipError_t hipMemset2DAsync_spt(void* dst, size_t pitch, int value, size_t width, size_t height,
+                                           hipStream_t stream) {
+  return hipMemset2DAsync(dst, pitch, value, width, height, stream);
+}

@@ -1,0 +1,241 @@
+// The runtime's process-wide state: the lazily created virtual device and its arch, registered code, allocations,
+// streams, events and faults waiting to be reported.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "runtime.h"
+
+namespace vgpu::hiprt {
+
+Runtime& Runtime::get() {
+  static Runtime* r = new Runtime;  // never destroyed (see runtime.h)
+  return *r;
+}
+
+Arch Runtime::choose_arch_locked() {
+  if (const char* env = std::getenv("HK_VGPU_ARCH"); env && *env) {
+    if (auto a = parse_arch(env)) return *a;
+    if (!quiet()) std::fprintf(stderr, "vgpu: ignoring HK_VGPU_ARCH=%s (expected gfx942 or gfx950)\n", env);
+  }
+  return arch_suggested_ ? suggested_arch_ : Arch::gfx950;
+}
+
+void Runtime::suggest_arch(const std::vector<Arch>& archs) {
+  std::lock_guard lock(mu_);
+  if (arch_suggested_ || device_ || archs.empty()) return;
+  arch_suggested_ = true;
+  suggested_arch_ = archs.front();
+  for (Arch a : archs)
+    if (a == Arch::gfx950) suggested_arch_ = a;  // a binary built for both runs as the newer device
+}
+
+Device& Runtime::device() {
+  std::lock_guard lock(mu_);
+  if (!device_) device_ = std::make_unique<Device>(choose_arch_locked());
+  return *device_;
+}
+
+Arch Runtime::arch() {
+  std::lock_guard lock(mu_);
+  return device_ ? device_->arch() : choose_arch_locked();
+}
+
+// --- registered code -------------------------------------------------------------------------------------------
+
+FatBinary* Runtime::add_fat_binary(const uint8_t* bundle, size_t size) {
+  std::lock_guard lock(mu_);
+  fat_binaries_.push_back(std::make_unique<FatBinary>(bundle, size));
+  return fat_binaries_.back().get();
+}
+
+void Runtime::remove_fat_binary(FatBinary* fb) {
+  std::lock_guard lock(mu_);
+  std::erase_if(functions_, [&](const auto& kv) { return kv.second->source == fb; });
+  std::erase_if(variables_, [&](const auto& kv) { return kv.second.fat_binary == fb; });
+  std::erase_if(fat_binaries_, [&](const auto& p) { return p.get() == fb; });
+}
+
+ihipModuleSymbol_t* Runtime::add_function(FatBinary* fb, const void* host_function, const char* name) {
+  std::lock_guard lock(mu_);
+  auto fn = std::make_unique<ihipModuleSymbol_t>();
+  fn->name = name;
+  fn->source = fb;
+  auto& slot = functions_[host_function];
+  slot = std::move(fn);
+  return slot.get();
+}
+
+ihipModuleSymbol_t* Runtime::find_function(const void* host_function) {
+  std::lock_guard lock(mu_);
+  auto it = functions_.find(host_function);
+  return it == functions_.end() ? nullptr : it->second.get();
+}
+
+void Runtime::add_variable(FatBinary* fb, const void* host_var, const char* name, size_t size, bool constant) {
+  std::lock_guard lock(mu_);
+  variables_[host_var] = Variable{fb, name ? name : "", size, constant};
+}
+
+// --- allocations -----------------------------------------------------------------------------------------------
+
+void* Runtime::allocate(size_t size, hipMemoryType type, unsigned flags) {
+  Device& dev = device();
+  void* p = nullptr;
+  try {
+    p = dev.memory().allocate(size, 256);
+  } catch (const std::bad_alloc&) {
+    p = nullptr;
+  }
+  if (!p) return nullptr;
+  std::lock_guard lock(mu_);
+  allocations_[reinterpret_cast<uintptr_t>(p)] = Allocation{size, type, flags, true};
+  return p;
+}
+
+hipError_t Runtime::release(void* p) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = allocations_.find(reinterpret_cast<uintptr_t>(p));
+    if (it == allocations_.end() || !it->second.owned) return hipErrorInvalidValue;
+    allocations_.erase(it);
+  }
+  return device().memory().release(p) ? hipSuccess : hipErrorInvalidValue;
+}
+
+hipError_t Runtime::register_host(void* p, size_t size, unsigned flags) {
+  Device& dev = device();
+  std::lock_guard lock(mu_);
+  uintptr_t base = reinterpret_cast<uintptr_t>(p);
+  // Overlap with an existing allocation or registration?
+  auto it = allocations_.upper_bound(base + size - 1);
+  if (it != allocations_.begin()) {
+    --it;
+    if (it->first + it->second.size > base) return hipErrorHostMemoryAlreadyRegistered;
+  }
+  allocations_[base] = Allocation{size, hipMemoryTypeHost, flags, false};
+  dev.memory().add(p, size);
+  return hipSuccess;
+}
+
+hipError_t Runtime::unregister_host(void* p) {
+  Device& dev = device();
+  std::lock_guard lock(mu_);
+  auto it = allocations_.find(reinterpret_cast<uintptr_t>(p));
+  if (it == allocations_.end() || it->second.owned) return hipErrorHostMemoryNotRegistered;
+  allocations_.erase(it);
+  dev.memory().remove(p);
+  return hipSuccess;
+}
+
+bool Runtime::find_allocation(const void* p, uintptr_t& base, Allocation& out) {
+  std::lock_guard lock(mu_);
+  uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  auto it = allocations_.upper_bound(a);
+  if (it == allocations_.begin()) return false;
+  --it;
+  // A pointer one past the end still names its allocation for zero-byte copies; treat [base, base+size) strictly.
+  if (a >= it->first + std::max<size_t>(it->second.size, 1)) return false;
+  base = it->first;
+  out = it->second;
+  return true;
+}
+
+// --- streams and events ----------------------------------------------------------------------------------------
+
+ihipStream_t* Runtime::create_stream(unsigned flags, int priority) {
+  auto* s = new ihipStream_t;
+  s->flags = flags;
+  s->priority = priority;
+  std::lock_guard lock(mu_);
+  streams_.insert(s);
+  return s;
+}
+
+bool Runtime::destroy_stream(ihipStream_t* s) {
+  std::lock_guard lock(mu_);
+  if (!streams_.erase(s)) return false;
+  delete s;
+  return true;
+}
+
+ihipStream_t* Runtime::stream(hipStream_t s) {
+  if (s == nullptr || s == hipStreamLegacy || s == hipStreamPerThread) return &default_stream_;
+  std::lock_guard lock(mu_);
+  return streams_.count(s) ? s : nullptr;
+}
+
+ihipEvent_t* Runtime::create_event(unsigned flags) {
+  auto* e = new ihipEvent_t;
+  e->flags = flags;
+  std::lock_guard lock(mu_);
+  events_.insert(e);
+  return e;
+}
+
+bool Runtime::destroy_event(ihipEvent_t* e) {
+  std::lock_guard lock(mu_);
+  if (!events_.erase(e)) return false;
+  delete e;
+  return true;
+}
+
+bool Runtime::valid_event(ihipEvent_t* e) {
+  std::lock_guard lock(mu_);
+  return e && events_.count(e);
+}
+
+void Runtime::set_pending(ihipStream_t* s, hipError_t code) {
+  std::lock_guard lock(mu_);
+  if (s && s->pending == hipSuccess) s->pending = code;
+}
+
+hipError_t Runtime::take_pending(ihipStream_t* s) {
+  std::lock_guard lock(mu_);
+  if (!s) return hipSuccess;
+  hipError_t e = s->pending;
+  s->pending = hipSuccess;
+  return e;
+}
+
+hipError_t Runtime::take_all_pending() {
+  std::lock_guard lock(mu_);
+  hipError_t first = default_stream_.pending;
+  default_stream_.pending = hipSuccess;
+  for (ihipStream_t* s : streams_) {
+    if (first == hipSuccess) first = s->pending;
+    s->pending = hipSuccess;
+  }
+  return first;
+}
+
+// --- dispatch and reset ----------------------------------------------------------------------------------------
+
+Fault Runtime::dispatch(const ResolvedKernel& k, const LaunchParams& lp) {
+  Device& dev = device();
+  std::lock_guard lock(dispatch_mu_);
+  return dev.dispatch(k.object, *k.info, lp);
+}
+
+void Runtime::reset() {
+  std::lock_guard dispatch_lock(dispatch_mu_);
+  std::lock_guard lock(mu_);
+  if (device_) {
+    for (auto& [base, a] : allocations_) {
+      if (a.owned)
+        device_->memory().release(reinterpret_cast<void*>(base));
+      else
+        device_->memory().remove(reinterpret_cast<void*>(base));
+    }
+  }
+  allocations_.clear();
+  for (ihipStream_t* s : streams_) delete s;
+  streams_.clear();
+  for (ihipEvent_t* e : events_) delete e;
+  events_.clear();
+  default_stream_.pending = hipSuccess;
+  // The device itself (and its arch) stays: registered kernels remain valid, as after a reset on HIP.
+}
+
+}  // namespace vgpu::hiprt

@@ -1,0 +1,164 @@
+// Streams and events. Every operation runs to completion when it is enqueued, so streams are trivially in order,
+// queries always find the work done, and an event's timestamp is the host time at which it was recorded.
+#include "runtime.h"
+
+using namespace vgpu;
+using namespace vgpu::hiprt;
+
+namespace {
+
+hipError_t create(hipStream_t* stream, unsigned flags, int priority) {
+  if (!stream) return done(hipErrorInvalidValue);
+  *stream = Runtime::get().create_stream(flags, priority);
+  return hipSuccess;
+}
+
+}  // namespace
+
+// --- streams ---------------------------------------------------------------------------------------------------
+
+HK_HIP_API hipError_t hipStreamCreate(hipStream_t* stream) { return create(stream, 0, 0); }
+HK_HIP_API hipError_t hipStreamCreateWithFlags(hipStream_t* stream, unsigned int flags) {
+  return create(stream, flags, 0);
+}
+HK_HIP_API hipError_t hipStreamCreateWithPriority(hipStream_t* stream, unsigned int flags, int priority) {
+  return create(stream, flags, priority);
+}
+HK_HIP_API hipError_t hipExtStreamCreateWithCUMask(hipStream_t* stream, uint32_t, const uint32_t*) {
+  return create(stream, 0, 0);
+}
+
+HK_HIP_API hipError_t hipStreamDestroy(hipStream_t stream) {
+  if (!stream || !Runtime::get().destroy_stream(stream)) return done(hipErrorInvalidHandle);
+  return hipSuccess;
+}
+
+HK_HIP_API hipError_t hipStreamSynchronize(hipStream_t stream) {
+  ihipStream_t* s = Runtime::get().stream(stream);
+  if (!s) return done(hipErrorInvalidHandle);
+  return done(Runtime::get().take_pending(s));
+}
+HK_HIP_API hipError_t hipStreamSynchronize_spt(hipStream_t stream) { return hipStreamSynchronize(stream); }
+
+HK_HIP_API hipError_t hipStreamQuery(hipStream_t stream) {
+  return Runtime::get().stream(stream) ? hipSuccess : done(hipErrorInvalidHandle);
+}
+HK_HIP_API hipError_t hipStreamQuery_spt(hipStream_t stream) { return hipStreamQuery(stream); }
+
+HK_HIP_API hipError_t hipStreamWaitEvent(hipStream_t stream, hipEvent_t event, unsigned int) {
+  if (!Runtime::get().stream(stream) || !Runtime::get().valid_event(event)) return done(hipErrorInvalidHandle);
+  return hipSuccess;
+}
+HK_HIP_API hipError_t hipStreamWaitEvent_spt(hipStream_t stream, hipEvent_t event, unsigned int flags) {
+  return hipStreamWaitEvent(stream, event, flags);
+}
+
+HK_HIP_API hipError_t hipStreamGetFlags(hipStream_t stream, unsigned int* flags) {
+  ihipStream_t* s = Runtime::get().stream(stream);
+  if (!flags) return done(hipErrorInvalidValue);
+  if (!s) return done(hipErrorInvalidHandle);
+  *flags = s->flags;
+  return hipSuccess;
+}
+HK_HIP_API hipError_t hipStreamGetFlags_spt(hipStream_t stream, unsigned int* flags) {
+  return hipStreamGetFlags(stream, flags);
+}
+
+HK_HIP_API hipError_t hipStreamGetPriority(hipStream_t stream, int* priority) {
+  ihipStream_t* s = Runtime::get().stream(stream);
+  if (!priority) return done(hipErrorInvalidValue);
+  if (!s) return done(hipErrorInvalidHandle);
+  *priority = s->priority;
+  return hipSuccess;
+}
+HK_HIP_API hipError_t hipStreamGetPriority_spt(hipStream_t stream, int* priority) {
+  return hipStreamGetPriority(stream, priority);
+}
+
+HK_HIP_API hipError_t hipStreamGetDevice(hipStream_t stream, hipDevice_t* device) {
+  if (!device) return done(hipErrorInvalidValue);
+  if (!Runtime::get().stream(stream)) return done(hipErrorInvalidHandle);
+  *device = 0;
+  return hipSuccess;
+}
+
+HK_HIP_API int hipGetStreamDeviceId(hipStream_t stream) { return Runtime::get().stream(stream) ? 0 : -1; }
+
+// Host callbacks run at once: everything enqueued before them has already finished.
+HK_HIP_API hipError_t hipStreamAddCallback(hipStream_t stream, hipStreamCallback_t callback, void* user_data,
+                                           unsigned int flags) {
+  ihipStream_t* s = Runtime::get().stream(stream);
+  if (!callback || flags != 0) return done(hipErrorInvalidValue);
+  if (!s) return done(hipErrorInvalidHandle);
+  callback(stream, s->pending, user_data);
+  return hipSuccess;
+}
+HK_HIP_API hipError_t hipStreamAddCallback_spt(hipStream_t stream, hipStreamCallback_t callback, void* user_data,
+                                               unsigned int flags) {
+  return hipStreamAddCallback(stream, callback, user_data, flags);
+}
+
+HK_HIP_API hipError_t hipLaunchHostFunc(hipStream_t stream, hipHostFn_t fn, void* user_data) {
+  if (!fn) return done(hipErrorInvalidValue);
+  if (!Runtime::get().stream(stream)) return done(hipErrorInvalidHandle);
+  fn(user_data);
+  return hipSuccess;
+}
+HK_HIP_API hipError_t hipLaunchHostFunc_spt(hipStream_t stream, hipHostFn_t fn, void* user_data) {
+  return hipLaunchHostFunc(stream, fn, user_data);
+}
+
+// Stream capture (graphs) is not implemented; a stream is never capturing.
+HK_HIP_API hipError_t hipStreamIsCapturing(hipStream_t stream, hipStreamCaptureStatus* status) {
+  if (!status) return done(hipErrorInvalidValue);
+  if (!Runtime::get().stream(stream)) return done(hipErrorInvalidHandle);
+  *status = hipStreamCaptureStatusNone;
+  return hipSuccess;
+}
+HK_HIP_API hipError_t hipStreamIsCapturing_spt(hipStream_t stream, hipStreamCaptureStatus* status) {
+  return hipStreamIsCapturing(stream, status);
+}
+
+// --- events ----------------------------------------------------------------------------------------------------
+
+HK_HIP_API hipError_t hipEventCreateWithFlags(hipEvent_t* event, unsigned int flags) {
+  if (!event) return done(hipErrorInvalidValue);
+  *event = Runtime::get().create_event(flags);
+  return hipSuccess;
+}
+HK_HIP_API hipError_t hipEventCreate(hipEvent_t* event) { return hipEventCreateWithFlags(event, 0); }
+
+HK_HIP_API hipError_t hipEventDestroy(hipEvent_t event) {
+  if (!event || !Runtime::get().destroy_event(event)) return done(hipErrorInvalidHandle);
+  return hipSuccess;
+}
+
+HK_HIP_API hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream) {
+  if (!Runtime::get().valid_event(event) || !Runtime::get().stream(stream)) return done(hipErrorInvalidHandle);
+  event->time = std::chrono::steady_clock::now();
+  event->recorded = true;
+  return hipSuccess;
+}
+HK_HIP_API hipError_t hipEventRecord_spt(hipEvent_t event, hipStream_t stream) { return hipEventRecord(event, stream); }
+HK_HIP_API hipError_t hipEventRecordWithFlags(hipEvent_t event, hipStream_t stream, unsigned int) {
+  return hipEventRecord(event, stream);
+}
+
+HK_HIP_API hipError_t hipEventSynchronize(hipEvent_t event) {
+  return Runtime::get().valid_event(event) ? hipSuccess : done(hipErrorInvalidHandle);
+}
+
+HK_HIP_API hipError_t hipEventQuery(hipEvent_t event) {
+  return Runtime::get().valid_event(event) ? hipSuccess : done(hipErrorInvalidHandle);
+}
+
+HK_HIP_API hipError_t hipEventElapsedTime(float* ms, hipEvent_t start, hipEvent_t stop) {
+  if (!ms) return done(hipErrorInvalidValue);
+  Runtime& rt = Runtime::get();
+  if (!rt.valid_event(start) || !rt.valid_event(stop)) return done(hipErrorInvalidHandle);
+  // As HIP: both events must have been recorded and must keep timing.
+  if (!start->recorded || !stop->recorded) return done(hipErrorInvalidHandle);
+  if ((start->flags | stop->flags) & hipEventDisableTiming) return done(hipErrorInvalidHandle);
+  *ms = std::chrono::duration<float, std::milli>(stop->time - start->time).count();
+  return hipSuccess;
+}
