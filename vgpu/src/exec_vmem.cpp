@@ -1,6 +1,7 @@
 // Vector memory through the GLOBAL, FLAT and SCRATCH instructions: per-lane loads, stores and atomics.
 #include <string>
 
+#include "formats.h"
 #include "isa.h"
 #include "memory.h"
 
@@ -111,25 +112,14 @@ void vatomic(Wave& w, const Inst& I) {
   }
 }
 
-template <class F, class U>
-U float_op(U a, U b, F (*f)(F, F)) {
-  return std::bit_cast<U>(f(std::bit_cast<F>(a), std::bit_cast<F>(b)));
-}
-
 // Packed 16-bit float add of two halves, as the pk_add atomics do.
 template <bool bf16>
 uint32_t pk_add16(uint32_t a, uint32_t b) {
   auto half = [](uint32_t x, int i) -> float {
     uint16_t h = uint16_t(x >> (16 * i));
-    if (bf16) return std::bit_cast<float>(uint32_t(h) << 16);
-    return float(std::bit_cast<f16>(h));
+    return bf16 ? bf16_to_f32(h) : float(std::bit_cast<f16>(h));
   };
-  auto pack = [](float f) -> uint32_t {
-    if (!bf16) return std::bit_cast<uint16_t>(f16(f));
-    uint32_t u = std::bit_cast<uint32_t>(f);
-    if (std::isnan(f)) return (u >> 16) | 0x40;
-    return (u + 0x7fff + ((u >> 16) & 1)) >> 16;  // round to nearest even
-  };
+  auto pack = [](float f) -> uint32_t { return bf16 ? f32_to_bf16(f) : std::bit_cast<uint16_t>(f16(f)); };
   return pack(half(a, 0) + half(b, 0)) | pack(half(a, 1) + half(b, 1)) << 16;
 }
 
