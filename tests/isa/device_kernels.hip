@@ -29,3 +29,13 @@ extern "C" __global__ void coords(unsigned* out) {
 }
 
 extern "C" __global__ void store_at(int* p, long index) { p[index] = 1; }
+
+// One wave writes and reads LDS at a lane stride: stride 1 is conflict-free, large power-of-two strides put every
+// lane of a phase in one bank.
+extern "C" __global__ void lds_stride(float* out, int stride) {
+  __shared__ float s[64 * 64];
+  int t = threadIdx.x;
+  s[t * stride] = float(t);
+  __syncthreads();
+  out[t] = s[t * stride];
+}

@@ -97,6 +97,30 @@ TEST_P(Core, OutOfBoundsStoreIsAFault) {
   EXPECT_EQ(p[3], 1);
 }
 
+// The LDS bank-conflict profile: extra cycles of the stride kernel's ds_read_b32 per arch's bank model.
+TEST_P(Core, LdsBankConflictProfile) {
+  Fixture fx(GetParam());
+  fx.dev.set_profiling(true);
+  float* out = fx.alloc<float>(64);
+  const bool g950 = GetParam() == vgpu::Arch::gfx950;
+  // stride -> extra cycles of one ds_read_b32: gfx942 has 32 banks and two phases of 32 lanes, gfx950 64 banks, one phase.
+  const std::pair<int, uint64_t> cases[] = {{1, 0}, {2, g950 ? 1u : 2u}, {32, g950 ? 31u : 62u}, {64, g950 ? 63u : 62u}};
+  for (auto [stride, extra] : cases) {
+    vgpu::DispatchStats st;
+    auto f = fx.launch("lds_stride", {1}, {64}, &st, out, stride);
+    ASSERT_FALSE(f) << f.message();
+    for (int t = 0; t < 64; ++t) ASSERT_EQ(out[t], float(t));
+    ASSERT_TRUE(st.profiled);
+    const vgpu::InstructionProfile* read = nullptr;
+    for (auto& ip : st.instructions)
+      if (ip.text.starts_with("ds_read_b32")) read = &ip;
+    ASSERT_NE(read, nullptr);
+    EXPECT_EQ(read->lds_accesses, 1u);
+    EXPECT_EQ(read->lds_conflict_cycles, extra) << "stride " << stride << ": " << read->text;
+    EXPECT_GE(st.lds_conflict_cycles, 2 * extra) << "the write conflicts like the read";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Archs, Core, testing::Values(vgpu::Arch::gfx942, vgpu::Arch::gfx950),
                          [](const auto& info) { return std::string(vgpu::arch_info(info.param).name); });
 

@@ -167,6 +167,7 @@ static_assert(sizeof(DispatchPacket) == 64);
 
 // Per worker thread storage reused across workgroups (register files are not cleared: hardware does not either).
 struct WorkerStorage {
+  Profile profile;
   std::vector<uint32_t> vgprs;
   std::vector<uint8_t> lds, priv;
   std::vector<Wave> waves;
@@ -215,15 +216,20 @@ void init_wave(Wave& w, const DispatchCtx& ctx, const Workgroup& wg, int index, 
 }
 
 // Runs a wave until it blocks, ends, faults, or spends `budget` instructions.
-inline uint64_t run_wave(Wave& w, const Inst* insts, uint64_t budget) {
+template <bool profiled>
+uint64_t run_wave_loop(Wave& w, const Inst* insts, uint64_t budget) {
   uint64_t n = 0;
   while (w.state == WaveState::running && n < budget) {
-    const Inst& I = insts[w.pc++];
-    I.fn(w, I);
+    const int pc = w.pc++;
+    if constexpr (profiled) w.profile->executed[pc]++;
+    insts[pc].fn(w, insts[pc]);
     ++n;
   }
   w.insts += n;
   return n;
+}
+inline uint64_t run_wave(Wave& w, const Inst* insts, uint64_t budget) {
+  return w.profile ? run_wave_loop<true>(w, insts, budget) : run_wave_loop<false>(w, insts, budget);
 }
 
 void run_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& st) {
@@ -246,6 +252,7 @@ void run_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& st) {
     w.priv = st.priv.data() + size_t(i) * kLanes * ctx.private_bytes;
     w.wg = &wg;
     w.ctx = &ctx;
+    w.profile = ctx.profiling ? &st.profile : nullptr;
     init_wave(w, ctx, wg, i, items);
   }
 
@@ -296,6 +303,7 @@ void run_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& st) {
 
 Device::Device(Arch arch) : arch_(arch) {
   threads_ = unsigned(env_u64("HK_VGPU_THREADS", std::max(1u, std::thread::hardware_concurrency())));
+  profiling_ = env_u64("HK_VGPU_PROFILE", 0) != 0;
   if (threads_ == 0) threads_ = 1;
 }
 
@@ -356,6 +364,8 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
   ctx.lds_bytes = uint32_t(lds);
   ctx.private_bytes = (kernel.private_segment_fixed_size + 15) / 16 * 16 + (kernel.uses_dynamic_stack ? 16384 : 0);
   ctx.watchdog = env_u64("HK_VGPU_BARRIER_WATCHDOG", 1ull << 24);
+  ctx.profiling = profiling_;
+  if (profiling_) ctx.profile.resize(prog->insts.size());
 
   const uint64_t groups = lp.grid.count();
   const unsigned nthreads = unsigned(std::min<uint64_t>(threads_, groups));
@@ -367,8 +377,17 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
     st.lds.assign(lds, 0);
     st.priv.assign(size_t(nwaves) * kLanes * ctx.private_bytes, 0);
     st.waves.resize(nwaves);
+    if (ctx.profiling) st.profile.resize(prog->insts.size());
     for (uint64_t g; !ctx.faulted.load(std::memory_order_relaxed) && (g = next.fetch_add(1)) < groups;)
       run_workgroup(ctx, g, st);
+    if (ctx.profiling) {
+      std::lock_guard lock(ctx.profile_mu);
+      for (size_t i = 0; i < st.profile.executed.size(); ++i) {
+        ctx.profile.executed[i] += st.profile.executed[i];
+        ctx.profile.lds_accesses[i] += st.profile.lds_accesses[i];
+        ctx.profile.lds_conflicts[i] += st.profile.lds_conflicts[i];
+      }
+    }
   };
   auto t0 = std::chrono::steady_clock::now();
   if (nthreads <= 1) {
@@ -386,6 +405,17 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
     stats->workgroups = groups;
     stats->waves = groups * ((items + kLanes - 1) / kLanes);
     stats->wall_seconds = std::chrono::duration<double>(t1 - t0).count();
+    stats->profiled = ctx.profiling;
+    stats->instructions.clear();
+    stats->lds_accesses = stats->lds_conflict_cycles = 0;
+    for (size_t i = 0; ctx.profiling && i < ctx.profile.executed.size(); ++i) {
+      if (!ctx.profile.executed[i]) continue;
+      const Inst& I = prog->insts[i];
+      stats->instructions.push_back({I.pc, prog->texts[I.text], ctx.profile.executed[i], ctx.profile.lds_accesses[i],
+                                     ctx.profile.lds_conflicts[i]});
+      stats->lds_accesses += ctx.profile.lds_accesses[i];
+      stats->lds_conflict_cycles += ctx.profile.lds_conflicts[i];
+    }
   }
   if (ctx.faulted.load()) return ctx.fault;
   return Fault{};

@@ -10,14 +10,23 @@ namespace {
 
 enum class Ext : uint8_t { dwords, u8, i8, u16, i16, u8_d16, i8_d16, u16_d16, u8_d16_hi, i8_d16_hi, u16_d16_hi };
 
+// Byte addresses of a DS instruction's lanes (address VGPR + offset), recorded for the profile when it is on.
+inline void ds_addresses(Wave& w, const Inst& I, int addr_op, uint32_t offset, uint32_t bytes, bool write,
+                         uint32_t* out) {
+  const uint32_t* a = w.v[I.op[addr_op].reg];
+  for (int l = 0; l < kLanes; ++l) out[l] = a[l] + offset;
+  if (w.profile) profile_lds(w, I, out, bytes, write);
+}
+
 template <uint32_t Bytes, Ext E>
 void ds_read(Wave& w, const Inst& I) {
   const uint64_t exec = w.exec();
-  const uint32_t* a = w.v[I.op[1].reg];
+  alignas(64) uint32_t a[kLanes];
+  ds_addresses(w, I, 1, uint32_t(I.offset), Bytes, false, a);
   const uint16_t d = I.op[0].reg;
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
-    const uint8_t* p = lds_ptr(w, I, uint64_t(a[l]) + uint32_t(I.offset), Bytes, l);
+    const uint8_t* p = lds_ptr(w, I, a[l], Bytes, l);
     if (!p) return;
     if constexpr (E == Ext::dwords) {
       for (uint32_t i = 0; i < Bytes / 4; ++i) std::memcpy(&w.v[d + i][l], p + 4 * i, 4);
@@ -42,11 +51,12 @@ void ds_read(Wave& w, const Inst& I) {
 template <uint32_t Bytes, bool hi = false>
 void ds_write(Wave& w, const Inst& I) {
   const uint64_t exec = w.exec();
-  const uint32_t* a = w.v[I.op[0].reg];
+  alignas(64) uint32_t a[kLanes];
+  ds_addresses(w, I, 0, uint32_t(I.offset), Bytes, true, a);
   const uint16_t d = I.op[1].reg;
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
-    uint8_t* p = lds_ptr(w, I, uint64_t(a[l]) + uint32_t(I.offset), Bytes, l);
+    uint8_t* p = lds_ptr(w, I, a[l], Bytes, l);
     if (!p) return;
     if constexpr (Bytes >= 4) {
       for (uint32_t i = 0; i < Bytes / 4; ++i) std::memcpy(p + 4 * i, &w.v[d + i][l], 4);
@@ -58,9 +68,19 @@ void ds_write(Wave& w, const Inst& I) {
 }
 
 // ds_read2 / ds_write2: two elements at offset0 and offset1, in units of the element size (times 64 for st64).
+// The profile counts the two halves of a read2/write2 as two accesses of the element size (an assumption: the
+// phase grouping of the two-address forms is not documented).
+inline void profile_pair(Wave& w, const Inst& I, int addr_op, uint32_t bytes, uint32_t stride, bool write) {
+  if (!w.profile) return;
+  alignas(64) uint32_t tmp[kLanes];
+  ds_addresses(w, I, addr_op, uint32_t(I.offset) * bytes * stride, bytes, write, tmp);
+  ds_addresses(w, I, addr_op, uint32_t(I.offset1) * bytes * stride, bytes, write, tmp);
+}
+
 template <uint32_t Bytes, uint32_t Stride>
 void ds_read2(Wave& w, const Inst& I) {
   const uint64_t exec = w.exec();
+  profile_pair(w, I, 1, Bytes, Stride, false);
   const uint32_t* a = w.v[I.op[1].reg];
   const uint16_t d = I.op[0].reg;
   constexpr uint32_t words = Bytes / 4;
@@ -78,6 +98,7 @@ void ds_read2(Wave& w, const Inst& I) {
 template <uint32_t Bytes, uint32_t Stride>
 void ds_write2(Wave& w, const Inst& I) {
   const uint64_t exec = w.exec();
+  profile_pair(w, I, 0, Bytes, Stride, true);
   const uint32_t* a = w.v[I.op[0].reg];
   constexpr uint32_t words = Bytes / 4;
   for (int l = 0; l < kLanes; ++l) {
@@ -97,6 +118,10 @@ template <class T, auto Op, int ndata, bool rtn>
 void ds_atomic(Wave& w, const Inst& I) {
   const uint64_t exec = w.exec();
   const int ai = rtn ? 1 : 0;
+  if (w.profile) {
+    alignas(64) uint32_t tmp[kLanes];
+    ds_addresses(w, I, ai, uint32_t(I.offset), sizeof(T), true, tmp);
+  }
   const uint32_t* a = w.v[I.op[ai].reg];
   constexpr uint32_t words = sizeof(T) / 4;
   for (int l = 0; l < kLanes; ++l) {

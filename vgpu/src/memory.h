@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdio>
 
+#include "lds_banks.h"
 #include "ops.h"
 
 namespace vgpu {
@@ -29,6 +30,16 @@ inline uint8_t* private_ptr(Wave& w, const Inst& I, uint64_t addr, uint32_t byte
     return nullptr;
   }
   return w.priv + size_t(lane) * w.ctx->private_bytes + addr;
+}
+
+// Records an LDS access of `bytes` per lane at the given byte addresses for the bank-conflict profile.
+inline void profile_lds(Wave& w, const Inst& I, const uint32_t* byte_addr, uint32_t bytes, bool write) {
+  const size_t idx = size_t(&I - w.ctx->prog->insts.data());
+  alignas(64) uint32_t dwords[kLanes];
+  for (int l = 0; l < kLanes; ++l) dwords[l] = byte_addr[l] >> 2;
+  const BankModel& m = bank_model(w.ctx->prog->arch, bytes, write);
+  w.profile->lds_accesses[idx]++;
+  w.profile->lds_conflicts[idx] += conflict_cycles(m, dwords, (bytes + 3) / 4, w.exec());
 }
 
 // Resolves a lane's address in `space` to host memory; nullptr after raising the fault that explains why not.

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "program.h"
 #include "vgpu/device.h"
@@ -16,6 +17,12 @@ namespace vgpu {
 inline constexpr int kLanes = 64;
 // Flat-address apertures (high 32 bits of a 64-bit address). Host user addresses stay below 2^47.
 inline constexpr uint32_t kSharedApertureHi = 0x10000, kPrivateApertureHi = 0x20000;
+
+// Per-instruction counters of a profiled dispatch (one set per worker thread, summed at the end).
+struct Profile {
+  std::vector<uint64_t> executed, lds_accesses, lds_conflicts;
+  void resize(size_t n) { executed.assign(n, 0), lds_accesses.assign(n, 0), lds_conflicts.assign(n, 0); }
+};
 
 // State shared by every workgroup of one dispatch.
 struct DispatchCtx {
@@ -32,9 +39,13 @@ struct DispatchCtx {
   std::mutex fault_mu;
   Fault fault;
   std::atomic<uint64_t> instructions{0};
+  bool profiling = false;
+  std::mutex profile_mu;
+  Profile profile;  // the sum over workers
 };
 
 struct Workgroup;
+
 
 enum class WaveState : uint8_t { running, barrier, done, faulted };
 
@@ -51,7 +62,8 @@ struct alignas(64) Wave {
   uint64_t insts = 0;            // instructions executed by this wave
   uint32_t gpr_idx = 0;          // s_set_gpr_idx state: index and enabled operand mask
   uint8_t gpr_idx_mode = 0;
-  uint64_t mem_lo = 0, mem_hi = 0;  // the allocation the last global access hit: most accesses hit it again
+  uint64_t mem_lo = 0, mem_hi = 0;
+  Profile* profile = nullptr;       // set when the dispatch is profiled  // the allocation the last global access hit: most accesses hit it again
 
   uint64_t exec() const { return s64(sreg::exec); }
   void set_exec(uint64_t e) { set_s64(sreg::exec, e); }

@@ -43,11 +43,26 @@ struct Fault {
 };
 
 // Counters of one dispatch.
+// One instruction's counters in a profiled dispatch.
+struct InstructionProfile {
+  uint64_t pc = 0;                  // byte offset from the kernel entry
+  std::string text;                 // disassembly
+  uint64_t executed = 0;            // times a wave issued it
+  uint64_t lds_accesses = 0;        // DS executions that touched LDS banks
+  uint64_t lds_conflict_cycles = 0; // extra cycles its lanes' bank conflicts cost, summed over executions
+};
+
+// Counters of one dispatch. The profile fields are filled only when profiling is on
+// (Device::set_profiling, or HK_VGPU_PROFILE=1 in the environment).
 struct DispatchStats {
   uint64_t wave_instructions = 0;   // instructions issued, counted once per wave
   uint64_t waves = 0;
   uint64_t workgroups = 0;
   double wall_seconds = 0;
+  bool profiled = false;
+  uint64_t lds_accesses = 0;
+  uint64_t lds_conflict_cycles = 0;
+  std::vector<InstructionProfile> instructions;  // executed instructions, in program order
 };
 
 struct Dim3 {
@@ -98,12 +113,17 @@ class Device {
   Fault dispatch(const std::shared_ptr<const CodeObject>& co, const KernelInfo& kernel, const LaunchParams& lp,
                  DispatchStats* stats = nullptr);
 
+  // Per-instruction counts and the LDS bank-conflict model (slower; off unless HK_VGPU_PROFILE=1).
+  void set_profiling(bool on) { profiling_ = on; }
+  bool profiling() const { return profiling_; }
+
   // Worker threads used for workgroups (default: hardware concurrency; HK_VGPU_THREADS overrides).
   unsigned threads() const { return threads_; }
 
  private:
   Arch arch_;
   unsigned threads_;
+  bool profiling_ = false;
   MemoryMap memory_;
   std::mutex cache_mu_;
   std::map<std::pair<const CodeObject*, uint64_t>, std::shared_ptr<Program>> programs_;
