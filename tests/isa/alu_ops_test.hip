@@ -196,8 +196,8 @@ TEST(AluOps, Transcendental) {
     EXPECT_EQ(bad, 0) << name;
   };
   within("exp2", run_op<Exp2F, float, float>(a, a, a), [](double x) { return std::exp2(float(x * 0.25)); }, 2);
-  within("log2", run_op<Log2F, float, float>(a, a, a), [](double x) { return std::log2(std::fabs(x) + double(1e-3f)); }, 2);
-  within("rsqrt", run_op<RsqrtF, float, float>(a, a, a), [](double x) { return 1.0 / std::sqrt(std::fabs(x) + 1.0); }, 2);
+  within("log2", run_op<Log2F, float, float>(a, a, a), [](double x) { return std::log2(double(std::fabs(float(x)) + 1e-3f)); }, 2);
+  within("rsqrt", run_op<RsqrtF, float, float>(a, a, a), [](double x) { return 1.0 / std::sqrt(double(std::fabs(float(x)) + 1.f)); }, 2);
   within("exp", run_op<ExpF, float, float>(a, a, a), [](double x) { return std::exp(double(float(x * 0.5))); }, 3);
 }
 

@@ -95,11 +95,16 @@ inline void fetch(const Wave& w, const Inst& I, int opi, int k, Lanes<T>& out) {
       for (int l = 0; l < kLanes; ++l) out[l] = std::bit_cast<T>(uint16_t(raw[l] >> shift));
     }
   }
-  if constexpr (is_float_v<T>) {
-    if (o.abs)
-      for (int l = 0; l < kLanes; ++l) out[l] = out[l] < T(0) || std::signbit(float(out[l])) ? T(-out[l]) : out[l];
-    if (o.neg)
-      for (int l = 0; l < kLanes; ++l) out[l] = T(-out[l]);
+  // Input modifiers act on the sign bit (also for the bit-typed operands LLVM gives them, e.g. v_cndmask_b32).
+  if (o.abs || o.neg) {
+    using B = bits_t<T>;
+    constexpr B sign = B(1) << (8 * sizeof(T) - 1);
+    for (int l = 0; l < kLanes; ++l) {
+      B x = std::bit_cast<B>(out[l]);
+      if (o.abs) x &= B(~sign);
+      if (o.neg) x ^= sign;
+      out[l] = std::bit_cast<T>(x);
+    }
   }
 }
 
