@@ -141,7 +141,11 @@ hipError_t fail(hipError_t code, const std::string& detail, bool print) {
     d.texts.push_back(std::string(error_description(code)) + ": " + detail);
     d.latest[code] = d.texts.back().c_str();
   }
-  if (print && !quiet()) std::fprintf(stderr, "vgpu: %s: %s\n", error_name(code), detail.c_str());
+  if (print && !quiet()) {
+    // Fault messages already start with "vgpu: ".
+    const char* prefix = detail.rfind("vgpu: ", 0) == 0 ? "" : "vgpu: ";
+    std::fprintf(stderr, "%s%s [%s]\n", prefix, detail.c_str(), error_name(code));
+  }
   return done(code);
 }
 
