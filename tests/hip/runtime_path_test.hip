@@ -34,3 +34,30 @@ TEST(RuntimePath, AKernelRunsOnTheVirtualDevice) {
   HIP_ASSERT(hipMemcpy(host, d.ptr, sizeof host, hipMemcpyDeviceToHost));
   for (int i = 0; i < 64; ++i) ASSERT_EQ(host[i], 1000 + i);
 }
+
+// vgpu's extension, looked up the way a program that may also run on ROCm would.
+TEST(RuntimePath, LastDispatchIsReported) {
+  struct Info {  // vgpuDispatchInfo (vgpu/include/vgpu/hip_ext.h)
+    char kernel[256];
+    char arch[16];
+    unsigned grid[3];
+    unsigned block[3];
+    unsigned long long waves, wave_instructions, lds_accesses, lds_conflict_cycles;
+    double wall_seconds;
+    int profiled;
+  };
+  using LastDispatch = int (*)(Info*);
+  auto last = reinterpret_cast<LastDispatch>(dlsym(RTLD_DEFAULT, "vgpuGetLastDispatch"));
+  ASSERT_NE(last, nullptr);
+  DeviceBuffer<int> d(256);
+  write_marker<<<dim3(2, 1, 1), dim3(128, 1, 1)>>>(d.ptr);
+  HIP_ASSERT(hipGetLastError());
+  Info info{};
+  ASSERT_EQ(last(&info), 0);
+  EXPECT_NE(std::string(info.kernel).find("write_marker"), std::string::npos) << info.kernel;
+  EXPECT_EQ(std::string(info.arch), test_arch());
+  EXPECT_EQ(info.grid[0], 2u);
+  EXPECT_EQ(info.block[0], 128u);
+  EXPECT_EQ(info.waves, 4u);
+  EXPECT_GT(info.wave_instructions, 0u);
+}

@@ -131,9 +131,11 @@ hipError_t launch(const LaunchRequest& r) {
   Device& dev = rt.device();
   dev.memory().add(segment.data(), segment.size());
   Fault fault;
+  DispatchStats stats;
   std::string error;
   try {
-    fault = rt.dispatch(k, lp);
+    fault = rt.dispatch(k, lp, &stats);
+    remember_dispatch(info, dev.arch(), lp, stats);
   } catch (const std::exception& e) {
     error = e.what();
   }

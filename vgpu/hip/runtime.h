@@ -156,7 +156,7 @@ class Runtime {
   hipError_t take_all_pending();             // the whole device
 
   // Runs one kernel; one dispatch at a time (a dispatch uses all worker threads of the device).
-  Fault dispatch(const ResolvedKernel& k, const LaunchParams& lp);
+  Fault dispatch(const ResolvedKernel& k, const LaunchParams& lp, DispatchStats* stats);
 
   // hipDeviceReset: frees every allocation, destroys streams and events, forgets faults.
   void reset();
@@ -219,6 +219,8 @@ struct LaunchRequest {
   bool module_api = false;   // hipModuleLaunchKernel reports bad dimensions as hipErrorInvalidValue
 };
 hipError_t launch(const LaunchRequest& request);
+// Keeps the measurements of the latest dispatch for vgpuGetLastDispatch (dispatch_info.cpp).
+void remember_dispatch(const KernelInfo& kernel, Arch arch, const LaunchParams& lp, const DispatchStats& stats);
 // hipExtModuleLaunchKernel / hipHccModuleLaunchKernel count the grid in work-items. vgpu runs whole workgroups
 // only, so the global size must be a multiple of the block.
 hipError_t global_size_launch(hipFunction_t f, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by,

@@ -212,10 +212,10 @@ hipError_t Runtime::take_all_pending() {
 
 // --- dispatch and reset ----------------------------------------------------------------------------------------
 
-Fault Runtime::dispatch(const ResolvedKernel& k, const LaunchParams& lp) {
+Fault Runtime::dispatch(const ResolvedKernel& k, const LaunchParams& lp, DispatchStats* stats) {
   Device& dev = device();
   std::lock_guard lock(dispatch_mu_);
-  return dev.dispatch(k.object, *k.info, lp);
+  return dev.dispatch(k.object, *k.info, lp, stats);
 }
 
 void Runtime::reset() {

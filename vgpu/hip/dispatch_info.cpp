@@ -1,0 +1,46 @@
+// vgpuGetLastDispatch (vgpu/include/vgpu/hip_ext.h): what the virtual device measured for the most recent kernel
+// launch of the process, for programs that want per-kernel numbers.
+#include <cstdio>
+#include <cstring>
+
+#include "runtime.h"
+#include "vgpu/hip_ext.h"
+
+namespace vgpu::hiprt {
+namespace {
+
+std::mutex g_last_mu;
+bool g_have_last = false;
+vgpuDispatchInfo g_last;
+
+}  // namespace
+
+void remember_dispatch(const KernelInfo& kernel, Arch arch, const LaunchParams& lp, const DispatchStats& stats) {
+  vgpuDispatchInfo info;
+  std::memset(&info, 0, sizeof info);
+  std::snprintf(info.kernel, sizeof info.kernel, "%s", kernel.name.c_str());
+  std::snprintf(info.arch, sizeof info.arch, "%.*s", int(arch_info(arch).name.size()), arch_info(arch).name.data());
+  info.grid[0] = lp.grid.x, info.grid[1] = lp.grid.y, info.grid[2] = lp.grid.z;
+  info.block[0] = lp.block.x, info.block[1] = lp.block.y, info.block[2] = lp.block.z;
+  info.waves = stats.waves;
+  info.wave_instructions = stats.wave_instructions;
+  info.lds_accesses = stats.lds_accesses;
+  info.lds_conflict_cycles = stats.lds_conflict_cycles;
+  info.wall_seconds = stats.wall_seconds;
+  info.profiled = stats.profiled ? 1 : 0;
+  std::lock_guard lock(g_last_mu);
+  g_last = info;
+  g_have_last = true;
+}
+
+}  // namespace vgpu::hiprt
+
+using namespace vgpu::hiprt;
+
+extern "C" __attribute__((visibility("default"))) int vgpuGetLastDispatch(vgpuDispatchInfo* out) {
+  if (!out) return 1;
+  std::lock_guard lock(g_last_mu);
+  if (!g_have_last) return 1;
+  *out = g_last;
+  return 0;
+}
