@@ -309,6 +309,7 @@ bool apply_modifier(std::string_view tok, Inst& I) {
   if (key == "src1_sel") return I.src1_sel = sdwa_sel(val), true;
   if (key == "dst_unused") return I.dst_unused = val == "UNUSED_SEXT" ? 1 : val == "UNUSED_PRESERVE" ? 2 : 0, true;
   if (key == "format" || key == "dfmt" || key == "nfmt") return true;
+  if (key == "bitop3") return parse_uint(val, u) && (I.simm = uint32_t(u), true);
   uint16_t c = dpp_ctrl(key, val);
   if (c != 0xffff) return I.dpp_ctrl = c, I.flags |= mod::dpp, true;
   return false;

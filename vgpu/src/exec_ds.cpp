@@ -81,7 +81,8 @@ template <uint32_t Bytes, uint32_t Stride>
 void ds_read2(Wave& w, const Inst& I) {
   const uint64_t exec = w.exec();
   profile_pair(w, I, 1, Bytes, Stride, false);
-  const uint32_t* a = w.v[I.op[1].reg];
+  alignas(64) uint32_t a[kLanes];  // copied first: the destination may overlap the address register
+  std::memcpy(a, w.v[I.op[1].reg], sizeof a);
   const uint16_t d = I.op[0].reg;
   constexpr uint32_t words = Bytes / 4;
   for (int l = 0; l < kLanes; ++l) {

@@ -200,6 +200,23 @@ void v_pk_mov_b32(Wave& w, const Inst& I) {
   store(w, I, 0, r);
 }
 
+// v_bitop3_b32 / _b16 (gfx950): each result bit is the truth table bitop3 indexed by (S0 << 2 | S1 << 1 | S2).
+template <class T>
+void v_bitop3(Wave& w, const Inst& I) {
+  Lanes<T> a, b, c, r;
+  fetch(w, I, 1, 0, a);
+  fetch(w, I, 2, 1, b);
+  fetch(w, I, 3, 2, c);
+  const uint32_t lut = I.simm;
+  for (int l = 0; l < kLanes; ++l) {
+    T x = 0;
+    for (int bit = 0; bit < 8; ++bit)
+      if (lut >> bit & 1) x |= T((bit & 4 ? a[l] : T(~a[l])) & (bit & 2 ? b[l] : T(~b[l])) & (bit & 1 ? c[l] : T(~c[l])));
+    r[l] = x;
+  }
+  store(w, I, 0, r);
+}
+
 template <class F>
 F ldexp_(F x, i32 e) { return std::ldexp(x, e); }
 
@@ -389,6 +406,8 @@ void register_valu(IsaTable& t) {
     }
     return r;
   });
+  t.add("v_bitop3_b32", v_bitop3<u32>);
+  t.add("v_bitop3_b16", v_bitop3<u16>);
   V("v_pack_b32_f16", (f16 a, f16 b) { return u32(std::bit_cast<u16>(a)) | u32(std::bit_cast<u16>(b)) << 16; });
 
   // Integer arithmetic.

@@ -1,0 +1,86 @@
+// Matrix multiply-accumulate on register tiles: D = op(A) * op(B) + C with fp32 accumulation. The operand layouts
+// make the fragments the MFMA's own, so each 16x16xK block is one instruction on either arch.
+#pragma once
+#include "../types/rt.h"
+
+namespace hk {
+
+namespace detail {
+
+template <class T>
+__device__ inline auto frag(const T (&e)[arch::mfma_elems]) {
+  if constexpr (std::same_as<T, bf16>) {
+    arch::bf16_frag f;
+#pragma unroll
+    for (int i = 0; i < arch::mfma_elems; ++i) f[i] = e[i];
+    return f;
+  } else {
+    arch::f16_frag f;
+#pragma unroll
+    for (int i = 0; i < arch::mfma_elems; ++i) f[i] = e[i];
+    return f;
+  }
+}
+
+// Fragment (i, k) of an operand tile that runs M (or N) along `m` and K along `k`.
+template <class X>
+__device__ inline auto& op_frag(const X& x, int m, int k) {
+  if constexpr (X::lay == layout::row) return x.data[m][k];
+  else return x.data[k][m];
+}
+
+template <class D, class A, class B, class C>
+__device__ inline void mma(D& d, const A& a, const B& b, const C& c, int M, int N, int K) {
+  using T = typename A::dtype;
+  static_assert(std::same_as<T, typename B::dtype>, "mma: A and B must have the same element type");
+  static_assert(mma_input<T>, "mma: operands must be bf16 or half");
+  static_assert(std::same_as<typename D::dtype, float> && D::lay == layout::col,
+                "mma: D must be an fp32 accumulator tile (rt_acc)");
+  static_assert(std::same_as<typename C::dtype, float> && C::lay == layout::col, "mma: C must be an rt_acc");
+#pragma unroll
+  for (int i = 0; i < M; ++i)
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      arch::f32x4 acc = {c.data[i][j][0], c.data[i][j][1], c.data[i][j][2], c.data[i][j][3]};
+#pragma unroll
+      for (int k = 0; k < K; ++k) acc = arch::mma16(frag(op_frag(a, i, k)), frag(op_frag(b, j, k)), acc);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) d.data[i][j][e] = acc[e];
+    }
+}
+
+}  // namespace detail
+
+// D = A * B^T + C: A is M x K (row layout), B is N x K (row layout).
+template <register_tile D, register_tile A, register_tile B, register_tile C>
+  requires(A::lay == layout::row && B::lay == layout::row)
+__device__ inline void mma_ABt(D& d, const A& a, const B& b, const C& c) {
+  static_assert(D::rows == A::rows && D::cols == B::rows && A::cols == B::cols, "mma_ABt: shapes do not agree");
+  detail::mma(d, a, b, c, A::rows / 16, B::rows / 16, A::tiles_c);
+}
+
+// D = A * B + C: A is M x K (row layout), B is K x N (col layout).
+template <register_tile D, register_tile A, register_tile B, register_tile C>
+  requires(A::lay == layout::row && B::lay == layout::col)
+__device__ inline void mma_AB(D& d, const A& a, const B& b, const C& c) {
+  static_assert(D::rows == A::rows && D::cols == B::cols && A::cols == B::rows, "mma_AB: shapes do not agree");
+  detail::mma(d, a, b, c, A::rows / 16, B::cols / 16, A::tiles_c);
+}
+
+// D = A^T * B + C: A is K x M (col layout), B is K x N (col layout).
+template <register_tile D, register_tile A, register_tile B, register_tile C>
+  requires(A::lay == layout::col && B::lay == layout::col)
+__device__ inline void mma_AtB(D& d, const A& a, const B& b, const C& c) {
+  static_assert(D::rows == A::cols && D::cols == B::cols && A::rows == B::rows, "mma_AtB: shapes do not agree");
+  detail::mma(d, a, b, c, A::cols / 16, B::cols / 16, A::tiles_r);
+}
+
+// D = A^T * B^T + C: A is K x M (col layout), B is N x K (row layout).
+template <register_tile D, register_tile A, register_tile B, register_tile C>
+  requires(A::lay == layout::col && B::lay == layout::row)
+__device__ inline void mma_AtBt(D& d, const A& a, const B& b, const C& c) {
+  static_assert(D::rows == A::cols && D::cols == B::rows && A::rows == B::cols, "mma_AtBt: shapes do not agree");
+  detail::mma(d, a, b, c, A::cols / 16, B::rows / 16, A::tiles_r);
+}
+
+}  // namespace hk
