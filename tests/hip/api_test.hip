@@ -135,6 +135,10 @@ TEST(Api, CopiesPastAnAllocationAreRefused) {
   DeviceBuffer<int> d(16);
   std::vector<int> host(32, 1);
   EXPECT_EQ(hipMemcpy(d.ptr, host.data(), 32 * sizeof(int), hipMemcpyHostToDevice), hipErrorInvalidValue);
+  // The description explains the latest error of its code, and only that one.
+  EXPECT_NE(std::string(hipGetErrorString(hipErrorInvalidValue)).find("past the end"), std::string::npos);
+  EXPECT_EQ(hipMalloc(nullptr, 4), hipErrorInvalidValue);
+  EXPECT_STREQ(hipGetErrorString(hipErrorInvalidValue), "invalid argument");
   EXPECT_EQ(hipMemset(d.ptr + 8, 0, 9 * sizeof(int)), hipErrorInvalidValue);
   HIP_ASSERT(hipMemcpy(d.ptr + 8, host.data(), 8 * sizeof(int), hipMemcpyHostToDevice));
   EXPECT_EQ(hipMemcpy(d.ptr, host.data(), 4, hipMemcpyKind(99)), hipErrorInvalidMemcpyDirection);

@@ -74,6 +74,7 @@ void check_fault(hipError_t launched, hipError_t code, const std::string& kernel
   EXPECT_EQ(hipGetLastError(), code);
   EXPECT_EQ(hipGetLastError(), hipSuccess);
   EXPECT_EQ(hipDeviceSynchronize(), code);
+  EXPECT_EQ(std::string(hipGetErrorString(code)), text);  // a program that checks at the sync sees the details
   EXPECT_EQ(hipDeviceSynchronize(), hipSuccess);
   EXPECT_EQ(hipGetLastError(), code);
   EXPECT_EQ(hipGetLastError(), hipSuccess);

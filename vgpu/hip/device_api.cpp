@@ -412,7 +412,7 @@ HK_HIP_API hipError_t hipDeviceDisablePeerAccess(int) { return done(hipErrorPeer
 
 HK_HIP_API hipError_t hipDeviceSynchronize() {
   // Work finished when it was enqueued; what is left to report is a fault not yet seen by a synchronisation.
-  return done(Runtime::get().take_all_pending());
+  return resurface(Runtime::get().take_all_pending());
 }
 
 HK_HIP_API hipError_t hipCtxSynchronize() { return hipDeviceSynchronize(); }

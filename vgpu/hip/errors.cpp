@@ -128,10 +128,20 @@ bool quiet() {
   return q;
 }
 
-hipError_t done(hipError_t code) {
+hipError_t resurface(hipError_t code) {
   // As HIP: a failing call becomes the thread's last error; success and "not ready" leave it alone.
   if (code != hipSuccess && code != hipErrorNotReady) t_last_error = code;
   return code;
+}
+
+hipError_t done(hipError_t code) {
+  if (code != hipSuccess && code != hipErrorNotReady) {
+    // A new error without details: an older detail for the same code no longer describes the latest error.
+    Details& d = details();
+    std::lock_guard lock(d.mu);
+    d.latest.erase(code);
+  }
+  return resurface(code);
 }
 
 hipError_t fail(hipError_t code, const std::string& detail, bool print) {
@@ -141,12 +151,13 @@ hipError_t fail(hipError_t code, const std::string& detail, bool print) {
     d.texts.push_back(std::string(error_description(code)) + ": " + detail);
     d.latest[code] = d.texts.back().c_str();
   }
+  (void)resurface(code);
   if (print && !quiet()) {
     // Fault messages already start with "vgpu: ".
     const char* prefix = detail.rfind("vgpu: ", 0) == 0 ? "" : "vgpu: ";
     std::fprintf(stderr, "%s%s [%s]\n", prefix, detail.c_str(), error_name(code));
   }
-  return done(code);
+  return code;
 }
 
 hipError_t error_for(FaultKind kind) {

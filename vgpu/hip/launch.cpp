@@ -3,6 +3,7 @@
 // object's metadata asks for).
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -177,9 +178,11 @@ HK_HIP_API hipError_t hipLaunchKernel(const void* host_function, dim3 grid, dim3
                                       hipStream_t stream) {
   LaunchRequest r;
   r.function = host_function ? Runtime::get().find_function(host_function) : nullptr;
-  if (!r.function)
-    return fail(hipErrorInvalidDeviceFunction, "no kernel is registered for host function " +
-                                                   std::to_string(reinterpret_cast<uintptr_t>(host_function)));
+  if (!r.function) {
+    char address[32];
+    std::snprintf(address, sizeof address, "%p", host_function);
+    return fail(hipErrorInvalidDeviceFunction, std::string("no kernel is registered for host function ") + address);
+  }
   r.grid = to_dim3(grid);
   r.block = to_dim3(block);
   r.dynamic_shared = shared;

@@ -41,7 +41,8 @@ hipError_t check_range(const void* p, size_t bytes, const char* what) {
 hipError_t copy(void* dst, const void* src, size_t bytes, hipMemcpyKind kind) {
   if (bytes == 0) return hipSuccess;
   if (!dst || !src) return done(hipErrorInvalidValue);
-  if (kind < hipMemcpyHostToHost || kind > hipMemcpyDefault) return done(hipErrorInvalidMemcpyDirection);
+  if ((kind < hipMemcpyHostToHost || kind > hipMemcpyDefault) && kind != hipMemcpyDeviceToDeviceNoCU)
+    return done(hipErrorInvalidMemcpyDirection);
   if (hipError_t e = check_range(dst, bytes, "destination"); e != hipSuccess) return e;
   if (hipError_t e = check_range(src, bytes, "source"); e != hipSuccess) return e;
   std::memmove(dst, src, bytes);
@@ -200,9 +201,11 @@ HK_HIP_API hipError_t hipPointerGetAttributes(hipPointerAttribute_t* attr, const
   Allocation a;
   *attr = hipPointerAttribute_t{};
   if (!Runtime::get().find_allocation(p, base, a)) {
+    // As HIP 6 (and CUDA): memory the runtime does not know is reported as unregistered, without an error.
     attr->type = hipMemoryTypeUnregistered;
     attr->device = -1;
-    return done(hipErrorInvalidValue);  // as HIP does for memory it does not know
+    attr->hostPointer = const_cast<void*>(p);
+    return hipSuccess;
   }
   attr->type = a.type;
   attr->device = 0;

@@ -3,6 +3,8 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "runtime.h"
@@ -34,6 +36,14 @@ std::vector<Arch> bundle_archs(std::span<const uint8_t> bytes) {
     if (auto a = parse_arch(std::string_view(e.triple).substr(dash + 2))) archs.push_back(*a);
   }
   return archs;
+}
+
+// True the first time it is called for `key`: a kernel that cannot run is reported on stderr once, not per launch.
+bool first_report(const std::string& key) {
+  static std::mutex mu;
+  static auto* seen = new std::set<std::string>;
+  std::lock_guard lock(mu);
+  return seen->insert(key).second;
 }
 
 }  // namespace
@@ -76,7 +86,8 @@ hipError_t resolve(ihipModuleSymbol_t& fn, ResolvedKernel& out, hipError_t missi
   Runtime& rt = Runtime::get();
   const CodeSet& set = fn.source->code();
   if (!set.error.empty())
-    return fail(hipErrorInvalidImage, "kernel " + fn.name + ": cannot load the " + set.origin + ": " + set.error, true);
+    return fail(hipErrorInvalidImage, "kernel " + fn.name + ": cannot load the " + set.origin + ": " + set.error,
+                first_report(fn.name));
   Arch arch = rt.arch();
   out.object = set.for_arch(arch);
   if (!out.object) {
@@ -84,7 +95,7 @@ hipError_t resolve(ihipModuleSymbol_t& fn, ResolvedKernel& out, hipError_t missi
                 "kernel " + fn.name + " has no code object for the device's arch " + std::string(arch_info(arch).name) +
                     " (the " + set.origin + " has: " + set.arch_list() + "); set HK_VGPU_ARCH or add --offload-arch=" +
                     std::string(arch_info(arch).name),
-                true);
+                first_report(fn.name));
   }
   out.info = out.object->find(fn.name);
   if (!out.info)

@@ -123,7 +123,7 @@ class Runtime {
   Device& device();
   Arch arch();
   // HK_VGPU_ARCH if set; otherwise the arch of the first registered code (gfx950 preferred when a binary carries
-  // both); otherwise gfx950.
+  // both); otherwise gfx950. Fixed from the first time the arch is asked for.
   void suggest_arch(const std::vector<Arch>& archs_in_binary);
 
   // Registered kernels and fat binaries.
@@ -192,12 +192,14 @@ class Runtime {
 // ---------------------------------------------------------------------------------------------------------------
 // Errors (errors.cpp).
 
-// Every exported function returns through this: a failure becomes the calling thread's last error
-// (hipGetLastError), as HIP does.
+// Every exported function returns through one of these. done(): a failure becomes the calling thread's last error
+// (hipGetLastError), as HIP does, and hipGetErrorString(code) goes back to the plain description.
 hipError_t done(hipError_t code);
 // Like done(), and remembers `detail` as the explanation hipGetErrorString(code) appends after ": ".
-// `print` also writes it to stderr once (unless HK_VGPU_QUIET=1).
+// `print` also writes it to stderr (unless HK_VGPU_QUIET=1).
 hipError_t fail(hipError_t code, const std::string& detail, bool print = false);
+// For an error reported again (a fault surfacing at a synchronisation): the last error, details kept.
+hipError_t resurface(hipError_t code);
 // The HIP error a fault of this kind is reported as.
 hipError_t error_for(FaultKind kind);
 const char* error_name(hipError_t code);

@@ -39,7 +39,11 @@ Device& Runtime::device() {
 
 Arch Runtime::arch() {
   std::lock_guard lock(mu_);
-  return device_ ? device_->arch() : choose_arch_locked();
+  if (device_) return device_->arch();
+  // Once a program has seen the arch (device properties, say), later registrations must not change it.
+  suggested_arch_ = choose_arch_locked();
+  arch_suggested_ = true;
+  return suggested_arch_;
 }
 
 // --- registered code -------------------------------------------------------------------------------------------

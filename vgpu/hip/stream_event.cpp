@@ -36,7 +36,7 @@ HK_HIP_API hipError_t hipStreamDestroy(hipStream_t stream) {
 HK_HIP_API hipError_t hipStreamSynchronize(hipStream_t stream) {
   ihipStream_t* s = Runtime::get().stream(stream);
   if (!s) return done(hipErrorInvalidHandle);
-  return done(Runtime::get().take_pending(s));
+  return resurface(Runtime::get().take_pending(s));
 }
 HK_HIP_API hipError_t hipStreamSynchronize_spt(hipStream_t stream) { return hipStreamSynchronize(stream); }
 
