@@ -72,15 +72,15 @@ template <register_tile D> __device__ inline void log(D& d) { map(d, [](auto x) 
 template <register_tile D> __device__ inline void abs(D& d) { map(d, [](auto x) { return to<typename D::dtype>(fabsf(fl(x))); }); }
 template <register_tile D> __device__ inline void relu(D& d) { map(d, [](auto x) { return to<typename D::dtype>(fmaxf(fl(x), 0.f)); }); }
 
-// Binary maps (tile with tile, or tile with scalar).
+// Binary maps: d = a op b for tiles, or d = a op s for a scalar s.
 #define HK_BINARY(name, expr)                                                                       \
   template <register_tile D, register_tile A, register_tile B>                                      \
   __device__ inline void name(D& d, const A& a, const B& b) {                                       \
     map(d, a, b, [](auto x, auto y) { float u = fl(x), v = fl(y); return to<typename D::dtype>(expr); }); \
   }                                                                                                 \
-  template <register_tile D>                                                                        \
-  __device__ inline void name(D& d, float s) {                                                      \
-    map(d, [s](auto x) { float u = fl(x), v = s; return to<typename D::dtype>(expr); });         \
+  template <register_tile D, register_tile A>                                                      \
+  __device__ inline void name(D& d, const A& a, float s) {                                          \
+    map(d, a, a, [s](auto x, auto) { float u = fl(x), v = s; return to<typename D::dtype>(expr); }); \
   }
 HK_BINARY(add, u + v)
 HK_BINARY(sub, u - v)
