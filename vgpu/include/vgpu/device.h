@@ -8,6 +8,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vgpu/arch.h"
@@ -116,6 +117,12 @@ class Device {
   // Per-instruction counts and the LDS bank-conflict model (slower; off unless HK_VGPU_PROFILE=1).
   void set_profiling(bool on) { profiling_ = on; }
   bool profiling() const { return profiling_; }
+
+  // A global variable of a code object (__device__ / __constant__ storage): the host address of its storage once
+  // the object's data segments are loaded on this device, and its size; nullptr if `co` has no variable `name`.
+  // REQUESTED by the HIP runtime (hipMemcpyToSymbol, hipGetSymbolAddress, hipModuleGetGlobal, managed variables),
+  // NOT YET IMPLEMENTED: it needs the data segments in device memory and s_getpc to yield addresses that reach them.
+  void* global_address(const std::shared_ptr<const CodeObject>& co, std::string_view name, size_t* size = nullptr);
 
   // Worker threads used for workgroups (default: hardware concurrency; HK_VGPU_THREADS overrides).
   unsigned threads() const { return threads_; }
