@@ -120,7 +120,9 @@ int main() {
     int bad = 0;
     for (int i = 0; i < n; ++i) bad += c[i] != a[i] + b[i];
     row("vector_add", bad == 0, bad ? " (" + std::to_string(bad) + " wrong)" : "");
-    CHECK_HIP(hipFree(da)), CHECK_HIP(hipFree(db)), CHECK_HIP(hipFree(dc));
+    CHECK_HIP(hipFree(da));
+    CHECK_HIP(hipFree(db));
+    CHECK_HIP(hipFree(dc));
   }
   {  // block sums through LDS with eight barriers
     const int n = 65536, groups = n / 256;
@@ -138,7 +140,8 @@ int main() {
       bad += out[g] != s;
     }
     row("block_sum", bad == 0, "");
-    CHECK_HIP(hipFree(din)), CHECK_HIP(hipFree(dout));
+    CHECK_HIP(hipFree(din));
+    CHECK_HIP(hipFree(dout));
   }
   {  // LDS transposes: the profile shows the padded tile is conflict free
     const int n = 256;
@@ -159,7 +162,8 @@ int main() {
     transpose<1><<<dim3(n / 64, n / 64), dim3(64, 4)>>>(din, dout, n);
     CHECK_HIP(hipDeviceSynchronize());
     check("transpose (64x65)");
-    CHECK_HIP(hipFree(din)), CHECK_HIP(hipFree(dout));
+    CHECK_HIP(hipFree(din));
+    CHECK_HIP(hipFree(dout));
   }
   {  // LDS and global atomics
     const int n = 200000;
@@ -174,7 +178,8 @@ int main() {
     std::vector<unsigned> want(64, 0);
     for (unsigned x : in) want[x % 64]++;
     row("histogram", bins == want, "");
-    CHECK_HIP(hipFree(din)), CHECK_HIP(hipFree(dbins));
+    CHECK_HIP(hipFree(din));
+    CHECK_HIP(hipFree(dbins));
   }
   if (!last_dispatch) std::printf("(not running on vgpu: per-kernel measurements are vgpu's)\n");
   return failures ? 1 : 0;
