@@ -1,9 +1,383 @@
-// Buffer memory (MUBUF) and LDS DMA.
+// Buffer memory (MUBUF) and LDS DMA: buffer loads, stores and atomics through a 128-bit buffer resource (V#), with
+// the hardware's range checking, and the loads that write straight to LDS (buffer_load_* ... lds, global_load_lds_*).
+// The rules, their sources and the assumptions are in docs/vgpu-memory.md.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "formats.h"
 #include "isa.h"
-#include "ops.h"
+#include "memory.h"
 
 namespace vgpu {
+namespace {
 
-void register_mubuf(IsaTable&) {}
+// Buffer resource (V#) fields that shape the address; everything else of dword 3 (dst_sel, formats) only matters to
+// the typed and format instructions, which vgpu does not implement.
+struct Rsrc {
+  uint64_t base = 0;         // bits 47:0
+  uint32_t stride = 0;       // bits 61:48
+  uint32_t num_records = 0;  // bits 95:64: bytes for raw access, records for indexed access with a stride
+};
+
+// The operands of a MUBUF instruction, in assembler order: `vdata, vaddr, srsrc, soffset`, or without vdata for the
+// forms that load to LDS (`vaddr, srsrc, soffset ... lds`).
+struct Layout {
+  int vaddr, srsrc, soffset;
+};
+inline Layout layout(const Inst& I) { return (I.flags & mod::lds) ? Layout{0, 1, 2} : Layout{1, 2, 3}; }
+
+bool read_rsrc(Wave& w, const Inst& I, const Operand& o, Rsrc& r) {
+  if (o.kind != OpKind::sgpr || o.width != 4 || o.reg + 4 > sreg::count) {
+    w.fault(I, FaultKind::unknown_instruction, -1, "the buffer resource is not four SGPRs");
+    return false;
+  }
+  const uint32_t* s = &w.s[o.reg];
+  if (s[1] >> 31) {
+    w.fault(I, FaultKind::unknown_instruction, -1,
+            "the buffer resource has SWIZZLE_ENABLE (bit 63) set: vgpu does not model swizzled buffer addressing");
+    return false;
+  }
+  if (s[3] >> 23 & 1) {
+    w.fault(I, FaultKind::unknown_instruction, -1,
+            "the buffer resource has ADD_TID_ENABLE (bit 119) set: vgpu does not model thread-id buffer addressing");
+    return false;
+  }
+  // Bit 62 (cache swizzle) only spreads accesses over the L1 cache banks: no effect on addresses or data.
+  r.base = uint64_t(s[0]) | uint64_t(s[1] & 0xffff) << 32;
+  r.stride = (s[1] >> 16) & 0x3fff;
+  r.num_records = s[2];
+  return true;
+}
+
+// Per-lane addresses of a MUBUF access of N elements of Elem bytes each, and how many leading elements pass the
+// range check (ok[l] in 0..N). PerElem: dwordx2/x3/x4 loads and stores are checked per dword; everything else (one
+// element, atomics) all or nothing.
+//   index  = idxen ? VGPR[vaddr] : 0
+//   offset = (offen ? VGPR[vaddr + idxen] : 0) + inst_offset        (32-bit, wraps)
+//   addr   = base + index * stride + offset + soffset                (64-bit)
+//   in range: idxen && stride != 0 ? index < num_records
+//                                  : offset + soffset + (k + 1) * Elem <= num_records for element k
+template <uint32_t Elem, uint32_t N, bool PerElem>
+bool buffer_lanes(Wave& w, const Inst& I, const Layout& L, uint64_t* addr, uint32_t* ok) {
+  Rsrc r;
+  if (!read_rsrc(w, I, I.op[L.srsrc], r)) return false;
+  const bool idxen = I.flags & mod::idxen, offen = I.flags & mod::offen;
+  const Operand& va = I.op[L.vaddr];
+  if ((idxen || offen) && (va.kind != OpKind::vgpr || va.width < (idxen && offen ? 2 : 1))) {
+    w.fault(I, FaultKind::unknown_instruction, -1, "idxen/offen without the VGPRs that supply them");
+    return false;
+  }
+  const uint32_t soffset = read_s32(w, I.op[L.soffset]);
+  const uint32_t* vi = idxen ? w.v[va.reg] : nullptr;
+  const uint32_t* vo = offen ? w.v[va.reg + (idxen ? 1 : 0)] : nullptr;
+  const bool indexed = idxen && r.stride != 0;
+  for (int l = 0; l < kLanes; ++l) {
+    const uint32_t index = vi ? vi[l] : 0;
+    const uint32_t part = (vo ? vo[l] : 0) + uint32_t(I.offset);
+    const uint64_t off = uint64_t(part) + soffset;
+    addr[l] = r.base + uint64_t(index) * r.stride + off;
+    uint32_t n;
+    if (indexed) n = index < r.num_records ? N : 0;
+    else n = off >= r.num_records ? 0 : uint32_t(std::min<uint64_t>(N, (r.num_records - off) / Elem));
+    ok[l] = PerElem || n == N ? n : 0;
+  }
+  return true;
+}
+
+// How a loaded value lands in its VGPR. On these parts (SRAM ECC on, as vgpu's devices report "sramecc+") the D16
+// loads write the whole VGPR and zero the half they do not load (CDNA3/CDNA4 ISA, "16-bit Memory Operations").
+enum class Ext : uint8_t { dwords, u8, i8, u16, i16, u8_d16, i8_d16, u16_d16, u8_d16_hi, i8_d16_hi, u16_d16_hi };
+
+inline uint32_t extend(uint32_t x, Ext e) {
+  switch (e) {
+    case Ext::u8: case Ext::u16: case Ext::u8_d16: case Ext::u16_d16: return x;
+    case Ext::i8: return uint32_t(int32_t(int8_t(x)));
+    case Ext::i16: return uint32_t(int32_t(int16_t(x)));
+    case Ext::i8_d16: return uint16_t(int16_t(int8_t(x)));
+    case Ext::u8_d16_hi: case Ext::u16_d16_hi: return x << 16;
+    case Ext::i8_d16_hi: return uint32_t(uint16_t(int16_t(int8_t(x)))) << 16;
+    default: return x;
+  }
+}
+
+// buffer_load_* with the lds modifier: each lane's data goes to LDS at
+//   M0[17:0] (gfx950) / M0[15:0] (gfx942) + inst_offset + lane * (Bytes <= 4 ? 4 : 16)
+// One- and two-byte loads write their lane's whole dword, zero- or sign-extended; dwordx3 writes 3 dwords of its 16-byte
+// slot. Out-of-range elements write zeros. An LDS address past the workgroup's allocation faults.
+template <uint32_t Bytes, Ext E>
+void buffer_load_lds(Wave& w, const Inst& I) {
+  const bool gfx950 = w.ctx->prog->arch == Arch::gfx950;
+  constexpr bool legal_any = Bytes <= 4 && (E == Ext::dwords || E == Ext::u8 || E == Ext::i8 || E == Ext::u16 ||
+                                            E == Ext::i16);
+  constexpr bool legal_950 = Bytes == 12 || Bytes == 16;
+  if (!(legal_any || (legal_950 && gfx950))) {
+    w.fault(I, FaultKind::unknown_instruction, -1,
+            std::string("no LDS DMA form of ") + I.name + " on " + std::string(arch_info(w.ctx->prog->arch).name) +
+                " (ubyte, sbyte, ushort, sshort, dword" + (gfx950 ? ", dwordx3, dwordx4)" : ")"));
+    return;
+  }
+  constexpr uint32_t Elem = Bytes >= 4 ? 4 : Bytes, N = Bytes >= 4 ? Bytes / 4 : 1, Slot = Bytes <= 4 ? 4 : 16;
+  constexpr uint32_t Written = Bytes <= 4 ? 4 : Bytes;
+  const Layout L = layout(I);
+  alignas(64) uint64_t addr[kLanes];
+  alignas(64) uint32_t ok[kLanes];
+  if (!buffer_lanes<Elem, N, true>(w, I, L, addr, ok)) return;
+  const uint64_t lds_base = uint64_t(w.s[sreg::m0] & (gfx950 ? 0x3ffffu : 0xffffu)) + uint32_t(I.offset);
+  const uint64_t exec = w.exec();
+  for (int l = 0; l < kLanes; ++l) {
+    if (!(exec >> l & 1)) continue;
+    uint8_t* dst = lds_ptr(w, I, lds_base + uint64_t(l) * Slot, Written, l);
+    if (!dst) return;
+    if (ok[l] && !check_global(w, I, addr[l], ok[l] * Elem, l)) return;
+    const uint8_t* src = reinterpret_cast<const uint8_t*>(addr[l]);
+    if constexpr (E == Ext::dwords) {
+      for (uint32_t i = 0; i < N; ++i) {
+        uint32_t x = 0;
+        if (i < ok[l]) std::memcpy(&x, src + 4 * i, 4);
+        std::memcpy(dst + 4 * i, &x, 4);
+      }
+    } else {
+      uint32_t x = 0;
+      if (ok[l]) std::memcpy(&x, src, Bytes);
+      x = extend(x, E);
+      std::memcpy(dst, &x, 4);
+    }
+  }
+}
+
+template <uint32_t Bytes, Ext E>
+void buffer_load(Wave& w, const Inst& I) {
+  if (I.flags & mod::lds) return buffer_load_lds<Bytes, E>(w, I);
+  constexpr uint32_t Elem = Bytes >= 4 ? 4 : Bytes, N = Bytes >= 4 ? Bytes / 4 : 1;
+  const Layout L = layout(I);
+  alignas(64) uint64_t addr[kLanes];
+  alignas(64) uint32_t ok[kLanes];
+  if (!buffer_lanes<Elem, N, true>(w, I, L, addr, ok)) return;
+  const uint64_t exec = w.exec();
+  const uint16_t d = I.op[0].reg;
+  for (int l = 0; l < kLanes; ++l) {
+    if (!(exec >> l & 1)) continue;
+    if (ok[l] && !check_global(w, I, addr[l], ok[l] * Elem, l)) return;
+    const uint8_t* src = reinterpret_cast<const uint8_t*>(addr[l]);
+    if constexpr (E == Ext::dwords) {
+      for (uint32_t i = 0; i < N; ++i) {
+        uint32_t x = 0;
+        if (i < ok[l]) std::memcpy(&x, src + 4 * i, 4);
+        w.v[d + i][l] = x;
+      }
+    } else {
+      uint32_t x = 0;
+      if (ok[l]) std::memcpy(&x, src, Bytes);
+      w.v[d][l] = extend(x, E);
+    }
+  }
+}
+
+// Stores `Bytes` from the data VGPRs; `hi` stores the high 16 bits of the first register (the *_d16_hi forms).
+// Out-of-range elements are dropped.
+template <uint32_t Bytes, bool hi = false>
+void buffer_store(Wave& w, const Inst& I) {
+  if (I.flags & mod::lds) {
+    w.fault(I, FaultKind::unknown_instruction, -1, "buffer stores have no LDS form");
+    return;
+  }
+  constexpr uint32_t Elem = Bytes >= 4 ? 4 : Bytes, N = Bytes >= 4 ? Bytes / 4 : 1;
+  const Layout L = layout(I);
+  alignas(64) uint64_t addr[kLanes];
+  alignas(64) uint32_t ok[kLanes];
+  if (!buffer_lanes<Elem, N, true>(w, I, L, addr, ok)) return;
+  const uint64_t exec = w.exec();
+  const uint16_t d = I.op[0].reg;
+  for (int l = 0; l < kLanes; ++l) {
+    if (!(exec >> l & 1) || !ok[l]) continue;
+    if (!check_global(w, I, addr[l], ok[l] * Elem, l)) return;
+    uint8_t* dst = reinterpret_cast<uint8_t*>(addr[l]);
+    if constexpr (Bytes >= 4) {
+      for (uint32_t i = 0; i < ok[l]; ++i) std::memcpy(dst + 4 * i, &w.v[d + i][l], 4);
+    } else {
+      uint32_t x = hi ? w.v[d][l] >> 16 : w.v[d][l];
+      std::memcpy(dst, &x, Bytes);
+    }
+  }
+}
+
+// Atomics: Op(old, data, compare) -> new, range-checked all or nothing. glc (gfx9 syntax) / sc0 (gfx940 syntax)
+// returns the old value in the data VGPRs; an out-of-range lane changes nothing and returns 0. cmpswap takes
+// {data, compare} in consecutive registers and returns into the first.
+template <class T, auto Op, bool cmpswap = false>
+void buffer_atomic(Wave& w, const Inst& I) {
+  if (I.flags & mod::lds) {
+    w.fault(I, FaultKind::unknown_instruction, -1, "buffer atomics have no LDS form");
+    return;
+  }
+  const bool returns = I.flags & (mod::glc | mod::sc0);
+  const Layout L = layout(I);
+  alignas(64) uint64_t addr[kLanes];
+  alignas(64) uint32_t ok[kLanes];
+  if (!buffer_lanes<sizeof(T), 1, false>(w, I, L, addr, ok)) return;
+  const uint64_t exec = w.exec();
+  constexpr uint32_t words = sizeof(T) / 4;
+  const uint16_t d = I.op[0].reg;
+  for (int l = 0; l < kLanes; ++l) {
+    if (!(exec >> l & 1)) continue;
+    T old = 0;
+    if (ok[l]) {
+      if (!check_global(w, I, addr[l], sizeof(T), l)) return;
+      auto word = [&](uint32_t r) {
+        uint64_t x = w.v[r][l];
+        if constexpr (words == 2) x |= uint64_t(w.v[r + 1][l]) << 32;
+        return T(x);
+      };
+      const T data = word(d), cmp = cmpswap ? word(d + words) : T(0);
+      old = atomic_rmw(reinterpret_cast<T*>(addr[l]), [&](T o) { return Op(o, data, cmp); });
+    }
+    if (returns) {
+      w.v[d][l] = uint32_t(old);
+      if constexpr (words == 2) w.v[d + 1][l] = uint32_t(uint64_t(old) >> 32);
+    }
+  }
+}
+
+// global_load_lds_*: per-lane global address as global_load (VGPR pair, or SGPR pair + 32-bit VGPR offset, plus the
+// signed instruction offset), no range check; LDS address = M0[17:2]*4 (gfx950) / M0[15:2]*4 (gfx942) + inst_offset +
+// lane * (Bytes <= 4 ? 4 : 16). Sub-dword loads fill their lane's dword as the buffer form does.
+template <uint32_t Bytes, Ext E>
+void global_load_lds(Wave& w, const Inst& I) {
+  const bool gfx950 = w.ctx->prog->arch == Arch::gfx950;
+  constexpr uint32_t N = Bytes >= 4 ? Bytes / 4 : 1, Slot = Bytes <= 4 ? 4 : 16, Written = Bytes <= 4 ? 4 : Bytes;
+  const Operand& va = I.op[0];
+  const Operand* sa = I.nops > 1 && I.op[1].kind == OpKind::sgpr ? &I.op[1] : nullptr;
+  if (va.kind != OpKind::vgpr || (!sa && va.width < 2)) {
+    w.fault(I, FaultKind::unknown_instruction, -1, "global_load_lds without its address VGPRs");
+    return;
+  }
+  const int64_t lds_base = int64_t(w.s[sreg::m0] & (gfx950 ? 0x3fffcu : 0xfffcu)) + I.offset;
+  const uint64_t sbase = sa ? read_s64(w, *sa) : 0;
+  const uint64_t exec = w.exec();
+  for (int l = 0; l < kLanes; ++l) {
+    if (!(exec >> l & 1)) continue;
+    const uint64_t a = (sa ? sbase + w.v[va.reg][l]
+                           : (uint64_t(w.v[va.reg][l]) | uint64_t(w.v[va.reg + 1][l]) << 32)) + int64_t(I.offset);
+    const int64_t la = lds_base + int64_t(l) * Slot;
+    uint8_t* dst = lds_ptr(w, I, uint64_t(la), Written, l);  // a negative address wraps to a huge one: a fault
+    if (!dst) return;
+    const uint8_t* src = lane_ptr(w, I, Space::global, a, Bytes, l);
+    if (!src) return;
+    if constexpr (E == Ext::dwords) {
+      std::memcpy(dst, src, 4 * N);
+    } else {
+      uint32_t x = 0;
+      std::memcpy(&x, src, Bytes);
+      x = extend(x, E);
+      std::memcpy(dst, &x, 4);
+    }
+  }
+}
+
+// Float atomics run in the L2 cache, round to nearest even, and (CDNA3/CDNA4 ISA "Denorm Handling Rules for Memory
+// Ops") ADD_F32 flushes its input denormals while the packed 16-bit and F64 adds keep them.
+inline float flush_denorm(float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.f, x) : x; }
+
+template <bool bf16>
+uint32_t pk_add16(uint32_t a, uint32_t b) {
+  // Two 16-bit operands sum exactly enough in f32 that rounding the f32 sum to 16 bits is the correctly rounded sum.
+  auto half = [](uint32_t x, int i) -> float {
+    uint16_t h = uint16_t(x >> (16 * i));
+    return bf16 ? bf16_to_f32(h) : float(std::bit_cast<f16>(h));
+  };
+  auto pack = [](float f) -> uint32_t { return bf16 ? f32_to_bf16(f) : std::bit_cast<uint16_t>(f16(f)); };
+  return pack(half(a, 0) + half(b, 0)) | pack(half(a, 1) + half(b, 1)) << 16;
+}
+
+// min/max_f64 [C4 9.2.3]: a signaling NaN operand returns that NaN quieted (src0 = the memory value first); otherwise
+// the smaller/larger under the order -inf < ... < -0 < +0 < ... < +inf, where a quiet NaN loses to any number.
+template <bool max>
+uint64_t minmax_f64(uint64_t a, uint64_t b) {
+  constexpr uint64_t quiet = 1ull << 51;
+  auto snan = [](uint64_t x) { return std::isnan(std::bit_cast<double>(x)) && !(x & quiet); };
+  if (snan(a)) return a | quiet;
+  if (snan(b)) return b | quiet;
+  const double x = std::bit_cast<double>(a), y = std::bit_cast<double>(b);
+  if (std::isnan(x)) return std::isnan(y) ? a : b;
+  if (std::isnan(y)) return a;
+  if (x == y) return (std::signbit(x) == max) ? b : a;  // +0 beats -0 for max, -0 beats +0 for min
+  return (max ? x > y : x < y) ? a : b;
+}
+
+}  // namespace
+
+void register_mubuf(IsaTable& t) {
+  t.add("buffer_load_ubyte", buffer_load<1, Ext::u8>);
+  t.add("buffer_load_sbyte", buffer_load<1, Ext::i8>);
+  t.add("buffer_load_ushort", buffer_load<2, Ext::u16>);
+  t.add("buffer_load_sshort", buffer_load<2, Ext::i16>);
+  t.add("buffer_load_dword", buffer_load<4, Ext::dwords>);
+  t.add("buffer_load_dwordx2", buffer_load<8, Ext::dwords>);
+  t.add("buffer_load_dwordx3", buffer_load<12, Ext::dwords>);
+  t.add("buffer_load_dwordx4", buffer_load<16, Ext::dwords>);
+  t.add("buffer_load_ubyte_d16", buffer_load<1, Ext::u8_d16>);
+  t.add("buffer_load_sbyte_d16", buffer_load<1, Ext::i8_d16>);
+  t.add("buffer_load_short_d16", buffer_load<2, Ext::u16_d16>);
+  t.add("buffer_load_ubyte_d16_hi", buffer_load<1, Ext::u8_d16_hi>);
+  t.add("buffer_load_sbyte_d16_hi", buffer_load<1, Ext::i8_d16_hi>);
+  t.add("buffer_load_short_d16_hi", buffer_load<2, Ext::u16_d16_hi>);
+  t.add("buffer_store_byte", buffer_store<1>);
+  t.add("buffer_store_byte_d16_hi", buffer_store<1, true>);
+  t.add("buffer_store_short", buffer_store<2>);
+  t.add("buffer_store_short_d16_hi", buffer_store<2, true>);
+  t.add("buffer_store_dword", buffer_store<4>);
+  t.add("buffer_store_dwordx2", buffer_store<8>);
+  t.add("buffer_store_dwordx3", buffer_store<12>);
+  t.add("buffer_store_dwordx4", buffer_store<16>);
+
+  t.add("global_load_lds_ubyte", global_load_lds<1, Ext::u8>);
+  t.add("global_load_lds_sbyte", global_load_lds<1, Ext::i8>);
+  t.add("global_load_lds_ushort", global_load_lds<2, Ext::u16>);
+  t.add("global_load_lds_sshort", global_load_lds<2, Ext::i16>);
+  t.add("global_load_lds_dword", global_load_lds<4, Ext::dwords>);
+  t.add("global_load_lds_dwordx3", global_load_lds<12, Ext::dwords>);  // gfx950 (the disassembler decodes it only there)
+  t.add("global_load_lds_dwordx4", global_load_lds<16, Ext::dwords>);
+
+  using u32 = uint32_t;
+  using u64 = uint64_t;
+  using i32 = int32_t;
+  using i64 = int64_t;
+#define HK_ATOMIC(name, T, expr) t.add("buffer_atomic_" name, buffer_atomic<T, [](T o, T d, T) -> T { return (expr); }>);
+  HK_ATOMIC("swap", u32, d)
+  HK_ATOMIC("add", u32, o + d)
+  HK_ATOMIC("sub", u32, o - d)
+  HK_ATOMIC("smin", u32, u32(std::min(i32(o), i32(d))))
+  HK_ATOMIC("umin", u32, std::min(o, d))
+  HK_ATOMIC("smax", u32, u32(std::max(i32(o), i32(d))))
+  HK_ATOMIC("umax", u32, std::max(o, d))
+  HK_ATOMIC("and", u32, o & d)
+  HK_ATOMIC("or", u32, o | d)
+  HK_ATOMIC("xor", u32, o ^ d)
+  HK_ATOMIC("inc", u32, o >= d ? 0 : o + 1)
+  HK_ATOMIC("dec", u32, (o == 0 || o > d) ? d : o - 1)
+  HK_ATOMIC("swap_x2", u64, d)
+  HK_ATOMIC("add_x2", u64, o + d)
+  HK_ATOMIC("sub_x2", u64, o - d)
+  HK_ATOMIC("smin_x2", u64, u64(std::min(i64(o), i64(d))))
+  HK_ATOMIC("umin_x2", u64, std::min(o, d))
+  HK_ATOMIC("smax_x2", u64, u64(std::max(i64(o), i64(d))))
+  HK_ATOMIC("umax_x2", u64, std::max(o, d))
+  HK_ATOMIC("and_x2", u64, o & d)
+  HK_ATOMIC("or_x2", u64, o | d)
+  HK_ATOMIC("xor_x2", u64, o ^ d)
+  HK_ATOMIC("inc_x2", u64, o >= d ? 0 : o + 1)
+  HK_ATOMIC("dec_x2", u64, (o == 0 || o > d) ? d : o - 1)
+  HK_ATOMIC("add_f32", u32,
+            std::bit_cast<u32>(flush_denorm(std::bit_cast<float>(o)) + flush_denorm(std::bit_cast<float>(d))))
+  HK_ATOMIC("pk_add_f16", u32, pk_add16<false>(o, d))
+  HK_ATOMIC("pk_add_bf16", u32, pk_add16<true>(o, d))  // gfx950
+  HK_ATOMIC("add_f64", u64, std::bit_cast<u64>(std::bit_cast<double>(o) + std::bit_cast<double>(d)))
+  HK_ATOMIC("min_f64", u64, minmax_f64<false>(o, d))
+  HK_ATOMIC("max_f64", u64, minmax_f64<true>(o, d))
+#undef HK_ATOMIC
+  t.add("buffer_atomic_cmpswap", buffer_atomic<u32, [](u32 o, u32 d, u32 c) { return o == c ? d : o; }, true>);
+  t.add("buffer_atomic_cmpswap_x2", buffer_atomic<u64, [](u64 o, u64 d, u64 c) { return o == c ? d : o; }, true>);
+}
 
 }  // namespace vgpu
