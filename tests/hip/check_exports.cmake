@@ -21,7 +21,7 @@ endfunction()
 
 exported_symbols(${OURS} ours)
 exported_symbols(${REAL} real)
-# vgpu's own extension (vgpuGetLastDispatch in its node vgpu_1.0) is the one addition allowed.
+# vgpu's own extensions (the vgpu* functions in node vgpu_1.0) are the only additions allowed.
 list(FILTER ours EXCLUDE REGEX "^vgpu")
 set(missing ${real})
 list(REMOVE_ITEM missing ${ours})

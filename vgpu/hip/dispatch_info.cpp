@@ -12,6 +12,7 @@ namespace {
 std::mutex g_last_mu;
 bool g_have_last = false;
 vgpuDispatchInfo g_last;
+std::vector<vgpuInstructionProfile> g_last_instructions;
 
 }  // namespace
 
@@ -28,8 +29,18 @@ void remember_dispatch(const KernelInfo& kernel, Arch arch, const LaunchParams& 
   info.lds_conflict_cycles = stats.lds_conflict_cycles;
   info.wall_seconds = stats.wall_seconds;
   info.profiled = stats.profiled ? 1 : 0;
+  std::vector<vgpuInstructionProfile> insts(stats.instructions.size());
+  for (size_t i = 0; i < insts.size(); ++i) {
+    const InstructionProfile& p = stats.instructions[i];
+    insts[i].pc = p.pc;
+    std::snprintf(insts[i].text, sizeof insts[i].text, "%s", p.text.c_str());
+    insts[i].executed = p.executed;
+    insts[i].lds_accesses = p.lds_accesses;
+    insts[i].lds_conflict_cycles = p.lds_conflict_cycles;
+  }
   std::lock_guard lock(g_last_mu);
   g_last = info;
+  g_last_instructions = std::move(insts);
   g_have_last = true;
 }
 
@@ -43,4 +54,17 @@ extern "C" __attribute__((visibility("default"))) int vgpuGetLastDispatch(vgpuDi
   if (!g_have_last) return 1;
   *out = g_last;
   return 0;
+}
+
+extern "C" __attribute__((visibility("default"))) int vgpuSetProfiling(int on) {
+  Runtime::get().device().set_profiling(on != 0);
+  return 0;
+}
+
+extern "C" __attribute__((visibility("default"))) int vgpuGetLastDispatchInstructions(vgpuInstructionProfile* out,
+                                                                                      int max) {
+  std::lock_guard lock(g_last_mu);
+  const int n = int(g_last_instructions.size());
+  for (int i = 0; out && i < n && i < max; ++i) out[i] = g_last_instructions[i];
+  return n;
 }

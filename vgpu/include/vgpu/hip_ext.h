@@ -1,5 +1,5 @@
 // vgpu's extension of the HIP runtime API: what the virtual device measured for the most recent kernel launch.
-// Programs that may also run on ROCm look the function up with dlsym(RTLD_DEFAULT, "vgpuGetLastDispatch").
+// Programs that may also run on ROCm look these functions up with dlsym(RTLD_DEFAULT, "vgpuGetLastDispatch").
 #pragma once
 
 #ifdef __cplusplus
@@ -21,6 +21,22 @@ typedef struct vgpuDispatchInfo {
 
 // Fills `out` with the last dispatch of this process. Returns 0, or 1 if no kernel has run yet.
 int vgpuGetLastDispatch(vgpuDispatchInfo* out);
+
+typedef struct vgpuInstructionProfile {
+  unsigned long long pc;                  // byte offset from the kernel entry
+  char text[96];                          // disassembly (truncated)
+  unsigned long long executed;            // wave-level executions
+  unsigned long long lds_accesses;
+  unsigned long long lds_conflict_cycles;
+} vgpuInstructionProfile;
+
+// The executed instructions of the last profiled dispatch, in program order: fills up to `max` entries and returns
+// how many there are in all (0 if the last dispatch was not profiled).
+int vgpuGetLastDispatchInstructions(vgpuInstructionProfile* out, int max);
+
+// Turns per-instruction counts and the LDS bank-conflict model on (1) or off (0) for later launches; returns 0.
+// The same as HK_VGPU_PROFILE=1 in the environment, for programs that profile only some kernels.
+int vgpuSetProfiling(int on);
 
 #ifdef __cplusplus
 }
