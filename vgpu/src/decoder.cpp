@@ -263,7 +263,51 @@ uint16_t dpp_ctrl(std::string_view key, std::string_view val) {
   if (key == "row_mirror") return 0x140;
   if (key == "row_half_mirror") return 0x141;
   if (key == "row_bcast") return n == 15 ? 0x142 : 0x143;
+  if (key == "row_newbcast") return uint16_t(0x150 + n);  // gfx90a+
   return 0xffff;
+}
+
+// ds_swizzle_b32's offset in LLVM's macro syntax, back to the 16-bit pattern: swizzle(QUAD_PERM,a,b,c,d),
+// swizzle(BITMASK_PERM,"01pip") (one character per lane-id bit, most significant first: 0/1 force the bit, p keeps it,
+// i inverts it), swizzle(SWAP,n), swizzle(REVERSE,n), swizzle(BROADCAST,n,lane).
+bool parse_swizzle(std::string_view v, int32_t& out) {
+  if (!v.starts_with("swizzle(") || !v.ends_with(")")) return false;
+  std::vector<std::string> args;
+  std::string cur;
+  for (char c : v.substr(8, v.size() - 9)) {
+    if (c == ',') args.push_back(cur), cur.clear();
+    else if (c != '"' && c != ' ') cur += c;
+  }
+  args.push_back(cur);
+  std::vector<uint32_t> n;
+  for (size_t i = 1; i < args.size(); ++i) {
+    uint64_t u = 0;
+    if (args[0] != "BITMASK_PERM" && !parse_uint(args[i], u)) return false;
+    n.push_back(uint32_t(u));
+  }
+  auto bitmask = [&](uint32_t and_m, uint32_t or_m, uint32_t xor_m) {
+    out = int32_t((and_m & 31) | (or_m & 31) << 5 | (xor_m & 31) << 10);
+    return true;
+  };
+  if (args[0] == "QUAD_PERM" && n.size() == 4) return out = int32_t(0x8000 | n[0] | n[1] << 2 | n[2] << 4 | n[3] << 6), true;
+  if (args[0] == "SWAP" && n.size() == 1) return bitmask(31, 0, n[0]);
+  if (args[0] == "REVERSE" && n.size() == 1) return bitmask(31, 0, n[0] - 1);
+  if (args[0] == "BROADCAST" && n.size() == 2) return bitmask(31 & ~(n[0] - 1), n[1], 0);
+  if (args[0] == "BITMASK_PERM" && args.size() == 2 && args[1].size() == 5) {
+    uint32_t and_m = 0, or_m = 0, xor_m = 0;
+    for (int i = 0; i < 5; ++i) {
+      const uint32_t bit = 1u << (4 - i);
+      switch (args[1][i]) {
+        case '0': break;
+        case '1': or_m |= bit; break;
+        case 'p': and_m |= bit; break;
+        case 'i': and_m |= bit, xor_m |= bit; break;
+        default: return false;
+      }
+    }
+    return bitmask(and_m, or_m, xor_m);
+  }
+  return false;
 }
 
 // Applies "key:value" or bare-keyword modifiers. Returns false if unknown.
@@ -288,7 +332,7 @@ bool apply_modifier(std::string_view tok, Inst& I) {
   }
   if (key == "offset") {
     if (parse_int(val, s)) return I.offset = int32_t(s), true;
-    return false;
+    return parse_swizzle(val, I.offset);
   }
   if (key == "offset0") return parse_int(val, s) && (I.offset = int32_t(s), true);
   if (key == "offset1") return parse_int(val, s) && (I.offset1 = int32_t(s), true);

@@ -12,6 +12,7 @@ int dpp_source(uint16_t c, int l) {
   if (c >= 0x101 && c <= 0x10f) { int s = in_row + (c - 0x100); return s < 16 ? row + s : -1; }   // row_shl
   if (c >= 0x111 && c <= 0x11f) { int s = in_row - (c - 0x110); return s >= 0 ? row + s : -1; }   // row_shr
   if (c >= 0x121 && c <= 0x12f) return row + ((in_row - (c - 0x120)) & 15);                        // row_ror
+  if (c >= 0x150 && c <= 0x15f) return row + (c - 0x150);  // row_newbcast:n (gfx90a+): lane n of the row to all
   switch (c) {
     case 0x130: return l + 1 < 64 ? l + 1 : -1;  // wave_shl:1
     case 0x134: return (l + 1) & 63;             // wave_rol:1
