@@ -3,12 +3,11 @@
 #include <string>
 
 #include "isa.h"
+#include "mem_ops.h"
 #include "memory.h"
 
 namespace vgpu {
 namespace {
-
-enum class Ext : uint8_t { dwords, u8, i8, u16, i16, u8_d16, i8_d16, u16_d16, u8_d16_hi, i8_d16_hi, u16_d16_hi };
 
 // Byte addresses of a DS instruction's lanes (address VGPR + offset), recorded for the profile when it is on.
 inline void ds_addresses(Wave& w, const Inst& I, int addr_op, uint32_t offset, uint32_t bytes, bool write,
@@ -33,17 +32,7 @@ void ds_read(Wave& w, const Inst& I) {
     } else {
       uint32_t x = 0;
       std::memcpy(&x, p, Bytes);
-      uint32_t& r = w.v[d][l];
-      switch (E) {
-        case Ext::u8: case Ext::u16: r = x; break;
-        case Ext::i8: r = uint32_t(int32_t(int8_t(x))); break;
-        case Ext::i16: r = uint32_t(int32_t(int16_t(x))); break;
-        case Ext::u8_d16: case Ext::u16_d16: r = (r & 0xffff0000u) | x; break;
-        case Ext::i8_d16: r = (r & 0xffff0000u) | uint16_t(int16_t(int8_t(x))); break;
-        case Ext::u8_d16_hi: case Ext::u16_d16_hi: r = (r & 0xffffu) | x << 16; break;
-        case Ext::i8_d16_hi: r = (r & 0xffffu) | uint32_t(uint16_t(int16_t(int8_t(x)))) << 16; break;
-        default: break;
-      }
+      w.v[d][l] = extend(x, E);
     }
   }
 }
@@ -225,13 +214,10 @@ void register_ds(IsaTable& t) {
   using u64 = uint64_t;
   using i32 = int32_t;
   using i64 = int64_t;
-  static std::vector<std::unique_ptr<std::string>> pool;
   auto both = [&](const char* name, ExecFn plain, ExecFn rtn) {
     std::string n(name), base = n.substr(0, n.rfind('_')), type = n.substr(n.rfind('_'));
-    pool.push_back(std::make_unique<std::string>(n));
-    t.add(*pool.back(), plain);
-    pool.push_back(std::make_unique<std::string>(base + "_rtn" + type));
-    t.add(*pool.back(), rtn);
+    t.add(intern(n), plain);
+    t.add(intern(base + "_rtn" + type), rtn);
   };
 #define HK_DS(name, T, n, expr) \
   both(name, ds_atomic<T, [](T o, T d, T e) -> T { (void)e; return (expr); }, n, false>, \

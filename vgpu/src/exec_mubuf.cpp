@@ -7,6 +7,7 @@
 
 #include "formats.h"
 #include "isa.h"
+#include "mem_ops.h"
 #include "memory.h"
 
 namespace vgpu {
@@ -83,22 +84,6 @@ bool buffer_lanes(Wave& w, const Inst& I, const Layout& L, uint64_t* addr, uint3
     ok[l] = PerElem || n == N ? n : 0;
   }
   return true;
-}
-
-// How a loaded value lands in its VGPR. On these parts (SRAM ECC on, as vgpu's devices report "sramecc+") the D16
-// loads write the whole VGPR and zero the half they do not load (CDNA3/CDNA4 ISA, "16-bit Memory Operations").
-enum class Ext : uint8_t { dwords, u8, i8, u16, i16, u8_d16, i8_d16, u16_d16, u8_d16_hi, i8_d16_hi, u16_d16_hi };
-
-inline uint32_t extend(uint32_t x, Ext e) {
-  switch (e) {
-    case Ext::u8: case Ext::u16: case Ext::u8_d16: case Ext::u16_d16: return x;
-    case Ext::i8: return uint32_t(int32_t(int8_t(x)));
-    case Ext::i16: return uint32_t(int32_t(int16_t(x)));
-    case Ext::i8_d16: return uint16_t(int16_t(int8_t(x)));
-    case Ext::u8_d16_hi: case Ext::u16_d16_hi: return x << 16;
-    case Ext::i8_d16_hi: return uint32_t(uint16_t(int16_t(int8_t(x)))) << 16;
-    default: return x;
-  }
 }
 
 // buffer_load_* with the lds modifier: each lane's data goes to LDS at
@@ -275,36 +260,6 @@ void global_load_lds(Wave& w, const Inst& I) {
   }
 }
 
-// Float atomics run in the L2 cache, round to nearest even, and (CDNA3/CDNA4 ISA "Denorm Handling Rules for Memory
-// Ops") ADD_F32 flushes its input denormals while the packed 16-bit and F64 adds keep them.
-inline float flush_denorm(float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.f, x) : x; }
-
-template <bool bf16>
-uint32_t pk_add16(uint32_t a, uint32_t b) {
-  // Two 16-bit operands sum exactly enough in f32 that rounding the f32 sum to 16 bits is the correctly rounded sum.
-  auto half = [](uint32_t x, int i) -> float {
-    uint16_t h = uint16_t(x >> (16 * i));
-    return bf16 ? bf16_to_f32(h) : float(std::bit_cast<f16>(h));
-  };
-  auto pack = [](float f) -> uint32_t { return bf16 ? f32_to_bf16(f) : std::bit_cast<uint16_t>(f16(f)); };
-  return pack(half(a, 0) + half(b, 0)) | pack(half(a, 1) + half(b, 1)) << 16;
-}
-
-// min/max_f64 [C4 9.2.3]: a signaling NaN operand returns that NaN quieted (src0 = the memory value first); otherwise
-// the smaller/larger under the order -inf < ... < -0 < +0 < ... < +inf, where a quiet NaN loses to any number.
-template <bool max>
-uint64_t minmax_f64(uint64_t a, uint64_t b) {
-  constexpr uint64_t quiet = 1ull << 51;
-  auto snan = [](uint64_t x) { return std::isnan(std::bit_cast<double>(x)) && !(x & quiet); };
-  if (snan(a)) return a | quiet;
-  if (snan(b)) return b | quiet;
-  const double x = std::bit_cast<double>(a), y = std::bit_cast<double>(b);
-  if (std::isnan(x)) return std::isnan(y) ? a : b;
-  if (std::isnan(y)) return a;
-  if (x == y) return (std::signbit(x) == max) ? b : a;  // +0 beats -0 for max, -0 beats +0 for min
-  return (max ? x > y : x < y) ? a : b;
-}
-
 }  // namespace
 
 void register_mubuf(IsaTable& t) {
@@ -339,45 +294,9 @@ void register_mubuf(IsaTable& t) {
   t.add("global_load_lds_dwordx3", global_load_lds<12, Ext::dwords>);  // gfx950 (the disassembler decodes it only there)
   t.add("global_load_lds_dwordx4", global_load_lds<16, Ext::dwords>);
 
-  using u32 = uint32_t;
-  using u64 = uint64_t;
-  using i32 = int32_t;
-  using i64 = int64_t;
-#define HK_ATOMIC(name, T, expr) t.add("buffer_atomic_" name, buffer_atomic<T, [](T o, T d, T) -> T { return (expr); }>);
-  HK_ATOMIC("swap", u32, d)
-  HK_ATOMIC("add", u32, o + d)
-  HK_ATOMIC("sub", u32, o - d)
-  HK_ATOMIC("smin", u32, u32(std::min(i32(o), i32(d))))
-  HK_ATOMIC("umin", u32, std::min(o, d))
-  HK_ATOMIC("smax", u32, u32(std::max(i32(o), i32(d))))
-  HK_ATOMIC("umax", u32, std::max(o, d))
-  HK_ATOMIC("and", u32, o & d)
-  HK_ATOMIC("or", u32, o | d)
-  HK_ATOMIC("xor", u32, o ^ d)
-  HK_ATOMIC("inc", u32, o >= d ? 0 : o + 1)
-  HK_ATOMIC("dec", u32, (o == 0 || o > d) ? d : o - 1)
-  HK_ATOMIC("swap_x2", u64, d)
-  HK_ATOMIC("add_x2", u64, o + d)
-  HK_ATOMIC("sub_x2", u64, o - d)
-  HK_ATOMIC("smin_x2", u64, u64(std::min(i64(o), i64(d))))
-  HK_ATOMIC("umin_x2", u64, std::min(o, d))
-  HK_ATOMIC("smax_x2", u64, u64(std::max(i64(o), i64(d))))
-  HK_ATOMIC("umax_x2", u64, std::max(o, d))
-  HK_ATOMIC("and_x2", u64, o & d)
-  HK_ATOMIC("or_x2", u64, o | d)
-  HK_ATOMIC("xor_x2", u64, o ^ d)
-  HK_ATOMIC("inc_x2", u64, o >= d ? 0 : o + 1)
-  HK_ATOMIC("dec_x2", u64, (o == 0 || o > d) ? d : o - 1)
-  HK_ATOMIC("add_f32", u32,
-            std::bit_cast<u32>(flush_denorm(std::bit_cast<float>(o)) + flush_denorm(std::bit_cast<float>(d))))
-  HK_ATOMIC("pk_add_f16", u32, pk_add16<false>(o, d))
-  HK_ATOMIC("pk_add_bf16", u32, pk_add16<true>(o, d))  // gfx950
-  HK_ATOMIC("add_f64", u64, std::bit_cast<u64>(std::bit_cast<double>(o) + std::bit_cast<double>(d)))
-  HK_ATOMIC("min_f64", u64, minmax_f64<false>(o, d))
-  HK_ATOMIC("max_f64", u64, minmax_f64<true>(o, d))
-#undef HK_ATOMIC
-  t.add("buffer_atomic_cmpswap", buffer_atomic<u32, [](u32 o, u32 d, u32 c) { return o == c ? d : o; }, true>);
-  t.add("buffer_atomic_cmpswap_x2", buffer_atomic<u64, [](u64 o, u64 d, u64 c) { return o == c ? d : o; }, true>);
+  for_each_atomic([&]<class T, auto Op, bool cmpswap>(const char* name) {
+    t.add(intern(std::string("buffer_atomic_") + name), buffer_atomic<T, Op, cmpswap>);
+  });
 }
 
 }  // namespace vgpu

@@ -1,5 +1,6 @@
 // Vector compares (VOPC): one result bit per lane into VCC or an SGPR pair; the v_cmpx forms also write EXEC.
 #include "isa.h"
+#include "mem_ops.h"
 #include "ops.h"
 
 namespace vgpu {
@@ -28,12 +29,8 @@ void vcmp(Wave& w, const Inst& I) {
 
 template <auto F>
 void add_cmp(IsaTable& t, std::string name, std::string type, ImmType imm) {
-  // The table keeps string_views: names live in a static pool.
-  static std::vector<std::unique_ptr<std::string>> pool;
-  pool.push_back(std::make_unique<std::string>("v_cmp_" + name + "_" + type));
-  t.add(*pool.back(), vcmp<F, false>, imm);
-  pool.push_back(std::make_unique<std::string>("v_cmpx_" + name + "_" + type));
-  t.add(*pool.back(), vcmp<F, true>, imm);
+  t.add(intern("v_cmp_" + name + "_" + type), vcmp<F, false>, imm);
+  t.add(intern("v_cmpx_" + name + "_" + type), vcmp<F, true>, imm);
 }
 
 template <class T>

@@ -1,15 +1,12 @@
 // Vector memory through the GLOBAL, FLAT and SCRATCH instructions: per-lane loads, stores and atomics.
 #include <string>
 
-#include "formats.h"
 #include "isa.h"
+#include "mem_ops.h"
 #include "memory.h"
 
 namespace vgpu {
 namespace {
-
-// How a loaded value lands in its VGPR: whole dwords, extended to 32 bits, or into one 16-bit half.
-enum class Ext : uint8_t { dwords, u8, i8, u16, i16, u8_d16, i8_d16, u16_d16, u8_d16_hi, i8_d16_hi, u16_d16_hi };
 
 struct Layout {
   int vdst = -1, vaddr = 0, vdata = -1, saddr = -1;
@@ -48,17 +45,7 @@ void vload(Wave& w, const Inst& I) {
     } else {
       uint32_t x = 0;
       std::memcpy(&x, p, Bytes);
-      uint32_t& r = w.v[d][l];
-      switch (E) {
-        case Ext::u8: case Ext::u16: r = x; break;
-        case Ext::i8: r = uint32_t(int32_t(int8_t(x))); break;
-        case Ext::i16: r = uint32_t(int32_t(int16_t(x))); break;
-        case Ext::u8_d16: case Ext::u16_d16: r = (r & 0xffff0000u) | x; break;
-        case Ext::i8_d16: r = (r & 0xffff0000u) | uint16_t(int16_t(int8_t(x))); break;
-        case Ext::u8_d16_hi: case Ext::u16_d16_hi: r = (r & 0xffffu) | x << 16; break;
-        case Ext::i8_d16_hi: r = (r & 0xffffu) | uint32_t(uint16_t(int16_t(int8_t(x)))) << 16; break;
-        default: break;
-      }
+      w.v[d][l] = extend(x, E);
     }
   }
 }
@@ -112,25 +99,9 @@ void vatomic(Wave& w, const Inst& I) {
   }
 }
 
-// Packed 16-bit float add of two halves, as the pk_add atomics do.
-template <bool bf16>
-uint32_t pk_add16(uint32_t a, uint32_t b) {
-  auto half = [](uint32_t x, int i) -> float {
-    uint16_t h = uint16_t(x >> (16 * i));
-    return bf16 ? bf16_to_f32(h) : float(std::bit_cast<f16>(h));
-  };
-  auto pack = [](float f) -> uint32_t { return bf16 ? f32_to_bf16(f) : std::bit_cast<uint16_t>(f16(f)); };
-  return pack(half(a, 0) + half(b, 0)) | pack(half(a, 1) + half(b, 1)) << 16;
-}
-
 template <Space S>
 void register_space(IsaTable& t, const std::string& prefix) {
-  // Names outlive the table: keep them in a static pool.
-  static std::vector<std::unique_ptr<std::string>> pool;
-  auto add = [&](const char* suffix, ExecFn fn, ImmType imm = ImmType::b32) {
-    pool.push_back(std::make_unique<std::string>(prefix + suffix));
-    t.add(*pool.back(), fn, imm);
-  };
+  auto add = [&](const char* suffix, ExecFn fn) { t.add(intern(prefix + suffix), fn); };
   add("load_ubyte", vload<S, 1, Ext::u8>);
   add("load_sbyte", vload<S, 1, Ext::i8>);
   add("load_ushort", vload<S, 2, Ext::u16>);
@@ -155,44 +126,9 @@ void register_space(IsaTable& t, const std::string& prefix) {
   add("store_dwordx4", vstore<S, 16>);
   if constexpr (S == Space::scratch) return;
 
-  using u32 = uint32_t;
-  using u64 = uint64_t;
-  using i32 = int32_t;
-  using i64 = int64_t;
-#define HK_ATOMIC(name, T, expr) add("atomic_" name, vatomic<S, T, [](T o, T d, T) -> T { return (expr); }>);
-  HK_ATOMIC("swap", u32, d)
-  HK_ATOMIC("add", u32, o + d)
-  HK_ATOMIC("sub", u32, o - d)
-  HK_ATOMIC("smin", u32, u32(std::min(i32(o), i32(d))))
-  HK_ATOMIC("umin", u32, std::min(o, d))
-  HK_ATOMIC("smax", u32, u32(std::max(i32(o), i32(d))))
-  HK_ATOMIC("umax", u32, std::max(o, d))
-  HK_ATOMIC("and", u32, o & d)
-  HK_ATOMIC("or", u32, o | d)
-  HK_ATOMIC("xor", u32, o ^ d)
-  HK_ATOMIC("inc", u32, o >= d ? 0 : o + 1)
-  HK_ATOMIC("dec", u32, (o == 0 || o > d) ? d : o - 1)
-  HK_ATOMIC("swap_x2", u64, d)
-  HK_ATOMIC("add_x2", u64, o + d)
-  HK_ATOMIC("sub_x2", u64, o - d)
-  HK_ATOMIC("smin_x2", u64, u64(std::min(i64(o), i64(d))))
-  HK_ATOMIC("umin_x2", u64, std::min(o, d))
-  HK_ATOMIC("smax_x2", u64, u64(std::max(i64(o), i64(d))))
-  HK_ATOMIC("umax_x2", u64, std::max(o, d))
-  HK_ATOMIC("and_x2", u64, o & d)
-  HK_ATOMIC("or_x2", u64, o | d)
-  HK_ATOMIC("xor_x2", u64, o ^ d)
-  HK_ATOMIC("inc_x2", u64, o >= d ? 0 : o + 1)
-  HK_ATOMIC("dec_x2", u64, (o == 0 || o > d) ? d : o - 1)
-  HK_ATOMIC("add_f32", u32, std::bit_cast<u32>(std::bit_cast<float>(o) + std::bit_cast<float>(d)))
-  HK_ATOMIC("add_f64", u64, std::bit_cast<u64>(std::bit_cast<double>(o) + std::bit_cast<double>(d)))
-  HK_ATOMIC("min_f64", u64, std::bit_cast<u64>(std::fmin(std::bit_cast<double>(o), std::bit_cast<double>(d))))
-  HK_ATOMIC("max_f64", u64, std::bit_cast<u64>(std::fmax(std::bit_cast<double>(o), std::bit_cast<double>(d))))
-  HK_ATOMIC("pk_add_f16", u32, pk_add16<false>(o, d))
-  HK_ATOMIC("pk_add_bf16", u32, pk_add16<true>(o, d))
-#undef HK_ATOMIC
-  add("atomic_cmpswap", vatomic<S, u32, [](u32 o, u32 d, u32 c) { return o == c ? d : o; }, true>);
-  add("atomic_cmpswap_x2", vatomic<S, u64, [](u64 o, u64 d, u64 c) { return o == c ? d : o; }, true>);
+  for_each_atomic([&]<class T, auto Op, bool cmpswap>(const char* name) {
+    add((std::string("atomic_") + name).c_str(), vatomic<S, T, Op, cmpswap>);
+  });
 }
 
 }  // namespace
