@@ -1,9 +1,640 @@
-// Matrix cores (MFMA).
+// Matrix cores (MFMA): D = A x B + C for the v_mfma_* forms of gfx942 and gfx950 that accumulate in f32 or i32.
+//
+// Every instruction is one Shape: per block an M x K matrix A times a K x N matrix B plus C, `blocks` independent
+// blocks side by side. Execution gathers A, B and C from the registers into dense arrays (the lane layout is the
+// GFX9 register-layout formula of AMD's matrix instruction calculator, see in_loc/out_loc), multiplies them with the
+// arithmetic model of the element type, and scatters D back. docs/vgpu-mfma.md records the sources of the layouts,
+// the arithmetic model and what is not modelled.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <string>
+
+#include "formats.h"
 #include "isa.h"
 #include "ops.h"
 
 namespace vgpu {
+namespace {
 
-void register_mfma(IsaTable&) {}
+// Element types of the A and B operands. fp8/bf8 are e4m3/e5m2 in the arch's flavour (FNUZ on gfx942, OCP on
+// gfx950); f8f6f4 takes its format from cbsz (A) and blgp (B).
+enum class Ty : uint8_t { f32, xf32, f16, bf16, fp8, bf8, i8, f8f6f4 };
+
+struct Shape {
+  int m, n, k, blocks;
+  Ty a, b;
+  bool scaled = false;  // v_mfma_scale_*: E8M0 scales in operands 4 and 5
+};
+
+constexpr int bits_of(Ty t) {
+  switch (t) {
+    case Ty::f32:
+    case Ty::xf32: return 32;
+    case Ty::f16:
+    case Ty::bf16: return 16;
+    default: return 8;
+  }
+}
+
+// --- Register layouts ------------------------------------------------------------------------------------------------
+
+struct Loc {
+  int reg, lane, sub;  // register offset from the operand's first register, lane, element within the register
+};
+
+// Where A[i][k] (dim = M) or B[k][i] (dim = N, i = column) of block b lives. Lanes are split into 64 / (dim * B)
+// groups; each group holds `epg` consecutive k of its rows. The gfx950 f8f6f4 forms (8-bit elements, 32 or more k per
+// group) instead deal k out in chunks of 16 to the lane groups in turn.
+constexpr Loc in_loc(int dim, int K, int B, int i, int k, int b, int bits) {
+  const int lanes_per_block = 64 / (dim * B), epg = K / lanes_per_block;
+  int local, lane;
+  if (epg > 16 && bits == 8) {
+    const int chunk = k / 16, g = chunk % lanes_per_block;
+    local = chunk / lanes_per_block * 16 + k % 16;
+    lane = b * dim + g * dim * B + i;
+  } else {
+    local = k % epg;
+    lane = b * dim + k / epg * dim * B + i;
+  }
+  const int per_reg = 32 / bits;
+  return {local / per_reg, lane, local % per_reg};
+}
+
+// Where C[i][j] / D[i][j] of block b lives: column j along the lanes, rows in groups of four registers.
+// 32x32: lane j + 32 * (floor(i/4) mod 2), register 4 * floor(i/8) + i mod 4. 16x16: lane j + 16 * floor(i/4), register i mod 4.
+constexpr Loc out_loc(int M, int N, int i, int j, int b) {
+  const int multirows = 64 / N, mn4 = M * N / 4, blocks_per_reg = (64 + mn4 - 1) / mn4;
+  const int reg = b * (M * N / 64) + i / (4 * multirows) * 4 + i % 4;
+  const int lane = b % blocks_per_reg * N + i / 4 % multirows * blocks_per_reg * N + j;
+  return {reg, lane, 0};
+}
+
+static_assert(out_loc(32, 32, 13, 5, 0).reg == 5 && out_loc(32, 32, 13, 5, 0).lane == 5 + 32);
+static_assert(out_loc(16, 16, 13, 5, 0).reg == 1 && out_loc(16, 16, 13, 5, 0).lane == 5 + 48);
+static_assert(in_loc(16, 128, 1, 3, 100, 0, 8).lane == 3 + 16 * 2 && in_loc(16, 128, 1, 3, 100, 0, 8).reg == 5);
+
+// Layout tables, computed at compile time per instruction: for each element of A (b, i, k), B (b, j, k) or C/D
+// (b, i, j) in row-major order, its word in the register file (register offset * 64 + lane) and bit shift.
+template <Shape S, bool IsA>
+struct InTable {
+  static constexpr int dim = IsA ? S.m : S.n, bits = bits_of(IsA ? S.a : S.b), count = S.blocks * dim * S.k;
+  uint16_t word[count]{};
+  uint8_t shift[count]{};
+  constexpr InTable() {
+    for (int b = 0; b < S.blocks; ++b)
+      for (int i = 0; i < dim; ++i)
+        for (int k = 0; k < S.k; ++k) {
+          const Loc L = in_loc(dim, S.k, S.blocks, i, k, b, bits);
+          const int x = (b * dim + i) * S.k + k;
+          word[x] = uint16_t(L.reg * kLanes + L.lane);
+          shift[x] = uint8_t(L.sub * bits);
+        }
+  }
+};
+template <Shape S, bool IsA>
+inline constexpr InTable<S, IsA> in_table{};
+
+template <Shape S>
+struct OutTable {
+  static constexpr int count = S.blocks * S.m * S.n;
+  uint16_t word[count]{};
+  constexpr OutTable() {
+    for (int b = 0; b < S.blocks; ++b)
+      for (int i = 0; i < S.m; ++i)
+        for (int j = 0; j < S.n; ++j) {
+          const Loc L = out_loc(S.m, S.n, i, j, b);
+          word[(b * S.m + i) * S.n + j] = uint16_t(L.reg * kLanes + L.lane);
+        }
+  }
+};
+template <Shape S>
+inline constexpr OutTable<S> out_table{};
+
+// --- Numbers ---------------------------------------------------------------------------------------------------------
+
+constexpr int kZeroE = -20000, kZeroQ = 20000;  // exponents of a zero: below / above every real one
+
+// Decoded elements, one array per field. A finite nonzero element is m * 2^q, with e the exponent of its leading
+// digit clamped to the format's minimum normal exponent (the convention of the fused model below); a zero has m = 0,
+// e = kZeroE, q = kZeroQ. `f` is the exact value (inf/NaN for the special ones).
+template <int N>
+struct Elems {
+  double f[N];
+  int32_t m[N], e[N], q[N];
+  uint8_t special[N];
+};
+
+struct Decoded {
+  float f;
+  int32_t m;
+  int16_t e, q;
+  uint8_t special;
+};
+
+// A float format: exponent and mantissa widths, bias; NaN/inf conventions.
+struct Format {
+  int exp_bits, man_bits, bias;
+  bool has_inf_nan;  // exponent all ones is inf/NaN (IEEE style)
+  bool fnuz;         // 0x80 is the only NaN
+  bool e4m3fn;       // S.1111.111 is the only NaN
+};
+
+constexpr Format kF16{5, 10, 15, true, false, false};
+constexpr Format kBf16{8, 7, 127, true, false, false};
+constexpr Format kTf32{8, 10, 127, true, false, false};  // xf32: f32 truncated to 10 mantissa bits
+
+Format fp8_format_of(Fp8 f) {
+  const Fp8Spec s = spec(f);
+  return {s.exp_bits, s.man_bits, s.bias, s.has_inf, s.fnuz, !s.fnuz && !s.has_inf};
+}
+
+// Sign, exponent and mantissa fields to a Decoded; `f` is supplied by the caller (exact, computed cheaply per format).
+inline Decoded make(float f, bool neg, int ex, int man, const Format& F) {
+  const int e = ex == 0 ? 1 - F.bias : ex - F.bias;
+  const int m = ex == 0 ? man : man | (1 << F.man_bits);
+  if (m == 0) return {f, 0, int16_t(kZeroE), int16_t(kZeroQ), 0};
+  return {f, neg ? -m : m, int16_t(e), int16_t(e - F.man_bits), 0};
+}
+
+// Generic decode of a narrow float (used to build the fp8 tables).
+Decoded decode_slow(uint32_t bits, const Format& F) {
+  const int width = 1 + F.exp_bits + F.man_bits;
+  const bool neg = bits >> (width - 1) & 1;
+  const int ex = int(bits >> F.man_bits) & ((1 << F.exp_bits) - 1);
+  const int man = int(bits) & ((1 << F.man_bits) - 1);
+  const int emax = (1 << F.exp_bits) - 1;
+  if ((F.fnuz && bits == (1u << (width - 1))) || (F.has_inf_nan && ex == emax) ||
+      (F.e4m3fn && ex == emax && man == (1 << F.man_bits) - 1))
+    return {F.has_inf_nan && man == 0 ? (neg ? -INFINITY : INFINITY) : NAN, 0, int16_t(kZeroE), int16_t(kZeroQ), 1};
+  const int e = ex == 0 ? 1 - F.bias : ex - F.bias;
+  const int m = ex == 0 ? man : man | (1 << F.man_bits);
+  const float f = neg ? -std::ldexp(float(m), e - F.man_bits) : std::ldexp(float(m), e - F.man_bits);
+  return make(f, neg, ex, man, F);
+}
+
+struct Fp8Tables {
+  Decoded t[4][256];
+  Fp8Tables() {
+    for (int f = 0; f < 4; ++f)
+      for (uint32_t x = 0; x < 256; ++x) t[f][x] = decode_slow(x, fp8_format_of(Fp8(f)));
+  }
+};
+const Fp8Tables& fp8_tables() {
+  static const Fp8Tables tables;
+  return tables;
+}
+
+// The element decoders, by operand type; fp8 formats index the tables.
+inline Decoded decode_f16(uint32_t h) {
+  const float f = float(std::bit_cast<_Float16>(uint16_t(h)));
+  const int ex = int(h >> 10) & 31;
+  if (ex == 31) return {f, 0, int16_t(kZeroE), int16_t(kZeroQ), 1};
+  return make(f, h >> 15 & 1, ex, int(h) & 0x3ff, kF16);
+}
+inline Decoded decode_bf16(uint32_t h) {
+  const float f = std::bit_cast<float>(h << 16);
+  const int ex = int(h >> 7) & 0xff;
+  if (ex == 0xff) return {f, 0, int16_t(kZeroE), int16_t(kZeroQ), 1};
+  return make(f, h >> 15 & 1, ex, int(h) & 0x7f, kBf16);
+}
+inline Decoded decode_tf32(uint32_t x) {
+  x &= ~0x1fffu;
+  const float f = std::bit_cast<float>(x);
+  const int ex = int(x >> 23) & 0xff;
+  if (ex == 0xff) return {f, 0, int16_t(kZeroE), int16_t(kZeroQ), 1};
+  return make(f, x >> 31, ex, int(x >> 13) & 0x3ff, kTf32);
+}
+
+// --- Arithmetic ------------------------------------------------------------------------------------------------------
+//
+// The bf16/f16/xf32/fp8 forms use the fused dot-product-add that MMA-Sim (Microsoft Research, "Bit-accurate modeling
+// of GPU matrix multiply-accumulate units", arXiv:2511.10909) derived for CDNA3 and validated bit for bit against
+// MI300 hardware: k is taken in groups (8 for bf16/f16, 4 for xf32, 16 for fp8); within a group the exact products are
+// aligned to the largest product exponent E and truncated to 24 fraction bits, summed exactly, then floored to 31
+// fraction bits and added to C (floored to 24 fraction bits) relative to the larger of E and C's exponent, and the sum
+// is rounded to f32 (nearest even); that f32 is C for the next group. fp8 groups sum their even and odd k separately
+// first (each truncated as above, then both floored to 24 bits relative to the larger). f32 forms are a chain of fused
+// multiply-adds over k. Integer forms wrap modulo 2^32. docs/vgpu-mfma.md has the details and the sources.
+
+// 2^x as a double, x clamped to the normal range.
+inline double pow2(int x) {
+  x = std::clamp(x, -1022, 1023);
+  return std::bit_cast<double>(uint64_t(x + 1023) << 52);
+}
+
+// floor(x * 2^s) and trunc(x * 2^s) for an integer x.
+inline int64_t shift_floor(int64_t x, int s) {
+  if (s >= 0) return x << s;
+  return -s >= 63 ? (x < 0 ? -1 : 0) : x >> -s;
+}
+inline int64_t shift_trunc(int64_t x, int s) {
+  if (s >= 0) return x << s;
+  if (-s >= 63) return 0;
+  return x < 0 ? -((-x) >> -s) : x >> -s;
+}
+
+// C as the model sees it: its exponent (clamped to -126; kZeroE for zero).
+inline int exponent_of_c(float c) {
+  const uint32_t cb = std::bit_cast<uint32_t>(c);
+  if ((cb & 0x7fffffff) == 0) return kZeroE;
+  const int cex = int(cb >> 23) & 0xff;
+  return cex == 0 ? -126 : cex - 127;
+}
+
+// The final step shared by both paths: S (the group's sum of products, already truncated, exact) with leading
+// exponent E is floored to 31 fraction bits and C to 24 fraction bits relative to max(E, exponent of C); the exact sum
+// of the two is rounded to f32. `c_cutoff`: fp8 groups drop C entirely when its exponent is 26 or more below.
+inline float add_c(double S, int E, float c, bool c_cutoff) {
+  const int ec = exponent_of_c(c);
+  const int emax = std::max(E, ec);
+  if (emax <= kZeroE) return 0.f;  // no nonzero product and C = 0
+  const double s1 = std::floor(S * pow2(31 - emax));
+  const double c1 = c_cutoff && ec < emax - 25 ? 0.0 : std::floor(double(c) * pow2(24 - emax));
+  const double total = s1 + c1 * 128;
+  if (total == 0) return 0.f;
+  return float(total * pow2(emax - 31));
+}
+
+// Exact path of one group, for groups where truncation drops bits, a product may reach 2^128, or an input is inf or
+// NaN: c + sum over k < g of a[ia + k * sa] * b[ib + k * sb] * 2^delta in integer arithmetic.
+template <int N>
+float fused_group_exact(const Elems<N>& a, int ia, int sa, const Elems<N>& b, int ib, int sb, int g, float c,
+                        int delta, bool nan_scale, bool fp8) {
+  bool special = nan_scale || !std::isfinite(c);
+  for (int k = 0; k < g; ++k) special |= a.special[ia + k * sa] | b.special[ib + k * sb];
+  if (special) {  // a NaN or an infinity among the inputs: the result is the non-finite value of the exact sum
+    if (nan_scale) return NAN;
+    double s = c;
+    for (int k = 0; k < g; ++k) s += a.f[ia + k * sa] * b.f[ib + k * sb] * pow2(delta);
+    return float(s);
+  }
+  int64_t mp[16];
+  int qp[16], ep[16];
+  bool pinf = false, ninf = false;
+  for (int k = 0; k < g; ++k) {
+    mp[k] = int64_t(a.m[ia + k * sa]) * b.m[ib + k * sb];
+    qp[k] = a.q[ia + k * sa] + b.q[ib + k * sb] + delta;
+    ep[k] = a.e[ia + k * sa] + b.e[ib + k * sb] + delta;
+    if (mp[k] != 0 && ep[k] >= 126) {  // products of 2^128 or more overflow
+      const int top = std::bit_width(uint64_t(mp[k] < 0 ? -mp[k] : mp[k])) - 1 + qp[k];
+      if (top >= 128) (mp[k] < 0 ? ninf : pinf) = true;
+    }
+  }
+  if (pinf || ninf) return pinf && ninf ? NAN : pinf ? INFINITY : -INFINITY;
+  // Aligned truncated sum over k = first, first + step, ... in units of 2^(E - 24).
+  auto truncated = [&](int first, int step, int& E) {
+    E = kZeroE;
+    for (int k = first; k < g; k += step)
+      if (mp[k] != 0) E = std::max(E, ep[k]);
+    int64_t t = 0;
+    if (E != kZeroE)
+      for (int k = first; k < g; k += step)
+        if (mp[k] != 0) t += shift_trunc(mp[k], qp[k] - E + 24);
+    return t;
+  };
+  if (!fp8) {
+    int E;
+    const int64_t t = truncated(0, 1, E);
+    return add_c(double(t) * pow2(E - 24), E, c, false);
+  }
+  int E0, E1;
+  const int64_t t0 = truncated(0, 2, E0), t1 = truncated(1, 2, E1);
+  const int e = std::max(E0, E1);
+  if (e == kZeroE) return add_c(0, e, c, true);
+  const int64_t s = shift_floor(t0, E0 - e) + shift_floor(t1, E1 - e);  // units of 2^(e - 24)
+  return add_c(double(s) * pow2(e - 24), e, c, true);
+}
+
+// D = A x B + C with the fused model, one row of D at a time. A is (block, row, k), B is (block, k, column). For each
+// group of G k the exact products are summed in double for all columns at once, together with the largest product
+// exponent E and the smallest exponent Q of a product's last bit; when Q >= E - 24 truncation drops nothing and the
+// double sum is the model's sum (exactly: it spans at most 30 bits). Other groups take the exact integer path.
+template <int M, int N, int K, int B, int G, bool fp8, int kblocks, int NE>
+void fused_matmul(const Elems<NE>& a, const Elems<NE>& bt, const uint32_t* c, uint32_t* d, const int* sa,
+                  const int* sb) {
+  constexpr int H = fp8 ? 2 : 1;  // fp8: even and odd k are summed separately
+  for (int b = 0; b < B; ++b)
+    for (int i = 0; i < M; ++i) {
+      float acc[N];
+      for (int j = 0; j < N; ++j) acc[j] = std::bit_cast<float>(c[(b * M + i) * N + j]);
+      for (int k0 = 0; k0 < K; k0 += G) {
+        const int kb = kblocks > 1 ? k0 / 32 : 0;
+        int delta[N];
+        for (int j = 0; j < N; ++j) delta[j] = sa[i * kblocks + kb] + sb[j * kblocks + kb] - 254;
+        int E[H][N], Q[H][N];
+        double S[H][N];
+        uint8_t special[N] = {};
+        uint8_t a_special = 0;
+        for (int h = 0; h < H; ++h) {
+          for (int j = 0; j < N; ++j) E[h][j] = 2 * kZeroE, Q[h][j] = 2 * kZeroQ, S[h][j] = 0;
+          for (int k = k0 + h; k < k0 + G; k += H) {
+            const int x = (b * M + i) * K + k, y = (b * K + k) * N;
+            const int ea = a.e[x], qa = a.q[x];
+            const double fa = a.f[x];
+            a_special |= a.special[x];
+            for (int j = 0; j < N; ++j) {
+              E[h][j] = std::max(E[h][j], ea + bt.e[y + j]);
+              Q[h][j] = std::min(Q[h][j], qa + bt.q[y + j]);
+              S[h][j] += fa * bt.f[y + j];  // exact: at most 11 x 11 significand bits
+              special[j] |= bt.special[y + j];
+            }
+          }
+        }
+        for (int j = 0; j < N; ++j) {
+          const bool nan_scale = sa[i * kblocks + kb] == 255 || sb[j * kblocks + kb] == 255;
+          int e[H];
+          bool exact = !a_special && !special[j] && !nan_scale && std::isfinite(acc[j]);
+          for (int h = 0; h < H; ++h) {
+            e[h] = E[h][j] < kZeroE / 2 ? kZeroE : E[h][j] + delta[j];  // a zero factor carries no exponent
+            exact &= e[h] < 126 && (e[h] == kZeroE || Q[h][j] + delta[j] >= e[h] - 24);
+          }
+          if (!exact) {
+            acc[j] = fused_group_exact(a, (b * M + i) * K + k0, 1, bt, (b * K + k0) * N + j, N, G, acc[j], delta[j],
+                                       nan_scale, fp8);
+            continue;
+          }
+          const double scale = pow2(delta[j]);
+          if constexpr (!fp8) {
+            acc[j] = add_c(S[0][j] * scale, e[0], acc[j], false);
+          } else {
+            const int em = std::max(e[0], e[1]);
+            if (em == kZeroE) {
+              acc[j] = add_c(0, em, acc[j], true);
+              continue;
+            }
+            const double s = std::floor(S[0][j] * scale * pow2(24 - em)) + std::floor(S[1][j] * scale * pow2(24 - em));
+            acc[j] = add_c(s * pow2(em - 24), em, acc[j], true);
+          }
+        }
+      }
+      for (int j = 0; j < N; ++j) d[(b * M + i) * N + j] = std::bit_cast<uint32_t>(acc[j]);
+    }
+}
+
+// --- Execution -------------------------------------------------------------------------------------------------------
+
+// f32 forms: D[r][j] = C[r][j] + a[r][0] * b[j][0] + ... as a chain of fused multiply-adds in k order. a holds the
+// rows of all blocks (rows x K), b the columns of each block (N x K per block of rows_per_block rows). Compiled with
+// and without FMA instructions (chosen at load time) so that std::fma is one instruction rather than a library call.
+__attribute__((target_clones("fma", "default"))) void f32_chain(const uint32_t* a, const uint32_t* b,
+                                                                     const uint32_t* c, uint32_t* d, int rows,
+                                                                     int rows_per_block, int N, int K) {
+  for (int r = 0; r < rows; ++r) {
+    const uint32_t* ar = a + r * K;
+    const uint32_t* bb = b + r / rows_per_block * N * K;
+    for (int j = 0; j < N; ++j) {
+      float acc = std::bit_cast<float>(c[r * N + j]);
+      for (int k = 0; k < K; ++k) acc = std::fma(std::bit_cast<float>(ar[k]), std::bit_cast<float>(bb[j * K + k]), acc);
+      d[r * N + j] = std::bit_cast<uint32_t>(acc);
+    }
+  }
+}
+
+
+bool fail(Wave& w, const Inst& I, const char* what) {
+  w.fault(I, FaultKind::unknown_instruction, -1, what);
+  return false;
+}
+
+struct Setup {
+  uint8_t src_a[kLanes], src_b[kLanes];  // lane each lane's A / B registers are read from (cbsz/abid, blgp)
+  bool permuted = false;
+  int fmt_a = -1, fmt_b = -1;            // fp8 table of A / B (an Fp8 value), -1 for other types
+};
+
+// Lane sources for the broadcast modifiers: cbsz/abid broadcast one block of 64 >> cbsz lanes of A to all blocks,
+// blgp permutes the lanes of B (ISA table: 0 none, 1/2 broadcast lanes 0-31 / 32-63, 3 rotate by 16, 4-7 broadcast
+// one group of 16 lanes).
+bool lane_sources(Wave& w, const Inst& I, Setup& s) {
+  if (I.cbsz > 4 || I.abid >= (1u << I.cbsz) || I.blgp > 7)
+    return fail(w, I, "MFMA with an illegal cbsz/abid/blgp combination");
+  s.permuted = I.cbsz || I.blgp;
+  const int S = 64 >> I.cbsz;
+  for (int l = 0; l < kLanes; ++l) {
+    s.src_a[l] = uint8_t(I.cbsz ? l % S + S * I.abid : l);
+    int b = l;
+    switch (I.blgp) {
+      case 1: b = l % 32; break;
+      case 2: b = l % 32 + 32; break;
+      case 3: b = (l + 16) % 64; break;
+      case 4: case 5: case 6: case 7: b = l % 16 + 16 * (I.blgp - 4); break;
+      default: break;
+    }
+    s.src_b[l] = uint8_t(b);
+  }
+  return true;
+}
+
+template <Shape S>
+bool check_operands(Wave& w, const Inst& I) {
+  const int need = S.scaled ? 6 : 4;
+  if (I.nops != need) return fail(w, I, "MFMA with an unexpected operand count");
+  for (int i = 0; i < 3; ++i)
+    if (I.op[i].kind != OpKind::vgpr) return fail(w, I, "MFMA operand that is not a VGPR or AGPR");
+  if (I.op[3].kind != OpKind::vgpr && I.op[3].kind != OpKind::imm)
+    return fail(w, I, "MFMA accumulator that is neither a register nor an inline constant");
+  for (int i = 0; i < need; ++i)
+    if (I.op[i].neg || I.op[i].abs) return fail(w, I, "MFMA operand negation/abs is not modelled");
+  if (I.neg_lo || I.neg_hi) return fail(w, I, "MFMA neg_lo/neg_hi is not modelled");
+  if (I.flags & mod::clamp) return fail(w, I, "MFMA clamp is not modelled");
+  return true;
+}
+
+// The f8f6f4 format code of cbsz/blgp: 0 e4m3 (fp8), 1 e5m2 (bf8); fp6/fp4 are not modelled.
+bool f8f6f4_format(Wave& w, const Inst& I, int code, int& fmt) {
+  if (code == 0) return fmt = int(Fp8::e4m3fn), true;
+  if (code == 1) return fmt = int(Fp8::e5m2), true;
+  return fail(w, I, "MFMA f8f6f4 with an fp6/bf6/fp4 operand (cbsz/blgp 2-4) is not modelled");
+}
+
+int fp8_table_of(Ty t, bool gfx950) {
+  if (t == Ty::fp8) return int(fp8_format(gfx950));
+  if (t == Ty::bf8) return int(bf8_format(gfx950));
+  return -1;
+}
+
+// Raw bits of every element of A (IsA) or B, in (block, row or column, k) order.
+template <Shape S, bool IsA>
+inline void gather(const Wave& w, const Inst& I, const Setup& s, uint32_t* out) {
+  constexpr auto& T = in_table<S, IsA>;
+  constexpr int bits = T.bits;
+  const uint32_t* file = w.v[I.op[IsA ? 1 : 2].reg];
+  const uint8_t* src = IsA ? s.src_a : s.src_b;
+  for (int x = 0; x < T.count; ++x) {
+    int word = T.word[x];
+    if (s.permuted) word = (word & ~(kLanes - 1)) | src[word & (kLanes - 1)];
+    if constexpr (bits == 32) out[x] = file[word];
+    else out[x] = file[word] >> T.shift[x] & ((1u << bits) - 1);
+  }
+}
+
+// Decodes the raw elements; B (IsA false) is transposed from (block, column, k) to (block, k, column).
+template <Shape S, bool IsA, int N>
+inline void decode_all(const uint32_t* raw, int fmt, Elems<N>& out) {
+  constexpr Ty t = IsA ? S.a : S.b;
+  const Decoded* table = fmt >= 0 ? fp8_tables().t[fmt] : nullptr;
+  for (int x = 0; x < N; ++x) {
+    Decoded d;
+    if constexpr (t == Ty::f16) d = decode_f16(raw[x]);
+    else if constexpr (t == Ty::bf16) d = decode_bf16(raw[x]);
+    else if constexpr (t == Ty::xf32) d = decode_tf32(raw[x]);
+    else d = table[raw[x]];
+    int y = x;
+    if constexpr (!IsA) {
+      const int b = x / (S.n * S.k), j = x / S.k % S.n, k = x % S.k;
+      y = (b * S.k + k) * S.n + j;
+    }
+    out.f[y] = d.f, out.m[y] = d.m, out.e[y] = d.e, out.q[y] = d.q, out.special[y] = d.special;
+  }
+}
+
+template <Shape S>
+inline void read_c(const Wave& w, const Inst& I, uint32_t* c) {
+  constexpr auto& T = out_table<S>;
+  if (I.op[3].kind == OpKind::vgpr) {
+    const uint32_t* file = w.v[I.op[3].reg];
+    for (int x = 0; x < T.count; ++x) c[x] = file[T.word[x]];
+  } else {
+    for (int x = 0; x < T.count; ++x) c[x] = uint32_t(I.op[3].imm);
+  }
+}
+
+// MFMAs ignore EXEC: every lane of D is written.
+template <Shape S>
+inline void write_d(Wave& w, const Inst& I, const uint32_t* d) {
+  constexpr auto& T = out_table<S>;
+  uint32_t* file = w.v[I.op[0].reg];
+  for (int x = 0; x < T.count; ++x) file[T.word[x]] = d[x];
+}
+
+// E8M0 scale of row/column `r`, k-block `kb`: a VGPR supplies byte `sel` of lane r + dim * kb; an SGPR or inline
+// constant supplies bits 30:23 of its value (the hardware behaviour LLVM works around, LLVM PR 158117).
+inline int scale_of(const Wave& w, const Operand& o, int sel, int dim, int r, int kb) {
+  if (o.kind == OpKind::vgpr) return int(w.v[o.reg][r + dim * kb] >> (8 * sel) & 0xff);
+  return int(read_s32(w, o) >> 23 & 0xff);
+}
+
+template <Shape S>
+void mfma(Wave& w, const Inst& I) {
+  constexpr int M = S.m, N = S.n, K = S.k, B = S.blocks;
+  if (!check_operands<S>(w, I)) return;
+  Setup s;
+  const bool gfx950 = w.ctx->prog->arch == Arch::gfx950;
+  if constexpr (S.a == Ty::f8f6f4) {
+    if (!f8f6f4_format(w, I, I.cbsz, s.fmt_a) || !f8f6f4_format(w, I, I.blgp, s.fmt_b)) return;
+  } else {
+    if (!lane_sources(w, I, s)) return;
+    s.fmt_a = fp8_table_of(S.a, gfx950);
+    s.fmt_b = fp8_table_of(S.b, gfx950);
+  }
+
+  alignas(64) uint32_t ra[B * M * K], rb[B * N * K], c[B * M * N], d[B * M * N];
+  gather<S, true>(w, I, s, ra);
+  gather<S, false>(w, I, s, rb);
+  read_c<S>(w, I, c);
+
+  if constexpr (S.a == Ty::i8) {
+    alignas(64) int32_t a[B * M * K], bt[B * N * K];
+    for (int x = 0; x < B * M * K; ++x) a[x] = int8_t(ra[x]);
+    for (int x = 0; x < B * N * K; ++x) bt[x] = int8_t(rb[x]);
+    for (int b = 0; b < B; ++b)
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+          uint32_t acc = c[(b * M + i) * N + j];
+          const int32_t* ar = a + (b * M + i) * K;
+          const int32_t* br = bt + (b * N + j) * K;
+          for (int k = 0; k < K; ++k) acc += uint32_t(ar[k] * br[k]);
+          d[(b * M + i) * N + j] = acc;
+        }
+  } else if constexpr (S.a == Ty::f32) {
+    f32_chain(ra, rb, c, d, B * M, M, N, K);
+  } else {
+    constexpr bool fp8 = bits_of(S.a) == 8;
+    constexpr int G = S.a == Ty::xf32 ? 4 : fp8 ? 16 : (K < 8 ? K : 8);
+    static_assert(K % G == 0 && G <= 16);
+    constexpr int kblocks = S.scaled ? K / 32 : 1;
+    static_assert(B * M * K == B * N * K);
+    Elems<B * M * K> a, bt;
+    decode_all<S, true>(ra, s.fmt_a, a);
+    decode_all<S, false>(rb, s.fmt_b, bt);
+    // Scale exponents (E8M0) per row of A / column of B and 32-k block; 255 is NaN.
+    int sa[M * kblocks], sb[N * kblocks];
+    for (int x = 0; x < M * kblocks; ++x) sa[x] = 127;
+    for (int x = 0; x < N * kblocks; ++x) sb[x] = 127;
+    if constexpr (S.scaled) {
+      const int sel_a = (I.op_sel & 1) | (I.op_sel_hi & 1) << 1, sel_b = (I.op_sel >> 1 & 1) | (I.op_sel_hi >> 1 & 1) << 1;
+      for (int kb = 0; kb < kblocks; ++kb) {
+        for (int i = 0; i < M; ++i) sa[i * kblocks + kb] = scale_of(w, I.op[4], sel_a, M, i, kb);
+        for (int j = 0; j < N; ++j) sb[j * kblocks + kb] = scale_of(w, I.op[5], sel_b, N, j, kb);
+      }
+    }
+    fused_matmul<M, N, K, B, G, fp8, kblocks>(a, bt, c, d, sa, sb);
+  }
+  write_d<S>(w, I, d);
+}
+
+template <Shape S>
+void add(IsaTable& t, std::string_view name, std::string_view alias = {}) {
+  const ImmType imm = S.a == Ty::i8 ? ImmType::b32 : ImmType::f32;
+  t.add(name, mfma<S>, imm);
+  if (!alias.empty()) t.add(alias, mfma<S>, imm);
+}
+
+}  // namespace
+
+void register_mfma(IsaTable& t) {
+  using enum Ty;
+  // f32 inputs (both archs). The second name is the pre-gfx940 spelling, accepted for hand-written assembly.
+  add<Shape{32, 32, 1, 2, f32, f32}>(t, "v_mfma_f32_32x32x1_2b_f32", "v_mfma_f32_32x32x1f32");
+  add<Shape{16, 16, 1, 4, f32, f32}>(t, "v_mfma_f32_16x16x1_4b_f32", "v_mfma_f32_16x16x1f32");
+  add<Shape{4, 4, 1, 16, f32, f32}>(t, "v_mfma_f32_4x4x1_16b_f32", "v_mfma_f32_4x4x1f32");
+  add<Shape{32, 32, 2, 1, f32, f32}>(t, "v_mfma_f32_32x32x2_f32", "v_mfma_f32_32x32x2f32");
+  add<Shape{16, 16, 4, 1, f32, f32}>(t, "v_mfma_f32_16x16x4_f32", "v_mfma_f32_16x16x4f32");
+  // f16 and bf16 (the bf16 forms are the "_1k" ones of gfx90a).
+  add<Shape{32, 32, 4, 2, f16, f16}>(t, "v_mfma_f32_32x32x4_2b_f16", "v_mfma_f32_32x32x4f16");
+  add<Shape{16, 16, 4, 4, f16, f16}>(t, "v_mfma_f32_16x16x4_4b_f16", "v_mfma_f32_16x16x4f16");
+  add<Shape{4, 4, 4, 16, f16, f16}>(t, "v_mfma_f32_4x4x4_16b_f16", "v_mfma_f32_4x4x4f16");
+  add<Shape{32, 32, 8, 1, f16, f16}>(t, "v_mfma_f32_32x32x8_f16", "v_mfma_f32_32x32x8f16");
+  add<Shape{16, 16, 16, 1, f16, f16}>(t, "v_mfma_f32_16x16x16_f16", "v_mfma_f32_16x16x16f16");
+  add<Shape{32, 32, 4, 2, bf16, bf16}>(t, "v_mfma_f32_32x32x4_2b_bf16", "v_mfma_f32_32x32x4bf16_1k");
+  add<Shape{16, 16, 4, 4, bf16, bf16}>(t, "v_mfma_f32_16x16x4_4b_bf16", "v_mfma_f32_16x16x4bf16_1k");
+  add<Shape{4, 4, 4, 16, bf16, bf16}>(t, "v_mfma_f32_4x4x4_16b_bf16", "v_mfma_f32_4x4x4bf16_1k");
+  add<Shape{32, 32, 8, 1, bf16, bf16}>(t, "v_mfma_f32_32x32x8_bf16", "v_mfma_f32_32x32x8bf16_1k");
+  add<Shape{16, 16, 16, 1, bf16, bf16}>(t, "v_mfma_f32_16x16x16_bf16", "v_mfma_f32_16x16x16bf16_1k");
+  // gfx950: twice the k per instruction.
+  add<Shape{16, 16, 32, 1, f16, f16}>(t, "v_mfma_f32_16x16x32_f16");
+  add<Shape{32, 32, 16, 1, f16, f16}>(t, "v_mfma_f32_32x32x16_f16");
+  add<Shape{16, 16, 32, 1, bf16, bf16}>(t, "v_mfma_f32_16x16x32_bf16");
+  add<Shape{32, 32, 16, 1, bf16, bf16}>(t, "v_mfma_f32_32x32x16_bf16");
+  // gfx942: xf32 (f32 inputs truncated to 10 mantissa bits).
+  add<Shape{16, 16, 8, 1, xf32, xf32}>(t, "v_mfma_f32_16x16x8_xf32", "v_mfma_f32_16x16x8xf32");
+  add<Shape{32, 32, 4, 1, xf32, xf32}>(t, "v_mfma_f32_32x32x4_xf32", "v_mfma_f32_32x32x4xf32");
+  // fp8/bf8: FNUZ formats on gfx942, OCP formats on gfx950.
+  add<Shape{16, 16, 32, 1, fp8, fp8}>(t, "v_mfma_f32_16x16x32_fp8_fp8");
+  add<Shape{16, 16, 32, 1, fp8, bf8}>(t, "v_mfma_f32_16x16x32_fp8_bf8");
+  add<Shape{16, 16, 32, 1, bf8, fp8}>(t, "v_mfma_f32_16x16x32_bf8_fp8");
+  add<Shape{16, 16, 32, 1, bf8, bf8}>(t, "v_mfma_f32_16x16x32_bf8_bf8");
+  add<Shape{32, 32, 16, 1, fp8, fp8}>(t, "v_mfma_f32_32x32x16_fp8_fp8");
+  add<Shape{32, 32, 16, 1, fp8, bf8}>(t, "v_mfma_f32_32x32x16_fp8_bf8");
+  add<Shape{32, 32, 16, 1, bf8, fp8}>(t, "v_mfma_f32_32x32x16_bf8_fp8");
+  add<Shape{32, 32, 16, 1, bf8, bf8}>(t, "v_mfma_f32_32x32x16_bf8_bf8");
+  // gfx950: f8f6f4 with E8M0 block scales (scaled form) or scale 1.0 (plain form); fp8/bf8 formats only.
+  add<Shape{16, 16, 128, 1, f8f6f4, f8f6f4, true}>(t, "v_mfma_scale_f32_16x16x128_f8f6f4");
+  add<Shape{32, 32, 64, 1, f8f6f4, f8f6f4, true}>(t, "v_mfma_scale_f32_32x32x64_f8f6f4");
+  add<Shape{16, 16, 128, 1, f8f6f4, f8f6f4}>(t, "v_mfma_f32_16x16x128_f8f6f4");
+  add<Shape{32, 32, 64, 1, f8f6f4, f8f6f4}>(t, "v_mfma_f32_32x32x64_f8f6f4");
+  // i8 inputs, i32 accumulation (wrapping).
+  add<Shape{32, 32, 4, 2, i8, i8}>(t, "v_mfma_i32_32x32x4_2b_i8", "v_mfma_i32_32x32x4i8");
+  add<Shape{16, 16, 4, 4, i8, i8}>(t, "v_mfma_i32_16x16x4_4b_i8", "v_mfma_i32_16x16x4i8");
+  add<Shape{4, 4, 4, 16, i8, i8}>(t, "v_mfma_i32_4x4x4_16b_i8", "v_mfma_i32_4x4x4i8");
+  add<Shape{32, 32, 16, 1, i8, i8}>(t, "v_mfma_i32_32x32x16_i8", "v_mfma_i32_32x32x16i8");
+  add<Shape{16, 16, 32, 1, i8, i8}>(t, "v_mfma_i32_16x16x32_i8", "v_mfma_i32_16x16x32i8");
+  add<Shape{32, 32, 32, 1, i8, i8}>(t, "v_mfma_i32_32x32x32_i8");
+  add<Shape{16, 16, 64, 1, i8, i8}>(t, "v_mfma_i32_16x16x64_i8");
+}
 
 }  // namespace vgpu
