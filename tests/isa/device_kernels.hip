@@ -39,3 +39,15 @@ extern "C" __global__ void lds_stride(float* out, int stride) {
   __syncthreads();
   out[t] = s[t * stride];
 }
+
+// Device globals reached through PC-relative addressing: a constant table, a counter, and a pointer in data that
+// the loader relocates.
+__constant__ float scale_table[4] = {0.5f, 2.f, -1.f, 8.f};
+__device__ unsigned hit_count;
+__device__ float bias = 0.25f;
+__device__ float* bias_ptr = &bias;
+extern "C" __global__ void use_globals(float* out) {
+  int t = threadIdx.x;
+  out[t] = float(t) * scale_table[t % 4] + *bias_ptr;
+  atomicAdd(&hit_count, 1u);
+}

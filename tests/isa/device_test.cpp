@@ -97,6 +97,26 @@ TEST_P(Core, OutOfBoundsStoreIsAFault) {
   EXPECT_EQ(p[3], 1);
 }
 
+TEST_P(Core, DeviceGlobals) {
+  Fixture fx(GetParam());
+  size_t size = 0;
+  auto* count = static_cast<unsigned*>(fx.dev.global_address(fx.co, "hit_count", &size));
+  ASSERT_NE(count, nullptr);
+  EXPECT_EQ(size, 4u);
+  auto* bias = static_cast<float*>(fx.dev.global_address(fx.co, "bias", &size));
+  ASSERT_NE(bias, nullptr);
+  EXPECT_EQ(*bias, 0.25f);  // initialised data came with the image
+  *bias = 1.5f;             // written from the host, read by the kernel through a relocated pointer
+  *count = 100;
+  EXPECT_EQ(fx.dev.global_address(fx.co, "no_such_variable"), nullptr);
+  float* out = fx.alloc<float>(128);
+  auto f = fx.launch("use_globals", {1}, {128}, nullptr, out);
+  ASSERT_FALSE(f) << f.message();
+  const float table[4] = {0.5f, 2.f, -1.f, 8.f};
+  for (int t = 0; t < 128; ++t) ASSERT_EQ(out[t], float(t) * table[t % 4] + 1.5f) << t;
+  EXPECT_EQ(*count, 228u);
+}
+
 // The LDS bank-conflict profile: extra cycles of the stride kernel's ds_read_b32 per arch's bank model.
 TEST_P(Core, LdsBankConflictProfile) {
   Fixture fx(GetParam());

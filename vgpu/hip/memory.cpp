@@ -88,10 +88,17 @@ hipError_t pitched(void** ptr, size_t* pitch, size_t width, size_t height) {
   return allocate(ptr, *pitch * height, hipMemoryTypeDevice, 0);
 }
 
-// Device variables of code objects are not reachable yet (vgpu exposes no address for them).
-hipError_t symbol_unsupported(const void* symbol, const char* function) {
+// The device address of `offset` bytes into a registered variable, checking that `bytes` more fit.
+hipError_t symbol_range(const void* symbol, size_t offset, size_t bytes, void** at) {
   if (!symbol) return done(hipErrorInvalidSymbol);
-  return unsupported(function);
+  void* base = nullptr;
+  size_t size = 0;
+  if (hipError_t e = Runtime::get().variable(symbol, &base, &size); e != hipSuccess) return e;
+  if (offset > size || bytes > size - offset)
+    return fail(hipErrorInvalidValue, "copy of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
+                                          " runs past the " + std::to_string(size) + "-byte variable");
+  *at = static_cast<uint8_t*>(base) + offset;
+  return hipSuccess;
 }
 
 }  // namespace
@@ -281,25 +288,37 @@ HK_HIP_API hipError_t hipMemcpy2DAsync(void* dst, size_t dpitch, const void* src
   return copy_2d(dst, dpitch, src, spitch, width, height, kind, stream);
 }
 
-HK_HIP_API hipError_t hipMemcpyToSymbol(const void* symbol, const void*, size_t, size_t, hipMemcpyKind) {
-  return symbol_unsupported(symbol, "hipMemcpyToSymbol");
+HK_HIP_API hipError_t hipMemcpyToSymbol(const void* symbol, const void* src, size_t bytes, size_t offset,
+                                        hipMemcpyKind kind) {
+  void* at;
+  if (hipError_t e = symbol_range(symbol, offset, bytes, &at); e != hipSuccess) return e;
+  return copy(at, src, bytes, kind == hipMemcpyDefault ? hipMemcpyDefault : hipMemcpyHostToDevice);
 }
-HK_HIP_API hipError_t hipMemcpyToSymbolAsync(const void* symbol, const void*, size_t, size_t, hipMemcpyKind,
-                                             hipStream_t) {
-  return symbol_unsupported(symbol, "hipMemcpyToSymbolAsync");
+HK_HIP_API hipError_t hipMemcpyToSymbolAsync(const void* symbol, const void* src, size_t bytes, size_t offset,
+                                             hipMemcpyKind kind, hipStream_t stream) {
+  void* at;
+  if (hipError_t e = symbol_range(symbol, offset, bytes, &at); e != hipSuccess) return e;
+  return copy_on(at, src, bytes, kind == hipMemcpyDefault ? hipMemcpyDefault : hipMemcpyHostToDevice, stream);
 }
-HK_HIP_API hipError_t hipMemcpyFromSymbol(void*, const void* symbol, size_t, size_t, hipMemcpyKind) {
-  return symbol_unsupported(symbol, "hipMemcpyFromSymbol");
+HK_HIP_API hipError_t hipMemcpyFromSymbol(void* dst, const void* symbol, size_t bytes, size_t offset,
+                                          hipMemcpyKind kind) {
+  void* at;
+  if (hipError_t e = symbol_range(symbol, offset, bytes, &at); e != hipSuccess) return e;
+  return copy(dst, at, bytes, kind == hipMemcpyDefault ? hipMemcpyDefault : hipMemcpyDeviceToHost);
 }
-HK_HIP_API hipError_t hipMemcpyFromSymbolAsync(void*, const void* symbol, size_t, size_t, hipMemcpyKind,
-                                               hipStream_t) {
-  return symbol_unsupported(symbol, "hipMemcpyFromSymbolAsync");
+HK_HIP_API hipError_t hipMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t bytes, size_t offset,
+                                               hipMemcpyKind kind, hipStream_t stream) {
+  void* at;
+  if (hipError_t e = symbol_range(symbol, offset, bytes, &at); e != hipSuccess) return e;
+  return copy_on(dst, at, bytes, kind == hipMemcpyDefault ? hipMemcpyDefault : hipMemcpyDeviceToHost, stream);
 }
-HK_HIP_API hipError_t hipGetSymbolAddress(void**, const void* symbol) {
-  return symbol_unsupported(symbol, "hipGetSymbolAddress");
+HK_HIP_API hipError_t hipGetSymbolAddress(void** ptr, const void* symbol) {
+  if (!ptr) return done(hipErrorInvalidValue);
+  return Runtime::get().variable(symbol, ptr, nullptr);
 }
-HK_HIP_API hipError_t hipGetSymbolSize(size_t*, const void* symbol) {
-  return symbol_unsupported(symbol, "hipGetSymbolSize");
+HK_HIP_API hipError_t hipGetSymbolSize(size_t* size, const void* symbol) {
+  if (!size) return done(hipErrorInvalidValue);
+  return Runtime::get().variable(symbol, nullptr, size);
 }
 
 // --- fills -----------------------------------------------------------------------------------------------------

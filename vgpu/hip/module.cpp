@@ -140,8 +140,14 @@ HK_HIP_API hipError_t hipModuleGetFunction(hipFunction_t* function, hipModule_t 
   return hipSuccess;
 }
 
-HK_HIP_API hipError_t hipModuleGetGlobal(hipDeviceptr_t* /*ptr*/, size_t* /*size*/, hipModule_t module,
-                                         const char* name) {
+HK_HIP_API hipError_t hipModuleGetGlobal(hipDeviceptr_t* ptr, size_t* size, hipModule_t module, const char* name) {
   if (!valid_module(module) || !name) return done(hipErrorInvalidValue);
-  return unsupported("hipModuleGetGlobal (device variables of code objects)");
+  auto co = module->set.for_arch(Runtime::get().arch());
+  if (!co) return fail(hipErrorNoBinaryForGpu, "no code object for this device in " + module->set.origin);
+  size_t n = 0;
+  void* p = Runtime::get().device().global_address(co, name, &n);
+  if (!p) return fail(hipErrorNotFound, std::string("variable '") + name + "' is not in " + module->set.origin);
+  if (ptr) *ptr = p;
+  if (size) *size = n;
+  return hipSuccess;
 }

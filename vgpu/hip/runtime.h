@@ -132,6 +132,8 @@ class Runtime {
   ihipModuleSymbol_t* add_function(FatBinary* fb, const void* host_function, const char* name);
   ihipModuleSymbol_t* find_function(const void* host_function);
   void add_variable(FatBinary* fb, const void* host_var, const char* name, size_t size, bool constant);
+  // Device address and size of a registered variable (__device__, __constant__) on this device's arch.
+  hipError_t variable(const void* host_var, void** device_address, size_t* size);
 
   // Allocations.
   void* allocate(size_t size, hipMemoryType type, unsigned flags);

@@ -82,6 +82,24 @@ void Runtime::add_variable(FatBinary* fb, const void* host_var, const char* name
   variables_[host_var] = Variable{fb, name ? name : "", size, constant};
 }
 
+hipError_t Runtime::variable(const void* host_var, void** device_address, size_t* size) {
+  Variable v;
+  {
+    std::lock_guard lock(mu_);
+    auto it = variables_.find(host_var);
+    if (it == variables_.end()) return fail(hipErrorInvalidSymbol, "not a registered device variable");
+    v = it->second;
+  }
+  auto co = v.fat_binary->code().for_arch(arch());
+  if (!co) return fail(hipErrorNoBinaryForGpu, "no code object for " + std::string(arch_info(arch()).name));
+  size_t n = 0;
+  void* p = device().global_address(co, v.name, &n);
+  if (!p) return fail(hipErrorInvalidSymbol, "device variable '" + v.name + "' is not in the code object");
+  if (device_address) *device_address = p;
+  if (size) *size = n;
+  return hipSuccess;
+}
+
 // --- allocations -----------------------------------------------------------------------------------------------
 
 void* Runtime::allocate(size_t size, hipMemoryType type, unsigned flags) {

@@ -309,6 +309,30 @@ Device::Device(Arch arch) : arch_(arch) {
 
 Device::~Device() = default;
 
+uint64_t Device::image_base(const CodeObject& co) {
+  std::lock_guard lock(cache_mu_);
+  auto [it, fresh] = images_.try_emplace(&co, 0);
+  if (!fresh) return it->second;
+  auto* base = static_cast<uint8_t*>(memory_.allocate(std::max<uint64_t>(co.image_size, 1), 4096));
+  if (!base) throw Error("vgpu: cannot allocate the code object's image");
+  std::memset(base, 0, co.image_size);
+  for (const auto& seg : co.segments) std::memcpy(base + seg.vaddr, seg.bytes.data(), seg.bytes.size());
+  for (const auto& r : co.relocations)
+    if (r.vaddr + 8 <= co.image_size) {
+      uint64_t v = uint64_t(base) + uint64_t(r.addend);
+      std::memcpy(base + r.vaddr, &v, 8);
+    }
+  it->second = uint64_t(base);
+  return it->second;
+}
+
+void* Device::global_address(const std::shared_ptr<const CodeObject>& co, std::string_view name, size_t* size) {
+  auto it = co->variables.find(name);
+  if (it == co->variables.end()) return nullptr;
+  if (size) *size = it->second.size;
+  return reinterpret_cast<void*>(image_base(*co) + it->second.vaddr);
+}
+
 Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const KernelInfo& kernel, const LaunchParams& lp,
                        DispatchStats* stats) {
   auto bad = [&](std::string why) {
@@ -360,6 +384,7 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
   ctx.launch = lp;
   ctx.launch.kernarg_size = kernarg.size() * 8;
   ctx.kernarg_addr = uint64_t(kernarg.data());
+  ctx.code_base = image_base(*co) + kernel.entry;
   ctx.dispatch_packet_addr = uint64_t(&packet);
   ctx.lds_bytes = uint32_t(lds);
   ctx.private_bytes = (kernel.private_segment_fixed_size + 15) / 16 * 16 + (kernel.uses_dynamic_stack ? 16384 : 0);

@@ -31,6 +31,7 @@ struct DispatchCtx {
   const ArchInfo* arch = nullptr;
   LaunchParams launch;
   uint64_t kernarg_addr = 0;
+  uint64_t code_base = 0;        // device address of the kernel's first instruction (image base + entry)
   uint64_t dispatch_packet_addr = 0;
   uint32_t lds_bytes = 0;        // static + dynamic LDS of each workgroup
   uint32_t private_bytes = 0;    // scratch bytes per lane

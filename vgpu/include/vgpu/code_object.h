@@ -2,6 +2,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -79,6 +80,24 @@ struct CodeObject {
   uint64_t text_addr = 0;           // virtual address of .text
   std::vector<uint8_t> text;        // bytes of .text
   std::vector<KernelInfo> kernels;
+
+  // The loadable image: PT_LOAD segments at their virtual addresses, the variables in it (__device__, __constant__),
+  // and the dynamic relocations that make pointers in data absolute once the image has a base address.
+  struct Segment {
+    uint64_t vaddr = 0, memsz = 0;
+    std::vector<uint8_t> bytes;     // the file part; the rest up to memsz is zero
+  };
+  struct Variable {
+    uint64_t vaddr = 0, size = 0;
+  };
+  struct Relocation {
+    uint64_t vaddr = 0;             // 64-bit word to write
+    int64_t addend = 0;             // written value = image base + addend (R_AMDGPU_RELATIVE64, or ABS64 of a symbol)
+  };
+  std::vector<Segment> segments;
+  uint64_t image_size = 0;          // highest vaddr + memsz over the segments
+  std::map<std::string, Variable, std::less<>> variables;
+  std::vector<Relocation> relocations;
 
   const KernelInfo* find(std::string_view name) const;
 };

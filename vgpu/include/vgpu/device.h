@@ -118,11 +118,11 @@ class Device {
   void set_profiling(bool on) { profiling_ = on; }
   bool profiling() const { return profiling_; }
 
-  // A global variable of a code object (__device__ / __constant__ storage): the host address of its storage once
-  // the object's data segments are loaded on this device, and its size; nullptr if `co` has no variable `name`.
-  // REQUESTED by the HIP runtime (hipMemcpyToSymbol, hipGetSymbolAddress, hipModuleGetGlobal, managed variables),
-  // NOT YET IMPLEMENTED: it needs the data segments in device memory and s_getpc to yield addresses that reach them.
+  // Device address of the variable `name` (__device__, __constant__) of `co` and its size; nullptr if there is none.
+  // The code object's image (its loadable segments) is placed in device memory on first use, once per device.
   void* global_address(const std::shared_ptr<const CodeObject>& co, std::string_view name, size_t* size = nullptr);
+  // Base address of `co`'s image on this device (what the code's PC-relative addressing sees).
+  uint64_t image_base(const CodeObject& co);
 
   // Worker threads used for workgroups (default: hardware concurrency; HK_VGPU_THREADS overrides).
   unsigned threads() const { return threads_; }
@@ -134,6 +134,7 @@ class Device {
   MemoryMap memory_;
   std::mutex cache_mu_;
   std::map<std::pair<const CodeObject*, uint64_t>, std::shared_ptr<Program>> programs_;
+  std::map<const CodeObject*, uint64_t> images_;  // image base per code object
 };
 
 }  // namespace vgpu

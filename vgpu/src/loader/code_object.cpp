@@ -223,6 +223,8 @@ KernelDescriptor decode_descriptor(const uint8_t* p) {
 struct SymbolLocation {
   uint64_t value = 0;
   uint32_t section = 0;
+  uint64_t size = 0;
+  uint8_t type = 0;
 };
 
 // Defined symbols by name, from .symtab and .dynsym (either may be stripped).
@@ -235,7 +237,7 @@ std::map<std::string, SymbolLocation, std::less<>> read_symbols(const ElfFile& e
     for (const auto& sym : symbols) {
       if (sym.st_shndx == ELF::SHN_UNDEF || sym.st_shndx >= ELF::SHN_LORESERVE) continue;
       llvm::StringRef name = unwrap(sym.getName(strtab), "code object: symbol name");
-      out.emplace(name.str(), SymbolLocation{sym.st_value, sym.st_shndx});
+      out.emplace(name.str(), SymbolLocation{sym.st_value, sym.st_shndx, sym.st_size, sym.getType()});
     }
   }
   return out;
@@ -363,6 +365,34 @@ std::shared_ptr<const CodeObject> load_code_object(std::span<const uint8_t> byte
                   hex(co->text_addr) + ", " + hex(co->text_addr + co->text.size()) + ")");
   }
   co->kernels = std::move(md.kernels);
+
+  // The loadable image and its variables, for device globals and s_getpc-relative addressing.
+  for (const auto& ph : unwrap(elf.program_headers(), "code object: program headers")) {
+    if (ph.p_type != ELF::PT_LOAD) continue;
+    if (ph.p_offset > image.size() || image.size() - ph.p_offset < ph.p_filesz || ph.p_filesz > ph.p_memsz ||
+        ph.p_memsz > (uint64_t(1) << 32) || ph.p_vaddr > (uint64_t(1) << 32))
+      loader_fail("code object: a PT_LOAD segment lies outside the file or is implausibly large");
+    CodeObject::Segment seg;
+    seg.vaddr = ph.p_vaddr, seg.memsz = ph.p_memsz;
+    seg.bytes.assign(image.begin() + ph.p_offset, image.begin() + ph.p_offset + ph.p_filesz);
+    co->image_size = std::max<uint64_t>(co->image_size, ph.p_vaddr + ph.p_memsz);
+    co->segments.push_back(std::move(seg));
+  }
+  for (const auto& [name, sym] : symbols)
+    if (sym.type == ELF::STT_OBJECT && !name.ends_with(".kd")) co->variables[name] = {sym.value, sym.size};
+  for (const Shdr& sec : sections) {
+    if (sec.sh_type != ELF::SHT_RELA) continue;
+    auto symtab = sec.sh_link < sections.size() ? &sections[sec.sh_link] : nullptr;
+    for (const auto& r : unwrap(elf.relas(sec), "code object: relocations")) {
+      const uint32_t type = r.getType(false);
+      if (type == ELF::R_AMDGPU_RELATIVE64) {
+        co->relocations.push_back({r.r_offset, r.r_addend});
+      } else if (type == ELF::R_AMDGPU_ABS64 && symtab) {
+        auto sym = unwrap(elf.getRelocationSymbol(r, symtab), "code object: relocation symbol");
+        if (sym && sym->st_shndx != ELF::SHN_UNDEF) co->relocations.push_back({r.r_offset, int64_t(sym->st_value) + r.r_addend});
+      }
+    }
+  }
   return co;
 }
 
