@@ -1,6 +1,7 @@
 // hk: tile primitives for AMD CDNA3 (gfx942) and CDNA4 (gfx950).
 #pragma once
 #include "arch.h"
+#include "ops/edges.h"
 #include "ops/maps.h"
 #include "ops/memory.h"
 #include "ops/mma.h"

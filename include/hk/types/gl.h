@@ -1,5 +1,5 @@
 // Global layouts: 4-D tensors in HBM (batch, depth, rows, cols), row-major, each dimension fixed at compile time
-// (a positive value) or given at run time (-1).
+// (a positive value) or given at run time (-1). Rows may be padded: the row stride (in elements) defaults to cols.
 #pragma once
 #include "dtypes.h"
 
@@ -35,17 +35,19 @@ struct gl {
   [[no_unique_address]] detail::dim<D> d_;
   [[no_unique_address]] detail::dim<R> r_;
   [[no_unique_address]] detail::dim<C> c_;
+  long stride_;  // elements from one row to the next
 
-  __host__ __device__ gl(T* p, int b, int d, int r, int c) : data(p), b_(b), d_(d), r_(r), c_(c) {}
+  __host__ __device__ gl(T* p, int b, int d, int r, int c, long row_stride = 0)
+      : data(p), b_(b), d_(d), r_(r), c_(c), stride_(row_stride ? row_stride : c_.value()) {}
   __host__ __device__ int batch() const { return b_.value(); }
   __host__ __device__ int depth() const { return d_.value(); }
   __host__ __device__ int rows() const { return r_.value(); }
   __host__ __device__ int cols() const { return c_.value(); }
-  // Element stride of a row (the tensor is dense and row-major).
-  __host__ __device__ long row_stride() const { return cols(); }
+  __host__ __device__ long row_stride() const { return stride_; }
   __host__ __device__ T* at(int b, int d, int r, int c) const {
-    return data + ((long(b) * depth() + d) * rows() + r) * long(cols()) + c;
+    return data + ((long(b) * depth() + d) * rows() + r) * stride_ + c;
   }
+  __host__ __device__ bool inside(int r, int c) const { return r < rows() && c < cols(); }
 };
 
 }  // namespace hk
