@@ -309,10 +309,12 @@ float fused_group_exact(const Elems<N>& a, int ia, int sa, const Elems<N>& b, in
   return add_c(double(s) * pow2(e - 24), e, c, true);
 }
 
-// D = A x B + C with the fused model, one row of D at a time. A is (block, row, k), B is (block, k, column). For each
-// group of G k the exact products are summed in double for all columns at once, together with the largest product
-// exponent E and the smallest exponent Q of a product's last bit; when Q >= E - 24 truncation drops nothing and the
-// double sum is the model's sum (exactly: it spans at most 30 bits). Other groups take the exact integer path.
+// D = A x B + C with the fused model, one row of D at a time. A is (block, row, k), B is (block, k, column). Each group
+// of G k takes two passes over all columns at once: the largest product exponent E, then the sum of the products
+// truncated to 24 fraction bits relative to E, as trunc(a * b * 2^(24 - E)) in double (exact: the products have at most
+// 22 significant bits, the scaling is by a power of two, and the sum of at most 16 integers below 2^26 fits in 53
+// bits). Scale exponents shift E and every product alike, so they only enter when the sum meets C. Groups with an
+// inf/NaN input or a product that may reach 2^128 take the exact integer path.
 template <int M, int N, int K, int B, int G, bool fp8, int kblocks, int NE>
 void fused_matmul(const Elems<NE>& a, const Elems<NE>& bt, const uint32_t* c, uint32_t* d, const int* sa,
                   const int* sb) {
@@ -323,52 +325,62 @@ void fused_matmul(const Elems<NE>& a, const Elems<NE>& bt, const uint32_t* c, ui
       for (int j = 0; j < N; ++j) acc[j] = std::bit_cast<float>(c[(b * M + i) * N + j]);
       for (int k0 = 0; k0 < K; k0 += G) {
         const int kb = kblocks > 1 ? k0 / 32 : 0;
-        int delta[N];
-        for (int j = 0; j < N; ++j) delta[j] = sa[i * kblocks + kb] + sb[j * kblocks + kb] - 254;
-        int E[H][N], Q[H][N];
-        double S[H][N];
+        int E[H][N];
+        double T[H][N], unit[N];
         uint8_t special[N] = {};
         uint8_t a_special = 0;
+        for (int k = k0; k < k0 + G; ++k) a_special |= a.special[(b * M + i) * K + k];
         for (int h = 0; h < H; ++h) {
-          for (int j = 0; j < N; ++j) E[h][j] = 2 * kZeroE, Q[h][j] = 2 * kZeroQ, S[h][j] = 0;
+          for (int j = 0; j < N; ++j) E[h][j] = 2 * kZeroE, T[h][j] = 0;
+          if (a_special) continue;  // every column takes the exact path
           for (int k = k0 + h; k < k0 + G; k += H) {
             const int x = (b * M + i) * K + k, y = (b * K + k) * N;
-            const int ea = a.e[x], qa = a.q[x];
-            const double fa = a.f[x];
-            a_special |= a.special[x];
+            const int ea = a.e[x];
             for (int j = 0; j < N; ++j) {
               E[h][j] = std::max(E[h][j], ea + bt.e[y + j]);
-              Q[h][j] = std::min(Q[h][j], qa + bt.q[y + j]);
-              S[h][j] += fa * bt.f[y + j];  // exact: at most 11 x 11 significand bits
               special[j] |= bt.special[y + j];
             }
           }
+          for (int j = 0; j < N; ++j) {
+            if (E[h][j] < kZeroE / 2) E[h][j] = kZeroE;  // only zero products: no exponent, the sum is 0
+            unit[j] = E[h][j] == kZeroE ? 0.0 : pow2(24 - E[h][j]);
+          }
+          for (int k = k0 + h; k < k0 + G; k += H) {
+            const int x = (b * M + i) * K + k, y = (b * K + k) * N;
+            const double fa = a.f[x];
+            for (int j = 0; j < N; ++j) T[h][j] += std::trunc(fa * bt.f[y + j] * unit[j]);
+          }
         }
         for (int j = 0; j < N; ++j) {
-          const bool nan_scale = sa[i * kblocks + kb] == 255 || sb[j * kblocks + kb] == 255;
-          int e[H];
+          if (std::isnan(acc[j])) continue;  // a NaN accumulator stays NaN
+          const int xa = sa[i * kblocks + kb], xb = sb[j * kblocks + kb], delta = xa + xb - 254;
+          const bool nan_scale = xa == 255 || xb == 255;
           bool exact = !a_special && !special[j] && !nan_scale && std::isfinite(acc[j]);
-          for (int h = 0; h < H; ++h) {
-            e[h] = E[h][j] < kZeroE / 2 ? kZeroE : E[h][j] + delta[j];  // a zero factor carries no exponent
-            exact &= e[h] < 126 && (e[h] == kZeroE || Q[h][j] + delta[j] >= e[h] - 24);
-          }
+          for (int h = 0; h < H; ++h) exact &= E[h][j] == kZeroE || E[h][j] + delta < 126;
           if (!exact) {
-            acc[j] = fused_group_exact(a, (b * M + i) * K + k0, 1, bt, (b * K + k0) * N + j, N, G, acc[j], delta[j],
+            acc[j] = fused_group_exact(a, (b * M + i) * K + k0, 1, bt, (b * K + k0) * N + j, N, G, acc[j], delta,
                                        nan_scale, fp8);
             continue;
           }
-          const double scale = pow2(delta[j]);
+          // The group's sum s (exact, a multiple of 2^(em - 24)) with leading exponent em.
+          double s;
+          int em;
           if constexpr (!fp8) {
-            acc[j] = add_c(S[0][j] * scale, e[0], acc[j], false);
+            em = E[0][j] == kZeroE ? kZeroE : E[0][j] + delta;
+            s = em == kZeroE ? 0.0 : T[0][j] * pow2(em - 24);
           } else {
-            const int em = std::max(e[0], e[1]);
-            if (em == kZeroE) {
-              acc[j] = add_c(0, em, acc[j], true);
-              continue;
-            }
-            const double s = std::floor(S[0][j] * scale * pow2(24 - em)) + std::floor(S[1][j] * scale * pow2(24 - em));
-            acc[j] = add_c(s * pow2(em - 24), em, acc[j], true);
+            const int e0 = E[0][j] == kZeroE ? kZeroE : E[0][j] + delta, e1 = E[1][j] == kZeroE ? kZeroE : E[1][j] + delta;
+            em = std::max(e0, e1);
+            s = em == kZeroE ? 0.0
+                             : (std::floor(T[0][j] * pow2(e0 - em)) + std::floor(T[1][j] * pow2(e1 - em))) * pow2(em - 24);
           }
+          // Common case: the floors change nothing (s has no bits below 2^(emax - 31), C none below 2^(emax - 24)),
+          // so the result is s + C rounded once.
+          const int ec = exponent_of_c(acc[j]), emax = std::max(em, ec);
+          if (em != kZeroE && (ec == kZeroE || (em >= emax - 7 && ec >= emax - 1)))
+            acc[j] = ec == kZeroE ? float(s) : float(s + double(acc[j]));
+          else
+            acc[j] = add_c(s, em, acc[j], fp8);
         }
       }
       for (int j = 0; j < N; ++j) d[(b * M + i) * N + j] = std::bit_cast<uint32_t>(acc[j]);
