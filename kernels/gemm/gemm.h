@@ -1,0 +1,41 @@
+// hk::gemm: C = alpha * A * op(B) + beta * C on the current HIP device, for gfx942 and gfx950.
+// A is M x K row-major; B is K x N row-major, or N x K row-major when `b_is_nk` (C = A * B^T); C is M x N row-major.
+// Every argument is validated first: a problem the kernel cannot run returns an error and launches nothing.
+#pragma once
+#include <hip/hip_runtime.h>
+
+#include <string>
+
+namespace hk {
+
+enum class dtype { bf16, f16, fp32, fp8_e4m3, fp8_e5m2 };
+const char* to_string(dtype t);
+
+struct GemmProblem {
+  int m = 0, n = 0, k = 0;
+  const void* a = nullptr;
+  long lda = 0;                  // elements between rows of A (>= k)
+  const void* b = nullptr;
+  long ldb = 0;                  // elements between rows of B (>= n, or >= k when b_is_nk)
+  bool b_is_nk = false;          // B is given as N x K (C = A * B^T)
+  void* c = nullptr;
+  long ldc = 0;                  // elements between rows of C (>= n)
+  dtype ab_type = dtype::bf16;   // element type of A and B: bf16 or f16
+  dtype c_type = dtype::fp32;    // element type of C: fp32 or bf16
+  float alpha = 1.f, beta = 0.f; // beta != 0 reads C
+  hipStream_t stream = nullptr;
+};
+
+struct Status {
+  hipError_t code = hipSuccess;
+  std::string message;           // empty on success
+  explicit operator bool() const { return code == hipSuccess; }
+};
+
+// Validates `p` and launches the GEMM on p.stream. Asynchronous like any kernel launch.
+Status gemm(const GemmProblem& p);
+
+// The tile the kernel computes per workgroup (rows of C x columns of C) and its K step, for reports.
+inline constexpr int gemm_block_m = 128, gemm_block_n = 128, gemm_block_k = 64;
+
+}  // namespace hk

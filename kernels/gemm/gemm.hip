@@ -1,0 +1,106 @@
+// hk::gemm: argument validation and dispatch to the kernel instance for the element types and B's orientation.
+#include "gemm.h"
+
+#include <cstring>
+
+#include "gemm_kernel.h"
+
+namespace hk {
+
+const char* to_string(dtype t) {
+  switch (t) {
+    case dtype::bf16: return "bf16";
+    case dtype::f16: return "f16";
+    case dtype::fp32: return "fp32";
+    case dtype::fp8_e4m3: return "fp8_e4m3";
+    case dtype::fp8_e5m2: return "fp8_e5m2";
+  }
+  return "?";
+}
+
+namespace {
+
+Status error(hipError_t code, std::string message) { return {code, "hk::gemm: " + std::move(message)}; }
+
+size_t size_of(dtype t) { return t == dtype::fp32 ? 4 : t == dtype::bf16 || t == dtype::f16 ? 2 : 1; }
+
+// The problem's own checks, independent of the device.
+Status validate(const GemmProblem& p) {
+  if (p.m <= 0 || p.n <= 0 || p.k <= 0)
+    return error(hipErrorInvalidValue, "m, n and k must be positive (got " + std::to_string(p.m) + ", " +
+                                           std::to_string(p.n) + ", " + std::to_string(p.k) + ")");
+  if (!p.a || !p.b || !p.c) return error(hipErrorInvalidValue, std::string("null pointer for ") + (!p.a ? "A" : !p.b ? "B" : "C"));
+  if (p.ab_type != dtype::bf16 && p.ab_type != dtype::f16)
+    return error(hipErrorInvalidValue, std::string("A and B must be bf16 or f16, not ") + to_string(p.ab_type) +
+                                           " (fp8 GEMM is not available yet)");
+  if (p.c_type != dtype::fp32 && p.c_type != dtype::bf16)
+    return error(hipErrorInvalidValue, std::string("C must be fp32 or bf16, not ") + to_string(p.c_type));
+  const long b_cols = p.b_is_nk ? p.k : p.n;
+  if (p.lda < p.k) return error(hipErrorInvalidValue, "lda (" + std::to_string(p.lda) + ") is less than k");
+  if (p.ldb < b_cols)
+    return error(hipErrorInvalidValue, "ldb (" + std::to_string(p.ldb) + ") is less than " + (p.b_is_nk ? "k" : "n"));
+  if (p.ldc < p.n) return error(hipErrorInvalidValue, "ldc (" + std::to_string(p.ldc) + ") is less than n");
+  // The kernel moves A and B in 16-byte chunks: their rows must start on 16-byte boundaries.
+  const size_t in = size_of(p.ab_type);
+  if (reinterpret_cast<uintptr_t>(p.a) % 16 || reinterpret_cast<uintptr_t>(p.b) % 16)
+    return error(hipErrorInvalidValue, "A and B must be 16-byte aligned");
+  if (p.lda * in % 16 || p.ldb * in % 16)
+    return error(hipErrorInvalidValue, "lda and ldb must be multiples of " + std::to_string(16 / in) +
+                                           " elements (rows start on 16-byte boundaries)");
+  if (reinterpret_cast<uintptr_t>(p.c) % size_of(p.c_type))
+    return error(hipErrorInvalidValue, "C is not aligned to its element size");
+  return {};
+}
+
+// The device must be one the kernels are built for, and the matrices must lie inside device allocations.
+Status check_device(const GemmProblem& p) {
+  int device = 0;
+  hipDeviceProp_t prop;
+  if (hipGetDevice(&device) != hipSuccess || hipGetDeviceProperties(&prop, device) != hipSuccess)
+    return error(hipErrorNoDevice, "no HIP device");
+  if (std::strncmp(prop.gcnArchName, "gfx942", 6) && std::strncmp(prop.gcnArchName, "gfx950", 6))
+    return error(hipErrorNoBinaryForGpu, std::string("no kernel for ") + prop.gcnArchName + " (built for gfx942, gfx950)");
+  auto extent_ok = [](const void* ptr, long rows, long cols, long ld, size_t elem) {
+    void* base = nullptr;
+    size_t size = 0;
+    if (hipMemGetAddressRange(reinterpret_cast<hipDeviceptr_t*>(&base), &size, const_cast<void*>(ptr)) != hipSuccess) {
+      (void)hipGetLastError();
+      return false;  // not memory the runtime allocated
+    }
+    const size_t need = (size_t(rows - 1) * size_t(ld) + size_t(cols)) * elem;
+    return static_cast<const char*>(ptr) + need <= static_cast<const char*>(base) + size;
+  };
+  const size_t in = size_of(p.ab_type), out = size_of(p.c_type);
+  if (!extent_ok(p.a, p.m, p.k, p.lda, in)) return error(hipErrorInvalidValue, "A does not lie inside one device allocation");
+  if (!extent_ok(p.b, p.b_is_nk ? p.n : p.k, p.b_is_nk ? p.k : p.n, p.ldb, in))
+    return error(hipErrorInvalidValue, "B does not lie inside one device allocation");
+  if (!extent_ok(p.c, p.m, p.n, p.ldc, out)) return error(hipErrorInvalidValue, "C does not lie inside one device allocation");
+  return {};
+}
+
+template <class TIn, class TOut>
+void launch(const GemmProblem& p, const kernels::GemmArgs& args, dim3 grid) {
+  if (p.b_is_nk) hipLaunchKernelGGL((kernels::gemm<TIn, TOut, true>), grid, dim3(256), 0, p.stream, args);
+  else hipLaunchKernelGGL((kernels::gemm<TIn, TOut, false>), grid, dim3(256), 0, p.stream, args);
+}
+
+}  // namespace
+
+Status gemm(const GemmProblem& p) {
+  if (Status s = validate(p); !s) return s;
+  if (Status s = check_device(p); !s) return s;
+  const kernels::GemmArgs args{p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, p.c, p.ldc, p.alpha, p.beta};
+  const long tiles = long((p.m + gemm_block_m - 1) / gemm_block_m) * ((p.n + gemm_block_n - 1) / gemm_block_n);
+  if (tiles > 0x7fffffff) return error(hipErrorInvalidValue, "problem too large for one launch");
+  const dim3 grid{unsigned(tiles), 1, 1};
+  (void)hipGetLastError();  // launch errors below are ours alone
+  const bool bf = p.ab_type == dtype::bf16, out32 = p.c_type == dtype::fp32;
+  if (bf && out32) launch<bf16, float>(p, args, grid);
+  else if (bf) launch<bf16, bf16>(p, args, grid);
+  else if (out32) launch<half, float>(p, args, grid);
+  else launch<half, bf16>(p, args, grid);
+  if (hipError_t e = hipGetLastError(); e != hipSuccess) return error(e, std::string("launch failed: ") + hipGetErrorString(e));
+  return {};
+}
+
+}  // namespace hk

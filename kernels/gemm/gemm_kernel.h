@@ -1,0 +1,60 @@
+// The GEMM kernel: 128x128 tiles of C per workgroup of 4 waves (2 x 2, each 64 x 64 in MFMA accumulators), K in
+// steps of 64 through shared tiles, workgroups in chiplet (XCD) order, edges of any size masked.
+#pragma once
+#include "hk/hk.h"
+
+namespace hk::kernels {
+
+struct GemmArgs {
+  int m, n, k;
+  const void* a;
+  long lda;
+  const void* b;
+  long ldb;
+  void* c;
+  long ldc;
+  float alpha, beta;
+};
+
+template <class TIn, class TOut, bool BIsNK>
+__global__ __launch_bounds__(256) void gemm(GemmArgs p) {
+  constexpr int BM = 128, BN = 128, BK = 64, WM = 64, WN = 64;
+  using G = group<4>;
+  using BTile = std::conditional_t<BIsNK, st<TIn, BN, BK>, st<TIn, BK, BN>>;
+  __shared__ st<TIn, BM, BK> sa;
+  __shared__ BTile sb;
+
+  // Chiplet-aware order: consecutive logical tiles (sharing rows of A) land on one XCD's L2.
+  const int tiles_n = (p.n + BN - 1) / BN, tiles_m = (p.m + BM - 1) / BM;
+  const int id = xcd_remap(int(blockIdx.x), tiles_m * tiles_n);
+  const int tm = id / tiles_n, tn = id % tiles_n;
+
+  gl<TIn, 1, 1> A(static_cast<TIn*>(const_cast<void*>(p.a)), 1, 1, p.m, p.k, p.lda);
+  gl<TIn, 1, 1> B(static_cast<TIn*>(const_cast<void*>(p.b)), 1, 1, BIsNK ? p.n : p.k, BIsNK ? p.k : p.n, p.ldb);
+  gl<TOut, 1, 1> C(static_cast<TOut*>(p.c), 1, 1, p.m, p.n, p.ldc);
+
+  const int wr = G::wave() / 2, wc = G::wave() % 2;
+  rt_acc<WM, WN> acc;
+  zero(acc);
+  for (int kt = 0; kt * BK < p.k; ++kt) {
+    load_bounded<G>(sa, A, {0, 0, tm, kt});
+    if constexpr (BIsNK) load_bounded<G>(sb, B, {0, 0, tn, kt});
+    else load_bounded<G>(sb, B, {0, 0, kt, tn});
+    barrier();
+    rt<TIn, WM, BK> ra;
+    load(ra, sa, {0, 0, wr, 0});
+    if constexpr (BIsNK) {
+      rt<TIn, WN, BK> rb;
+      load(rb, sb, {0, 0, wc, 0});
+      mma_ABt(acc, ra, rb, acc);
+    } else {
+      rt<TIn, BK, WN, layout::col> rb;
+      load(rb, sb, {0, 0, 0, wc});
+      mma_AB(acc, ra, rb, acc);
+    }
+    barrier();
+  }
+  store_bounded(C, acc, {0, 0, 2 * tm + wr, 2 * tn + wc}, p.alpha, p.beta);
+}
+
+}  // namespace hk::kernels

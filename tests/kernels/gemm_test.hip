@@ -1,0 +1,173 @@
+// hk::gemm on each virtual device: many shapes (square, skinny, ragged in every dimension, K = 16), both orientations
+// of B, bf16 and f16 inputs, fp32 and bf16 outputs, alpha/beta, and every validation error.
+#include <hip/hip_runtime.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "gemm/gemm.h"
+
+namespace {
+
+float quantize(float f, hk::dtype t) {
+  if (t == hk::dtype::f16) return float(_Float16(f));
+  if (t == hk::dtype::bf16) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u;
+    std::memcpy(&f, &u, 4);
+  }
+  return f;
+}
+
+// A device matrix of `rows` x `ld` elements of type t, filled with quantised random values (host copy kept).
+struct Matrix {
+  hk::dtype type;
+  long rows, cols, ld;
+  std::vector<float> host;
+  void* dev = nullptr;
+  Matrix(hk::dtype t, long r, long c, long ld_, uint32_t seed) : type(t), rows(r), cols(c), ld(ld_), host(r * ld_) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    for (auto& x : host) x = quantize(u(rng), t);
+    upload();
+  }
+  size_t elem() const { return type == hk::dtype::fp32 ? 4 : 2; }
+  void upload() {
+    if (!dev) EXPECT_EQ(hipMalloc(&dev, host.size() * elem()), hipSuccess);
+    std::vector<uint8_t> raw(host.size() * elem());
+    for (size_t i = 0; i < host.size(); ++i) {
+      if (type == hk::dtype::fp32) std::memcpy(&raw[4 * i], &host[i], 4);
+      else if (type == hk::dtype::f16) { _Float16 h = _Float16(host[i]); std::memcpy(&raw[2 * i], &h, 2); }
+      else { uint32_t u; std::memcpy(&u, &host[i], 4); uint16_t b = uint16_t(u >> 16); std::memcpy(&raw[2 * i], &b, 2); }
+    }
+    EXPECT_EQ(hipMemcpy(dev, raw.data(), raw.size(), hipMemcpyHostToDevice), hipSuccess);
+  }
+  std::vector<float> download() const {
+    std::vector<uint8_t> raw(host.size() * elem());
+    EXPECT_EQ(hipMemcpy(raw.data(), dev, raw.size(), hipMemcpyDeviceToHost), hipSuccess);
+    std::vector<float> out(host.size());
+    for (size_t i = 0; i < host.size(); ++i) {
+      if (type == hk::dtype::fp32) std::memcpy(&out[i], &raw[4 * i], 4);
+      else if (type == hk::dtype::f16) { _Float16 h; std::memcpy(&h, &raw[2 * i], 2); out[i] = float(h); }
+      else { uint16_t b; std::memcpy(&b, &raw[2 * i], 2); uint32_t u = uint32_t(b) << 16; std::memcpy(&out[i], &u, 4); }
+    }
+    return out;
+  }
+  ~Matrix() { (void)hipFree(dev); }
+};
+
+struct Case {
+  int m, n, k;
+  bool b_is_nk;
+  hk::dtype in, out;
+  float alpha = 1.f, beta = 0.f;
+};
+
+std::string name(const Case& c) {
+  return std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) + (c.b_is_nk ? " A*B^T " : " A*B ") +
+         hk::to_string(c.in) + "->" + hk::to_string(c.out) + " alpha=" + std::to_string(c.alpha) +
+         " beta=" + std::to_string(c.beta);
+}
+
+void run(const Case& c) {
+  SCOPED_TRACE(name(c));
+  // Leading dimensions larger than the matrices (A and B rows on 16-byte boundaries, as hk::gemm requires).
+  auto ld = [](long cols) { return (cols + 7) / 8 * 8 + 8; };
+  Matrix A(c.in, c.m, c.k, ld(c.k), 1), C(c.out, c.m, c.n, c.n + 3, 3);
+  Matrix B(c.in, c.b_is_nk ? c.n : c.k, c.b_is_nk ? c.k : c.n, ld(c.b_is_nk ? c.k : c.n), 2);
+  const std::vector<float> c0 = C.host;
+  hk::GemmProblem p;
+  p.m = c.m, p.n = c.n, p.k = c.k;
+  p.a = A.dev, p.lda = A.ld, p.b = B.dev, p.ldb = B.ld, p.b_is_nk = c.b_is_nk, p.c = C.dev, p.ldc = C.ld;
+  p.ab_type = c.in, p.c_type = c.out, p.alpha = c.alpha, p.beta = c.beta;
+  hk::Status s = hk::gemm(p);
+  ASSERT_TRUE(s) << s.message;
+  ASSERT_EQ(hipDeviceSynchronize(), hipSuccess);
+  const std::vector<float> got = C.download();
+  int bad = 0;
+  for (int i = 0; i < c.m; ++i)
+    for (int j = 0; j < C.ld; ++j) {
+      const float g = got[i * C.ld + j];
+      if (j >= c.n) {  // padding past n is never written
+        if (g != c0[i * C.ld + j] && bad++ < 5) ADD_FAILURE() << "padding at " << i << "," << j << " was written";
+        continue;
+      }
+      double acc = 0, mag = 0;
+      for (int kk = 0; kk < c.k; ++kk) {
+        double a = A.host[i * A.ld + kk], b = c.b_is_nk ? B.host[j * B.ld + kk] : B.host[kk * B.ld + j];
+        acc += a * b, mag += std::fabs(a * b);
+      }
+      const double want = c.alpha * acc + c.beta * c0[i * C.ld + j];
+      // fp32 accumulation in another order: a few ulps of the magnitude; bf16 output adds its rounding.
+      double tol = 1e-5 * (std::fabs(c.alpha) * mag + std::fabs(c.beta)) + 1e-6;
+      if (c.out == hk::dtype::bf16) tol += std::fabs(want) * (1.0 / 256);
+      if (!(std::fabs(g - want) <= tol) && bad++ < 5)
+        ADD_FAILURE() << "C[" << i << "][" << j << "] = " << g << ", want " << want << " (tol " << tol << ")";
+    }
+  EXPECT_EQ(bad, 0);
+}
+
+using hk::dtype;
+
+TEST(Gemm, SquareTiles) {
+  run({128, 128, 64, false, dtype::bf16, dtype::fp32});
+  run({256, 128, 128, true, dtype::bf16, dtype::fp32});
+}
+
+TEST(Gemm, RaggedEveryDimension) {
+  run({100, 70, 40, false, dtype::bf16, dtype::fp32});
+  run({129, 257, 72, true, dtype::bf16, dtype::fp32});
+  run({200, 130, 200, false, dtype::f16, dtype::fp32});
+}
+
+TEST(Gemm, SkinnyAndSmallK) {
+  run({1, 300, 16, true, dtype::bf16, dtype::fp32});
+  run({300, 1, 24, false, dtype::bf16, dtype::fp32});
+  run({64, 64, 16, false, dtype::f16, dtype::fp32});
+  run({33, 17, 8, true, dtype::f16, dtype::fp32});
+}
+
+TEST(Gemm, Bf16OutputAndAlphaBeta) {
+  run({130, 140, 96, true, dtype::bf16, dtype::bf16});
+  run({128, 128, 64, false, dtype::f16, dtype::bf16, 0.5f, 0.f});
+  run({70, 90, 48, true, dtype::bf16, dtype::fp32, -2.f, 0.75f});
+}
+
+TEST(Gemm, ValidationErrors) {
+  Matrix A(dtype::bf16, 64, 64, 64, 1), B(dtype::bf16, 64, 64, 64, 2), C(dtype::fp32, 64, 64, 64, 3);
+  auto base = [&] {
+    hk::GemmProblem p;
+    p.m = p.n = p.k = 64;
+    p.a = A.dev, p.b = B.dev, p.c = C.dev, p.lda = p.ldb = p.ldc = 64;
+    return p;
+  };
+  auto expect_error = [&](hk::GemmProblem p, const char* fragment) {
+    hk::Status s = hk::gemm(p);
+    EXPECT_FALSE(s) << fragment;
+    EXPECT_NE(s.message.find(fragment), std::string::npos) << "message: " << s.message;
+  };
+  { auto p = base(); p.m = 0; expect_error(p, "must be positive"); }
+  { auto p = base(); p.k = -5; expect_error(p, "must be positive"); }
+  { auto p = base(); p.a = nullptr; expect_error(p, "null pointer for A"); }
+  { auto p = base(); p.c = nullptr; expect_error(p, "null pointer for C"); }
+  { auto p = base(); p.ab_type = dtype::fp32; expect_error(p, "A and B must be bf16 or f16"); }
+  { auto p = base(); p.ab_type = dtype::fp8_e4m3; expect_error(p, "fp8"); }
+  { auto p = base(); p.c_type = dtype::f16; expect_error(p, "C must be fp32 or bf16"); }
+  { auto p = base(); p.lda = 32; expect_error(p, "lda"); }
+  { auto p = base(); p.ldb = 60; expect_error(p, "ldb"); }
+  { auto p = base(); p.ldc = 10; expect_error(p, "ldc"); }
+  { auto p = base(); p.a = static_cast<char*>(A.dev) + 2; p.m = 8; expect_error(p, "16-byte aligned"); }
+  { auto p = base(); p.k = 60; p.lda = 60; expect_error(p, "multiples of 8"); }
+  { auto p = base(); p.m = 65; expect_error(p, "A does not lie inside"); }
+  { auto p = base(); p.n = 70; p.ldb = 72; p.ldc = 70; expect_error(p, "B does not lie inside"); }
+  int on_host[64];
+  { auto p = base(); p.c = on_host; expect_error(p, "C does not lie inside"); }
+}
+
+}  // namespace
