@@ -144,7 +144,21 @@ OP(F8F6F4_BF8_FP8_32x32x64, ON_GFX950, 8, 8, 16, __builtin_amdgcn_mfma_scale_f32
 // Uniform scales: LLVM 21 puts them in an SGPR (127) or an inline constant (2.0, 1.0).
 OP(SCALE_SGPR_127, ON_GFX950, 8, 8, 4, __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(A(i32x8), B(i32x8), C(f32x4), 0, 0, 0, 127, 0, 127))
 OP(SCALE_INLINE_2F_1F, ON_GFX950, 8, 8, 4, __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(A(i32x8), B(i32x8), C(f32x4), 0, 0, 0, 0x40000000, 0, 0x3f800000))
+// Accumulator as an inline constant (C ignored): 0 and 1.0.
+OP(F16_16x16x16_C0, ON_BOTH, 2, 2, 4, __builtin_amdgcn_mfma_f32_16x16x16f16(A(f16x4), B(f16x4), f32x4{}, 0, 0, 0))
+OP(I8_32x32x16_C0, ON_BOTH, 2, 2, 16, __builtin_amdgcn_mfma_i32_32x32x16_i8(A(long), B(long), i32x16{}, 0, 0, 0))
+OP(BF16_32x32x8_C1, ON_BOTH, 2, 2, 16, __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(A(i16x4), B(i16x4), f32x16(1.0f), 0, 0, 0))
 // clang-format on
+// A, B and C/D in AGPRs (inline asm with the "a" constraint).
+struct F16_16x16x16_AGPR {
+  static constexpr int na = 2, nb = 2, nc = 4;
+  __device__ static void run(const uint32_t* a, const uint32_t* b, const uint32_t* c, uint32_t, uint32_t, uint32_t* d) {
+    (void)a, (void)b, (void)c, (void)d;
+    ON_BOTH(f32x4 acc = ld<f32x4>(c); f16x4 x = ld<f16x4>(a), y = ld<f16x4>(b);
+            asm volatile("v_mfma_f32_16x16x16_f16 %0, %1, %2, %0" : "+a"(acc) : "a"(x), "a"(y));
+            st(d, acc);)
+  }
+};
 #undef A
 #undef B
 #undef C
@@ -406,6 +420,7 @@ std::vector<Case> all_cases() {
     c.cbsz = cbsz, c.abid = abid, c.blgp = blgp;
     return c;
   };
+  v.push_back(mk<F16_16x16x16_AGPR>("f16_16x16x16_agpr", 16, 16, 16, 1, f16, f16, true, true));
   v.push_back(perm(mk<F16_16x16x16_BLGP3>("f16_16x16x16_blgp3", 16, 16, 16, 1, f16, f16, true, true), 0, 0, 3));
   v.push_back(perm(mk<BF16_32x32x8_CBSZ1_ABID1_BLGP2>("bf16_32x32x8_cbsz1_abid1_blgp2", 32, 32, 8, 1, bf16, bf16, true,
                                                       true),
@@ -663,5 +678,43 @@ TEST(MfmaModel, ScaleFromSgprOrInlineConstantUsesBits30To23) {
     const std::vector<uint32_t> d = run(c, 1, im);
     const float want = variant == 0 ? 0.5f : 0.5f + 2 * 128;
     for (int x = 0; x < 64 * 4; ++x) ASSERT_EQ(std::bit_cast<float>(d[x]), want) << c.name << " element " << x;
+  }
+}
+
+// C as an inline constant: the builtins with a zero or splat-1.0 accumulator compile to "..., 0" / "..., 1.0".
+TEST(MfmaModel, InlineConstantAccumulator) {
+  const bool gfx950 = is_gfx950();
+  struct Variant {
+    Case c;
+    double c_value;
+  };
+  const Variant variants[] = {
+      {mk<F16_16x16x16_C0>("f16_c0", 16, 16, 16, 1, El::f16, El::f16, true, true), 0.0},
+      {mk<I8_32x32x16_C0>("i8_c0", 32, 32, 16, 1, El::i8, El::i8, true, true), 0.0},
+      {mk<BF16_32x32x8_C1>("bf16_c1", 32, 32, 8, 1, El::bf16, El::bf16, true, true), 1.0},
+  };
+  for (const Variant& v : variants) {
+    const Case& c = v.c;
+    std::mt19937 rng(5);
+    Images im(c, 1);
+    const int ba = bits_of(c.ea);
+    for (int l = 0; l < 64; ++l)
+      for (int e = 0; e < c.K * c.M / 64; ++e)
+        put(im.a, c.na, 0, l, e, ba, random_bits(c.ea, gfx950, rng)), put(im.b, c.nb, 0, l, e, ba, random_bits(c.eb, gfx950, rng));
+    for (auto& x : im.c) x = 0x7fc00000;  // NaN: must not be read
+    const std::vector<uint32_t> d = run(c, 1, im);
+    for (int i = 0; i < c.M; ++i)
+      for (int j = 0; j < c.N; ++j) {
+        double want = v.c_value;
+        for (int k = 0; k < c.K; ++k) {
+          const Slot s1 = doc_in(c, c.M, i, k, 0), s2 = doc_in(c, c.N, j, k, 0);
+          want += value_of(c.ea, get(im.a, c.na, 0, s1.lane, s1.elem, ba), gfx950) *
+                  value_of(c.eb, get(im.b, c.nb, 0, s2.lane, s2.elem, ba), gfx950);
+        }
+        const Out o = doc_out(c, i, j, 0);
+        const uint32_t x = d[o.lane * c.nc + o.reg];
+        const double got = c.integer() ? double(int32_t(x)) : double(std::bit_cast<float>(x));
+        ASSERT_NEAR(got, want, 1e-5 * (1 + std::fabs(want))) << c.name << " D[" << i << "][" << j << "]";
+      }
   }
 }
