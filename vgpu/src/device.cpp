@@ -67,7 +67,11 @@ void exec_unknown(Wave& w, const Inst& I) {
 
 // --- Instruction table ---------------------------------------------------------------------------------------------
 
-void IsaTable::add(std::string_view name, ExecFn fn, ImmType imm) { ops_[name] = OpInfo{name, fn, imm}; }
+void IsaTable::add(std::string_view name, ExecFn fn, ImmType imm) {
+  // Each mnemonic has one home: a second registration is a bug in the instruction tables, caught at start-up.
+  if (!ops_.emplace(name, OpInfo{name, fn, imm}).second)
+    throw Error("vgpu: instruction " + std::string(name) + " is registered twice");
+}
 
 const OpInfo* IsaTable::find(std::string_view m) const {
   auto it = ops_.find(m);

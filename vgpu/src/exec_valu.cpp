@@ -431,6 +431,9 @@ void register_valu(IsaTable& t) {
   V("v_mad_u32_u24", (u32 a, u32 b, u32 c) { return (a & 0xffffff) * (b & 0xffffff) + c; });
   V("v_mad_i32_i24", (u32 a, u32 b, u32 c) { return u32(i32(a << 8) >> 8) * u32(i32(b << 8) >> 8) + c; });
   V("v_mad_u16", (u16 a, u16 b, u16 c) { return u16(a * b + c); });
+  V("v_mad_legacy_u16", (u16 a, u16 b, u16 c) { return u16(a * b + c); });
+  V("v_mad_legacy_i16", (i16 a, i16 b, i16 c) { return i16(a * b + c); });
+  V("v_mad_i16", (i16 a, i16 b, i16 c) { return i16(a * b + c); });
   V("v_min_i32", (i32 a, i32 b) { return std::min(a, b); });
   V("v_max_i32", (i32 a, i32 b) { return std::max(a, b); });
   V("v_min_u32", (u32 a, u32 b) { return std::min(a, b); });
@@ -455,7 +458,7 @@ void register_valu(IsaTable& t) {
   t.add("v_mad_u64_u32", mad64<false>);
   t.add("v_mad_i64_i32", mad64<true>);
 
-  // f32 arithmetic.
+  // f32 arithmetic (the transcendentals v_exp/log/rcp/rsq/sqrt_f32 live in exec_cvt.cpp with the ISA's special cases).
   V("v_add_f32", (f32 a, f32 b) { return a + b; });
   V("v_sub_f32", (f32 a, f32 b) { return a - b; });
   V("v_subrev_f32", (f32 a, f32 b) { return b - a; });
@@ -480,12 +483,6 @@ void register_valu(IsaTable& t) {
   t.add("v_mac_f32", valu_acc<[](f32 a, f32 b, f32 d) { return a * b + d; }>, ImmType::f32);
   t.add("v_fmac_f32", valu_acc<[](f32 a, f32 b, f32 d) { return std::fma(a, b, d); }>, ImmType::f32);
   V("v_ldexp_f32", (f32 a, i32 e) { return std::ldexp(a, e); });
-  V("v_exp_f32", (f32 a) { return std::exp2(a); });
-  V("v_log_f32", (f32 a) { return std::log2(a); });
-  V("v_rcp_f32", (f32 a) { return 1.0f / a; });
-  V("v_rcp_iflag_f32", (f32 a) { return 1.0f / a; });
-  V("v_rsq_f32", (f32 a) { return 1.0f / std::sqrt(a); });
-  V("v_sqrt_f32", (f32 a) { return std::sqrt(a); });
   V("v_sin_f32", (f32 a) { return std::sin(a * 6.283185307179586f); });  // input in revolutions
   V("v_cos_f32", (f32 a) { return std::cos(a * 6.283185307179586f); });
   V("v_fract_f32", (f32 a) { return fract(a); });
