@@ -1,5 +1,6 @@
 // vgpu-inspect: lists the kernels of a HIP binary or code object and the instructions vgpu does not implement.
 //   vgpu-inspect FILE [--all]     --all prints every decoded instruction
+//   vgpu-inspect --table          the instructions vgpu implements, counted per class
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -12,7 +13,31 @@
 #include "vgpu/error.h"
 #include "vgpu/inspect.h"
 
+// The class of a mnemonic, by the prefix the ISA guide's chapters use.
+std::string instruction_class(const std::string& m) {
+  static const std::pair<const char*, const char*> prefixes[] = {
+      {"v_mfma", "matrix (MFMA)"},  {"v_cmp", "vector compare (VOPC)"}, {"v_pk_", "packed (VOP3P)"},
+      {"v_dot", "packed (VOP3P)"},  {"v_cvt", "vector conversion"},    {"v_", "vector ALU"},
+      {"s_load", "scalar memory"},  {"s_buffer", "scalar memory"},     {"s_memtime", "scalar memory"},
+      {"s_memrealtime", "scalar memory"},
+      {"s_cbranch", "program control"}, {"s_branch", "program control"}, {"s_endpgm", "program control"},
+      {"s_barrier", "program control"}, {"s_waitcnt", "program control"}, {"s_", "scalar ALU"},
+      {"ds_", "LDS (DS)"}, {"buffer_", "buffer memory (MUBUF)"}, {"global_", "global memory"},
+      {"flat_", "flat memory"}, {"scratch_", "scratch memory"}};
+  for (auto& [p, c] : prefixes)
+    if (m.starts_with(p)) return c;
+  return "other";
+}
+
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--table") {
+    std::map<std::string, int> per_class;
+    auto names = vgpu::implemented_mnemonics();
+    for (auto& m : names) per_class[instruction_class(m)]++;
+    for (auto& [c, n] : per_class) std::printf("%-24s %4d\n", c.c_str(), n);
+    std::printf("%-24s %4zu\n", "total", names.size());
+    return 0;
+  }
   if (argc < 2) {
     std::fprintf(stderr, "usage: vgpu-inspect FILE [--all]\n");
     return 2;
