@@ -3,26 +3,45 @@
 #pragma once
 #include <hip/hip_runtime.h>
 
+#include <cstdint>
+
 namespace hk::arch {
 
-struct cdna3 {
+// s_waitcnt's 16-bit immediate in the GFX9 encoding, which gfx942 and gfx950 share: vmcnt[3:0] in bits 3:0,
+// expcnt in 6:4, lgkmcnt in 11:8, vmcnt[5:4] in 15:14. A counter at its maximum does not wait.
+struct gfx9_waitcnt {
+  static constexpr int vmcnt_max = 63, expcnt_max = 7, lgkmcnt_max = 15;
+  static constexpr int waitcnt(int vm = vmcnt_max, int exp = expcnt_max, int lgkm = lgkmcnt_max) {
+    return (vm & 0xf) | (exp & 0x7) << 4 | (lgkm & 0xf) << 8 | (vm >> 4 & 0x3) << 14;
+  }
+};
+
+struct cdna3 : gfx9_waitcnt {
   static constexpr const char* name = "gfx942";
   static constexpr int lds_bytes = 64 * 1024;
   static constexpr int compute_units = 304, xcds = 8;
   static constexpr int lds_banks = 32;
   static constexpr int mfma_k = 16;        // K of the 16x16 bf16/f16 MFMA: v_mfma_f32_16x16x16_{bf16,f16}
   static constexpr int lds_read_bytes = 8; // the widest LDS read a register-tile load issues per lane (ds_read_b64)
+  static constexpr int lds_dma_bytes = 4;  // buffer_load_dword ... lds: bytes per lane of a load straight into LDS
   static constexpr bool fp8_fnuz = true;   // e4m3fnuz / e5m2fnuz
+  static constexpr float fp8_max = 240.f;  // largest finite e4m3fnuz (bias 8, 0x80 is the only NaN, no inf, no -0)
+  static constexpr int fp8_mfma_k = 32;    // v_mfma_f32_16x16x32_fp8_fp8: 8 bytes per lane
+  static constexpr bool lds_read_transpose = false;  // no transposing LDS reads: col-layout tiles read elementwise
 };
 
-struct cdna4 {
+struct cdna4 : gfx9_waitcnt {
   static constexpr const char* name = "gfx950";
   static constexpr int lds_bytes = 160 * 1024;
   static constexpr int compute_units = 256, xcds = 8;
   static constexpr int lds_banks = 64;
   static constexpr int mfma_k = 32;         // v_mfma_f32_16x16x32_{bf16,f16}
   static constexpr int lds_read_bytes = 16; // ds_read_b128
+  static constexpr int lds_dma_bytes = 16;  // buffer_load_dwordx4 ... lds
   static constexpr bool fp8_fnuz = false;   // OCP e4m3fn / e5m2
+  static constexpr float fp8_max = 448.f;   // largest finite e4m3fn (bias 7, S.1111.111 is NaN, no inf)
+  static constexpr int fp8_mfma_k = 128;    // v_mfma_f32_16x16x128_f8f6f4 (unscaled): 32 bytes per lane
+  static constexpr bool lds_read_transpose = true;  // ds_read_b64_tr_b16
 };
 
 #if defined(__gfx950__)
@@ -38,6 +57,12 @@ inline constexpr int mfma_elems = current::mfma_k / 4;
 using bf16_frag = __bf16 __attribute__((ext_vector_type(mfma_elems)));
 using f16_frag = _Float16 __attribute__((ext_vector_type(mfma_elems)));
 using f32x4 = float __attribute__((ext_vector_type(4)));
+
+// fp8 operand fragments of one 16x16xK fp8 MFMA: K/4 bytes per lane (8 on gfx942, 32 on gfx950).
+inline constexpr int fp8_elems = current::fp8_mfma_k / 4;
+struct fp8_frag {
+  int v __attribute__((ext_vector_type(fp8_elems / 4)));
+};
 
 // D = A * B + C for one 16x16 output block over the arch's K. Lane l supplies row (A) or column (B) l % 16 and
 // k = (l / 16) * K/4 + e; D[i][j] lands in lane j + 16 * (i / 4), element i % 4.
@@ -59,6 +84,84 @@ __device__ inline f32x4 mma16(f16_frag a, f16_frag b, f32x4 c) {
   return __builtin_amdgcn_mfma_f32_16x16x16f16(a, b, c, 0, 0, 0);
 #else
   return c;
+#endif
+}
+
+// D = A * B + C for one 16x16 block of fp8 (e4m3 of the arch's format) over the arch's fp8 K. Same lane mapping as
+// the 16-bit form: lane l supplies row (A) or column (B) l % 16 and k = (l / 16) * K/4 + e. On gfx950 the f8f6f4
+// instruction deals k out to lanes in 16-byte chunks (see docs/vgpu-mfma.md); hk feeds it A and B through the same
+// contiguous mapping, which renumbers k alike on both operands and so leaves every dot product unchanged.
+__device__ inline f32x4 mma16(fp8_frag a, fp8_frag b, f32x4 c) {
+#if defined(__gfx950__)
+  // Constant zero scales and byte selects: LLVM selects the unscaled v_mfma_f32_16x16x128_f8f6f4 (scale 1.0).
+  // cbsz = blgp = 0: both operands e4m3.
+  return __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(a.v, b.v, c, 0, 0, 0, 0, 0, 0);
+#elif defined(__gfx942__)
+  return __builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8(__builtin_bit_cast(long, a.v), __builtin_bit_cast(long, b.v), c, 0, 0, 0);
+#else
+  return c;
+#endif
+}
+
+// fp8 e4m3 conversions in the arch's format (the same opcodes decode FNUZ on gfx942 and OCP on gfx950).
+// Encoding rounds to nearest even and saturates finite values to +-fp8_max; NaN stays NaN (the hardware alone
+// would turn overflow into NaN, so the input is clamped first, as v_med3).
+__device__ inline float fp8_saturate(float x) {
+  return x != x ? x : fminf(fmaxf(x, -current::fp8_max), current::fp8_max);
+}
+// Two floats into bytes 0 and 1 (Hi = false) or 2 and 3 (Hi = true) of `old`.
+template <bool Hi>
+__device__ inline uint32_t fp8_encode2(float lo, float hi, uint32_t old) {
+#if defined(__gfx942__) || defined(__gfx950__)
+  return uint32_t(__builtin_amdgcn_cvt_pk_fp8_f32(fp8_saturate(lo), fp8_saturate(hi), int(old), Hi));
+#else
+  return old;
+#endif
+}
+// Byte B of `word` as a float.
+template <int B>
+__device__ inline float fp8_decode(uint32_t word) {
+#if defined(__gfx942__) || defined(__gfx950__)
+  return __builtin_amdgcn_cvt_f32_fp8(int(word), B);
+#else
+  return 0.f;
+#endif
+}
+
+// Transposing LDS read (gfx950, ds_read_b64_tr_b16): each lane names 8 bytes (four 16-bit elements) of LDS; within
+// each group of 16 lanes, lanes 4j..4j+3 name row j (16 elements) of a 4 x 16 matrix and lane i receives its column i.
+// Only where current::lds_read_transpose.
+using u16x4 = short __attribute__((ext_vector_type(4)));
+__device__ inline u16x4 lds_read_tr16_b64(const void* lds) {
+#if defined(__gfx950__)
+  using lds_u16x4 = __attribute__((address_space(3))) u16x4;
+  return __builtin_amdgcn_ds_read_tr16_b64_v4i16((lds_u16x4*)(lds));
+#else
+  (void)lds;
+  return u16x4{};
+#endif
+}
+
+// The same with 8-bit elements (ds_read_b64_tr_b8): lanes 2j, 2j+1 of each group of 16 name row j (16 bytes) of an
+// 8 x 16 matrix and lane i receives column i (8 bytes).
+using u32x2 = int __attribute__((ext_vector_type(2)));
+__device__ inline u32x2 lds_read_tr8_b64(const void* lds) {
+#if defined(__gfx950__)
+  using lds_u32x2 = __attribute__((address_space(3))) u32x2;
+  return __builtin_amdgcn_ds_read_tr8_b64_v2i32((lds_u32x2*)(lds));
+#else
+  (void)lds;
+  return u32x2{};
+#endif
+}
+
+// One load straight into LDS: current::lds_dma_bytes from `offset` in the buffer `rsrc` (zeros past its range) into
+// lane l's slot at `lds` + l * lds_dma_bytes; `lds` must be the same for the whole wave.
+__device__ inline void lds_dma(__amdgpu_buffer_rsrc_t rsrc, __attribute__((address_space(3))) void* lds, int offset) {
+#if defined(__gfx950__)
+  __builtin_amdgcn_raw_ptr_buffer_load_lds(rsrc, lds, 16, offset, 0, 0, 0);
+#elif defined(__gfx942__)
+  __builtin_amdgcn_raw_ptr_buffer_load_lds(rsrc, lds, 4, offset, 0, 0, 0);
 #endif
 }
 

@@ -24,6 +24,9 @@ struct GemmProblem {
   dtype c_type = dtype::fp32;    // element type of C: fp32 or bf16
   float alpha = 1.f, beta = 0.f; // beta != 0 reads C
   hipStream_t stream = nullptr;
+  // Which kernel: the pipelined one (256x256 tiles, LDS fed by loads straight into LDS) wherever A and B allow it
+  // (k, lda and ldb whole DMA units: multiples of 8 elements on gfx950, 2 on gfx942), else the simple one.
+  enum class kernel { automatic, simple, pipelined } variant = kernel::automatic;
 };
 
 struct Status {
@@ -35,7 +38,7 @@ struct Status {
 // Validates `p` and launches the GEMM on p.stream. Asynchronous like any kernel launch.
 Status gemm(const GemmProblem& p);
 
-// The tile the kernel computes per workgroup (rows of C x columns of C) and its K step, for reports.
-inline constexpr int gemm_block_m = 128, gemm_block_n = 128, gemm_block_k = 64;
+// The tiles of C each kernel computes per workgroup.
+inline constexpr int gemm_simple_tile = 128, gemm_pipelined_tile = 256;
 
 }  // namespace hk

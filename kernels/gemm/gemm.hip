@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "gemm_kernel.h"
+#include "gemm_pipelined.h"
 
 namespace hk {
 
@@ -53,13 +54,15 @@ Status validate(const GemmProblem& p) {
 }
 
 // The device must be one the kernels are built for, and the matrices must lie inside device allocations.
-Status check_device(const GemmProblem& p) {
+// On success `dma_bytes` is the arch's LDS DMA unit.
+Status check_device(const GemmProblem& p, int& dma_bytes) {
   int device = 0;
   hipDeviceProp_t prop;
   if (hipGetDevice(&device) != hipSuccess || hipGetDeviceProperties(&prop, device) != hipSuccess)
     return error(hipErrorNoDevice, "no HIP device");
   if (std::strncmp(prop.gcnArchName, "gfx942", 6) && std::strncmp(prop.gcnArchName, "gfx950", 6))
     return error(hipErrorNoBinaryForGpu, std::string("no kernel for ") + prop.gcnArchName + " (built for gfx942, gfx950)");
+  dma_bytes = std::strncmp(prop.gcnArchName, "gfx950", 6) == 0 ? arch::cdna4::lds_dma_bytes : arch::cdna3::lds_dma_bytes;
   auto extent_ok = [](const void* ptr, long rows, long cols, long ld, size_t elem) {
     void* base = nullptr;
     size_t size = 0;
@@ -79,26 +82,46 @@ Status check_device(const GemmProblem& p) {
 }
 
 template <class TIn, class TOut>
-void launch(const GemmProblem& p, const kernels::GemmArgs& args, dim3 grid) {
-  if (p.b_is_nk) hipLaunchKernelGGL((kernels::gemm<TIn, TOut, true>), grid, dim3(256), 0, p.stream, args);
-  else hipLaunchKernelGGL((kernels::gemm<TIn, TOut, false>), grid, dim3(256), 0, p.stream, args);
+void launch(const GemmProblem& p, const kernels::GemmArgs& args, bool pipelined) {
+  const int tile = pipelined ? gemm_pipelined_tile : gemm_simple_tile;
+  const dim3 grid{unsigned(((p.m + tile - 1) / tile) * ((p.n + tile - 1) / tile)), 1, 1};
+  if (pipelined) {
+    if (p.b_is_nk) hipLaunchKernelGGL((kernels::gemm_pipelined<TIn, TOut, true>), grid, dim3(512), 0, p.stream, args);
+    else hipLaunchKernelGGL((kernels::gemm_pipelined<TIn, TOut, false>), grid, dim3(512), 0, p.stream, args);
+  } else {
+    if (p.b_is_nk) hipLaunchKernelGGL((kernels::gemm<TIn, TOut, true>), grid, dim3(256), 0, p.stream, args);
+    else hipLaunchKernelGGL((kernels::gemm<TIn, TOut, false>), grid, dim3(256), 0, p.stream, args);
+  }
+}
+
+// Whether A and B can be fed straight into LDS in units of `dma` bytes.
+bool pipelinable(const GemmProblem& p, int dma) {
+  const long unit = dma / long(size_of(p.ab_type));
+  const long b_rows = p.b_is_nk ? p.n : p.k, b_cols = p.b_is_nk ? p.k : p.n;
+  auto bytes = [&](long rows, long cols, long ld) { return ((rows - 1) * ld + cols) * long(size_of(p.ab_type)); };
+  return p.k % unit == 0 && b_cols % unit == 0 && p.lda % unit == 0 && p.ldb % unit == 0 &&
+         bytes(p.m, p.k, p.lda) < (1l << 31) && bytes(b_rows, b_cols, p.ldb) < (1l << 31);
 }
 
 }  // namespace
 
 Status gemm(const GemmProblem& p) {
   if (Status s = validate(p); !s) return s;
-  if (Status s = check_device(p); !s) return s;
+  int dma = 0;
+  if (Status s = check_device(p, dma); !s) return s;
+  const bool can_pipeline = pipelinable(p, dma);
+  if (p.variant == GemmProblem::kernel::pipelined && !can_pipeline)
+    return error(hipErrorInvalidValue, "the pipelined kernel needs k, lda, ldb (and n when B is K x N) in whole " +
+                                           std::to_string(dma) + "-byte units and A, B under 2 GiB");
+  const bool pipelined = p.variant == GemmProblem::kernel::pipelined ||
+                         (p.variant == GemmProblem::kernel::automatic && can_pipeline);
   const kernels::GemmArgs args{p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, p.c, p.ldc, p.alpha, p.beta};
-  const long tiles = long((p.m + gemm_block_m - 1) / gemm_block_m) * ((p.n + gemm_block_n - 1) / gemm_block_n);
-  if (tiles > 0x7fffffff) return error(hipErrorInvalidValue, "problem too large for one launch");
-  const dim3 grid{unsigned(tiles), 1, 1};
   (void)hipGetLastError();  // launch errors below are ours alone
   const bool bf = p.ab_type == dtype::bf16, out32 = p.c_type == dtype::fp32;
-  if (bf && out32) launch<bf16, float>(p, args, grid);
-  else if (bf) launch<bf16, bf16>(p, args, grid);
-  else if (out32) launch<half, float>(p, args, grid);
-  else launch<half, bf16>(p, args, grid);
+  if (bf && out32) launch<bf16, float>(p, args, pipelined);
+  else if (bf) launch<bf16, bf16>(p, args, pipelined);
+  else if (out32) launch<half, float>(p, args, pipelined);
+  else launch<half, bf16>(p, args, pipelined);
   if (hipError_t e = hipGetLastError(); e != hipSuccess) return error(e, std::string("launch failed: ") + hipGetErrorString(e));
   return {};
 }

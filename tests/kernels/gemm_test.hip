@@ -75,8 +75,16 @@ std::string name(const Case& c) {
          " beta=" + std::to_string(c.beta);
 }
 
+void run_variant(const Case& c, hk::GemmProblem::kernel variant);
+
+// Every case runs on the simple kernel and on the one hk::gemm picks (the pipelined kernel where A and B allow it).
 void run(const Case& c) {
-  SCOPED_TRACE(name(c));
+  run_variant(c, hk::GemmProblem::kernel::simple);
+  run_variant(c, hk::GemmProblem::kernel::automatic);
+}
+
+void run_variant(const Case& c, hk::GemmProblem::kernel variant) {
+  SCOPED_TRACE(name(c) + (variant == hk::GemmProblem::kernel::simple ? " simple" : " automatic"));
   // Leading dimensions larger than the matrices (A and B rows on 16-byte boundaries, as hk::gemm requires).
   auto ld = [](long cols) { return (cols + 7) / 8 * 8 + 8; };
   Matrix A(c.in, c.m, c.k, ld(c.k), 1), C(c.out, c.m, c.n, c.n + 3, 3);
@@ -85,7 +93,7 @@ void run(const Case& c) {
   hk::GemmProblem p;
   p.m = c.m, p.n = c.n, p.k = c.k;
   p.a = A.dev, p.lda = A.ld, p.b = B.dev, p.ldb = B.ld, p.b_is_nk = c.b_is_nk, p.c = C.dev, p.ldc = C.ld;
-  p.ab_type = c.in, p.c_type = c.out, p.alpha = c.alpha, p.beta = c.beta;
+  p.ab_type = c.in, p.c_type = c.out, p.alpha = c.alpha, p.beta = c.beta, p.variant = variant;
   hk::Status s = hk::gemm(p);
   ASSERT_TRUE(s) << s.message;
   ASSERT_EQ(hipDeviceSynchronize(), hipSuccess);
@@ -124,6 +132,25 @@ TEST(Gemm, RaggedEveryDimension) {
   run({100, 70, 40, false, dtype::bf16, dtype::fp32});
   run({129, 257, 72, true, dtype::bf16, dtype::fp32});
   run({200, 130, 200, false, dtype::f16, dtype::fp32});
+}
+
+TEST(Gemm, KNotAWholeDmaUnit) {  // k = 20, 10: the simple kernel serves these
+  run({45, 50, 20, false, dtype::bf16, dtype::fp32});
+  run({70, 33, 10, true, dtype::f16, dtype::fp32});
+}
+
+TEST(Gemm, PipelinedKernelIsChosen) {
+  Matrix A(dtype::bf16, 300, 64, 64, 1), B(dtype::bf16, 280, 64, 64, 2), C(dtype::fp32, 300, 280, 280, 3);
+  hk::GemmProblem p;
+  p.m = 300, p.n = 280, p.k = 64, p.a = A.dev, p.lda = 64, p.b = B.dev, p.ldb = 64, p.b_is_nk = true, p.c = C.dev, p.ldc = 280;
+  p.variant = hk::GemmProblem::kernel::pipelined;
+  hk::Status s = hk::gemm(p);
+  ASSERT_TRUE(s) << s.message;
+  ASSERT_EQ(hipDeviceSynchronize(), hipSuccess);
+  p.k = 21, p.lda = p.ldb = 24;  // 21 elements: not a whole DMA unit on either arch
+  s = hk::gemm(p);
+  EXPECT_FALSE(s);
+  EXPECT_NE(s.message.find("pipelined kernel needs"), std::string::npos) << s.message;
 }
 
 TEST(Gemm, SkinnyAndSmallK) {

@@ -1,0 +1,64 @@
+// The pipelined GEMM kernel: 256x256 tiles of C per workgroup of 8 waves (4 x 2, each 64 x 128), two LDS stages fed
+// by buffer loads straight into LDS: the next K step's tiles fly while the waves multiply the current one. K steps
+// are 64 deep where two stages of 256x64 A and B tiles fit the LDS (gfx950's 160 KiB) and 32 deep on gfx942.
+#pragma once
+#include "gemm_kernel.h"
+#include "hk/ops/async.h"
+
+namespace hk::kernels {
+
+template <class TIn, class TOut, bool BIsNK>
+__global__ __launch_bounds__(512) void gemm_pipelined(GemmArgs p) {
+  constexpr int BM = 256, BN = 256, WM = 64, WN = 128;
+  constexpr int BK = arch::current::lds_bytes >= 128 * 1024 ? 64 : 32;
+  using G = group<8>;
+  using ATile = st<TIn, BM, BK>;
+  using BTile = std::conditional_t<BIsNK, st<TIn, BN, BK>, st<TIn, BK, BN>>;
+  __shared__ ATile sa[2];
+  __shared__ BTile sb[2];
+
+  const int tiles_n = (p.n + BN - 1) / BN, tiles_m = (p.m + BM - 1) / BM;
+  const int id = xcd_remap(int(blockIdx.x), tiles_m * tiles_n);
+  const int tm = id / tiles_n, tn = id % tiles_n;
+  gl<TIn, 1, 1> A(static_cast<TIn*>(const_cast<void*>(p.a)), 1, 1, p.m, p.k, p.lda);
+  gl<TIn, 1, 1> B(static_cast<TIn*>(const_cast<void*>(p.b)), 1, 1, BIsNK ? p.n : p.k, BIsNK ? p.k : p.n, p.ldb);
+  gl<TOut, 1, 1> C(static_cast<TOut*>(p.c), 1, 1, p.m, p.n, p.ldc);
+
+  auto issue = [&](int kt, int stage) {
+    load_async<G>(sa[stage], A, {0, 0, tm, kt});
+    if constexpr (BIsNK) load_async<G>(sb[stage], B, {0, 0, tn, kt});
+    else load_async<G>(sb[stage], B, {0, 0, kt, tn});
+  };
+  constexpr int loads_per_stage = async_loads<G, ATile> + async_loads<G, BTile>;
+
+  const int wr = G::wave() / 2, wc = G::wave() % 2;
+  rt_acc<WM, WN> acc;
+  zero(acc);
+  const int steps = (p.k + BK - 1) / BK;
+  issue(0, 0);
+  for (int kt = 0; kt < steps; ++kt) {
+    const int stage = kt & 1;
+    if (kt + 1 < steps) {
+      issue(kt + 1, stage ^ 1);
+      wait_async<loads_per_stage>();  // this step's loads are done; the next step's may still fly
+    } else {
+      wait_async<0>();
+    }
+    barrier();
+    rt<TIn, WM, BK> ra;
+    load(ra, sa[stage], {0, 0, wr, 0});
+    if constexpr (BIsNK) {
+      rt<TIn, WN, BK> rb;
+      load(rb, sb[stage], {0, 0, wc, 0});
+      mma_ABt(acc, ra, rb, acc);
+    } else {
+      rt<TIn, BK, WN, layout::col> rb;
+      load(rb, sb[stage], {0, 0, 0, wc});
+      mma_AB(acc, ra, rb, acc);
+    }
+    barrier();  // every wave is done with this stage before it is refilled
+  }
+  store_bounded(C, acc, {0, 0, 4 * tm + wr, 2 * tn + wc}, p.alpha, p.beta);
+}
+
+}  // namespace hk::kernels
