@@ -1,4 +1,4 @@
-// The pipelined GEMM kernel: 256x256 tiles of C per workgroup of 8 waves (4 x 2, each 64 x 128), two LDS stages fed
+// The pipelined GEMM kernel: 256x256 tiles of C per workgroup of 8 waves (each 64 x 128 or 128 x 64), two LDS stages fed
 // by buffer loads straight into LDS: the next K step's tiles fly while the waves multiply the current one. K steps
 // are 64 deep where two stages of 256x64 A and B tiles fit the LDS (gfx950's 160 KiB) and 32 deep on gfx942.
 #pragma once
@@ -9,7 +9,9 @@ namespace hk::kernels {
 
 template <class TIn, class TOut, bool BIsNK>
 __global__ __launch_bounds__(512) void gemm_pipelined(GemmArgs p) {
-  constexpr int BM = 256, BN = 256, WM = 64, WN = 128;
+  // Each wave owns a WM x WN block of C. With B in the col layout (A * B) the wide side goes to A, whose row-layout
+  // reads are the cheap ones: that keeps gfx942's 256 VGPRs free of spills.
+  constexpr int BM = 256, BN = 256, WM = BIsNK ? 64 : 128, WN = BIsNK ? 128 : 64, waves_n = BN / WN;
   constexpr int BK = arch::current::lds_bytes >= 128 * 1024 ? 64 : 32;
   using G = group<8>;
   using ATile = st<TIn, BM, BK>;
@@ -31,7 +33,7 @@ __global__ __launch_bounds__(512) void gemm_pipelined(GemmArgs p) {
   };
   constexpr int loads_per_stage = async_loads<G, ATile> + async_loads<G, BTile>;
 
-  const int wr = G::wave() / 2, wc = G::wave() % 2;
+  const int wr = G::wave() / waves_n, wc = G::wave() % waves_n;
   rt_acc<WM, WN> acc;
   zero(acc);
   const int steps = (p.k + BK - 1) / BK;
@@ -58,7 +60,7 @@ __global__ __launch_bounds__(512) void gemm_pipelined(GemmArgs p) {
     }
     barrier();  // every wave is done with this stage before it is refilled
   }
-  store_bounded(C, acc, {0, 0, 4 * tm + wr, 2 * tn + wc}, p.alpha, p.beta);
+  store_bounded(C, acc, {0, 0, (BM / WM) * tm + wr, waves_n * tn + wc}, p.alpha, p.beta);
 }
 
 }  // namespace hk::kernels
