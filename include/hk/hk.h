@@ -2,7 +2,9 @@
 #pragma once
 #include "arch.h"
 #include "ops/edges.h"
+#include "ops/layout.h"
 #include "ops/maps.h"
+#include "ops/masks.h"
 #include "ops/memory.h"
 #include "ops/mma.h"
 #include "ops/reduce.h"

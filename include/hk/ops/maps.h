@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "../types/rt.h"
+#include "scope.h"
 
 namespace hk {
 
@@ -15,6 +16,18 @@ __device__ inline void map(D& d, F f) {
     for (int j = 0; j < D::tiles_c; ++j)
 #pragma unroll
       for (int e = 0; e < D::E; ++e) d.data[i][j][e] = f(d.data[i][j][e]);
+}
+
+// Applies f(x, row, col) to every element this lane holds, with the element's row and column within the tile.
+template <register_tile D, class F>
+__device__ inline void map_at(D& d, F f) {
+  const int lane = lane_id();
+#pragma unroll
+  for (int i = 0; i < D::tiles_r; ++i)
+#pragma unroll
+    for (int j = 0; j < D::tiles_c; ++j)
+#pragma unroll
+      for (int e = 0; e < D::E; ++e) d.data[i][j][e] = f(d.data[i][j][e], D::row_of(i, lane, e), D::col_of(j, lane, e));
 }
 
 // d = f(a, b) elementwise over two tiles of the same shape and layout.

@@ -77,21 +77,52 @@ __device__ inline void load(ST& dst, const GL& src, coord at) {
 }
 
 // Register tile from a shared tile (rows and columns of the tile at `at` within the shared tile, in tile units).
-// Row layout: each lane reads one swizzle granule, the LDS's widest read on the arch (conflict free by construction).
+// Row layout: each lane reads its E contiguous elements in swizzle granules, the LDS's widest read on the arch
+// (conflict free by construction for 16-bit tiles, whose E is one granule).
+// Col layout (the B operand of mma_AB from a row-major K x N shared tile): on archs with transposing LDS reads
+// (gfx950) 16-bit tiles take ds_read_b64_tr_b16 and fp8 tiles ds_read_b64_tr_b8, one read per 4 (8) elements;
+// elsewhere each element is its own read (see tests/hk/layout_test.hip for the bank conflicts of each path).
 template <register_tile RT, shared_tile ST>
 __device__ inline void load(RT& dst, const ST& src, coord at = {}) {
   using T = typename RT::dtype;
   static_assert(std::same_as<T, typename ST::dtype>, "load: shared and register tiles must have the same element type");
   const int lane = lane_id();
   const int r0 = at.r * RT::rows, c0 = at.c * RT::cols;
+  // Elements per read in the row layout: the lane's run, cut at swizzle granules.
+  constexpr int piece = RT::E < ST::chunk_elems ? RT::E : ST::chunk_elems;
+  // Elements per transposing read in the col layout (0: none on this arch for this type).
+  constexpr int tr = !arch::current::lds_read_transpose ? 0 : sizeof(T) == 2 ? 4 : sizeof(T) == 1 ? 8 : 0;
 #pragma unroll
   for (int i = 0; i < RT::tiles_r; ++i)
 #pragma unroll
     for (int j = 0; j < RT::tiles_c; ++j) {
-      if constexpr (RT::lay == layout::row && RT::E == ST::chunk_elems) {
-        auto c = *reinterpret_cast<const detail::chunk<T, RT::E>*>(&src(r0 + RT::row_of(i, lane, 0), c0 + RT::col_of(j, lane, 0)));
+      if constexpr (RT::lay == layout::row && RT::E % piece == 0 && ST::chunk_elems % piece == 0) {
 #pragma unroll
-        for (int e = 0; e < RT::E; ++e) dst.data[i][j][e] = c.v[e];
+        for (int p = 0; p < RT::E; p += piece) {
+          auto c = *reinterpret_cast<const detail::chunk<T, piece>*>(&src(r0 + RT::row_of(i, lane, p), c0 + RT::col_of(j, lane, p)));
+#pragma unroll
+          for (int e = 0; e < piece; ++e) dst.data[i][j][p + e] = c.v[e];
+        }
+      } else if constexpr (RT::lay == layout::col && tr != 0 && RT::E % tr == 0) {
+        // Read h fills elements h*tr .. h*tr + tr-1 of each lane: rows (lane / 16) * E + h*tr + k of the base tile,
+        // column lane % 16. Within each group of 16 lanes, lanes k * lanes_per_row .. name row k (tr elements each:
+        // 8 bytes) and lane i receives column i.
+        constexpr int per = tr, lanes_per_row = 16 / tr;
+        static_assert(ST::chunk_elems % per == 0, "load: a transposing read must stay within one swizzle granule");
+        const int g = lane / 16, k = (lane % 16) / lanes_per_row, q = lane % lanes_per_row;
+#pragma unroll
+        for (int h = 0; h < RT::E / tr; ++h) {
+          const T* p = &src(r0 + i * RT::base_rows + g * RT::E + h * tr + k, c0 + j * RT::base_cols + q * per);
+          if constexpr (sizeof(T) == 2) {
+            const auto v = __builtin_bit_cast(detail::chunk<T, 4>, arch::lds_read_tr16_b64(p));
+#pragma unroll
+            for (int e = 0; e < tr; ++e) dst.data[i][j][h * tr + e] = v.v[e];
+          } else {
+            const auto v = __builtin_bit_cast(detail::chunk<T, 8>, arch::lds_read_tr8_b64(p));
+#pragma unroll
+            for (int e = 0; e < tr; ++e) dst.data[i][j][h * tr + e] = v.v[e];
+          }
+        }
       } else {
 #pragma unroll
         for (int e = 0; e < RT::E; ++e) dst.data[i][j][e] = src(r0 + RT::row_of(i, lane, e), c0 + RT::col_of(j, lane, e));
@@ -99,19 +130,32 @@ __device__ inline void load(RT& dst, const ST& src, coord at = {}) {
     }
 }
 
-// Shared tile from a register tile.
+// Shared tile from a register tile (with conversion to the shared tile's element type). Row layout: one write per
+// swizzle granule of the lane's run; col layout: one write per element.
 template <shared_tile ST, register_tile RT>
 __device__ inline void store(ST& dst, const RT& src, coord at = {}) {
+  using T = typename ST::dtype;
   const int lane = lane_id();
   const int r0 = at.r * RT::rows, c0 = at.c * RT::cols;
+  constexpr int piece = RT::E < ST::chunk_elems ? RT::E : ST::chunk_elems;
 #pragma unroll
   for (int i = 0; i < RT::tiles_r; ++i)
 #pragma unroll
-    for (int j = 0; j < RT::tiles_c; ++j)
+    for (int j = 0; j < RT::tiles_c; ++j) {
+      if constexpr (RT::lay == layout::row && RT::E % piece == 0 && ST::chunk_elems % piece == 0) {
 #pragma unroll
-      for (int e = 0; e < RT::E; ++e)
-        dst(r0 + RT::row_of(i, lane, e), c0 + RT::col_of(j, lane, e)) =
-            static_cast<typename ST::dtype>(static_cast<float>(src.data[i][j][e]));
+        for (int p = 0; p < RT::E; p += piece) {
+          detail::chunk<T, piece> c;
+#pragma unroll
+          for (int e = 0; e < piece; ++e) c.v[e] = static_cast<T>(static_cast<float>(src.data[i][j][p + e]));
+          *reinterpret_cast<detail::chunk<T, piece>*>(&dst(r0 + RT::row_of(i, lane, p), c0 + RT::col_of(j, lane, p))) = c;
+        }
+      } else {
+#pragma unroll
+        for (int e = 0; e < RT::E; ++e)
+          dst(r0 + RT::row_of(i, lane, e), c0 + RT::col_of(j, lane, e)) = static_cast<T>(static_cast<float>(src.data[i][j][e]));
+      }
+    }
 }
 
 }  // namespace hk

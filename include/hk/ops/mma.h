@@ -1,5 +1,6 @@
 // Matrix multiply-accumulate on register tiles: D = op(A) * op(B) + C with fp32 accumulation. The operand layouts
-// make the fragments the MFMA's own, so each 16x16xK block is one instruction on either arch.
+// make the fragments the MFMA's own, so each 16x16xK block is one instruction on either arch. Operands are bf16, half
+// (K = 16 on gfx942, 32 on gfx950) or fp8e4m3 in the arch's format (K = 32 on gfx942, 128 on gfx950).
 #pragma once
 #include "../types/rt.h"
 
@@ -22,6 +23,8 @@ __device__ inline auto frag(const T (&e)[arch::mfma_elems]) {
   }
 }
 
+__device__ inline arch::fp8_frag frag(const fp8e4m3 (&e)[arch::fp8_elems]) { return __builtin_bit_cast(arch::fp8_frag, e); }
+
 // Fragment (i, k) of an operand tile that runs M (or N) along `m` and K along `k`.
 template <class X>
 __device__ inline auto& op_frag(const X& x, int m, int k) {
@@ -33,7 +36,7 @@ template <class D, class A, class B, class C>
 __device__ inline void mma(D& d, const A& a, const B& b, const C& c, int M, int N, int K) {
   using T = typename A::dtype;
   static_assert(std::same_as<T, typename B::dtype>, "mma: A and B must have the same element type");
-  static_assert(mma_input<T>, "mma: operands must be bf16 or half");
+  static_assert(mma_input<T> || fp8_input<T>, "mma: operands must be bf16, half or fp8e4m3");
   static_assert(std::same_as<typename D::dtype, float> && D::lay == layout::col,
                 "mma: D must be an fp32 accumulator tile (rt_acc)");
   static_assert(std::same_as<typename C::dtype, float> && C::lay == layout::col, "mma: C must be an rt_acc");

@@ -2,8 +2,9 @@
 //
 // A tile is a grid of base tiles. In the row layout a base tile is 16 rows x 4E columns and lane l holds row l % 16,
 // columns (l / 16) * E + e for e < E; in the col layout it is 4E rows x 16 columns and lane l holds column l % 16,
-// rows (l / 16) * E + e. E is K/4 of the arch's 16x16 MFMA for 16-bit types (4 on gfx942, 8 on gfx950) and 4 for
-// float, so a float col tile of 16x16 blocks is exactly the MFMA accumulator.
+// rows (l / 16) * E + e. E is K/4 of the arch's 16x16 MFMA for 16-bit types (4 on gfx942, 8 on gfx950), K/4 of the
+// arch's 16x16 fp8 MFMA for fp8e4m3 (8 on gfx942, 32 on gfx950) and 4 for float, so a float col tile of 16x16 blocks
+// is exactly the MFMA accumulator.
 #pragma once
 #include "../arch.h"
 #include "dtypes.h"
@@ -13,7 +14,7 @@ namespace hk {
 enum class layout { row, col };
 
 template <tile_element T>
-inline constexpr int elems_per_lane = std::same_as<T, float> ? 4 : arch::mfma_elems;
+inline constexpr int elems_per_lane = std::same_as<T, float> ? 4 : fp8_input<T> ? arch::fp8_elems : arch::mfma_elems;
 
 template <tile_element T, int R, int C, layout L = layout::row>
 struct rt {

@@ -1,0 +1,239 @@
+// Layout swaps, transposes, the accumulator -> operand conversion of attention, and col-layout loads from shared
+// tiles (the B operand of mma_AB), with the LDS bank conflicts of each path as vgpu's model counts them.
+#include <cstdio>
+
+#include "hk/hk.h"
+#include "hk_test_util.h"
+
+using namespace hk;
+
+template <class T, int R, int C>
+using glt = gl<T, 1, 1, R, C>;
+
+// ---- acc -> operand -------------------------------------------------------------------------------------------------
+
+template <class T, int M, int N>
+__global__ void acc_to_op(const float* in, T* out) {
+  rt_acc<M, N> acc;
+  load(acc, glt<float, M, N>(const_cast<float*>(in), 1, 1, M, N), {});
+  rt<T, M, N, layout::row> op;
+  acc_to_operand(op, acc);
+  store(glt<T, M, N>(out, 1, 1, M, N), op, {});
+}
+
+template <class T, int M, int N>
+void check_acc_to_op() {
+  hktest::Buffer<float> in(M * N, 31, 5.f);
+  hktest::Buffer<T> out(M * N);
+  hipLaunchKernelGGL((acc_to_op<T, M, N>), dim3(1), dim3(64), 0, 0, in.dev, out.dev);
+  HIP_OK(hipDeviceSynchronize());
+  std::vector<float> want(M * N);
+  for (int i = 0; i < M * N; ++i) want[i] = hktest::quantize<T>(in.host[i]);
+  hktest::expect_close(out.read(), want, 0, 0, "acc_to_operand");
+}
+
+TEST(Layout, AccToOperandBf16_16x64) { check_acc_to_op<bf16, 16, 64>(); }
+TEST(Layout, AccToOperandBf16_32x32) { check_acc_to_op<bf16, 32, 32>(); }
+TEST(Layout, AccToOperandF16_64x128) { check_acc_to_op<half, 64, 128>(); }
+
+// O = P V with P an fp32 accumulator (the softmax of attention) used as the A operand, and V (keys x head dim) sitting
+// row-major in a shared tile, read in the col layout mma_AB wants for B.
+template <class T, int M, int N, int D>
+__global__ void attention_pv(const float* p, const T* v, float* o) {
+  __shared__ st<T, N, D> sv;
+  load<wave>(sv, glt<T, N, D>(const_cast<T*>(v), 1, 1, N, D), {});
+  barrier();
+  rt_acc<M, N> pacc;
+  load(pacc, glt<float, M, N>(const_cast<float*>(p), 1, 1, M, N), {});
+  rt<T, M, N, layout::row> pa;
+  acc_to_operand(pa, pacc);
+  rt<T, N, D, layout::col> vb;
+  load(vb, sv);
+  rt_acc<M, D> out;
+  zero(out);
+  mma_AB(out, pa, vb, out);
+  store(glt<float, M, D>(o, 1, 1, M, D), out, {});
+}
+
+template <class T, int M, int N, int D>
+void check_attention_pv() {
+  hktest::Buffer<float> p(M * N, 41, 1.f);
+  hktest::Buffer<T> v(N * D, 42);
+  hktest::Buffer<float> o(M * D);
+  hipLaunchKernelGGL((attention_pv<T, M, N, D>), dim3(1), dim3(64), 0, 0, p.dev, v.dev, o.dev);
+  HIP_OK(hipDeviceSynchronize());
+  std::vector<float> want(M * D);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < D; ++j) {
+      double s = 0;
+      for (int k = 0; k < N; ++k) s += double(hktest::quantize<T>(p.host[i * N + k])) * v.host[k * D + j];
+      want[i * D + j] = float(s);
+    }
+  hktest::expect_close(o.read(), want, 1e-4f, 1e-4f, "P V");
+}
+
+TEST(Layout, AttentionPVBf16) { check_attention_pv<bf16, 32, 64, 64>(); }
+TEST(Layout, AttentionPVF16) { check_attention_pv<half, 16, 128, 32>(); }
+
+// ---- swap_layout and transpose ----------------------------------------------------------------------------------------
+
+// Loads an R x C tile in layout Ls, converts it to layout Ld and element type Td (in registers where hk has a register
+// path and Scratch is false, otherwise through a shared tile), stores it.
+template <class Ts, class Td, int R, int C, layout Ls, layout Ld, bool Scratch>
+__global__ void swap_kernel(const Ts* in, Td* out) {
+  rt<Ts, R, C, Ls> s;
+  load(s, glt<Ts, R, C>(const_cast<Ts*>(in), 1, 1, R, C), {});
+  rt<Td, R, C, Ld> d;
+  if constexpr (Scratch) {
+    __shared__ st<Td, R, C> scratch;
+    swap_layout(d, s, scratch);
+  } else if constexpr (swappable_in_registers<decltype(d), decltype(s)>) {
+    swap_layout(d, s);
+  } else {
+    zero(d);  // no register path on this arch: the host does not launch this
+  }
+  store(glt<Td, R, C>(out, 1, 1, R, C), d, {});
+}
+
+// dst = src^T, in registers or through a shared tile.
+template <class T, int R, int C, layout Ls, layout Ld, bool Scratch>
+__global__ void transpose_kernel(const T* in, T* out) {
+  rt<T, R, C, Ls> s;
+  load(s, glt<T, R, C>(const_cast<T*>(in), 1, 1, R, C), {});
+  rt<T, C, R, Ld> d;
+  if constexpr (Scratch) {
+    __shared__ st<T, C, R> scratch;
+    transpose(d, s, scratch);
+  } else {
+    transpose(d, s);
+  }
+  store(glt<T, C, R>(out, 1, 1, C, R), d, {});
+}
+
+// Whether hk has a register path for the pair on the arch the device code is compiled for: asked on the device.
+template <class D, class S>
+__global__ void has_register_path(int* out) {
+  *out = swappable_in_registers<D, S>;
+}
+
+template <class D, class S>
+bool register_path() {
+  int* d;
+  EXPECT_EQ(hipMalloc(&d, 4), hipSuccess);
+  hipLaunchKernelGGL((has_register_path<D, S>), dim3(1), dim3(1), 0, 0, d);
+  int h = -1;
+  EXPECT_EQ(hipMemcpy(&h, d, 4, hipMemcpyDeviceToHost), hipSuccess);
+  (void)hipFree(d);
+  return h == 1;
+}
+
+template <class Ts, class Td, int R, int C, layout Ls, layout Ld, bool Scratch>
+void check_swap() {
+  hktest::Buffer<Ts> in(R * C, 51, 3.f);
+  hktest::Buffer<Td> out(R * C);
+  hipLaunchKernelGGL((swap_kernel<Ts, Td, R, C, Ls, Ld, Scratch>), dim3(1), dim3(64), 0, 0, in.dev, out.dev);
+  HIP_OK(hipDeviceSynchronize());
+  std::vector<float> want(R * C);
+  for (int i = 0; i < R * C; ++i) want[i] = hktest::quantize<Td>(in.host[i]);
+  hktest::expect_close(out.read(), want, 0, 0, "swap_layout");
+}
+
+template <class T, int R, int C, layout Ls, layout Ld, bool Scratch>
+void check_transpose() {
+  hktest::Buffer<T> in(R * C, 52, 3.f), out(R * C);
+  hipLaunchKernelGGL((transpose_kernel<T, R, C, Ls, Ld, Scratch>), dim3(1), dim3(64), 0, 0, in.dev, out.dev);
+  HIP_OK(hipDeviceSynchronize());
+  std::vector<float> want(R * C);
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) want[c * R + r] = in.host[r * C + c];
+  hktest::expect_close(out.read(), want, 0, 0, "transpose");
+}
+
+// Register paths that exist on both archs: E = 4 on both sides (fp32 tiles), acc -> any row tile.
+TEST(Layout, SwapRegistersF32RowToCol) { check_swap<float, float, 32, 48, layout::row, layout::col, false>(); }
+TEST(Layout, SwapRegistersF32ColToRow) { check_swap<float, float, 48, 32, layout::col, layout::row, false>(); }
+TEST(Layout, SwapRegistersAccToBf16Row) { check_swap<float, bf16, 32, 64, layout::col, layout::row, false>(); }
+// 16-bit row <-> col: in registers where E = 4 (gfx942), through shared memory otherwise (gfx950, E = 8).
+TEST(Layout, SwapBf16RowToColRegistersWhereE4) {
+  using D = rt<bf16, 64, 32, layout::col>;
+  using S = rt<bf16, 64, 32, layout::row>;
+  const bool regs = register_path<D, S>();
+  EXPECT_EQ(regs, !hktest::is_gfx950()) << "register path for 16-bit row -> col exactly where E = 4 (gfx942)";
+  if (regs) check_swap<bf16, bf16, 64, 32, layout::row, layout::col, false>();
+  else GTEST_SKIP() << "no register path on this arch (E = 8): the scratch cases cover it";
+}
+TEST(Layout, SwapScratchBf16RowToCol) { check_swap<bf16, bf16, 64, 32, layout::row, layout::col, true>(); }
+TEST(Layout, SwapScratchBf16ColToRow) { check_swap<bf16, bf16, 32, 64, layout::col, layout::row, true>(); }
+TEST(Layout, SwapScratchF16ColToRow) { check_swap<half, half, 64, 64, layout::col, layout::row, true>(); }
+TEST(Layout, SwapScratchF32RowToBf16Row) { check_swap<float, bf16, 32, 64, layout::row, layout::row, true>(); }
+TEST(Layout, SwapScratchAccToBf16Col) { check_swap<float, bf16, 64, 32, layout::col, layout::col, true>(); }
+TEST(Layout, SwapScratchBf16RowToF32Col) { check_swap<bf16, float, 32, 64, layout::row, layout::col, true>(); }
+
+TEST(Layout, TransposeFreeBf16RowToCol) { check_transpose<bf16, 32, 64, layout::row, layout::col, false>(); }
+TEST(Layout, TransposeFreeF32ColToRow) { check_transpose<float, 48, 16, layout::col, layout::row, false>(); }
+TEST(Layout, TransposeRegistersF32Acc) { check_transpose<float, 32, 48, layout::col, layout::col, false>(); }
+TEST(Layout, TransposeRegistersF32Row) { check_transpose<float, 16, 32, layout::row, layout::row, false>(); }
+TEST(Layout, TransposeScratchBf16Row) { check_transpose<bf16, 32, 64, layout::row, layout::row, true>(); }
+TEST(Layout, TransposeScratchF16Col) { check_transpose<half, 64, 32, layout::col, layout::col, true>(); }
+
+// ---- col-layout loads from shared tiles ---------------------------------------------------------------------------------
+
+// A K x N shared tile (row-major, swizzled) read into col-layout register tiles of Kt x Nt at every tile position, by
+// every wave, and written back out.
+template <class T, int K, int N, int Kt, int Nt, int Waves>
+__global__ void col_from_shared(const T* in, T* out) {
+  __shared__ st<T, K, N> s;
+  load<group<Waves>>(s, glt<T, K, N>(const_cast<T*>(in), 1, 1, K, N), {});
+  barrier();
+  for (int t = wave_id(); t < (K / Kt) * (N / Nt); t += Waves) {
+    const coord at{0, 0, t / (N / Nt), t % (N / Nt)};
+    rt<T, Kt, Nt, layout::col> r;
+    load(r, s, at);
+    store(glt<T, K, N>(out, 1, 1, K, N), r, at);
+  }
+}
+
+struct ColLoad {
+  unsigned long long accesses, conflict_cycles;
+  std::string read;
+};
+
+template <class T, int K, int N, int Kt, int Nt, int Waves>
+ColLoad check_col_load() {
+  hktest::Buffer<T> in(K * N, 61), out(K * N);
+  const bool profiled = hktest::set_profiling(true);
+  hipLaunchKernelGGL((col_from_shared<T, K, N, Kt, Nt, Waves>), dim3(1), dim3(64 * Waves), 0, 0, in.dev, out.dev);
+  EXPECT_EQ(hipDeviceSynchronize(), hipSuccess);
+  hktest::set_profiling(false);
+  hktest::expect_close(out.read(), in.host, 0, 0, "col-layout load from shared");
+  if (!profiled) return {};
+  const hktest::LdsStats s = hktest::last_lds("ds_read");
+  EXPECT_GT(s.accesses, 0u);
+  std::string reads;
+  for (auto& [m, c] : s.mnemonics) reads += (reads.empty() ? "" : ", ") + m + " (" + std::to_string(c) + " conflict cycles)";
+  std::printf("[col load] %s st<%d x %d> -> rt<%d x %d, col>: %llu LDS read instructions, %llu conflict cycles: %s\n",
+              hktest::is_gfx950() ? "gfx950" : "gfx942", K, N, Kt, Nt, s.accesses, s.conflict_cycles, reads.c_str());
+  return {s.accesses, s.conflict_cycles, s.example};
+}
+
+// gfx950 reads 16-bit col tiles with ds_read_b64_tr_b16, four elements per read; gfx942 reads each element
+// (ds_read_u16). Conflicts are pinned per read instruction. Measured: none on gfx942; on gfx950 2 cycles per
+// ds_read_b64_tr_b16 for rows of 128, 256 and 512 bytes: each of the read's two phases (lanes 0-31, 32-63) takes rows
+// r..r+3 and r+8..r+11 of the tile, which st's swizzle (granule ^ row % 16, one swizzle per 16 rows) puts in the same
+// banks for 128-byte rows (r and r+8 alike) and, for wider rows, pairs r, r^1 in one 32-byte slot.
+template <class T, int K, int N, int Kt, int Nt, int Waves>
+void check_col_load_path(unsigned long long per_read_gfx942, unsigned long long per_read_gfx950) {
+  const ColLoad c = check_col_load<T, K, N, Kt, Nt, Waves>();
+  if (c.accesses == 0) return;  // not vgpu: nothing profiled
+  const bool g950 = hktest::is_gfx950();
+  constexpr int per_lane = Kt * Nt / 64;  // elements per lane per tile
+  const unsigned long long tiles = (K / Kt) * (N / Nt);
+  EXPECT_EQ(c.accesses, tiles * (g950 ? per_lane / 4 : per_lane)) << "reads per tile";
+  EXPECT_NE(c.read.find(g950 ? "ds_read_b64_tr_b16" : "ds_read_u16"), std::string::npos) << c.read;
+  EXPECT_EQ(c.conflict_cycles, c.accesses * (g950 ? per_read_gfx950 : per_read_gfx942)) << "LDS conflict cycles";
+}
+
+TEST(ColLoad, Bf16_64x64_Tile32x32) { check_col_load_path<bf16, 64, 64, 32, 32, 4>(0, 2); }
+TEST(ColLoad, Bf16_128x64_Tile64x16) { check_col_load_path<bf16, 128, 64, 64, 16, 2>(0, 2); }
+TEST(ColLoad, F16_64x128_Tile64x64) { check_col_load_path<half, 64, 128, 64, 64, 2>(0, 2); }
+TEST(ColLoad, Bf16_32x256_Tile32x128) { check_col_load_path<bf16, 32, 256, 32, 128, 1>(0, 2); }
