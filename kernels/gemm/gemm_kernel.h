@@ -16,6 +16,23 @@ struct GemmArgs {
   float alpha, beta;
 };
 
+// The operands as global layouts and this workgroup's tile of C (tile_m, tile_n) in units of BM x BN, in the
+// chiplet-aware order: consecutive logical tiles, which share rows of A, land on one XCD's L2.
+template <class TIn, class TOut, bool BIsNK, int BM, int BN>
+struct GemmView {
+  gl<TIn, 1, 1> a, b;
+  gl<TOut, 1, 1> c;
+  int tile_m, tile_n;
+  __device__ explicit GemmView(const GemmArgs& p)
+      : a(static_cast<TIn*>(const_cast<void*>(p.a)), 1, 1, p.m, p.k, p.lda),
+        b(static_cast<TIn*>(const_cast<void*>(p.b)), 1, 1, BIsNK ? p.n : p.k, BIsNK ? p.k : p.n, p.ldb),
+        c(static_cast<TOut*>(p.c), 1, 1, p.m, p.n, p.ldc) {
+    const int tiles_n = (p.n + BN - 1) / BN, tiles_m = (p.m + BM - 1) / BM;
+    const int id = xcd_remap(int(blockIdx.x), tiles_m * tiles_n);
+    tile_m = id / tiles_n, tile_n = id % tiles_n;
+  }
+};
+
 template <class TIn, class TOut, bool BIsNK>
 __global__ __launch_bounds__(256) void gemm(GemmArgs p) {
   constexpr int BM = 128, BN = 128, BK = 64, WM = 64, WN = 64;
@@ -24,14 +41,9 @@ __global__ __launch_bounds__(256) void gemm(GemmArgs p) {
   __shared__ st<TIn, BM, BK> sa;
   __shared__ BTile sb;
 
-  // Chiplet-aware order: consecutive logical tiles (sharing rows of A) land on one XCD's L2.
-  const int tiles_n = (p.n + BN - 1) / BN, tiles_m = (p.m + BM - 1) / BM;
-  const int id = xcd_remap(int(blockIdx.x), tiles_m * tiles_n);
-  const int tm = id / tiles_n, tn = id % tiles_n;
-
-  gl<TIn, 1, 1> A(static_cast<TIn*>(const_cast<void*>(p.a)), 1, 1, p.m, p.k, p.lda);
-  gl<TIn, 1, 1> B(static_cast<TIn*>(const_cast<void*>(p.b)), 1, 1, BIsNK ? p.n : p.k, BIsNK ? p.k : p.n, p.ldb);
-  gl<TOut, 1, 1> C(static_cast<TOut*>(p.c), 1, 1, p.m, p.n, p.ldc);
+  const GemmView<TIn, TOut, BIsNK, BM, BN> v(p);
+  const auto &A = v.a, &B = v.b;
+  const int tm = v.tile_m, tn = v.tile_n;
 
   const int wr = G::wave() / 2, wc = G::wave() % 2;
   rt_acc<WM, WN> acc;
@@ -54,7 +66,7 @@ __global__ __launch_bounds__(256) void gemm(GemmArgs p) {
     }
     barrier();
   }
-  store_bounded(C, acc, {0, 0, 2 * tm + wr, 2 * tn + wc}, p.alpha, p.beta);
+  store_bounded(v.c, acc, {0, 0, 2 * tm + wr, 2 * tn + wc}, p.alpha, p.beta);
 }
 
 }  // namespace hk::kernels

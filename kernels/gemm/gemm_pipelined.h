@@ -19,12 +19,9 @@ __global__ __launch_bounds__(512) void gemm_pipelined(GemmArgs p) {
   __shared__ ATile sa[2];
   __shared__ BTile sb[2];
 
-  const int tiles_n = (p.n + BN - 1) / BN, tiles_m = (p.m + BM - 1) / BM;
-  const int id = xcd_remap(int(blockIdx.x), tiles_m * tiles_n);
-  const int tm = id / tiles_n, tn = id % tiles_n;
-  gl<TIn, 1, 1> A(static_cast<TIn*>(const_cast<void*>(p.a)), 1, 1, p.m, p.k, p.lda);
-  gl<TIn, 1, 1> B(static_cast<TIn*>(const_cast<void*>(p.b)), 1, 1, BIsNK ? p.n : p.k, BIsNK ? p.k : p.n, p.ldb);
-  gl<TOut, 1, 1> C(static_cast<TOut*>(p.c), 1, 1, p.m, p.n, p.ldc);
+  const GemmView<TIn, TOut, BIsNK, BM, BN> v(p);
+  const auto &A = v.a, &B = v.b;
+  const int tm = v.tile_m, tn = v.tile_n;
 
   auto issue = [&](int kt, int stage) {
     load_async<G>(sa[stage], A, {0, 0, tm, kt});
@@ -60,7 +57,7 @@ __global__ __launch_bounds__(512) void gemm_pipelined(GemmArgs p) {
     }
     barrier();  // every wave is done with this stage before it is refilled
   }
-  store_bounded(C, acc, {0, 0, (BM / WM) * tm + wr, waves_n * tn + wc}, p.alpha, p.beta);
+  store_bounded(v.c, acc, {0, 0, (BM / WM) * tm + wr, waves_n * tn + wc}, p.alpha, p.beta);
 }
 
 }  // namespace hk::kernels

@@ -5,31 +5,10 @@
 
 namespace hk {
 
-// Shared tile from global memory by group G; elements outside the tensor are zero. Whole 16-byte chunks inside the
-// tensor move as one load; a chunk that crosses the edge moves element by element.
+// Shared tile from global memory by group G; elements outside the tensor are zero.
 template <class G, shared_tile ST, class GL>
 __device__ inline void load_bounded(ST& dst, const GL& src, coord at) {
-  using T = typename ST::dtype;
-  constexpr int per16 = 16 / int(sizeof(T));
-  constexpr int chunks_per_row = ST::cols / per16, chunks = ST::rows * chunks_per_row;
-  const int r0 = at.r * ST::rows, c0 = at.c * ST::cols;
-  for (int q = G::thread(); q < chunks; q += G::threads) {
-    const int r = q / chunks_per_row, c = (q % chunks_per_row) * per16;
-    const int gr = r0 + r, gc = c0 + c;
-    detail::chunk<T, per16> v;
-    if (gr < src.rows() && gc + per16 <= src.cols()) {
-      v = *reinterpret_cast<const detail::chunk<T, per16>*>(src.at(at.b, at.d, gr, gc));
-    } else {
-#pragma unroll
-      for (int e = 0; e < per16; ++e) v.v[e] = src.inside(gr, gc + e) ? *src.at(at.b, at.d, gr, gc + e) : T(0);
-    }
-#pragma unroll
-    for (int piece = 0; piece < per16 / ST::chunk_elems; ++piece) {
-      auto* d = reinterpret_cast<detail::chunk<T, ST::chunk_elems>*>(&dst(r, c + piece * ST::chunk_elems));
-#pragma unroll
-      for (int e = 0; e < ST::chunk_elems; ++e) d->v[e] = v.v[piece * ST::chunk_elems + e];
-    }
-  }
+  detail::load_shared<G, true>(dst, src, at);
 }
 
 // dst = alpha * acc + beta * dst for the elements inside the tensor (beta == 0 does not read dst).

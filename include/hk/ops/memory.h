@@ -57,23 +57,41 @@ __device__ inline void store(const GL& dst, const RT& src, coord at) {
             static_cast<T>(static_cast<float>(src.data[i][j][e]));
 }
 
-// Shared tile from global memory, by all threads of group G: 16-byte loads, written in swizzle-granule pieces.
-template <class G, shared_tile ST, class GL>
-__device__ inline void load(ST& dst, const GL& src, coord at) {
+namespace detail {
+
+// Shared tile from global memory, by all threads of group G: 16-byte loads written in swizzle-granule pieces. When
+// `bounded`, elements outside the tensor read as zero: a 16-byte chunk that crosses its edge moves element by element.
+template <class G, bool bounded, shared_tile ST, class GL>
+__device__ inline void load_shared(ST& dst, const GL& src, coord at) {
   using T = typename ST::dtype;
   constexpr int per16 = 16 / int(sizeof(T));
   constexpr int chunks_per_row = ST::cols / per16, chunks = ST::rows * chunks_per_row;
   const int r0 = at.r * ST::rows, c0 = at.c * ST::cols;
   for (int q = G::thread(); q < chunks; q += G::threads) {
     const int r = q / chunks_per_row, c = (q % chunks_per_row) * per16;
-    const auto v = *reinterpret_cast<const detail::chunk<T, per16>*>(src.at(at.b, at.d, r0 + r, c0 + c));
+    const int gr = r0 + r, gc = c0 + c;
+    chunk<T, per16> v;
+    if (!bounded || (gr < src.rows() && gc + per16 <= src.cols())) {
+      v = *reinterpret_cast<const chunk<T, per16>*>(src.at(at.b, at.d, gr, gc));
+    } else {
+#pragma unroll
+      for (int e = 0; e < per16; ++e) v.v[e] = src.inside(gr, gc + e) ? *src.at(at.b, at.d, gr, gc + e) : T(0);
+    }
 #pragma unroll
     for (int piece = 0; piece < per16 / ST::chunk_elems; ++piece) {
-      auto* d = reinterpret_cast<detail::chunk<T, ST::chunk_elems>*>(&dst(r, c + piece * ST::chunk_elems));
+      auto* d = reinterpret_cast<chunk<T, ST::chunk_elems>*>(&dst(r, c + piece * ST::chunk_elems));
 #pragma unroll
       for (int e = 0; e < ST::chunk_elems; ++e) d->v[e] = v.v[piece * ST::chunk_elems + e];
     }
   }
+}
+
+}  // namespace detail
+
+// Shared tile from global memory, by all threads of group G (the tile lies inside the tensor).
+template <class G, shared_tile ST, class GL>
+__device__ inline void load(ST& dst, const GL& src, coord at) {
+  detail::load_shared<G, false>(dst, src, at);
 }
 
 // Register tile from a shared tile (rows and columns of the tile at `at` within the shared tile, in tile units).
