@@ -1,0 +1,60 @@
+// Maps across the matrix of element types (bf16, half, float) x layouts (row, col) x tile shapes: every elementwise
+// op on tiles loaded from and stored to global memory, against a host model that rounds to the tile's type after each
+// op, as the device does.
+#include "hk/hk.h"
+#include "hk_test_util.h"
+
+using namespace hk;
+
+template <class T, int R, int C, layout L>
+__global__ void map_chain(const T* a, const T* b, T* out) {
+  gl<T, 1, 1, R, C> ga(const_cast<T*>(a), 1, 1, R, C), gb(const_cast<T*>(b), 1, 1, R, C), go(out, 1, 1, R, C);
+  rt<T, R, C, L> x, y, r;
+  load(x, ga, {});
+  load(y, gb, {});
+  add(r, x, y);       // a + b
+  mul(r, r, 0.5f);    // (a + b) / 2
+  max(r, r, x);       // max(., a)
+  sub(r, r, y);       // . - b
+  abs(r);             // |.|
+  min(r, r, 1.5f);    // min(., 1.5)
+  exp2(r);            // 2^.
+  div(r, r, 2.f);     // / 2
+  relu(y);            // relu(b)
+  add(r, r, y);       // + relu(b)
+  store(go, r, {});
+}
+
+template <class T>
+float host_chain(float a, float b) {
+  auto q = [](float v) { return hktest::quantize<T>(v); };
+  float r = q(a + b);
+  r = q(r * 0.5f);
+  r = q(std::max(r, a));
+  r = q(r - b);
+  r = q(std::fabs(r));
+  r = q(std::min(r, 1.5f));
+  r = q(std::exp2(r));
+  r = q(r / 2.f);
+  return q(r + q(std::max(b, 0.f)));
+}
+
+template <class T, int R, int C, layout L>
+void check() {
+  hktest::Buffer<T> a(R * C, 21, 2.f), b(R * C, 22, 2.f), out(R * C);
+  hipLaunchKernelGGL((map_chain<T, R, C, L>), dim3(1), dim3(64), 0, 0, a.dev, b.dev, out.dev);
+  HIP_OK(hipDeviceSynchronize());
+  std::vector<float> want(R * C);
+  for (int i = 0; i < R * C; ++i) want[i] = host_chain<T>(a.host[i], b.host[i]);
+  // exp2 on the device is within a couple of ulps of the host's: one step of the type's precision.
+  const float rtol = std::is_same_v<T, float> ? 1e-6f : std::is_same_v<T, bf16> ? 1.f / 128 : 1.f / 1024;
+  hktest::expect_close(out.read(), want, 0, rtol, "map chain");
+}
+
+// Shapes: one base tile, and a multi-tile rectangle in each layout (multiples of every arch's base tile).
+TEST(MapsMatrix, Bf16Row) { check<bf16, 16, 32, layout::row>(); check<bf16, 48, 64, layout::row>(); }
+TEST(MapsMatrix, Bf16Col) { check<bf16, 32, 16, layout::col>(); check<bf16, 64, 48, layout::col>(); }
+TEST(MapsMatrix, HalfRow) { check<half, 16, 32, layout::row>(); check<half, 32, 96, layout::row>(); }
+TEST(MapsMatrix, HalfCol) { check<half, 32, 16, layout::col>(); check<half, 96, 32, layout::col>(); }
+TEST(MapsMatrix, FloatRow) { check<float, 16, 16, layout::row>(); check<float, 32, 48, layout::row>(); }
+TEST(MapsMatrix, FloatCol) { check<float, 16, 16, layout::col>(); check<float, 48, 32, layout::col>(); }
