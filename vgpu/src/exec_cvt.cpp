@@ -68,25 +68,6 @@ void v_cvt_pk_f32_f8(Wave& w, const Inst& I) {
 
 // --- f32 -> fp8 / bf8 ---------------------------------------------------------------------------------------------
 
-// v_cvt_pk_{fp8,bf8}_f32 D, S0, S1: D.word[op_sel[2]] = {code(S1), code(S0)}, round to nearest even; the other word
-// of D is kept.
-template <bool bf8>
-void v_cvt_pk_f8_f32(Wave& w, const Inst& I) {
-  const Fp8 f = format_of(w, bf8);
-  const bool sat = fp8_saturates(w);
-  Lanes<f32> a, b;
-  fetch(w, I, 1, 0, a);
-  fetch(w, I, 2, 1, b);
-  const int shift = (I.op_sel >> 2 & 1) ? 16 : 0;
-  const u64 exec = w.exec();
-  u32* d = w.v[I.op[0].reg];
-  for (int l = 0; l < kLanes; ++l) {
-    if (!(exec >> l & 1)) continue;
-    const u32 word = u32(encode_fp8(a[l], f, sat)) | u32(encode_fp8(b[l], f, sat)) << 8;
-    d[l] = (d[l] & ~(0xffffu << shift)) | word << shift;
-  }
-}
-
 // v_cvt_sr_{fp8,bf8}_f32 D, S0, S1: D.byte[op_sel[3:2]] = code(S0) rounded stochastically with the random bits S1;
 // the other bytes of D are kept.
 template <bool bf8>
@@ -150,24 +131,26 @@ void v_cvt_scalef32_pk_f32_f8(Wave& w, const Inst& I) {
   store(w, I, 0, r);
 }
 
-// v_cvt_scalef32_pk_{fp8,bf8}_f32 D, S0, S1, scale: D.word[op_sel[3]] = {code(S1 / 2^e), code(S0 / 2^e)}.
-template <bool bf8>
-void v_cvt_scalef32_pk_f8_f32(Wave& w, const Inst& I) {
+// v_cvt_pk_{fp8,bf8}_f32 D, S0, S1 and (gfx950) v_cvt_scalef32_pk_{fp8,bf8}_f32 D, S0, S1, scale:
+// D.word[op_sel[2]] (scaled: op_sel[3]) = {code(S1 / 2^e), code(S0 / 2^e)}, rounded to nearest even, e = 0 unscaled;
+// the other word of D is kept.
+template <bool bf8, bool scaled>
+void v_cvt_pk_f8_f32(Wave& w, const Inst& I) {
   const Fp8 f = format_of(w, bf8);
   const bool sat = fp8_saturates(w);
   Lanes<f32> a, b;
   Lanes<u32> s;
   fetch(w, I, 1, 0, a);
   fetch(w, I, 2, 1, b);
-  fetch(w, I, 3, 2, s);
-  const int shift = (I.op_sel >> 3 & 1) ? 16 : 0;
+  if constexpr (scaled) fetch(w, I, 3, 2, s);
+  const int shift = (I.op_sel >> (scaled ? 3 : 2) & 1) ? 16 : 0;
   const u64 exec = w.exec();
   u32* d = w.v[I.op[0].reg];
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
-    const int e = scale_exponent(s[l]);
-    const uint8_t lo = e == kScaleNaN ? scaled_nan(f) : encode_fp8(a[l], f, sat, e);
-    const uint8_t hi = e == kScaleNaN ? scaled_nan(f) : encode_fp8(b[l], f, sat, e);
+    const int e = scaled ? scale_exponent(s[l]) : 0;
+    const uint8_t lo = scaled && e == kScaleNaN ? scaled_nan(f) : encode_fp8(a[l], f, sat, e);
+    const uint8_t hi = scaled && e == kScaleNaN ? scaled_nan(f) : encode_fp8(b[l], f, sat, e);
     const u32 word = u32(lo) | u32(hi) << 8;
     d[l] = (d[l] & ~(0xffffu << shift)) | word << shift;
   }
@@ -239,8 +222,8 @@ void register_cvt(IsaTable& t) {
   t.add("v_cvt_f32_bf8", v_cvt_f32_f8<true>);
   t.add("v_cvt_pk_f32_fp8", v_cvt_pk_f32_f8<false>);
   t.add("v_cvt_pk_f32_bf8", v_cvt_pk_f32_f8<true>);
-  t.add("v_cvt_pk_fp8_f32", v_cvt_pk_f8_f32<false>, ImmType::f32);
-  t.add("v_cvt_pk_bf8_f32", v_cvt_pk_f8_f32<true>, ImmType::f32);
+  t.add("v_cvt_pk_fp8_f32", v_cvt_pk_f8_f32<false, false>, ImmType::f32);
+  t.add("v_cvt_pk_bf8_f32", v_cvt_pk_f8_f32<true, false>, ImmType::f32);
   t.add("v_cvt_sr_fp8_f32", v_cvt_sr_f8_f32<false>, ImmType::f32);
   t.add("v_cvt_sr_bf8_f32", v_cvt_sr_f8_f32<true>, ImmType::f32);
 
@@ -249,8 +232,8 @@ void register_cvt(IsaTable& t) {
   t.add("v_cvt_scalef32_f32_bf8", v_cvt_scalef32_f32_f8<true>, ImmType::f32);
   t.add("v_cvt_scalef32_pk_f32_fp8", v_cvt_scalef32_pk_f32_f8<false>, ImmType::f32);
   t.add("v_cvt_scalef32_pk_f32_bf8", v_cvt_scalef32_pk_f32_f8<true>, ImmType::f32);
-  t.add("v_cvt_scalef32_pk_fp8_f32", v_cvt_scalef32_pk_f8_f32<false>, ImmType::f32);
-  t.add("v_cvt_scalef32_pk_bf8_f32", v_cvt_scalef32_pk_f8_f32<true>, ImmType::f32);
+  t.add("v_cvt_scalef32_pk_fp8_f32", v_cvt_pk_f8_f32<false, true>, ImmType::f32);
+  t.add("v_cvt_scalef32_pk_bf8_f32", v_cvt_pk_f8_f32<true, true>, ImmType::f32);
   t.add("v_cvt_scalef32_sr_fp8_f32", v_cvt_scalef32_sr_f8_f32<false>, ImmType::f32);
   t.add("v_cvt_scalef32_sr_bf8_f32", v_cvt_scalef32_sr_f8_f32<true>, ImmType::f32);
   t.add("v_cvt_pk_bf16_f32", v_cvt_pk_bf16_f32, ImmType::f32);
