@@ -22,6 +22,7 @@ struct cdna3 : gfx9_waitcnt {
   static constexpr int compute_units = 304, xcds = 8;
   static constexpr int lds_banks = 32;
   static constexpr int mfma_k = 16;        // K of the 16x16 bf16/f16 MFMA: v_mfma_f32_16x16x16_{bf16,f16}
+  static constexpr int mfma32_k = 8;       // K of the 32x32 bf16/f16 MFMA: v_mfma_f32_32x32x8_{bf16,f16}
   static constexpr int lds_read_bytes = 8; // the widest LDS read a register-tile load issues per lane (ds_read_b64)
   static constexpr int lds_dma_bytes = 4;  // buffer_load_dword ... lds: bytes per lane of a load straight into LDS
   static constexpr bool fp8_fnuz = true;   // e4m3fnuz / e5m2fnuz
@@ -36,6 +37,7 @@ struct cdna4 : gfx9_waitcnt {
   static constexpr int compute_units = 256, xcds = 8;
   static constexpr int lds_banks = 64;
   static constexpr int mfma_k = 32;         // v_mfma_f32_16x16x32_{bf16,f16}
+  static constexpr int mfma32_k = 16;       // v_mfma_f32_32x32x16_{bf16,f16}
   static constexpr int lds_read_bytes = 16; // ds_read_b128
   static constexpr int lds_dma_bytes = 16;  // buffer_load_dwordx4 ... lds
   static constexpr bool fp8_fnuz = false;   // OCP e4m3fn / e5m2
@@ -57,6 +59,13 @@ inline constexpr int mfma_elems = current::mfma_k / 4;
 using bf16_frag = __bf16 __attribute__((ext_vector_type(mfma_elems)));
 using f16_frag = _Float16 __attribute__((ext_vector_type(mfma_elems)));
 using f32x4 = float __attribute__((ext_vector_type(4)));
+
+// 16-bit operand fragments of one 32x32xK MFMA: K/2 elements per lane (4 on gfx942, 8 on gfx950: the same widths as
+// the 16x16 family's), and its accumulator, 16 floats per lane.
+inline constexpr int mfma32_elems = current::mfma32_k / 2;
+using bf16_frag32 = __bf16 __attribute__((ext_vector_type(mfma32_elems)));
+using f16_frag32 = _Float16 __attribute__((ext_vector_type(mfma32_elems)));
+using f32x16 = float __attribute__((ext_vector_type(16)));
 
 // fp8 operand fragments of one 16x16xK fp8 MFMA: K/4 bytes per lane (8 on gfx942, 32 on gfx950).
 inline constexpr int fp8_elems = current::fp8_mfma_k / 4;
@@ -82,6 +91,29 @@ __device__ inline f32x4 mma16(f16_frag a, f16_frag b, f32x4 c) {
   return __builtin_amdgcn_mfma_f32_16x16x32_f16(a, b, c, 0, 0, 0);
 #elif defined(__gfx942__)
   return __builtin_amdgcn_mfma_f32_16x16x16f16(a, b, c, 0, 0, 0);
+#else
+  return c;
+#endif
+}
+
+// D = A * B + C for one 32x32 output block over the arch's K. Lane l supplies row (A) or column (B) l % 32 and
+// k = (l / 32) * K/2 + e; D[i][j] lands in lane j + 32 * ((i / 4) % 2), element 4 * (i / 8) + i % 4.
+__device__ inline f32x16 mma32(bf16_frag32 a, bf16_frag32 b, f32x16 c) {
+#if defined(__gfx950__)
+  return __builtin_amdgcn_mfma_f32_32x32x16_bf16(a, b, c, 0, 0, 0);
+#elif defined(__gfx942__)
+  using s4 = short __attribute__((ext_vector_type(4)));
+  return __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(__builtin_bit_cast(s4, a), __builtin_bit_cast(s4, b), c, 0, 0, 0);
+#else
+  return c;
+#endif
+}
+
+__device__ inline f32x16 mma32(f16_frag32 a, f16_frag32 b, f32x16 c) {
+#if defined(__gfx950__)
+  return __builtin_amdgcn_mfma_f32_32x32x16_f16(a, b, c, 0, 0, 0);
+#elif defined(__gfx942__)
+  return __builtin_amdgcn_mfma_f32_32x32x8f16(a, b, c, 0, 0, 0);
 #else
   return c;
 #endif

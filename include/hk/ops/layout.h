@@ -66,7 +66,7 @@ inline constexpr layout other_layout = X::lay == layout::row ? layout::col : lay
 // The register path's condition (see the header comment).
 template <class D, class S>
 inline constexpr bool register_swappable =
-    S::E == 4 && D::lay != S::lay && (D::E == 4 || (S::lay == layout::col && D::lay == layout::row && D::E % 4 == 0 &&
+    std::same_as<typename D::shape, mfma16> && std::same_as<typename S::shape, mfma16> && S::E == 4 && D::lay != S::lay && (D::E == 4 || (S::lay == layout::col && D::lay == layout::row && D::E % 4 == 0 &&
                                                       (D::E <= 16 || D::E % 16 == 0)));
 
 template <class D, class S>
@@ -114,7 +114,7 @@ __device__ inline void swap_layout_registers(D& d, const S& s) {
 
 // A register tile of the same matrix as X transposed, in the other layout: the same registers, tiles reindexed.
 template <class X>
-using transposed_view = rt<typename X::dtype, X::cols, X::rows, other_layout<X>>;
+using transposed_view = rt<typename X::dtype, X::cols, X::rows, other_layout<X>, typename X::shape>;
 
 template <class V, class X>
 __device__ inline void transpose_view(V& v, const X& x) {
@@ -130,19 +130,20 @@ __device__ inline void transpose_view(V& v, const X& x) {
 
 // Whether swap_layout(d, s) has a register path for these tile types (otherwise pass a shared scratch tile).
 template <class D, class S>
-inline constexpr bool swappable_in_registers = (D::lay == S::lay && D::E == S::E) || detail::register_swappable<D, S>;
+inline constexpr bool swappable_in_registers =
+    (D::lay == S::lay && D::E == S::E && std::same_as<typename D::shape, typename S::shape>) || detail::register_swappable<D, S>;
 
 // dst = src as a tile of another layout and/or element type, through registers only (see the header comment for
 // the pairs this covers; the scratch overload takes every pair).
 template <register_tile D, register_tile S>
 __device__ inline void swap_layout(D& d, const S& s) {
   static_assert(D::rows == S::rows && D::cols == S::cols, "swap_layout: tiles must have the same shape");
-  if constexpr (D::lay == S::lay && D::E == S::E) {
+  if constexpr (D::lay == S::lay && D::E == S::E && std::same_as<typename D::shape, typename S::shape>) {
     copy(d, s);
   } else {
     static_assert(detail::register_swappable<D, S>,
-                  "swap_layout: no register path between these layouts (the source needs E = 4, and a col -> row swap "
-                  "or E = 4 on both sides); pass a shared scratch tile: swap_layout(dst, src, scratch)");
+                  "swap_layout: no register path between these layouts (mfma16 tiles only; the source needs E = 4, and "
+                  "a col -> row swap or E = 4 on both sides); pass a shared scratch tile: swap_layout(dst, src, scratch)");
     detail::swap_layout_registers(d, s);
   }
 }
@@ -184,7 +185,8 @@ __device__ inline void transpose(D& d, const S& s, ST& scratch) {
   static_assert(D::rows == S::cols && D::cols == S::rows, "transpose: the destination must be the source's cols x rows");
   detail::transposed_view<S> v;
   detail::transpose_view(v, s);
-  if constexpr (D::lay == decltype(v)::lay && D::E == decltype(v)::E) copy(d, v);
+  using V = decltype(v);
+  if constexpr (D::lay == V::lay && D::E == V::E && std::same_as<typename D::shape, typename V::shape>) copy(d, v);
   else swap_layout(d, v, scratch);
 }
 

@@ -36,6 +36,8 @@ __device__ inline void map(D& d, const A& a, const B& b, F f) {
   static_assert(D::rows == A::rows && D::cols == A::cols && A::rows == B::rows && A::cols == B::cols,
                 "map: tiles must have the same shape");
   static_assert(D::lay == A::lay && A::lay == B::lay, "map: tiles must have the same layout");
+  static_assert(std::same_as<typename D::shape, typename A::shape> && std::same_as<typename A::shape, typename B::shape>,
+                "map: tiles must be of the same MFMA family (mfma16 or mfma32)");
 #pragma unroll
   for (int i = 0; i < D::tiles_r; ++i)
 #pragma unroll
@@ -47,27 +49,31 @@ __device__ inline void map(D& d, const A& a, const B& b, F f) {
 // Broadcast of a vector along the rows (vector aligned with rows: element per row) of a float col-layout tile.
 template <register_tile D, class V, class F>
 __device__ inline void map_rows(D& d, const V& v, F f) {
-  static_assert(D::lay == layout::col && D::E == 4, "map_rows: needs an accumulator-layout tile");
+  static_assert(D::lay == layout::col && D::E == elems_per_lane<float, typename D::shape>,
+                "map_rows: needs an accumulator-layout tile");
   static_assert(V::align == vec_align::rows && V::length == D::rows, "map_rows: vector must match the tile's rows");
+  static_assert(std::same_as<typename V::shape, typename D::shape>, "map_rows: vector and tile of different MFMA families");
 #pragma unroll
   for (int i = 0; i < D::tiles_r; ++i)
 #pragma unroll
     for (int j = 0; j < D::tiles_c; ++j)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) d.data[i][j][e] = f(d.data[i][j][e], v.data[i][e]);
+      for (int e = 0; e < D::E; ++e) d.data[i][j][e] = f(d.data[i][j][e], v.data[i][e]);
 }
 
 // Broadcast of a vector along the columns (one element per column).
 template <register_tile D, class V, class F>
 __device__ inline void map_cols(D& d, const V& v, F f) {
-  static_assert(D::lay == layout::col && D::E == 4, "map_cols: needs an accumulator-layout tile");
+  static_assert(D::lay == layout::col && D::E == elems_per_lane<float, typename D::shape>,
+                "map_cols: needs an accumulator-layout tile");
   static_assert(V::align == vec_align::cols && V::length == D::cols, "map_cols: vector must match the tile's columns");
+  static_assert(std::same_as<typename V::shape, typename D::shape>, "map_cols: vector and tile of different MFMA families");
 #pragma unroll
   for (int i = 0; i < D::tiles_r; ++i)
 #pragma unroll
     for (int j = 0; j < D::tiles_c; ++j)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) d.data[i][j][e] = f(d.data[i][j][e], v.data[j][0]);
+      for (int e = 0; e < D::E; ++e) d.data[i][j][e] = f(d.data[i][j][e], v.data[j][0]);
 }
 
 template <class T>
@@ -113,8 +119,9 @@ template <register_tile D, class V> __device__ inline void mul_col(D& d, const V
 // Elementwise conversion between element types of the same layout and shape (e.g. the fp32 accumulator to bf16).
 template <register_tile D, register_tile S>
 __device__ inline void copy(D& d, const S& s) {
-  static_assert(D::rows == S::rows && D::cols == S::cols && D::lay == S::lay && D::E == S::E,
-                "copy: tiles must have the same shape, layout and elements per lane");
+  static_assert(D::rows == S::rows && D::cols == S::cols && D::lay == S::lay && D::E == S::E && D::run == S::run &&
+                    std::same_as<typename D::shape, typename S::shape>,
+                "copy: tiles must have the same shape, layout, MFMA family and elements per lane");
 #pragma unroll
   for (int i = 0; i < D::tiles_r; ++i)
 #pragma unroll

@@ -29,10 +29,13 @@ __device__ inline void load(RT& dst, const GL& src, coord at) {
 #pragma unroll
     for (int j = 0; j < RT::tiles_c; ++j) {
       if constexpr (RT::lay == layout::row) {
-        const T* p = src.at(at.b, at.d, r0 + RT::row_of(i, lane, 0), c0 + RT::col_of(j, lane, 0));
-        auto c = *reinterpret_cast<const detail::chunk<T, RT::E>*>(p);
 #pragma unroll
-        for (int e = 0; e < RT::E; ++e) dst.data[i][j][e] = c.v[e];
+        for (int p0 = 0; p0 < RT::E; p0 += RT::run) {  // one vector load per run of the lane's elements
+          const T* p = src.at(at.b, at.d, r0 + RT::row_of(i, lane, p0), c0 + RT::col_of(j, lane, p0));
+          auto c = *reinterpret_cast<const detail::chunk<T, RT::run>*>(p);
+#pragma unroll
+          for (int e = 0; e < RT::run; ++e) dst.data[i][j][p0 + e] = c.v[e];
+        }
       } else {
 #pragma unroll
         for (int e = 0; e < RT::E; ++e)
@@ -107,30 +110,31 @@ __device__ inline void load(RT& dst, const ST& src, coord at = {}) {
   const int lane = lane_id();
   const int r0 = at.r * RT::rows, c0 = at.c * RT::cols;
   // Elements per read in the row layout: the lane's run, cut at swizzle granules.
-  constexpr int piece = RT::E < ST::chunk_elems ? RT::E : ST::chunk_elems;
+  constexpr int piece = RT::run < ST::chunk_elems ? RT::run : ST::chunk_elems;
   // Elements per transposing read in the col layout (0: none on this arch for this type).
   constexpr int tr = !arch::current::lds_read_transpose ? 0 : sizeof(T) == 2 ? 4 : sizeof(T) == 1 ? 8 : 0;
 #pragma unroll
   for (int i = 0; i < RT::tiles_r; ++i)
 #pragma unroll
     for (int j = 0; j < RT::tiles_c; ++j) {
-      if constexpr (RT::lay == layout::row && RT::E % piece == 0 && ST::chunk_elems % piece == 0) {
+      if constexpr (RT::lay == layout::row && RT::run % piece == 0 && ST::chunk_elems % piece == 0) {
 #pragma unroll
         for (int p = 0; p < RT::E; p += piece) {
           auto c = *reinterpret_cast<const detail::chunk<T, piece>*>(&src(r0 + RT::row_of(i, lane, p), c0 + RT::col_of(j, lane, p)));
 #pragma unroll
           for (int e = 0; e < piece; ++e) dst.data[i][j][p + e] = c.v[e];
         }
-      } else if constexpr (RT::lay == layout::col && tr != 0 && RT::E % tr == 0) {
-        // Read h fills elements h*tr .. h*tr + tr-1 of each lane: rows (lane / 16) * E + h*tr + k of the base tile,
-        // column lane % 16. Within each group of 16 lanes, lanes k * lanes_per_row .. name row k (tr elements each:
-        // 8 bytes) and lane i receives column i.
+      } else if constexpr (RT::lay == layout::col && tr != 0 && RT::E % tr == 0 && RT::run == RT::E) {
+        // Read h fills elements h*tr .. h*tr + tr-1 of each lane: rows (lane / D) * E + h*tr + k of the base tile,
+        // column lane % D (D = 16 or 32). Within each group of 16 lanes (columns s..s+15, s = 16 * ((lane % D) / 16)),
+        // lanes k * lanes_per_row .. name row k (tr elements each: 8 bytes) and lane i receives column s + i.
         constexpr int per = tr, lanes_per_row = 16 / tr;
         static_assert(ST::chunk_elems % per == 0, "load: a transposing read must stay within one swizzle granule");
-        const int g = lane / 16, k = (lane % 16) / lanes_per_row, q = lane % lanes_per_row;
+        const int g = lane / RT::dim, s16 = (lane % RT::dim) / 16 * 16, k = (lane % 16) / lanes_per_row,
+                  q = lane % lanes_per_row;
 #pragma unroll
         for (int h = 0; h < RT::E / tr; ++h) {
-          const T* p = &src(r0 + i * RT::base_rows + g * RT::E + h * tr + k, c0 + j * RT::base_cols + q * per);
+          const T* p = &src(r0 + i * RT::base_rows + g * RT::E + h * tr + k, c0 + j * RT::base_cols + s16 + q * per);
           if constexpr (sizeof(T) == 2) {
             const auto v = __builtin_bit_cast(detail::chunk<T, 4>, arch::lds_read_tr16_b64(p));
 #pragma unroll
@@ -155,12 +159,12 @@ __device__ inline void store(ST& dst, const RT& src, coord at = {}) {
   using T = typename ST::dtype;
   const int lane = lane_id();
   const int r0 = at.r * RT::rows, c0 = at.c * RT::cols;
-  constexpr int piece = RT::E < ST::chunk_elems ? RT::E : ST::chunk_elems;
+  constexpr int piece = RT::run < ST::chunk_elems ? RT::run : ST::chunk_elems;
 #pragma unroll
   for (int i = 0; i < RT::tiles_r; ++i)
 #pragma unroll
     for (int j = 0; j < RT::tiles_c; ++j) {
-      if constexpr (RT::lay == layout::row && RT::E % piece == 0 && ST::chunk_elems % piece == 0) {
+      if constexpr (RT::lay == layout::row && RT::run % piece == 0 && ST::chunk_elems % piece == 0) {
 #pragma unroll
         for (int p = 0; p < RT::E; p += piece) {
           detail::chunk<T, piece> c;

@@ -1,5 +1,8 @@
-// Row and column reductions of accumulator-layout tiles. A row of a 16x16 block lives in the 16 lanes of one lane
-// group (element i % 4), a column in lanes j, j+16, j+32, j+48: reduce in registers first, then across lanes.
+// Row and column reductions of accumulator-layout tiles: reduce in registers first, then across lanes.
+// 16x16 blocks (mfma16): a row lives in the 16 lanes of one lane group (element i % 4), a column in lanes j, j+16,
+// j+32, j+48. 32x32 blocks (mfma32): a row lives in the 32 lanes of one half (lane / 32 = (i / 4) % 2, element
+// 4 (i / 8) + i % 4), so a row reduction is 5 xor-shuffles (1..16) per register; a column lives in lanes j, j+32 (all
+// 16 registers of each), so a column reduction is 16 register steps per block and one xor-32 shuffle.
 #pragma once
 #include <cmath>
 
@@ -23,14 +26,17 @@ template <class Op, register_tile T, class V>
 __device__ inline void row_reduce(V& out, const T& t) {
   static_assert(T::lay == layout::col && std::same_as<typename T::dtype, float>, "row reductions take rt_acc tiles");
   static_assert(V::align == vec_align::rows && V::length == T::rows, "row reduction: vector length must be the tile's rows");
+  static_assert(std::same_as<typename V::shape, typename T::shape>,
+                "row reduction: the vector and the tile must be of the same MFMA family (rv<float, N, align, mfma32> "
+                "for rt_acc<M, N, mfma32>)");
 #pragma unroll
   for (int i = 0; i < T::tiles_r; ++i)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
+    for (int e = 0; e < T::E; ++e) {
       float x = t.data[i][0][e];
 #pragma unroll
       for (int j = 1; j < T::tiles_c; ++j) x = Op{}(x, t.data[i][j][e]);
-      out.data[i][e] = lanes_reduce<Op>(x, 1, 8);  // across the 16 columns of the lane group
+      out.data[i][e] = lanes_reduce<Op>(x, 1, T::dim / 2);  // across the 16 (32) columns of the lane group (half)
     }
 }
 
@@ -38,14 +44,17 @@ template <class Op, register_tile T, class V>
 __device__ inline void col_reduce(V& out, const T& t) {
   static_assert(T::lay == layout::col && std::same_as<typename T::dtype, float>, "column reductions take rt_acc tiles");
   static_assert(V::align == vec_align::cols && V::length == T::cols, "column reduction: vector length must be the tile's columns");
+  static_assert(std::same_as<typename V::shape, typename T::shape>,
+                "column reduction: the vector and the tile must be of the same MFMA family (rv<float, N, align, mfma32> "
+                "for rt_acc<M, N, mfma32>)");
 #pragma unroll
   for (int j = 0; j < T::tiles_c; ++j) {
     float x = t.data[0][j][0];
 #pragma unroll
     for (int i = 0; i < T::tiles_r; ++i)
 #pragma unroll
-      for (int e = (i == 0 ? 1 : 0); e < 4; ++e) x = Op{}(x, t.data[i][j][e]);
-    out.data[j][0] = lanes_reduce<Op>(x, 16, 32);  // across the four lane groups
+      for (int e = (i == 0 ? 1 : 0); e < T::E; ++e) x = Op{}(x, t.data[i][j][e]);
+    out.data[j][0] = lanes_reduce<Op>(x, T::dim, 32);  // across the four lane groups (two halves)
   }
 }
 
