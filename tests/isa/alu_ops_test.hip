@@ -130,6 +130,8 @@ OP(DivD, double, double, a / b)
 OP(SqrtD, double, double, std::sqrt(std::fabs(a)))
 OP(FmaD, double, double, std::fma(a, b, c))
 OP(CvtD, double, float, float(a) + float(b))
+// An f32 product rounded to f16: gfx942 fuses it into v_fma_mixlo_f16 with f32 sources (op_sel_hi omitted).
+OP(ScaleToHalf, float, float, float(_Float16(a * b)))
 
 TEST(AluOps, Integer) {
   auto a = u32_inputs(1), b = u32_inputs(2), c = u32_inputs(3);
@@ -164,6 +166,7 @@ TEST(AluOps, Float32) {
   check_exact<RoundF, float, float>("round_f32", a, b, c, RoundF{});
   check_exact<CvtF, float, int32_t>("cvt_f32_i32", a, b, c, CvtF{});
   check_exact<HalfRound, float, float>("f32_f16_round_trip", a, b, c, HalfRound{});
+  check_exact<ScaleToHalf, float, float>("f32_mul_to_f16", a, b, c, ScaleToHalf{});
 }
 
 TEST(AluOps, Float64) {

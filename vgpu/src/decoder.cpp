@@ -339,7 +339,7 @@ bool apply_modifier(std::string_view tok, Inst& I) {
   if (key == "mul") return parse_uint(val, u) && (I.omod = u == 2 ? 1 : 2, true);
   if (key == "div") return I.omod = 3, true;
   if (key == "op_sel") return I.op_sel = parse_bits(val), true;
-  if (key == "op_sel_hi") return I.op_sel_hi = parse_bits(val), true;
+  if (key == "op_sel_hi") return I.op_sel_hi = parse_bits(val), I.flags |= mod::op_sel_hi_given, true;
   if (key == "neg_lo") return I.neg_lo = parse_bits(val), true;
   if (key == "neg_hi") return I.neg_hi = parse_bits(val), true;
   if (key == "cbsz") return parse_uint(val, u) && (I.cbsz = uint8_t(u), true);

@@ -247,6 +247,8 @@ void v_fma_mix(Wave& w, const Inst& I) {
     fetch(w, J, 1 + k, k, src[k]);
   }
   const bool clamp = I.flags & mod::clamp;
+  // Unlike the packed ops, the mixed fma's op_sel_hi defaults to all zeros (all sources f32) when LLVM omits it.
+  const uint8_t f16_sources = (I.flags & mod::op_sel_hi_given) ? I.op_sel_hi : 0;
   const u64 exec = w.exec();
   u32* d = w.v[I.op[0].reg];
   for (int l = 0; l < kLanes; ++l) {
@@ -254,7 +256,7 @@ void v_fma_mix(Wave& w, const Inst& I) {
     double x[3];
     for (int k = 0; k < 3; ++k) {
       const u32 v = src[k][l];
-      x[k] = (I.op_sel_hi >> k & 1) ? to_double(half_of(v, I.op_sel >> k & 1), H::f16) : double(std::bit_cast<f32>(v));
+      x[k] = (f16_sources >> k & 1) ? to_double(half_of(v, I.op_sel >> k & 1), H::f16) : double(std::bit_cast<f32>(v));
       if (abs[k]) x[k] = std::fabs(x[k]);
       if (neg[k]) x[k] = -x[k];
     }

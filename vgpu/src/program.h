@@ -46,7 +46,7 @@ namespace mod {
 inline constexpr uint32_t offen = 1u << 0, idxen = 1u << 1, glc = 1u << 2, slc = 1u << 3, nt = 1u << 4,
                           lds = 1u << 5, clamp = 1u << 6, gds = 1u << 7, sc0 = 1u << 8, sc1 = 1u << 9,
                           addr64 = 1u << 10, bound_ctrl = 1u << 11, dpp = 1u << 12, sdwa = 1u << 13,
-                          vop3 = 1u << 14;
+                          vop3 = 1u << 14, op_sel_hi_given = 1u << 15;
 }
 
 struct Inst {
