@@ -1,5 +1,6 @@
 // hk-run: run one hk kernel on the (virtual) device, check it against the host, and report what it costs.
-//   hk-run gemm --m M --n N --k K [--dtype bf16|f16] [--out fp32|bf16] [--bt] [--arch gfx942|gfx950]
+//   hk-run gemm --m M --n N --k K [--dtype bf16|f16|fp8] [--out fp32|bf16] [--bt] [--arch gfx942|gfx950]
+//   (fp8: e4m3 in the device arch's format, FNUZ on gfx942, OCP e4m3fn on gfx950)
 //   hk-run report [--arch gfx942|gfx950]      resources of every kernel in this binary
 #include <hip/hip_runtime.h>
 
@@ -46,6 +47,30 @@ vgpu::Arch device_arch() {
   return vgpu::parse_arch(p.gcnArchName).value_or(vgpu::Arch::gfx950);
 }
 
+// fp8 e4m3 of the device's arch: FNUZ (bias 8, 0x80 NaN) on gfx942, OCP e4m3fn (bias 7, S.1111.111 NaN) on gfx950.
+bool fp8_fnuz() {
+  hipDeviceProp_t p;
+  (void)hipGetDeviceProperties(&p, 0);
+  return std::strncmp(p.gcnArchName, "gfx950", 6) != 0;
+}
+float fp8_decode(uint8_t b, bool fnuz) {
+  if (fnuz ? b == 0x80 : (b & 0x7f) == 0x7f) return NAN;
+  const int bias = fnuz ? 8 : 7, e = b >> 3 & 15, m = b & 7;
+  const float mag = e == 0 ? std::ldexp(float(m), 1 - bias - 3) : std::ldexp(1.f + m / 8.f, e - bias);
+  return b & 0x80 ? -mag : mag;
+}
+// Random finite fp8 codes of magnitude at most 4, and their values.
+std::vector<uint8_t> fp8_codes(std::vector<float>& v, std::mt19937& rng, bool fnuz) {
+  std::vector<uint8_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    float x;
+    do out[i] = uint8_t(rng()), x = fp8_decode(out[i], fnuz);
+    while (!(std::fabs(x) <= 4.f));
+    v[i] = x;
+  }
+  return out;
+}
+
 void print_report(const char* kernel, unsigned block_threads, bool with_profile) {
   const vgpu::Arch arch = device_arch();
   if (!kernel) std::printf("kernels of hk-run for %s (occupancy for %u-thread workgroups)\n", std::string(vgpu::arch_info(arch).name).c_str(), block_threads);
@@ -65,18 +90,31 @@ void print_report(const char* kernel, unsigned block_threads, bool with_profile)
 }
 
 int run_gemm(int m, int n, int k, const std::string& in, const std::string& out, bool bt) {
-  const hk::dtype ab = in == "f16" ? hk::dtype::f16 : hk::dtype::bf16, ct = out == "bf16" ? hk::dtype::bf16 : hk::dtype::fp32;
+  const bool fp8 = in == "fp8";
+  const hk::dtype ab = fp8 ? hk::dtype::fp8_e4m3 : in == "f16" ? hk::dtype::f16 : hk::dtype::bf16,
+                  ct = out == "bf16" ? hk::dtype::bf16 : hk::dtype::fp32;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   std::vector<float> a(size_t(m) * k), b(size_t(n) * k);
-  for (auto& x : a) x = quantize(u(rng), ab);
-  for (auto& x : b) x = quantize(u(rng), ab);
-  auto da_bits = to_device_bits(a, ab), db_bits = to_device_bits(b, ab);
+  std::vector<uint8_t> a_bytes, b_bytes;
+  if (fp8) {
+    const bool fnuz = fp8_fnuz();
+    a_bytes = fp8_codes(a, rng, fnuz), b_bytes = fp8_codes(b, rng, fnuz);
+  } else {
+    for (auto& x : a) x = quantize(u(rng), ab);
+    for (auto& x : b) x = quantize(u(rng), ab);
+    auto bits = [](const std::vector<uint16_t>& v) {
+      std::vector<uint8_t> r(v.size() * 2);
+      std::memcpy(r.data(), v.data(), r.size());
+      return r;
+    };
+    a_bytes = bits(to_device_bits(a, ab)), b_bytes = bits(to_device_bits(b, ab));
+  }
   void *da, *db, *dc;
   const size_t c_elem = ct == hk::dtype::fp32 ? 4 : 2;
-  if (hipMalloc(&da, a.size() * 2) || hipMalloc(&db, b.size() * 2) || hipMalloc(&dc, size_t(m) * n * c_elem)) return 1;
-  (void)hipMemcpy(da, da_bits.data(), a.size() * 2, hipMemcpyHostToDevice);
-  (void)hipMemcpy(db, db_bits.data(), b.size() * 2, hipMemcpyHostToDevice);
+  if (hipMalloc(&da, a_bytes.size()) || hipMalloc(&db, b_bytes.size()) || hipMalloc(&dc, size_t(m) * n * c_elem)) return 1;
+  (void)hipMemcpy(da, a_bytes.data(), a_bytes.size(), hipMemcpyHostToDevice);
+  (void)hipMemcpy(db, b_bytes.data(), b_bytes.size(), hipMemcpyHostToDevice);
   hk::GemmProblem p;
   p.m = m, p.n = n, p.k = k, p.a = da, p.lda = k, p.b = db, p.ldb = bt ? k : n, p.b_is_nk = bt, p.c = dc, p.ldc = n;
   p.ab_type = ab, p.c_type = ct;
@@ -100,7 +138,8 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
     float got;
     if (ct == hk::dtype::fp32) std::memcpy(&got, &raw[4 * idx], 4);
     else { uint32_t bits = uint32_t(*reinterpret_cast<uint16_t*>(&raw[2 * idx])) << 16; std::memcpy(&got, &bits, 4); }
-    const double err = std::fabs(got - want), tol = 1e-5 * mag + 1e-6 + (ct == hk::dtype::bf16 ? std::fabs(want) / 256 : 0);
+    const double err = std::fabs(got - want), tol = (fp8 ? (k + 8) * std::ldexp(1.0, -23) : 0) * mag + 1e-5 * mag + 1e-6 +
+                                                     (ct == hk::dtype::bf16 ? std::fabs(want) / 256 : 0);
     worst = std::max(worst, err / (mag + 1e-30));
     bad += !(err <= tol);
   }
@@ -130,7 +169,7 @@ int main(int argc, char** argv) {
   gemm->add_option("--m", m)->check(CLI::PositiveNumber);
   gemm->add_option("--n", n)->check(CLI::PositiveNumber);
   gemm->add_option("--k", k)->check(CLI::PositiveNumber);
-  gemm->add_option("--dtype", in, "A and B element type")->check(CLI::IsMember({"bf16", "f16"}));
+  gemm->add_option("--dtype", in, "A and B element type")->check(CLI::IsMember({"bf16", "f16", "fp8"}));
   gemm->add_option("--out", out, "C element type")->check(CLI::IsMember({"fp32", "bf16"}));
   gemm->add_flag("--bt", bt, "B is N x K (C = A * B^T)");
   gemm->add_option("--arch", arch)->check(CLI::IsMember({"gfx942", "gfx950"}));

@@ -20,12 +20,15 @@ struct GemmProblem {
   bool b_is_nk = false;          // B is given as N x K (C = A * B^T)
   void* c = nullptr;
   long ldc = 0;                  // elements between rows of C (>= n)
-  dtype ab_type = dtype::bf16;   // element type of A and B: bf16 or f16
+  dtype ab_type = dtype::bf16;   // element type of A and B: bf16, f16 or fp8_e4m3 (the device arch's e4m3: FNUZ on
+                                 // gfx942, OCP e4m3fn on gfx950; lda, ldb multiples of 16)
   dtype c_type = dtype::fp32;    // element type of C: fp32 or bf16
   float alpha = 1.f, beta = 0.f; // beta != 0 reads C
   hipStream_t stream = nullptr;
   // Which kernel: the pipelined one (256x256 tiles, LDS fed by loads straight into LDS) wherever A and B allow it
   // (k, lda and ldb whole DMA units: multiples of 8 elements on gfx950, 2 on gfx942), else the simple one.
+  // fp8 has its own kernel (128x128 tiles, 4 waves, two LDS stages): `pipelined` feeds its stages straight into LDS
+  // (same conditions), `simple` through registers.
   enum class kernel { automatic, simple, pipelined } variant = kernel::automatic;
 };
 
@@ -39,6 +42,6 @@ struct Status {
 Status gemm(const GemmProblem& p);
 
 // The tiles of C each kernel computes per workgroup.
-inline constexpr int gemm_simple_tile = 128, gemm_pipelined_tile = 256;
+inline constexpr int gemm_simple_tile = 128, gemm_pipelined_tile = 256, gemm_fp8_tile = 128;
 
 }  // namespace hk

@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "gemm_fp8.h"
 #include "gemm_kernel.h"
 #include "gemm_pipelined.h"
 
@@ -31,9 +32,10 @@ Status validate(const GemmProblem& p) {
     return error(hipErrorInvalidValue, "m, n and k must be positive (got " + std::to_string(p.m) + ", " +
                                            std::to_string(p.n) + ", " + std::to_string(p.k) + ")");
   if (!p.a || !p.b || !p.c) return error(hipErrorInvalidValue, std::string("null pointer for ") + (!p.a ? "A" : !p.b ? "B" : "C"));
-  if (p.ab_type != dtype::bf16 && p.ab_type != dtype::f16)
-    return error(hipErrorInvalidValue, std::string("A and B must be bf16 or f16, not ") + to_string(p.ab_type) +
-                                           " (fp8 GEMM is not available yet)");
+  if (p.ab_type != dtype::bf16 && p.ab_type != dtype::f16 && p.ab_type != dtype::fp8_e4m3)
+    return error(hipErrorInvalidValue, std::string("A and B must be bf16 or f16 (or both fp8_e4m3), not ") +
+                                           to_string(p.ab_type) +
+                                           (p.ab_type == dtype::fp8_e5m2 ? " (fp8 GEMM takes e4m3 only)" : ""));
   if (p.c_type != dtype::fp32 && p.c_type != dtype::bf16)
     return error(hipErrorInvalidValue, std::string("C must be fp32 or bf16, not ") + to_string(p.c_type));
   const long b_cols = p.b_is_nk ? p.k : p.n;
@@ -94,6 +96,20 @@ void launch(const GemmProblem& p, const kernels::GemmArgs& args, bool pipelined)
   }
 }
 
+// The fp8 kernel: A and B straight into LDS where they allow it (`async`), else through registers.
+template <class TOut>
+void launch_fp8(const GemmProblem& p, const kernels::GemmArgs& args, bool async) {
+  const int tile = gemm_fp8_tile;
+  const dim3 grid{unsigned(((p.m + tile - 1) / tile) * ((p.n + tile - 1) / tile)), 1, 1};
+  if (async) {
+    if (p.b_is_nk) hipLaunchKernelGGL((kernels::gemm_fp8<TOut, true, true>), grid, dim3(256), 0, p.stream, args);
+    else hipLaunchKernelGGL((kernels::gemm_fp8<TOut, false, true>), grid, dim3(256), 0, p.stream, args);
+  } else {
+    if (p.b_is_nk) hipLaunchKernelGGL((kernels::gemm_fp8<TOut, true, false>), grid, dim3(256), 0, p.stream, args);
+    else hipLaunchKernelGGL((kernels::gemm_fp8<TOut, false, false>), grid, dim3(256), 0, p.stream, args);
+  }
+}
+
 // Whether A and B can be fed straight into LDS in units of `dma` bytes.
 bool pipelinable(const GemmProblem& p, int dma) {
   const long unit = dma / long(size_of(p.ab_type));
@@ -118,7 +134,10 @@ Status gemm(const GemmProblem& p) {
   const kernels::GemmArgs args{p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, p.c, p.ldc, p.alpha, p.beta};
   (void)hipGetLastError();  // launch errors below are ours alone
   const bool bf = p.ab_type == dtype::bf16, out32 = p.c_type == dtype::fp32;
-  if (bf && out32) launch<bf16, float>(p, args, pipelined);
+  if (p.ab_type == dtype::fp8_e4m3) {
+    if (out32) launch_fp8<float>(p, args, pipelined);
+    else launch_fp8<bf16>(p, args, pipelined);
+  } else if (bf && out32) launch<bf16, float>(p, args, pipelined);
   else if (bf) launch<bf16, bf16>(p, args, pipelined);
   else if (out32) launch<half, float>(p, args, pipelined);
   else launch<half, bf16>(p, args, pipelined);

@@ -1,5 +1,8 @@
 // hk::gemm on each virtual device: many shapes (square, skinny, ragged in every dimension, K = 16), both orientations
-// of B, bf16 and f16 inputs, fp32 and bf16 outputs, alpha/beta, and every validation error.
+// of B, bf16, f16 and fp8 e4m3 inputs, fp32 and bf16 outputs, alpha/beta, and every validation error. fp8 inputs are
+// random codes of the device arch's e4m3 format; the host reference decodes those bytes with its own model of the
+// format (FNUZ e4m3 on gfx942: bias 8, max 240, 0x80 the only NaN; OCP e4m3fn on gfx950: bias 7, max 448, S.1111.111
+// NaN), the arch taken from hipGetDeviceProperties' gcnArchName.
 #include <hip/hip_runtime.h>
 
 #include <cmath>
@@ -13,6 +16,27 @@
 #include "gemm/gemm.h"
 
 namespace {
+
+// The device's fp8 e4m3 format, written from the format definitions (independent of hk's conversions).
+struct Fp8Format {
+  bool fnuz;
+  int bias;
+};
+
+Fp8Format device_fp8() {
+  hipDeviceProp_t prop;
+  const bool gfx950 = hipGetDeviceProperties(&prop, 0) == hipSuccess && std::strncmp(prop.gcnArchName, "gfx950", 6) == 0;
+  return gfx950 ? Fp8Format{false, 7} : Fp8Format{true, 8};
+}
+
+bool fp8_is_nan(uint8_t b, Fp8Format f) { return f.fnuz ? b == 0x80 : (b & 0x7f) == 0x7f; }
+
+float fp8_decode(uint8_t b, Fp8Format f) {
+  if (fp8_is_nan(b, f)) return NAN;
+  const int e = b >> 3 & 15, m = b & 7;
+  const float mag = e == 0 ? std::ldexp(float(m), 1 - f.bias - 3) : std::ldexp(1.f + m / 8.f, e - f.bias);
+  return b & 0x80 ? -mag : mag;
+}
 
 float quantize(float f, hk::dtype t) {
   if (t == hk::dtype::f16) return float(_Float16(f));
@@ -30,19 +54,33 @@ struct Matrix {
   hk::dtype type;
   long rows, cols, ld;
   std::vector<float> host;
+  std::vector<uint8_t> codes;  // fp8: the bytes on the device (host holds their decoded values)
   void* dev = nullptr;
   Matrix(hk::dtype t, long r, long c, long ld_, uint32_t seed) : type(t), rows(r), cols(c), ld(ld_), host(r * ld_) {
     std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> u(-1.f, 1.f);
-    for (auto& x : host) x = quantize(u(rng), t);
+    if (t == hk::dtype::fp8_e4m3) {
+      // Random finite codes of magnitude at most 4 (subnormals included), each an exact fp8 value.
+      const Fp8Format f = device_fp8();
+      codes.resize(host.size());
+      for (size_t i = 0; i < host.size(); ++i) {
+        uint8_t b;
+        do b = uint8_t(rng());
+        while (fp8_is_nan(b, f) || std::fabs(fp8_decode(b, f)) > 4.f);
+        codes[i] = b, host[i] = fp8_decode(b, f);
+      }
+    } else {
+      std::uniform_real_distribution<float> u(-1.f, 1.f);
+      for (auto& x : host) x = quantize(u(rng), t);
+    }
     upload();
   }
-  size_t elem() const { return type == hk::dtype::fp32 ? 4 : 2; }
+  size_t elem() const { return type == hk::dtype::fp32 ? 4 : type == hk::dtype::fp8_e4m3 ? 1 : 2; }
   void upload() {
     if (!dev) EXPECT_EQ(hipMalloc(&dev, host.size() * elem()), hipSuccess);
     std::vector<uint8_t> raw(host.size() * elem());
     for (size_t i = 0; i < host.size(); ++i) {
-      if (type == hk::dtype::fp32) std::memcpy(&raw[4 * i], &host[i], 4);
+      if (type == hk::dtype::fp8_e4m3) raw[i] = codes[i];
+      else if (type == hk::dtype::fp32) std::memcpy(&raw[4 * i], &host[i], 4);
       else if (type == hk::dtype::f16) { _Float16 h = _Float16(host[i]); std::memcpy(&raw[2 * i], &h, 2); }
       else { uint32_t u; std::memcpy(&u, &host[i], 4); uint16_t b = uint16_t(u >> 16); std::memcpy(&raw[2 * i], &b, 2); }
     }
@@ -86,7 +124,8 @@ void run(const Case& c) {
 void run_variant(const Case& c, hk::GemmProblem::kernel variant) {
   SCOPED_TRACE(name(c) + (variant == hk::GemmProblem::kernel::simple ? " simple" : " automatic"));
   // Leading dimensions larger than the matrices (A and B rows on 16-byte boundaries, as hk::gemm requires).
-  auto ld = [](long cols) { return (cols + 7) / 8 * 8 + 8; };
+  const long unit = c.in == hk::dtype::fp8_e4m3 ? 16 : 8;
+  auto ld = [&](long cols) { return (cols + unit - 1) / unit * unit + unit; };
   Matrix A(c.in, c.m, c.k, ld(c.k), 1), C(c.out, c.m, c.n, c.n + 3, 3);
   Matrix B(c.in, c.b_is_nk ? c.n : c.k, c.b_is_nk ? c.k : c.n, ld(c.b_is_nk ? c.k : c.n), 2);
   const std::vector<float> c0 = C.host;
@@ -112,8 +151,10 @@ void run_variant(const Case& c, hk::GemmProblem::kernel variant) {
         acc += a * b, mag += std::fabs(a * b);
       }
       const double want = c.alpha * acc + c.beta * c0[i * C.ld + j];
-      // fp32 accumulation in another order: a few ulps of the magnitude; bf16 output adds its rounding.
+      // fp32 accumulation in another order: a few ulps of the magnitude; bf16 output adds its rounding. fp8 products
+      // are exact in fp32; the sum's rounding is bounded by (k + 8) ulps of the magnitude.
       double tol = 1e-5 * (std::fabs(c.alpha) * mag + std::fabs(c.beta)) + 1e-6;
+      if (c.in == hk::dtype::fp8_e4m3) tol += (c.k + 8) * std::ldexp(1.0, -23) * std::fabs(c.alpha) * mag;
       if (c.out == hk::dtype::bf16) tol += std::fabs(want) * (1.0 / 256);
       if (!(std::fabs(g - want) <= tol) && bad++ < 5)
         ADD_FAILURE() << "C[" << i << "][" << j << "] = " << g << ", want " << want << " (tol " << tol << ")";
@@ -184,7 +225,9 @@ TEST(Gemm, ValidationErrors) {
   { auto p = base(); p.a = nullptr; expect_error(p, "null pointer for A"); }
   { auto p = base(); p.c = nullptr; expect_error(p, "null pointer for C"); }
   { auto p = base(); p.ab_type = dtype::fp32; expect_error(p, "A and B must be bf16 or f16"); }
-  { auto p = base(); p.ab_type = dtype::fp8_e4m3; expect_error(p, "fp8"); }
+  { auto p = base(); p.ab_type = dtype::fp8_e5m2; expect_error(p, "fp8_e5m2"); }
+  { auto p = base(); p.ab_type = dtype::fp8_e4m3; p.b_is_nk = true; p.k = 40; p.lda = p.ldb = 40; expect_error(p, "multiples of 16"); }
+  { auto p = base(); p.ab_type = dtype::fp8_e4m3; p.a = static_cast<char*>(A.dev) + 8; expect_error(p, "16-byte aligned"); }
   { auto p = base(); p.c_type = dtype::f16; expect_error(p, "C must be fp32 or bf16"); }
   { auto p = base(); p.lda = 32; expect_error(p, "lda"); }
   { auto p = base(); p.ldb = 60; expect_error(p, "ldb"); }
@@ -195,6 +238,47 @@ TEST(Gemm, ValidationErrors) {
   { auto p = base(); p.n = 70; p.ldb = 72; p.ldc = 70; expect_error(p, "B does not lie inside"); }
   int on_host[64];
   { auto p = base(); p.c = on_host; expect_error(p, "C does not lie inside"); }
+}
+
+// fp8 e4m3 (the device arch's format): both kernels' feeds (straight into LDS where k, lda, ldb allow it, through
+// registers otherwise and for the simple variant), both orientations of B, fp32 and bf16 C.
+TEST(GemmFp8, SquareTiles) {
+  run({128, 128, 128, true, dtype::fp8_e4m3, dtype::fp32});
+  run({256, 256, 256, true, dtype::fp8_e4m3, dtype::fp32});
+  run({128, 256, 384, false, dtype::fp8_e4m3, dtype::fp32});
+}
+
+TEST(GemmFp8, RaggedEveryDimension) {
+  run({100, 70, 48, true, dtype::fp8_e4m3, dtype::fp32});    // k a whole DMA unit: loads straight into LDS
+  run({129, 257, 200, true, dtype::fp8_e4m3, dtype::fp32});  // k ragged in the last 128/64-deep step
+  run({130, 140, 100, true, dtype::fp8_e4m3, dtype::fp32});  // k = 100: not a 16-byte unit, through registers
+  run({77, 135, 150, false, dtype::fp8_e4m3, dtype::fp32});
+  run({200, 96, 272, false, dtype::fp8_e4m3, dtype::fp32});
+}
+
+TEST(GemmFp8, KIs32) {
+  run({64, 64, 32, true, dtype::fp8_e4m3, dtype::fp32});
+  run({150, 40, 32, false, dtype::fp8_e4m3, dtype::fp32});
+}
+
+TEST(GemmFp8, Bf16OutputAndAlphaBeta) {
+  run({130, 140, 96, true, dtype::fp8_e4m3, dtype::bf16});
+  run({128, 128, 160, false, dtype::fp8_e4m3, dtype::bf16, 0.5f, 0.f});
+  run({70, 90, 48, true, dtype::fp8_e4m3, dtype::fp32, -2.f, 0.75f});
+}
+
+TEST(GemmFp8, PipelinedFeedIsChosen) {
+  Matrix A(dtype::fp8_e4m3, 300, 64, 64, 1), B(dtype::fp8_e4m3, 280, 64, 64, 2), C(dtype::fp32, 300, 280, 280, 3);
+  hk::GemmProblem p;
+  p.m = 300, p.n = 280, p.k = 64, p.a = A.dev, p.lda = 64, p.b = B.dev, p.ldb = 64, p.b_is_nk = true, p.c = C.dev, p.ldc = 280;
+  p.ab_type = dtype::fp8_e4m3, p.variant = hk::GemmProblem::kernel::pipelined;
+  hk::Status s = hk::gemm(p);
+  ASSERT_TRUE(s) << s.message;
+  ASSERT_EQ(hipDeviceSynchronize(), hipSuccess);
+  p.k = 21, p.lda = p.ldb = 32;  // 21 bytes: not a whole DMA unit on either arch
+  s = hk::gemm(p);
+  EXPECT_FALSE(s);
+  EXPECT_NE(s.message.find("pipelined kernel needs"), std::string::npos) << s.message;
 }
 
 }  // namespace
