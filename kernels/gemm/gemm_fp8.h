@@ -29,27 +29,12 @@ __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
   constexpr int BM = 128, BN = 128, WM = 64, WN = 64;
   constexpr int BK = arch::current::fp8_mfma_k >= 128 ? 128 : 64;
   using G = group<4>;
-  using ATile = st<T, BM, BK>;
-  using BTile = std::conditional_t<BIsNK, st<T, BN, BK>, st<T, BK, BN>>;
-  __shared__ ATile sa[2];
-  __shared__ BTile sb[2];
+  __shared__ GemmStages<T, BM, BN, BK, BIsNK, G> s;
 
   const GemmView<T, TOut, BIsNK, BM, BN> v(p);
-  const auto &A = v.a, &B = v.b;
   const int tm = v.tile_m, tn = v.tile_n;
-
-  auto issue = [&](int kt, int stage) {
-    if constexpr (Async) {
-      load_async<G>(sa[stage], A, {0, 0, tm, kt});
-      if constexpr (BIsNK) load_async<G>(sb[stage], B, {0, 0, tn, kt});
-      else load_async<G>(sb[stage], B, {0, 0, kt, tn});
-    } else {
-      load_bounded<G>(sa[stage], A, {0, 0, tm, kt});
-      if constexpr (BIsNK) load_bounded<G>(sb[stage], B, {0, 0, tn, kt});
-      else load_bounded<G>(sb[stage], B, {0, 0, kt, tn});
-    }
-  };
-  constexpr int loads_per_stage = async_loads<G, ATile> + async_loads<G, BTile>;
+  auto issue = [&](int kt, int stage) { s.template fill<Async>(v, kt, stage); };
+  constexpr int loads_per_stage = decltype(s)::async_loads_per_stage;
   constexpr int mfmas_per_step = (WM / 16) * (WN / 16) * (BK / arch::current::fp8_mfma_k);
   constexpr int mfma_per_load = mfmas_per_step / loads_per_stage > 0 ? mfmas_per_step / loads_per_stage : 1;
 
@@ -70,15 +55,15 @@ __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
     if constexpr (Async) wait_async<0>();
     barrier();
     rt<T, WM, BK> ra;
-    load(ra, sa[stage], {0, 0, wr, 0});
+    load(ra, s.a[stage], {0, 0, wr, 0});
     if constexpr (BIsNK) {
       rt<T, WN, BK> rb;
-      load(rb, sb[stage], {0, 0, wc, 0});
+      load(rb, s.b[stage], {0, 0, wc, 0});
       next(kt);
       mma_ABt(acc, ra, rb, acc);
     } else {
       rt<T, BK, WN, layout::col> rb;
-      load(rb, sb[stage], {0, 0, 0, wc});
+      load(rb, s.b[stage], {0, 0, 0, wc});
       next(kt);
       mma_AB(acc, ra, rb, acc);
     }

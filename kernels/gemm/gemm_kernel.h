@@ -2,6 +2,7 @@
 // steps of 64 through shared tiles, workgroups in chiplet (XCD) order, edges of any size masked.
 #pragma once
 #include "hk/hk.h"
+#include "hk/ops/async.h"
 
 namespace hk::kernels {
 
@@ -30,6 +31,29 @@ struct GemmView {
     const int tiles_n = (p.n + BN - 1) / BN, tiles_m = (p.m + BM - 1) / BM;
     const int id = xcd_remap(int(blockIdx.x), tiles_m * tiles_n);
     tile_m = id / tiles_n, tile_n = id % tiles_n;
+  }
+};
+
+// Two LDS stages of the A and B tiles of one K step, filled by group G straight into LDS (Async: load_async, the
+// operands must be async_loadable) or through registers with zero-filled edges (load_bounded).
+template <class T, int BM, int BN, int BK, bool BIsNK, class G>
+struct GemmStages {
+  using ATile = st<T, BM, BK>;
+  using BTile = std::conditional_t<BIsNK, st<T, BN, BK>, st<T, BK, BN>>;
+  static constexpr int async_loads_per_stage = async_loads<G, ATile> + async_loads<G, BTile>;
+  ATile a[2];
+  BTile b[2];
+
+  template <bool Async, class View>
+  __device__ void fill(const View& v, int kt, int stage) {
+    const coord at_a{0, 0, v.tile_m, kt}, at_b = BIsNK ? coord{0, 0, v.tile_n, kt} : coord{0, 0, kt, v.tile_n};
+    if constexpr (Async) {
+      load_async<G>(a[stage], v.a, at_a);
+      load_async<G>(b[stage], v.b, at_b);
+    } else {
+      load_bounded<G>(a[stage], v.a, at_a);
+      load_bounded<G>(b[stage], v.b, at_b);
+    }
   }
 };
 

@@ -14,21 +14,12 @@ __global__ __launch_bounds__(512) void gemm_pipelined(GemmArgs p) {
   constexpr int BM = 256, BN = 256, WM = BIsNK ? 64 : 128, WN = BIsNK ? 128 : 64, waves_n = BN / WN;
   constexpr int BK = arch::current::lds_bytes >= 128 * 1024 ? 64 : 32;
   using G = group<8>;
-  using ATile = st<TIn, BM, BK>;
-  using BTile = std::conditional_t<BIsNK, st<TIn, BN, BK>, st<TIn, BK, BN>>;
-  __shared__ ATile sa[2];
-  __shared__ BTile sb[2];
+  __shared__ GemmStages<TIn, BM, BN, BK, BIsNK, G> s;
 
   const GemmView<TIn, TOut, BIsNK, BM, BN> v(p);
-  const auto &A = v.a, &B = v.b;
   const int tm = v.tile_m, tn = v.tile_n;
-
-  auto issue = [&](int kt, int stage) {
-    load_async<G>(sa[stage], A, {0, 0, tm, kt});
-    if constexpr (BIsNK) load_async<G>(sb[stage], B, {0, 0, tn, kt});
-    else load_async<G>(sb[stage], B, {0, 0, kt, tn});
-  };
-  constexpr int loads_per_stage = async_loads<G, ATile> + async_loads<G, BTile>;
+  auto issue = [&](int kt, int stage) { s.template fill<true>(v, kt, stage); };
+  constexpr int loads_per_stage = decltype(s)::async_loads_per_stage;
 
   const int wr = G::wave() / waves_n, wc = G::wave() % waves_n;
   rt_acc<WM, WN> acc;
@@ -45,14 +36,14 @@ __global__ __launch_bounds__(512) void gemm_pipelined(GemmArgs p) {
     }
     barrier();
     rt<TIn, WM, BK> ra;
-    load(ra, sa[stage], {0, 0, wr, 0});
+    load(ra, s.a[stage], {0, 0, wr, 0});
     if constexpr (BIsNK) {
       rt<TIn, WN, BK> rb;
-      load(rb, sb[stage], {0, 0, wc, 0});
+      load(rb, s.b[stage], {0, 0, wc, 0});
       mma_ABt(acc, ra, rb, acc);
     } else {
       rt<TIn, BK, WN, layout::col> rb;
-      load(rb, sb[stage], {0, 0, 0, wc});
+      load(rb, s.b[stage], {0, 0, 0, wc});
       mma_AB(acc, ra, rb, acc);
     }
     barrier();  // every wave is done with this stage before it is refilled

@@ -44,9 +44,12 @@ __device__ inline void load(RT& dst, const GL& src, coord at) {
     }
 }
 
-// Register tile to global memory (with conversion to the layout's element type).
-template <class GL, register_tile RT>
-__device__ inline void store(const GL& dst, const RT& src, coord at) {
+namespace detail {
+
+// Register tile to global memory: dst = alpha * src (+ beta * dst when beta != 0), converted to the tensor's type.
+// When `bounded`, elements outside the tensor are skipped.
+template <bool bounded, class GL, register_tile RT>
+__device__ inline void store_global(const GL& dst, const RT& src, coord at, float alpha, float beta) {
   using T = typename GL::dtype;
   const int lane = lane_id();
   const int r0 = at.r * RT::rows, c0 = at.c * RT::cols;
@@ -55,9 +58,22 @@ __device__ inline void store(const GL& dst, const RT& src, coord at) {
 #pragma unroll
     for (int j = 0; j < RT::tiles_c; ++j)
 #pragma unroll
-      for (int e = 0; e < RT::E; ++e)
-        *dst.at(at.b, at.d, r0 + RT::row_of(i, lane, e), c0 + RT::col_of(j, lane, e)) =
-            static_cast<T>(static_cast<float>(src.data[i][j][e]));
+      for (int e = 0; e < RT::E; ++e) {
+        const int r = r0 + RT::row_of(i, lane, e), c = c0 + RT::col_of(j, lane, e);
+        if (bounded && !dst.inside(r, c)) continue;
+        T* p = dst.at(at.b, at.d, r, c);
+        float v = alpha * static_cast<float>(src.data[i][j][e]);
+        if (beta != 0.f) v += beta * static_cast<float>(*p);
+        *p = static_cast<T>(v);
+      }
+}
+
+}  // namespace detail
+
+// Register tile to global memory (with conversion to the tensor's element type).
+template <class GL, register_tile RT>
+__device__ inline void store(const GL& dst, const RT& src, coord at) {
+  detail::store_global<false>(dst, src, at, 1.f, 0.f);
 }
 
 namespace detail {
