@@ -29,6 +29,11 @@ struct cdna3 : gfx9_waitcnt {
   static constexpr float fp8_max = 240.f;  // largest finite e4m3fnuz (bias 8, 0x80 is the only NaN, no inf, no -0)
   static constexpr int fp8_mfma_k = 32;    // v_mfma_f32_16x16x32_fp8_fp8: 8 bytes per lane
   static constexpr bool lds_read_transpose = false;  // no transposing LDS reads: col-layout tiles read elementwise
+  // Shared-tile swizzle masks of row bits 0..6 (see st.h), for 16-bit and 8-bit elements: printed by
+  // tools/swizzle_search, which proves every register-tile read of either MFMA family conflict free under this
+  // arch's LDS phases for rows of 64 to 512 bytes.
+  static constexpr int swizzle_16bit[7] = {1, 3, 4, 9, 0, 0, 0};
+  static constexpr int swizzle_8bit[7] = {1, 2, 4, 11, 0, 0, 0};
 };
 
 struct cdna4 : gfx9_waitcnt {
@@ -44,6 +49,8 @@ struct cdna4 : gfx9_waitcnt {
   static constexpr float fp8_max = 448.f;   // largest finite e4m3fn (bias 7, S.1111.111 is NaN, no inf)
   static constexpr int fp8_mfma_k = 128;    // v_mfma_f32_16x16x128_f8f6f4 (unscaled): 32 bytes per lane
   static constexpr bool lds_read_transpose = true;  // ds_read_b64_tr_b16
+  static constexpr int swizzle_16bit[7] = {4, 13, 6, 7, 4, 0, 0};
+  static constexpr int swizzle_8bit[7] = {2, 5, 11, 1, 0, 10, 1};
 };
 
 #if defined(__gfx950__)

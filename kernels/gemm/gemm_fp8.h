@@ -33,7 +33,7 @@ __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
 
   const GemmView<T, TOut, BIsNK, BM, BN> v(p);
   const int tm = v.tile_m, tn = v.tile_n;
-  auto issue = [&](int kt, int stage) { s.template fill<Async>(v, kt, stage); };
+  auto issue = [&](int kt, int stage) __attribute__((always_inline)) { s.template fill<Async>(v, kt, stage); };
   constexpr int loads_per_stage = decltype(s)::async_loads_per_stage;
   constexpr int mfmas_per_step = (WM / 16) * (WN / 16) * (BK / arch::current::fp8_mfma_k);
   constexpr int mfma_per_load = mfmas_per_step / loads_per_stage > 0 ? mfmas_per_step / loads_per_stage : 1;
@@ -45,7 +45,7 @@ __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
   // The next step's loads. With Async they are issued unconditionally, so that the step is one basic block the
   // scheduler can interleave: past the last step they lie outside the tensor (no memory is read; zeros land in the
   // stage nobody reads again) and are waited for after the loop.
-  auto next = [&](int kt) {
+  auto next = [&](int kt) __attribute__((always_inline)) {
     if constexpr (Async) issue(kt + 1, (kt & 1) ^ 1);
     else if (kt + 1 < steps) issue(kt + 1, (kt & 1) ^ 1);
   };

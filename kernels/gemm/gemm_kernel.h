@@ -45,7 +45,7 @@ struct GemmStages {
   BTile b[2];
 
   template <bool Async, class View>
-  __device__ void fill(const View& v, int kt, int stage) {
+  __device__ __attribute__((always_inline)) void fill(const View& v, int kt, int stage) {
     const coord at_a{0, 0, v.tile_m, kt}, at_b = BIsNK ? coord{0, 0, v.tile_n, kt} : coord{0, 0, kt, v.tile_n};
     if constexpr (Async) {
       load_async<G>(a[stage], v.a, at_a);

@@ -18,7 +18,7 @@ __global__ __launch_bounds__(512) void gemm_pipelined(GemmArgs p) {
 
   const GemmView<TIn, TOut, BIsNK, BM, BN> v(p);
   const int tm = v.tile_m, tn = v.tile_n;
-  auto issue = [&](int kt, int stage) { s.template fill<true>(v, kt, stage); };
+  auto issue = [&](int kt, int stage) __attribute__((always_inline)) { s.template fill<true>(v, kt, stage); };
   constexpr int loads_per_stage = decltype(s)::async_loads_per_stage;
 
   const int wr = G::wave() / waves_n, wc = G::wave() % waves_n;

@@ -217,12 +217,10 @@ ColLoad check_col_load() {
 }
 
 // gfx950 reads 16-bit col tiles with ds_read_b64_tr_b16, four elements per read; gfx942 reads each element
-// (ds_read_u16). Conflicts are pinned per read instruction. Measured: none on gfx942; on gfx950 2 cycles per
-// ds_read_b64_tr_b16 for rows of 128, 256 and 512 bytes: each of the read's two phases (lanes 0-31, 32-63) takes rows
-// r..r+3 and r+8..r+11 of the tile, which st's swizzle (granule ^ row % 16, one swizzle per 16 rows) puts in the same
-// banks for 128-byte rows (r and r+8 alike) and, for wider rows, pairs r, r^1 in one 32-byte slot.
+// (ds_read_u16). Conflicts are pinned per read instruction: none on either arch (st's swizzle is chosen for these
+// reads as well as the row-layout ones; tests/hk/banks_test.hip covers every family and width).
 template <class T, int K, int N, int Kt, int Nt, int Waves>
-void check_col_load_path(unsigned long long per_read_gfx942, unsigned long long per_read_gfx950) {
+void check_col_load_path() {
   const ColLoad c = check_col_load<T, K, N, Kt, Nt, Waves>();
   if (c.accesses == 0) return;  // not vgpu: nothing profiled
   const bool g950 = hktest::is_gfx950();
@@ -230,10 +228,10 @@ void check_col_load_path(unsigned long long per_read_gfx942, unsigned long long 
   const unsigned long long tiles = (K / Kt) * (N / Nt);
   EXPECT_EQ(c.accesses, tiles * (g950 ? per_lane / 4 : per_lane)) << "reads per tile";
   EXPECT_NE(c.read.find(g950 ? "ds_read_b64_tr_b16" : "ds_read_u16"), std::string::npos) << c.read;
-  EXPECT_EQ(c.conflict_cycles, c.accesses * (g950 ? per_read_gfx950 : per_read_gfx942)) << "LDS conflict cycles";
+  EXPECT_EQ(c.conflict_cycles, 0u) << "LDS conflict cycles";
 }
 
-TEST(ColLoad, Bf16_64x64_Tile32x32) { check_col_load_path<bf16, 64, 64, 32, 32, 4>(0, 2); }
-TEST(ColLoad, Bf16_128x64_Tile64x16) { check_col_load_path<bf16, 128, 64, 64, 16, 2>(0, 2); }
-TEST(ColLoad, F16_64x128_Tile64x64) { check_col_load_path<half, 64, 128, 64, 64, 2>(0, 2); }
-TEST(ColLoad, Bf16_32x256_Tile32x128) { check_col_load_path<bf16, 32, 256, 32, 128, 1>(0, 2); }
+TEST(ColLoad, Bf16_64x64_Tile32x32) { check_col_load_path<bf16, 64, 64, 32, 32, 4>(); }
+TEST(ColLoad, Bf16_128x64_Tile64x16) { check_col_load_path<bf16, 128, 64, 64, 16, 2>(); }
+TEST(ColLoad, F16_64x128_Tile64x64) { check_col_load_path<half, 64, 128, 64, 64, 2>(); }
+TEST(ColLoad, Bf16_32x256_Tile32x128) { check_col_load_path<bf16, 32, 256, 32, 128, 1>(); }

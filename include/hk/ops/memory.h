@@ -136,7 +136,7 @@ __device__ inline void load(RT& dst, const ST& src, coord at = {}) {
       if constexpr (RT::lay == layout::row && RT::run % piece == 0 && ST::chunk_elems % piece == 0) {
 #pragma unroll
         for (int p = 0; p < RT::E; p += piece) {
-          auto c = *reinterpret_cast<const detail::chunk<T, piece>*>(&src(r0 + RT::row_of(i, lane, p), c0 + RT::col_of(j, lane, p)));
+          auto c = *reinterpret_cast<const detail::chunk<T, piece>*>(&src(r0 + RT::row_tile_part(i, p), RT::row_lane_part(lane), c0 + RT::col_of(j, lane, p)));
 #pragma unroll
           for (int e = 0; e < piece; ++e) dst.data[i][j][p + e] = c.v[e];
         }
@@ -150,7 +150,7 @@ __device__ inline void load(RT& dst, const ST& src, coord at = {}) {
                   q = lane % lanes_per_row;
 #pragma unroll
         for (int h = 0; h < RT::E / tr; ++h) {
-          const T* p = &src(r0 + i * RT::base_rows + g * RT::E + h * tr + k, c0 + j * RT::base_cols + s16 + q * per);
+          const T* p = &src(r0 + i * RT::base_rows + h * tr, g * RT::E + k, c0 + j * RT::base_cols + s16 + q * per);
           if constexpr (sizeof(T) == 2) {
             const auto v = __builtin_bit_cast(detail::chunk<T, 4>, arch::lds_read_tr16_b64(p));
 #pragma unroll
@@ -163,7 +163,7 @@ __device__ inline void load(RT& dst, const ST& src, coord at = {}) {
         }
       } else {
 #pragma unroll
-        for (int e = 0; e < RT::E; ++e) dst.data[i][j][e] = src(r0 + RT::row_of(i, lane, e), c0 + RT::col_of(j, lane, e));
+        for (int e = 0; e < RT::E; ++e) dst.data[i][j][e] = src(r0 + RT::row_tile_part(i, e), RT::row_lane_part(lane), c0 + RT::col_of(j, lane, e));
       }
     }
 }
@@ -186,12 +186,12 @@ __device__ inline void store(ST& dst, const RT& src, coord at = {}) {
           detail::chunk<T, piece> c;
 #pragma unroll
           for (int e = 0; e < piece; ++e) c.v[e] = static_cast<T>(static_cast<float>(src.data[i][j][p + e]));
-          *reinterpret_cast<detail::chunk<T, piece>*>(&dst(r0 + RT::row_of(i, lane, p), c0 + RT::col_of(j, lane, p))) = c;
+          *reinterpret_cast<detail::chunk<T, piece>*>(&dst(r0 + RT::row_tile_part(i, p), RT::row_lane_part(lane), c0 + RT::col_of(j, lane, p))) = c;
         }
       } else {
 #pragma unroll
         for (int e = 0; e < RT::E; ++e)
-          dst(r0 + RT::row_of(i, lane, e), c0 + RT::col_of(j, lane, e)) = static_cast<T>(static_cast<float>(src.data[i][j][e]));
+          dst(r0 + RT::row_tile_part(i, e), RT::row_lane_part(lane), c0 + RT::col_of(j, lane, e)) = static_cast<T>(static_cast<float>(src.data[i][j][e]));
       }
     }
 }

@@ -70,6 +70,12 @@ struct rt {
   __host__ __device__ static constexpr int col_of(int tc, int lane, int e) {
     return tc * base_cols + (L == layout::row ? vary_of(lane, e) : lane % dim);
   }
+  // row_of as the sum of a part the wave shares (base tile and element) and the lane's own, which share no set bit:
+  // shared tiles swizzle the two apart (st::idx).
+  __host__ __device__ static constexpr int row_tile_part(int tr, int e) {
+    return tr * base_rows + (L == layout::row ? 0 : (e / run) * (groups * run) + e % run);
+  }
+  __host__ __device__ static constexpr int row_lane_part(int lane) { return L == layout::row ? lane % dim : (lane / dim) * run; }
 };
 
 template <class X>
