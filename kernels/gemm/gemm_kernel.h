@@ -44,16 +44,26 @@ struct GemmStages {
   ATile a[2];
   BTile b[2];
 
+  // Each operand alone (the ping-pong kernel gives A and B to different wave groups) or both.
+  template <bool Async, class View>
+  __device__ __attribute__((always_inline)) void fill_a(const View& v, int kt, int stage) {
+    fill_one<Async>(a[stage], v.a, coord{0, 0, v.tile_m, kt});
+  }
+  template <bool Async, class View>
+  __device__ __attribute__((always_inline)) void fill_b(const View& v, int kt, int stage) {
+    fill_one<Async>(b[stage], v.b, BIsNK ? coord{0, 0, v.tile_n, kt} : coord{0, 0, kt, v.tile_n});
+  }
   template <bool Async, class View>
   __device__ __attribute__((always_inline)) void fill(const View& v, int kt, int stage) {
-    const coord at_a{0, 0, v.tile_m, kt}, at_b = BIsNK ? coord{0, 0, v.tile_n, kt} : coord{0, 0, kt, v.tile_n};
-    if constexpr (Async) {
-      load_async<G>(a[stage], v.a, at_a);
-      load_async<G>(b[stage], v.b, at_b);
-    } else {
-      load_bounded<G>(a[stage], v.a, at_a);
-      load_bounded<G>(b[stage], v.b, at_b);
-    }
+    fill_a<Async>(v, kt, stage);
+    fill_b<Async>(v, kt, stage);
+  }
+
+ private:
+  template <bool Async, class ST, class GL>
+  __device__ __attribute__((always_inline)) static void fill_one(ST& dst, const GL& src, coord at) {
+    if constexpr (Async) load_async<G>(dst, src, at);
+    else load_bounded<G>(dst, src, at);
   }
 };
 

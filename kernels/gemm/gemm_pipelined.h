@@ -1,54 +1,96 @@
-// The pipelined GEMM kernel: 256x256 tiles of C per workgroup of 8 waves (each 64 x 128 or 128 x 64), two LDS stages fed
-// by buffer loads straight into LDS: the next K step's tiles fly while the waves multiply the current one. K steps
-// are 64 deep where two stages of 256x64 A and B tiles fit the LDS (gfx950's 160 KiB) and 32 deep on gfx942.
+// The 8-wave ping-pong GEMM kernel: 256x256 tiles of C per workgroup of 8 waves (each 64 x 128 or 128 x 64), two LDS
+// stages fed by buffer loads straight into LDS. K steps are 64 deep where two stages of 256x64 A and B tiles fit the
+// LDS (gfx950's 160 KiB) and 32 deep on gfx942.
+//
+// The schedule: the waves form two groups of four, half a step apart, so that one group's MFMAs run while the other
+// group reads LDS and issues loads. Group 1 enters the loop one barrier late; every step is then a memory phase
+// (LDS -> registers for the step's A and B fragments) and a compute phase (the step's MFMAs, at raised priority), each
+// closed by a workgroup barrier, and while group 0 computes, group 1 is in its memory phase and vice versa.
+// Group 0 fills A, group 1 fills B. With b(j) the j-th barrier, group 0's memory phase of step t ends at b(2t) and
+// group 1's at b(2t+1); a stage holding step t is free once both have read it, after b(2t+1). Hence:
+//   - group 0 issues A(t+1) in its memory phase of step t (stage (t+1)&1, free since b(2t-1)) and waits for it at
+//     the end of its compute phase, before b(2t+1): the first reader starts after it;
+//   - group 1 issues B(t+2) in its compute phase of step t (stage t&1, free since b(2t+1)) and waits for it at the
+//     end of its memory phase of step t+1, before b(2t+3), which group 0's reads of step t+2 follow.
+// Each load so flies for a whole phase of the other group. The memory phases end with their LDS reads complete
+// (the barrier waits for them), so no stage is refilled under a read.
 #pragma once
 #include "gemm_kernel.h"
 #include "hk/ops/async.h"
 
 namespace hk::kernels {
 
+namespace detail {
+
+// One wave group's side of the schedule, with its role fixed at compile time: each side's code keeps only its own
+// loads' addresses live, which is what keeps the accumulators, fragments and addresses within the registers.
+template <bool LoadsA, class TIn, class TOut, bool BIsNK, int BK, int WM, int WN, class Stages, class View>
+__device__ __attribute__((always_inline)) inline void pingpong(const GemmArgs& p, Stages& s, const View& v) {
+  constexpr int BM = 256, waves_n = 256 / WN;
+  using Half = group<4>;
+  constexpr int b_loads = async_loads<Half, typename Stages::BTile>;
+  auto fill = [&](int kt) __attribute__((always_inline)) {
+    if constexpr (LoadsA) s.template fill_a<true>(v, kt, kt & 1);
+    else s.template fill_b<true>(v, kt, kt & 1);
+  };
+  const int wr = wave_id() / waves_n, wc = wave_id() % waves_n;
+  rt_acc<WM, WN> acc;
+  zero(acc);
+  const int steps = (p.k + BK - 1) / BK;
+  fill(0);
+  if constexpr (LoadsA) {
+    wait_async<0>();
+  } else if (steps > 1) {
+    fill(1);
+    wait_async<b_loads>();
+  } else {
+    wait_async<0>();
+  }
+  barrier();
+  if constexpr (!LoadsA) barrier();  // group 1 runs half a step behind
+  for (int kt = 0; kt < steps; ++kt) {
+    const int stage = kt & 1;
+    // Memory phase: this step's fragments into registers; group 0 issues the next A, group 1 waits for its B.
+    rt<TIn, WM, BK> ra;
+    std::conditional_t<BIsNK, rt<TIn, WN, BK>, rt<TIn, BK, WN, layout::col>> rb;
+    load(ra, s.a[stage], {0, 0, wr, 0});
+    load(rb, s.b[stage], BIsNK ? coord{0, 0, wc, 0} : coord{0, 0, 0, wc});
+    if constexpr (LoadsA) {
+      if (kt + 1 < steps) fill(kt + 1);
+    } else {
+      wait_async<0>();
+    }
+    sched_barrier();
+    barrier();
+    // Compute phase: the MFMAs; group 1 issues B two steps ahead, group 0 waits for its A.
+    set_priority<1>();
+    if constexpr (!LoadsA) {
+      if (kt + 2 < steps) fill(kt + 2);
+    }
+    if constexpr (BIsNK) mma_ABt(acc, ra, rb, acc);
+    else mma_AB(acc, ra, rb, acc);
+    if constexpr (LoadsA) wait_async<0>();
+    set_priority<0>();
+    sched_barrier();
+    barrier();
+  }
+  if constexpr (LoadsA) barrier();  // group 0 meets group 1's last barrier
+  store_bounded(v.c, acc, {0, 0, (BM / WM) * v.tile_m + wr, waves_n * v.tile_n + wc}, p.alpha, p.beta);
+}
+
+}  // namespace detail
+
 template <class TIn, class TOut, bool BIsNK>
 __global__ __launch_bounds__(512) void gemm_pipelined(GemmArgs p) {
   // Each wave owns a WM x WN block of C. With B in the col layout (A * B) the wide side goes to A, whose row-layout
   // reads are the cheap ones: that keeps gfx942's 256 VGPRs free of spills.
-  constexpr int BM = 256, BN = 256, WM = BIsNK ? 64 : 128, WN = BIsNK ? 128 : 64, waves_n = BN / WN;
+  constexpr int BM = 256, BN = 256, WM = BIsNK ? 64 : 128, WN = BIsNK ? 128 : 64;
   constexpr int BK = arch::current::lds_bytes >= 128 * 1024 ? 64 : 32;
-  using G = group<8>;
-  __shared__ GemmStages<TIn, BM, BN, BK, BIsNK, G> s;
-
+  using Stages = GemmStages<TIn, BM, BN, BK, BIsNK, group<4>>;
+  __shared__ Stages s;
   const GemmView<TIn, TOut, BIsNK, BM, BN> v(p);
-  const int tm = v.tile_m, tn = v.tile_n;
-  auto issue = [&](int kt, int stage) __attribute__((always_inline)) { s.template fill<true>(v, kt, stage); };
-  constexpr int loads_per_stage = decltype(s)::async_loads_per_stage;
-
-  const int wr = G::wave() / waves_n, wc = G::wave() % waves_n;
-  rt_acc<WM, WN> acc;
-  zero(acc);
-  const int steps = (p.k + BK - 1) / BK;
-  issue(0, 0);
-  for (int kt = 0; kt < steps; ++kt) {
-    const int stage = kt & 1;
-    if (kt + 1 < steps) {
-      issue(kt + 1, stage ^ 1);
-      wait_async<loads_per_stage>();  // this step's loads are done; the next step's may still fly
-    } else {
-      wait_async<0>();
-    }
-    barrier();
-    rt<TIn, WM, BK> ra;
-    load(ra, s.a[stage], {0, 0, wr, 0});
-    if constexpr (BIsNK) {
-      rt<TIn, WN, BK> rb;
-      load(rb, s.b[stage], {0, 0, wc, 0});
-      mma_ABt(acc, ra, rb, acc);
-    } else {
-      rt<TIn, BK, WN, layout::col> rb;
-      load(rb, s.b[stage], {0, 0, 0, wc});
-      mma_AB(acc, ra, rb, acc);
-    }
-    barrier();  // every wave is done with this stage before it is refilled
-  }
-  store_bounded(v.c, acc, {0, 0, (BM / WM) * tm + wr, waves_n * tn + wc}, p.alpha, p.beta);
+  if (wave_id() < 4) detail::pingpong<true, TIn, TOut, BIsNK, BK, WM, WN>(p, s, v);  // group 0: loads A
+  else detail::pingpong<false, TIn, TOut, BIsNK, BK, WM, WN>(p, s, v);             // group 1: loads B
 }
 
 }  // namespace hk::kernels
