@@ -363,6 +363,12 @@ bool is_sopp_branch(std::string_view m) {
   return m == "s_branch" || m.starts_with("s_cbranch_");
 }
 
+// Loads, stores and atomics of the vector memory path (counted by vmcnt); not the cache maintenance operations.
+bool is_vector_memory(std::string_view m) {
+  const bool vmem = m.starts_with("buffer_") || m.starts_with("global_") || m.starts_with("flat_") || m.starts_with("scratch_");
+  return vmem && m.find("wb") == std::string_view::npos && m.find("inv") == std::string_view::npos;
+}
+
 }  // namespace
 
 int Program::index_of(uint64_t off) const {
@@ -428,6 +434,7 @@ std::shared_ptr<Program> decode_kernel(const CodeObject& co, const KernelInfo& i
       if (ok) {
         I.fn = op->fn;
         I.name = op->name.data();
+        if (is_vector_memory(mnem)) I.vmem_fn = I.fn, I.fn = exec_vmem_counted;
         if (is_sopp_branch(mnem)) {
           // SOPP: simm16 in the low half of the word; target = next instruction + 4 * simm16.
           uint32_t word;
@@ -451,6 +458,11 @@ std::shared_ptr<Program> decode_kernel(const CodeObject& co, const KernelInfo& i
         }
       }
       if (!ok) I.fn = exec_unknown, I.name = "";
+      if (ok && (mnem == "s_waitcnt" || mnem == "s_waitcnt_vmcnt")) {  // the counters' simm16, as encoded
+        uint32_t word;
+        std::memcpy(&word, bytes.data(), 4);
+        I.simm = word & 0xffff;
+      }
     }
     prog->offsets.push_back(uint32_t(off - start));
     prog->insts.push_back(I);

@@ -188,6 +188,8 @@ void init_wave(Wave& w, const DispatchCtx& ctx, const Workgroup& wg, int index, 
   w.insts = 0;
   w.gpr_idx = 0, w.gpr_idx_mode = 0;
   w.mem_lo = w.mem_hi = 0;
+  w.vm_issued = 0;
+  w.lds_in_flight.clear();
   // User SGPRs, packed from s0 in the order AMDGPUUsage lists them.
   uint32_t s = 0;
   auto put64 = [&](uint64_t x) { w.s[s++] = uint32_t(x), w.s[s++] = uint32_t(x >> 32); };

@@ -116,18 +116,14 @@ void buffer_load_lds(Wave& w, const Inst& I) {
     if (!dst) return;
     if (ok[l] && !check_global(w, I, addr[l], ok[l] * Elem, l)) return;
     const uint8_t* src = reinterpret_cast<const uint8_t*>(addr[l]);
+    uint32_t x[4] = {};
     if constexpr (E == Ext::dwords) {
-      for (uint32_t i = 0; i < N; ++i) {
-        uint32_t x = 0;
-        if (i < ok[l]) std::memcpy(&x, src + 4 * i, 4);
-        std::memcpy(dst + 4 * i, &x, 4);
-      }
+      for (uint32_t i = 0; i < N && i < ok[l]; ++i) std::memcpy(&x[i], src + 4 * i, 4);
     } else {
-      uint32_t x = 0;
-      if (ok[l]) std::memcpy(&x, src, Bytes);
-      x = extend(x, E);
-      std::memcpy(dst, &x, 4);
+      if (ok[l]) std::memcpy(&x[0], src, Bytes);
+      x[0] = extend(x[0], E);
     }
+    lds_dma_write(w, dst, x, Written);
   }
 }
 
@@ -249,14 +245,14 @@ void global_load_lds(Wave& w, const Inst& I) {
     if (!dst) return;
     const uint8_t* src = lane_ptr(w, I, Space::global, a, Bytes, l);
     if (!src) return;
+    uint32_t x[4] = {};
     if constexpr (E == Ext::dwords) {
-      std::memcpy(dst, src, 4 * N);
+      std::memcpy(x, src, 4 * N);
     } else {
-      uint32_t x = 0;
-      std::memcpy(&x, src, Bytes);
-      x = extend(x, E);
-      std::memcpy(dst, &x, 4);
+      std::memcpy(&x[0], src, Bytes);
+      x[0] = extend(x[0], E);
     }
+    lds_dma_write(w, dst, x, Written);
   }
 }
 

@@ -1,6 +1,8 @@
-// Program control (SOPP): branches, the end of the program, barriers. Waits, priorities and scheduling hints have
-// no functional effect in vgpu, which completes every memory operation before the next instruction.
+// Program control (SOPP): branches, the end of the program, barriers, waits. vgpu completes every memory operation
+// before the next instruction except the LDS writes of loads straight into LDS, which land at the s_waitcnt vmcnt
+// that lets them be complete (memory.h); other waits, priorities and scheduling hints have no functional effect.
 #include "isa.h"
+#include "memory.h"
 #include "ops.h"
 
 namespace vgpu {
@@ -13,7 +15,17 @@ void branch(Wave& w, const Inst& I) {
 
 void nop(Wave&, const Inst&) {}
 
+// s_waitcnt simm16 (GFX9 encoding, both archs): vmcnt in bits 3:0 and 15:14.
+void waitcnt(Wave& w, const Inst& I) { retire_vmem(w, (I.simm & 0xf) | (I.simm >> 14 & 3) << 4); }
+// s_waitcnt_vmcnt sdst, simm16: the count is simm16 (the SGPR, null in compiled code, is not modelled).
+void waitcnt_vmcnt(Wave& w, const Inst& I) { retire_vmem(w, I.simm & 0xffff); }
+
 }  // namespace
+
+void exec_vmem_counted(Wave& w, const Inst& I) {
+  ++w.vm_issued;
+  I.vmem_fn(w, I);
+}
 
 void register_sopp(IsaTable& t) {
   t.add("s_branch", branch<[](const Wave&) { return true; }>);
@@ -23,9 +35,14 @@ void register_sopp(IsaTable& t) {
   t.add("s_cbranch_vccnz", branch<[](const Wave& w) { return w.vcc() != 0; }>);
   t.add("s_cbranch_execz", branch<[](const Wave& w) { return w.exec() == 0; }>);
   t.add("s_cbranch_execnz", branch<[](const Wave& w) { return w.exec() != 0; }>);
-  t.add("s_endpgm", [](Wave& w, const Inst&) { w.state = WaveState::done; });
+  t.add("s_endpgm", [](Wave& w, const Inst&) {
+    retire_vmem(w, 0);  // what is in flight still lands
+    w.state = WaveState::done;
+  });
+  t.add("s_waitcnt", waitcnt);
+  t.add("s_waitcnt_vmcnt", waitcnt_vmcnt);
   t.add("s_barrier", [](Wave& w, const Inst&) { w.state = WaveState::barrier; });
-  for (const char* name : {"s_waitcnt", "s_waitcnt_vmcnt", "s_waitcnt_lgkmcnt", "s_waitcnt_expcnt", "s_nop", "s_setprio",
+  for (const char* name : {"s_waitcnt_lgkmcnt", "s_waitcnt_expcnt", "s_nop", "s_setprio",
                            "s_sleep", "s_icache_inv", "s_incperflevel", "s_decperflevel", "s_ttracedata",
                            "s_set_gpr_idx_mode", "s_dcache_wb", "s_dcache_inv", "s_dcache_wb_vol",
                            "s_dcache_inv_vol", "buffer_wbinvl1", "buffer_wbinvl1_vol", "buffer_inv", "buffer_wbl2",

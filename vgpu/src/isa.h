@@ -47,5 +47,7 @@ void register_xlane(IsaTable&);   // permlane swaps, transposing LDS reads (exec
 
 // The function bound to instructions the table lacks: raises FaultKind::unknown_instruction.
 void exec_unknown(Wave& w, const Inst& I);
+// A vector memory instruction (the decoder puts it in front of Inst::vmem_fn): counts it for vmcnt, then runs it.
+void exec_vmem_counted(Wave& w, const Inst& I);
 
 }  // namespace vgpu

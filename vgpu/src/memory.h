@@ -9,6 +9,23 @@ namespace vgpu {
 
 enum class Space : uint8_t { global, flat, scratch };
 
+// An LDS DMA lane write of `bytes` (<= 16) to `dst` (from lds_ptr): held until retire_vmem lets it land.
+inline void lds_dma_write(Wave& w, const uint8_t* dst, const void* src, uint32_t bytes) {
+  PendingLdsWrite p{w.vm_issued, uint32_t(dst - w.wg->lds), bytes, {}};
+  std::memcpy(p.data, src, bytes);
+  w.lds_in_flight.push_back(p);
+}
+
+// s_waitcnt vmcnt(N): every vector memory instruction but the N latest is complete; their LDS writes land.
+inline void retire_vmem(Wave& w, uint32_t outstanding) {
+  if (w.lds_in_flight.empty()) return;
+  const uint32_t done = w.vm_issued > outstanding ? w.vm_issued - outstanding : 0;
+  size_t n = 0;
+  for (; n < w.lds_in_flight.size() && w.lds_in_flight[n].seq <= done; ++n)
+    std::memcpy(w.wg->lds + w.lds_in_flight[n].offset, w.lds_in_flight[n].data, w.lds_in_flight[n].bytes);
+  w.lds_in_flight.erase(w.lds_in_flight.begin(), w.lds_in_flight.begin() + long(n));
+}
+
 // Host pointer for `bytes` at LDS offset `addr`, or nullptr after raising an LDS fault.
 inline uint8_t* lds_ptr(Wave& w, const Inst& I, uint64_t addr, uint32_t bytes, int lane) {
   if (addr + bytes > w.wg->lds_bytes) {

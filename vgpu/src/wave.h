@@ -50,6 +50,14 @@ struct Workgroup;
 
 enum class WaveState : uint8_t { running, barrier, done, faulted };
 
+// One lane's LDS write of a load straight into LDS (LDS DMA), held until the wave may rely on it.
+struct PendingLdsWrite {
+  uint32_t seq;     // the vector memory instruction that made it (Wave::vm_issued at its issue)
+  uint32_t offset;  // LDS byte offset
+  uint32_t bytes;
+  uint8_t data[16];
+};
+
 struct alignas(64) Wave {
   uint32_t s[sreg::count] = {};  // scalar registers in hardware encoding (see sreg)
   bool scc = false;
@@ -64,6 +72,11 @@ struct alignas(64) Wave {
   uint32_t gpr_idx = 0;          // s_set_gpr_idx state: index and enabled operand mask
   uint8_t gpr_idx_mode = 0;
   uint64_t mem_lo = 0, mem_hi = 0;
+  // vmcnt: vector memory instructions issued so far. Loads straight into LDS land only when an s_waitcnt of this
+  // wave lets them be complete (or the wave ends) — the latest moment hardware may land them — so a read of LDS
+  // that is not ordered after that wait sees the old contents, as it could on hardware, and its check fails.
+  uint32_t vm_issued = 0;
+  std::vector<PendingLdsWrite> lds_in_flight;  // in issue order
   Profile* profile = nullptr;       // set when the dispatch is profiled  // the allocation the last global access hit: most accesses hit it again
 
   uint64_t exec() const { return s64(sreg::exec); }
