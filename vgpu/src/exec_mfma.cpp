@@ -261,8 +261,10 @@ inline float add_c(double S, int E, float c, bool c_cutoff) {
 
 // Exact path of one group, for groups where truncation drops bits, a product may reach 2^128, or an input is inf or
 // NaN: c + sum over k < g of a[ia + k * sa] * b[ib + k * sb] * 2^delta in integer arithmetic.
+// Out of line: it is the cold path, and one compiled copy keeps NaN payloads the same wherever it is called from (they
+// depend on the operand order the compiler picks for the products; the model does not define them).
 template <int N>
-float fused_group_exact(const Elems<N>& a, int ia, int sa, const Elems<N>& b, int ib, int sb, int g, float c,
+[[gnu::noinline]] float fused_group_exact(const Elems<N>& a, int ia, int sa, const Elems<N>& b, int ib, int sb, int g, float c,
                         int delta, bool nan_scale, bool fp8) {
   bool special = nan_scale || !std::isfinite(c);
   for (int k = 0; k < g; ++k) special |= a.special[ia + k * sa] | b.special[ib + k * sb];
@@ -385,6 +387,26 @@ void fused_matmul(const Elems<NE>& a, const Elems<NE>& bt, const uint32_t* c, ui
       }
       for (int j = 0; j < N; ++j) d[(b * M + i) * N + j] = std::bit_cast<uint32_t>(acc[j]);
     }
+}
+
+// The model literally: every element of D, group by group, through the exact integer path. Far slower than
+// fused_matmul; it is what fused_matmul is tested against bit for bit (mfma_reference_table, tests/vgpu).
+template <int M, int N, int K, int B, int G, bool fp8, int kblocks, int NE>
+void fused_matmul_reference(const Elems<NE>& a, const Elems<NE>& bt, const uint32_t* c, uint32_t* d, const int* sa,
+                            const int* sb) {
+  for (int b = 0; b < B; ++b)
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        float acc = std::bit_cast<float>(c[(b * M + i) * N + j]);
+        for (int k0 = 0; k0 < K; k0 += G) {
+          if (std::isnan(acc)) continue;  // a NaN accumulator stays NaN
+          const int kb = kblocks > 1 ? k0 / 32 : 0;
+          const int xa = sa[i * kblocks + kb], xb = sb[j * kblocks + kb];
+          acc = fused_group_exact(a, (b * M + i) * K + k0, 1, bt, (b * K + k0) * N + j, N, G, acc, xa + xb - 254,
+                                  xa == 255 || xb == 255, fp8);
+        }
+        d[(b * M + i) * N + j] = std::bit_cast<uint32_t>(acc);
+      }
 }
 
 // --- Execution -------------------------------------------------------------------------------------------------------
@@ -530,7 +552,8 @@ inline int scale_of(const Wave& w, const Operand& o, int sel, int dim, int r, in
   return int(read_s32(w, o) >> 23 & 0xff);
 }
 
-template <Shape S>
+// Reference: the fused forms use fused_matmul_reference instead of fused_matmul (see mfma_reference_table).
+template <Shape S, bool Reference = false>
 void mfma(Wave& w, const Inst& I) {
   constexpr int M = S.m, N = S.n, K = S.k, B = S.blocks;
   if (!check_operands<S>(w, I)) return;
@@ -584,69 +607,86 @@ void mfma(Wave& w, const Inst& I) {
         for (int j = 0; j < N; ++j) sb[j * kblocks + kb] = scale_of(w, I.op[5], sel_b, N, j, kb);
       }
     }
-    fused_matmul<M, N, K, B, G, fp8, kblocks>(a, bt, c, d, sa, sb);
+    if constexpr (Reference) fused_matmul_reference<M, N, K, B, G, fp8, kblocks>(a, bt, c, d, sa, sb);
+    else fused_matmul<M, N, K, B, G, fp8, kblocks>(a, bt, c, d, sa, sb);
   }
   write_d<S>(w, I, d);
 }
 
-template <Shape S>
+// Registers a form under its name(s); Reference: only the fused-model forms, with the reference arithmetic.
+template <Shape S, bool Reference>
 void add(IsaTable& t, std::string_view name, std::string_view alias = {}) {
-  const ImmType imm = S.a == Ty::i8 ? ImmType::b32 : ImmType::f32;
-  t.add(name, mfma<S>, imm);
-  if (!alias.empty()) t.add(alias, mfma<S>, imm);
+  constexpr bool fused = S.a != Ty::i8 && S.a != Ty::f32;
+  if constexpr (!Reference || fused) {
+    const ImmType imm = S.a == Ty::i8 ? ImmType::b32 : ImmType::f32;
+    t.add(name, mfma<S, Reference>, imm);
+    if (!alias.empty()) t.add(alias, mfma<S, Reference>, imm);
+  }
+}
+
+template <bool R>
+void register_all(IsaTable& t) {
+  using enum Ty;
+  // f32 inputs (both archs). The second name is the pre-gfx940 spelling, accepted for hand-written assembly.
+  add<Shape{32, 32, 1, 2, f32, f32}, R>(t, "v_mfma_f32_32x32x1_2b_f32", "v_mfma_f32_32x32x1f32");
+  add<Shape{16, 16, 1, 4, f32, f32}, R>(t, "v_mfma_f32_16x16x1_4b_f32", "v_mfma_f32_16x16x1f32");
+  add<Shape{4, 4, 1, 16, f32, f32}, R>(t, "v_mfma_f32_4x4x1_16b_f32", "v_mfma_f32_4x4x1f32");
+  add<Shape{32, 32, 2, 1, f32, f32}, R>(t, "v_mfma_f32_32x32x2_f32", "v_mfma_f32_32x32x2f32");
+  add<Shape{16, 16, 4, 1, f32, f32}, R>(t, "v_mfma_f32_16x16x4_f32", "v_mfma_f32_16x16x4f32");
+  // f16 and bf16 (the bf16 forms are the "_1k" ones of gfx90a).
+  add<Shape{32, 32, 4, 2, f16, f16}, R>(t, "v_mfma_f32_32x32x4_2b_f16", "v_mfma_f32_32x32x4f16");
+  add<Shape{16, 16, 4, 4, f16, f16}, R>(t, "v_mfma_f32_16x16x4_4b_f16", "v_mfma_f32_16x16x4f16");
+  add<Shape{4, 4, 4, 16, f16, f16}, R>(t, "v_mfma_f32_4x4x4_16b_f16", "v_mfma_f32_4x4x4f16");
+  add<Shape{32, 32, 8, 1, f16, f16}, R>(t, "v_mfma_f32_32x32x8_f16", "v_mfma_f32_32x32x8f16");
+  add<Shape{16, 16, 16, 1, f16, f16}, R>(t, "v_mfma_f32_16x16x16_f16", "v_mfma_f32_16x16x16f16");
+  add<Shape{32, 32, 4, 2, bf16, bf16}, R>(t, "v_mfma_f32_32x32x4_2b_bf16", "v_mfma_f32_32x32x4bf16_1k");
+  add<Shape{16, 16, 4, 4, bf16, bf16}, R>(t, "v_mfma_f32_16x16x4_4b_bf16", "v_mfma_f32_16x16x4bf16_1k");
+  add<Shape{4, 4, 4, 16, bf16, bf16}, R>(t, "v_mfma_f32_4x4x4_16b_bf16", "v_mfma_f32_4x4x4bf16_1k");
+  add<Shape{32, 32, 8, 1, bf16, bf16}, R>(t, "v_mfma_f32_32x32x8_bf16", "v_mfma_f32_32x32x8bf16_1k");
+  add<Shape{16, 16, 16, 1, bf16, bf16}, R>(t, "v_mfma_f32_16x16x16_bf16", "v_mfma_f32_16x16x16bf16_1k");
+  // gfx950: twice the k per instruction.
+  add<Shape{16, 16, 32, 1, f16, f16}, R>(t, "v_mfma_f32_16x16x32_f16");
+  add<Shape{32, 32, 16, 1, f16, f16}, R>(t, "v_mfma_f32_32x32x16_f16");
+  add<Shape{16, 16, 32, 1, bf16, bf16}, R>(t, "v_mfma_f32_16x16x32_bf16");
+  add<Shape{32, 32, 16, 1, bf16, bf16}, R>(t, "v_mfma_f32_32x32x16_bf16");
+  // gfx942: xf32 (f32 inputs truncated to 10 mantissa bits).
+  add<Shape{16, 16, 8, 1, xf32, xf32}, R>(t, "v_mfma_f32_16x16x8_xf32", "v_mfma_f32_16x16x8xf32");
+  add<Shape{32, 32, 4, 1, xf32, xf32}, R>(t, "v_mfma_f32_32x32x4_xf32", "v_mfma_f32_32x32x4xf32");
+  // fp8/bf8: FNUZ formats on gfx942, OCP formats on gfx950.
+  add<Shape{16, 16, 32, 1, fp8, fp8}, R>(t, "v_mfma_f32_16x16x32_fp8_fp8");
+  add<Shape{16, 16, 32, 1, fp8, bf8}, R>(t, "v_mfma_f32_16x16x32_fp8_bf8");
+  add<Shape{16, 16, 32, 1, bf8, fp8}, R>(t, "v_mfma_f32_16x16x32_bf8_fp8");
+  add<Shape{16, 16, 32, 1, bf8, bf8}, R>(t, "v_mfma_f32_16x16x32_bf8_bf8");
+  add<Shape{32, 32, 16, 1, fp8, fp8}, R>(t, "v_mfma_f32_32x32x16_fp8_fp8");
+  add<Shape{32, 32, 16, 1, fp8, bf8}, R>(t, "v_mfma_f32_32x32x16_fp8_bf8");
+  add<Shape{32, 32, 16, 1, bf8, fp8}, R>(t, "v_mfma_f32_32x32x16_bf8_fp8");
+  add<Shape{32, 32, 16, 1, bf8, bf8}, R>(t, "v_mfma_f32_32x32x16_bf8_bf8");
+  // gfx950: f8f6f4 with E8M0 block scales (scaled form) or scale 1.0 (plain form); fp8/bf8 formats only.
+  add<Shape{16, 16, 128, 1, f8f6f4, f8f6f4, true}, R>(t, "v_mfma_scale_f32_16x16x128_f8f6f4");
+  add<Shape{32, 32, 64, 1, f8f6f4, f8f6f4, true}, R>(t, "v_mfma_scale_f32_32x32x64_f8f6f4");
+  add<Shape{16, 16, 128, 1, f8f6f4, f8f6f4}, R>(t, "v_mfma_f32_16x16x128_f8f6f4");
+  add<Shape{32, 32, 64, 1, f8f6f4, f8f6f4}, R>(t, "v_mfma_f32_32x32x64_f8f6f4");
+  // i8 inputs, i32 accumulation (wrapping).
+  add<Shape{32, 32, 4, 2, i8, i8}, R>(t, "v_mfma_i32_32x32x4_2b_i8", "v_mfma_i32_32x32x4i8");
+  add<Shape{16, 16, 4, 4, i8, i8}, R>(t, "v_mfma_i32_16x16x4_4b_i8", "v_mfma_i32_16x16x4i8");
+  add<Shape{4, 4, 4, 16, i8, i8}, R>(t, "v_mfma_i32_4x4x4_16b_i8", "v_mfma_i32_4x4x4i8");
+  add<Shape{32, 32, 16, 1, i8, i8}, R>(t, "v_mfma_i32_32x32x16_i8", "v_mfma_i32_32x32x16i8");
+  add<Shape{16, 16, 32, 1, i8, i8}, R>(t, "v_mfma_i32_16x16x32_i8", "v_mfma_i32_16x16x32i8");
+  add<Shape{32, 32, 32, 1, i8, i8}, R>(t, "v_mfma_i32_32x32x32_i8");
+  add<Shape{16, 16, 64, 1, i8, i8}, R>(t, "v_mfma_i32_16x16x64_i8");
 }
 
 }  // namespace
 
-void register_mfma(IsaTable& t) {
-  using enum Ty;
-  // f32 inputs (both archs). The second name is the pre-gfx940 spelling, accepted for hand-written assembly.
-  add<Shape{32, 32, 1, 2, f32, f32}>(t, "v_mfma_f32_32x32x1_2b_f32", "v_mfma_f32_32x32x1f32");
-  add<Shape{16, 16, 1, 4, f32, f32}>(t, "v_mfma_f32_16x16x1_4b_f32", "v_mfma_f32_16x16x1f32");
-  add<Shape{4, 4, 1, 16, f32, f32}>(t, "v_mfma_f32_4x4x1_16b_f32", "v_mfma_f32_4x4x1f32");
-  add<Shape{32, 32, 2, 1, f32, f32}>(t, "v_mfma_f32_32x32x2_f32", "v_mfma_f32_32x32x2f32");
-  add<Shape{16, 16, 4, 1, f32, f32}>(t, "v_mfma_f32_16x16x4_f32", "v_mfma_f32_16x16x4f32");
-  // f16 and bf16 (the bf16 forms are the "_1k" ones of gfx90a).
-  add<Shape{32, 32, 4, 2, f16, f16}>(t, "v_mfma_f32_32x32x4_2b_f16", "v_mfma_f32_32x32x4f16");
-  add<Shape{16, 16, 4, 4, f16, f16}>(t, "v_mfma_f32_16x16x4_4b_f16", "v_mfma_f32_16x16x4f16");
-  add<Shape{4, 4, 4, 16, f16, f16}>(t, "v_mfma_f32_4x4x4_16b_f16", "v_mfma_f32_4x4x4f16");
-  add<Shape{32, 32, 8, 1, f16, f16}>(t, "v_mfma_f32_32x32x8_f16", "v_mfma_f32_32x32x8f16");
-  add<Shape{16, 16, 16, 1, f16, f16}>(t, "v_mfma_f32_16x16x16_f16", "v_mfma_f32_16x16x16f16");
-  add<Shape{32, 32, 4, 2, bf16, bf16}>(t, "v_mfma_f32_32x32x4_2b_bf16", "v_mfma_f32_32x32x4bf16_1k");
-  add<Shape{16, 16, 4, 4, bf16, bf16}>(t, "v_mfma_f32_16x16x4_4b_bf16", "v_mfma_f32_16x16x4bf16_1k");
-  add<Shape{4, 4, 4, 16, bf16, bf16}>(t, "v_mfma_f32_4x4x4_16b_bf16", "v_mfma_f32_4x4x4bf16_1k");
-  add<Shape{32, 32, 8, 1, bf16, bf16}>(t, "v_mfma_f32_32x32x8_bf16", "v_mfma_f32_32x32x8bf16_1k");
-  add<Shape{16, 16, 16, 1, bf16, bf16}>(t, "v_mfma_f32_16x16x16_bf16", "v_mfma_f32_16x16x16bf16_1k");
-  // gfx950: twice the k per instruction.
-  add<Shape{16, 16, 32, 1, f16, f16}>(t, "v_mfma_f32_16x16x32_f16");
-  add<Shape{32, 32, 16, 1, f16, f16}>(t, "v_mfma_f32_32x32x16_f16");
-  add<Shape{16, 16, 32, 1, bf16, bf16}>(t, "v_mfma_f32_16x16x32_bf16");
-  add<Shape{32, 32, 16, 1, bf16, bf16}>(t, "v_mfma_f32_32x32x16_bf16");
-  // gfx942: xf32 (f32 inputs truncated to 10 mantissa bits).
-  add<Shape{16, 16, 8, 1, xf32, xf32}>(t, "v_mfma_f32_16x16x8_xf32", "v_mfma_f32_16x16x8xf32");
-  add<Shape{32, 32, 4, 1, xf32, xf32}>(t, "v_mfma_f32_32x32x4_xf32", "v_mfma_f32_32x32x4xf32");
-  // fp8/bf8: FNUZ formats on gfx942, OCP formats on gfx950.
-  add<Shape{16, 16, 32, 1, fp8, fp8}>(t, "v_mfma_f32_16x16x32_fp8_fp8");
-  add<Shape{16, 16, 32, 1, fp8, bf8}>(t, "v_mfma_f32_16x16x32_fp8_bf8");
-  add<Shape{16, 16, 32, 1, bf8, fp8}>(t, "v_mfma_f32_16x16x32_bf8_fp8");
-  add<Shape{16, 16, 32, 1, bf8, bf8}>(t, "v_mfma_f32_16x16x32_bf8_bf8");
-  add<Shape{32, 32, 16, 1, fp8, fp8}>(t, "v_mfma_f32_32x32x16_fp8_fp8");
-  add<Shape{32, 32, 16, 1, fp8, bf8}>(t, "v_mfma_f32_32x32x16_fp8_bf8");
-  add<Shape{32, 32, 16, 1, bf8, fp8}>(t, "v_mfma_f32_32x32x16_bf8_fp8");
-  add<Shape{32, 32, 16, 1, bf8, bf8}>(t, "v_mfma_f32_32x32x16_bf8_bf8");
-  // gfx950: f8f6f4 with E8M0 block scales (scaled form) or scale 1.0 (plain form); fp8/bf8 formats only.
-  add<Shape{16, 16, 128, 1, f8f6f4, f8f6f4, true}>(t, "v_mfma_scale_f32_16x16x128_f8f6f4");
-  add<Shape{32, 32, 64, 1, f8f6f4, f8f6f4, true}>(t, "v_mfma_scale_f32_32x32x64_f8f6f4");
-  add<Shape{16, 16, 128, 1, f8f6f4, f8f6f4}>(t, "v_mfma_f32_16x16x128_f8f6f4");
-  add<Shape{32, 32, 64, 1, f8f6f4, f8f6f4}>(t, "v_mfma_f32_32x32x64_f8f6f4");
-  // i8 inputs, i32 accumulation (wrapping).
-  add<Shape{32, 32, 4, 2, i8, i8}>(t, "v_mfma_i32_32x32x4_2b_i8", "v_mfma_i32_32x32x4i8");
-  add<Shape{16, 16, 4, 4, i8, i8}>(t, "v_mfma_i32_16x16x4_4b_i8", "v_mfma_i32_16x16x4i8");
-  add<Shape{4, 4, 4, 16, i8, i8}>(t, "v_mfma_i32_4x4x4_16b_i8", "v_mfma_i32_4x4x4i8");
-  add<Shape{32, 32, 16, 1, i8, i8}>(t, "v_mfma_i32_32x32x16_i8", "v_mfma_i32_32x32x16i8");
-  add<Shape{16, 16, 32, 1, i8, i8}>(t, "v_mfma_i32_16x16x32_i8", "v_mfma_i32_16x16x32i8");
-  add<Shape{32, 32, 32, 1, i8, i8}>(t, "v_mfma_i32_32x32x32_i8");
-  add<Shape{16, 16, 64, 1, i8, i8}>(t, "v_mfma_i32_16x16x64_i8");
+void register_mfma(IsaTable& t) { register_all<false>(t); }
+
+const IsaTable& mfma_reference_table() {
+  static const IsaTable table = [] {
+    IsaTable t;
+    register_all<true>(t);
+    return t;
+  }();
+  return table;
 }
 
 }  // namespace vgpu

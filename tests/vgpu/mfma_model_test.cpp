@@ -1,0 +1,257 @@
+// Bit-exactness guard of vgpu's MFMA arithmetic: every fused-model MFMA (bf16, f16, xf32, fp8/bf8, f8f6f4) as executed
+// (the vectorized fast path in exec_mfma.cpp) against the literal reference model (one element and group at a time,
+// integer arithmetic), on random register images built to reach every branch of the model: subnormals, zeros, infinities,
+// NaNs, exponent spreads from none to the whole format, cancellation, overflow of products and sums, C far above and far
+// below the products, broadcast modifiers, inline-constant C and (gfx950) extreme E8M0 scales. D must match bit for bit.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "isa.h"
+#include "wave.h"
+
+namespace vgpu {
+namespace {
+
+struct Fmt {
+  int bits, exp_bits, man_bits;  // element width and its exponent / mantissa fields
+};
+constexpr Fmt kF32{32, 8, 23}, kBf16{16, 8, 7}, kF16{16, 5, 10}, kE4m3{8, 4, 3}, kE5m2{8, 5, 2};
+
+// The operand formats from the mnemonic (f8f6f4: from cbsz/blgp, 0 e4m3 and 1 e5m2).
+void formats_of(const std::string& name, int cbsz, int blgp, Fmt& a, Fmt& b) {
+  auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
+  if (has("xf32")) a = b = kF32;
+  else if (has("bf16")) a = b = kBf16;
+  else if (has("f16")) a = b = kF16;
+  else if (has("f8f6f4")) a = cbsz ? kE5m2 : kE4m3, b = blgp ? kE5m2 : kE4m3;
+  else {
+    a = has("_bf8_") ? kE5m2 : kE4m3;
+    b = name.ends_with("bf8") ? kE5m2 : kE4m3;
+  }
+}
+
+// How the elements of one register image are drawn. `center` and `spread` pick the exponent field around a random
+// point (spread 0: all elements in one binade), `special` is the chance of a zero / inf / NaN / extreme code.
+struct Recipe {
+  int center, spread;
+  double special;
+  bool raw;  // uniform random bits (every code equally likely)
+};
+
+uint32_t element(std::mt19937_64& rng, const Fmt& f, const Recipe& r) {
+  const uint32_t mask = f.bits == 32 ? ~0u : (1u << f.bits) - 1, emax = (1u << f.exp_bits) - 1;
+  if (r.raw) return uint32_t(rng()) & mask;
+  const uint32_t sign = uint32_t(rng() & 1) << (f.bits - 1);
+  uint32_t man = uint32_t(rng()) & ((1u << f.man_bits) - 1);
+  if (std::uniform_real_distribution<>(0, 1)(rng) < r.special) {
+    switch (rng() % 6) {
+      case 0: return sign;                                          // +-0
+      case 1: return sign | emax << f.man_bits;                     // inf (or NaN / largest value in fp8)
+      case 2: return sign | emax << f.man_bits | 1;                 // NaN (or a large finite fp8)
+      case 3: return sign | man;                                    // subnormal
+      case 4: return sign | (emax - 1) << f.man_bits | ((1u << f.man_bits) - 1);  // largest finite
+      default: return sign | 1u << f.man_bits;                      // smallest normal
+    }
+  }
+  if (rng() % 4 == 0) man = 0;  // powers of two: exact cancellations and ties
+  const int e = r.center + int(rng() % uint64_t(2 * r.spread + 1)) - r.spread;
+  const uint32_t ex = uint32_t(std::clamp(e, 0, int(emax)));
+  return sign | ex << f.man_bits | man;
+}
+
+// Fills `regs` registers from `first` with elements of format f (packed low element first).
+void fill(std::vector<uint32_t>& file, int first, int regs, std::mt19937_64& rng, const Fmt& f, const Recipe& r) {
+  const int per = 32 / f.bits;
+  for (int x = first * kLanes; x < (first + regs) * kLanes; ++x) {
+    uint32_t w = 0;
+    for (int e = 0; e < per; ++e) w |= element(rng, f, r) << (e * f.bits);
+    file[x] = w;
+  }
+}
+
+Recipe random_recipe(std::mt19937_64& rng, const Fmt& f) {
+  const int emax = (1 << f.exp_bits) - 1;
+  Recipe r{};
+  switch (rng() % 6) {
+    case 0: r.raw = true; break;
+    case 1: r = {int(rng() % (emax + 1)), 0, 0.0, false}; break;                            // one binade
+    case 2: r = {int(rng() % (emax + 1)), int(1 + rng() % 12), 0.02, false}; break;         // a few binades
+    case 3: r = {emax / 2, emax / 2 + 1, 0.1, false}; break;                                // the whole range
+    case 4: r = {int(rng() % 3), int(rng() % 4), 0.05, false}; break;                       // subnormals and tiny
+    default: r = {emax - 1 - int(rng() % 3), int(rng() % 4), 0.05, false}; break;           // near overflow
+  }
+  return r;
+}
+
+// f32 C values: mostly around a random binade, some of every kind.
+uint32_t c_value(std::mt19937_64& rng, int center, int spread) {
+  const uint32_t sign = uint32_t(rng() & 1) << 31, man = uint32_t(rng()) & 0x7fffff;
+  switch (rng() % 16) {
+    case 0: return sign;
+    case 1: return sign | 0x7f800000;
+    case 2: return sign | 0x7fc00000 | (man & 0xffff);
+    case 3: return sign | man;  // subnormal
+    case 4: return uint32_t(rng());
+    default: {
+      const int e = std::clamp(center + int(rng() % uint64_t(2 * spread + 1)) - spread, 0, 254);
+      return sign | uint32_t(e) << 23 | man;
+    }
+  }
+}
+
+struct Case {
+  int a_regs, b_regs, c_regs;
+  bool scaled;
+};
+
+// Register counts from the mnemonic's shape: A and B hold dim * k elements of `bits` over 64 lanes, C/D M * N * blocks.
+Case case_of(const std::string& name, const Fmt& fa) {
+  int m = 0, n = 0, k = 0, blocks = 1;
+  const size_t p = name.find("f32_") + 4;
+  std::sscanf(name.c_str() + p, "%dx%dx%d", &m, &n, &k);
+  if (const size_t q = name.find("b_", p); q != std::string::npos && name[q - 2] == '_') blocks = name[q - 1] - '0';
+  if (name.find("_16b_") != std::string::npos) blocks = 16;
+  const int elems_a = m * k * blocks, elems_c = m * n * blocks;
+  return {std::max(1, elems_a * fa.bits / 32 / kLanes), std::max(1, elems_a * fa.bits / 32 / kLanes),
+          elems_c / kLanes, name.find("mfma_scale") != std::string::npos};
+}
+
+constexpr int kA = 0, kB = 16, kC = 32, kDFast = 64, kDRef = 96, kScaleA = 128, kScaleB = 129, kRegs = 130;
+
+struct Machine {
+  Program prog;
+  DispatchCtx ctx;
+  Workgroup wg;
+  Wave w;
+  std::vector<uint32_t> file = std::vector<uint32_t>(size_t(kRegs) * kLanes);
+  explicit Machine(Arch arch) {
+    prog.arch = arch;
+    prog.texts = {"mfma"};
+    ctx.prog = &prog;
+    wg.ctx = &ctx;
+    w.ctx = &ctx;
+    w.wg = &wg;
+    w.v = reinterpret_cast<uint32_t(*)[kLanes]>(file.data());
+  }
+};
+
+// Runs `trials` random cases of one instruction on one arch; returns the number of mismatching D elements (the first
+// few are printed).
+int check(const std::string& name, Arch arch, int trials, uint64_t seed) {
+  const OpInfo* fast = isa_table().find(name);
+  const OpInfo* ref = mfma_reference_table().find(name);
+  EXPECT_TRUE(fast && ref) << name;
+  if (!fast || !ref) return 1;
+  Machine mc(arch);
+  std::mt19937_64 rng(seed);
+  int bad = 0;
+  for (int t = 0; t < trials; ++t) {
+    Inst I;
+    I.name = name.c_str();
+    const bool f8f6f4 = name.find("f8f6f4") != std::string::npos;
+    if (f8f6f4) {
+      I.cbsz = uint8_t(rng() % 2), I.blgp = uint8_t(rng() % 2);
+    } else if (rng() % 4 == 0) {  // broadcast modifiers now and then
+      I.cbsz = uint8_t(rng() % 3);
+      I.abid = uint8_t(rng() % (1u << I.cbsz));
+      I.blgp = uint8_t(rng() % 8);
+    }
+    Fmt fa, fb;
+    formats_of(name, I.cbsz, I.blgp, fa, fb);
+    const Case cs = case_of(name, fa);
+    I.nops = cs.scaled ? 6 : 4;
+    for (int o = 0; o < I.nops; ++o) I.op[o].kind = OpKind::vgpr;
+    I.op[1].reg = kA, I.op[2].reg = kB, I.op[3].reg = kC;
+    I.op[1].width = uint8_t(cs.a_regs), I.op[2].width = uint8_t(cs.b_regs), I.op[3].width = uint8_t(cs.c_regs);
+    const Recipe ra = random_recipe(rng, fa), rb = rng() % 3 ? random_recipe(rng, fb) : ra;
+    fill(mc.file, kA, cs.a_regs, rng, fa, ra);
+    fill(mc.file, kB, cs.b_regs, rng, fb, rb);
+    // C around the products' binade (so that both floors of the model matter), or anywhere.
+    const int bias_a = (1 << (fa.exp_bits - 1)) - 1, bias_b = (1 << (fb.exp_bits - 1)) - 1;
+    const int prod = ra.raw ? 127 : std::clamp(127 + ra.center - bias_a + rb.center - bias_b, 0, 254);
+    const int c_center = rng() % 3 ? prod + int(rng() % 61) - 30 : int(rng() % 255), c_spread = int(rng() % 8);
+    for (int x = kC * kLanes; x < (kC + cs.c_regs) * kLanes; ++x) mc.file[x] = c_value(rng, c_center, c_spread);
+    if (rng() % 8 == 0) {  // C as an inline constant
+      I.op[3] = Operand{};
+      I.op[3].kind = OpKind::imm;
+      const uint32_t consts[] = {0, 0x3f800000, 0xbf000000, 0x40800000};
+      I.op[3].imm = consts[rng() % 4];
+    }
+    if (cs.scaled) {
+      I.op[4].reg = kScaleA, I.op[5].reg = kScaleB;
+      I.op_sel = uint8_t(rng() % 4), I.op_sel_hi = uint8_t(rng() % 4);
+      const int mode = int(rng() % 3);  // near 1.0, anywhere (NaN 255 included), or extreme
+      for (int x = kScaleA * kLanes; x < (kScaleB + 1) * kLanes; ++x) {
+        uint32_t w = 0;
+        for (int byte = 0; byte < 4; ++byte) {
+          uint32_t s = mode == 0 ? 120 + uint32_t(rng() % 15) : mode == 1 ? uint32_t(rng() % 256)
+                                                                          : (rng() % 2 ? uint32_t(rng() % 8) : 247 + uint32_t(rng() % 9));
+          w |= s << (8 * byte);
+        }
+        mc.file[x] = w;
+      }
+    }
+    mc.w.state = WaveState::running;
+    I.op[0].reg = kDFast, I.op[0].width = uint8_t(cs.c_regs);
+    fast->fn(mc.w, I);
+    I.op[0].reg = kDRef;
+    ref->fn(mc.w, I);
+    EXPECT_EQ(mc.w.state, WaveState::running) << name << ": faulted";
+    for (int x = 0; x < cs.c_regs * kLanes; ++x) {
+      const uint32_t got = mc.file[kDFast * kLanes + x], want = mc.file[kDRef * kLanes + x];
+      if (got != want && bad++ < 5)
+        ADD_FAILURE() << name << (arch == Arch::gfx950 ? " gfx950" : " gfx942") << " trial " << t << " reg " << x / kLanes
+                      << " lane " << x % kLanes << ": fast 0x" << std::hex << got << ", reference 0x" << want;
+    }
+  }
+  return bad;
+}
+
+// The mnemonics of a table's MFMAs, one per instruction: the pre-gfx940 aliases (no '_' after the shape) are left
+// out, they name the same function.
+std::vector<std::string> canonical_mfmas(const IsaTable& table) {
+  std::vector<std::string> names;
+  table.for_each([&](const OpInfo& op) {
+    if (!op.name.starts_with("v_mfma")) return;
+    size_t p = op.name.find("f32_") + 4;
+    while (p < op.name.size() && (std::isdigit(op.name[p]) || op.name[p] == 'x')) ++p;
+    if (p < op.name.size() && op.name[p] == '_') names.emplace_back(op.name);
+  });
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(MfmaModel, ReferenceCoversEveryFusedForm) {
+  // Every MFMA of the instruction table except the f32-input and i8 ones (not fused: fma chain, integer sum).
+  std::vector<std::string> want;
+  for (const auto& n : canonical_mfmas(isa_table()))
+    if (!n.ends_with("i8") && !(n.ends_with("_f32") && n.find("xf32") == std::string::npos)) want.push_back(n);
+  EXPECT_EQ(canonical_mfmas(mfma_reference_table()), want);
+  EXPECT_GE(want.size(), 20u);
+}
+
+// Per arch (fp8/bf8 are FNUZ on gfx942, OCP on gfx950; the other forms do not depend on it).
+class FastMatchesReference : public testing::TestWithParam<Arch> {};
+
+TEST_P(FastMatchesReference, EveryFusedForm) {
+  uint64_t seed = GetParam() == Arch::gfx950 ? 950 : 942;
+  int total = 0;
+  for (const auto& name : canonical_mfmas(mfma_reference_table())) {
+    const bool big = name.find("f8f6f4") != std::string::npos || name.find("32x32x16") != std::string::npos;
+    total += check(name, GetParam(), big ? 150 : 400, ++seed);
+  }
+  EXPECT_EQ(total, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Arch, FastMatchesReference, testing::Values(Arch::gfx942, Arch::gfx950),
+                         [](const auto& info) { return info.param == Arch::gfx950 ? "gfx950" : "gfx942"; });
+
+}  // namespace
+}  // namespace vgpu
