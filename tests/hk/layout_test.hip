@@ -12,29 +12,41 @@ using glt = gl<T, 1, 1, R, C>;
 
 // ---- acc -> operand -------------------------------------------------------------------------------------------------
 
-template <class T, int M, int N>
+template <class T, int M, int N, class Shape>
 __global__ void acc_to_op(const float* in, T* out) {
-  rt_acc<M, N> acc;
+  rt_acc<M, N, Shape> acc;
   load(acc, glt<float, M, N>(const_cast<float*>(in), 1, 1, M, N), {});
-  rt<T, M, N, layout::row> op;
+  rt<T, M, N, layout::row, Shape> op;
   acc_to_operand(op, acc);
   store(glt<T, M, N>(out, 1, 1, M, N), op, {});
 }
 
-template <class T, int M, int N>
+// In registers: the only LDS instructions are ds_bpermute (cross-lane moves, no LDS memory).
+template <class T, int M, int N, class Shape = mfma16>
 void check_acc_to_op() {
+  static_assert(swappable_in_registers<rt<T, M, N, layout::row, Shape>, rt_acc<M, N, Shape>>);
   hktest::Buffer<float> in(M * N, 31, 5.f);
   hktest::Buffer<T> out(M * N);
-  hipLaunchKernelGGL((acc_to_op<T, M, N>), dim3(1), dim3(64), 0, 0, in.dev, out.dev);
+  const bool profiled = hktest::set_profiling(true);
+  hipLaunchKernelGGL((acc_to_op<T, M, N, Shape>), dim3(1), dim3(64), 0, 0, in.dev, out.dev);
   HIP_OK(hipDeviceSynchronize());
+  hktest::set_profiling(false);
   std::vector<float> want(M * N);
   for (int i = 0; i < M * N; ++i) want[i] = hktest::quantize<T>(in.host[i]);
   hktest::expect_close(out.read(), want, 0, 0, "acc_to_operand");
+  if (!profiled) return;
+  const hktest::LdsStats s = hktest::last_lds("ds_");
+  for (auto& [m, c] : s.mnemonics) EXPECT_EQ(m, "ds_bpermute_b32") << "acc_to_operand touched LDS memory";
+  EXPECT_TRUE(s.has("ds_bpermute_b32"));
 }
 
 TEST(Layout, AccToOperandBf16_16x64) { check_acc_to_op<bf16, 16, 64>(); }
 TEST(Layout, AccToOperandBf16_32x32) { check_acc_to_op<bf16, 32, 32>(); }
 TEST(Layout, AccToOperandF16_64x128) { check_acc_to_op<half, 64, 128>(); }
+// The 32x32 family: 16 bpermute rounds per 32x32 accumulator block.
+TEST(Layout, AccToOperand32Bf16_32x32) { check_acc_to_op<bf16, 32, 32, mfma32>(); }
+TEST(Layout, AccToOperand32F16_64x96) { check_acc_to_op<half, 64, 96, mfma32>(); }
+TEST(Layout, AccToOperand32Bf16_32x128) { check_acc_to_op<bf16, 32, 128, mfma32>(); }
 
 // O = P V with P an fp32 accumulator (the softmax of attention) used as the A operand, and V (keys x head dim) sitting
 // row-major in a shared tile, read in the col layout mma_AB wants for B.

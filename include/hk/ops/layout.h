@@ -8,6 +8,7 @@
 //     - dst has E = 4 and the other layout (row <-> col), or
 //     - src is col layout and dst row layout with any E: rt_acc<M, N> -> rt<bf16/half/fp8e4m3, M, N, row>, the P of
 //       attention as the A operand of the next mma (E = 4 or 8 for 16-bit, 8 or 32 for fp8, on gfx942 / gfx950);
+//   or, in the 32x32 family, src is the accumulator (rt_acc32) and dst a row-layout operand with E <= 16;
 //   through shared memory (scratch: st<dst dtype, rows, cols> owned by this wave): any pair.
 //
 // The register path is a gather done in E rounds of ds_bpermute (E = the larger of the two, at most 16 per round
@@ -112,6 +113,52 @@ __device__ inline void swap_layout_registers(D& d, const S& s) {
       }
 }
 
+// The 32x32 accumulator (lane l, register x: row 8 (x / 4) + 4 (l / 32) + x % 4, column l % 32) as a row-layout
+// mfma32 tile (lane L: row L % 32, columns (L / 32) E + e of each 2E-wide base tile), for E <= 16. In a 32-column
+// accumulator tile every lane needs one register, x(L) = 4 (r / 8) + r % 4 of its row r, from the 16 lanes of the
+// accumulator's half (r / 4) % 2 whose column c has (c / E) % 2 == L / 32; a sender's 16 registers go to 16
+// different receivers. So 16 rounds of ds_bpermute: in round k a sender with column c sends register
+// (sigma(c) + k) % 16, sigma(c) = (c / 2E) E + c % E, and a receiver reads the sender with sigma = x - k.
+template <class D, class S>
+__device__ inline void acc32_to_row_registers(D& d, const S& s) {
+  constexpr int E = D::E, per = 16 / E;  // destination base tiles per accumulator base tile
+  const int lane = lane_id(), r = lane % 32, h = lane / 32, c = lane % 32;
+  const int need = 4 * (r / 8) + r % 4, half = (r / 4) % 2, sigma = (c / (2 * E)) * E + c % E;
+  int from[16];
+#pragma unroll
+  for (int k = 0; k < 16; ++k) {
+    const int want = ((need - k) % 16 + 16) % 16;
+    from[k] = (want / E) * 2 * E + h * E + want % E + 32 * half;
+  }
+#pragma unroll
+  for (int i = 0; i < D::tiles_r; ++i)
+#pragma unroll
+    for (int jj = 0; jj < S::tiles_c; ++jj) {
+      float in[16], got[16], out[16];
+#pragma unroll
+      for (int x = 0; x < 16; ++x) in[x] = s.data[i][jj][x];
+      rotate_left(in, sigma);  // round k sends in[k]
+#pragma unroll
+      for (int k = 0; k < 16; ++k) got[k] = bpermute(from[k], in[k]);
+      // got[k] holds destination slot (need - k) mod 16: a reflection, then a rotation, puts slot m at out[m].
+#pragma unroll
+      for (int m = 0; m < 16; ++m) out[m] = got[(16 - m) % 16];
+      rotate_left(out, (16 - need) % 16);
+#pragma unroll
+      for (int t = 0; t < per; ++t) {
+        float v[E];
+#pragma unroll
+        for (int e = 0; e < E; ++e) v[e] = out[t * E + e];
+        put(&d.data[i][jj * per + t][0], v);
+      }
+    }
+}
+
+template <class D, class S>
+inline constexpr bool acc32_swappable = std::same_as<typename D::shape, mfma32> && std::same_as<typename S::shape, mfma32> &&
+                                        std::same_as<typename S::dtype, float> && S::lay == layout::col &&
+                                        D::lay == layout::row && !std::same_as<typename D::dtype, float> && D::E <= 16;
+
 // A register tile of the same matrix as X transposed, in the other layout: the same registers, tiles reindexed.
 template <class X>
 using transposed_view = rt<typename X::dtype, X::cols, X::rows, other_layout<X>, typename X::shape>;
@@ -131,7 +178,8 @@ __device__ inline void transpose_view(V& v, const X& x) {
 // Whether swap_layout(d, s) has a register path for these tile types (otherwise pass a shared scratch tile).
 template <class D, class S>
 inline constexpr bool swappable_in_registers =
-    (D::lay == S::lay && D::E == S::E && std::same_as<typename D::shape, typename S::shape>) || detail::register_swappable<D, S>;
+    (D::lay == S::lay && D::E == S::E && std::same_as<typename D::shape, typename S::shape>) || detail::register_swappable<D, S> ||
+    detail::acc32_swappable<D, S>;
 
 // dst = src as a tile of another layout and/or element type, through registers only (see the header comment for
 // the pairs this covers; the scratch overload takes every pair).
@@ -140,10 +188,13 @@ __device__ inline void swap_layout(D& d, const S& s) {
   static_assert(D::rows == S::rows && D::cols == S::cols, "swap_layout: tiles must have the same shape");
   if constexpr (D::lay == S::lay && D::E == S::E && std::same_as<typename D::shape, typename S::shape>) {
     copy(d, s);
+  } else if constexpr (detail::acc32_swappable<D, S>) {
+    detail::acc32_to_row_registers(d, s);
   } else {
     static_assert(detail::register_swappable<D, S>,
-                  "swap_layout: no register path between these layouts (mfma16 tiles only; the source needs E = 4, and "
-                  "a col -> row swap or E = 4 on both sides); pass a shared scratch tile: swap_layout(dst, src, scratch)");
+                  "swap_layout: no register path between these layouts (mfma16: the source needs E = 4, and a col -> "
+                  "row swap or E = 4 on both sides; mfma32: the accumulator to a row-layout operand); pass a shared "
+                  "scratch tile: swap_layout(dst, src, scratch)");
     detail::swap_layout_registers(d, s);
   }
 }
@@ -160,11 +211,13 @@ __device__ inline void swap_layout(D& d, const S& s, ST& scratch) {
   wave_barrier();  // the next use of the scratch writes after these reads
 }
 
-// The attention conversion: the fp32 accumulator as the A operand (row layout, 16-bit or fp8) of the next mma.
-template <register_tile D, int M, int N>
-__device__ inline void acc_to_operand(D& d, const rt_acc<M, N>& acc) {
+// The attention conversion: the fp32 accumulator (of either MFMA family) as the A operand (row layout, 16-bit or fp8,
+// the same family) of the next mma, in registers.
+template <register_tile D, int M, int N, mfma_shape Shape>
+__device__ inline void acc_to_operand(D& d, const rt_acc<M, N, Shape>& acc) {
   static_assert(D::lay == layout::row && !std::same_as<typename D::dtype, float>,
                 "acc_to_operand: the destination is a row-layout bf16, half or fp8e4m3 tile");
+  static_assert(std::same_as<typename D::shape, Shape>, "acc_to_operand: the operand is of the accumulator's MFMA family");
   swap_layout(d, acc);
 }
 
