@@ -371,10 +371,10 @@ bool is_vector_memory(std::string_view m) {
 
 }  // namespace
 
-int Program::index_of(uint64_t off) const {
-  auto it = std::lower_bound(offsets.begin(), offsets.end(), off);
-  if (it == offsets.end() || *it != off) return -1;
-  return int(it - offsets.begin());
+int Program::index_of(int64_t off) const {
+  auto it = std::lower_bound(by_offset.begin(), by_offset.end(), std::pair<int64_t, int>{off, -1});
+  if (it == by_offset.end() || it->first != off) return -1;
+  return it->second;
 }
 
 std::shared_ptr<Program> decode_kernel(const CodeObject& co, const KernelInfo& info) {
@@ -393,91 +393,105 @@ std::shared_ptr<Program> decode_kernel(const CodeObject& co, const KernelInfo& i
   uint64_t furthest_target = 0;  // decode at least up to every branch target seen
   uint32_t max_vgpr = 0;
 
-  for (uint64_t off = start; off < co.text.size();) {
-    llvm::MCInst mi;
-    uint64_t size = 0;
-    llvm::ArrayRef<uint8_t> bytes(co.text.data() + off, co.text.size() - off);
-    std::string text;
-    Inst I;
-    I.pc = uint32_t(off - start);
-    auto status = D.dis->getInstruction(mi, size, bytes, co.text_addr + off, llvm::nulls());
-    if (status != llvm::MCDisassembler::Success || size == 0) {
-      size = 4;
-      text = "<undecodable>";
-      I.fn = exec_unknown;
-    } else {
-      llvm::raw_string_ostream os(text);
-      D.printer->printInst(&mi, co.text_addr + off, "", *D.sti, os);
-      os.flush();
-    }
-    I.size = uint32_t(size);
-    // Normalise the printed text: tabs to spaces, trimmed.
-    std::replace(text.begin(), text.end(), '\t', ' ');
-    text.erase(0, text.find_first_not_of(' '));
-    I.text = uint32_t(prog->texts.size());
-    prog->texts.push_back(text);
+  // Decodes [from, to) of .text into prog; the kernel's own code (kernel = true) ends at the first s_endpgm past every
+  // branch target seen.
+  auto decode_range = [&](uint64_t from, uint64_t to, bool kernel) {
+    for (uint64_t off = from; off < to;) {
+      llvm::MCInst mi;
+      uint64_t size = 0;
+      llvm::ArrayRef<uint8_t> bytes(co.text.data() + off, to - off);
+      std::string text;
+      Inst I;
+      I.pc = int32_t(int64_t(off) - int64_t(start));
+      auto status = D.dis->getInstruction(mi, size, bytes, co.text_addr + off, llvm::nulls());
+      if (status != llvm::MCDisassembler::Success || size == 0) {
+        size = 4;
+        text = "<undecodable>";
+        I.fn = exec_unknown;
+      } else {
+        llvm::raw_string_ostream os(text);
+        D.printer->printInst(&mi, co.text_addr + off, "", *D.sti, os);
+        os.flush();
+      }
+      I.size = uint32_t(size);
+      // Normalise the printed text: tabs to spaces, trimmed.
+      std::replace(text.begin(), text.end(), '\t', ' ');
+      text.erase(0, text.find_first_not_of(' '));
+      I.text = uint32_t(prog->texts.size());
+      prog->texts.push_back(text);
 
-    if (!I.fn) {
-      auto sp = text.find(' ');
-      std::string mnem = text.substr(0, sp);
-      std::string_view rest = sp == std::string::npos ? "" : std::string_view(text).substr(sp + 1);
-      for (std::string_view suffix : {"_e32", "_e64", "_sdwa", "_dpp"})
-        if (mnem.size() > suffix.size() && mnem.ends_with(suffix)) {
-          mnem.resize(mnem.size() - suffix.size());
-          if (suffix == "_e64") I.flags |= mod::vop3;
-          if (suffix == "_sdwa") I.flags |= mod::sdwa;
-          if (suffix == "_dpp") I.flags |= mod::dpp;
-          break;
+      if (!I.fn) {
+        auto sp = text.find(' ');
+        std::string mnem = text.substr(0, sp);
+        std::string_view rest = sp == std::string::npos ? "" : std::string_view(text).substr(sp + 1);
+        for (std::string_view suffix : {"_e32", "_e64", "_sdwa", "_dpp"})
+          if (mnem.size() > suffix.size() && mnem.ends_with(suffix)) {
+            mnem.resize(mnem.size() - suffix.size());
+            if (suffix == "_e64") I.flags |= mod::vop3;
+            if (suffix == "_sdwa") I.flags |= mod::sdwa;
+            if (suffix == "_dpp") I.flags |= mod::dpp;
+            break;
+          }
+        const OpInfo* op = table.find(mnem);
+        bool ok = op != nullptr;
+        if (ok) {
+          I.fn = op->fn;
+          I.name = op->name.data();
+          if (is_vector_memory(mnem)) I.vmem_fn = I.fn, I.fn = exec_vmem_counted;
+          if (is_sopp_branch(mnem)) {
+            // SOPP: simm16 in the low half of the word; target = next instruction + 4 * simm16.
+            uint32_t word;
+            std::memcpy(&word, bytes.data(), 4);
+            int64_t target = int64_t(off) + 4 + 4 * int64_t(int16_t(word & 0xffff));
+            I.offset = int32_t(target - int64_t(start));
+            if (kernel) furthest_target = std::max<uint64_t>(furthest_target, uint64_t(target));
+          } else {
+            for (auto& tok : split_operands(rest)) {
+              Operand o;
+              if (I.nops < std::size(I.op) && parse_operand(tok, op->imm, accum, o)) {
+                I.op[I.nops++] = o;
+                if (o.kind == OpKind::vgpr) max_vgpr = std::max<uint32_t>(max_vgpr, o.reg + o.width);
+              } else if (!apply_modifier(tok, I)) {
+                ok = false;  // a modifier vgpu does not model: refuse rather than run it wrongly
+                break;
+              }
+            }
+            // SOPP/SOPK with a plain immediate operand (s_nop 3, s_setprio 1, s_waitcnt ...).
+            if (I.nops > 0 && I.op[0].kind == OpKind::imm) I.simm = uint32_t(I.op[0].imm);
+          }
         }
-      const OpInfo* op = table.find(mnem);
-      bool ok = op != nullptr;
-      if (ok) {
-        I.fn = op->fn;
-        I.name = op->name.data();
-        if (is_vector_memory(mnem)) I.vmem_fn = I.fn, I.fn = exec_vmem_counted;
-        if (is_sopp_branch(mnem)) {
-          // SOPP: simm16 in the low half of the word; target = next instruction + 4 * simm16.
+        if (!ok) I.fn = exec_unknown, I.name = "";
+        if (ok && (mnem == "s_waitcnt" || mnem == "s_waitcnt_vmcnt")) {  // the counters' simm16, as encoded
           uint32_t word;
           std::memcpy(&word, bytes.data(), 4);
-          int64_t target = int64_t(off) + 4 + 4 * int64_t(int16_t(word & 0xffff));
-          I.offset = int32_t(target - int64_t(start));
-          furthest_target = std::max<uint64_t>(furthest_target, uint64_t(target));
-        } else {
-          for (auto& tok : split_operands(rest)) {
-            Operand o;
-            if (I.nops < std::size(I.op) && parse_operand(tok, op->imm, accum, o)) {
-              I.op[I.nops++] = o;
-              if (o.kind == OpKind::vgpr) max_vgpr = std::max<uint32_t>(max_vgpr, o.reg + o.width);
-            } else if (!apply_modifier(tok, I)) {
-              ok = false;  // a modifier vgpu does not model: refuse rather than run it wrongly
-              break;
-            }
-          }
-          // SOPP/SOPK with a plain immediate operand (s_nop 3, s_setprio 1, s_waitcnt ...).
-          if (I.nops > 0 && I.op[0].kind == OpKind::imm) I.simm = uint32_t(I.op[0].imm);
+          I.simm = word & 0xffff;
         }
       }
-      if (!ok) I.fn = exec_unknown, I.name = "";
-      if (ok && (mnem == "s_waitcnt" || mnem == "s_waitcnt_vmcnt")) {  // the counters' simm16, as encoded
-        uint32_t word;
-        std::memcpy(&word, bytes.data(), 4);
-        I.simm = word & 0xffff;
-      }
+      prog->offsets.push_back(int64_t(off) - int64_t(start));
+      prog->insts.push_back(I);
+      off += size;
+      if (kernel && text.starts_with("s_endpgm") && off > furthest_target) break;
     }
-    prog->offsets.push_back(uint32_t(off - start));
-    prog->insts.push_back(I);
-    off += size;
-    if (text.starts_with("s_endpgm") && off > furthest_target) break;
-  }
+  };
+  decode_range(start, co.text.size(), true);
   // A sentinel catches control flow that runs past the decoded code.
   Inst end;
   end.fn = [](Wave& w, const Inst& I) {
     w.fault(I, FaultKind::unknown_instruction, -1, "execution ran past the kernel's decoded code");
   };
-  end.pc = prog->offsets.empty() ? 0 : prog->offsets.back() + prog->insts.back().size;
+  end.pc = prog->offsets.empty() ? 0 : int32_t(prog->offsets.back() + prog->insts.back().size);
   end.text = uint32_t(prog->texts.size());
   prog->texts.push_back("<end of kernel code>");
   prog->insts.push_back(end);
+  prog->offsets.push_back(end.pc);
+  // The code object's device functions follow, for the kernel's calls (s_swappc_b64) and returns (s_setpc_b64);
+  // their offsets from the kernel entry may be negative.
+  for (const CodeObject::Function& f : co.functions)
+    if (f.vaddr >= co.text_addr && f.vaddr + f.size <= co.text_addr + co.text.size())
+      decode_range(f.vaddr - co.text_addr, f.vaddr - co.text_addr + f.size, false);
+  prog->by_offset.resize(prog->offsets.size());
+  for (size_t i = 0; i < prog->offsets.size(); ++i) prog->by_offset[i] = {prog->offsets[i], int(i)};
+  std::sort(prog->by_offset.begin(), prog->by_offset.end());
   // Resolve branch targets to instruction indices.
   for (auto& I : prog->insts)
     if (I.name && is_sopp_branch(I.name)) {

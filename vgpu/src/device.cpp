@@ -442,7 +442,7 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
     for (size_t i = 0; ctx.profiling && i < ctx.profile.executed.size(); ++i) {
       if (!ctx.profile.executed[i]) continue;
       const Inst& I = prog->insts[i];
-      stats->instructions.push_back({I.pc, prog->texts[I.text], ctx.profile.executed[i], ctx.profile.lds_accesses[i],
+      stats->instructions.push_back({uint64_t(int64_t(I.pc)), prog->texts[I.text], ctx.profile.executed[i], ctx.profile.lds_accesses[i],
                                      ctx.profile.lds_conflicts[i]});
       stats->lds_accesses += ctx.profile.lds_accesses[i];
       stats->lds_conflict_cycles += ctx.profile.lds_conflicts[i];

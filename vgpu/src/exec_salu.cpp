@@ -69,15 +69,15 @@ T bfe(T x, u32 spec, bool sign) {  // offset in bits [5:0], width in [22:16]
 
 void s_getpc(Wave& w, const Inst& I) {
   // The device address of the next instruction in the loaded image: PC-relative addressing of globals reaches them.
-  write_s64(w, I.op[0], w.ctx->code_base + I.pc + I.size);
+  write_s64(w, I.op[0], w.ctx->code_base + int64_t(I.pc) + I.size);
 }
 
 void s_setpc_or_swap(Wave& w, const Inst& I, const Operand& target_op) {
   uint64_t target = read_s64(w, target_op);
   const uint64_t base = w.ctx->code_base;
-  int idx = target >= base ? w.ctx->prog->index_of(target - base) : -1;
+  const int idx = w.ctx->prog->index_of(int64_t(target - base));
   if (idx < 0) {
-    w.fault(I, FaultKind::unknown_instruction, -1, "jump to an address outside the decoded kernel");
+    w.fault(I, FaultKind::unknown_instruction, -1, "jump to an address that starts no instruction of the kernel or its device functions");
     return;
   }
   w.pc = idx;
@@ -87,7 +87,7 @@ void s_setpc(Wave& w, const Inst& I) { s_setpc_or_swap(w, I, I.op[0]); }
 void s_swappc(Wave& w, const Inst& I) {
   Operand target = I.op[1];
   uint64_t t = read_s64(w, target);
-  write_s64(w, I.op[0], w.ctx->code_base + I.pc + I.size);
+  write_s64(w, I.op[0], w.ctx->code_base + int64_t(I.pc) + I.size);
   Operand lit;
   lit.kind = OpKind::imm, lit.imm = t;
   s_setpc_or_swap(w, I, lit);

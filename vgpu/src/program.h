@@ -65,7 +65,7 @@ struct Inst {
   uint8_t dst_sel = 6, dst_unused = 0, src0_sel = 6, src1_sel = 6;  // SDWA; 6 = DWORD
   uint32_t simm = 0;        // SOPP/SOPK immediate
   int32_t target = -1;      // branch target as an instruction index
-  uint32_t pc = 0;          // byte offset from the kernel entry
+  int32_t pc = 0;           // byte offset from the kernel entry (negative in a device function placed before it)
   uint32_t size = 0;        // bytes
   uint32_t text = 0;        // index into Program::texts
   const char* name = "";    // mnemonic (points into the instruction table)
@@ -77,9 +77,10 @@ struct Program {
   KernelInfo info;
   uint32_t vgprs = 0;               // unified registers the wave needs (highest used + 1)
   std::vector<Inst> insts;
-  std::vector<uint32_t> offsets;    // byte offset of each instruction, ascending
+  std::vector<int64_t> offsets;     // byte offset from the kernel entry of each instruction (the kernel's, then callees')
+  std::vector<std::pair<int64_t, int>> by_offset;  // (offset, instruction index), ascending
   std::vector<std::string> texts;   // disassembly of each instruction
-  int index_of(uint64_t byte_offset) const;  // -1 if no instruction starts there
+  int index_of(int64_t byte_offset) const;  // -1 if no instruction starts there
 };
 
 // Decodes the kernel at `info.entry` of `co` with LLVM's MC disassembler. Never fails on unknown instructions: they

@@ -80,6 +80,12 @@ struct CodeObject {
   uint64_t text_addr = 0;           // virtual address of .text
   std::vector<uint8_t> text;        // bytes of .text
   std::vector<KernelInfo> kernels;
+  // Device functions (STT_FUNC symbols in .text other than kernel entries), which kernels may call.
+  struct Function {
+    std::string name;
+    uint64_t vaddr = 0, size = 0;
+  };
+  std::vector<Function> functions;
 
   // The loadable image: PT_LOAD segments at their virtual addresses, the variables in it (__device__, __constant__),
   // and the dynamic relocations that make pointers in data absolute once the image has a base address.

@@ -378,8 +378,13 @@ std::shared_ptr<const CodeObject> load_code_object(std::span<const uint8_t> byte
     co->image_size = std::max<uint64_t>(co->image_size, ph.p_vaddr + ph.p_memsz);
     co->segments.push_back(std::move(seg));
   }
-  for (const auto& [name, sym] : symbols)
+  for (const auto& [name, sym] : symbols) {
     if (sym.type == ELF::STT_OBJECT && !name.ends_with(".kd")) co->variables[name] = {sym.value, sym.size};
+    const bool in_text = sym.value >= co->text_addr && sym.value - co->text_addr < co->text.size();
+    const bool is_kernel = std::any_of(co->kernels.begin(), co->kernels.end(),
+                                       [&](const KernelInfo& k) { return k.entry == sym.value; });
+    if (sym.type == ELF::STT_FUNC && in_text && sym.size > 0 && !is_kernel) co->functions.push_back({name, sym.value, sym.size});
+  }
   for (const Shdr& sec : sections) {
     if (sec.sh_type != ELF::SHT_RELA) continue;
     auto symtab = sec.sh_link < sections.size() ? &sections[sec.sh_link] : nullptr;
