@@ -6,7 +6,7 @@
 //
 //   register path (no scratch): src has E = 4 (fp32 tiles, 16-bit tiles on gfx942) and either
 //     - dst has E = 4 and the other layout (row <-> col), or
-//     - src is col layout and dst row layout with any E: rt_acc<M, N> -> rt<bf16/half/fp8e4m3, M, N, row>, the P of
+//     - src is col layout and dst row layout with any E: rt_acc<M, N> -> rt<bf16/half/fp8, M, N, row>, the P of
 //       attention as the A operand of the next mma (E = 4 or 8 for 16-bit, 8 or 32 for fp8, on gfx942 / gfx950);
 //   through shared memory (scratch: st<dst dtype, rows, cols> owned by this wave): any pair.
 //
@@ -50,9 +50,9 @@ __device__ inline void put(T* d, const float (&v)[N]) {
   if constexpr (fp8_input<T> && N % 2 == 0) {
 #pragma unroll
     for (int m = 0; m < N; m += 2) {
-      const uint32_t w = arch::fp8_encode2<false>(v[m], v[m + 1], 0u);
-      d[m] = fp8e4m3::from_bits(uint8_t(w));
-      d[m + 1] = fp8e4m3::from_bits(uint8_t(w >> 8));
+      const uint32_t w = arch::fp8_encode2<T::format, false>(v[m], v[m + 1], 0u);
+      d[m] = T::from_bits(uint8_t(w));
+      d[m + 1] = T::from_bits(uint8_t(w >> 8));
     }
   } else {
 #pragma unroll
@@ -160,12 +160,23 @@ __device__ inline void swap_layout(D& d, const S& s, ST& scratch) {
   wave_barrier();  // the next use of the scratch writes after these reads
 }
 
-// The attention conversion: the fp32 accumulator as the A operand (row layout, 16-bit or fp8) of the next mma.
+// The attention conversion: the fp32 accumulator as the A operand (row layout, 16-bit or fp8) of the next mma, in
+// registers (16x16 family).
 template <register_tile D, int M, int N>
 __device__ inline void acc_to_operand(D& d, const rt_acc<M, N>& acc) {
   static_assert(D::lay == layout::row && !std::same_as<typename D::dtype, float>,
-                "acc_to_operand: the destination is a row-layout bf16, half or fp8e4m3 tile");
+                "acc_to_operand: the destination is a row-layout bf16, half, fp8e4m3 or fp8e5m2 tile");
   swap_layout(d, acc);
+}
+
+// The same through a shared tile owned by this wave (st<D::dtype, M, N>), for either MFMA family (the 32x32 family
+// has no register path).
+template <register_tile D, int M, int N, mfma_shape S, shared_tile ST>
+__device__ inline void acc_to_operand(D& d, const rt_acc<M, N, S>& acc, ST& scratch) {
+  static_assert(D::lay == layout::row && !std::same_as<typename D::dtype, float>,
+                "acc_to_operand: the destination is a row-layout bf16, half, fp8e4m3 or fp8e5m2 tile");
+  static_assert(std::same_as<typename D::shape, S>, "acc_to_operand: accumulator and operand of different MFMA families");
+  swap_layout(d, acc, scratch);
 }
 
 // dst = src^T (dst is src's cols x rows), in any layout and element type. The transpose that also flips the layout
