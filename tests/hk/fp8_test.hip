@@ -372,3 +372,20 @@ void check_pv() {
 
 TEST(Fp8, AttentionPV) { check_pv<e4, e4, mfma16>(); }
 TEST(Fp8Mma32, AttentionPVThroughScratch) { check_pv<e4, e4, mfma32>(); }
+
+// e5m2 ("bf8": FNUZ e5m2 on gfx942, OCP e5m2 on gfx950) operands, alone and mixed with e4m3 (gfx942: the fp8_bf8 /
+// bf8_fp8 opcodes; gfx950: cbsz / blgp of f8f6f4), both families.
+TEST(Fp8E5m2, MmaABtFromGlobal) { check_mma<e5, e5, mfma16, 32, 32, 256, ABt_global>(4); }
+TEST(Fp8E5m2, MmaABtFromGlobalFullRange) { check_mma<e5, e5, mfma16, 16, 48, 128, ABt_global>(15); }
+TEST(Fp8E5m2, MmaABColFromShared) { check_mma<e5, e5, mfma16, 32, 32, 128, AB_col_shared>(4); }
+TEST(Fp8E5m2, MmaAtBtThroughShared) { check_mma<e5, e5, mfma16, 16, 32, 128, AtBt_shared>(4); }
+TEST(Fp8E5m2, Mma32ABtThroughShared) { check_mma<e5, e5, mfma32, 64, 32, 128, ABt_shared>(4); }
+TEST(Fp8E5m2, Mma32ABColFromShared) { check_mma<e5, e5, mfma32, 32, 64, 128, AB_col_shared>(4); }
+TEST(Fp8E5m2, Mma32AtBFromGlobal) { check_mma<e5, e5, mfma32, 32, 32, 128, AtB_global>(15); }
+TEST(Fp8Mixed, E4m3TimesE5m2) { check_mma<e4, e5, mfma16, 32, 32, 256, ABt_global>(4); }
+TEST(Fp8Mixed, E5m2TimesE4m3ColFromShared) { check_mma<e5, e4, mfma16, 32, 32, 128, AB_col_shared>(4); }
+TEST(Fp8Mixed, Mma32E4m3TimesE5m2ThroughShared) { check_mma<e4, e5, mfma32, 64, 32, 128, ABt_shared>(4); }
+TEST(Fp8Mixed, Mma32E5m2TimesE4m3) { check_mma<e5, e4, mfma32, 32, 32, 192, AB_col_global>(4); }
+TEST(Fp8E5m2, AttentionPV) { check_pv<e5, e5, mfma16>(); }
+TEST(Fp8E5m2, AttentionPVThroughScratch) { check_pv<e5, e5, mfma32>(); }
+TEST(Fp8Mixed, AttentionPVE4m3PTimesE5m2V) { check_pv<e4, e5, mfma16>(); }
