@@ -1,6 +1,7 @@
 // hk-run: run one hk kernel on the (virtual) device, check it against the host, and report what it costs.
-//   hk-run gemm --m M --n N --k K [--dtype bf16|f16|fp8] [--out fp32|bf16] [--bt] [--arch gfx942|gfx950]
-//   (fp8: e4m3 in the device arch's format, FNUZ on gfx942, OCP e4m3fn on gfx950)
+//   hk-run gemm --m M --n N --k K [--dtype bf16|f16|fp8|fp8_e4m3|fp8_e5m2] [--out fp32|bf16] [--bt]
+//               [--arch gfx942|gfx950]
+//   (fp8 = fp8_e4m3; fp8 types in the device arch's format: FNUZ e4m3 / e5m2 on gfx942, OCP e4m3fn / e5m2 on gfx950)
 //   hk-run report [--arch gfx942|gfx950]      resources of every kernel in this binary
 #include <hip/hip_runtime.h>
 
@@ -47,24 +48,32 @@ vgpu::Arch device_arch() {
   return vgpu::parse_arch(p.gcnArchName).value_or(vgpu::Arch::gfx950);
 }
 
-// fp8 e4m3 of the device's arch: FNUZ (bias 8, 0x80 NaN) on gfx942, OCP e4m3fn (bias 7, S.1111.111 NaN) on gfx950.
-bool fp8_fnuz() {
+// fp8 of the device's arch: FNUZ on gfx942 (e4m3 bias 8, e5m2 bias 16; 0x80 the only NaN, no inf), OCP on gfx950
+// (e4m3fn bias 7, S.1111.111 NaN; e5m2 bias 15, S.11111.00 inf, S.11111.xx NaN).
+struct Fp8Format {
+  bool fnuz;
+  int ebits;
+};
+Fp8Format fp8_format(bool e5m2) {
   hipDeviceProp_t p;
   (void)hipGetDeviceProperties(&p, 0);
-  return std::strncmp(p.gcnArchName, "gfx950", 6) != 0;
+  return {std::strncmp(p.gcnArchName, "gfx950", 6) != 0, e5m2 ? 5 : 4};
 }
-float fp8_decode(uint8_t b, bool fnuz) {
-  if (fnuz ? b == 0x80 : (b & 0x7f) == 0x7f) return NAN;
-  const int bias = fnuz ? 8 : 7, e = b >> 3 & 15, m = b & 7;
-  const float mag = e == 0 ? std::ldexp(float(m), 1 - bias - 3) : std::ldexp(1.f + m / 8.f, e - bias);
+float fp8_decode(uint8_t b, Fp8Format f) {
+  const int mb = 7 - f.ebits, emax = (1 << f.ebits) - 1, e = b >> mb & emax, m = b & ((1 << mb) - 1);
+  if (f.fnuz ? b == 0x80 : f.ebits == 4 ? (b & 0x7f) == 0x7f : e == emax && m != 0) return NAN;
+  const int bias = (1 << (f.ebits - 1)) - (f.fnuz ? 0 : 1);
+  const float mag = !f.fnuz && f.ebits == 5 && e == emax ? INFINITY
+                    : e == 0                            ? std::ldexp(float(m), 1 - bias - mb)
+                                                        : std::ldexp(1.f + float(m) / float(1 << mb), e - bias);
   return b & 0x80 ? -mag : mag;
 }
 // Random finite fp8 codes of magnitude at most 4, and their values.
-std::vector<uint8_t> fp8_codes(std::vector<float>& v, std::mt19937& rng, bool fnuz) {
+std::vector<uint8_t> fp8_codes(std::vector<float>& v, std::mt19937& rng, Fp8Format f) {
   std::vector<uint8_t> out(v.size());
   for (size_t i = 0; i < v.size(); ++i) {
     float x;
-    do out[i] = uint8_t(rng()), x = fp8_decode(out[i], fnuz);
+    do out[i] = uint8_t(rng()), x = fp8_decode(out[i], f);
     while (!(std::fabs(x) <= 4.f));
     v[i] = x;
   }
@@ -90,16 +99,16 @@ void print_report(const char* kernel, unsigned block_threads, bool with_profile)
 }
 
 int run_gemm(int m, int n, int k, const std::string& in, const std::string& out, bool bt) {
-  const bool fp8 = in == "fp8";
-  const hk::dtype ab = fp8 ? hk::dtype::fp8_e4m3 : in == "f16" ? hk::dtype::f16 : hk::dtype::bf16,
+  const bool e5m2 = in == "fp8_e5m2", fp8 = e5m2 || in == "fp8" || in == "fp8_e4m3";
+  const hk::dtype ab = e5m2 ? hk::dtype::fp8_e5m2 : fp8 ? hk::dtype::fp8_e4m3 : in == "f16" ? hk::dtype::f16 : hk::dtype::bf16,
                   ct = out == "bf16" ? hk::dtype::bf16 : hk::dtype::fp32;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   std::vector<float> a(size_t(m) * k), b(size_t(n) * k);
   std::vector<uint8_t> a_bytes, b_bytes;
   if (fp8) {
-    const bool fnuz = fp8_fnuz();
-    a_bytes = fp8_codes(a, rng, fnuz), b_bytes = fp8_codes(b, rng, fnuz);
+    const Fp8Format f = fp8_format(e5m2);
+    a_bytes = fp8_codes(a, rng, f), b_bytes = fp8_codes(b, rng, f);
   } else {
     for (auto& x : a) x = quantize(u(rng), ab);
     for (auto& x : b) x = quantize(u(rng), ab);
@@ -169,7 +178,7 @@ int main(int argc, char** argv) {
   gemm->add_option("--m", m)->check(CLI::PositiveNumber);
   gemm->add_option("--n", n)->check(CLI::PositiveNumber);
   gemm->add_option("--k", k)->check(CLI::PositiveNumber);
-  gemm->add_option("--dtype", in, "A and B element type")->check(CLI::IsMember({"bf16", "f16", "fp8"}));
+  gemm->add_option("--dtype", in, "A and B element type")->check(CLI::IsMember({"bf16", "f16", "fp8", "fp8_e4m3", "fp8_e5m2"}));
   gemm->add_option("--out", out, "C element type")->check(CLI::IsMember({"fp32", "bf16"}));
   gemm->add_flag("--bt", bt, "B is N x K (C = A * B^T)");
   gemm->add_option("--arch", arch)->check(CLI::IsMember({"gfx942", "gfx950"}));

@@ -20,8 +20,8 @@ struct GemmProblem {
   bool b_is_nk = false;          // B is given as N x K (C = A * B^T)
   void* c = nullptr;
   long ldc = 0;                  // elements between rows of C (>= n)
-  dtype ab_type = dtype::bf16;   // element type of A and B: bf16, f16 or fp8_e4m3 (the device arch's e4m3: FNUZ on
-                                 // gfx942, OCP e4m3fn on gfx950; lda, ldb multiples of 16)
+  dtype ab_type = dtype::bf16;   // element type of A and B: bf16, f16, fp8_e4m3 or fp8_e5m2 (the device arch's fp8:
+                                 // FNUZ e4m3 / e5m2 on gfx942, OCP e4m3fn / e5m2 on gfx950; lda, ldb multiples of 16)
   dtype c_type = dtype::fp32;    // element type of C: fp32 or bf16
   float alpha = 1.f, beta = 0.f; // beta != 0 reads C
   hipStream_t stream = nullptr;

@@ -32,10 +32,9 @@ Status validate(const GemmProblem& p) {
     return error(hipErrorInvalidValue, "m, n and k must be positive (got " + std::to_string(p.m) + ", " +
                                            std::to_string(p.n) + ", " + std::to_string(p.k) + ")");
   if (!p.a || !p.b || !p.c) return error(hipErrorInvalidValue, std::string("null pointer for ") + (!p.a ? "A" : !p.b ? "B" : "C"));
-  if (p.ab_type != dtype::bf16 && p.ab_type != dtype::f16 && p.ab_type != dtype::fp8_e4m3)
-    return error(hipErrorInvalidValue, std::string("A and B must be bf16 or f16 (or both fp8_e4m3), not ") +
-                                           to_string(p.ab_type) +
-                                           (p.ab_type == dtype::fp8_e5m2 ? " (fp8 GEMM takes e4m3 only)" : ""));
+  if (p.ab_type != dtype::bf16 && p.ab_type != dtype::f16 && p.ab_type != dtype::fp8_e4m3 && p.ab_type != dtype::fp8_e5m2)
+    return error(hipErrorInvalidValue, std::string("A and B must be bf16 or f16 (or both fp8_e4m3, or both fp8_e5m2), not ") +
+                                           to_string(p.ab_type));
   if (p.c_type != dtype::fp32 && p.c_type != dtype::bf16)
     return error(hipErrorInvalidValue, std::string("C must be fp32 or bf16, not ") + to_string(p.c_type));
   const long b_cols = p.b_is_nk ? p.k : p.n;
@@ -96,18 +95,25 @@ void launch(const GemmProblem& p, const kernels::GemmArgs& args, bool pipelined)
   }
 }
 
-// The fp8 kernel: A and B straight into LDS where they allow it (`async`), else through registers.
-template <class TOut>
+// The fp8 kernel (TIn: fp8e4m3 or fp8e5m2): A and B straight into LDS where they allow it (`async`), else through
+// registers.
+template <class TIn, class TOut>
 void launch_fp8(const GemmProblem& p, const kernels::GemmArgs& args, bool async) {
   const int tile = gemm_fp8_tile;
   const dim3 grid{unsigned(((p.m + tile - 1) / tile) * ((p.n + tile - 1) / tile)), 1, 1};
   if (async) {
-    if (p.b_is_nk) hipLaunchKernelGGL((kernels::gemm_fp8<TOut, true, true>), grid, dim3(256), 0, p.stream, args);
-    else hipLaunchKernelGGL((kernels::gemm_fp8<TOut, false, true>), grid, dim3(256), 0, p.stream, args);
+    if (p.b_is_nk) hipLaunchKernelGGL((kernels::gemm_fp8<TIn, TOut, true, true>), grid, dim3(256), 0, p.stream, args);
+    else hipLaunchKernelGGL((kernels::gemm_fp8<TIn, TOut, false, true>), grid, dim3(256), 0, p.stream, args);
   } else {
-    if (p.b_is_nk) hipLaunchKernelGGL((kernels::gemm_fp8<TOut, true, false>), grid, dim3(256), 0, p.stream, args);
-    else hipLaunchKernelGGL((kernels::gemm_fp8<TOut, false, false>), grid, dim3(256), 0, p.stream, args);
+    if (p.b_is_nk) hipLaunchKernelGGL((kernels::gemm_fp8<TIn, TOut, true, false>), grid, dim3(256), 0, p.stream, args);
+    else hipLaunchKernelGGL((kernels::gemm_fp8<TIn, TOut, false, false>), grid, dim3(256), 0, p.stream, args);
   }
+}
+
+template <class TIn>
+void launch_fp8(const GemmProblem& p, const kernels::GemmArgs& args, bool async) {
+  if (p.c_type == dtype::fp32) launch_fp8<TIn, float>(p, args, async);
+  else launch_fp8<TIn, bf16>(p, args, async);
 }
 
 // Whether A and B can be fed straight into LDS in units of `dma` bytes.
@@ -134,10 +140,9 @@ Status gemm(const GemmProblem& p) {
   const kernels::GemmArgs args{p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, p.c, p.ldc, p.alpha, p.beta};
   (void)hipGetLastError();  // launch errors below are ours alone
   const bool bf = p.ab_type == dtype::bf16, out32 = p.c_type == dtype::fp32;
-  if (p.ab_type == dtype::fp8_e4m3) {
-    if (out32) launch_fp8<float>(p, args, pipelined);
-    else launch_fp8<bf16>(p, args, pipelined);
-  } else if (bf && out32) launch<bf16, float>(p, args, pipelined);
+  if (p.ab_type == dtype::fp8_e4m3) launch_fp8<fp8e4m3>(p, args, pipelined);
+  else if (p.ab_type == dtype::fp8_e5m2) launch_fp8<fp8e5m2>(p, args, pipelined);
+  else if (bf && out32) launch<bf16, float>(p, args, pipelined);
   else if (bf) launch<bf16, bf16>(p, args, pipelined);
   else if (out32) launch<half, float>(p, args, pipelined);
   else launch<half, bf16>(p, args, pipelined);

@@ -1,8 +1,8 @@
-// The fp8 GEMM kernel: A and B fp8e4m3 in the arch's format (FNUZ e4m3 on gfx942, OCP e4m3fn on gfx950), fp32
-// accumulation, fp32 or bf16 C. 128x128 tiles of C per workgroup of 4 waves (2 x 2, each 64 x 64 in MFMA
+// The fp8 GEMM kernel: A and B of the fp8 type T (fp8e4m3 or fp8e5m2) in the arch's format (FNUZ on gfx942, OCP on
+// gfx950), fp32 accumulation, fp32 or bf16 C. 128x128 tiles of C per workgroup of 4 waves (2 x 2, each 64 x 64 in MFMA
 // accumulators), K in steps of BK through two LDS stages, workgroups in chiplet (XCD) order, edges of any size masked.
 // BK is 128 on gfx950 (one v_mfma_f32_16x16x128_f8f6f4 deep; two stages of 128x128 A and B tiles: 64 KiB of its 160)
-// and 64 on gfx942 (two v_mfma_f32_16x16x32_fp8_fp8 deep; 32 KiB of its 64).
+// and 64 on gfx942 (two v_mfma_f32_16x16x32_{fp8,bf8}_* deep; 32 KiB of its 64).
 //
 // The 4-wave interleaved schedule: in step kt every wave
 //   1. waits for its own loads of stage kt&1 (issued during step kt-1) and meets the others at the barrier: stage
@@ -23,9 +23,9 @@
 
 namespace hk::kernels {
 
-template <class TOut, bool BIsNK, bool Async>
+template <class T, class TOut, bool BIsNK, bool Async>
 __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
-  using T = fp8e4m3;
+  static_assert(fp8_input<T>, "gemm_fp8: A and B must be fp8e4m3 or fp8e5m2");
   constexpr int BM = 128, BN = 128, WM = 64, WN = 64;
   constexpr int BK = arch::current::fp8_mfma_k >= 128 ? 128 : 64;
   using G = group<4>;

@@ -97,10 +97,12 @@ HK_BANKS_16(bf16, Bf16, 64, 64)
 HK_BANKS_16(bf16, Bf16, 64, 128)
 HK_BANKS_16(half, F16, 32, 256)
 
-// fp8 tiles (the 16x16 family): rows of 64, 128 and 256 bytes; 128 rows, the height of a gfx950 col tile.
+// fp8 tiles, both families: rows of 64, 128 and 256 bytes; 128 rows, the height of a gfx950 mfma16 col tile.
 #define HK_BANKS_8(R, C)                                                                                     \
   TEST(Banks, Fp8_##R##x##C##_Row16) { check_reads<fp8e4m3, R, C, layout::row, mfma16>(); }                \
-  TEST(Banks, Fp8_##R##x##C##_Col16) { check_reads<fp8e4m3, R, C, layout::col, mfma16>(); }
+  TEST(Banks, Fp8_##R##x##C##_Col16) { check_reads<fp8e4m3, R, C, layout::col, mfma16>(); }                \
+  TEST(Banks, Fp8_##R##x##C##_Row32) { check_reads<fp8e4m3, R, C, layout::row, mfma32>(); }                \
+  TEST(Banks, Fp8_##R##x##C##_Col32) { check_reads<fp8e4m3, R, C, layout::col, mfma32>(); }
 HK_BANKS_8(128, 64)
 HK_BANKS_8(128, 128)
 HK_BANKS_8(128, 256)

@@ -1,8 +1,9 @@
 // hk::gemm on each virtual device: many shapes (square, skinny, ragged in every dimension, K = 16), both orientations
-// of B, bf16, f16 and fp8 e4m3 inputs, fp32 and bf16 outputs, alpha/beta, and every validation error. fp8 inputs are
-// random codes of the device arch's e4m3 format; the host reference decodes those bytes with its own model of the
-// format (FNUZ e4m3 on gfx942: bias 8, max 240, 0x80 the only NaN; OCP e4m3fn on gfx950: bias 7, max 448, S.1111.111
-// NaN), the arch taken from hipGetDeviceProperties' gcnArchName.
+// of B, bf16, f16, fp8 e4m3 and fp8 e5m2 inputs, fp32 and bf16 outputs, alpha/beta, and every validation error. fp8
+// inputs are random codes of the device arch's format; the host reference decodes those bytes with its own model of
+// the format (gfx942: FNUZ e4m3, bias 8, max 240, and FNUZ e5m2, bias 16, max 57344, 0x80 the only NaN, no inf;
+// gfx950: OCP e4m3fn, bias 7, max 448, S.1111.111 NaN, and OCP e5m2, bias 15, S.11111.00 inf, S.11111.xx NaN), the
+// arch taken from hipGetDeviceProperties' gcnArchName.
 #include <hip/hip_runtime.h>
 
 #include <cmath>
@@ -17,24 +18,34 @@
 
 namespace {
 
-// The device's fp8 e4m3 format, written from the format definitions (independent of hk's conversions).
+// The device's fp8 format for t (fp8_e4m3 or fp8_e5m2), written from the format definitions (independent of hk's
+// conversions).
 struct Fp8Format {
   bool fnuz;
-  int bias;
+  int ebits, bias;
 };
 
-Fp8Format device_fp8() {
+bool is_fp8(hk::dtype t) { return t == hk::dtype::fp8_e4m3 || t == hk::dtype::fp8_e5m2; }
+
+Fp8Format device_fp8(hk::dtype t) {
   hipDeviceProp_t prop;
   const bool gfx950 = hipGetDeviceProperties(&prop, 0) == hipSuccess && std::strncmp(prop.gcnArchName, "gfx950", 6) == 0;
-  return gfx950 ? Fp8Format{false, 7} : Fp8Format{true, 8};
+  if (t == hk::dtype::fp8_e5m2) return gfx950 ? Fp8Format{false, 5, 15} : Fp8Format{true, 5, 16};
+  return gfx950 ? Fp8Format{false, 4, 7} : Fp8Format{true, 4, 8};
 }
 
-bool fp8_is_nan(uint8_t b, Fp8Format f) { return f.fnuz ? b == 0x80 : (b & 0x7f) == 0x7f; }
+// NaN codes: FNUZ 0x80 alone; OCP e4m3fn S.1111.111; OCP e5m2 S.11111.xx with xx != 0 (S.11111.00 is inf).
+bool fp8_is_nan(uint8_t b, Fp8Format f) {
+  if (f.fnuz) return b == 0x80;
+  return f.ebits == 4 ? (b & 0x7f) == 0x7f : (b & 0x7f) > 0x7c;
+}
 
 float fp8_decode(uint8_t b, Fp8Format f) {
   if (fp8_is_nan(b, f)) return NAN;
-  const int e = b >> 3 & 15, m = b & 7;
-  const float mag = e == 0 ? std::ldexp(float(m), 1 - f.bias - 3) : std::ldexp(1.f + m / 8.f, e - f.bias);
+  const int mb = 7 - f.ebits, e = b >> mb & ((1 << f.ebits) - 1), m = b & ((1 << mb) - 1);
+  const float mag = !f.fnuz && f.ebits == 5 && e == 31 ? INFINITY
+                    : e == 0                          ? std::ldexp(float(m), 1 - f.bias - mb)
+                                                      : std::ldexp(1.f + float(m) / float(1 << mb), e - f.bias);
   return b & 0x80 ? -mag : mag;
 }
 
@@ -58,14 +69,14 @@ struct Matrix {
   void* dev = nullptr;
   Matrix(hk::dtype t, long r, long c, long ld_, uint32_t seed) : type(t), rows(r), cols(c), ld(ld_), host(r * ld_) {
     std::mt19937 rng(seed);
-    if (t == hk::dtype::fp8_e4m3) {
+    if (is_fp8(t)) {
       // Random finite codes of magnitude at most 4 (subnormals included), each an exact fp8 value.
-      const Fp8Format f = device_fp8();
+      const Fp8Format f = device_fp8(t);
       codes.resize(host.size());
       for (size_t i = 0; i < host.size(); ++i) {
         uint8_t b;
         do b = uint8_t(rng());
-        while (fp8_is_nan(b, f) || std::fabs(fp8_decode(b, f)) > 4.f);
+        while (!(std::fabs(fp8_decode(b, f)) <= 4.f));  // NaN and inf fail too
         codes[i] = b, host[i] = fp8_decode(b, f);
       }
     } else {
@@ -74,12 +85,12 @@ struct Matrix {
     }
     upload();
   }
-  size_t elem() const { return type == hk::dtype::fp32 ? 4 : type == hk::dtype::fp8_e4m3 ? 1 : 2; }
+  size_t elem() const { return type == hk::dtype::fp32 ? 4 : is_fp8(type) ? 1 : 2; }
   void upload() {
     if (!dev) EXPECT_EQ(hipMalloc(&dev, host.size() * elem()), hipSuccess);
     std::vector<uint8_t> raw(host.size() * elem());
     for (size_t i = 0; i < host.size(); ++i) {
-      if (type == hk::dtype::fp8_e4m3) raw[i] = codes[i];
+      if (is_fp8(type)) raw[i] = codes[i];
       else if (type == hk::dtype::fp32) std::memcpy(&raw[4 * i], &host[i], 4);
       else if (type == hk::dtype::f16) { _Float16 h = _Float16(host[i]); std::memcpy(&raw[2 * i], &h, 2); }
       else { uint32_t u; std::memcpy(&u, &host[i], 4); uint16_t b = uint16_t(u >> 16); std::memcpy(&raw[2 * i], &b, 2); }
@@ -124,7 +135,7 @@ void run(const Case& c) {
 void run_variant(const Case& c, hk::GemmProblem::kernel variant) {
   SCOPED_TRACE(name(c) + (variant == hk::GemmProblem::kernel::simple ? " simple" : " automatic"));
   // Leading dimensions larger than the matrices (A and B rows on 16-byte boundaries, as hk::gemm requires).
-  const long unit = c.in == hk::dtype::fp8_e4m3 ? 16 : 8;
+  const long unit = is_fp8(c.in) ? 16 : 8;
   auto ld = [&](long cols) { return (cols + unit - 1) / unit * unit + unit; };
   Matrix A(c.in, c.m, c.k, ld(c.k), 1), C(c.out, c.m, c.n, c.n + 3, 3);
   Matrix B(c.in, c.b_is_nk ? c.n : c.k, c.b_is_nk ? c.k : c.n, ld(c.b_is_nk ? c.k : c.n), 2);
@@ -154,7 +165,7 @@ void run_variant(const Case& c, hk::GemmProblem::kernel variant) {
       // fp32 accumulation in another order: a few ulps of the magnitude; bf16 output adds its rounding. fp8 products
       // are exact in fp32; the sum's rounding is bounded by (k + 8) ulps of the magnitude.
       double tol = 1e-5 * (std::fabs(c.alpha) * mag + std::fabs(c.beta)) + 1e-6;
-      if (c.in == hk::dtype::fp8_e4m3) tol += (c.k + 8) * std::ldexp(1.0, -23) * std::fabs(c.alpha) * mag;
+      if (is_fp8(c.in)) tol += (c.k + 8) * std::ldexp(1.0, -23) * std::fabs(c.alpha) * mag;
       if (c.out == hk::dtype::bf16) tol += std::fabs(want) * (1.0 / 256);
       if (!(std::fabs(g - want) <= tol) && bad++ < 5)
         ADD_FAILURE() << "C[" << i << "][" << j << "] = " << g << ", want " << want << " (tol " << tol << ")";
@@ -225,7 +236,7 @@ TEST(Gemm, ValidationErrors) {
   { auto p = base(); p.a = nullptr; expect_error(p, "null pointer for A"); }
   { auto p = base(); p.c = nullptr; expect_error(p, "null pointer for C"); }
   { auto p = base(); p.ab_type = dtype::fp32; expect_error(p, "A and B must be bf16 or f16"); }
-  { auto p = base(); p.ab_type = dtype::fp8_e5m2; expect_error(p, "fp8_e5m2"); }
+  { auto p = base(); p.ab_type = dtype::fp8_e5m2; p.k = 40; p.lda = 40; expect_error(p, "multiples of 16"); }
   { auto p = base(); p.ab_type = dtype::fp8_e4m3; p.b_is_nk = true; p.k = 40; p.lda = p.ldb = 40; expect_error(p, "multiples of 16"); }
   { auto p = base(); p.ab_type = dtype::fp8_e4m3; p.a = static_cast<char*>(A.dev) + 8; expect_error(p, "16-byte aligned"); }
   { auto p = base(); p.c_type = dtype::f16; expect_error(p, "C must be fp32 or bf16"); }
@@ -265,6 +276,27 @@ TEST(GemmFp8, Bf16OutputAndAlphaBeta) {
   run({130, 140, 96, true, dtype::fp8_e4m3, dtype::bf16});
   run({128, 128, 160, false, dtype::fp8_e4m3, dtype::bf16, 0.5f, 0.f});
   run({70, 90, 48, true, dtype::fp8_e4m3, dtype::fp32, -2.f, 0.75f});
+}
+
+// fp8 e5m2 (the device arch's format, FNUZ on gfx942, OCP on gfx950) through the same kernel: both feeds, both
+// orientations of B, ragged sizes, fp32 and bf16 C.
+TEST(GemmFp8E5m2, SquareTiles) {
+  run({128, 128, 128, true, dtype::fp8_e5m2, dtype::fp32});
+  run({128, 256, 256, false, dtype::fp8_e5m2, dtype::fp32});
+}
+
+TEST(GemmFp8E5m2, RaggedEveryDimension) {
+  run({100, 70, 48, true, dtype::fp8_e5m2, dtype::fp32});    // straight into LDS
+  run({129, 257, 200, true, dtype::fp8_e5m2, dtype::fp32});  // k ragged in the last step
+  run({130, 140, 100, true, dtype::fp8_e5m2, dtype::fp32});  // k = 100: through registers
+  run({77, 135, 150, false, dtype::fp8_e5m2, dtype::fp32});
+  run({200, 96, 272, false, dtype::fp8_e5m2, dtype::fp32});
+}
+
+TEST(GemmFp8E5m2, Bf16OutputAndAlphaBeta) {
+  run({130, 140, 96, true, dtype::fp8_e5m2, dtype::bf16});
+  run({128, 128, 160, false, dtype::fp8_e5m2, dtype::bf16, 0.5f, 0.f});
+  run({70, 90, 48, false, dtype::fp8_e5m2, dtype::fp32, -2.f, 0.75f});
 }
 
 TEST(GemmFp8, PipelinedFeedIsChosen) {

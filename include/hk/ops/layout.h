@@ -6,9 +6,9 @@
 //
 //   register path (no scratch): src has E = 4 (fp32 tiles, 16-bit tiles on gfx942) and either
 //     - dst has E = 4 and the other layout (row <-> col), or
-//     - src is col layout and dst row layout with any E: rt_acc<M, N> -> rt<bf16/half/fp8e4m3, M, N, row>, the P of
+//     - src is col layout and dst row layout with any E: rt_acc<M, N> -> rt<bf16/half/fp8, M, N, row>, the P of
 //       attention as the A operand of the next mma (E = 4 or 8 for 16-bit, 8 or 32 for fp8, on gfx942 / gfx950);
-//   or, in the 32x32 family, src is the accumulator (rt_acc32) and dst a row-layout operand with E <= 16;
+//   or, in the 32x32 family, src is the accumulator (rt_acc32) and dst a row-layout operand (16-bit or fp8);
 //   through shared memory (scratch: st<dst dtype, rows, cols> owned by this wave): any pair.
 //
 // The register path is a gather done in E rounds of ds_bpermute (E = the larger of the two, at most 16 per round
@@ -51,9 +51,9 @@ __device__ inline void put(T* d, const float (&v)[N]) {
   if constexpr (fp8_input<T> && N % 2 == 0) {
 #pragma unroll
     for (int m = 0; m < N; m += 2) {
-      const uint32_t w = arch::fp8_encode2<false>(v[m], v[m + 1], 0u);
-      d[m] = fp8e4m3::from_bits(uint8_t(w));
-      d[m + 1] = fp8e4m3::from_bits(uint8_t(w >> 8));
+      const uint32_t w = arch::fp8_encode2<T::format, false>(v[m], v[m + 1], 0u);
+      d[m] = T::from_bits(uint8_t(w));
+      d[m + 1] = T::from_bits(uint8_t(w >> 8));
     }
   } else {
 #pragma unroll
@@ -114,42 +114,47 @@ __device__ inline void swap_layout_registers(D& d, const S& s) {
 }
 
 // The 32x32 accumulator (lane l, register x: row 8 (x / 4) + 4 (l / 32) + x % 4, column l % 32) as a row-layout
-// mfma32 tile (lane L: row L % 32, columns (L / 32) E + e of each 2E-wide base tile), for E <= 16. In a 32-column
-// accumulator tile every lane needs one register, x(L) = 4 (r / 8) + r % 4 of its row r, from the 16 lanes of the
-// accumulator's half (r / 4) % 2 whose column c has (c / E) % 2 == L / 32; a sender's 16 registers go to 16
-// different receivers. So 16 rounds of ds_bpermute: in round k a sender with column c sends register
-// (sigma(c) + k) % 16, sigma(c) = (c / 2E) E + c % E, and a receiver reads the sender with sigma = x - k.
+// mfma32 tile (lane L: row r = L % 32, columns (L / 32) E + e of each 2E-wide base tile). A lane needs register
+// x(r) = 4 (r / 8) + r % 4 of the lanes of its row's accumulator half (r / 4) % 2 whose columns it holds, and each of
+// those senders' registers goes to a different lane. Senders are numbered by sigma(column) so that a receiver's
+// senders are sigma = 0..W-1; then W rounds of ds_bpermute move everything: in round k a sender sends slot
+// (sigma + k) % W of its registers and a receiver reads the sender with sigma = want - k. E <= 16: W = 16 over one
+// accumulator block (a lane's 16 senders fill 16 / E destination tiles). E = 32 (fp8 on gfx950): a destination tile
+// spans two accumulator blocks, one per lane half, so W = 32 over pairs of blocks and every column is a sender.
 template <class D, class S>
 __device__ inline void acc32_to_row_registers(D& d, const S& s) {
-  constexpr int E = D::E, per = 16 / E;  // destination base tiles per accumulator base tile
+  constexpr int E = D::E, W = E <= 16 ? 16 : 32, blocks = W / 16;  // accumulator blocks per round set
   const int lane = lane_id(), r = lane % 32, h = lane / 32, c = lane % 32;
-  const int need = 4 * (r / 8) + r % 4, half = (r / 4) % 2, sigma = (c / (2 * E)) * E + c % E;
-  int from[16];
+  const int half = (r / 4) % 2, want = (W == 32 ? 16 * h : 0) + 4 * (r / 8) + r % 4;
+  const int sigma = W == 32 ? c : (c / (2 * E)) * E + c % E;
+  int from[W];
 #pragma unroll
-  for (int k = 0; k < 16; ++k) {
-    const int want = ((need - k) % 16 + 16) % 16;
-    from[k] = (want / E) * 2 * E + h * E + want % E + 32 * half;
+  for (int k = 0; k < W; ++k) {
+    const int slot = ((want - k) % W + W) % W, t = slot / E, e = slot % E;  // destination tile t, element e
+    from[k] = (t * 2 * E + h * E + e) % 32 + 32 * half;
   }
 #pragma unroll
   for (int i = 0; i < D::tiles_r; ++i)
 #pragma unroll
-    for (int jj = 0; jj < S::tiles_c; ++jj) {
-      float in[16], got[16], out[16];
+    for (int jj = 0; jj < S::tiles_c; jj += blocks) {
+      float in[W], got[W], out[W];
 #pragma unroll
-      for (int x = 0; x < 16; ++x) in[x] = s.data[i][jj][x];
+      for (int b = 0; b < blocks; ++b)
+#pragma unroll
+        for (int x = 0; x < 16; ++x) in[16 * b + x] = s.data[i][jj + b][x];
       rotate_left(in, sigma);  // round k sends in[k]
 #pragma unroll
-      for (int k = 0; k < 16; ++k) got[k] = bpermute(from[k], in[k]);
-      // got[k] holds destination slot (need - k) mod 16: a reflection, then a rotation, puts slot m at out[m].
+      for (int k = 0; k < W; ++k) got[k] = bpermute(from[k], in[k]);
+      // got[k] holds destination slot (want - k) mod W: a reflection, then a rotation, puts slot m at out[m].
 #pragma unroll
-      for (int m = 0; m < 16; ++m) out[m] = got[(16 - m) % 16];
-      rotate_left(out, (16 - need) % 16);
+      for (int m = 0; m < W; ++m) out[m] = got[(W - m) % W];
+      rotate_left(out, (W - want) % W);
 #pragma unroll
-      for (int t = 0; t < per; ++t) {
+      for (int t = 0; t < W / E; ++t) {
         float v[E];
 #pragma unroll
         for (int e = 0; e < E; ++e) v[e] = out[t * E + e];
-        put(&d.data[i][jj * per + t][0], v);
+        put(&d.data[i][jj * 16 / E + t][0], v);
       }
     }
 }
@@ -157,7 +162,7 @@ __device__ inline void acc32_to_row_registers(D& d, const S& s) {
 template <class D, class S>
 inline constexpr bool acc32_swappable = std::same_as<typename D::shape, mfma32> && std::same_as<typename S::shape, mfma32> &&
                                         std::same_as<typename S::dtype, float> && S::lay == layout::col &&
-                                        D::lay == layout::row && !std::same_as<typename D::dtype, float> && D::E <= 16;
+                                        D::lay == layout::row && !std::same_as<typename D::dtype, float> && (D::E <= 16 || D::E == 32);
 
 // A register tile of the same matrix as X transposed, in the other layout: the same registers, tiles reindexed.
 template <class X>
@@ -216,9 +221,18 @@ __device__ inline void swap_layout(D& d, const S& s, ST& scratch) {
 template <register_tile D, int M, int N, mfma_shape Shape>
 __device__ inline void acc_to_operand(D& d, const rt_acc<M, N, Shape>& acc) {
   static_assert(D::lay == layout::row && !std::same_as<typename D::dtype, float>,
-                "acc_to_operand: the destination is a row-layout bf16, half or fp8e4m3 tile");
+                "acc_to_operand: the destination is a row-layout bf16, half, fp8e4m3 or fp8e5m2 tile");
   static_assert(std::same_as<typename D::shape, Shape>, "acc_to_operand: the operand is of the accumulator's MFMA family");
   swap_layout(d, acc);
+}
+
+// The same through a shared tile owned by this wave (st<D::dtype, M, N>), for either MFMA family.
+template <register_tile D, int M, int N, mfma_shape S, shared_tile ST>
+__device__ inline void acc_to_operand(D& d, const rt_acc<M, N, S>& acc, ST& scratch) {
+  static_assert(D::lay == layout::row && !std::same_as<typename D::dtype, float>,
+                "acc_to_operand: the destination is a row-layout bf16, half, fp8e4m3 or fp8e5m2 tile");
+  static_assert(std::same_as<typename D::shape, S>, "acc_to_operand: accumulator and operand of different MFMA families");
+  swap_layout(d, acc, scratch);
 }
 
 // dst = src^T (dst is src's cols x rows), in any layout and element type. The transpose that also flips the layout

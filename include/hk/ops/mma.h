@@ -1,7 +1,7 @@
 // Matrix multiply-accumulate on register tiles: D = op(A) * op(B) + C with fp32 accumulation. The operand layouts
 // make the fragments the MFMA's own, so each 16x16xK (mfma16 tiles) or 32x32xK (mfma32 tiles) block is one
-// instruction on either arch. mfma16 operands are bf16, half (K = 16 on gfx942, 32 on gfx950) or fp8e4m3 in the arch's
-// format (K = 32 on gfx942, 128 on gfx950); mfma32 operands are bf16 or half (K = 8 on gfx942, 16 on gfx950).
+// instruction on either arch. Operands are bf16, half (mfma16: K = 16 on gfx942, 32 on gfx950; mfma32: K = 8, 16) or
+// fp8 in the arch's format (mfma16: K = 32, 128; mfma32: K = 16, 64): fp8e4m3 or fp8e5m2, and A and B may mix them.
 #pragma once
 #include "../types/rt.h"
 
@@ -23,7 +23,14 @@ __device__ inline auto frag(const T (&e)[N]) {
   return f;
 }
 
-__device__ inline arch::fp8_frag frag(const fp8e4m3 (&e)[arch::fp8_elems]) { return __builtin_bit_cast(arch::fp8_frag, e); }
+// The E bytes of an fp8 lane as the MFMA's operand, tagged with the format (which picks the instruction).
+template <class T, int N>
+  requires fp8_input<T>
+__device__ inline auto frag(const T (&e)[N]) {
+  static_assert(N == arch::fp8_elems || N == arch::fp8_elems32, "mma: a lane's fp8 fragment has the MFMA's K/4 or K/2 bytes");
+  using F = arch::fp8_frag_of<T::format, N>;
+  return __builtin_bit_cast(F, e);
+}
 
 // Fragment (i, k) of an operand tile that runs M (or N) along `m` and K along `k`.
 template <class X>
@@ -36,8 +43,9 @@ template <class D, class A, class B, class C>
 __device__ inline void mma(D& d, const A& a, const B& b, const C& c, int M, int N, int K) {
   using T = typename A::dtype;
   using S = typename A::shape;
-  static_assert(std::same_as<T, typename B::dtype>, "mma: A and B must have the same element type");
-  static_assert(mma_input<T> || fp8_input<T>, "mma: operands must be bf16, half or fp8e4m3");
+  static_assert(std::same_as<T, typename B::dtype> || (fp8_input<T> && fp8_input<typename B::dtype>),
+                "mma: A and B must have the same element type (or both be fp8: e4m3 and e5m2 mix)");
+  static_assert(mma_input<T> || fp8_input<T>, "mma: operands must be bf16, half, fp8e4m3 or fp8e5m2");
   static_assert(std::same_as<typename D::dtype, float> && D::lay == layout::col,
                 "mma: D must be an fp32 accumulator tile (rt_acc)");
   static_assert(std::same_as<typename C::dtype, float> && C::lay == layout::col, "mma: C must be an rt_acc");
@@ -57,7 +65,6 @@ __device__ inline void mma(D& d, const A& a, const B& b, const C& c, int M, int 
         for (int e = 0; e < 4; ++e) d.data[i][j][e] = acc[e];
       }
   } else {
-    static_assert(mma_input<T>, "mma: the 32x32 family takes bf16 or half operands");
 #pragma unroll
     for (int i = 0; i < M; ++i)
 #pragma unroll

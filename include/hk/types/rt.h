@@ -6,11 +6,12 @@
 // v(l, e) = (e / run) * G*run + (l / D) * run + e % run: the lane holds runs of `run` consecutive elements, one per
 // lane group in turn. For operand types run = E, so v = (l / D) * E + e.
 //   mfma16: E is K/4 of the arch's 16x16 MFMA for 16-bit types (4 on gfx942, 8 on gfx950), K/4 of the arch's 16x16
-//           fp8 MFMA for fp8e4m3 (8 on gfx942, 32 on gfx950) and 4 for float (run 4), so a float col tile of 16x16
-//           blocks is exactly the 16x16 MFMA accumulator.
-//   mfma32: E is K/2 of the arch's 32x32 MFMA for 16-bit types (4 on gfx942: 32x32x8, 8 on gfx950: 32x32x16), base
-//           tile 32 x 2E; float has E = 16 in runs of 4, so a float col tile of 32x32 blocks is exactly the 32x32
-//           accumulator (lane l, element e: row 8 (e / 4) + 4 (l / 32) + e % 4, column l % 32). No fp8 yet.
+//           fp8 MFMA for fp8e4m3 / fp8e5m2 (8 on gfx942, 32 on gfx950) and 4 for float (run 4), so a float col tile
+//           of 16x16 blocks is exactly the 16x16 MFMA accumulator.
+//   mfma32: E is K/2 of the arch's 32x32 MFMA for 16-bit types (4 on gfx942: 32x32x8, 8 on gfx950: 32x32x16) and
+//           for fp8 (8 on gfx942: 32x32x16_fp8, 32 on gfx950: 32x32x64_f8f6f4), base tile 32 x 2E; float has E = 16
+//           in runs of 4, so a float col tile of 32x32 blocks is exactly the 32x32 accumulator (lane l, element e:
+//           row 8 (e / 4) + 4 (l / 32) + e % 4, column l % 32).
 #pragma once
 #include "../arch.h"
 #include "dtypes.h"
@@ -32,7 +33,7 @@ concept mfma_shape = std::same_as<S, mfma16> || std::same_as<S, mfma32>;
 template <tile_element T, class S = mfma16>
 inline constexpr int elems_per_lane = std::same_as<S, mfma16>
     ? (std::same_as<T, float> ? 4 : fp8_input<T> ? arch::fp8_elems : arch::mfma_elems)
-    : (std::same_as<T, float> ? 16 : arch::mfma32_elems);
+    : (std::same_as<T, float> ? 16 : fp8_input<T> ? arch::fp8_elems32 : arch::mfma32_elems);
 
 // Consecutive elements (along the varying coordinate) a lane holds in one run.
 template <tile_element T, class S = mfma16>
@@ -40,8 +41,6 @@ inline constexpr int run_per_lane = std::same_as<T, float> ? 4 : elems_per_lane<
 
 template <tile_element T, int R, int C, layout L = layout::row, mfma_shape Shape = mfma16>
 struct rt {
-  static_assert(std::same_as<Shape, mfma16> || !fp8_input<T>,
-                "rt: the 32x32 MFMA family (mfma32) takes bf16, half and float tiles; fp8e4m3 tiles use mfma16");
   using dtype = T;
   using shape = Shape;
   static constexpr int rows = R, cols = C;
