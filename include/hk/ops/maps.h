@@ -109,12 +109,19 @@ HK_BINARY(max, fmaxf(u, v))
 HK_BINARY(min, fminf(u, v))
 #undef HK_BINARY
 
-// Row and column broadcasts: d[i][j] op= v[i] (rows) or v[j] (cols).
-template <register_tile D, class V> __device__ inline void sub_row(D& d, const V& v) { map_rows(d, v, [](float x, float y) { return x - y; }); }
-template <register_tile D, class V> __device__ inline void mul_row(D& d, const V& v) { map_rows(d, v, [](float x, float y) { return x * y; }); }
-template <register_tile D, class V> __device__ inline void div_row(D& d, const V& v) { map_rows(d, v, [](float x, float y) { return x / y; }); }
-template <register_tile D, class V> __device__ inline void add_col(D& d, const V& v) { map_cols(d, v, [](float x, float y) { return x + y; }); }
-template <register_tile D, class V> __device__ inline void mul_col(D& d, const V& v) { map_cols(d, v, [](float x, float y) { return x * y; }); }
+// Row and column broadcasts: d[i][j] = d[i][j] op v[i] (name_row) or v[j] (name_col).
+#define HK_BROADCAST(name, expr)                                                                                       \
+  template <register_tile D, class V>                                                                                 \
+  __device__ inline void name##_row(D& d, const V& v) { map_rows(d, v, [](float u, float w) { return expr; }); }      \
+  template <register_tile D, class V>                                                                                 \
+  __device__ inline void name##_col(D& d, const V& v) { map_cols(d, v, [](float u, float w) { return expr; }); }
+HK_BROADCAST(add, u + w)
+HK_BROADCAST(sub, u - w)
+HK_BROADCAST(mul, u * w)
+HK_BROADCAST(div, u / w)
+HK_BROADCAST(max, fmaxf(u, w))
+HK_BROADCAST(min, fminf(u, w))
+#undef HK_BROADCAST
 
 // Elementwise conversion between element types of the same layout and shape (e.g. the fp32 accumulator to bf16).
 template <register_tile D, register_tile S>
