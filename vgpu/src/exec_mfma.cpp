@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -80,8 +81,9 @@ static_assert(out_loc(16, 16, 13, 5, 0).reg == 1 && out_loc(16, 16, 13, 5, 0).la
 static_assert(in_loc(16, 128, 1, 3, 100, 0, 8).lane == 3 + 16 * 2 && in_loc(16, 128, 1, 3, 100, 0, 8).reg == 5);
 
 // Layout tables, computed at compile time per instruction: for each element of A (b, i, k), B (b, j, k) or C/D
-// (b, i, j) in row-major order, its word in the register file (register offset * 64 + lane) and bit shift.
-template <Shape S, bool IsA>
+// (b, i, j) in row-major order, its word in the register file (register offset * 64 + lane) and bit shift. KMajor:
+// the elements in (b, k, i) order instead, the order the fused arithmetic reads B in.
+template <Shape S, bool IsA, bool KMajor = false>
 struct InTable {
   static constexpr int dim = IsA ? S.m : S.n, bits = bits_of(IsA ? S.a : S.b), count = S.blocks * dim * S.k;
   uint16_t word[count]{};
@@ -91,14 +93,14 @@ struct InTable {
       for (int i = 0; i < dim; ++i)
         for (int k = 0; k < S.k; ++k) {
           const Loc L = in_loc(dim, S.k, S.blocks, i, k, b, bits);
-          const int x = (b * dim + i) * S.k + k;
+          const int x = KMajor ? (b * S.k + k) * dim + i : (b * dim + i) * S.k + k;
           word[x] = uint16_t(L.reg * kLanes + L.lane);
           shift[x] = uint8_t(L.sub * bits);
         }
   }
 };
-template <Shape S, bool IsA>
-inline constexpr InTable<S, IsA> in_table{};
+template <Shape S, bool IsA, bool KMajor = false>
+inline constexpr InTable<S, IsA, KMajor> in_table{};
 
 template <Shape S>
 struct OutTable {
@@ -528,6 +530,7 @@ bool lane_sources(Wave& w, const Inst& I, Setup& s) {
   if (I.cbsz > 4 || I.abid >= (1u << I.cbsz) || I.blgp > 7)
     return fail(w, I, "MFMA with an illegal cbsz/abid/blgp combination");
   s.permuted = I.cbsz || I.blgp;
+  if (!s.permuted) return true;  // the tables are only read for permuted operands
   const int S = 64 >> I.cbsz;
   for (int l = 0; l < kLanes; ++l) {
     s.src_a[l] = uint8_t(I.cbsz ? l % S + S * I.abid : l);
@@ -572,10 +575,10 @@ int fp8_table_of(Ty t, bool gfx950) {
   return -1;
 }
 
-// Raw bits of every element of A (IsA) or B, in (block, row or column, k) order.
-template <Shape S, bool IsA>
+// Raw bits of every element of A (IsA) or B, in (block, row or column, k) order, or (block, k, row or column).
+template <Shape S, bool IsA, bool KMajor = false>
 inline void gather(const Wave& w, const Inst& I, const Setup& s, uint32_t* out) {
-  constexpr auto& T = in_table<S, IsA>;
+  constexpr auto& T = in_table<S, IsA, KMajor>;
   constexpr int bits = T.bits;
   const uint32_t* file = w.v[I.op[IsA ? 1 : 2].reg];
   const uint8_t* src = IsA ? s.src_a : s.src_b;
@@ -587,23 +590,56 @@ inline void gather(const Wave& w, const Inst& I, const Setup& s, uint32_t* out) 
   }
 }
 
-// Decodes the raw elements; B (IsA false) is transposed from (block, column, k) to (block, k, column).
-template <Shape S, bool IsA, int N>
+// Four 16-bit floats (the low halves of raw[x..x+3]) with EB exponent and MB mantissa bits decoded at once, as
+// decode_bf16 / decode_f16 do (f is the exact value m * 2^q with the sign bit put back, so zeros keep their sign).
+// Returns the lanes with an all-ones exponent (inf/NaN), which the caller decodes one by one instead.
+template <int EB, int MB, int N>
+inline int decode16x4(const uint32_t* raw, int x, Elems<N>& out) {
+  constexpr int bias = (1 << (EB - 1)) - 1, emax = (1 << EB) - 1;
+  const __m128i h = _mm_loadu_si128((const __m128i*)(raw + x));
+  const __m128i ex = _mm_and_si128(_mm_srli_epi32(h, MB), _mm_set1_epi32(emax));
+  const __m128i denorm = _mm_cmpeq_epi32(ex, _mm_setzero_si128());
+  const __m128i mag = _mm_or_si128(_mm_and_si128(h, _mm_set1_epi32((1 << MB) - 1)),
+                                   _mm_andnot_si128(denorm, _mm_set1_epi32(1 << MB)));
+  const __m128i e = _mm_blendv_epi8(_mm_sub_epi32(ex, _mm_set1_epi32(bias)), _mm_set1_epi32(1 - bias), denorm);
+  const __m128i q = _mm_sub_epi32(e, _mm_set1_epi32(MB));
+  const __m128i neg = _mm_srai_epi32(_mm_slli_epi32(h, 16), 31);  // all ones where bit 15 (the sign) is set
+  const __m128i zero = _mm_cmpeq_epi32(mag, _mm_setzero_si128());
+  _mm_storeu_si128((__m128i*)&out.m[x], _mm_sub_epi32(_mm_xor_si128(mag, neg), neg));
+  _mm_storeu_si128((__m128i*)&out.e[x], _mm_blendv_epi8(e, _mm_set1_epi32(kZeroE), zero));
+  _mm_storeu_si128((__m128i*)&out.q[x], _mm_blendv_epi8(q, _mm_set1_epi32(kZeroQ), zero));
+  __m128d p[2];
+  pow2x4(q, p[0], p[1]);
+  const __m128i magh = _mm_unpackhi_epi64(mag, mag), negh = _mm_unpackhi_epi64(neg, neg);
+  _mm_storeu_pd(&out.f[x], _mm_or_pd(_mm_mul_pd(_mm_cvtepi32_pd(mag), p[0]),
+                                     _mm_castsi128_pd(_mm_slli_epi64(_mm_cvtepi32_epi64(neg), 63))));
+  _mm_storeu_pd(&out.f[x + 2], _mm_or_pd(_mm_mul_pd(_mm_cvtepi32_pd(magh), p[1]),
+                                         _mm_castsi128_pd(_mm_slli_epi64(_mm_cvtepi32_epi64(negh), 63))));
+  std::memset(&out.special[x], 0, 4);
+  return _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(ex, _mm_set1_epi32(emax))));
+}
+
+// Decodes the raw elements, in the order given; 16-bit floats four at a time.
+template <Ty t, int N>
 inline void decode_all(const uint32_t* raw, int fmt, Elems<N>& out) {
-  constexpr Ty t = IsA ? S.a : S.b;
   const Decoded* table = fmt >= 0 ? fp8_tables().t[fmt] : nullptr;
-  for (int x = 0; x < N; ++x) {
+  auto one = [&](int x) {
     Decoded d;
     if constexpr (t == Ty::f16) d = decode_f16(raw[x]);
     else if constexpr (t == Ty::bf16) d = decode_bf16(raw[x]);
     else if constexpr (t == Ty::xf32) d = decode_tf32(raw[x]);
     else d = table[raw[x]];
-    int y = x;
-    if constexpr (!IsA) {
-      const int b = x / (S.n * S.k), j = x / S.k % S.n, k = x % S.k;
-      y = (b * S.k + k) * S.n + j;
+    out.f[x] = d.f, out.m[x] = d.m, out.e[x] = d.e, out.q[x] = d.q, out.special[x] = d.special;
+  };
+  if constexpr (t == Ty::f16 || t == Ty::bf16) {
+    static_assert(N % 4 == 0);
+    for (int x = 0; x < N; x += 4) {
+      const int special = t == Ty::f16 ? decode16x4<5, 10>(raw, x, out) : decode16x4<8, 7>(raw, x, out);
+      for (int l = 0; l < 4; ++l)
+        if (special >> l & 1) one(x + l);
     }
-    out.f[y] = d.f, out.m[y] = d.m, out.e[y] = d.e, out.q[y] = d.q, out.special[y] = d.special;
+  } else {
+    for (int x = 0; x < N; ++x) one(x);
   }
 }
 
@@ -650,7 +686,8 @@ void mfma(Wave& w, const Inst& I) {
 
   alignas(64) uint32_t ra[B * M * K], rb[B * N * K], c[B * M * N], d[B * M * N];
   gather<S, true>(w, I, s, ra);
-  gather<S, false>(w, I, s, rb);
+  constexpr bool fused = S.a != Ty::i8 && S.a != Ty::f32;
+  gather<S, false, fused>(w, I, s, rb);  // the fused arithmetic reads B as (block, k, column)
   read_c<S>(w, I, c);
 
   if constexpr (S.a == Ty::i8) {
@@ -675,8 +712,8 @@ void mfma(Wave& w, const Inst& I) {
     constexpr int kblocks = S.scaled ? K / 32 : 1;
     static_assert(B * M * K == B * N * K);
     Elems<B * M * K> a, bt;
-    decode_all<S, true>(ra, s.fmt_a, a);
-    decode_all<S, false>(rb, s.fmt_b, bt);
+    decode_all<S.a>(ra, s.fmt_a, a);
+    decode_all<S.b>(rb, s.fmt_b, bt);
     // Scale exponents (E8M0) per row of A / column of B and 32-k block; 255 is NaN.
     int sa[M * kblocks], sb[N * kblocks];
     for (int x = 0; x < M * kblocks; ++x) sa[x] = 127;
