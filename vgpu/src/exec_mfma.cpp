@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 
 #include <immintrin.h>
@@ -643,6 +644,31 @@ inline void decode_all(const uint32_t* raw, int fmt, Elems<N>& out) {
   }
 }
 
+// The decoded elements of the last few A (IsA) or B operands of one form on this thread, by raw bits and format: a
+// GEMM feeds the same A or B registers to several MFMAs in a row, and decodes them once. Heap-allocated on first use
+// (thread_local storage for every form would be megabytes per thread).
+template <Shape S, bool IsA>
+const Elems<S.blocks * S.m * S.k>& decoded(const uint32_t* raw, int fmt) {
+  constexpr int N = S.blocks * S.m * S.k, ways = 4;
+  struct Cache {
+    uint32_t raw[ways][N];
+    int fmt[ways] = {-2, -2, -2, -2};  // no format is -2: every way starts empty
+    int next = 0;
+    Elems<N> el[ways];
+  };
+  static thread_local std::unique_ptr<Cache> cache;
+  if (!cache) cache = std::make_unique<Cache>();
+  Cache& c = *cache;
+  for (int w = 0; w < ways; ++w)
+    if (c.fmt[w] == fmt && std::memcmp(c.raw[w], raw, sizeof c.raw[w]) == 0) return c.el[w];
+  const int w = c.next;
+  c.next = (w + 1) % ways;
+  std::memcpy(c.raw[w], raw, sizeof c.raw[w]);
+  c.fmt[w] = fmt;
+  decode_all<IsA ? S.a : S.b>(raw, fmt, c.el[w]);
+  return c.el[w];
+}
+
 template <Shape S>
 inline void read_c(const Wave& w, const Inst& I, uint32_t* c) {
   constexpr auto& T = out_table<S>;
@@ -711,9 +737,8 @@ void mfma(Wave& w, const Inst& I) {
     static_assert(K % G == 0 && G <= 16);
     constexpr int kblocks = S.scaled ? K / 32 : 1;
     static_assert(B * M * K == B * N * K);
-    Elems<B * M * K> a, bt;
-    decode_all<S.a>(ra, s.fmt_a, a);
-    decode_all<S.b>(rb, s.fmt_b, bt);
+    const Elems<B * M * K>& a = decoded<S, true>(ra, s.fmt_a);
+    const Elems<B * M * K>& bt = decoded<S, false>(rb, s.fmt_b);
     // Scale exponents (E8M0) per row of A / column of B and 32-k block; 255 is NaN.
     int sa[M * kblocks], sb[N * kblocks];
     for (int x = 0; x < M * kblocks; ++x) sa[x] = 127;
