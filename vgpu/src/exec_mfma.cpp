@@ -10,8 +10,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
+
+#include <immintrin.h>
 
 #include "formats.h"
 #include "isa.h"
@@ -78,8 +82,9 @@ static_assert(out_loc(16, 16, 13, 5, 0).reg == 1 && out_loc(16, 16, 13, 5, 0).la
 static_assert(in_loc(16, 128, 1, 3, 100, 0, 8).lane == 3 + 16 * 2 && in_loc(16, 128, 1, 3, 100, 0, 8).reg == 5);
 
 // Layout tables, computed at compile time per instruction: for each element of A (b, i, k), B (b, j, k) or C/D
-// (b, i, j) in row-major order, its word in the register file (register offset * 64 + lane) and bit shift.
-template <Shape S, bool IsA>
+// (b, i, j) in row-major order, its word in the register file (register offset * 64 + lane) and bit shift. KMajor:
+// the elements in (b, k, i) order instead, the order the fused arithmetic reads B in.
+template <Shape S, bool IsA, bool KMajor = false>
 struct InTable {
   static constexpr int dim = IsA ? S.m : S.n, bits = bits_of(IsA ? S.a : S.b), count = S.blocks * dim * S.k;
   uint16_t word[count]{};
@@ -89,14 +94,14 @@ struct InTable {
       for (int i = 0; i < dim; ++i)
         for (int k = 0; k < S.k; ++k) {
           const Loc L = in_loc(dim, S.k, S.blocks, i, k, b, bits);
-          const int x = (b * dim + i) * S.k + k;
+          const int x = KMajor ? (b * S.k + k) * dim + i : (b * dim + i) * S.k + k;
           word[x] = uint16_t(L.reg * kLanes + L.lane);
           shift[x] = uint8_t(L.sub * bits);
         }
   }
 };
-template <Shape S, bool IsA>
-inline constexpr InTable<S, IsA> in_table{};
+template <Shape S, bool IsA, bool KMajor = false>
+inline constexpr InTable<S, IsA, KMajor> in_table{};
 
 template <Shape S>
 struct OutTable {
@@ -311,78 +316,157 @@ template <int N>
   return add_c(double(s) * pow2(e - 24), e, c, true);
 }
 
-// D = A x B + C with the fused model, one row of D at a time. A is (block, row, k), B is (block, k, column). Each group
-// of G k takes two passes over all columns at once: the largest product exponent E, then the sum of the products
-// truncated to 24 fraction bits relative to E, as trunc(a * b * 2^(24 - E)) in double (exact: the products have at most
-// 22 significant bits, the scaling is by a power of two, and the sum of at most 16 integers below 2^26 fits in 53
-// bits). Scale exponents shift E and every product alike, so they only enter when the sum meets C. Groups with an
-// inf/NaN input or a product that may reach 2^128 take the exact integer path.
+// The final step of one group for one column j (scalar): E and T per half as fused_matmul computed them (E kZeroE
+// for only zero products), the group's B inf/NaN flag, and the scale exponents. Takes the exact integer path where the
+// shortcut does not hold; otherwise floors and adds C.
+template <int H, int NE>
+inline float finish_column(const Elems<NE>& a, int ia, const Elems<NE>& bt, int ib, int stride, int G, float acc,
+                           const int* E, const double* T, bool b_special, int xa, int xb, bool fp8) {
+  if (std::isnan(acc)) return acc;  // a NaN accumulator stays NaN
+  const int delta = xa + xb - 254;
+  const bool nan_scale = xa == 255 || xb == 255;
+  bool exact = !b_special && !nan_scale && std::isfinite(acc);
+  for (int h = 0; h < H; ++h) exact &= E[h] == kZeroE || E[h] + delta < 126;
+  if (!exact) return fused_group_exact(a, ia, 1, bt, ib, stride, G, acc, delta, nan_scale, fp8);
+  // The group's sum s (exact, a multiple of 2^(em - 24)) with leading exponent em.
+  double s;
+  int em;
+  if constexpr (H == 1) {
+    em = E[0] == kZeroE ? kZeroE : E[0] + delta;
+    s = em == kZeroE ? 0.0 : T[0] * pow2(em - 24);
+  } else {
+    const int e0 = E[0] == kZeroE ? kZeroE : E[0] + delta, e1 = E[1] == kZeroE ? kZeroE : E[1] + delta;
+    em = std::max(e0, e1);
+    s = em == kZeroE ? 0.0 : (std::floor(T[0] * pow2(e0 - em)) + std::floor(T[1] * pow2(e1 - em))) * pow2(em - 24);
+  }
+  // Common case: the floors change nothing (s has no bits below 2^(emax - 31), C none below 2^(emax - 24)),
+  // so the result is s + C rounded once.
+  const int ec = exponent_of_c(acc), emax = std::max(em, ec);
+  if (em != kZeroE && (ec == kZeroE || (em >= emax - 7 && ec >= emax - 1)))
+    return ec == kZeroE ? float(s) : float(s + double(acc));
+  return add_c(s, em, acc, fp8);
+}
+
+// 2^x for four int32 x, clamped like pow2, as two double vectors (lanes 0-1 and 2-3).
+inline void pow2x4(__m128i x, __m128d& lo, __m128d& hi) {
+  x = _mm_add_epi32(_mm_min_epi32(_mm_max_epi32(x, _mm_set1_epi32(-1022)), _mm_set1_epi32(1023)), _mm_set1_epi32(1023));
+  lo = _mm_castsi128_pd(_mm_slli_epi64(_mm_cvtepi32_epi64(x), 52));
+  hi = _mm_castsi128_pd(_mm_slli_epi64(_mm_cvtepi32_epi64(_mm_unpackhi_epi64(x, x)), 52));
+}
+
+// D = A x B + C with the fused model, one row of D and four columns at a time (SSE4.1, part of x86-64-v2: 4 x i32 for
+// exponents, 2 x f64 for sums). A is (block, row, k), B is (block, k, column). Per group of G k and four columns: the
+// largest product exponent E, then the sum of the products truncated to 24 fraction bits relative to E, as
+// trunc(a * b * 2^(24 - E)) in double (exact: the products have at most 22 significant bits, the scaling is by a power
+// of two, and the sum of at most 16 integers below 2^26 fits in 53 bits), then the common case of the final step (see
+// finish_column) for the four columns at once. Columns outside the common case take finish_column itself, which sends
+// groups with an inf/NaN input or a product that may reach 2^128 to the exact integer path. Scale exponents shift E and
+// every product alike, so they only enter when the sum meets C.
 template <int M, int N, int K, int B, int G, bool fp8, int kblocks, int NE>
 void fused_matmul(const Elems<NE>& a, const Elems<NE>& bt, const uint32_t* c, uint32_t* d, const int* sa,
                   const int* sb) {
   constexpr int H = fp8 ? 2 : 1;  // fp8: even and odd k are summed separately
+  constexpr int groups = K / G;
+  static_assert(N % 4 == 0);
+  // Once per instruction, not per row: whether B has an inf/NaN in a group's column, and the column's scale.
+  alignas(16) int32_t b_special[B][groups][N] = {}, xb[groups][N];
+  for (int b = 0; b < B; ++b)
+    for (int g = 0; g < groups; ++g)
+      for (int k = g * G; k < g * G + G; ++k)
+        for (int j = 0; j < N; ++j) b_special[b][g][j] |= bt.special[(b * K + k) * N + j];
+  for (int g = 0; g < groups; ++g)
+    for (int j = 0; j < N; ++j) xb[g][j] = sb[j * kblocks + (kblocks > 1 ? g * G / 32 : 0)];
+
   for (int b = 0; b < B; ++b)
     for (int i = 0; i < M; ++i) {
-      float acc[N];
+      alignas(16) float acc[N];
       for (int j = 0; j < N; ++j) acc[j] = std::bit_cast<float>(c[(b * M + i) * N + j]);
-      for (int k0 = 0; k0 < K; k0 += G) {
-        const int kb = kblocks > 1 ? k0 / 32 : 0;
-        int E[H][N];
-        double T[H][N], unit[N];
-        uint8_t special[N] = {};
+      for (int g = 0; g < groups; ++g) {
+        const int k0 = g * G, kb = kblocks > 1 ? k0 / 32 : 0, row = (b * M + i) * K + k0, col = (b * K + k0) * N;
+        const int xa = sa[i * kblocks + kb];
         uint8_t a_special = 0;
-        for (int k = k0; k < k0 + G; ++k) a_special |= a.special[(b * M + i) * K + k];
-        for (int h = 0; h < H; ++h) {
-          for (int j = 0; j < N; ++j) E[h][j] = 2 * kZeroE, T[h][j] = 0;
-          if (a_special) continue;  // every column takes the exact path
-          for (int k = k0 + h; k < k0 + G; k += H) {
-            const int x = (b * M + i) * K + k, y = (b * K + k) * N;
-            const int ea = a.e[x];
-            for (int j = 0; j < N; ++j) {
-              E[h][j] = std::max(E[h][j], ea + bt.e[y + j]);
-              special[j] |= bt.special[y + j];
-            }
-          }
-          for (int j = 0; j < N; ++j) {
-            if (E[h][j] < kZeroE / 2) E[h][j] = kZeroE;  // only zero products: no exponent, the sum is 0
-            unit[j] = E[h][j] == kZeroE ? 0.0 : pow2(24 - E[h][j]);
-          }
-          for (int k = k0 + h; k < k0 + G; k += H) {
-            const int x = (b * M + i) * K + k, y = (b * K + k) * N;
-            const double fa = a.f[x];
-            for (int j = 0; j < N; ++j) T[h][j] += std::trunc(fa * bt.f[y + j] * unit[j]);
-          }
+        for (int k = 0; k < G; ++k) a_special |= a.special[row + k];
+        if (a_special || xa == 255) {  // every column takes the exact path
+          for (int j = 0; j < N; ++j)
+            if (!std::isnan(acc[j]))
+              acc[j] = fused_group_exact(a, row, 1, bt, col + j, N, G, acc[j], xa + xb[g][j] - 254,
+                                         xa == 255 || xb[g][j] == 255, fp8);
+          continue;
         }
-        for (int j = 0; j < N; ++j) {
-          if (std::isnan(acc[j])) continue;  // a NaN accumulator stays NaN
-          const int xa = sa[i * kblocks + kb], xb = sb[j * kblocks + kb], delta = xa + xb - 254;
-          const bool nan_scale = xa == 255 || xb == 255;
-          bool exact = !a_special && !special[j] && !nan_scale && std::isfinite(acc[j]);
-          for (int h = 0; h < H; ++h) exact &= E[h][j] == kZeroE || E[h][j] + delta < 126;
-          if (!exact) {
-            acc[j] = fused_group_exact(a, (b * M + i) * K + k0, 1, bt, (b * K + k0) * N + j, N, G, acc[j], delta,
-                                       nan_scale, fp8);
-            continue;
+        __m128i ea[G];
+        __m128d fa[G];
+        for (int k = 0; k < G; ++k) ea[k] = _mm_set1_epi32(a.e[row + k]), fa[k] = _mm_set1_pd(a.f[row + k]);
+        for (int j = 0; j < N; j += 4) {
+          __m128i E[H];
+          __m128d T[H][2];
+          for (int h = 0; h < H; ++h) {
+            E[h] = _mm_set1_epi32(2 * kZeroE);
+            for (int k = h; k < G; k += H)
+              E[h] = _mm_max_epi32(E[h], _mm_add_epi32(ea[k], _mm_loadu_si128((const __m128i*)&bt.e[col + k * N + j])));
+            // Only zero products: no exponent, the sum is 0 (the clamped unit 2^1023 times zero products).
+            E[h] = _mm_blendv_epi8(E[h], _mm_set1_epi32(kZeroE), _mm_cmplt_epi32(E[h], _mm_set1_epi32(kZeroE / 2)));
+            __m128d u[2];
+            pow2x4(_mm_sub_epi32(_mm_set1_epi32(24), E[h]), u[0], u[1]);
+            T[h][0] = T[h][1] = _mm_setzero_pd();
+            for (int k = h; k < G; k += H)
+              for (int v = 0; v < 2; ++v)
+                T[h][v] = _mm_add_pd(T[h][v], _mm_round_pd(_mm_mul_pd(_mm_mul_pd(fa[k], _mm_loadu_pd(&bt.f[col + k * N + j + 2 * v])), u[v]),
+                                                           _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC));
           }
-          // The group's sum s (exact, a multiple of 2^(em - 24)) with leading exponent em.
-          double s;
-          int em;
+          // The common case of finish_column for the four columns: the group's sum s plus C rounded once.
+          const __m128 c4 = _mm_load_ps(&acc[j]);
+          const __m128i cb = _mm_castps_si128(c4), cex = _mm_and_si128(_mm_srli_epi32(cb, 23), _mm_set1_epi32(0xff));
+          const __m128i c_zero = _mm_cmpeq_epi32(_mm_slli_epi32(cb, 1), _mm_setzero_si128());
+          const __m128i ec = _mm_blendv_epi8(
+              _mm_blendv_epi8(_mm_sub_epi32(cex, _mm_set1_epi32(127)), _mm_set1_epi32(-126), _mm_cmpeq_epi32(cex, _mm_setzero_si128())),
+              _mm_set1_epi32(kZeroE), c_zero);
+          const __m128i xbj = _mm_load_si128((const __m128i*)&xb[g][j]);
+          const __m128i delta = _mm_add_epi32(_mm_set1_epi32(xa - 254), xbj);
+          __m128i ok = _mm_andnot_si128(_mm_or_si128(_mm_cmpeq_epi32(cex, _mm_set1_epi32(0xff)), _mm_cmpeq_epi32(xbj, _mm_set1_epi32(255))),
+                                        _mm_cmpeq_epi32(_mm_load_si128((const __m128i*)&b_special[b][g][j]), _mm_setzero_si128()));
+          __m128i e[H], em = _mm_set1_epi32(kZeroE);
+          for (int h = 0; h < H; ++h) {
+            const __m128i none = _mm_cmpeq_epi32(E[h], _mm_set1_epi32(kZeroE));
+            e[h] = _mm_blendv_epi8(_mm_add_epi32(E[h], delta), E[h], none);
+            ok = _mm_and_si128(ok, _mm_or_si128(none, _mm_cmplt_epi32(e[h], _mm_set1_epi32(126))));
+            em = _mm_max_epi32(em, e[h]);
+          }
+          const __m128i emax = _mm_max_epi32(em, ec);
+          ok = _mm_andnot_si128(_mm_cmpeq_epi32(em, _mm_set1_epi32(kZeroE)), ok);
+          ok = _mm_and_si128(ok, _mm_or_si128(c_zero, _mm_andnot_si128(_mm_or_si128(_mm_cmpgt_epi32(_mm_sub_epi32(emax, _mm_set1_epi32(7)), em),
+                                                                                     _mm_cmpgt_epi32(_mm_sub_epi32(emax, _mm_set1_epi32(1)), ec)),
+                                                                        _mm_set1_epi32(-1))));
+          __m128d s[2], scale[2];
+          pow2x4(_mm_sub_epi32(em, _mm_set1_epi32(24)), scale[0], scale[1]);
           if constexpr (!fp8) {
-            em = E[0][j] == kZeroE ? kZeroE : E[0][j] + delta;
-            s = em == kZeroE ? 0.0 : T[0][j] * pow2(em - 24);
+            for (int v = 0; v < 2; ++v) s[v] = _mm_mul_pd(T[0][v], scale[v]);
           } else {
-            const int e0 = E[0][j] == kZeroE ? kZeroE : E[0][j] + delta, e1 = E[1][j] == kZeroE ? kZeroE : E[1][j] + delta;
-            em = std::max(e0, e1);
-            s = em == kZeroE ? 0.0
-                             : (std::floor(T[0][j] * pow2(e0 - em)) + std::floor(T[1][j] * pow2(e1 - em))) * pow2(em - 24);
+            __m128d p0[2], p1[2];
+            pow2x4(_mm_sub_epi32(e[0], em), p0[0], p0[1]);
+            pow2x4(_mm_sub_epi32(e[1], em), p1[0], p1[1]);
+            for (int v = 0; v < 2; ++v)
+              s[v] = _mm_mul_pd(_mm_add_pd(_mm_floor_pd(_mm_mul_pd(T[0][v], p0[v])), _mm_floor_pd(_mm_mul_pd(T[1][v], p1[v]))), scale[v]);
           }
-          // Common case: the floors change nothing (s has no bits below 2^(emax - 31), C none below 2^(emax - 24)),
-          // so the result is s + C rounded once.
-          const int ec = exponent_of_c(acc[j]), emax = std::max(em, ec);
-          if (em != kZeroE && (ec == kZeroE || (em >= emax - 7 && ec >= emax - 1)))
-            acc[j] = ec == kZeroE ? float(s) : float(s + double(acc[j]));
-          else
-            acc[j] = add_c(s, em, acc[j], fp8);
+          // s + C is exact here (and C = 0 adds nothing), so one rounding to f32, as in finish_column.
+          const __m128 r = _mm_movelh_ps(_mm_cvtpd_ps(_mm_add_pd(s[0], _mm_cvtps_pd(c4))),
+                                         _mm_cvtpd_ps(_mm_add_pd(s[1], _mm_cvtps_pd(_mm_movehl_ps(c4, c4)))));
+          _mm_store_ps(&acc[j], _mm_blendv_ps(c4, r, _mm_castsi128_ps(ok)));
+          const int slow = ~_mm_movemask_ps(_mm_castsi128_ps(ok)) & 15;
+          if (!slow) continue;
+          alignas(16) int32_t Ej[H][4];
+          alignas(16) double Tj[H][4];
+          for (int h = 0; h < H; ++h) {
+            _mm_store_si128((__m128i*)Ej[h], E[h]);
+            _mm_store_pd(&Tj[h][0], T[h][0]), _mm_store_pd(&Tj[h][2], T[h][1]);
+          }
+          for (int l = 0; l < 4; ++l)
+            if (slow >> l & 1) {
+              int El[H];
+              double Tl[H];
+              for (int h = 0; h < H; ++h) El[h] = Ej[h][l], Tl[h] = Tj[h][l];
+              acc[j + l] = finish_column<H>(a, row, bt, col + j + l, N, G, acc[j + l], El, Tl, b_special[b][g][j + l] != 0,
+                                            xa, xb[g][j + l], fp8);
+            }
         }
       }
       for (int j = 0; j < N; ++j) d[(b * M + i) * N + j] = std::bit_cast<uint32_t>(acc[j]);
@@ -447,6 +531,7 @@ bool lane_sources(Wave& w, const Inst& I, Setup& s) {
   if (I.cbsz > 4 || I.abid >= (1u << I.cbsz) || I.blgp > 7)
     return fail(w, I, "MFMA with an illegal cbsz/abid/blgp combination");
   s.permuted = I.cbsz || I.blgp;
+  if (!s.permuted) return true;  // the tables are only read for permuted operands
   const int S = 64 >> I.cbsz;
   for (int l = 0; l < kLanes; ++l) {
     s.src_a[l] = uint8_t(I.cbsz ? l % S + S * I.abid : l);
@@ -491,10 +576,10 @@ int fp8_table_of(Ty t, bool gfx950) {
   return -1;
 }
 
-// Raw bits of every element of A (IsA) or B, in (block, row or column, k) order.
-template <Shape S, bool IsA>
+// Raw bits of every element of A (IsA) or B, in (block, row or column, k) order, or (block, k, row or column).
+template <Shape S, bool IsA, bool KMajor = false>
 inline void gather(const Wave& w, const Inst& I, const Setup& s, uint32_t* out) {
-  constexpr auto& T = in_table<S, IsA>;
+  constexpr auto& T = in_table<S, IsA, KMajor>;
   constexpr int bits = T.bits;
   const uint32_t* file = w.v[I.op[IsA ? 1 : 2].reg];
   const uint8_t* src = IsA ? s.src_a : s.src_b;
@@ -506,24 +591,82 @@ inline void gather(const Wave& w, const Inst& I, const Setup& s, uint32_t* out) 
   }
 }
 
-// Decodes the raw elements; B (IsA false) is transposed from (block, column, k) to (block, k, column).
-template <Shape S, bool IsA, int N>
+// Four 16-bit floats (the low halves of raw[x..x+3]) with EB exponent and MB mantissa bits decoded at once, as
+// decode_bf16 / decode_f16 do (f is the exact value m * 2^q with the sign bit put back, so zeros keep their sign).
+// Returns the lanes with an all-ones exponent (inf/NaN), which the caller decodes one by one instead.
+template <int EB, int MB, int N>
+inline int decode16x4(const uint32_t* raw, int x, Elems<N>& out) {
+  constexpr int bias = (1 << (EB - 1)) - 1, emax = (1 << EB) - 1;
+  const __m128i h = _mm_loadu_si128((const __m128i*)(raw + x));
+  const __m128i ex = _mm_and_si128(_mm_srli_epi32(h, MB), _mm_set1_epi32(emax));
+  const __m128i denorm = _mm_cmpeq_epi32(ex, _mm_setzero_si128());
+  const __m128i mag = _mm_or_si128(_mm_and_si128(h, _mm_set1_epi32((1 << MB) - 1)),
+                                   _mm_andnot_si128(denorm, _mm_set1_epi32(1 << MB)));
+  const __m128i e = _mm_blendv_epi8(_mm_sub_epi32(ex, _mm_set1_epi32(bias)), _mm_set1_epi32(1 - bias), denorm);
+  const __m128i q = _mm_sub_epi32(e, _mm_set1_epi32(MB));
+  const __m128i neg = _mm_srai_epi32(_mm_slli_epi32(h, 16), 31);  // all ones where bit 15 (the sign) is set
+  const __m128i zero = _mm_cmpeq_epi32(mag, _mm_setzero_si128());
+  _mm_storeu_si128((__m128i*)&out.m[x], _mm_sub_epi32(_mm_xor_si128(mag, neg), neg));
+  _mm_storeu_si128((__m128i*)&out.e[x], _mm_blendv_epi8(e, _mm_set1_epi32(kZeroE), zero));
+  _mm_storeu_si128((__m128i*)&out.q[x], _mm_blendv_epi8(q, _mm_set1_epi32(kZeroQ), zero));
+  __m128d p[2];
+  pow2x4(q, p[0], p[1]);
+  const __m128i magh = _mm_unpackhi_epi64(mag, mag), negh = _mm_unpackhi_epi64(neg, neg);
+  _mm_storeu_pd(&out.f[x], _mm_or_pd(_mm_mul_pd(_mm_cvtepi32_pd(mag), p[0]),
+                                     _mm_castsi128_pd(_mm_slli_epi64(_mm_cvtepi32_epi64(neg), 63))));
+  _mm_storeu_pd(&out.f[x + 2], _mm_or_pd(_mm_mul_pd(_mm_cvtepi32_pd(magh), p[1]),
+                                         _mm_castsi128_pd(_mm_slli_epi64(_mm_cvtepi32_epi64(negh), 63))));
+  std::memset(&out.special[x], 0, 4);
+  return _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(ex, _mm_set1_epi32(emax))));
+}
+
+// Decodes the raw elements, in the order given; 16-bit floats four at a time.
+template <Ty t, int N>
 inline void decode_all(const uint32_t* raw, int fmt, Elems<N>& out) {
-  constexpr Ty t = IsA ? S.a : S.b;
   const Decoded* table = fmt >= 0 ? fp8_tables().t[fmt] : nullptr;
-  for (int x = 0; x < N; ++x) {
+  auto one = [&](int x) {
     Decoded d;
     if constexpr (t == Ty::f16) d = decode_f16(raw[x]);
     else if constexpr (t == Ty::bf16) d = decode_bf16(raw[x]);
     else if constexpr (t == Ty::xf32) d = decode_tf32(raw[x]);
     else d = table[raw[x]];
-    int y = x;
-    if constexpr (!IsA) {
-      const int b = x / (S.n * S.k), j = x / S.k % S.n, k = x % S.k;
-      y = (b * S.k + k) * S.n + j;
+    out.f[x] = d.f, out.m[x] = d.m, out.e[x] = d.e, out.q[x] = d.q, out.special[x] = d.special;
+  };
+  if constexpr (t == Ty::f16 || t == Ty::bf16) {
+    static_assert(N % 4 == 0);
+    for (int x = 0; x < N; x += 4) {
+      const int special = t == Ty::f16 ? decode16x4<5, 10>(raw, x, out) : decode16x4<8, 7>(raw, x, out);
+      for (int l = 0; l < 4; ++l)
+        if (special >> l & 1) one(x + l);
     }
-    out.f[y] = d.f, out.m[y] = d.m, out.e[y] = d.e, out.q[y] = d.q, out.special[y] = d.special;
+  } else {
+    for (int x = 0; x < N; ++x) one(x);
   }
+}
+
+// The decoded elements of the last few A (IsA) or B operands of one form on this thread, by raw bits and format: a
+// GEMM feeds the same A or B registers to several MFMAs in a row, and decodes them once. Heap-allocated on first use
+// (thread_local storage for every form would be megabytes per thread).
+template <Shape S, bool IsA>
+const Elems<S.blocks * S.m * S.k>& decoded(const uint32_t* raw, int fmt) {
+  constexpr int N = S.blocks * S.m * S.k, ways = 4;
+  struct Cache {
+    uint32_t raw[ways][N];
+    int fmt[ways] = {-2, -2, -2, -2};  // no format is -2: every way starts empty
+    int next = 0;
+    Elems<N> el[ways];
+  };
+  static thread_local std::unique_ptr<Cache> cache;
+  if (!cache) cache = std::make_unique<Cache>();
+  Cache& c = *cache;
+  for (int w = 0; w < ways; ++w)
+    if (c.fmt[w] == fmt && std::memcmp(c.raw[w], raw, sizeof c.raw[w]) == 0) return c.el[w];
+  const int w = c.next;
+  c.next = (w + 1) % ways;
+  std::memcpy(c.raw[w], raw, sizeof c.raw[w]);
+  c.fmt[w] = fmt;
+  decode_all<IsA ? S.a : S.b>(raw, fmt, c.el[w]);
+  return c.el[w];
 }
 
 template <Shape S>
@@ -569,7 +712,8 @@ void mfma(Wave& w, const Inst& I) {
 
   alignas(64) uint32_t ra[B * M * K], rb[B * N * K], c[B * M * N], d[B * M * N];
   gather<S, true>(w, I, s, ra);
-  gather<S, false>(w, I, s, rb);
+  constexpr bool fused = S.a != Ty::i8 && S.a != Ty::f32;
+  gather<S, false, fused>(w, I, s, rb);  // the fused arithmetic reads B as (block, k, column)
   read_c<S>(w, I, c);
 
   if constexpr (S.a == Ty::i8) {
@@ -593,9 +737,8 @@ void mfma(Wave& w, const Inst& I) {
     static_assert(K % G == 0 && G <= 16);
     constexpr int kblocks = S.scaled ? K / 32 : 1;
     static_assert(B * M * K == B * N * K);
-    Elems<B * M * K> a, bt;
-    decode_all<S, true>(ra, s.fmt_a, a);
-    decode_all<S, false>(rb, s.fmt_b, bt);
+    const Elems<B * M * K>& a = decoded<S, true>(ra, s.fmt_a);
+    const Elems<B * M * K>& bt = decoded<S, false>(rb, s.fmt_b);
     // Scale exponents (E8M0) per row of A / column of B and 32-k block; 255 is NaN.
     int sa[M * kblocks], sb[N * kblocks];
     for (int x = 0; x < M * kblocks; ++x) sa[x] = 127;
