@@ -44,11 +44,14 @@ __device__ inline void load_async(ST& dst, const GL& src, coord at) {
   for (int i = 0; i < async_loads<G, ST>; ++i) {
     const int inst = (i * G::waves + wave) * per_inst;  // this instruction's LDS bytes, the same for the whole wave
     // The lane's row: the instruction's first row plus the lane's row within it (none when a row spans more than one
-    // instruction). The two share no set bit, so they are swizzled apart and only the lane's part is vector work.
+    // instruction). With power-of-two rows the two share no set bit, so they are swizzled apart and only the lane's
+    // part is vector work.
     const int r_inst = inst / row_bytes, lane_bytes = inst % row_bytes + unit * lane;
     const int r_lane = lane_bytes / row_bytes, r = r_inst + r_lane, within = lane_bytes % row_bytes;
     const int slot = within / ST::chunk_bytes, sub = within % ST::chunk_bytes;
-    const int col = ((slot ^ ST::swizzle(r_inst) ^ ST::swizzle(r_lane)) * ST::chunk_bytes + sub) / int(sizeof(T));
+    constexpr bool split = (row_bytes & (row_bytes - 1)) == 0;
+    const int swz = split ? ST::swizzle(r_inst) ^ ST::swizzle(r_lane) : ST::swizzle(r);
+    const int col = ((slot ^ swz) * ST::chunk_bytes + sub) / int(sizeof(T));
     const long gr = r0 + r, gc = c0 + col;
     const bool inside = gr < rows && gc < cols;
     const int offset = inside ? int((gr * ld + gc) * long(sizeof(T))) : num_records;  // past the range: zeros
