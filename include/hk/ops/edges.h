@@ -8,7 +8,13 @@ namespace hk {
 // Shared tile from global memory by group G; elements outside the tensor are zero.
 template <class G, shared_tile ST, class GL>
 __device__ inline void load_bounded(ST& dst, const GL& src, coord at) {
-  detail::load_shared<G, true>(dst, src, at);
+  detail::move_shared<G, true, true>(dst, src, at);
+}
+
+// Shared tile to global memory by group G; elements outside the tensor are not written.
+template <class G, class GL, shared_tile ST>
+__device__ inline void store_bounded(const GL& dst, const ST& src, coord at) {
+  detail::move_shared<G, true, false>(src, dst, at);
 }
 
 // dst = alpha * acc + beta * dst for the elements inside the tensor (beta == 0 does not read dst).

@@ -78,29 +78,43 @@ __device__ inline void store(const GL& dst, const RT& src, coord at) {
 
 namespace detail {
 
-// Shared tile from global memory, by all threads of group G: 16-byte loads written in swizzle-granule pieces. When
-// `bounded`, elements outside the tensor read as zero: a 16-byte chunk that crosses its edge moves element by element.
-template <class G, bool bounded, shared_tile ST, class GL>
-__device__ inline void load_shared(ST& dst, const GL& src, coord at) {
-  using T = typename ST::dtype;
-  constexpr int per16 = 16 / int(sizeof(T));
+// A shared tile to or from global memory (ToShared), by all threads of group G: 16-byte global accesses, LDS in
+// swizzle-granule pieces. When `bounded`, elements outside the tensor read as zero (loads) or are not written
+// (stores): a 16-byte chunk that crosses its edge moves element by element. ST may be const for stores.
+template <class G, bool bounded, bool ToShared, class ST, class GL>
+__device__ inline void move_shared(ST& sh, const GL& g, coord at) {
+  using T = typename GL::dtype;
+  static_assert(std::same_as<std::remove_const_t<typename ST::dtype>, T>, "shared <-> global: one element type");
+  constexpr int per16 = 16 / int(sizeof(T)), piece = ST::chunk_elems;
   constexpr int chunks_per_row = ST::cols / per16, chunks = ST::rows * chunks_per_row;
   const int r0 = at.r * ST::rows, c0 = at.c * ST::cols;
   for (int q = G::thread(); q < chunks; q += G::threads) {
     const int r = q / chunks_per_row, c = (q % chunks_per_row) * per16;
     const int gr = r0 + r, gc = c0 + c;
+    T* gp = g.at(at.b, at.d, gr, gc);
+    const bool whole = !bounded || (gr < g.rows() && gc + per16 <= g.cols());
     chunk<T, per16> v;
-    if (!bounded || (gr < src.rows() && gc + per16 <= src.cols())) {
-      v = *reinterpret_cast<const chunk<T, per16>*>(src.at(at.b, at.d, gr, gc));
+    if constexpr (ToShared) {
+      if (whole) {
+        v = *reinterpret_cast<const chunk<T, per16>*>(gp);
+      } else {
+#pragma unroll
+        for (int e = 0; e < per16; ++e) v.v[e] = g.inside(gr, gc + e) ? gp[e] : T(0);
+      }
+#pragma unroll
+      for (int p = 0; p < per16 / piece; ++p)
+        *reinterpret_cast<chunk<T, piece>*>(&sh(r, c + p * piece)) = *reinterpret_cast<const chunk<T, piece>*>(&v.v[p * piece]);
     } else {
 #pragma unroll
-      for (int e = 0; e < per16; ++e) v.v[e] = src.inside(gr, gc + e) ? *src.at(at.b, at.d, gr, gc + e) : T(0);
-    }
+      for (int p = 0; p < per16 / piece; ++p)
+        *reinterpret_cast<chunk<T, piece>*>(&v.v[p * piece]) = *reinterpret_cast<const chunk<T, piece>*>(&sh(r, c + p * piece));
+      if (whole) {
+        *reinterpret_cast<chunk<T, per16>*>(gp) = v;
+      } else {
 #pragma unroll
-    for (int piece = 0; piece < per16 / ST::chunk_elems; ++piece) {
-      auto* d = reinterpret_cast<chunk<T, ST::chunk_elems>*>(&dst(r, c + piece * ST::chunk_elems));
-#pragma unroll
-      for (int e = 0; e < ST::chunk_elems; ++e) d->v[e] = v.v[piece * ST::chunk_elems + e];
+        for (int e = 0; e < per16; ++e)
+          if (g.inside(gr, gc + e)) gp[e] = v.v[e];
+      }
     }
   }
 }
@@ -110,7 +124,13 @@ __device__ inline void load_shared(ST& dst, const GL& src, coord at) {
 // Shared tile from global memory, by all threads of group G (the tile lies inside the tensor).
 template <class G, shared_tile ST, class GL>
 __device__ inline void load(ST& dst, const GL& src, coord at) {
-  detail::load_shared<G, false>(dst, src, at);
+  detail::move_shared<G, false, true>(dst, src, at);
+}
+
+// Shared tile to global memory, by all threads of group G (the tile lies inside the tensor).
+template <class G, class GL, shared_tile ST>
+__device__ inline void store(const GL& dst, const ST& src, coord at) {
+  detail::move_shared<G, false, false>(src, dst, at);
 }
 
 // Register tile from a shared tile (rows and columns of the tile at `at` within the shared tile, in tile units).
