@@ -94,3 +94,7 @@ TEST(Mma, ABtF16ThroughShared) { check_abt<half, 16, 48, 128>(); }
 TEST(Mma, ABBf16) { check_variant<bf16, 32, 16, 64, 0>(); }
 TEST(Mma, AtBBf16) { check_variant<bf16, 16, 32, 32, 1>(); }
 TEST(Mma, AtBtF16) { check_variant<half, 16, 16, 64, 2>(); }
+// The rest of {bf16, f16} x {AB, AtB, AtBt}, at other shapes.
+TEST(Mma, ABF16) { check_variant<half, 48, 32, 32, 0>(); }
+TEST(Mma, AtBF16) { check_variant<half, 32, 48, 64, 1>(); }
+TEST(Mma, AtBtBf16) { check_variant<bf16, 32, 32, 128, 2>(); }
