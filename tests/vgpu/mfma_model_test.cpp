@@ -228,6 +228,9 @@ std::vector<std::string> canonical_mfmas(const IsaTable& table) {
   return names;
 }
 
+// The fast operand decoder against the scalar one, exhaustively (both the executed forms and the reference use it).
+TEST(MfmaModel, VectorDecoderMatchesScalarOnEveryF16AndBf16Code) { EXPECT_EQ(vgpu::mfma_decode_mismatches(), 0); }
+
 TEST(MfmaModel, ReferenceCoversEveryFusedForm) {
   // Every MFMA of the instruction table except the f32-input and i8 ones (not fused: fma chain, integer sum).
   std::vector<std::string> want;

@@ -823,6 +823,27 @@ void register_all(IsaTable& t) {
 
 void register_mfma(IsaTable& t) { register_all<false>(t); }
 
+int mfma_decode_mismatches() {
+  int bad = 0;
+  auto check = [&]<int EB, int MB>(Decoded (*scalar)(uint32_t)) {
+    for (uint32_t h0 = 0; h0 < 65536; h0 += 4) {
+      const uint32_t raw[4] = {h0, h0 + 1, h0 + 2, h0 + 3};
+      Elems<4> v;
+      const int special = decode16x4<EB, MB>(raw, 0, v);
+      for (int l = 0; l < 4; ++l) {
+        const Decoded d = scalar(raw[l]);
+        if ((special >> l & 1) != d.special) ++bad;
+        else if (!d.special && (std::bit_cast<uint64_t>(v.f[l]) != std::bit_cast<uint64_t>(double(d.f)) || v.m[l] != d.m ||
+                                v.e[l] != d.e || v.q[l] != d.q))
+          ++bad;
+      }
+    }
+  };
+  check.operator()<5, 10>(decode_f16);
+  check.operator()<8, 7>(decode_bf16);
+  return bad;
+}
+
 const IsaTable& mfma_reference_table() {
   static const IsaTable table = [] {
     IsaTable t;

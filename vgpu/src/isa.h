@@ -43,6 +43,9 @@ void register_mfma(IsaTable&);    // matrix cores (exec_mfma.cpp)
 // The fused-model MFMAs (bf16/f16/xf32/fp8) computed by the literal, slow reference model: what the fast path is
 // tested against bit for bit (tests/vgpu/mfma_model_test.cpp). Not used for execution.
 const IsaTable& mfma_reference_table();
+// Elements where the four-at-a-time f16/bf16 operand decoder of the fused MFMA forms differs from the scalar one, over
+// all 65536 codes of each (the reference model shares the decoder, so this is its check).
+int mfma_decode_mismatches();
 void register_mubuf(IsaTable&);   // buffer memory and LDS DMA (exec_mubuf.cpp)
 void register_cvt(IsaTable&);     // bf16/fp8 conversions (exec_cvt.cpp)
 void register_vop3p(IsaTable&);   // packed 16-bit math (exec_vop3p.cpp)
