@@ -143,6 +143,15 @@ __device__ inline f32x16 mma32(f16_frag32 a, f16_frag32 b, f32x16 c) {
 #endif
 }
 
+// gfx942 has one fp8 MFMA opcode per pair of operand formats (fp8 = e4m3, bf8 = e5m2): the one for FA, FB.
+#define HK_GFX942_FP8_MFMA(SHAPE)                                                                        \
+  const long x = __builtin_bit_cast(long, a.v), y = __builtin_bit_cast(long, b.v);                      \
+  constexpr bool a4 = FA == fp8_format::e4m3, b4 = FB == fp8_format::e4m3;                              \
+  if constexpr (a4 && b4) return __builtin_amdgcn_mfma_f32_##SHAPE##_fp8_fp8(x, y, c, 0, 0, 0);         \
+  else if constexpr (a4) return __builtin_amdgcn_mfma_f32_##SHAPE##_fp8_bf8(x, y, c, 0, 0, 0);          \
+  else if constexpr (b4) return __builtin_amdgcn_mfma_f32_##SHAPE##_bf8_fp8(x, y, c, 0, 0, 0);          \
+  else return __builtin_amdgcn_mfma_f32_##SHAPE##_bf8_bf8(x, y, c, 0, 0, 0)
+
 // D = A * B + C for one 16x16 block of fp8 (A and B each e4m3 or e5m2 of the arch's format) over the arch's fp8 K.
 // Same lane mapping as the 16-bit form: lane l supplies row (A) or column (B) l % 16 and k = (l / 16) * K/4 + e. On
 // gfx950 the f8f6f4 instruction deals k out to lanes in 16-byte chunks (see docs/vgpu-mfma.md); hk feeds it A and B
@@ -154,12 +163,7 @@ __device__ inline f32x4 mma16(fp8_frag<FA> a, fp8_frag<FB> b, f32x4 c) {
 #if defined(__gfx950__)
   return __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(a.v, b.v, c, int(FA), int(FB), 0, 0, 0, 0);
 #elif defined(__gfx942__)
-  const long x = __builtin_bit_cast(long, a.v), y = __builtin_bit_cast(long, b.v);
-  constexpr bool a4 = FA == fp8_format::e4m3, b4 = FB == fp8_format::e4m3;
-  if constexpr (a4 && b4) return __builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8(x, y, c, 0, 0, 0);
-  else if constexpr (a4) return __builtin_amdgcn_mfma_f32_16x16x32_fp8_bf8(x, y, c, 0, 0, 0);
-  else if constexpr (b4) return __builtin_amdgcn_mfma_f32_16x16x32_bf8_fp8(x, y, c, 0, 0, 0);
-  else return __builtin_amdgcn_mfma_f32_16x16x32_bf8_bf8(x, y, c, 0, 0, 0);
+  HK_GFX942_FP8_MFMA(16x16x32);
 #else
   (void)a, (void)b;
   return c;
@@ -174,17 +178,13 @@ __device__ inline f32x16 mma32(fp8_frag32<FA> a, fp8_frag32<FB> b, f32x16 c) {
 #if defined(__gfx950__)
   return __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(a.v, b.v, c, int(FA), int(FB), 0, 0, 0, 0);
 #elif defined(__gfx942__)
-  const long x = __builtin_bit_cast(long, a.v), y = __builtin_bit_cast(long, b.v);
-  constexpr bool a4 = FA == fp8_format::e4m3, b4 = FB == fp8_format::e4m3;
-  if constexpr (a4 && b4) return __builtin_amdgcn_mfma_f32_32x32x16_fp8_fp8(x, y, c, 0, 0, 0);
-  else if constexpr (a4) return __builtin_amdgcn_mfma_f32_32x32x16_fp8_bf8(x, y, c, 0, 0, 0);
-  else if constexpr (b4) return __builtin_amdgcn_mfma_f32_32x32x16_bf8_fp8(x, y, c, 0, 0, 0);
-  else return __builtin_amdgcn_mfma_f32_32x32x16_bf8_bf8(x, y, c, 0, 0, 0);
+  HK_GFX942_FP8_MFMA(32x32x16);
 #else
   (void)a, (void)b;
   return c;
 #endif
 }
+#undef HK_GFX942_FP8_MFMA
 
 // fp8 conversions in the arch's format (the same opcodes decode FNUZ on gfx942 and OCP on gfx950): v_cvt_*_fp8 for
 // e4m3, v_cvt_*_bf8 for e5m2. Encoding rounds to nearest even and saturates to +-max (infinities too: the

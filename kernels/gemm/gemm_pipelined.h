@@ -24,9 +24,9 @@ namespace detail {
 
 // One wave group's side of the schedule, with its role fixed at compile time: each side's code keeps only its own
 // loads' addresses live, which is what keeps the accumulators, fragments and addresses within the registers.
-template <bool LoadsA, class TIn, class TOut, bool BIsNK, int BK, int WM, int WN, class Stages, class View>
+template <bool LoadsA, class TIn, bool BIsNK, int BM, int BN, int BK, int WM, int WN, class Stages, class View>
 __device__ __attribute__((always_inline)) inline void pingpong(const GemmArgs& p, Stages& s, const View& v) {
-  constexpr int BM = 256, waves_n = 256 / WN;
+  constexpr int waves_n = BN / WN;
   using Half = group<4>;
   constexpr int b_loads = async_loads<Half, typename Stages::BTile>;
   auto fill = [&](int kt) __attribute__((always_inline)) {
@@ -89,8 +89,8 @@ __global__ __launch_bounds__(512) void gemm_pipelined(GemmArgs p) {
   using Stages = GemmStages<TIn, BM, BN, BK, BIsNK, group<4>>;
   __shared__ Stages s;
   const GemmView<TIn, TOut, BIsNK, BM, BN> v(p);
-  if (wave_id() < 4) detail::pingpong<true, TIn, TOut, BIsNK, BK, WM, WN>(p, s, v);  // group 0: loads A
-  else detail::pingpong<false, TIn, TOut, BIsNK, BK, WM, WN>(p, s, v);             // group 1: loads B
+  if (wave_id() < 4) detail::pingpong<true, TIn, BIsNK, BM, BN, BK, WM, WN>(p, s, v);  // group 0: loads A
+  else detail::pingpong<false, TIn, BIsNK, BM, BN, BK, WM, WN>(p, s, v);             // group 1: loads B
 }
 
 }  // namespace hk::kernels

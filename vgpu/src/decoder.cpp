@@ -438,11 +438,14 @@ std::shared_ptr<Program> decode_kernel(const CodeObject& co, const KernelInfo& i
           I.fn = op->fn;
           I.name = op->name.data();
           if (is_vector_memory(mnem)) I.vmem_fn = I.fn, I.fn = exec_vmem_counted;
+          // SOPP/SOPK: simm16 in the low half of the first word, as encoded.
+          uint32_t word;
+          std::memcpy(&word, bytes.data(), 4);
+          const uint32_t simm16 = word & 0xffff;
+          if (mnem == "s_waitcnt" || mnem == "s_waitcnt_vmcnt") I.simm = simm16;  // the counters (printed as text)
           if (is_sopp_branch(mnem)) {
-            // SOPP: simm16 in the low half of the word; target = next instruction + 4 * simm16.
-            uint32_t word;
-            std::memcpy(&word, bytes.data(), 4);
-            int64_t target = int64_t(off) + 4 + 4 * int64_t(int16_t(word & 0xffff));
+            // target = next instruction + 4 * simm16.
+            int64_t target = int64_t(off) + 4 + 4 * int64_t(int16_t(simm16));
             I.offset = int32_t(target - int64_t(start));
             if (kernel) furthest_target = std::max<uint64_t>(furthest_target, uint64_t(target));
           } else {
@@ -461,11 +464,6 @@ std::shared_ptr<Program> decode_kernel(const CodeObject& co, const KernelInfo& i
           }
         }
         if (!ok) I.fn = exec_unknown, I.name = "";
-        if (ok && (mnem == "s_waitcnt" || mnem == "s_waitcnt_vmcnt")) {  // the counters' simm16, as encoded
-          uint32_t word;
-          std::memcpy(&word, bytes.data(), 4);
-          I.simm = word & 0xffff;
-        }
       }
       prog->offsets.push_back(int64_t(off) - int64_t(start));
       prog->insts.push_back(I);
@@ -487,8 +485,7 @@ std::shared_ptr<Program> decode_kernel(const CodeObject& co, const KernelInfo& i
   // The code object's device functions follow, for the kernel's calls (s_swappc_b64) and returns (s_setpc_b64);
   // their offsets from the kernel entry may be negative.
   for (const CodeObject::Function& f : co.functions)
-    if (f.vaddr >= co.text_addr && f.vaddr + f.size <= co.text_addr + co.text.size())
-      decode_range(f.vaddr - co.text_addr, f.vaddr - co.text_addr + f.size, false);
+    decode_range(f.vaddr - co.text_addr, f.vaddr - co.text_addr + f.size, false);
   prog->by_offset.resize(prog->offsets.size());
   for (size_t i = 0; i < prog->offsets.size(); ++i) prog->by_offset[i] = {prog->offsets[i], int(i)};
   std::sort(prog->by_offset.begin(), prog->by_offset.end());

@@ -45,6 +45,20 @@ __device__ inline float bpermute(int src_lane, float v) {
   return __builtin_bit_cast(float, __builtin_amdgcn_ds_bpermute(src_lane * 4, __builtin_bit_cast(int, v)));
 }
 
+// W rounds of ds_bpermute, the gather both register paths below are built on. The sender rotates its registers by
+// `send` so that round k sends in[k]; in round k the lane reads lane from[k] and receives its slot (want - k) mod W;
+// a reflection and a rotation by want file slot m at out[m] with no dynamic register indexing.
+template <int W>
+__device__ inline void bpermute_rounds(float (&in)[W], const int (&from)[W], int send, int want, float (&out)[W]) {
+  rotate_left(in, send);
+  float got[W];
+#pragma unroll
+  for (int k = 0; k < W; ++k) got[k] = bpermute(from[k], in[k]);
+#pragma unroll
+  for (int m = 0; m < W; ++m) out[m] = got[(W - m) % W];
+  rotate_left(out, (W - want % W) % W);
+}
+
 // N converted elements into d[0..N): fp8 two at a time (one v_cvt_pk_fp8_f32 per pair), others one by one.
 template <class T, int N>
 __device__ inline void put(T* d, const float (&v)[N]) {
@@ -96,19 +110,13 @@ __device__ inline void swap_layout_registers(D& d, const S& s) {
     for (int j = 0; j < D::tiles_c; ++j)
 #pragma unroll
       for (int h = 0; h < H; ++h) {
-        float in[W], got[W];
+        float in[W], out[W];
 #pragma unroll
         for (int q = 0; q < Q; ++q)
 #pragma unroll
           for (int m = 0; m < 4; ++m) in[4 * q + m] = fl(s.data[i][j * (E / 4) + q * H + h][m]);
-        rotate_left(in, lane % W);  // round k sends in[(lane + k) % W]: what the lanes reading this one need
-#pragma unroll
-        for (int k = 0; k < W; ++k) got[k] = bpermute(from[h][k], in[k]);
-        // got[k] is element (need - k) mod W: out[e] = got[(need - e) mod W], a reflection, then a rotation.
-        float out[W];
-#pragma unroll
-        for (int m = 0; m < W; ++m) out[m] = got[(W - m) % W];
-        rotate_left(out, (W - need[h] % W) % W);
+        // Round k sends in[(lane + k) % W], what the lanes reading this one need, and receives element need - k.
+        bpermute_rounds(in, from[h], lane % W, need[h], out);
         put(&d.data[i][j][W * h], out);
       }
 }
@@ -137,18 +145,12 @@ __device__ inline void acc32_to_row_registers(D& d, const S& s) {
   for (int i = 0; i < D::tiles_r; ++i)
 #pragma unroll
     for (int jj = 0; jj < S::tiles_c; jj += blocks) {
-      float in[W], got[W], out[W];
+      float in[W], out[W];
 #pragma unroll
       for (int b = 0; b < blocks; ++b)
 #pragma unroll
         for (int x = 0; x < 16; ++x) in[16 * b + x] = s.data[i][jj + b][x];
-      rotate_left(in, sigma);  // round k sends in[k]
-#pragma unroll
-      for (int k = 0; k < W; ++k) got[k] = bpermute(from[k], in[k]);
-      // got[k] holds destination slot (want - k) mod W: a reflection, then a rotation, puts slot m at out[m].
-#pragma unroll
-      for (int m = 0; m < W; ++m) out[m] = got[(W - m) % W];
-      rotate_left(out, (W - want) % W);
+      bpermute_rounds(in, from, sigma, want, out);
 #pragma unroll
       for (int t = 0; t < W / E; ++t) {
         float v[E];

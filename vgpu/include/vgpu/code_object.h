@@ -80,7 +80,7 @@ struct CodeObject {
   uint64_t text_addr = 0;           // virtual address of .text
   std::vector<uint8_t> text;        // bytes of .text
   std::vector<KernelInfo> kernels;
-  // Device functions (STT_FUNC symbols in .text other than kernel entries), which kernels may call.
+  // Device functions (STT_FUNC symbols lying wholly in .text, other than kernel entries), which kernels may call.
   struct Function {
     std::string name;
     uint64_t vaddr = 0, size = 0;
