@@ -5,6 +5,8 @@
 //   hk-run report [--arch gfx942|gfx950]      resources of every kernel in this binary
 #include <hip/hip_runtime.h>
 
+#include "fp8_ref.h"
+
 #include <dlfcn.h>
 
 #include <CLI/CLI.hpp>
@@ -48,32 +50,19 @@ vgpu::Arch device_arch() {
   return vgpu::parse_arch(p.gcnArchName).value_or(vgpu::Arch::gfx950);
 }
 
-// fp8 of the device's arch: FNUZ on gfx942 (e4m3 bias 8, e5m2 bias 16; 0x80 the only NaN, no inf), OCP on gfx950
-// (e4m3fn bias 7, S.1111.111 NaN; e5m2 bias 15, S.11111.00 inf, S.11111.xx NaN).
-struct Fp8Format {
-  bool fnuz;
-  int ebits;
-};
-Fp8Format fp8_format(bool e5m2) {
+// fp8 of the device's arch (fp8_ref.h, the host model of the formats): FNUZ e4m3 / e5m2 on gfx942, OCP on gfx950.
+fp8_ref::F8 fp8_format(bool e5m2) {
   hipDeviceProp_t p;
   (void)hipGetDeviceProperties(&p, 0);
-  return {std::strncmp(p.gcnArchName, "gfx950", 6) != 0, e5m2 ? 5 : 4};
-}
-float fp8_decode(uint8_t b, Fp8Format f) {
-  const int mb = 7 - f.ebits, emax = (1 << f.ebits) - 1, e = b >> mb & emax, m = b & ((1 << mb) - 1);
-  if (f.fnuz ? b == 0x80 : f.ebits == 4 ? (b & 0x7f) == 0x7f : e == emax && m != 0) return NAN;
-  const int bias = (1 << (f.ebits - 1)) - (f.fnuz ? 0 : 1);
-  const float mag = !f.fnuz && f.ebits == 5 && e == emax ? INFINITY
-                    : e == 0                            ? std::ldexp(float(m), 1 - bias - mb)
-                                                        : std::ldexp(1.f + float(m) / float(1 << mb), e - bias);
-  return b & 0x80 ? -mag : mag;
+  const bool gfx950 = std::strncmp(p.gcnArchName, "gfx950", 6) == 0;
+  return e5m2 ? fp8_ref::bf8_of(gfx950) : fp8_ref::fp8_of(gfx950);
 }
 // Random finite fp8 codes of magnitude at most 4, and their values.
-std::vector<uint8_t> fp8_codes(std::vector<float>& v, std::mt19937& rng, Fp8Format f) {
+std::vector<uint8_t> fp8_codes(std::vector<float>& v, std::mt19937& rng, const fp8_ref::F8& f) {
   std::vector<uint8_t> out(v.size());
   for (size_t i = 0; i < v.size(); ++i) {
     float x;
-    do out[i] = uint8_t(rng()), x = fp8_decode(out[i], f);
+    do out[i] = uint8_t(rng()), x = float(fp8_ref::value(out[i], f));
     while (!(std::fabs(x) <= 4.f));
     v[i] = x;
   }
@@ -107,7 +96,7 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
   std::vector<float> a(size_t(m) * k), b(size_t(n) * k);
   std::vector<uint8_t> a_bytes, b_bytes;
   if (fp8) {
-    const Fp8Format f = fp8_format(e5m2);
+    const fp8_ref::F8 f = fp8_format(e5m2);
     a_bytes = fp8_codes(a, rng, f), b_bytes = fp8_codes(b, rng, f);
   } else {
     for (auto& x : a) x = quantize(u(rng), ab);

@@ -14,40 +14,21 @@
 
 #include <gtest/gtest.h>
 
+#include "fp8_ref.h"
 #include "gemm/gemm.h"
 
 namespace {
 
-// The device's fp8 format for t (fp8_e4m3 or fp8_e5m2), written from the format definitions (independent of hk's
-// conversions).
-struct Fp8Format {
-  bool fnuz;
-  int ebits, bias;
-};
-
 bool is_fp8(hk::dtype t) { return t == hk::dtype::fp8_e4m3 || t == hk::dtype::fp8_e5m2; }
 
-Fp8Format device_fp8(hk::dtype t) {
+// The device's fp8 format for t (fp8_e4m3 or fp8_e5m2), from the host model of the formats (fp8_ref.h), independent
+// of hk's conversions.
+fp8_ref::F8 device_fp8(hk::dtype t) {
   hipDeviceProp_t prop;
   const bool gfx950 = hipGetDeviceProperties(&prop, 0) == hipSuccess && std::strncmp(prop.gcnArchName, "gfx950", 6) == 0;
-  if (t == hk::dtype::fp8_e5m2) return gfx950 ? Fp8Format{false, 5, 15} : Fp8Format{true, 5, 16};
-  return gfx950 ? Fp8Format{false, 4, 7} : Fp8Format{true, 4, 8};
+  return t == hk::dtype::fp8_e5m2 ? fp8_ref::bf8_of(gfx950) : fp8_ref::fp8_of(gfx950);
 }
-
-// NaN codes: FNUZ 0x80 alone; OCP e4m3fn S.1111.111; OCP e5m2 S.11111.xx with xx != 0 (S.11111.00 is inf).
-bool fp8_is_nan(uint8_t b, Fp8Format f) {
-  if (f.fnuz) return b == 0x80;
-  return f.ebits == 4 ? (b & 0x7f) == 0x7f : (b & 0x7f) > 0x7c;
-}
-
-float fp8_decode(uint8_t b, Fp8Format f) {
-  if (fp8_is_nan(b, f)) return NAN;
-  const int mb = 7 - f.ebits, e = b >> mb & ((1 << f.ebits) - 1), m = b & ((1 << mb) - 1);
-  const float mag = !f.fnuz && f.ebits == 5 && e == 31 ? INFINITY
-                    : e == 0                          ? std::ldexp(float(m), 1 - f.bias - mb)
-                                                      : std::ldexp(1.f + float(m) / float(1 << mb), e - f.bias);
-  return b & 0x80 ? -mag : mag;
-}
+float fp8_decode(uint8_t b, const fp8_ref::F8& f) { return float(fp8_ref::value(b, f)); }
 
 float quantize(float f, hk::dtype t) {
   if (t == hk::dtype::f16) return float(_Float16(f));
@@ -71,7 +52,7 @@ struct Matrix {
     std::mt19937 rng(seed);
     if (is_fp8(t)) {
       // Random finite codes of magnitude at most 4 (subnormals included), each an exact fp8 value.
-      const Fp8Format f = device_fp8(t);
+      const fp8_ref::F8 f = device_fp8(t);
       codes.resize(host.size());
       for (size_t i = 0; i < host.size(); ++i) {
         uint8_t b;
