@@ -3,8 +3,11 @@
 // format definitions: on gfx942 FNUZ e4m3 (bias 8, max 240) and FNUZ e5m2 (bias 16, max 57344), 0x80 the only NaN,
 // no -0, no inf; on gfx950 OCP e4m3fn (bias 7, max 448, S.1111.111 NaN, no inf) and OCP e5m2 (bias 15, max 57344,
 // S.11111.00 inf, S.11111.xx NaN).
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
+#include "fp8_ref.h"
 #include "hk/hk.h"
 #include "hk_test_util.h"
 
@@ -12,50 +15,25 @@ using namespace hk;
 
 namespace {
 
-struct Format {
-  bool fnuz;
-  int ebits, bias;
-  float max;
-  int mbits() const { return 7 - ebits; }
-};
+// The device's formats from the host model of the fp8 formats (fp8_ref.h), independent of hk's conversions.
+using Format = fp8_ref::F8;
 
 template <class T>
 Format device_format() {
-  constexpr bool e5 = T::format == arch::fp8_format::e5m2;
-  if (hktest::is_gfx950()) return e5 ? Format{false, 5, 15, 57344.f} : Format{false, 4, 7, 448.f};
-  return e5 ? Format{true, 5, 16, 57344.f} : Format{true, 4, 8, 240.f};
+  const bool g950 = hktest::is_gfx950();
+  return T::format == arch::fp8_format::e5m2 ? fp8_ref::bf8_of(g950) : fp8_ref::fp8_of(g950);
 }
 
-// OCP e5m2 alone has infinities (S.11111.00) and several NaNs (S.11111.xx, xx != 0); OCP e4m3fn one NaN per sign.
-bool is_inf_code(uint8_t b, Format f) { return !f.fnuz && f.ebits == 5 && (b & 0x7f) == 0x7c; }
-bool is_nan_code(uint8_t b, Format f) {
-  if (f.fnuz) return b == 0x80;
-  return f.ebits == 4 ? (b & 0x7f) == 0x7f : (b & 0x7f) > 0x7c;
-}
+bool is_nan_code(uint8_t b, const Format& f) { return fp8_ref::is_nan(b, f); }
+bool is_inf_code(uint8_t b, const Format& f) { return std::isinf(fp8_ref::value(b, f)); }
+float decode(uint8_t b, const Format& f) { return float(fp8_ref::value(b, f)); }
 
-float decode(uint8_t b, Format f) {
-  if (is_nan_code(b, f)) return NAN;
-  const int mb = f.mbits(), e = b >> mb & ((1 << f.ebits) - 1), m = b & ((1 << mb) - 1);
-  const float mag = is_inf_code(b, f) ? INFINITY
-                    : e == 0          ? std::ldexp(float(m), 1 - f.bias - mb)
-                                      : std::ldexp(1.f + float(m) / float(1 << mb), e - f.bias);
-  return b & 0x80 ? -mag : mag;
-}
-
-// Round to nearest (ties to the even code), saturating to +-max (infinities too); NaN to the format's NaN.
-uint8_t encode_sat(float x, Format f) {
+// hk's conversion: round to nearest (ties to the even code), saturating to +-max (infinities too); NaN to the
+// format's positive NaN.
+uint8_t encode_sat(float x, const Format& f) {
   if (std::isnan(x)) return f.fnuz ? 0x80 : 0x7f;
-  const bool neg = std::signbit(x);
-  const double a = std::min(std::fabs(double(x)), double(f.max));
-  int best = 0;
-  double best_d = INFINITY;
-  for (int c = 0; c < 0x80; ++c) {  // positive codes in increasing magnitude
-    if (is_nan_code(uint8_t(c), f) || is_inf_code(uint8_t(c), f)) continue;
-    const double d = std::fabs(double(decode(uint8_t(c), f)) - a);
-    if (d < best_d || (d == best_d && (c & 1) == 0)) best = c, best_d = d;
-  }
-  if (!neg) return uint8_t(best);
-  return f.fnuz && best == 0 ? 0x00 : uint8_t(best | 0x80);  // FNUZ has no -0
+  const double max = fp8_ref::value(fp8_ref::max_code(f), f);
+  return fp8_ref::encode_rne(std::clamp(double(x), -max, max), f, true);
 }
 
 // Random finite codes of magnitude at most 2^max_exp.
@@ -69,9 +47,7 @@ std::vector<uint8_t> random_codes(size_t n, uint32_t seed, Format f, int max_exp
   return v;
 }
 
-const char* name_of(Format f) {
-  return f.ebits == 4 ? (f.fnuz ? "FNUZ e4m3" : "OCP e4m3fn") : (f.fnuz ? "FNUZ e5m2" : "OCP e5m2");
-}
+const char* name_of(const Format& f) { return f.name; }
 
 template <class T>
 struct Dev {
