@@ -21,8 +21,8 @@ inline constexpr F8 e4m3fn{"e4m3fn", 4, 3, 7, false, false};
 inline constexpr F8 e5m2{"e5m2", 5, 2, 15, false, true};
 
 // The arch's fp8 (e4m3) and bf8 (e5m2) formats.
-inline F8 fp8_of(bool g950) { return g950 ? e4m3fn : e4m3fnuz; }
-inline F8 bf8_of(bool g950) { return g950 ? e5m2 : e5m2fnuz; }
+inline F8 fp8_of(bool ocp) { return ocp ? e4m3fn : e4m3fnuz; }
+inline F8 bf8_of(bool ocp) { return ocp ? e5m2 : e5m2fnuz; }
 
 inline bool is_nan(uint8_t c, const F8& f) {
   const int E = c >> f.m & ((1 << f.e) - 1), M = c & ((1 << f.m) - 1);

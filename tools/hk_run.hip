@@ -26,8 +26,8 @@ namespace {
 template <class F>
 F ext(const char* name) { return reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name)); }
 
-float quantize(float f, hk::dtype t) {
-  if (t == hk::dtype::f16) return float(_Float16(f));
+float quantize(float f, hk::scalar_type t) {
+  if (t == hk::scalar_type::f16) return float(_Float16(f));
   uint32_t u;
   std::memcpy(&u, &f, 4);
   u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u;
@@ -35,27 +35,38 @@ float quantize(float f, hk::dtype t) {
   return f;
 }
 
-std::vector<uint16_t> to_device_bits(const std::vector<float>& v, hk::dtype t) {
+std::vector<uint16_t> to_device_bits(const std::vector<float>& v, hk::scalar_type t) {
   std::vector<uint16_t> out(v.size());
   for (size_t i = 0; i < v.size(); ++i) {
-    if (t == hk::dtype::f16) { _Float16 h = _Float16(v[i]); std::memcpy(&out[i], &h, 2); }
+    if (t == hk::scalar_type::f16) { _Float16 h = _Float16(v[i]); std::memcpy(&out[i], &h, 2); }
     else { uint32_t u; std::memcpy(&u, &v[i], 4); out[i] = uint16_t(u >> 16); }
   }
   return out;
 }
 
-vgpu::Arch device_arch() {
-  hipDeviceProp_t p;
-  (void)hipGetDeviceProperties(&p, 0);
-  return vgpu::parse_arch(p.gcnArchName).value_or(vgpu::Arch::gfx950);
+// The device's target (hk's lookup), and the same arch as vgpu's loader names it (for the kernel report).
+const hk::arch::target& device_target() {
+  static const hk::arch::target* t = hk::arch::device_target(0);
+  if (!t) std::fprintf(stderr, "hk-run: the device is not a target hk is built for\n"), std::exit(1);
+  return *t;
+}
+vgpu::Arch device_arch() { return *vgpu::parse_arch(device_target().name); }
+
+// fp8 of the device's target (fp8_ref.h, the host model of the formats): FNUZ e4m3 / e5m2 on gfx942, OCP on gfx950.
+fp8_ref::F8 fp8_format(bool e5m2) {
+  const bool ocp = !device_target().fp8_fnuz;
+  return e5m2 ? fp8_ref::bf8_of(ocp) : fp8_ref::fp8_of(ocp);
 }
 
-// fp8 of the device's arch (fp8_ref.h, the host model of the formats): FNUZ e4m3 / e5m2 on gfx942, OCP on gfx950.
-fp8_ref::F8 fp8_format(bool e5m2) {
-  hipDeviceProp_t p;
-  (void)hipGetDeviceProperties(&p, 0);
-  const bool gfx950 = std::strncmp(p.gcnArchName, "gfx950", 6) == 0;
-  return e5m2 ? fp8_ref::bf8_of(gfx950) : fp8_ref::fp8_of(gfx950);
+// hipMalloc that says what failed, and why.
+void* device_alloc(size_t bytes, const char* what) {
+  void* p = nullptr;
+  if (hipError_t e = hipMalloc(&p, bytes); e != hipSuccess) {
+    std::fprintf(stderr, "hk-run: cannot allocate %s (%.3g GiB on the device): %s\n", what, double(bytes) / (1ull << 30),
+                 hipGetErrorString(e));
+    return nullptr;
+  }
+  return p;
 }
 // Random finite fp8 codes of magnitude at most 4, and their values.
 std::vector<uint8_t> fp8_codes(std::vector<float>& v, std::mt19937& rng, const fp8_ref::F8& f) {
@@ -89,8 +100,8 @@ void print_report(const char* kernel, unsigned block_threads, bool with_profile)
 
 int run_gemm(int m, int n, int k, const std::string& in, const std::string& out, bool bt) {
   const bool e5m2 = in == "fp8_e5m2", fp8 = e5m2 || in == "fp8" || in == "fp8_e4m3";
-  const hk::dtype ab = e5m2 ? hk::dtype::fp8_e5m2 : fp8 ? hk::dtype::fp8_e4m3 : in == "f16" ? hk::dtype::f16 : hk::dtype::bf16,
-                  ct = out == "bf16" ? hk::dtype::bf16 : hk::dtype::fp32;
+  const hk::scalar_type ab = e5m2 ? hk::scalar_type::fp8_e5m2 : fp8 ? hk::scalar_type::fp8_e4m3 : in == "f16" ? hk::scalar_type::f16 : hk::scalar_type::bf16,
+                  ct = out == "bf16" ? hk::scalar_type::bf16 : hk::scalar_type::fp32;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   std::vector<float> a(size_t(m) * k), b(size_t(n) * k);
@@ -108,9 +119,11 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
     };
     a_bytes = bits(to_device_bits(a, ab)), b_bytes = bits(to_device_bits(b, ab));
   }
-  void *da, *db, *dc;
-  const size_t c_elem = ct == hk::dtype::fp32 ? 4 : 2;
-  if (hipMalloc(&da, a_bytes.size()) || hipMalloc(&db, b_bytes.size()) || hipMalloc(&dc, size_t(m) * n * c_elem)) return 1;
+  const size_t c_elem = ct == hk::scalar_type::fp32 ? 4 : 2;
+  void* da = device_alloc(a_bytes.size(), "A");
+  void* db = da ? device_alloc(b_bytes.size(), "B") : nullptr;
+  void* dc = db ? device_alloc(size_t(m) * n * c_elem, "C") : nullptr;
+  if (!dc) return (void)hipFree(da), (void)hipFree(db), 1;
   (void)hipMemcpy(da, a_bytes.data(), a_bytes.size(), hipMemcpyHostToDevice);
   (void)hipMemcpy(db, b_bytes.data(), b_bytes.size(), hipMemcpyHostToDevice);
   hk::GemmProblem p;
@@ -134,10 +147,10 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
       want += x, mag += std::fabs(x);
     }
     float got;
-    if (ct == hk::dtype::fp32) std::memcpy(&got, &raw[4 * idx], 4);
+    if (ct == hk::scalar_type::fp32) std::memcpy(&got, &raw[4 * idx], 4);
     else { uint32_t bits = uint32_t(*reinterpret_cast<uint16_t*>(&raw[2 * idx])) << 16; std::memcpy(&got, &bits, 4); }
     const double err = std::fabs(got - want), tol = (fp8 ? (k + 8) * std::ldexp(1.0, -23) : 0) * mag + 1e-5 * mag + 1e-6 +
-                                                     (ct == hk::dtype::bf16 ? std::fabs(want) / 256 : 0);
+                                                     (ct == hk::scalar_type::bf16 ? std::fabs(want) / 256 : 0);
     worst = std::max(worst, err / (mag + 1e-30));
     bad += !(err <= tol);
   }
@@ -159,20 +172,31 @@ int main(int argc, char** argv) {
   CLI::App app{"hk-run: run an hk kernel, check it, report its cost"};
   app.require_subcommand(1);
   std::string arch;
-  app.add_option("--arch", arch, "virtual device arch (gfx942 or gfx950)")->check(CLI::IsMember({"gfx942", "gfx950"}));
+  std::vector<std::string> arch_names;
+  for (const hk::arch::target& t : hk::arch::targets) arch_names.push_back(t.name);
+  const CLI::IsMember is_target(arch_names);
+  app.add_option("--arch", arch, "virtual device arch (gfx942 or gfx950)")->check(is_target);
   auto* gemm = app.add_subcommand("gemm", "C = A * B (or A * B^T) with hk::gemm");
   int m = 256, n = 256, k = 256;
   std::string in = "bf16", out = "fp32";
   bool bt = false;
-  gemm->add_option("--m", m)->check(CLI::PositiveNumber);
-  gemm->add_option("--n", n)->check(CLI::PositiveNumber);
-  gemm->add_option("--k", k)->check(CLI::PositiveNumber);
+  const CLI::Validator positive(
+      [](std::string& v) {
+        long x = 0;
+        size_t used = 0;
+        try { x = std::stol(v, &used); } catch (...) { used = 0; }
+        return used == v.size() && x > 0 && x <= INT32_MAX ? std::string() : "must be a whole number from 1 to 2147483647, not '" + v + "'";
+      },
+      "POSITIVE");
+  gemm->add_option("--m", m, "rows of A and C")->check(positive);
+  gemm->add_option("--n", n, "columns of B and C")->check(positive);
+  gemm->add_option("--k", k, "columns of A, rows of B")->check(positive);
   gemm->add_option("--dtype", in, "A and B element type")->check(CLI::IsMember({"bf16", "f16", "fp8", "fp8_e4m3", "fp8_e5m2"}));
   gemm->add_option("--out", out, "C element type")->check(CLI::IsMember({"fp32", "bf16"}));
   gemm->add_flag("--bt", bt, "B is N x K (C = A * B^T)");
-  gemm->add_option("--arch", arch)->check(CLI::IsMember({"gfx942", "gfx950"}));
+  gemm->add_option("--arch", arch)->check(is_target);
   auto* report = app.add_subcommand("report", "resources of every kernel in this binary");
-  report->add_option("--arch", arch)->check(CLI::IsMember({"gfx942", "gfx950"}));
+  report->add_option("--arch", arch)->check(is_target);
   CLI11_PARSE(app, argc, argv);
   if (!arch.empty()) setenv("HK_VGPU_ARCH", arch.c_str(), 1);  // before the runtime picks its device
   if (*gemm) return run_gemm(m, n, k, in, out, bt);

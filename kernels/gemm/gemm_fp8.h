@@ -9,21 +9,21 @@
 //      kt&1 is then complete, and every wave has finished reading stage kt&1^1 (its step kt-1 reads were consumed by
 //      its step kt-1 MMAs before it reached the barrier);
 //   2. reads its A (64 x BK) and B (64 x BK, or BK x 64 in the col layout) fragments of stage kt&1 into registers;
-//   3. issues the loads of step kt+1 into stage kt&1^1 and runs the step's MMAs, interleaved: with Async, the loads
+//   3. issues the loads of step kt+1 into stage kt&1^1 and runs the step's MMAs, interleaved: with LdsDma, the loads
 //      go straight into LDS (buffer_load ... lds) and the scheduler is asked to place one of them after every
 //      `mfma_per_load` MFMAs, so they fly while the matrix cores work and land before step kt+1's barrier; without
-//      Async (operands whose k, lda, ldb are not whole DMA units, or the `simple` variant) they go through registers
+//      LdsDma (operands the LDS DMA cannot feed, or the `registers` feed) they go through registers
 //      with zero-filled edges (load_bounded).
 // One barrier per step suffices: a stage is only written after the barrier that follows every wave's last read of it.
 #pragma once
 #include <utility>
 
-#include "gemm_kernel.h"
+#include "gemm_common.h"
 #include "hk/ops/async.h"
 
 namespace hk::kernels {
 
-template <class T, class TOut, bool BIsNK, bool Async>
+template <class T, class TOut, bool BIsNK, bool LdsDma>
 __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
   static_assert(fp8_input<T>, "gemm_fp8: A and B must be fp8e4m3 or fp8e5m2");
   constexpr int BM = 128, BN = 128, WM = 64, WN = 64;
@@ -32,8 +32,7 @@ __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
   __shared__ GemmStages<T, BM, BN, BK, BIsNK, G> s;
 
   const GemmView<T, TOut, BIsNK, BM, BN> v(p);
-  const int tm = v.tile_m, tn = v.tile_n;
-  auto issue = [&](int kt, int stage) __attribute__((always_inline)) { s.template fill<Async>(v, kt, stage); };
+  auto issue = [&](int kt, int stage) __attribute__((always_inline)) { s.template fill<LdsDma>(v, kt, stage); };
   constexpr int loads_per_stage = decltype(s)::async_loads_per_stage;
   constexpr int mfmas_per_step = (WM / 16) * (WN / 16) * (BK / arch::current::fp8_mfma_k);
   constexpr int mfma_per_load = mfmas_per_step / loads_per_stage > 0 ? mfmas_per_step / loads_per_stage : 1;
@@ -42,17 +41,17 @@ __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
   rt_acc<WM, WN> acc;
   zero(acc);
   const int steps = (p.k + BK - 1) / BK;
-  // The next step's loads. With Async they are issued unconditionally, so that the step is one basic block the
+  // The next step's loads. With LdsDma they are issued unconditionally, so that the step is one basic block the
   // scheduler can interleave: past the last step they lie outside the tensor (no memory is read; zeros land in the
   // stage nobody reads again) and are waited for after the loop.
   auto next = [&](int kt) __attribute__((always_inline)) {
-    if constexpr (Async) issue(kt + 1, (kt & 1) ^ 1);
+    if constexpr (LdsDma) issue(kt + 1, (kt & 1) ^ 1);
     else if (kt + 1 < steps) issue(kt + 1, (kt & 1) ^ 1);
   };
   issue(0, 0);
   for (int kt = 0; kt < steps; ++kt) {
     const int stage = kt & 1;
-    if constexpr (Async) wait_async<0>();
+    if constexpr (LdsDma) wait_vmcnt<0>();
     barrier();
     rt<T, WM, BK> ra;
     load(ra, s.a[stage], {0, 0, wr, 0});
@@ -67,15 +66,15 @@ __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
       next(kt);
       mma_AB(acc, ra, rb, acc);
     }
-    if constexpr (Async) {
+    if constexpr (LdsDma) {
       // mfma_per_load MFMAs, one load straight into LDS, ... .
       [&]<int... I>(std::integer_sequence<int, I...>) {
         ((sched_group_barrier<sched::mfma, mfma_per_load, 0>(), sched_group_barrier<sched::vmem, 1, 0>(), (void)I), ...);
       }(std::make_integer_sequence<int, loads_per_stage>{});
     }
   }
-  if constexpr (Async) wait_async<0>();
-  store_bounded(v.c, acc, {0, 0, 2 * tm + wr, 2 * tn + wc}, p.alpha, p.beta);
+  if constexpr (LdsDma) wait_vmcnt<0>();
+  store_bounded(v.c, acc, v.template out_block<WM, WN>(wr, wc), p.alpha, p.beta);
 }
 
 }  // namespace hk::kernels

@@ -25,13 +25,15 @@ TEST(ArchChoice, FollowsTheRegisteredCodeOrTheEnvironment) {
 
   if (expectation() == "registered") {
     EXPECT_EQ(std::getenv("HK_VGPU_ARCH"), nullptr);
-    EXPECT_EQ(arch.rfind("gfx942:", 0), 0u) << arch;
+    ASSERT_NE(hk::arch::find_target(arch), nullptr) << arch;
+    EXPECT_EQ(hk::arch::find_target(arch)->id, hk::arch::target_id::gfx942) << arch;
     HIP_ASSERT(launched);
     int host[64];
     HIP_ASSERT(hipMemcpy(host, d.ptr, sizeof host, hipMemcpyDeviceToHost));
     for (int v : host) ASSERT_EQ(v, 7);
   } else if (expectation() == "no_binary") {
-    EXPECT_EQ(arch.rfind("gfx950:", 0), 0u) << arch;
+    ASSERT_NE(hk::arch::find_target(arch), nullptr) << arch;
+    EXPECT_EQ(hk::arch::find_target(arch)->id, hk::arch::target_id::gfx950) << arch;
     EXPECT_EQ(launched, hipErrorNoBinaryForGpu);
     std::string text = hipGetErrorString(hipErrorNoBinaryForGpu);
     EXPECT_NE(text.find("store_seven"), std::string::npos) << text;

@@ -29,9 +29,10 @@ TEST(Device, Count) {
 }
 
 TEST(Device, PropertiesMatchTheArch) {
-  const std::string arch = test_arch();
-  ASSERT_TRUE(arch == "gfx942" || arch == "gfx950") << arch;
-  const bool cdna4 = arch == "gfx950";
+  const hk::arch::target* target = test_target();
+  ASSERT_NE(target, nullptr);
+  const std::string arch = target->name;
+  const bool cdna4 = target->id == hk::arch::target_id::gfx950;
   hipDeviceProp_t p;
   HIP_ASSERT(hipGetDeviceProperties(&p, 0));
   EXPECT_EQ(std::string(p.gcnArchName).rfind(arch + ":", 0), 0u) << p.gcnArchName;

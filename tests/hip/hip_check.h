@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "hk/arch/target.h"
+
 // Asserts that a HIP call succeeds, printing the runtime's description (with any fault detail) if not.
 #define HIP_ASSERT(expr)                                                                          \
   do {                                                                                            \
@@ -14,13 +16,15 @@
     ASSERT_EQ(hip_assert_status_, hipSuccess) << #expr << ": " << hipGetErrorString(hip_assert_status_); \
   } while (0)
 
-// The arch the test runs on: HK_VGPU_ARCH as the CTest registration sets it, else what the device reports.
+// The target the test runs on (hk's one lookup of arch names): HK_VGPU_ARCH as the CTest registration sets it, else
+// what the device reports; null for an arch hk is not built for.
+inline const hk::arch::target* test_target() {
+  if (const char* env = std::getenv("HK_VGPU_ARCH"); env && *env) return hk::arch::find_target(env);
+  return hk::arch::device_target(0);
+}
 inline std::string test_arch() {
-  if (const char* env = std::getenv("HK_VGPU_ARCH"); env && *env) return env;
-  hipDeviceProp_t props;
-  if (hipGetDeviceProperties(&props, 0) != hipSuccess) return "";
-  std::string name = props.gcnArchName;
-  return name.substr(0, name.find(':'));
+  const hk::arch::target* t = test_target();
+  return t ? t->name : "";
 }
 
 // A device buffer of T that frees itself.

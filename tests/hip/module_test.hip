@@ -21,7 +21,12 @@ std::vector<char> read_file(const std::string& path) {
   return std::vector<char>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-std::string other_arch() { return test_arch() == "gfx942" ? "gfx950" : "gfx942"; }
+// A target other than the test's (hk builds for two).
+std::string other_arch() {
+  for (const hk::arch::target& t : hk::arch::targets)
+    if (&t != test_target()) return t.name;
+  return "";
+}
 
 // Runs scale_add on n elements through `f` with the given argument form and checks the result.
 void check_scale_add(hipFunction_t f, bool use_extra) {

@@ -1,6 +1,6 @@
 // Global -> shared straight into LDS (load_async, buffer loads with the lds modifier): every element lands where the
 // shared tile's swizzle says, for power-of-two and other row widths, 16-bit and fp8, whole and edge tiles (past the
-// tensor: zeros), groups of 1 to 4 waves. vgpu lands the data only at wait_async, so the wait is exercised too.
+// tensor: zeros), groups of 1 to 4 waves. vgpu lands the data only at wait_vmcnt, so the wait is exercised too.
 #include <cstdint>
 #include <random>
 
@@ -16,7 +16,7 @@ __global__ void async_tile(const T* in, int rows, int cols, int ld, int tr, int 
   __shared__ st<T, R, C> s;
   const gl<T, 1, 1> src(const_cast<T*>(in), 1, 1, rows, cols, ld);
   load_async<group<Waves>>(s, src, {0, 0, tr, tc});
-  wait_async<0>();
+  wait_vmcnt<0>();
   barrier();
   for (int i = threadIdx.x; i < R * C; i += 64 * Waves) out[i] = s(i / C, i % C);
 }

@@ -29,6 +29,8 @@
 
 #include <gtest/gtest.h>
 
+#include "hk/arch/target.h"
+
 #define HIP_OK(x) ASSERT_EQ((x), hipSuccess) << hipGetErrorString(x)
 
 // --- Device side -------------------------------------------------------------------------------------------------
@@ -185,9 +187,8 @@ int bits_of(El e) {
 }
 
 bool is_gfx950() {
-  hipDeviceProp_t p{};
-  if (hipGetDeviceProperties(&p, 0) != hipSuccess) return false;
-  return std::string(p.gcnArchName).rfind("gfx950", 0) == 0;
+  const hk::arch::target* t = hk::arch::device_target(0);
+  return t && t->id == hk::arch::target_id::gfx950;
 }
 
 // 8-bit floats: e4m3 / e5m2, FNUZ on gfx942 (bias 8 / 16, 0x80 the only NaN, no inf), OCP on gfx950 (bias 7 / 15;

@@ -17,6 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include "hk/arch/target.h"
+
 #define HIP_OK(x)                                                                   \
   do {                                                                              \
     hipError_t hip_ok_status_ = (x);                                                \
@@ -311,10 +313,8 @@ namespace {
 using Kernel = void (*)(const KArgs);
 
 bool is_gfx950() {
-  if (const char* env = std::getenv("HK_VGPU_ARCH"); env && *env) return std::string(env) == "gfx950";
-  hipDeviceProp_t p;
-  if (hipGetDeviceProperties(&p, 0) != hipSuccess) return false;
-  return std::string(p.gcnArchName).rfind("gfx950", 0) == 0;
+  const hk::arch::target* t = hk::arch::device_target(0);
+  return t && t->id == hk::arch::target_id::gfx950;
 }
 
 template <class T>

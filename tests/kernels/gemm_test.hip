@@ -3,7 +3,7 @@
 // inputs are random codes of the device arch's format; the host reference decodes those bytes with its own model of
 // the format (gfx942: FNUZ e4m3, bias 8, max 240, and FNUZ e5m2, bias 16, max 57344, 0x80 the only NaN, no inf;
 // gfx950: OCP e4m3fn, bias 7, max 448, S.1111.111 NaN, and OCP e5m2, bias 15, S.11111.00 inf, S.11111.xx NaN), the
-// arch taken from hipGetDeviceProperties' gcnArchName.
+// flavour taken from the device's target (hk::arch::device_target).
 #include <hip/hip_runtime.h>
 
 #include <cmath>
@@ -19,20 +19,21 @@
 
 namespace {
 
-bool is_fp8(hk::dtype t) { return t == hk::dtype::fp8_e4m3 || t == hk::dtype::fp8_e5m2; }
+bool is_fp8(hk::scalar_type t) { return t == hk::scalar_type::fp8_e4m3 || t == hk::scalar_type::fp8_e5m2; }
 
 // The device's fp8 format for t (fp8_e4m3 or fp8_e5m2), from the host model of the formats (fp8_ref.h), independent
 // of hk's conversions.
-fp8_ref::F8 device_fp8(hk::dtype t) {
-  hipDeviceProp_t prop;
-  const bool gfx950 = hipGetDeviceProperties(&prop, 0) == hipSuccess && std::strncmp(prop.gcnArchName, "gfx950", 6) == 0;
-  return t == hk::dtype::fp8_e5m2 ? fp8_ref::bf8_of(gfx950) : fp8_ref::fp8_of(gfx950);
+fp8_ref::F8 device_fp8(hk::scalar_type t) {
+  const hk::arch::target* target = hk::arch::device_target(0);
+  EXPECT_NE(target, nullptr) << "the device is not a target hk is built for";
+  const bool ocp = target && !target->fp8_fnuz;
+  return t == hk::scalar_type::fp8_e5m2 ? fp8_ref::bf8_of(ocp) : fp8_ref::fp8_of(ocp);
 }
 float fp8_decode(uint8_t b, const fp8_ref::F8& f) { return float(fp8_ref::value(b, f)); }
 
-float quantize(float f, hk::dtype t) {
-  if (t == hk::dtype::f16) return float(_Float16(f));
-  if (t == hk::dtype::bf16) {
+float quantize(float f, hk::scalar_type t) {
+  if (t == hk::scalar_type::f16) return float(_Float16(f));
+  if (t == hk::scalar_type::bf16) {
     uint32_t u;
     std::memcpy(&u, &f, 4);
     u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u;
@@ -43,12 +44,15 @@ float quantize(float f, hk::dtype t) {
 
 // A device matrix of `rows` x `ld` elements of type t, filled with quantised random values (host copy kept).
 struct Matrix {
-  hk::dtype type;
+  hk::scalar_type type;
   long rows, cols, ld;
   std::vector<float> host;
   std::vector<uint8_t> codes;  // fp8: the bytes on the device (host holds their decoded values)
+  void* base = nullptr;  // the allocation; the matrix starts `offset` elements into it
   void* dev = nullptr;
-  Matrix(hk::dtype t, long r, long c, long ld_, uint32_t seed) : type(t), rows(r), cols(c), ld(ld_), host(r * ld_) {
+  long offset;
+  Matrix(hk::scalar_type t, long r, long c, long ld_, uint32_t seed, long offset_ = 0)
+      : type(t), rows(r), cols(c), ld(ld_), host(r * ld_), offset(offset_) {
     std::mt19937 rng(seed);
     if (is_fp8(t)) {
       // Random finite codes of magnitude at most 4 (subnormals included), each an exact fp8 value.
@@ -66,14 +70,17 @@ struct Matrix {
     }
     upload();
   }
-  size_t elem() const { return type == hk::dtype::fp32 ? 4 : is_fp8(type) ? 1 : 2; }
+  size_t elem() const { return type == hk::scalar_type::fp32 ? 4 : is_fp8(type) ? 1 : 2; }
   void upload() {
-    if (!dev) EXPECT_EQ(hipMalloc(&dev, host.size() * elem()), hipSuccess);
+    if (!base) {
+      EXPECT_EQ(hipMalloc(&base, (host.size() + offset) * elem()), hipSuccess);
+      dev = static_cast<char*>(base) + offset * elem();
+    }
     std::vector<uint8_t> raw(host.size() * elem());
     for (size_t i = 0; i < host.size(); ++i) {
       if (is_fp8(type)) raw[i] = codes[i];
-      else if (type == hk::dtype::fp32) std::memcpy(&raw[4 * i], &host[i], 4);
-      else if (type == hk::dtype::f16) { _Float16 h = _Float16(host[i]); std::memcpy(&raw[2 * i], &h, 2); }
+      else if (type == hk::scalar_type::fp32) std::memcpy(&raw[4 * i], &host[i], 4);
+      else if (type == hk::scalar_type::f16) { _Float16 h = _Float16(host[i]); std::memcpy(&raw[2 * i], &h, 2); }
       else { uint32_t u; std::memcpy(&u, &host[i], 4); uint16_t b = uint16_t(u >> 16); std::memcpy(&raw[2 * i], &b, 2); }
     }
     EXPECT_EQ(hipMemcpy(dev, raw.data(), raw.size(), hipMemcpyHostToDevice), hipSuccess);
@@ -83,48 +90,51 @@ struct Matrix {
     EXPECT_EQ(hipMemcpy(raw.data(), dev, raw.size(), hipMemcpyDeviceToHost), hipSuccess);
     std::vector<float> out(host.size());
     for (size_t i = 0; i < host.size(); ++i) {
-      if (type == hk::dtype::fp32) std::memcpy(&out[i], &raw[4 * i], 4);
-      else if (type == hk::dtype::f16) { _Float16 h; std::memcpy(&h, &raw[2 * i], 2); out[i] = float(h); }
+      if (type == hk::scalar_type::fp32) std::memcpy(&out[i], &raw[4 * i], 4);
+      else if (type == hk::scalar_type::f16) { _Float16 h; std::memcpy(&h, &raw[2 * i], 2); out[i] = float(h); }
       else { uint16_t b; std::memcpy(&b, &raw[2 * i], 2); uint32_t u = uint32_t(b) << 16; std::memcpy(&out[i], &u, 4); }
     }
     return out;
   }
-  ~Matrix() { (void)hipFree(dev); }
+  ~Matrix() { (void)hipFree(base); }
 };
 
 struct Case {
   int m, n, k;
   bool b_is_nk;
-  hk::dtype in, out;
+  hk::scalar_type in, out;
   float alpha = 1.f, beta = 0.f;
+  bool tight = false;  // lda, ldb, ldc equal to the rows (else padded past the next 16-byte boundary)
+  long offset = 0;     // A, B and C start this many elements past their allocations' (16-byte aligned) starts
 };
 
 std::string name(const Case& c) {
   return std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) + (c.b_is_nk ? " A*B^T " : " A*B ") +
          hk::to_string(c.in) + "->" + hk::to_string(c.out) + " alpha=" + std::to_string(c.alpha) +
-         " beta=" + std::to_string(c.beta);
+         " beta=" + std::to_string(c.beta) + (c.tight ? " tight" : "") + (c.offset ? " offset " + std::to_string(c.offset) : "");
 }
 
-void run_variant(const Case& c, hk::GemmProblem::kernel variant);
+using Feed = hk::GemmProblem::Feed;
+void run_feed(const Case& c, Feed feed);
 
-// Every case runs on the simple kernel and on the one hk::gemm picks (the pipelined kernel where A and B allow it).
+// Every case runs through registers and with the feed hk::gemm picks (straight into LDS where A and B allow it).
 void run(const Case& c) {
-  run_variant(c, hk::GemmProblem::kernel::simple);
-  run_variant(c, hk::GemmProblem::kernel::automatic);
+  run_feed(c, Feed::registers);
+  run_feed(c, Feed::automatic);
 }
 
-void run_variant(const Case& c, hk::GemmProblem::kernel variant) {
-  SCOPED_TRACE(name(c) + (variant == hk::GemmProblem::kernel::simple ? " simple" : " automatic"));
-  // Leading dimensions larger than the matrices (A and B rows on 16-byte boundaries, as hk::gemm requires).
+void run_feed(const Case& c, Feed feed) {
+  SCOPED_TRACE(name(c) + (feed == Feed::registers ? " registers" : " automatic"));
+  // Leading dimensions equal to the rows, or padded past the next 16-byte boundary.
   const long unit = is_fp8(c.in) ? 16 : 8;
-  auto ld = [&](long cols) { return (cols + unit - 1) / unit * unit + unit; };
-  Matrix A(c.in, c.m, c.k, ld(c.k), 1), C(c.out, c.m, c.n, c.n + 3, 3);
-  Matrix B(c.in, c.b_is_nk ? c.n : c.k, c.b_is_nk ? c.k : c.n, ld(c.b_is_nk ? c.k : c.n), 2);
+  auto ld = [&](long cols) { return c.tight ? cols : (cols + unit - 1) / unit * unit + unit; };
+  Matrix A(c.in, c.m, c.k, ld(c.k), 1, c.offset), C(c.out, c.m, c.n, c.tight ? c.n : c.n + 3, 3, c.offset);
+  Matrix B(c.in, c.b_is_nk ? c.n : c.k, c.b_is_nk ? c.k : c.n, ld(c.b_is_nk ? c.k : c.n), 2, c.offset);
   const std::vector<float> c0 = C.host;
   hk::GemmProblem p;
   p.m = c.m, p.n = c.n, p.k = c.k;
   p.a = A.dev, p.lda = A.ld, p.b = B.dev, p.ldb = B.ld, p.b_is_nk = c.b_is_nk, p.c = C.dev, p.ldc = C.ld;
-  p.ab_type = c.in, p.c_type = c.out, p.alpha = c.alpha, p.beta = c.beta, p.variant = variant;
+  p.ab_type = c.in, p.c_type = c.out, p.alpha = c.alpha, p.beta = c.beta, p.feed = feed;
   hk::Status s = hk::gemm(p);
   ASSERT_TRUE(s) << s.message;
   ASSERT_EQ(hipDeviceSynchronize(), hipSuccess);
@@ -147,14 +157,14 @@ void run_variant(const Case& c, hk::GemmProblem::kernel variant) {
       // are exact in fp32; the sum's rounding is bounded by (k + 8) ulps of the magnitude.
       double tol = 1e-5 * (std::fabs(c.alpha) * mag + std::fabs(c.beta)) + 1e-6;
       if (is_fp8(c.in)) tol += (c.k + 8) * std::ldexp(1.0, -23) * std::fabs(c.alpha) * mag;
-      if (c.out == hk::dtype::bf16) tol += std::fabs(want) * (1.0 / 256);
+      if (c.out == hk::scalar_type::bf16) tol += std::fabs(want) * (1.0 / 256);
       if (!(std::fabs(g - want) <= tol) && bad++ < 5)
         ADD_FAILURE() << "C[" << i << "][" << j << "] = " << g << ", want " << want << " (tol " << tol << ")";
     }
   EXPECT_EQ(bad, 0);
 }
 
-using hk::dtype;
+using dtype = hk::scalar_type;
 
 TEST(Gemm, SquareTiles) {
   run({128, 128, 64, false, dtype::bf16, dtype::fp32});
@@ -167,23 +177,23 @@ TEST(Gemm, RaggedEveryDimension) {
   run({200, 130, 200, false, dtype::f16, dtype::fp32});
 }
 
-TEST(Gemm, KNotAWholeDmaUnit) {  // k = 20, 10: the simple kernel serves these
+TEST(Gemm, KNotAWholeDmaUnit) {  // k = 20, 10: the registers feed serves these
   run({45, 50, 20, false, dtype::bf16, dtype::fp32});
   run({70, 33, 10, true, dtype::f16, dtype::fp32});
 }
 
-TEST(Gemm, PipelinedKernelIsChosen) {
+TEST(Gemm, LdsDmaFeedIsRefusedWhereItCannotRun) {
   Matrix A(dtype::bf16, 300, 64, 64, 1), B(dtype::bf16, 280, 64, 64, 2), C(dtype::fp32, 300, 280, 280, 3);
   hk::GemmProblem p;
   p.m = 300, p.n = 280, p.k = 64, p.a = A.dev, p.lda = 64, p.b = B.dev, p.ldb = 64, p.b_is_nk = true, p.c = C.dev, p.ldc = 280;
-  p.variant = hk::GemmProblem::kernel::pipelined;
+  p.feed = Feed::lds_dma;
   hk::Status s = hk::gemm(p);
   ASSERT_TRUE(s) << s.message;
   ASSERT_EQ(hipDeviceSynchronize(), hipSuccess);
   p.k = 21, p.lda = p.ldb = 24;  // 21 elements: not a whole DMA unit on either arch
   s = hk::gemm(p);
   EXPECT_FALSE(s);
-  EXPECT_NE(s.message.find("pipelined kernel needs"), std::string::npos) << s.message;
+  EXPECT_NE(s.message.find("LDS DMA feed needs"), std::string::npos) << s.message;
 }
 
 TEST(Gemm, SkinnyAndSmallK) {
@@ -217,23 +227,43 @@ TEST(Gemm, ValidationErrors) {
   { auto p = base(); p.a = nullptr; expect_error(p, "null pointer for A"); }
   { auto p = base(); p.c = nullptr; expect_error(p, "null pointer for C"); }
   { auto p = base(); p.ab_type = dtype::fp32; expect_error(p, "A and B must be bf16 or f16"); }
-  { auto p = base(); p.ab_type = dtype::fp8_e5m2; p.k = 40; p.lda = 40; expect_error(p, "multiples of 16"); }
-  { auto p = base(); p.ab_type = dtype::fp8_e4m3; p.b_is_nk = true; p.k = 40; p.lda = p.ldb = 40; expect_error(p, "multiples of 16"); }
-  { auto p = base(); p.ab_type = dtype::fp8_e4m3; p.a = static_cast<char*>(A.dev) + 8; expect_error(p, "16-byte aligned"); }
   { auto p = base(); p.c_type = dtype::f16; expect_error(p, "C must be fp32 or bf16"); }
   { auto p = base(); p.lda = 32; expect_error(p, "lda"); }
   { auto p = base(); p.ldb = 60; expect_error(p, "ldb"); }
   { auto p = base(); p.ldc = 10; expect_error(p, "ldc"); }
-  { auto p = base(); p.a = static_cast<char*>(A.dev) + 2; p.m = 8; expect_error(p, "16-byte aligned"); }
-  { auto p = base(); p.k = 60; p.lda = 60; expect_error(p, "multiples of 8"); }
+  { auto p = base(); p.a = static_cast<char*>(A.dev) + 1; p.m = 8; expect_error(p, "aligned to their element size"); }
+  { auto p = base(); p.c = static_cast<char*>(C.dev) + 2; p.m = 8; expect_error(p, "C is not aligned"); }
   { auto p = base(); p.m = 65; expect_error(p, "A does not lie inside"); }
   { auto p = base(); p.n = 70; p.ldb = 72; p.ldc = 70; expect_error(p, "B does not lie inside"); }
   int on_host[64];
   { auto p = base(); p.c = on_host; expect_error(p, "C does not lie inside"); }
 }
 
-// fp8 e4m3 (the device arch's format): both kernels' feeds (straight into LDS where k, lda, ldb allow it, through
-// registers otherwise and for the simple variant), both orientations of B, fp32 and bf16 C.
+// Any leading dimension and any element-aligned pointer: k = 1, 3, 7, 10 with lda = k, odd n with ldb = n, pointers
+// one element past a 16-byte boundary. These take the registers feed's element loads (automatic falls back to it).
+TEST(GemmAnyLayout, TightLeadingDimensions) {
+  for (int k : {1, 3, 7, 10}) {
+    run({64, 10, k, false, dtype::bf16, dtype::fp32, 1.f, 0.f, true});
+    run({37, 21, k, true, dtype::f16, dtype::fp32, 1.f, 0.f, true});
+  }
+  run({3, 5, 7, false, dtype::bf16, dtype::fp32, 1.f, 0.f, true});
+  run({130, 131, 33, false, dtype::f16, dtype::bf16, 1.f, 0.f, true});
+}
+
+TEST(GemmAnyLayout, PointersOffsetByOneElement) {
+  run({70, 45, 40, false, dtype::bf16, dtype::fp32, 1.f, 0.f, false, 1});
+  run({33, 64, 24, true, dtype::f16, dtype::bf16, 2.f, 0.5f, true, 1});
+}
+
+TEST(GemmAnyLayoutFp8, TightLeadingDimensionsAndOffsets) {
+  for (int k : {1, 3, 7, 10}) run({40, 9, k, false, dtype::fp8_e4m3, dtype::fp32, 1.f, 0.f, true});
+  run({3, 5, 7, true, dtype::fp8_e5m2, dtype::fp32, 1.f, 0.f, true});
+  run({65, 33, 45, true, dtype::fp8_e4m3, dtype::bf16, 1.f, 0.f, true, 1});
+  run({50, 31, 64, false, dtype::fp8_e5m2, dtype::fp32, 1.f, 0.f, false, 1});
+}
+
+// fp8 e4m3 (the device arch's format): both feeds (straight into LDS where k, lda, ldb allow it, through registers
+// otherwise and when asked), both orientations of B, fp32 and bf16 C.
 TEST(GemmFp8, SquareTiles) {
   run({128, 128, 128, true, dtype::fp8_e4m3, dtype::fp32});
   run({256, 256, 256, true, dtype::fp8_e4m3, dtype::fp32});
@@ -280,18 +310,18 @@ TEST(GemmFp8E5m2, Bf16OutputAndAlphaBeta) {
   run({70, 90, 48, false, dtype::fp8_e5m2, dtype::fp32, -2.f, 0.75f});
 }
 
-TEST(GemmFp8, PipelinedFeedIsChosen) {
+TEST(GemmFp8, LdsDmaFeedIsRefusedWhereItCannotRun) {
   Matrix A(dtype::fp8_e4m3, 300, 64, 64, 1), B(dtype::fp8_e4m3, 280, 64, 64, 2), C(dtype::fp32, 300, 280, 280, 3);
   hk::GemmProblem p;
   p.m = 300, p.n = 280, p.k = 64, p.a = A.dev, p.lda = 64, p.b = B.dev, p.ldb = 64, p.b_is_nk = true, p.c = C.dev, p.ldc = 280;
-  p.ab_type = dtype::fp8_e4m3, p.variant = hk::GemmProblem::kernel::pipelined;
+  p.ab_type = dtype::fp8_e4m3, p.feed = Feed::lds_dma;
   hk::Status s = hk::gemm(p);
   ASSERT_TRUE(s) << s.message;
   ASSERT_EQ(hipDeviceSynchronize(), hipSuccess);
   p.k = 21, p.lda = p.ldb = 32;  // 21 bytes: not a whole DMA unit on either arch
   s = hk::gemm(p);
   EXPECT_FALSE(s);
-  EXPECT_NE(s.message.find("pipelined kernel needs"), std::string::npos) << s.message;
+  EXPECT_NE(s.message.find("LDS DMA feed needs"), std::string::npos) << s.message;
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Global -> shared without registers: buffer loads with the `lds` modifier ("LDS DMA"). Each instruction moves
 // arch::current::lds_dma_bytes per lane (16 on gfx950, 4 on gfx942) into 64 consecutive slots at a wave-uniform LDS
 // address, so the shared tile's swizzle is produced by choosing which global chunk each lane fetches. The loads fly
-// while the wave goes on; wait_async<N>() waits until at most N of the wave's loads are outstanding.
+// while the wave goes on; wait_vmcnt<N>() (sync.h) waits until at most N of the wave's loads are outstanding.
 #pragma once
 #include "../types/gl.h"
 #include "../types/st.h"
@@ -57,14 +57,8 @@ __device__ inline void load_async(ST& dst, const GL& src, coord at) {
     const int offset = inside ? int((gr * ld + gc) * long(sizeof(T))) : num_records;  // past the range: zeros
     // An address-space cast (not a bit cast): the LDS offset of a generic pointer into shared memory.
     auto* lds = (__attribute__((address_space(3))) void*)(reinterpret_cast<char*>(dst.data) + inst);
-    arch::lds_dma(rsrc, lds, offset);
+    arch::current::lds_dma(rsrc, lds, offset);
   }
-}
-
-// Waits until at most N of this wave's vector memory loads (LDS DMA included) are outstanding.
-template <int N>
-__device__ inline void wait_async() {
-  __builtin_amdgcn_s_waitcnt(arch::current::waitcnt(N));
 }
 
 }  // namespace hk

@@ -65,7 +65,7 @@ __device__ inline void put(T* d, const float (&v)[N]) {
   if constexpr (fp8_input<T> && N % 2 == 0) {
 #pragma unroll
     for (int m = 0; m < N; m += 2) {
-      const uint32_t w = arch::fp8_encode2<T::format, false>(v[m], v[m + 1], 0u);
+      const uint32_t w = arch::current::fp8_encode2<T::format, false>(v[m], v[m + 1], 0u);
       d[m] = T::from_bits(uint8_t(w));
       d[m + 1] = T::from_bits(uint8_t(w >> 8));
     }

@@ -78,9 +78,10 @@ __device__ inline void store(const GL& dst, const RT& src, coord at) {
 
 namespace detail {
 
-// A shared tile to or from global memory (ToShared), by all threads of group G: 16-byte global accesses, LDS in
-// swizzle-granule pieces. When `bounded`, elements outside the tensor read as zero (loads) or are not written
-// (stores): a 16-byte chunk that crosses its edge moves element by element. ST may be const for stores.
+// A shared tile to or from global memory (ToShared), by all threads of group G: 16-byte global accesses where the
+// tensor's rows start on 16-byte boundaries, element accesses otherwise (any leading dimension, any element-aligned
+// pointer); LDS in swizzle-granule pieces. When `bounded`, elements outside the tensor read as zero (loads) or are not
+// written (stores): a 16-byte chunk that crosses its edge moves element by element. ST may be const for stores.
 template <class G, bool bounded, bool ToShared, class ST, class GL>
 __device__ inline void move_shared(ST& sh, const GL& g, coord at) {
   using T = typename GL::dtype;
@@ -88,18 +89,19 @@ __device__ inline void move_shared(ST& sh, const GL& g, coord at) {
   constexpr int per16 = 16 / int(sizeof(T)), piece = ST::chunk_elems;
   constexpr int chunks_per_row = ST::cols / per16, chunks = ST::rows * chunks_per_row;
   const int r0 = at.r * ST::rows, c0 = at.c * ST::cols;
+  const bool vector = (reinterpret_cast<uintptr_t>(g.at(at.b, at.d, 0, 0)) | uintptr_t(g.row_stride() * sizeof(T))) % 16 == 0;
   for (int q = G::thread(); q < chunks; q += G::threads) {
     const int r = q / chunks_per_row, c = (q % chunks_per_row) * per16;
     const int gr = r0 + r, gc = c0 + c;
     T* gp = g.at(at.b, at.d, gr, gc);
-    const bool whole = !bounded || (gr < g.rows() && gc + per16 <= g.cols());
+    const bool whole = vector && (!bounded || (gr < g.rows() && gc + per16 <= g.cols()));
     chunk<T, per16> v;
     if constexpr (ToShared) {
       if (whole) {
         v = *reinterpret_cast<const chunk<T, per16>*>(gp);
       } else {
 #pragma unroll
-        for (int e = 0; e < per16; ++e) v.v[e] = g.inside(gr, gc + e) ? gp[e] : T(0);
+        for (int e = 0; e < per16; ++e) v.v[e] = !bounded || g.inside(gr, gc + e) ? gp[e] : T(0);
       }
 #pragma unroll
       for (int p = 0; p < per16 / piece; ++p)
@@ -113,7 +115,7 @@ __device__ inline void move_shared(ST& sh, const GL& g, coord at) {
       } else {
 #pragma unroll
         for (int e = 0; e < per16; ++e)
-          if (g.inside(gr, gc + e)) gp[e] = v.v[e];
+          if (!bounded || g.inside(gr, gc + e)) gp[e] = v.v[e];
       }
     }
   }
@@ -172,11 +174,11 @@ __device__ inline void load(RT& dst, const ST& src, coord at = {}) {
         for (int h = 0; h < RT::E / tr; ++h) {
           const T* p = &src(r0 + i * RT::base_rows + h * tr, g * RT::E + k, c0 + j * RT::base_cols + s16 + q * per);
           if constexpr (sizeof(T) == 2) {
-            const auto v = __builtin_bit_cast(detail::chunk<T, 4>, arch::lds_read_tr16_b64(p));
+            const auto v = __builtin_bit_cast(detail::chunk<T, 4>, arch::current::lds_read_tr16_b64(p));
 #pragma unroll
             for (int e = 0; e < tr; ++e) dst.data[i][j][h * tr + e] = v.v[e];
           } else {
-            const auto v = __builtin_bit_cast(detail::chunk<T, 8>, arch::lds_read_tr8_b64(p));
+            const auto v = __builtin_bit_cast(detail::chunk<T, 8>, arch::current::lds_read_tr8_b64(p));
 #pragma unroll
             for (int e = 0; e < tr; ++e) dst.data[i][j][h * tr + e] = v.v[e];
           }

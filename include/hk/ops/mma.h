@@ -60,7 +60,7 @@ __device__ inline void mma(D& d, const A& a, const B& b, const C& c, int M, int 
       for (int j = 0; j < N; ++j) {
         arch::f32x4 acc = {c.data[i][j][0], c.data[i][j][1], c.data[i][j][2], c.data[i][j][3]};
 #pragma unroll
-        for (int k = 0; k < K; ++k) acc = arch::mma16(frag(op_frag(a, i, k)), frag(op_frag(b, j, k)), acc);
+        for (int k = 0; k < K; ++k) acc = arch::current::mma16(frag(op_frag(a, i, k)), frag(op_frag(b, j, k)), acc);
 #pragma unroll
         for (int e = 0; e < 4; ++e) d.data[i][j][e] = acc[e];
       }
@@ -73,7 +73,7 @@ __device__ inline void mma(D& d, const A& a, const B& b, const C& c, int M, int 
 #pragma unroll
         for (int e = 0; e < 16; ++e) acc[e] = c.data[i][j][e];
 #pragma unroll
-        for (int k = 0; k < K; ++k) acc = arch::mma32(frag(op_frag(a, i, k)), frag(op_frag(b, j, k)), acc);
+        for (int k = 0; k < K; ++k) acc = arch::current::mma32(frag(op_frag(a, i, k)), frag(op_frag(b, j, k)), acc);
 #pragma unroll
         for (int e = 0; e < 16; ++e) d.data[i][j][e] = acc[e];
       }

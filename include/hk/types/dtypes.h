@@ -30,8 +30,8 @@ struct fp8_t {
     x.bits = b;
     return x;
   }
-  __device__ explicit fp8_t(float f) : bits(uint8_t(arch::fp8_encode2<F, false>(f, 0.f, 0u))) {}
-  __device__ explicit operator float() const { return arch::fp8_decode<F, 0>(bits); }
+  __device__ explicit fp8_t(float f) : bits(uint8_t(arch::current::fp8_encode2<F, false>(f, 0.f, 0u))) {}
+  __device__ explicit operator float() const { return arch::current::fp8_decode<F, 0>(bits); }
 };
 using fp8e4m3 = fp8_t<arch::fp8_format::e4m3>;
 using fp8e5m2 = fp8_t<arch::fp8_format::e5m2>;
@@ -46,12 +46,5 @@ concept fp8_input = std::same_as<T, fp8e4m3> || std::same_as<T, fp8e5m2>;
 
 template <class T>
 concept tile_element = mma_input<T> || fp8_input<T> || std::same_as<T, float>;
-
-// Conversions that round to nearest even on every path (host and device).
-template <class To, class From>
-__host__ __device__ inline To convert(From x) {
-  if constexpr (std::is_same_v<To, From>) return x;
-  else return static_cast<To>(static_cast<float>(x));
-}
 
 }  // namespace hk

@@ -15,7 +15,7 @@
 // Each load so flies for a whole phase of the other group. The memory phases end with their LDS reads complete
 // (the barrier waits for them), so no stage is refilled under a read.
 #pragma once
-#include "gemm_kernel.h"
+#include "gemm_common.h"
 #include "hk/ops/async.h"
 
 namespace hk::kernels {
@@ -39,12 +39,12 @@ __device__ __attribute__((always_inline)) inline void pingpong(const GemmArgs& p
   const int steps = (p.k + BK - 1) / BK;
   fill(0);
   if constexpr (LoadsA) {
-    wait_async<0>();
+    wait_vmcnt<0>();
   } else if (steps > 1) {
     fill(1);
-    wait_async<b_loads>();
+    wait_vmcnt<b_loads>();
   } else {
-    wait_async<0>();
+    wait_vmcnt<0>();
   }
   barrier();
   if constexpr (!LoadsA) barrier();  // group 1 runs half a step behind
@@ -58,7 +58,7 @@ __device__ __attribute__((always_inline)) inline void pingpong(const GemmArgs& p
     if constexpr (LoadsA) {
       if (kt + 1 < steps) fill(kt + 1);
     } else {
-      wait_async<0>();
+      wait_vmcnt<0>();
     }
     sched_barrier();
     barrier();
@@ -69,19 +69,19 @@ __device__ __attribute__((always_inline)) inline void pingpong(const GemmArgs& p
     }
     if constexpr (BIsNK) mma_ABt(acc, ra, rb, acc);
     else mma_AB(acc, ra, rb, acc);
-    if constexpr (LoadsA) wait_async<0>();
+    if constexpr (LoadsA) wait_vmcnt<0>();
     set_priority<0>();
     sched_barrier();
     barrier();
   }
   if constexpr (LoadsA) barrier();  // group 0 meets group 1's last barrier
-  store_bounded(v.c, acc, {0, 0, (BM / WM) * v.tile_m + wr, waves_n * v.tile_n + wc}, p.alpha, p.beta);
+  store_bounded(v.c, acc, v.template out_block<WM, WN>(wr, wc), p.alpha, p.beta);
 }
 
 }  // namespace detail
 
 template <class TIn, class TOut, bool BIsNK>
-__global__ __launch_bounds__(512) void gemm_pipelined(GemmArgs p) {
+__global__ __launch_bounds__(512) void gemm_pingpong(GemmArgs p) {
   // Each wave owns a WM x WN block of C. With B in the col layout (A * B) the wide side goes to A, whose row-layout
   // reads are the cheap ones: that keeps gfx942's 256 VGPRs free of spills.
   constexpr int BM = 256, BN = 256, WM = BIsNK ? 64 : 128, WN = BIsNK ? 128 : 64;

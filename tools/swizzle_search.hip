@@ -6,8 +6,8 @@
 // (register -> shared stores, global -> shared 16-byte chunks). The lane -> (row, col) maps mirror include/hk
 // (rt::row_of/col_of and load(rt, st) in ops/memory.h); tests/hk/banks_test.hip checks the result on the real code.
 //
-//   swizzle-search            prints the masks for include/hk/arch.h
-//   swizzle-search --verify   exits 1 unless the masks in `chosen` below are conflict free for every read
+//   swizzle-search            prints the masks for include/hk/arch/cdna3.h and cdna4.h
+//   swizzle-search --verify   exits 1 unless the masks those headers hold are conflict free for every read
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -15,7 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "hk/arch/target.h"
 #include "lds_banks.h"
+#include "vgpu/arch.h"
 
 namespace {
 
@@ -24,6 +26,7 @@ using vgpu::Arch;
 constexpr int row_bits = 7;  // fp8 col tiles on gfx950 span 128 rows
 using Masks = std::array<int, row_bits>;
 
+// What the search needs of a target, read from hk's description of it (include/hk/arch/).
 struct ArchFacts {
   Arch arch;
   const char* name;
@@ -31,9 +34,17 @@ struct ArchFacts {
   bool transposing_reads;
   int e16, e32;  // elements per lane of 16-bit operands (mfma16, mfma32)
   int f8_16, f8_32;  // fp8 operands
+  Masks chosen[2];  // the masks hk uses for 1- and 2-byte elements
+  explicit ArchFacts(const hk::arch::target& t) : arch(*vgpu::parse_arch(t.name)), name(t.name) {
+    hk::arch::visit(t, [&](auto a) {
+      using A = decltype(a);
+      granule = A::lds_read_bytes, transposing_reads = A::lds_read_transpose;
+      e16 = A::mfma_elems(), e32 = A::mfma32_elems(), f8_16 = A::fp8_elems(), f8_32 = A::fp8_elems32();
+      std::copy_n(A::swizzle_8bit, row_bits, chosen[0].begin());
+      std::copy_n(A::swizzle_16bit, row_bits, chosen[1].begin());
+    });
+  }
 };
-constexpr ArchFacts archs[] = {{Arch::gfx942, "gfx942", 8, false, 4, 4, 8, 8},
-                               {Arch::gfx950, "gfx950", 16, true, 8, 8, 32, 32}};
 
 // One LDS instruction of one wave: each lane's (row, col) in the tile, bytes per lane.
 struct Access {
@@ -175,17 +186,6 @@ struct Search {
   }
 };
 
-// The masks include/hk/arch.h uses, per arch and element size (2: bf16/f16, 1: fp8).
-struct Chosen {
-  const char* arch;
-  int size;
-  Masks masks;
-};
-constexpr Chosen chosen[] = {
-    {"gfx942", 2, {1, 3, 4, 9, 0, 0, 0}}, {"gfx942", 1, {1, 2, 4, 11, 0, 0, 0}},
-    {"gfx950", 2, {4, 13, 6, 7, 4, 0, 0}}, {"gfx950", 1, {2, 5, 11, 1, 0, 10, 1}},
-};
-
 std::string show(const Masks& m) {
   std::string s = "{";
   for (int b = 0; b < row_bits; ++b) s += (b ? ", " : "") + std::to_string(m[b]);
@@ -197,18 +197,16 @@ std::string show(const Masks& m) {
 int main(int argc, char** argv) {
   const bool verify = argc > 1 && std::strcmp(argv[1], "--verify") == 0;
   int failures = 0;
-  for (const ArchFacts& a : archs)
+  for (const hk::arch::target& t : hk::arch::targets)
     for (int size : {2, 1}) {
+      const ArchFacts a(t);
       const Problem p(a, size);
       if (verify) {
-        for (const Chosen& c : chosen)
-          if (c.arch == std::string(a.name) && c.size == size) {
-            const uint64_t r = p.read_cost(c.masks), w = p.write_cost(c.masks);
-            std::printf("%s %d-byte elements %s: %zu reads, %llu conflict cycles; %zu writes, %llu conflict cycles\n",
-                        a.name, size, show(c.masks).c_str(), p.reads.size(), (unsigned long long)r, p.writes.size(),
-                        (unsigned long long)w);
-            failures += r != 0;
-          }
+        const Masks& m = a.chosen[size - 1];
+        const uint64_t r = p.read_cost(m), w = p.write_cost(m);
+        std::printf("%s %d-byte elements %s: %zu reads, %llu conflict cycles; %zu writes, %llu conflict cycles\n", a.name,
+                    size, show(m).c_str(), p.reads.size(), (unsigned long long)r, p.writes.size(), (unsigned long long)w);
+        failures += r != 0;
         continue;
       }
       Search s(p, 20'000'000);

@@ -1,0 +1,72 @@
+// gfx950 (CDNA4: MI350X, MI355X): its facts and its instruction wrappers, in one place. Wrappers are used only where
+// this target is `arch::current`; their builtins exist only for gfx950, so nothing else may call them.
+#pragma once
+#include "gfx9.h"
+
+namespace hk::arch {
+
+struct cdna4 : gfx9<cdna4> {
+  static constexpr target_id id = target_id::gfx950;
+  static constexpr const char* name = "gfx950";
+  static constexpr int lds_bytes = 160 * 1024;
+  static constexpr int compute_units = 256, xcds = 8;  // MI350X and MI355X alike
+  static constexpr int lds_banks = 64;
+  static constexpr int mfma_k = 32;          // v_mfma_f32_16x16x32_{bf16,f16}
+  static constexpr int mfma32_k = 16;        // v_mfma_f32_32x32x16_{bf16,f16}
+  static constexpr int fp8_mfma_k = 128;     // v_mfma_f32_16x16x128_f8f6f4 (unscaled): 32 bytes per lane
+  static constexpr int fp8_mfma32_k = 64;    // v_mfma_f32_32x32x64_f8f6f4 (unscaled): 32 bytes per lane
+  static constexpr int lds_read_bytes = 16;  // ds_read_b128
+  static constexpr int lds_dma_bytes = 16;   // buffer_load_dwordx4 ... lds
+  static constexpr bool fp8_fnuz = false;    // OCP e4m3fn / e5m2
+  static constexpr float fp8_max = 448.f;    // largest finite e4m3fn (bias 7, S.1111.111 is NaN, no inf)
+  static constexpr float bf8_max = 57344.f;  // largest finite OCP e5m2 (bias 15, S.11111.00 inf, S.11111.xx NaN)
+  static constexpr bool lds_read_transpose = true;  // ds_read_b64_tr_b16 / _tr_b8
+  // Shared-tile swizzle masks (see cdna3.h): searched by tools/swizzle_search for this target's LDS phases.
+  static constexpr int swizzle_16bit[7] = {4, 13, 6, 7, 4, 0, 0};
+  static constexpr int swizzle_8bit[7] = {2, 5, 11, 1, 0, 10, 1};
+
+  using bf16_frag = bf16_vec<mfma_k / 4>;
+  using f16_frag = f16_vec<mfma_k / 4>;
+  using bf16_frag32 = bf16_vec<mfma32_k / 2>;
+  using f16_frag32 = f16_vec<mfma32_k / 2>;
+  template <fp8_format F>
+  using fp8_frag = fp8_frag_of<F, fp8_mfma_k / 4>;
+  template <fp8_format F>
+  using fp8_frag32 = fp8_frag_of<F, fp8_mfma32_k / 2>;
+
+  // 16-bit MFMAs: the lane mappings of cdna3.h's, with twice the K per instruction.
+  __device__ static f32x4 mma16(bf16_frag a, bf16_frag b, f32x4 c) { return __builtin_amdgcn_mfma_f32_16x16x32_bf16(a, b, c, 0, 0, 0); }
+  __device__ static f32x4 mma16(f16_frag a, f16_frag b, f32x4 c) { return __builtin_amdgcn_mfma_f32_16x16x32_f16(a, b, c, 0, 0, 0); }
+  __device__ static f32x16 mma32(bf16_frag32 a, bf16_frag32 b, f32x16 c) { return __builtin_amdgcn_mfma_f32_32x32x16_bf16(a, b, c, 0, 0, 0); }
+  __device__ static f32x16 mma32(f16_frag32 a, f16_frag32 b, f32x16 c) { return __builtin_amdgcn_mfma_f32_32x32x16_f16(a, b, c, 0, 0, 0); }
+
+  // fp8: the f8f6f4 instructions, unscaled (constant zero scales and byte selects: LLVM selects the unscaled form,
+  // scale 1.0); cbsz / blgp are A's and B's formats. The instruction deals k out to lanes in 16-byte chunks (see
+  // docs/vgpu-mfma.md); hk feeds A and B through the 16-bit forms' contiguous mapping, which renumbers k alike on both
+  // operands and so leaves every dot product unchanged.
+  template <fp8_format FA, fp8_format FB>
+  __device__ static f32x4 mma16(fp8_frag<FA> a, fp8_frag<FB> b, f32x4 c) {
+    return __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(a.v, b.v, c, int(FA), int(FB), 0, 0, 0, 0);
+  }
+  template <fp8_format FA, fp8_format FB>
+  __device__ static f32x16 mma32(fp8_frag32<FA> a, fp8_frag32<FB> b, f32x16 c) {
+    return __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(a.v, b.v, c, int(FA), int(FB), 0, 0, 0, 0);
+  }
+
+  // Transposing LDS read (ds_read_b64_tr_b16): each lane names 8 bytes (four 16-bit elements); within each group of
+  // 16 lanes, lanes 4j..4j+3 name row j (16 elements) of a 4 x 16 matrix and lane i receives its column i.
+  template <class P>
+  __device__ static u16x4 lds_read_tr16_b64(const P* lds) {
+    using lds_u16x4 = __attribute__((address_space(3))) u16x4;
+    return __builtin_amdgcn_ds_read_tr16_b64_v4i16((lds_u16x4*)(lds));
+  }
+  // The same with 8-bit elements (ds_read_b64_tr_b8): lanes 2j, 2j+1 of each group of 16 name row j (16 bytes) of an
+  // 8 x 16 matrix and lane i receives column i (8 bytes).
+  template <class P>
+  __device__ static u32x2 lds_read_tr8_b64(const P* lds) {
+    using lds_u32x2 = __attribute__((address_space(3))) u32x2;
+    return __builtin_amdgcn_ds_read_tr8_b64_v2i32((lds_u32x2*)(lds));
+  }
+};
+
+}  // namespace hk::arch

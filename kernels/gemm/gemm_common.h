@@ -1,0 +1,76 @@
+// What the GEMM kernels share: their arguments, the view of the operands with the workgroup's tile of C, and the two
+// LDS stages of A and B tiles, filled straight into LDS or through registers.
+#pragma once
+#include "hk/hk.h"
+#include "hk/ops/async.h"
+
+namespace hk::kernels {
+
+struct GemmArgs {
+  int m, n, k;
+  const void* a;
+  long lda;
+  const void* b;
+  long ldb;
+  void* c;
+  long ldc;
+  float alpha, beta;
+};
+
+// The operands as global layouts and this workgroup's tile of C (tile_m, tile_n) in units of BM x BN, in the
+// chiplet-aware order: consecutive logical tiles, which share rows of A, land on one XCD's L2.
+template <class TIn, class TOut, bool BIsNK, int BM, int BN>
+struct GemmView {
+  gl<TIn, 1, 1> a, b;
+  gl<TOut, 1, 1> c;
+  int tile_m, tile_n;
+  __device__ explicit GemmView(const GemmArgs& p)
+      : a(static_cast<TIn*>(const_cast<void*>(p.a)), 1, 1, p.m, p.k, p.lda),
+        b(static_cast<TIn*>(const_cast<void*>(p.b)), 1, 1, BIsNK ? p.n : p.k, BIsNK ? p.k : p.n, p.ldb),
+        c(static_cast<TOut*>(p.c), 1, 1, p.m, p.n, p.ldc) {
+    const int tiles_n = (p.n + BN - 1) / BN, tiles_m = (p.m + BM - 1) / BM;
+    const int id = xcd_remap(int(blockIdx.x), tiles_m * tiles_n);
+    tile_m = id / tiles_n, tile_n = id % tiles_n;
+  }
+  // The WM x WN block of C that wave (wr, wc) of the workgroup owns, in units of WM x WN.
+  template <int WM, int WN>
+  __device__ coord out_block(int wr, int wc) const {
+    return {0, 0, (BM / WM) * tile_m + wr, (BN / WN) * tile_n + wc};
+  }
+};
+
+// Two LDS stages of the A and B tiles of one K step, filled by group G straight into LDS (LdsDma: load_async, the
+// operands must be async_loadable) or through registers with zero-filled edges (load_bounded: any leading dimension
+// and alignment).
+template <class T, int BM, int BN, int BK, bool BIsNK, class G>
+struct GemmStages {
+  using ATile = st<T, BM, BK>;
+  using BTile = std::conditional_t<BIsNK, st<T, BN, BK>, st<T, BK, BN>>;
+  static constexpr int async_loads_per_stage = async_loads<G, ATile> + async_loads<G, BTile>;
+  ATile a[2];
+  BTile b[2];
+
+  // Each operand alone (the ping-pong kernel gives A and B to different wave groups) or both.
+  template <bool LdsDma, class View>
+  __device__ __attribute__((always_inline)) void fill_a(const View& v, int kt, int stage) {
+    fill_one<LdsDma>(a[stage], v.a, coord{0, 0, v.tile_m, kt});
+  }
+  template <bool LdsDma, class View>
+  __device__ __attribute__((always_inline)) void fill_b(const View& v, int kt, int stage) {
+    fill_one<LdsDma>(b[stage], v.b, BIsNK ? coord{0, 0, v.tile_n, kt} : coord{0, 0, kt, v.tile_n});
+  }
+  template <bool LdsDma, class View>
+  __device__ __attribute__((always_inline)) void fill(const View& v, int kt, int stage) {
+    fill_a<LdsDma>(v, kt, stage);
+    fill_b<LdsDma>(v, kt, stage);
+  }
+
+ private:
+  template <bool LdsDma, class ST, class GL>
+  __device__ __attribute__((always_inline)) static void fill_one(ST& dst, const GL& src, coord at) {
+    if constexpr (LdsDma) load_async<G>(dst, src, at);
+    else load_bounded<G>(dst, src, at);
+  }
+};
+
+}  // namespace hk::kernels
