@@ -60,7 +60,7 @@ struct NormBackwardProblem {
   long ld_dresidual = 0;
   void* dweight = nullptr;          // cols
   void* dbias = nullptr;            // cols, optional (LayerNorm only)
-  void* workspace = nullptr;        // norm_backward_workspace_bytes(rows, cols), device memory
+  void* workspace = nullptr;        // norm_backward_workspace_bytes(rows, cols) of device memory, 16-byte aligned
   size_t workspace_bytes = 0;
   float p = 0.f;                    // the forward's dropout
   uint64_t seed = 0, offset = 0;

@@ -2,6 +2,7 @@
 #include "norm.h"
 
 #include <cmath>
+#include <initializer_list>
 #include <tuple>
 
 #include "checks.h"
@@ -95,8 +96,8 @@ Status validate(const NormBackwardProblem& p, bool rms, const Check& c) {
   const size_t need = norm_backward_workspace_bytes(p.rows, p.cols);
   if (!p.workspace || p.workspace_bytes < need)
     return c.error("the workspace must hold norm_backward_workspace_bytes(rows, cols) = " + std::to_string(need) + " bytes");
-  if (!checks::aligned(p.workspace, 4) || !checks::inside_allocation(p.workspace, need))
-    return c.error("the workspace must be 4-byte aligned device memory of workspace_bytes");
+  if (!checks::aligned(p.workspace, 16) || !checks::inside_allocation(p.workspace, need))
+    return c.error("the workspace must be 16-byte aligned device memory of workspace_bytes");
   const size_t rows_m1 = size_t(p.rows - 1), cols = size_t(p.cols);
   auto bytes = [&](long ld, size_t elem) { return (rows_m1 * ld + cols) * elem; };
   const struct { const void* ptr; size_t n; const char* name; } outs[] = {
@@ -134,6 +135,18 @@ int backward_blocks(int rows) {
   return int(std::min<long>((long(rows) + S::rows_per_block - 1) / S::rows_per_block, kernels::norm_backward_max_blocks));
 }
 
+// Whether every given (non-null) row tensor allows 4-column vector accesses: rows start on 4-element boundaries.
+struct Rows {
+  const void* ptr;
+  long ld;
+  size_t elem;
+};
+bool vector_rows(std::initializer_list<Rows> tensors) {
+  for (const Rows& t : tensors)
+    if (t.ptr && (t.ld % 4 || !checks::aligned(t.ptr, 4 * t.elem))) return false;
+  return true;
+}
+
 kernels::Dropout dropout_of(float p, uint64_t seed, uint64_t offset) {
   return {p, 1.f / (1.f - p), uint32_t(seed), uint32_t(seed >> 32), uint32_t(offset), uint32_t(offset >> 32)};
 }
@@ -158,7 +171,11 @@ Status forward(const NormProblem& p, bool rms) {
   if (Status s = validate(p, rms, c); !s) return s;
   const kernels::NormForwardArgs a{p.rows, p.cols, p.x, p.ldx, p.residual, p.ld_residual, p.weight, p.bias, p.y,
                                    p.ldy, p.residual_out, p.ld_residual_out, p.mean, p.rstd, p.mask, p.ld_mask, p.eps,
-                                   dropout_of(p.p, p.seed, p.offset), rms};
+                                   dropout_of(p.p, p.seed, p.offset), rms,
+                                   vector_rows({{p.x, p.ldx, size_of(p.type)}, {p.residual, p.ld_residual, size_of(p.type)},
+                                                {p.y, p.ldy, size_of(p.type)}, {p.residual_out, p.ld_residual_out, size_of(p.type)},
+                                                {p.mask, p.ld_mask, 1}, {p.weight, 0, size_of(p.weight_type)},
+                                                {p.bias, 0, size_of(p.weight_type)}})};
   (void)hipGetLastError();  // launch errors below are ours alone
   with_types(p.type, p.weight_type, [&]<class T, class TW>() {
     with_shape(p.cols, [&]<class S>(S) {
@@ -173,6 +190,7 @@ Status backward(const NormBackwardProblem& p, bool rms) {
   const Check c{rms ? "hk::rms_norm_backward" : "hk::layer_norm_backward"};
   if (Status s = validate(p, rms, c); !s) return s;
   float* partial_dw = static_cast<float*>(p.workspace);
+  const size_t e = size_of(p.type);
   (void)hipGetLastError();
   with_types(p.type, p.weight_type, [&]<class T, class TW>() {
     with_shape(p.cols, [&]<class S>(S) {
@@ -180,7 +198,10 @@ Status backward(const NormBackwardProblem& p, bool rms) {
       float* partial_db = p.dbias ? partial_dw + size_t(teams) * p.cols : nullptr;
       const kernels::NormBackwardArgs a{p.rows, p.cols, p.dy, p.ldy, p.r, p.ldr, p.dresidual_in, p.ld_dresidual_in,
                                         p.mean, p.rstd, p.weight, p.dx, p.ldx, p.dresidual, p.ld_dresidual,
-                                        partial_dw, partial_db, dropout_of(p.p, p.seed, p.offset), rms};
+                                        partial_dw, partial_db, dropout_of(p.p, p.seed, p.offset), rms,
+                                        vector_rows({{p.dy, p.ldy, e}, {p.r, p.ldr, e}, {p.dresidual_in, p.ld_dresidual_in, e},
+                                                     {p.dx, p.ldx, e}, {p.dresidual, p.ld_dresidual, e},
+                                                     {p.weight, 0, size_of(p.weight_type)}})};
       hipLaunchKernelGGL((kernels::norm_backward<T, TW, S>), dim3(blocks), dim3(S::block_threads), 0, p.stream, a);
       const dim3 grid{unsigned((p.cols + kernels::norm_reduce_threads - 1) / kernels::norm_reduce_threads)};
       hipLaunchKernelGGL((kernels::norm_reduce_columns<TW>), grid, dim3(kernels::norm_reduce_threads), 0, p.stream,

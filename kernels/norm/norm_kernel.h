@@ -3,6 +3,8 @@
 // serves the 4 columns it was made for, and a row's statistics are one group_sum. The team size and chunks per thread
 // (NormShape) are picked from the hidden size, so every size up to 16384 is one pass over HBM with no spills.
 #pragma once
+#include <tuple>
+
 #include "hk/hk.h"
 #include "hk/ops/group_reduce.h"
 #include "hk/ops/philox.h"
@@ -59,6 +61,7 @@ struct NormForwardArgs {
   float eps;
   Dropout dropout;
   bool rms;
+  bool vector;  // every row tensor (and weight, bias, mask) allows 4-column vector accesses
 };
 
 struct NormBackwardArgs {
@@ -80,12 +83,48 @@ struct NormBackwardArgs {
   float* partial_dbias;    // [teams][cols], or null
   Dropout dropout;
   bool rms;
+  bool vector;             // every row tensor (and weight) allows 4-column vector accesses
 };
 
 template <class T>
 __device__ inline float load_f(const void* p, long i) { return float(static_cast<const T*>(p)[i]); }
 template <class T>
 __device__ inline void store_f(void* p, long i, float v) { static_cast<T*>(p)[i] = T(v); }
+
+// The 4 columns of a chunk, `valid` of them inside the row: one vector access (hk's chunk) when all 4 are and the
+// tensors' rows are aligned for it (`vector`, decided once on the host), else one access per column.
+template <class T>
+__device__ inline void load4(float (&v)[4], const void* p, long at, int valid, bool vector) {
+  const T* e = static_cast<const T*>(p) + at;
+  if (vector && valid == 4) {
+    const auto c = *reinterpret_cast<const detail::chunk<T, 4>*>(e);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[k] = float(c.v[k]);
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[k] = k < valid ? float(e[k]) : 0.f;
+  }
+}
+template <class T>
+__device__ inline void store4(void* p, long at, const float (&v)[4], int valid, bool vector) {
+  T* e = static_cast<T*>(p) + at;
+  if (vector && valid == 4) {
+    detail::chunk<T, 4> c;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) c.v[k] = T(v[k]);
+    *reinterpret_cast<detail::chunk<T, 4>*>(e) = c;
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      if (k < valid) e[k] = T(v[k]);
+  }
+}
+
+// Columns of chunk q inside a row of `cols` (0 .. 4).
+__device__ inline int chunk_valid(int q, int cols) {
+  const int n = cols - 4 * q;
+  return n < 0 ? 0 : n > 4 ? 4 : n;
+}
 
 template <class T, class TW, class S>
 __global__ void __launch_bounds__(S::block_threads) norm_forward(NormForwardArgs a) {
@@ -97,21 +136,26 @@ __global__ void __launch_bounds__(S::block_threads) norm_forward(NormForwardArgs
   float r[S::chunks][4], sum[1] = {0.f};
 #pragma unroll
   for (int k = 0; k < S::chunks; ++k) {
-    const int q = k * S::row_threads + t;
+    const int q = k * S::row_threads + t, valid = live ? chunk_valid(q, a.cols) : 0;
+    float x[4] = {}, res[4] = {};
     bool keep[4] = {false, false, false, false};
-    if (live && 4 * q < a.cols) a.dropout.keep4(keep, row, q);
+    if (valid) {
+      a.dropout.keep4(keep, row, q);
+      load4<T>(x, a.x, row * a.ldx + 4 * q, valid, a.vector);
+      if (a.residual) load4<T>(res, a.residual, row * a.ld_residual + 4 * q, valid, a.vector);
+    }
 #pragma unroll
     for (int v = 0; v < 4; ++v) {
-      const int col = 4 * q + v;
-      float value = 0.f;
-      if (live && col < a.cols) {
-        value = keep[v] ? load_f<T>(a.x, row * a.ldx + col) * a.dropout.scale : 0.f;
-        if (a.residual) value += load_f<T>(a.residual, row * a.ld_residual + col);
-        if (a.residual_out) store_f<T>(a.residual_out, row * a.ld_residual_out + col, value);
-        if (a.mask) a.mask[row * a.ld_mask + col] = keep[v];
-      }
-      r[k][v] = value;
-      sum[0] += value;
+      r[k][v] = v < valid ? (keep[v] ? x[v] * a.dropout.scale : 0.f) + res[v] : 0.f;
+      sum[0] += r[k][v];
+    }
+    if (!valid) continue;
+    if (a.residual_out) store4<T>(a.residual_out, row * a.ld_residual_out + 4 * q, r[k], valid, a.vector);
+    if (a.mask) {
+      uint8_t* m = a.mask + row * a.ld_mask + 4 * q;
+      if (a.vector && valid == 4) *reinterpret_cast<uint32_t*>(m) = keep[0] | keep[1] << 8 | keep[2] << 16 | uint32_t(keep[3]) << 24;
+      else
+        for (int v = 0; v < valid; ++v) m[v] = keep[v];
     }
   }
   // Two passes over the registers (mean, then squared deviations): no cancellation in the variance.
@@ -122,10 +166,12 @@ __global__ void __launch_bounds__(S::block_threads) norm_forward(NormForwardArgs
   }
   float squares[1] = {0.f};
 #pragma unroll
-  for (int k = 0; k < S::chunks; ++k)
+  for (int k = 0; k < S::chunks; ++k) {
+    const int valid = chunk_valid(k * S::row_threads + t, a.cols);
 #pragma unroll
     for (int v = 0; v < 4; ++v)
-      if ((k * S::row_threads + t) * 4 + v < a.cols) squares[0] += (r[k][v] - mean) * (r[k][v] - mean);
+      if (v < valid) squares[0] += (r[k][v] - mean) * (r[k][v] - mean);
+  }
   group_sum<G>(squares, scratch);
   const float rstd = 1.f / sqrtf(squares[0] / float(a.cols) + a.eps);
   if (!live) return;
@@ -134,15 +180,16 @@ __global__ void __launch_bounds__(S::block_threads) norm_forward(NormForwardArgs
     if (a.rstd) a.rstd[row] = rstd;
   }
 #pragma unroll
-  for (int k = 0; k < S::chunks; ++k)
+  for (int k = 0; k < S::chunks; ++k) {
+    const int q = k * S::row_threads + t, valid = chunk_valid(q, a.cols);
+    if (!valid) continue;
+    float w[4], b[4] = {}, y[4];
+    load4<TW>(w, a.weight, 4 * q, valid, a.vector);
+    if (a.bias) load4<TW>(b, a.bias, 4 * q, valid, a.vector);
 #pragma unroll
-    for (int v = 0; v < 4; ++v) {
-      const int col = (k * S::row_threads + t) * 4 + v;
-      if (col >= a.cols) continue;
-      float y = (r[k][v] - mean) * rstd * load_f<TW>(a.weight, col);
-      if (a.bias) y += load_f<TW>(a.bias, col);
-      store_f<T>(a.y, row * a.ldy + col, y);
-    }
+    for (int v = 0; v < 4; ++v) y[v] = (r[k][v] - mean) * rstd * w[v] + b[v];
+    store4<T>(a.y, row * a.ldy + 4 * q, y, valid, a.vector);
+  }
 }
 
 // dr = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * weight (RMSNorm: no mean(g) term), plus the
@@ -160,50 +207,54 @@ __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardAr
     const float mean = live && !a.rms ? a.mean[row] : 0.f, rstd = live ? a.rstd[row] : 0.f;
     float xhat[S::chunks][4], g[S::chunks][4], sums[2] = {0.f, 0.f};
 #pragma unroll
-    for (int k = 0; k < S::chunks; ++k)
+    for (int k = 0; k < S::chunks; ++k) {
+      const int q = k * S::row_threads + t, valid = live ? chunk_valid(q, a.cols) : 0;
+      float dy[4] = {}, r[4] = {}, w[4] = {};
+      if (valid) {
+        load4<T>(dy, a.dy, row * a.ldy + 4 * q, valid, a.vector);
+        load4<T>(r, a.r, row * a.ldr + 4 * q, valid, a.vector);
+        load4<TW>(w, a.weight, 4 * q, valid, a.vector);
+      }
 #pragma unroll
       for (int v = 0; v < 4; ++v) {
-        const int col = (k * S::row_threads + t) * 4 + v;
-        xhat[k][v] = g[k][v] = 0.f;
-        if (!live || col >= a.cols) continue;
-        const float dy = load_f<T>(a.dy, row * a.ldy + col);
-        xhat[k][v] = (load_f<T>(a.r, row * a.ldr + col) - mean) * rstd;
-        g[k][v] = dy * load_f<TW>(a.weight, col);
+        // Columns past the row have dy = 0: they add nothing to any sum.
+        xhat[k][v] = v < valid ? (r[v] - mean) * rstd : 0.f;
+        g[k][v] = dy[v] * w[v];
         sums[0] += g[k][v];
         sums[1] += g[k][v] * xhat[k][v];
-        dweight[k][v] += dy * xhat[k][v];
-        dbias[k][v] += dy;
+        dweight[k][v] += dy[v] * xhat[k][v];
+        dbias[k][v] += dy[v];
       }
+    }
     group_sum<G>(sums, scratch);
     const float mean_g = a.rms ? 0.f : sums[0] / float(a.cols), mean_gx = sums[1] / float(a.cols);
     if (!live) continue;
 #pragma unroll
     for (int k = 0; k < S::chunks; ++k) {
-      const int q = k * S::row_threads + t;
-      if (4 * q >= a.cols) continue;
+      const int q = k * S::row_threads + t, valid = chunk_valid(q, a.cols);
+      if (!valid) continue;
       bool keep[4];
       a.dropout.keep4(keep, row, q);
+      float dr[4] = {}, dx[4];
+      if (a.dresidual_in) load4<T>(dr, a.dresidual_in, row * a.ld_dresidual_in + 4 * q, valid, a.vector);
 #pragma unroll
       for (int v = 0; v < 4; ++v) {
-        const int col = 4 * q + v;
-        if (col >= a.cols) continue;
-        float dr = rstd * (g[k][v] - mean_g - xhat[k][v] * mean_gx);
-        if (a.dresidual_in) dr += load_f<T>(a.dresidual_in, row * a.ld_dresidual_in + col);
-        if (a.dresidual) store_f<T>(a.dresidual, row * a.ld_dresidual + col, dr);
-        store_f<T>(a.dx, row * a.ldx + col, keep[v] ? dr * a.dropout.scale : 0.f);
+        dr[v] += rstd * (g[k][v] - mean_g - xhat[k][v] * mean_gx);
+        dx[v] = keep[v] ? dr[v] * a.dropout.scale : 0.f;
       }
+      if (a.dresidual) store4<T>(a.dresidual, row * a.ld_dresidual + 4 * q, dr, valid, a.vector);
+      store4<T>(a.dx, row * a.ldx + 4 * q, dx, valid, a.vector);
     }
   }
   const long team = long(blockIdx.x) * S::rows_per_block + team_in_block;
 #pragma unroll
-  for (int k = 0; k < S::chunks; ++k)
-#pragma unroll
-    for (int v = 0; v < 4; ++v) {
-      const int col = (k * S::row_threads + t) * 4 + v;
-      if (col >= a.cols) continue;
-      a.partial_dweight[team * a.cols + col] = dweight[k][v];
-      if (a.partial_dbias) a.partial_dbias[team * a.cols + col] = dbias[k][v];
-    }
+  for (int k = 0; k < S::chunks; ++k) {
+    const int q = k * S::row_threads + t, valid = chunk_valid(q, a.cols);
+    if (!valid) continue;
+    // Partials are float rows of cols: vector stores when cols keeps 16-byte chunks aligned.
+    store4<float>(a.partial_dweight, team * a.cols + 4 * q, dweight[k], valid, a.cols % 4 == 0);
+    if (a.partial_dbias) store4<float>(a.partial_dbias, team * a.cols + 4 * q, dbias[k], valid, a.cols % 4 == 0);
+  }
 }
 
 inline constexpr int norm_reduce_threads = 256;

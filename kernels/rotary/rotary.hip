@@ -46,6 +46,7 @@ Status validate(const RotaryProblem& p, int rotary_dim) {
   if (p.batch <= 0 || p.seqlen <= 0 || p.head_dim <= 0)
     return error("batch, seqlen and head_dim must be positive (got " + std::to_string(p.batch) + ", " +
                  std::to_string(p.seqlen) + ", " + std::to_string(p.head_dim) + ")");
+  if (long(p.batch) * p.seqlen > 0x7fffffffl) return error("batch * seqlen must be below 2^31 (one workgroup per token)");
   if (rotary_dim < 2 || rotary_dim % 2 || rotary_dim > p.head_dim || rotary_dim > rotary_max_dim)
     return error("rotary_dim must be even, at least 2 and at most head_dim and " + std::to_string(rotary_max_dim) +
                  " (got " + std::to_string(rotary_dim) + " with head_dim " + std::to_string(p.head_dim) + ")");
@@ -102,7 +103,6 @@ void launch(const RotaryProblem& p, const kernels::RotaryArgs& a) {
 Status run(const RotaryProblem& p, float sign) {
   const int rotary_dim = p.rotary_dim ? p.rotary_dim : p.head_dim;
   if (Status s = validate(p, rotary_dim); !s) return s;
-  if (long(p.batch) * p.seqlen > 0x7fffffffl) return error("batch * seqlen must be below 2^31");
   kernels::RotaryArgs a{};
   a.seqlen = p.seqlen, a.head_dim = p.head_dim, a.rotary_dim = rotary_dim;
   a.q = args_of(p.q), a.k = args_of(p.k);

@@ -37,22 +37,28 @@ __device__ inline void rotate_token(const RotaryArgs& a, const RotaryTensorArgs&
                                     const sv<float, rotary_max_dim / 2>& sin_i) {
   const T* in = static_cast<const T*>(t.in) + b * t.in_b + s * t.in_s;
   T* out = static_cast<T*>(t.out) + b * t.out_b + s * t.out_s;
+  // Thread j takes items j, j + 256, ... of heads x n items; (head, index) steps by (256 / n, 256 % n) with a carry,
+  // so no item costs a division.
+  auto for_items = [](int heads, int n, auto&& f) {
+    const int dh = rotary_threads / n, di = rotary_threads % n;
+    for (int h = threadIdx.x / n, i = threadIdx.x % n; h < heads;) {
+      f(h, i);
+      h += dh, i += di;
+      if (i >= n) i -= n, ++h;
+    }
+  };
   const int half = a.rotary_dim / 2;
-  for (int j = threadIdx.x; j < t.heads * half; j += rotary_threads) {
-    const int h = j / half, i = j % half;
+  for_items(t.heads, half, [&](int h, int i) {
     const int e0 = a.interleaved ? 2 * i : i, e1 = a.interleaved ? 2 * i + 1 : i + half;
     const float x0 = float(in[h * t.in_h + e0]), x1 = float(in[h * t.in_h + e1]);
     const float c = cos_i[i], sn = sin_i[i];
     out[h * t.out_h + e0] = T(x0 * c - x1 * sn);
     out[h * t.out_h + e1] = T(x0 * sn + x1 * c);
-  }
+  });
   // The rest of each head is copied (nothing to do in place).
   const int rest = a.head_dim - a.rotary_dim;
   if (rest == 0 || (static_cast<const void*>(in) == out && t.in_h == t.out_h)) return;
-  for (int j = threadIdx.x; j < t.heads * rest; j += rotary_threads) {
-    const int h = j / rest, e = a.rotary_dim + j % rest;
-    out[h * t.out_h + e] = in[h * t.in_h + e];
-  }
+  for_items(t.heads, rest, [&](int h, int i) { out[h * t.out_h + a.rotary_dim + i] = in[h * t.in_h + a.rotary_dim + i]; });
 }
 
 // TT: the tables' element type (float or bf16), or void for angles computed from positions and base.

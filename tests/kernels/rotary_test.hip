@@ -210,6 +210,7 @@ TEST(Rotary, ValidationErrors) {
   ASSERT_EQ(hipDeviceSynchronize(), hipSuccess);
   { auto p = base(); p.batch = 0; expect_error(p, "must be positive"); }
   { auto p = base(); p.head_dim = -1; expect_error(p, "must be positive"); }
+  { auto p = base(); p.batch = 1 << 16, p.seqlen = 1 << 15; expect_error(p, "batch * seqlen must be below 2^31"); }
   { auto p = base(); p.rotary_dim = 33; expect_error(p, "rotary_dim must be even"); }
   { auto p = base(); p.rotary_dim = 128; expect_error(p, "rotary_dim must be even"); }
   { auto p = base(); p.type = dtype::fp8_e4m3; expect_error(p, "must be bf16, f16 or fp32"); }
