@@ -256,6 +256,12 @@ int run_norm(int rows, int cols, bool rms, float drop, uint64_t seed, const std:
   const double elem = rnref::size_of(t);
   vgpuDispatchInfo info = last_dispatch(n * (4 * elem + 1) + 8.0 * rows);  // x, residual in; r, y, mask, stats out
   print_report(info.kernel, info.block[0], true);
+  // The backward's row kernel is the forward's instance with the same template arguments; the profile below is of
+  // the last dispatch (the column reduction), so the row kernel shows its resources only.
+  std::string backward_kernel = info.kernel;
+  for (auto [from, to] : {std::pair{"12norm_forward", "13norm_backward"}, std::pair{"15NormForwardArgs", "16NormBackwardArgs"}})
+    if (size_t at = backward_kernel.find(from); at != std::string::npos) backward_kernel.replace(at, std::strlen(from), to);
+  const unsigned backward_threads = info.block[0];
 
   rnref::DeviceArray dy(t, n), dx(t, n), dres(t, n), dweight(t, cols), dbias(t, cols);
   dy.random(5);
@@ -277,6 +283,7 @@ int run_norm(int rows, int cols, bool rms, float drop, uint64_t seed, const std:
                         (rms ? 0 : misses("dbias", dbias.download(), bw.dbias));
   std::printf("%s_backward %dx%d %s: %s (dx, dresidual, dweight%s checked)\n", norm, rows, cols, type_name.c_str(),
               bad_bw ? "FAILED" : "ok", rms ? "" : ", dbias");
+  print_report(backward_kernel.c_str(), backward_threads, false);
   info = last_dispatch(double(ws));  // the column reduction: partials in (dweight / dbias out is negligible)
   print_report(info.kernel, info.block[0], true);
   return bad + bad_bw ? 1 : 0;

@@ -198,6 +198,10 @@ __global__ void __launch_bounds__(S::block_threads) norm_forward(NormForwardArgs
 template <class T, class TW, class S>
 __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardArgs a) {
   using G = group<S::waves_per_row>;
+  // The widest rows would not keep xhat and g in registers next to the dweight / dbias partials: they read dy, r and
+  // weight again in the second pass (the row was just read, so from cache) instead.
+  constexpr bool reload = S::chunks > 4;
+  constexpr int kept = reload ? 1 : S::chunks;
   __shared__ sv<float, S::block_waves * 2> scratch;
   const int t = G::thread(), team_in_block = wave_id() / S::waves_per_row;
   float dweight[S::chunks][4] = {}, dbias[S::chunks][4] = {};
@@ -205,24 +209,37 @@ __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardAr
     const long row = first + team_in_block;
     const bool live = row < a.rows;
     const float mean = live && !a.rms ? a.mean[row] : 0.f, rstd = live ? a.rstd[row] : 0.f;
-    float xhat[S::chunks][4], g[S::chunks][4], sums[2] = {0.f, 0.f};
-#pragma unroll
-    for (int k = 0; k < S::chunks; ++k) {
+    // The row's start in each tensor once; chunks are 32-bit offsets from it.
+    const T* dy_row = static_cast<const T*>(a.dy) + row * a.ldy;
+    const T* r_row = static_cast<const T*>(a.r) + row * a.ldr;
+    // dy, xhat and g of chunk k (zeros past the row: they add nothing to any sum).
+    auto values = [&](int k, float (&dy)[4], float (&xhat)[4], float (&g)[4]) {
       const int q = k * S::row_threads + t, valid = live ? chunk_valid(q, a.cols) : 0;
-      float dy[4] = {}, r[4] = {}, w[4] = {};
+      float r[4] = {}, w[4] = {};
+#pragma unroll
+      for (int v = 0; v < 4; ++v) dy[v] = 0.f;
       if (valid) {
-        load4<T>(dy, a.dy, row * a.ldy + 4 * q, valid, a.vector);
-        load4<T>(r, a.r, row * a.ldr + 4 * q, valid, a.vector);
+        load4<T>(dy, dy_row, 4 * q, valid, a.vector);
+        load4<T>(r, r_row, 4 * q, valid, a.vector);
         load4<TW>(w, a.weight, 4 * q, valid, a.vector);
       }
 #pragma unroll
       for (int v = 0; v < 4; ++v) {
-        // Columns past the row have dy = 0: they add nothing to any sum.
-        xhat[k][v] = v < valid ? (r[v] - mean) * rstd : 0.f;
-        g[k][v] = dy[v] * w[v];
-        sums[0] += g[k][v];
-        sums[1] += g[k][v] * xhat[k][v];
-        dweight[k][v] += dy[v] * xhat[k][v];
+        xhat[v] = v < valid ? (r[v] - mean) * rstd : 0.f;
+        g[v] = dy[v] * w[v];
+      }
+    };
+    float xhat[kept][4], g[kept][4], sums[2] = {0.f, 0.f};
+#pragma unroll
+    for (int k = 0; k < S::chunks; ++k) {
+      float dy[4];
+      values(k, dy, xhat[reload ? 0 : k], g[reload ? 0 : k]);
+#pragma unroll
+      for (int v = 0; v < 4; ++v) {
+        const float x = xhat[reload ? 0 : k][v], gv = g[reload ? 0 : k][v];
+        sums[0] += gv;
+        sums[1] += gv * x;
+        dweight[k][v] += dy[v] * x;
         dbias[k][v] += dy[v];
       }
     }
@@ -233,13 +250,19 @@ __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardAr
     for (int k = 0; k < S::chunks; ++k) {
       const int q = k * S::row_threads + t, valid = chunk_valid(q, a.cols);
       if (!valid) continue;
+      if constexpr (reload) {
+        float dy[4];
+        values(k, dy, xhat[0], g[0]);
+      }
+      const float(&x)[4] = xhat[reload ? 0 : k];
+      const float(&gk)[4] = g[reload ? 0 : k];
       bool keep[4];
       a.dropout.keep4(keep, row, q);
       float dr[4] = {}, dx[4];
       if (a.dresidual_in) load4<T>(dr, a.dresidual_in, row * a.ld_dresidual_in + 4 * q, valid, a.vector);
 #pragma unroll
       for (int v = 0; v < 4; ++v) {
-        dr[v] += rstd * (g[k][v] - mean_g - xhat[k][v] * mean_gx);
+        dr[v] += rstd * (gk[v] - mean_g - x[v] * mean_gx);
         dx[v] = keep[v] ? dr[v] * a.dropout.scale : 0.f;
       }
       if (a.dresidual) store4<T>(a.dresidual, row * a.ld_dresidual + 4 * q, dr, valid, a.vector);
