@@ -2,6 +2,8 @@
 //   hk-run gemm --m M --n N --k K [--dtype bf16|f16|fp8|fp8_e4m3|fp8_e5m2] [--out fp32|bf16] [--bt]
 //               [--arch gfx942|gfx950]
 //   (fp8 = fp8_e4m3; fp8 types in the device arch's format: FNUZ e4m3 / e5m2 on gfx942, OCP e4m3fn / e5m2 on gfx950)
+//   hk-run rotary --b B --s S --h H --d D [--rotary-dim R] [--interleaved] [--dtype bf16|f16|fp32] [--arch ...]
+//   hk-run norm --rows R --cols C [--rms] [--p P] [--seed S] [--dtype bf16|f16|fp32] [--arch ...]
 //   hk-run report [--arch gfx942|gfx950]      resources of every kernel in this binary
 #include <hip/hip_runtime.h>
 
@@ -18,6 +20,9 @@
 #include <vector>
 
 #include "gemm/gemm.h"
+#include "kernels/rotary_norm_ref.h"
+#include "norm/norm.h"
+#include "rotary/rotary.h"
 #include "report/kernel_report.h"
 #include "vgpu/arch.h"
 
@@ -166,6 +171,136 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
   return bad ? 1 : 0;
 }
 
+
+// ---- rotary and norm (hk::rotary, hk::layer_norm / rms_norm and their backwards) ----------------------------------
+
+hk::scalar_type float_dtype(const std::string& name) {
+  return name == "f16" ? hk::scalar_type::f16 : name == "fp32" ? hk::scalar_type::fp32 : hk::scalar_type::bf16;
+}
+
+// The last dispatch's line: kernel, grid, emulated time and the bytes it moved per emulated second.
+vgpuDispatchInfo last_dispatch(double bytes) {
+  vgpuDispatchInfo d{};
+  if (auto last = ext<int (*)(vgpuDispatchInfo*)>("vgpuGetLastDispatch")) last(&d);
+  std::printf("  grid %u, %llu waves, %llu wave instructions, %.3f s emulated, %.1f MB moved (%.3f GB/s emulated)\n",
+              d.grid[0], d.waves, d.wave_instructions, d.wall_seconds, bytes * 1e-6,
+              d.wall_seconds > 0 ? bytes / d.wall_seconds * 1e-9 : 0.0);
+  return d;
+}
+
+// Counts the misses of `got` against `want`, printing the first few under `what`.
+size_t misses(const char* what, const std::vector<float>& got, const std::vector<rnref::Expect>& want) {
+  return rnref::count_misses(got, want, [&](size_t i, float g, const rnref::Expect& w) {
+    std::fprintf(stderr, "  %s[%zu] = %g, want %g (tol %.3g)\n", what, i, g, w.value, w.tol);
+  });
+}
+
+// Q and K (batch, seqlen, heads, head_dim), angles from base 10000 at positions 0 .. seqlen-1: the forward, then the
+// backward of its output, each checked against the float64 host reference.
+int run_rotary(int b, int s, int h, int d, int rotary_dim, bool interleaved, const std::string& type_name) {
+  const hk::scalar_type t = float_dtype(type_name);
+  const size_t n = size_t(b) * s * h * d;
+  rnref::DeviceArray q(t, n), k(t, n), q_out(t, n), k_out(t, n), q_back(t, n), k_back(t, n);
+  q.random(1), k.random(2);
+  hk::RotaryProblem p;
+  p.batch = b, p.seqlen = s, p.head_dim = d, p.rotary_dim = rotary_dim, p.type = t, p.interleaved = interleaved;
+  p.base = 10000.f;
+  p.q = hk::RotaryTensor::contiguous(q.dev, q_out.dev, s, h, d);
+  p.k = hk::RotaryTensor::contiguous(k.dev, k_out.dev, s, h, d);
+  if (auto prof = ext<int (*)(int)>("vgpuSetProfiling")) prof(1);
+  const double bytes = 4.0 * n * rnref::size_of(t);  // q and k read and written
+  size_t bad = 0;
+  for (const bool backward : {false, true}) {
+    if (backward) {
+      q_out.host = q_out.download(), k_out.host = k_out.download();
+      p.q = hk::RotaryTensor::contiguous(q_out.dev, q_back.dev, s, h, d);
+      p.k = hk::RotaryTensor::contiguous(k_out.dev, k_back.dev, s, h, d);
+    }
+    const hk::Status st = backward ? hk::rotary_backward(p) : hk::rotary(p);
+    if (!st) return std::fprintf(stderr, "%s\n", st.message.c_str()), 1;
+    if (hipError_t e = hipDeviceSynchronize(); e != hipSuccess) return std::fprintf(stderr, "%s\n", hipGetErrorString(e)), 1;
+    rnref::RotaryAngles ang;
+    ang.base = 10000.0, ang.sign = backward ? -1 : 1;
+    const rnref::RotaryShape sh{b, s, h, d, rotary_dim ? rotary_dim : d, interleaved, long(s) * h * d, long(h) * d, d};
+    size_t wrong = misses("q", (backward ? q_back : q_out).download(),
+                          rnref::rotary_reference(sh, (backward ? q_out : q).host, ang, t));
+    wrong += misses("k", (backward ? k_back : k_out).download(),
+                    rnref::rotary_reference(sh, (backward ? k_out : k).host, ang, t));
+    bad += wrong;
+    std::printf("rotary%s b=%d s=%d h=%d d=%d rotary_dim=%d %s %s on Q and K: %s (%zu elements checked)\n",
+                backward ? "_backward" : "", b, s, h, d, sh.rotary_dim, interleaved ? "interleaved" : "half-split",
+                type_name.c_str(), wrong ? "FAILED" : "ok", 2 * n);
+    const vgpuDispatchInfo info = last_dispatch(bytes);
+    print_report(info.kernel, info.block[0], true);
+  }
+  return bad ? 1 : 0;
+}
+
+// r = residual + dropout(x, p) / (1 - p), y = norm(r) * w (+ b), then the backward from the forward's outputs; every
+// output checked against the float64 host reference, the dropout mask bit for bit.
+int run_norm(int rows, int cols, bool rms, float drop, uint64_t seed, const std::string& type_name) {
+  const hk::scalar_type t = float_dtype(type_name);
+  const size_t n = size_t(rows) * cols;
+  rnref::DeviceArray x(t, n), residual(t, n), weight(t, cols), bias(t, cols), y(t, n), r(t, n);
+  rnref::DeviceArray mean(hk::scalar_type::fp32, rows), rstd(hk::scalar_type::fp32, rows), mask(hk::scalar_type::fp32, n, true);
+  x.random(1, -2.f, 2.f), residual.random(2), weight.random(3, 0.5f, 1.5f), bias.random(4);
+  hk::NormProblem p;
+  p.rows = rows, p.cols = cols, p.type = t, p.weight_type = t;
+  p.x = x.dev, p.ldx = cols, p.residual = residual.dev, p.ld_residual = cols, p.weight = weight.dev;
+  p.y = y.dev, p.ldy = cols, p.residual_out = r.dev, p.ld_residual_out = cols;
+  p.rstd = static_cast<float*>(rstd.dev), p.mask = static_cast<uint8_t*>(mask.dev), p.ld_mask = cols;
+  if (!rms) p.bias = bias.dev, p.mean = static_cast<float*>(mean.dev);
+  p.p = drop, p.seed = seed;
+  if (auto prof = ext<int (*)(int)>("vgpuSetProfiling")) prof(1);
+  hk::Status st = rms ? hk::rms_norm(p) : hk::layer_norm(p);
+  if (!st) return std::fprintf(stderr, "%s\n", st.message.c_str()), 1;
+  if (hipError_t e = hipDeviceSynchronize(); e != hipSuccess) return std::fprintf(stderr, "%s\n", hipGetErrorString(e)), 1;
+  const rnref::NormShape sh{rows, cols, rms, p.eps, drop, seed, 0};
+  const auto want = rnref::norm_forward_reference(sh, x.host, residual.host, weight.host,
+                                                  rms ? std::vector<float>{} : bias.host, t, t);
+  std::vector<rnref::Expect> want_mask(n);
+  for (size_t i = 0; i < n; ++i) want_mask[i] = {double(want.mask[i]), 0};
+  size_t bad = misses("r", r.download(), want.r) + misses("y", y.download(), want.y) +
+               misses("mask", mask.download(), want_mask) + misses("rstd", rstd.download(), want.rstd) +
+               (rms ? 0 : misses("mean", mean.download(), want.mean));
+  const char* norm = rms ? "rms_norm" : "layer_norm";
+  std::printf("%s %dx%d %s dropout p=%g seed=%llu: %s (r, y, mask, statistics: %zu elements checked)\n", norm, rows, cols,
+              type_name.c_str(), drop, (unsigned long long)seed, bad ? "FAILED" : "ok", 3 * n + rows * (rms ? 1 : 2));
+  const double elem = rnref::size_of(t);
+  vgpuDispatchInfo info = last_dispatch(n * (4 * elem + 1) + 8.0 * rows);  // x, residual in; r, y, mask, stats out
+  print_report(info.kernel, info.block[0], true);
+  // The backward's row kernel is the forward's instance with the same template arguments; the profile below is of
+  // the last dispatch (the column reduction), so the row kernel shows its resources only.
+  std::string backward_kernel = info.kernel;
+  for (auto [from, to] : {std::pair{"12norm_forward", "13norm_backward"}, std::pair{"15NormForwardArgs", "16NormBackwardArgs"}})
+    if (size_t at = backward_kernel.find(from); at != std::string::npos) backward_kernel.replace(at, std::strlen(from), to);
+  const unsigned backward_threads = info.block[0];
+
+  rnref::DeviceArray dy(t, n), dx(t, n), dres(t, n), dweight(t, cols), dbias(t, cols);
+  dy.random(5);
+  const size_t ws = hk::norm_backward_workspace_bytes(rows, cols);
+  rnref::DeviceArray workspace(hk::scalar_type::fp32, ws / 4);
+  hk::NormBackwardProblem b;
+  b.rows = rows, b.cols = cols, b.type = t, b.weight_type = t, b.dy = dy.dev, b.ldy = cols, b.r = r.dev, b.ldr = cols;
+  b.rstd = static_cast<const float*>(rstd.dev), b.weight = weight.dev, b.dx = dx.dev, b.ldx = cols;
+  b.dresidual = dres.dev, b.ld_dresidual = cols, b.dweight = dweight.dev, b.workspace = workspace.dev;
+  b.workspace_bytes = ws, b.p = drop, b.seed = seed;
+  if (!rms) b.mean = static_cast<const float*>(mean.dev), b.dbias = dbias.dev;
+  st = rms ? hk::rms_norm_backward(b) : hk::layer_norm_backward(b);
+  if (!st) return std::fprintf(stderr, "%s\n", st.message.c_str()), 1;
+  if (hipError_t e = hipDeviceSynchronize(); e != hipSuccess) return std::fprintf(stderr, "%s\n", hipGetErrorString(e)), 1;
+  const auto bw = rnref::norm_backward_reference(sh, dy.host, r.download(), mean.download(), rstd.download(), weight.host,
+                                                 {}, t, t);
+  const size_t bad_bw = misses("dx", dx.download(), bw.dx) + misses("dresidual", dres.download(), bw.dresidual) +
+                        misses("dweight", dweight.download(), bw.dweight) +
+                        (rms ? 0 : misses("dbias", dbias.download(), bw.dbias));
+  std::printf("%s_backward %dx%d %s: %s (dx, dresidual, dweight%s checked)\n", norm, rows, cols, type_name.c_str(),
+              bad_bw ? "FAILED" : "ok", rms ? "" : ", dbias");
+  print_report(backward_kernel.c_str(), backward_threads, false);
+  info = last_dispatch(double(ws));  // the column reduction: partials in (dweight / dbias out is negligible)
+  print_report(info.kernel, info.block[0], true);
+  return bad + bad_bw ? 1 : 0;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -195,11 +330,38 @@ int main(int argc, char** argv) {
   gemm->add_option("--out", out, "C element type")->check(CLI::IsMember({"fp32", "bf16"}));
   gemm->add_flag("--bt", bt, "B is N x K (C = A * B^T)");
   gemm->add_option("--arch", arch)->check(is_target);
+  auto* rotary = app.add_subcommand("rotary", "rotary embedding of Q and K (and its backward) with hk::rotary");
+  int rb = 2, rs = 128, rh = 4, rd = 128, rrot = 0;
+  bool interleaved = false;
+  std::string rtype = "bf16";
+  rotary->add_option("--b", rb, "batch")->check(positive);
+  rotary->add_option("--s", rs, "sequence length")->check(positive);
+  rotary->add_option("--h", rh, "heads")->check(positive);
+  rotary->add_option("--d", rd, "head dimension")->check(positive);
+  rotary->add_option("--rotary-dim", rrot, "rotated dimensions (default: all)")->check(CLI::NonNegativeNumber);
+  rotary->add_flag("--interleaved", interleaved, "pairs (2i, 2i+1) (GPT-J) instead of (i, i + rotary_dim/2)");
+  rotary->add_option("--dtype", rtype)->check(CLI::IsMember({"bf16", "f16", "fp32"}));
+  rotary->add_option("--arch", arch)->check(is_target);
+  auto* norm = app.add_subcommand("norm", "fused dropout + residual + LayerNorm / RMSNorm (and its backward)");
+  int nrows = 256, ncols = 2048;
+  bool rms = false;
+  float drop = 0.f;
+  uint64_t seed = 0;
+  std::string ntype = "bf16";
+  norm->add_option("--rows", nrows)->check(positive);
+  norm->add_option("--cols", ncols, "hidden size (up to 16384)")->check(positive);
+  norm->add_flag("--rms", rms, "RMSNorm instead of LayerNorm");
+  norm->add_option("--p", drop, "dropout probability")->check(CLI::Range(0.0, 0.999));
+  norm->add_option("--seed", seed, "dropout seed");
+  norm->add_option("--dtype", ntype)->check(CLI::IsMember({"bf16", "f16", "fp32"}));
+  norm->add_option("--arch", arch)->check(is_target);
   auto* report = app.add_subcommand("report", "resources of every kernel in this binary");
   report->add_option("--arch", arch)->check(is_target);
   CLI11_PARSE(app, argc, argv);
   if (!arch.empty()) setenv("HK_VGPU_ARCH", arch.c_str(), 1);  // before the runtime picks its device
   if (*gemm) return run_gemm(m, n, k, in, out, bt);
+  if (*rotary) return run_rotary(rb, rs, rh, rd, rrot, interleaved, rtype);
+  if (*norm) return run_norm(nrows, ncols, rms, drop, seed, ntype);
   print_report(nullptr, 256, false);
   return 0;
 }

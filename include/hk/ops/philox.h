@@ -1,0 +1,43 @@
+// Philox4x32-10, the counter-based generator of Salmon, Moraes, Dror and Shaw ("Parallel random numbers: as easy as
+// 1, 2, 3", SC 2011): four 32-bit output words are a pure function of a 128-bit counter and a 64-bit key, so any
+// thread can produce any element's random bits with no state and no dependence on the launch configuration.
+// Ten rounds; each multiplies words 0 and 2 by the two round multipliers into 64-bit products and mixes their high
+// halves with words 1 and 3 and the key; the key is bumped by the two Weyl constants between rounds.
+#pragma once
+#include <hip/hip_runtime.h>
+
+#include <cstdint>
+
+namespace hk {
+
+struct philox4x32 {
+  uint32_t v[4];
+};
+
+namespace detail {
+inline constexpr uint32_t philox_m0 = 0xD2511F53u, philox_m1 = 0xCD9E8D57u;  // round multipliers
+inline constexpr uint32_t philox_w0 = 0x9E3779B9u, philox_w1 = 0xBB67AE85u;  // key bumps (golden ratio, sqrt(3) - 1)
+}  // namespace detail
+
+// The 4 words for `counter` under `key` (key[0] = low 32 bits of the seed, key[1] = high 32 bits).
+__host__ __device__ inline philox4x32 philox4x32_10(philox4x32 counter, uint32_t key0, uint32_t key1) {
+  uint32_t c0 = counter.v[0], c1 = counter.v[1], c2 = counter.v[2], c3 = counter.v[3];
+#pragma unroll
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t p0 = uint64_t(detail::philox_m0) * c0, p1 = uint64_t(detail::philox_m1) * c2;
+    const uint32_t hi0 = uint32_t(p0 >> 32), lo0 = uint32_t(p0), hi1 = uint32_t(p1 >> 32), lo1 = uint32_t(p1);
+    c0 = hi1 ^ c1 ^ key0;
+    c1 = lo1;
+    c2 = hi0 ^ c3 ^ key1;
+    c3 = lo0;
+    key0 += detail::philox_w0;
+    key1 += detail::philox_w1;
+  }
+  return {{c0, c1, c2, c3}};
+}
+
+// A uniform number in [0, 1) from the top 24 bits of a word: exactly representable in fp32, so a comparison with a
+// float threshold decides the same way on the host and the device.
+__host__ __device__ inline float philox_uniform(uint32_t word) { return float(word >> 8) * 0x1p-24f; }
+
+}  // namespace hk

@@ -1,0 +1,52 @@
+// Host-side argument checks shared by the memory-bound kernels' entry points (rotary, norm): element sizes, whether a
+// strided tensor lies inside one device allocation, whether its rows can overlap.
+#pragma once
+#include <hip/hip_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "api.h"
+
+namespace hk::checks {
+
+using api::inside_allocation;
+using hk::size_of;
+inline bool is_float_type(scalar_type t) { return t == scalar_type::bf16 || t == scalar_type::f16 || t == scalar_type::fp32; }
+inline bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+// A tensor of `inner` contiguous elements per row, rows at the given (extent, stride) pairs (strides in elements).
+template <size_t N>
+struct Strided {
+  std::array<long, N> extent, stride;
+  long inner;
+  long span() const {  // elements from the first to one past the last
+    long last = 0;
+    for (size_t i = 0; i < N; ++i) last += (extent[i] - 1) * stride[i];
+    return last + inner;
+  }
+  // Distinct rows never share an element: ordered by stride, each dimension steps past everything the ones inside
+  // it cover (dimensions of extent 1 take no part).
+  bool rows_disjoint() const {
+    std::array<size_t, N> order;
+    for (size_t i = 0; i < N; ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return stride[a] < stride[b]; });
+    long covered = inner;
+    for (size_t i : order) {
+      if (extent[i] == 1) continue;
+      if (stride[i] < covered) return false;
+      covered = stride[i] * (extent[i] - 1) + covered;
+    }
+    return true;
+  }
+};
+
+// Whether the byte ranges [a, a + a_bytes) and [b, b + b_bytes) share a byte.
+inline bool overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
+  const char *x = static_cast<const char*>(a), *y = static_cast<const char*>(b);
+  return x < y + b_bytes && y < x + a_bytes;
+}
+
+}  // namespace hk::checks
