@@ -122,9 +122,12 @@ class Runtime {
   // The device, created on first use with the arch chosen by choose_arch().
   Device& device();
   Arch arch();
-  // HK_VGPU_ARCH if set; otherwise the arch of the first registered code (gfx950 preferred when a binary carries
-  // both); otherwise gfx950. Fixed from the first time the arch is asked for.
+  // HK_VGPU_ARCH if set; otherwise the arch of the first registered code (the newest when a binary carries
+  // several); otherwise the newest arch vgpu models. Fixed from the first time the arch is asked for.
   void suggest_arch(const std::vector<Arch>& archs_in_binary);
+  // The product the device stands in for: HK_VGPU_PRODUCT if it names one built on the device's arch, otherwise the
+  // arch's default product (vgpu/arch.h). Fixes the arch.
+  const ProductInfo& product();
 
   // Registered kernels and fat binaries.
   FatBinary* add_fat_binary(const uint8_t* bundle, size_t size);
@@ -166,11 +169,13 @@ class Runtime {
  private:
   Runtime() = default;
   Arch choose_arch_locked();
+  const ProductInfo& product_locked(Arch arch);
 
   std::mutex mu_;
   std::unique_ptr<Device> device_;
   bool arch_suggested_ = false;
-  Arch suggested_arch_ = Arch::gfx950;
+  Arch suggested_arch_{};
+  const ProductInfo* product_ = nullptr;  // chosen with the arch
 
   std::vector<std::unique_ptr<FatBinary>> fat_binaries_;
   std::map<const void*, std::unique_ptr<ihipModuleSymbol_t>> functions_;  // host stub -> kernel

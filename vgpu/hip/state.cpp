@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cctype>
 #include <cstring>
+#include <optional>
+#include <span>
+#include <tuple>
 
 #include "runtime.h"
 
@@ -14,27 +18,85 @@ Runtime& Runtime::get() {
   return *r;
 }
 
+namespace {
+
+// Ordered by GFX version: a program built for several archs runs as the newest device it carries code for.
+bool newer(Arch a, Arch b) {
+  const ArchInfo &x = arch_info(a), &y = arch_info(b);
+  return std::tie(x.version_major, x.version_minor, x.version_stepping) >
+         std::tie(y.version_major, y.version_minor, y.version_stepping);
+}
+
+Arch newest(std::span<const Arch> archs) {
+  Arch best = archs.front();
+  for (Arch a : archs)
+    if (newer(a, best)) best = a;
+  return best;
+}
+
+Arch newest_modelled() {
+  std::vector<Arch> all;
+  for (const ArchInfo& a : all_archs()) all.push_back(a.arch);
+  return newest(all);
+}
+
+// "gfx942, gfx950" or "mi300x, mi325x": what a variable may name, for its warning.
+std::string choices(std::optional<Arch> of_arch) {
+  std::string s;
+  auto add = [&](std::string_view name) {
+    if (!s.empty()) s += ", ";
+    for (char c : name) s += char(std::tolower(static_cast<unsigned char>(c)));
+  };
+  if (!of_arch)
+    for (const ArchInfo& a : all_archs()) add(a.name);
+  else
+    for (const ProductInfo& p : all_products())
+      if (p.arch == *of_arch) add(p.name);
+  return s;
+}
+
+}  // namespace
+
 Arch Runtime::choose_arch_locked() {
   if (const char* env = std::getenv("HK_VGPU_ARCH"); env && *env) {
     if (auto a = parse_arch(env)) return *a;
-    if (!quiet()) std::fprintf(stderr, "vgpu: ignoring HK_VGPU_ARCH=%s (expected gfx942 or gfx950)\n", env);
+    if (!quiet())
+      std::fprintf(stderr, "vgpu: ignoring HK_VGPU_ARCH=%s (expected one of %s)\n", env, choices({}).c_str());
   }
-  return arch_suggested_ ? suggested_arch_ : Arch::gfx950;
+  return arch_suggested_ ? suggested_arch_ : newest_modelled();
+}
+
+const ProductInfo& Runtime::product_locked(Arch arch) {
+  if (product_ && product_->arch == arch) return *product_;
+  product_ = &default_product(arch);
+  if (const char* env = std::getenv("HK_VGPU_PRODUCT"); env && *env) {
+    const ProductInfo* p = find_product(env);
+    if (p && p->arch == arch)
+      product_ = p;
+    else if (!quiet())
+      std::fprintf(stderr, "vgpu: ignoring HK_VGPU_PRODUCT=%s (the device is %s: one of %s)\n", env,
+                   std::string(arch_info(arch).name).c_str(), choices(arch).c_str());
+  }
+  return *product_;
 }
 
 void Runtime::suggest_arch(const std::vector<Arch>& archs) {
   std::lock_guard lock(mu_);
   if (arch_suggested_ || device_ || archs.empty()) return;
   arch_suggested_ = true;
-  suggested_arch_ = archs.front();
-  for (Arch a : archs)
-    if (a == Arch::gfx950) suggested_arch_ = a;  // a binary built for both runs as the newer device
+  suggested_arch_ = newest(archs);
 }
 
 Device& Runtime::device() {
   std::lock_guard lock(mu_);
-  if (!device_) device_ = std::make_unique<Device>(choose_arch_locked());
+  if (!device_) device_ = std::make_unique<Device>(product_locked(choose_arch_locked()));
   return *device_;
+}
+
+const ProductInfo& Runtime::product() {
+  const Arch a = arch();
+  std::lock_guard lock(mu_);
+  return product_locked(a);
 }
 
 Arch Runtime::arch() {

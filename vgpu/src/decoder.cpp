@@ -69,8 +69,14 @@ struct Disassembler {
 };
 
 Disassembler& disassembler(Arch arch) {
-  static Disassembler d942(Arch::gfx942), d950(Arch::gfx950);
-  return arch == Arch::gfx942 ? d942 : d950;
+  static const auto per_arch = [] {
+    std::vector<std::unique_ptr<Disassembler>> v;
+    for (const ArchInfo& a : all_archs()) v.push_back(std::make_unique<Disassembler>(a.arch));
+    return v;
+  }();
+  for (size_t i = 0; i < per_arch.size(); ++i)
+    if (all_archs()[i].arch == arch) return *per_arch[i];
+  throw Error("vgpu: no disassembler for this arch");
 }
 
 // --- Text parsing -----------------------------------------------------------------------------------------------

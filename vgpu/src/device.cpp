@@ -307,7 +307,7 @@ void run_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& st) {
 
 }  // namespace
 
-Device::Device(Arch arch) : arch_(arch) {
+Device::Device(const ProductInfo& product) : arch_(product.arch), product_(product) {
   threads_ = unsigned(env_u64("HK_VGPU_THREADS", std::max(1u, std::thread::hardware_concurrency())));
   profiling_ = env_u64("HK_VGPU_PROFILE", 0) != 0;
   if (threads_ == 0) threads_ = 1;

@@ -103,10 +103,13 @@ struct LaunchParams {
 
 class Device {
  public:
-  explicit Device(Arch arch);
+  // A device standing in for `product` (default_product(arch) for the first form).
+  explicit Device(Arch arch) : Device(default_product(arch)) {}
+  explicit Device(const ProductInfo& product);
   ~Device();
   Arch arch() const { return arch_; }
   const ArchInfo& info() const { return arch_info(arch_); }
+  const ProductInfo& product() const { return product_; }
   MemoryMap& memory() { return memory_; }
 
   // Decodes (once; cached per code object and kernel) and runs one kernel to completion.
@@ -129,6 +132,7 @@ class Device {
 
  private:
   Arch arch_;
+  const ProductInfo& product_;
   unsigned threads_;
   bool profiling_ = false;
   MemoryMap memory_;
