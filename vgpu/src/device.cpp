@@ -67,9 +67,9 @@ void exec_unknown(Wave& w, const Inst& I) {
 
 // --- Instruction table ---------------------------------------------------------------------------------------------
 
-void IsaTable::add(std::string_view name, ExecFn fn, ImmType imm) {
+void IsaTable::add(std::string_view name, ExecFn fn, ImmType imm, uint8_t flags) {
   // Each mnemonic has one home: a second registration is a bug in the instruction tables, caught at start-up.
-  if (!ops_.emplace(name, OpInfo{name, fn, imm}).second)
+  if (!ops_.emplace(name, OpInfo{name, fn, imm, flags}).second)
     throw Error("vgpu: instruction " + std::string(name) + " is registered twice");
 }
 

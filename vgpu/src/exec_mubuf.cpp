@@ -260,39 +260,41 @@ void global_load_lds(Wave& w, const Inst& I) {
 }  // namespace
 
 void register_mubuf(IsaTable& t) {
-  t.add("buffer_load_ubyte", buffer_load<1, Ext::u8>);
-  t.add("buffer_load_sbyte", buffer_load<1, Ext::i8>);
-  t.add("buffer_load_ushort", buffer_load<2, Ext::u16>);
-  t.add("buffer_load_sshort", buffer_load<2, Ext::i16>);
-  t.add("buffer_load_dword", buffer_load<4, Ext::dwords>);
-  t.add("buffer_load_dwordx2", buffer_load<8, Ext::dwords>);
-  t.add("buffer_load_dwordx3", buffer_load<12, Ext::dwords>);
-  t.add("buffer_load_dwordx4", buffer_load<16, Ext::dwords>);
-  t.add("buffer_load_ubyte_d16", buffer_load<1, Ext::u8_d16>);
-  t.add("buffer_load_sbyte_d16", buffer_load<1, Ext::i8_d16>);
-  t.add("buffer_load_short_d16", buffer_load<2, Ext::u16_d16>);
-  t.add("buffer_load_ubyte_d16_hi", buffer_load<1, Ext::u8_d16_hi>);
-  t.add("buffer_load_sbyte_d16_hi", buffer_load<1, Ext::i8_d16_hi>);
-  t.add("buffer_load_short_d16_hi", buffer_load<2, Ext::u16_d16_hi>);
-  t.add("buffer_store_byte", buffer_store<1>);
-  t.add("buffer_store_byte_d16_hi", buffer_store<1, true>);
-  t.add("buffer_store_short", buffer_store<2>);
-  t.add("buffer_store_short_d16_hi", buffer_store<2, true>);
-  t.add("buffer_store_dword", buffer_store<4>);
-  t.add("buffer_store_dwordx2", buffer_store<8>);
-  t.add("buffer_store_dwordx3", buffer_store<12>);
-  t.add("buffer_store_dwordx4", buffer_store<16>);
+  // Every instruction here is a vector memory load, store or atomic, counted by vmcnt.
+  auto add = [&](std::string_view name, ExecFn fn) { t.add(name, fn, op::vector_memory); };
+  add("buffer_load_ubyte", buffer_load<1, Ext::u8>);
+  add("buffer_load_sbyte", buffer_load<1, Ext::i8>);
+  add("buffer_load_ushort", buffer_load<2, Ext::u16>);
+  add("buffer_load_sshort", buffer_load<2, Ext::i16>);
+  add("buffer_load_dword", buffer_load<4, Ext::dwords>);
+  add("buffer_load_dwordx2", buffer_load<8, Ext::dwords>);
+  add("buffer_load_dwordx3", buffer_load<12, Ext::dwords>);
+  add("buffer_load_dwordx4", buffer_load<16, Ext::dwords>);
+  add("buffer_load_ubyte_d16", buffer_load<1, Ext::u8_d16>);
+  add("buffer_load_sbyte_d16", buffer_load<1, Ext::i8_d16>);
+  add("buffer_load_short_d16", buffer_load<2, Ext::u16_d16>);
+  add("buffer_load_ubyte_d16_hi", buffer_load<1, Ext::u8_d16_hi>);
+  add("buffer_load_sbyte_d16_hi", buffer_load<1, Ext::i8_d16_hi>);
+  add("buffer_load_short_d16_hi", buffer_load<2, Ext::u16_d16_hi>);
+  add("buffer_store_byte", buffer_store<1>);
+  add("buffer_store_byte_d16_hi", buffer_store<1, true>);
+  add("buffer_store_short", buffer_store<2>);
+  add("buffer_store_short_d16_hi", buffer_store<2, true>);
+  add("buffer_store_dword", buffer_store<4>);
+  add("buffer_store_dwordx2", buffer_store<8>);
+  add("buffer_store_dwordx3", buffer_store<12>);
+  add("buffer_store_dwordx4", buffer_store<16>);
 
-  t.add("global_load_lds_ubyte", global_load_lds<1, Ext::u8>);
-  t.add("global_load_lds_sbyte", global_load_lds<1, Ext::i8>);
-  t.add("global_load_lds_ushort", global_load_lds<2, Ext::u16>);
-  t.add("global_load_lds_sshort", global_load_lds<2, Ext::i16>);
-  t.add("global_load_lds_dword", global_load_lds<4, Ext::dwords>);
-  t.add("global_load_lds_dwordx3", global_load_lds<12, Ext::dwords>);  // gfx950 (the disassembler decodes it only there)
-  t.add("global_load_lds_dwordx4", global_load_lds<16, Ext::dwords>);
+  add("global_load_lds_ubyte", global_load_lds<1, Ext::u8>);
+  add("global_load_lds_sbyte", global_load_lds<1, Ext::i8>);
+  add("global_load_lds_ushort", global_load_lds<2, Ext::u16>);
+  add("global_load_lds_sshort", global_load_lds<2, Ext::i16>);
+  add("global_load_lds_dword", global_load_lds<4, Ext::dwords>);
+  add("global_load_lds_dwordx3", global_load_lds<12, Ext::dwords>);  // gfx950 (the disassembler decodes it only there)
+  add("global_load_lds_dwordx4", global_load_lds<16, Ext::dwords>);
 
   for_each_atomic([&]<class T, auto Op, bool cmpswap>(const char* name) {
-    t.add(intern(std::string("buffer_atomic_") + name), buffer_atomic<T, Op, cmpswap>);
+    add(intern(std::string("buffer_atomic_") + name), buffer_atomic<T, Op, cmpswap>);
   });
 }
 
