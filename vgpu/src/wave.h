@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "profile.h"
 #include "program.h"
 #include "vgpu/device.h"
 
@@ -17,12 +18,6 @@ namespace vgpu {
 inline constexpr int kLanes = 64;
 // Flat-address apertures (high 32 bits of a 64-bit address). Host user addresses stay below 2^47.
 inline constexpr uint32_t kSharedApertureHi = 0x10000, kPrivateApertureHi = 0x20000;
-
-// Per-instruction counters of a profiled dispatch (one set per worker thread, summed at the end).
-struct Profile {
-  std::vector<uint64_t> executed, lds_accesses, lds_conflicts;
-  void resize(size_t n) { executed.assign(n, 0), lds_accesses.assign(n, 0), lds_conflicts.assign(n, 0); }
-};
 
 // State shared by every workgroup of one dispatch.
 struct DispatchCtx {
