@@ -103,14 +103,8 @@ struct ResolvedKernel {
 // (hipErrorNoBinaryForGpu, hipErrorInvalidImage, hipErrorInvalidDeviceFunction or `missing` if the kernel is absent).
 hipError_t resolve(ihipModuleSymbol_t& fn, ResolvedKernel& out, hipError_t missing = hipErrorInvalidDeviceFunction);
 
-// ---------------------------------------------------------------------------------------------------------------
-// Memory the runtime handed out (or registered), for hipFree, pointer queries and bounds checks of copies.
-struct Allocation {
-  size_t size = 0;
-  hipMemoryType type = hipMemoryTypeDevice;
-  unsigned flags = 0;
-  bool owned = true;  // false for hipHostRegister'ed memory: the program owns it
-};
+// The HIP memory type of a program's range of the device's memory map (the one ledger of allocations).
+hipMemoryType memory_type(MemoryKind kind);
 
 // ---------------------------------------------------------------------------------------------------------------
 // The one virtual device and the process-wide state around it. Never destroyed: host programs unregister their
@@ -138,13 +132,14 @@ class Runtime {
   // Device address and size of a registered variable (__device__, __constant__) on this device's arch.
   hipError_t variable(const void* host_var, void** device_address, size_t* size);
 
-  // Allocations.
+  // Allocations: the program's ranges of the device's memory map, which is their only record.
   void* allocate(size_t size, hipMemoryType type, unsigned flags);
   hipError_t release(void* p);  // hipErrorInvalidValue if p was not allocated here
   hipError_t register_host(void* p, size_t size, unsigned flags);
   hipError_t unregister_host(void* p);
-  // The allocation containing p: its base and description, or false.
-  bool find_allocation(const void* p, uintptr_t& base, Allocation& out);
+  // The program's allocation or registration containing p, or an empty range (memory the runtime does not know, or
+  // the device's own: code images, kernarg segments).
+  MemoryRange find_allocation(const void* p);
 
   // Streams and events (handles are checked so that a stale one gives an error, not a crash).
   ihipStream_t* create_stream(unsigned flags, int priority);
@@ -186,8 +181,6 @@ class Runtime {
     bool constant;
   };
   std::map<const void*, Variable> variables_;
-
-  std::map<uintptr_t, Allocation> allocations_;  // base -> allocation
 
   ihipStream_t default_stream_;
   std::set<ihipStream_t*> streams_;

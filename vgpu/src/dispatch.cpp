@@ -88,8 +88,8 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
   packet.private_segment_size = kernel.private_segment_fixed_size;
   packet.group_segment_size = uint32_t(lds);
   packet.kernarg_address = uint64_t(kernarg.data());
-  memory_.add(kernarg.data(), kernarg.size() * 8);
-  memory_.add(&packet, sizeof packet);
+  memory_.add(kernarg.data(), kernarg.size() * 8, MemoryKind::dispatch);
+  memory_.add(&packet, sizeof packet, MemoryKind::dispatch);
 
   DispatchCtx ctx;
   ctx.prog = prog.get();
@@ -127,8 +127,8 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
   auto t0 = std::chrono::steady_clock::now();
   run_on_threads(nthreads, worker);
   auto t1 = std::chrono::steady_clock::now();
-  memory_.remove(kernarg.data());
-  memory_.remove(&packet);
+  memory_.release(kernarg.data());
+  memory_.release(&packet);
   if (stats) {
     stats->wave_instructions = ctx.instructions.load();
     stats->workgroups = groups;

@@ -1,4 +1,4 @@
-// Global memory bookkeeping: the ranges a dispatch may access.
+// The ledger of global memory (see vgpu/memory_map.h).
 #include "vgpu/memory_map.h"
 
 #include <algorithm>
@@ -6,55 +6,73 @@
 
 namespace vgpu {
 
-void* MemoryMap::allocate(size_t bytes, size_t align) {
+void* MemoryMap::allocate(size_t bytes, size_t align, MemoryKind kind, uint32_t flags) {
   size_t size = std::max<size_t>((bytes + align - 1) / align * align, align);
   void* p = std::aligned_alloc(align, size);
   if (!p) return nullptr;
   std::lock_guard lock(mu_);
-  ranges_[uint64_t(p)] = bytes ? bytes : 1;
-  owned_[uint64_t(p)] = p;
+  ranges_[uint64_t(p)] = MemoryRange{uint64_t(p), bytes ? bytes : 1, kind, flags, true};
   return p;
 }
 
-bool MemoryMap::release(void* p) {
+void MemoryMap::add(const void* p, size_t bytes, MemoryKind kind, uint32_t flags) {
   std::lock_guard lock(mu_);
-  auto it = owned_.find(uint64_t(p));
-  if (it == owned_.end()) return false;
-  std::free(it->second);
-  owned_.erase(it);
-  ranges_.erase(uint64_t(p));
+  ranges_[uint64_t(p)] = MemoryRange{uint64_t(p), bytes, kind, flags, false};
+}
+
+bool MemoryMap::release(const void* p) {
+  std::lock_guard lock(mu_);
+  auto it = ranges_.find(uint64_t(p));
+  if (it == ranges_.end()) return false;
+  if (it->second.owned) std::free(const_cast<void*>(p));
+  ranges_.erase(it);
   return true;
 }
 
-void MemoryMap::add(const void* p, size_t bytes) {
-  std::lock_guard lock(mu_);
-  ranges_[uint64_t(p)] = bytes;
-}
-
-void MemoryMap::remove(const void* p) {
-  std::lock_guard lock(mu_);
-  if (!owned_.count(uint64_t(p))) ranges_.erase(uint64_t(p));
-}
-
-std::pair<uint64_t, uint64_t> MemoryMap::find(uint64_t addr) const {
+MemoryRange MemoryMap::find(uint64_t addr) const {
   std::lock_guard lock(mu_);
   auto it = ranges_.upper_bound(addr);
-  if (it == ranges_.begin()) return {0, 0};
+  if (it == ranges_.begin()) return {};
   --it;
-  if (addr - it->first < it->second) return {it->first, it->second};
-  return {0, 0};
+  return addr - it->first < it->second.size ? it->second : MemoryRange{};
+}
+
+MemoryRange MemoryMap::at(const void* p) const {
+  std::lock_guard lock(mu_);
+  auto it = ranges_.find(uint64_t(p));
+  return it == ranges_.end() ? MemoryRange{} : it->second;
 }
 
 bool MemoryMap::contains(uint64_t addr, uint64_t bytes) const {
-  auto [base, size] = find(addr);
-  return size && addr + bytes <= base + size;
+  MemoryRange r = find(addr);
+  return r && addr + bytes <= r.base + r.size;
+}
+
+bool MemoryMap::overlaps_program_range(uint64_t addr, uint64_t bytes) const {
+  std::lock_guard lock(mu_);
+  // Ranges do not overlap one another, so the last program range starting before the end is the only candidate.
+  for (auto it = ranges_.lower_bound(addr + bytes); it != ranges_.begin();) {
+    --it;
+    if (belongs_to_program(it->second.kind)) return it->first + it->second.size > addr;
+  }
+  return false;
+}
+
+void MemoryMap::release_program_ranges() {
+  std::lock_guard lock(mu_);
+  std::erase_if(ranges_, [](const auto& entry) {
+    const MemoryRange& r = entry.second;
+    if (!belongs_to_program(r.kind)) return false;
+    if (r.owned) std::free(reinterpret_cast<void*>(r.base));
+    return true;
+  });
 }
 
 size_t MemoryMap::bytes_in_use() const {
   std::lock_guard lock(mu_);
   size_t n = 0;
-  for (auto& [b, s] : ranges_)
-    if (owned_.count(b)) n += s;
+  for (const auto& [base, r] : ranges_)
+    if (r.owned) n += r.size;
   return n;
 }
 

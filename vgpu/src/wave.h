@@ -123,9 +123,9 @@ inline void write_s64(Wave& w, const Operand& o, uint64_t x) {
 // Checks that [addr, addr + bytes) lies in one allocation; raises a fault naming the lane otherwise.
 inline bool check_global(Wave& w, const Inst& I, uint64_t addr, uint64_t bytes, int lane) {
   if (addr >= w.mem_lo && addr + bytes <= w.mem_hi && addr + bytes >= addr) return true;
-  auto [base, size] = w.ctx->memory->find(addr);
-  if (size && addr + bytes <= base + size) {
-    w.mem_lo = base, w.mem_hi = base + size;
+  const MemoryRange r = w.ctx->memory->find(addr);
+  if (r && addr + bytes <= r.base + r.size) {
+    w.mem_lo = r.base, w.mem_hi = r.base + r.size;
     return true;
   }
   char buf[160];
