@@ -11,7 +11,8 @@ uint64_t Device::image_base(const CodeObject& co) {
   std::lock_guard lock(cache_mu_);
   auto [it, fresh] = images_.try_emplace(&co, 0);
   if (!fresh) return it->second;
-  auto* base = static_cast<uint8_t*>(memory_.allocate(std::max<uint64_t>(co.image_size, 1), 4096, MemoryKind::code_image));
+  auto* base = static_cast<uint8_t*>(
+      memory_.allocate(std::max<uint64_t>(co.image_size, 1), 4096, MemoryKind::code_image));
   if (!base) throw Error("vgpu: cannot allocate the code object's image");
   std::memset(base, 0, co.image_size);
   for (const auto& seg : co.segments) std::memcpy(base + seg.vaddr, seg.bytes.data(), seg.bytes.size());

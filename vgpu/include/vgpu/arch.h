@@ -1,8 +1,9 @@
 // The one table of facts about the targets vgpu models: per arch, what the instruction set and the compute unit are
 // (gfx942 = CDNA3, gfx950 = CDNA4); per product, what the chip built on it has (MI300X, MI325X on gfx942; MI350X,
-// MI355X on gfx950). The emulator, the HIP runtime's device properties and the timing model read these fields;
-// nothing else in vgpu compares Arch values where the difference is a fact. Sources: ../shared/reference/cdna.md and
-// timing.md (its short source names, [WP3], [D350]... are quoted in each row's `source`).
+// MI355X on gfx950). The emulator and the HIP runtime's device properties read these fields (the timing model will
+// too); nothing else in vgpu compares Arch values where the difference is a fact. Sources:
+// ../shared/reference/cdna.md and timing.md (its short source names, [WP3], [D350]... are quoted in each row's
+// `source`).
 #pragma once
 #include <array>
 #include <cstdint>

@@ -1,6 +1,7 @@
 // Global memory: host memory the device may access, as one ledger of ranges (implemented in src/memory_map.cpp).
 // Every global access of a kernel is checked against it, and the HIP runtime answers its questions about pointers
-// (hipFree, hipPointerGetAttributes, the bounds of a copy) from the same ranges: there is no second list to keep in step.
+// (hipFree, hipPointerGetAttributes, the bounds of a copy) from the same ranges: there is no second list to keep in
+// step.
 #pragma once
 #include <cstddef>
 #include <cstdint>
