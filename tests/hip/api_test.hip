@@ -179,6 +179,44 @@ TEST(Api, MemoryKindsAreUsableByKernels) {
   HIP_ASSERT(hipHostUnregister(registered.data()));
 }
 
+__device__ int device_variable = 5;
+
+// Allocations, registrations and the device's own memory (code images) share one ledger: each pointer is freed or
+// unregistered by its own call, once, and memory the device placed is never the program's to free.
+TEST(Api, AllocationsRegistrationsAndDeviceMemoryAreToldApart) {
+  void* p = nullptr;
+  HIP_ASSERT(hipMalloc(&p, 64));
+  EXPECT_EQ(hipHostUnregister(p), hipErrorHostMemoryNotRegistered);
+  size_t size = 0;
+  HIP_ASSERT(hipMemPtrGetInfo(static_cast<char*>(p) + 10, &size));
+  EXPECT_EQ(size, 64u);
+  HIP_ASSERT(hipFree(p));
+  EXPECT_EQ(hipFree(p), hipErrorInvalidValue);
+  EXPECT_EQ(hipMemPtrGetInfo(p, &size), hipErrorInvalidValue);
+
+  std::vector<int> host(32);
+  HIP_ASSERT(hipHostRegister(host.data(), host.size() * sizeof(int), hipHostRegisterDefault));
+  EXPECT_EQ(hipHostRegister(host.data() + 8, 4 * sizeof(int), hipHostRegisterDefault),
+            hipErrorHostMemoryAlreadyRegistered);
+  EXPECT_EQ(hipFree(host.data()), hipErrorInvalidValue);
+  unsigned flags = 99;
+  HIP_ASSERT(hipHostGetFlags(&flags, host.data() + 3));
+  EXPECT_EQ(flags, unsigned(hipHostRegisterDefault));
+  HIP_ASSERT(hipHostUnregister(host.data()));
+  EXPECT_EQ(hipHostUnregister(host.data()), hipErrorHostMemoryNotRegistered);
+
+  void* variable = nullptr;
+  HIP_ASSERT(hipGetSymbolAddress(&variable, HIP_SYMBOL(device_variable)));
+  EXPECT_EQ(hipFree(variable), hipErrorInvalidValue);
+  hipPointerAttribute_t attr;
+  HIP_ASSERT(hipPointerGetAttributes(&attr, variable));
+  EXPECT_EQ(attr.type, hipMemoryTypeUnregistered);  // the device's own memory is not a program allocation
+  int value = 0;
+  HIP_ASSERT(hipMemcpyFromSymbol(&value, HIP_SYMBOL(device_variable), sizeof value, 0, hipMemcpyDeviceToHost));
+  EXPECT_EQ(value, 5);
+  (void)hipGetLastError();
+}
+
 TEST(Api, FillsAndTwoDimensionalCopies) {
   DeviceBuffer<uint16_t> d16(100);
   HIP_ASSERT(hipMemsetD16(d16.ptr, 0xbeef, 100));

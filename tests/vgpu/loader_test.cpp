@@ -175,20 +175,48 @@ const std::set<std::string> kTestKernels = {"scale_add", "lds_reverse", "scratch
 TEST(Arch, Table) {
   const vgpu::ArchInfo& a = vgpu::arch_info(Arch::gfx942);
   EXPECT_EQ(a.name, "gfx942");
-  EXPECT_EQ(a.product, "MI300X");
+  EXPECT_EQ(a.default_product, "MI300X");
   EXPECT_EQ(a.lds_bytes, 65536u);
-  EXPECT_EQ(a.compute_units, 304u);
-  EXPECT_EQ(a.xcds, 8u);
-  EXPECT_EQ(a.clock_mhz, 2100u);
   EXPECT_EQ(a.lds_banks, 32u);
+  EXPECT_EQ(a.fp8, vgpu::Fp8Flavour::fnuz);
+  EXPECT_EQ(a.lds_dma_m0_mask(), 0xffffu);
   const vgpu::ArchInfo& b = vgpu::arch_info(Arch::gfx950);
   EXPECT_EQ(b.name, "gfx950");
-  EXPECT_EQ(b.product, "MI355X");
+  EXPECT_EQ(b.default_product, "MI355X");
   EXPECT_EQ(b.lds_bytes, 163840u);
+  EXPECT_EQ(b.lds_banks, 64u);
+  EXPECT_EQ(b.fp8, vgpu::Fp8Flavour::ocp);
+  EXPECT_EQ(b.lds_dma_m0_mask(), 0x3ffffu);
+}
+
+TEST(Arch, Products) {
+  const vgpu::ProductInfo& a = vgpu::default_product(Arch::gfx942);
+  EXPECT_EQ(a.name, "MI300X");
+  EXPECT_EQ(a.compute_units, 304u);
+  EXPECT_EQ(a.xcds, 8u);
+  EXPECT_EQ(a.peak_clock_mhz, 2100u);
+  EXPECT_EQ(a.memory_clock_khz(), 1300000u);
+  const vgpu::ProductInfo& b = vgpu::default_product(Arch::gfx950);
+  EXPECT_EQ(b.name, "MI355X");
   EXPECT_EQ(b.compute_units, 256u);
   EXPECT_EQ(b.xcds, 8u);
-  EXPECT_EQ(b.clock_mhz, 2400u);
-  EXPECT_EQ(b.lds_banks, 64u);
+  EXPECT_EQ(b.peak_clock_mhz, 2400u);
+  EXPECT_EQ(b.memory_clock_khz(), 2000000u);
+  // Lookup by name, any case; each product is built on the arch its row names.
+  ASSERT_NE(vgpu::find_product("mi325x"), nullptr);
+  EXPECT_EQ(vgpu::find_product("mi325x")->arch, Arch::gfx942);
+  EXPECT_EQ(vgpu::find_product("MI325X")->hbm_bytes, uint64_t(256) << 30);
+  ASSERT_NE(vgpu::find_product("Mi350x"), nullptr);
+  EXPECT_EQ(vgpu::find_product("Mi350x")->arch, Arch::gfx950);
+  EXPECT_EQ(vgpu::find_product("mi400"), nullptr);
+  EXPECT_EQ(vgpu::find_product(""), nullptr);
+  // Every arch's default product exists and is built on it; every product has a source.
+  for (const vgpu::ArchInfo& arch : vgpu::all_archs()) {
+    const vgpu::ProductInfo* p = vgpu::find_product(arch.default_product);
+    ASSERT_NE(p, nullptr) << arch.name;
+    EXPECT_EQ(p->arch, arch.arch) << arch.name;
+  }
+  for (const vgpu::ProductInfo& p : vgpu::all_products()) EXPECT_FALSE(p.source.empty()) << p.name;
 }
 
 TEST(Arch, Parse) {

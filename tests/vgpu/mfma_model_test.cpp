@@ -135,6 +135,7 @@ struct Machine {
     prog.arch = arch;
     prog.texts = {"mfma"};
     ctx.prog = &prog;
+    ctx.arch = &arch_info(arch);
     wg.ctx = &ctx;
     w.ctx = &ctx;
     w.wg = &wg;
@@ -207,7 +208,7 @@ int check(const std::string& name, Arch arch, int trials, uint64_t seed) {
     for (int x = 0; x < cs.c_regs * kLanes; ++x) {
       const uint32_t got = mc.file[kDFast * kLanes + x], want = mc.file[kDRef * kLanes + x];
       if (got != want && bad++ < 5)
-        ADD_FAILURE() << name << (arch == Arch::gfx950 ? " gfx950" : " gfx942") << " trial " << t << " reg " << x / kLanes
+        ADD_FAILURE() << name << " " << arch_info(arch).name << " trial " << t << " reg " << x / kLanes
                       << " lane " << x % kLanes << ": fast 0x" << std::hex << got << ", reference 0x" << want;
     }
   }
@@ -244,7 +245,8 @@ TEST(MfmaModel, ReferenceCoversEveryFusedForm) {
 class FastMatchesReference : public testing::TestWithParam<Arch> {};
 
 TEST_P(FastMatchesReference, EveryFusedForm) {
-  uint64_t seed = GetParam() == Arch::gfx950 ? 950 : 942;
+  const ArchInfo& arch = arch_info(GetParam());
+  uint64_t seed = arch.version_major * 100 + arch.version_minor * 10 + arch.version_stepping;  // 942, 950
   int total = 0;
   for (const auto& name : canonical_mfmas(mfma_reference_table())) {
     const bool big = name.find("f8f6f4") != std::string::npos || name.find("32x32x16") != std::string::npos;
@@ -254,7 +256,7 @@ TEST_P(FastMatchesReference, EveryFusedForm) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Arch, FastMatchesReference, testing::Values(Arch::gfx942, Arch::gfx950),
-                         [](const auto& info) { return info.param == Arch::gfx950 ? "gfx950" : "gfx942"; });
+                         [](const auto& info) { return std::string(arch_info(info.param).name); });
 
 }  // namespace
 }  // namespace vgpu

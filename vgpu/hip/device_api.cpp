@@ -1,5 +1,5 @@
-// The device: one virtual MI300X (gfx942) or MI355X (gfx950). Properties, attributes, selection, versions,
-// synchronisation and reset.
+// The device: one virtual product of vgpu/arch.h's table (MI300X for gfx942 and MI355X for gfx950 unless
+// HK_VGPU_PRODUCT names another). Properties, attributes, selection, versions, synchronisation and reset.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -16,20 +16,6 @@
 namespace vgpu::hiprt {
 namespace {
 
-// Facts of the products vgpu stands in for that ArchInfo does not carry.
-struct Product {
-  size_t hbm_bytes;
-  int memory_clock_khz;
-  int memory_bus_bits;
-  int l2_bytes;  // per XCD
-  int pci_device_id;
-};
-Product product(Arch a) {
-  constexpr size_t GiB = size_t(1) << 30;
-  if (a == Arch::gfx950) return {288 * GiB, 2000000, 8192, 4 << 20, 0x75a3};  // MI355X, HBM3E
-  return {192 * GiB, 1300000, 8192, 4 << 20, 0x74a1};                          // MI300X, HBM3
-}
-
 constexpr int kDeviceCount = 1;
 
 bool valid_device(int id) { return id >= 0 && id < kDeviceCount; }
@@ -37,30 +23,29 @@ bool valid_device(int id) { return id >= 0 && id < kDeviceCount; }
 std::string gcn_arch_name(Arch a) { return std::string(arch_info(a).name) + ":sramecc+:xnack-"; }
 
 void fill_properties(hipDeviceProp_tR0600& p) {
-  const Arch arch = Runtime::get().arch();
-  const ArchInfo& ai = arch_info(arch);
-  const Product prod = product(arch);
+  const ProductInfo& prod = Runtime::get().product();
+  const ArchInfo& ai = arch_info(prod.arch);
   std::memset(&p, 0, sizeof p);
-  std::snprintf(p.name, sizeof p.name, "vgpu (%.*s)", int(ai.product.size()), ai.product.data());
-  std::snprintf(p.gcnArchName, sizeof p.gcnArchName, "%s", gcn_arch_name(arch).c_str());
+  std::snprintf(p.name, sizeof p.name, "vgpu (%.*s)", int(prod.name.size()), prod.name.data());
+  std::snprintf(p.gcnArchName, sizeof p.gcnArchName, "%s", gcn_arch_name(prod.arch).c_str());
   std::memcpy(p.uuid.bytes, "vgpu-virtual-gpu", 16);
   p.totalGlobalMem = prod.hbm_bytes;
   p.sharedMemPerBlock = ai.lds_bytes;
-  p.regsPerBlock = 512 * 64;  // 512 unified registers per lane, 64 lanes
-  p.warpSize = 64;
+  p.regsPerBlock = int(ai.registers_per_lane * ai.wave_size);  // one wave may hold them all
+  p.warpSize = int(ai.wave_size);
   p.memPitch = size_t(INT32_MAX);
   p.maxThreadsPerBlock = 1024;
   p.maxThreadsDim[0] = p.maxThreadsDim[1] = p.maxThreadsDim[2] = 1024;
   p.maxGridSize[0] = INT32_MAX;
   p.maxGridSize[1] = p.maxGridSize[2] = 65536;
-  p.clockRate = int(ai.clock_mhz * 1000);
+  p.clockRate = int(prod.peak_clock_mhz * 1000);
   p.totalConstMem = size_t(INT32_MAX);
-  p.major = 9;
-  p.minor = arch == Arch::gfx950 ? 5 : 4;
+  p.major = int(ai.version_major);
+  p.minor = int(ai.version_minor);
   p.textureAlignment = 256;
   p.texturePitchAlignment = 256;
   p.deviceOverlap = 1;
-  p.multiProcessorCount = int(ai.compute_units);
+  p.multiProcessorCount = int(prod.compute_units);
   p.kernelExecTimeoutEnabled = 0;
   p.integrated = 0;
   p.canMapHostMemory = 1;
@@ -70,15 +55,15 @@ void fill_properties(hipDeviceProp_tR0600& p) {
   p.pciDeviceID = prod.pci_device_id;
   p.asyncEngineCount = 1;
   p.unifiedAddressing = 1;
-  p.memoryClockRate = prod.memory_clock_khz;
-  p.memoryBusWidth = prod.memory_bus_bits;
-  p.l2CacheSize = prod.l2_bytes;
-  p.maxThreadsPerMultiProcessor = 2048;
+  p.memoryClockRate = int(prod.memory_clock_khz());
+  p.memoryBusWidth = int(prod.hbm_bus_bits);
+  p.l2CacheSize = int(prod.l2_bytes_per_xcd);  // what one workgroup's XCD has
+  p.maxThreadsPerMultiProcessor = int(ai.max_waves_per_cu() * ai.wave_size);
   p.streamPrioritiesSupported = 1;
   p.globalL1CacheSupported = 1;
   p.localL1CacheSupported = 1;
   p.sharedMemPerMultiprocessor = ai.lds_bytes;
-  p.regsPerMultiprocessor = 4 * 512 * 64;  // 4 SIMDs
+  p.regsPerMultiprocessor = int(ai.simds_per_cu * ai.registers_per_lane * ai.wave_size);
   p.managedMemory = 1;
   p.hostNativeAtomicSupported = 1;
   p.pageableMemoryAccess = 0;
@@ -87,7 +72,7 @@ void fill_properties(hipDeviceProp_tR0600& p) {
   p.cooperativeLaunch = 0;  // vgpu does not promise that all workgroups of a grid run at once
   p.sharedMemPerBlockOptin = ai.lds_bytes;
   p.directManagedMemAccessFromHost = 1;
-  p.maxBlocksPerMultiProcessor = 32;
+  p.maxBlocksPerMultiProcessor = int(ai.max_waves_per_cu());
   p.hostRegisterSupported = 1;
   p.memoryPoolsSupported = 0;
   p.maxSharedMemoryPerMultiProcessor = ai.lds_bytes;
@@ -131,7 +116,8 @@ void fill_properties(hipDeviceProp_tR0000& old) {
   old.pciDeviceID = p.pciDeviceID;
   old.maxSharedMemoryPerMultiProcessor = p.maxSharedMemoryPerMultiProcessor;
   old.canMapHostMemory = p.canMapHostMemory;
-  old.gcnArch = Runtime::get().arch() == Arch::gfx950 ? 950 : 942;
+  const ArchInfo& ai = arch_info(Runtime::get().arch());
+  old.gcnArch = int(ai.version_major * 100 + ai.version_minor * 10 + ai.version_stepping);
   old.integrated = p.integrated;
   old.cooperativeLaunch = p.cooperativeLaunch;
   old.memPitch = p.memPitch;
@@ -328,15 +314,16 @@ HK_HIP_API hipError_t hipDeviceGetUuid(hipUUID* uuid, hipDevice_t id) {
 HK_HIP_API hipError_t hipDeviceTotalMem(size_t* bytes, hipDevice_t id) {
   if (!bytes) return done(hipErrorInvalidValue);
   if (!valid_device(id)) return done(hipErrorInvalidDevice);
-  *bytes = product(Runtime::get().arch()).hbm_bytes;
+  *bytes = Runtime::get().product().hbm_bytes;
   return hipSuccess;
 }
 
 HK_HIP_API hipError_t hipDeviceComputeCapability(int* major, int* minor, hipDevice_t id) {
   if (!major || !minor) return done(hipErrorInvalidValue);
   if (!valid_device(id)) return done(hipErrorInvalidDevice);
-  *major = 9;
-  *minor = Runtime::get().arch() == Arch::gfx950 ? 5 : 4;
+  const ArchInfo& ai = arch_info(Runtime::get().arch());
+  *major = int(ai.version_major);
+  *minor = int(ai.version_minor);
   return hipSuccess;
 }
 

@@ -23,8 +23,8 @@ int max_dynamic_shared(const ihipModuleSymbol_t& fn, const KernelInfo& info) {
 
 void fill_attributes(hipFuncAttributes& a, const ihipModuleSymbol_t& fn, const KernelInfo& info) {
   a = hipFuncAttributes{};
-  const Arch arch = Runtime::get().arch();
-  a.binaryVersion = arch == Arch::gfx950 ? 95 : 94;  // major*10 + minor, as hipDeviceProp_t reports 9.4 / 9.5
+  const ArchInfo& arch = arch_info(Runtime::get().arch());
+  a.binaryVersion = int(arch.version_major * 10 + arch.version_minor);  // 94 / 95, as hipDeviceProp_t reports 9.4 / 9.5
   a.cacheModeCA = 0;
   a.constSizeBytes = 0;
   a.localSizeBytes = info.private_segment_fixed_size;
@@ -36,13 +36,15 @@ void fill_attributes(hipFuncAttributes& a, const ihipModuleSymbol_t& fn, const K
   a.sharedSizeBytes = info.group_segment_fixed_size;
 }
 
-// Workgroups of `block` work-items one compute unit can hold: 4 SIMDs x 8 waves; LDS shared among them.
+// Workgroups of `block` work-items one compute unit can hold: its wave slots (4 SIMDs x 8 waves) and its LDS, shared
+// among them.
 int blocks_per_cu(const KernelInfo& info, int block, size_t dynamic_shared) {
   if (block <= 0) return 0;
-  const int waves = (block + 63) / 64;
-  int by_waves = 32 / waves;
+  const ArchInfo& arch = Runtime::get().device().info();
+  const int waves = (block + int(arch.wave_size) - 1) / int(arch.wave_size);
+  int by_waves = int(arch.max_waves_per_cu()) / waves;
   size_t lds = info.group_segment_fixed_size + dynamic_shared;
-  int by_lds = lds ? int(Runtime::get().device().info().lds_bytes / lds) : INT_MAX;
+  int by_lds = lds ? int(arch.lds_bytes / lds) : INT_MAX;
   return std::max(0, std::min(by_waves, by_lds));
 }
 
@@ -58,7 +60,7 @@ hipError_t potential_block(int* grid, int* block, const KernelInfo& info, size_t
   if (limit > 0) best = std::min(best, limit);
   best = std::max(64, best / 64 * 64);
   *block = best;
-  *grid = blocks_per_cu(info, best, dynamic_shared) * int(Runtime::get().device().info().compute_units);
+  *grid = blocks_per_cu(info, best, dynamic_shared) * int(Runtime::get().device().product().compute_units);
   return hipSuccess;
 }
 

@@ -130,7 +130,7 @@ hipError_t launch(const LaunchRequest& r) {
   lp.kernarg_size = segment_size;
 
   Device& dev = rt.device();
-  dev.memory().add(segment.data(), segment.size());
+  dev.memory().add(segment.data(), segment.size(), MemoryKind::dispatch);
   Fault fault;
   DispatchStats stats;
   std::string error;
@@ -140,7 +140,7 @@ hipError_t launch(const LaunchRequest& r) {
   } catch (const std::exception& e) {
     error = e.what();
   }
-  dev.memory().remove(segment.data());
+  dev.memory().release(segment.data());
 
   if (!error.empty()) return fail(hipErrorLaunchFailure, "kernel " + info.name + ": " + error, true);
   if (!fault) return hipSuccess;

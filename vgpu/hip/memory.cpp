@@ -1,5 +1,6 @@
-// Memory: allocation, copies and fills. vgpu's global memory is host memory registered with the device's
-// MemoryMap, so every copy direction is a plain memcpy, and "async" copies complete before they return.
+// Memory: allocation, copies and fills. vgpu's global memory is host memory recorded in the device's MemoryMap (the
+// one ledger of allocations), so every copy direction is a plain memcpy, and "async" copies complete before they
+// return.
 #include <sys/sysinfo.h>
 
 #include <algorithm>
@@ -27,13 +28,12 @@ hipError_t free_memory(void* p) {
 // A range that starts inside memory the runtime knows must also end inside it: copying past the end of a
 // hipMalloc'd buffer would silently corrupt the host heap that backs it.
 hipError_t check_range(const void* p, size_t bytes, const char* what) {
-  uintptr_t base;
-  Allocation a;
-  if (!Runtime::get().find_allocation(p, base, a)) return hipSuccess;  // host memory we do not track
+  const MemoryRange a = Runtime::get().find_allocation(p);
+  if (!a) return hipSuccess;  // host memory we do not track
   uintptr_t start = reinterpret_cast<uintptr_t>(p);
-  if (start + bytes > base + a.size)
+  if (start + bytes > a.base + a.size)
     return fail(hipErrorInvalidValue, std::string(what) + " range of " + std::to_string(bytes) + " bytes at offset " +
-                                          std::to_string(start - base) + " runs past the end of its " +
+                                          std::to_string(start - a.base) + " runs past the end of its " +
                                           std::to_string(a.size) + "-byte allocation");
   return hipSuccess;
 }
@@ -155,18 +155,14 @@ HK_HIP_API hipError_t hipHostUnregister(void* p) {
 }
 HK_HIP_API hipError_t hipHostGetDevicePointer(void** device_ptr, void* host_ptr, unsigned int /*flags*/) {
   if (!device_ptr || !host_ptr) return done(hipErrorInvalidValue);
-  uintptr_t base;
-  Allocation a;
-  if (!Runtime::get().find_allocation(host_ptr, base, a)) return done(hipErrorInvalidValue);
+  if (!Runtime::get().find_allocation(host_ptr)) return done(hipErrorInvalidValue);
   *device_ptr = host_ptr;  // one address space
   return hipSuccess;
 }
 HK_HIP_API hipError_t hipHostGetFlags(unsigned int* flags, void* host_ptr) {
   if (!flags || !host_ptr) return done(hipErrorInvalidValue);
-  uintptr_t base;
-  Allocation a;
-  if (!Runtime::get().find_allocation(host_ptr, base, a) || a.type != hipMemoryTypeHost)
-    return done(hipErrorInvalidValue);
+  const MemoryRange a = Runtime::get().find_allocation(host_ptr);
+  if (!a || memory_type(a.kind) != hipMemoryTypeHost) return done(hipErrorInvalidValue);
   *flags = a.flags;
   return hipSuccess;
 }
@@ -186,39 +182,36 @@ HK_HIP_API hipError_t hipMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
 
 HK_HIP_API hipError_t hipMemPtrGetInfo(void* p, size_t* size) {
   if (!p || !size) return done(hipErrorInvalidValue);
-  uintptr_t base;
-  Allocation a;
-  if (!Runtime::get().find_allocation(p, base, a)) return done(hipErrorInvalidValue);
+  const MemoryRange a = Runtime::get().find_allocation(p);
+  if (!a) return done(hipErrorInvalidValue);
   *size = a.size;
   return hipSuccess;
 }
 
 HK_HIP_API hipError_t hipMemGetAddressRange(hipDeviceptr_t* base_out, size_t* size, hipDeviceptr_t p) {
-  uintptr_t base;
-  Allocation a;
-  if (!Runtime::get().find_allocation(p, base, a)) return done(hipErrorNotFound);
-  if (base_out) *base_out = reinterpret_cast<void*>(base);
+  const MemoryRange a = Runtime::get().find_allocation(p);
+  if (!a) return done(hipErrorNotFound);
+  if (base_out) *base_out = reinterpret_cast<void*>(a.base);
   if (size) *size = a.size;
   return hipSuccess;
 }
 
 HK_HIP_API hipError_t hipPointerGetAttributes(hipPointerAttribute_t* attr, const void* p) {
   if (!attr || !p) return done(hipErrorInvalidValue);
-  uintptr_t base;
-  Allocation a;
   *attr = hipPointerAttribute_t{};
-  if (!Runtime::get().find_allocation(p, base, a)) {
+  const MemoryRange a = Runtime::get().find_allocation(p);
+  if (!a) {
     // As HIP 6 (and CUDA): memory the runtime does not know is reported as unregistered, without an error.
     attr->type = hipMemoryTypeUnregistered;
     attr->device = -1;
     attr->hostPointer = const_cast<void*>(p);
     return hipSuccess;
   }
-  attr->type = a.type;
+  attr->type = memory_type(a.kind);
   attr->device = 0;
   attr->devicePointer = const_cast<void*>(p);
-  attr->hostPointer = a.type == hipMemoryTypeDevice ? nullptr : const_cast<void*>(p);
-  attr->isManaged = a.type == hipMemoryTypeManaged;
+  attr->hostPointer = attr->type == hipMemoryTypeDevice ? nullptr : const_cast<void*>(p);
+  attr->isManaged = attr->type == hipMemoryTypeManaged;
   attr->allocationFlags = a.flags;
   return hipSuccess;
 }

@@ -103,14 +103,8 @@ struct ResolvedKernel {
 // (hipErrorNoBinaryForGpu, hipErrorInvalidImage, hipErrorInvalidDeviceFunction or `missing` if the kernel is absent).
 hipError_t resolve(ihipModuleSymbol_t& fn, ResolvedKernel& out, hipError_t missing = hipErrorInvalidDeviceFunction);
 
-// ---------------------------------------------------------------------------------------------------------------
-// Memory the runtime handed out (or registered), for hipFree, pointer queries and bounds checks of copies.
-struct Allocation {
-  size_t size = 0;
-  hipMemoryType type = hipMemoryTypeDevice;
-  unsigned flags = 0;
-  bool owned = true;  // false for hipHostRegister'ed memory: the program owns it
-};
+// The HIP memory type of a program's range of the device's memory map (the one ledger of allocations).
+hipMemoryType memory_type(MemoryKind kind);
 
 // ---------------------------------------------------------------------------------------------------------------
 // The one virtual device and the process-wide state around it. Never destroyed: host programs unregister their
@@ -122,9 +116,12 @@ class Runtime {
   // The device, created on first use with the arch chosen by choose_arch().
   Device& device();
   Arch arch();
-  // HK_VGPU_ARCH if set; otherwise the arch of the first registered code (gfx950 preferred when a binary carries
-  // both); otherwise gfx950. Fixed from the first time the arch is asked for.
+  // HK_VGPU_ARCH if set; otherwise the arch of the first registered code (the newest when a binary carries
+  // several); otherwise the newest arch vgpu models. Fixed from the first time the arch is asked for.
   void suggest_arch(const std::vector<Arch>& archs_in_binary);
+  // The product the device stands in for: HK_VGPU_PRODUCT if it names one built on the device's arch, otherwise the
+  // arch's default product (vgpu/arch.h). Fixes the arch.
+  const ProductInfo& product();
 
   // Registered kernels and fat binaries.
   FatBinary* add_fat_binary(const uint8_t* bundle, size_t size);
@@ -135,13 +132,14 @@ class Runtime {
   // Device address and size of a registered variable (__device__, __constant__) on this device's arch.
   hipError_t variable(const void* host_var, void** device_address, size_t* size);
 
-  // Allocations.
+  // Allocations: the program's ranges of the device's memory map, which is their only record.
   void* allocate(size_t size, hipMemoryType type, unsigned flags);
   hipError_t release(void* p);  // hipErrorInvalidValue if p was not allocated here
   hipError_t register_host(void* p, size_t size, unsigned flags);
   hipError_t unregister_host(void* p);
-  // The allocation containing p: its base and description, or false.
-  bool find_allocation(const void* p, uintptr_t& base, Allocation& out);
+  // The program's allocation or registration containing p, or an empty range (memory the runtime does not know, or
+  // the device's own: code images, kernarg segments).
+  MemoryRange find_allocation(const void* p);
 
   // Streams and events (handles are checked so that a stale one gives an error, not a crash).
   ihipStream_t* create_stream(unsigned flags, int priority);
@@ -166,11 +164,13 @@ class Runtime {
  private:
   Runtime() = default;
   Arch choose_arch_locked();
+  const ProductInfo& product_locked(Arch arch);
 
   std::mutex mu_;
   std::unique_ptr<Device> device_;
   bool arch_suggested_ = false;
-  Arch suggested_arch_ = Arch::gfx950;
+  Arch suggested_arch_{};
+  const ProductInfo* product_ = nullptr;  // chosen with the arch
 
   std::vector<std::unique_ptr<FatBinary>> fat_binaries_;
   std::map<const void*, std::unique_ptr<ihipModuleSymbol_t>> functions_;  // host stub -> kernel
@@ -181,8 +181,6 @@ class Runtime {
     bool constant;
   };
   std::map<const void*, Variable> variables_;
-
-  std::map<uintptr_t, Allocation> allocations_;  // base -> allocation
 
   ihipStream_t default_stream_;
   std::set<ihipStream_t*> streams_;

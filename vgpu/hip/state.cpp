@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cctype>
 #include <cstring>
+#include <optional>
+#include <span>
+#include <tuple>
 
 #include "runtime.h"
 
@@ -14,27 +18,85 @@ Runtime& Runtime::get() {
   return *r;
 }
 
+namespace {
+
+// Ordered by GFX version: a program built for several archs runs as the newest device it carries code for.
+bool newer(Arch a, Arch b) {
+  const ArchInfo &x = arch_info(a), &y = arch_info(b);
+  return std::tie(x.version_major, x.version_minor, x.version_stepping) >
+         std::tie(y.version_major, y.version_minor, y.version_stepping);
+}
+
+Arch newest(std::span<const Arch> archs) {
+  Arch best = archs.front();
+  for (Arch a : archs)
+    if (newer(a, best)) best = a;
+  return best;
+}
+
+Arch newest_modelled() {
+  std::vector<Arch> all;
+  for (const ArchInfo& a : all_archs()) all.push_back(a.arch);
+  return newest(all);
+}
+
+// "gfx942, gfx950" or "mi300x, mi325x": what a variable may name, for its warning.
+std::string choices(std::optional<Arch> of_arch) {
+  std::string s;
+  auto add = [&](std::string_view name) {
+    if (!s.empty()) s += ", ";
+    for (char c : name) s += char(std::tolower(static_cast<unsigned char>(c)));
+  };
+  if (!of_arch)
+    for (const ArchInfo& a : all_archs()) add(a.name);
+  else
+    for (const ProductInfo& p : all_products())
+      if (p.arch == *of_arch) add(p.name);
+  return s;
+}
+
+}  // namespace
+
 Arch Runtime::choose_arch_locked() {
   if (const char* env = std::getenv("HK_VGPU_ARCH"); env && *env) {
     if (auto a = parse_arch(env)) return *a;
-    if (!quiet()) std::fprintf(stderr, "vgpu: ignoring HK_VGPU_ARCH=%s (expected gfx942 or gfx950)\n", env);
+    if (!quiet())
+      std::fprintf(stderr, "vgpu: ignoring HK_VGPU_ARCH=%s (expected one of %s)\n", env, choices({}).c_str());
   }
-  return arch_suggested_ ? suggested_arch_ : Arch::gfx950;
+  return arch_suggested_ ? suggested_arch_ : newest_modelled();
+}
+
+const ProductInfo& Runtime::product_locked(Arch arch) {
+  if (product_ && product_->arch == arch) return *product_;
+  product_ = &default_product(arch);
+  if (const char* env = std::getenv("HK_VGPU_PRODUCT"); env && *env) {
+    const ProductInfo* p = find_product(env);
+    if (p && p->arch == arch)
+      product_ = p;
+    else if (!quiet())
+      std::fprintf(stderr, "vgpu: ignoring HK_VGPU_PRODUCT=%s (the device is %s: one of %s)\n", env,
+                   std::string(arch_info(arch).name).c_str(), choices(arch).c_str());
+  }
+  return *product_;
 }
 
 void Runtime::suggest_arch(const std::vector<Arch>& archs) {
   std::lock_guard lock(mu_);
   if (arch_suggested_ || device_ || archs.empty()) return;
   arch_suggested_ = true;
-  suggested_arch_ = archs.front();
-  for (Arch a : archs)
-    if (a == Arch::gfx950) suggested_arch_ = a;  // a binary built for both runs as the newer device
+  suggested_arch_ = newest(archs);
 }
 
 Device& Runtime::device() {
   std::lock_guard lock(mu_);
-  if (!device_) device_ = std::make_unique<Device>(choose_arch_locked());
+  if (!device_) device_ = std::make_unique<Device>(product_locked(choose_arch_locked()));
   return *device_;
+}
+
+const ProductInfo& Runtime::product() {
+  const Arch a = arch();
+  std::lock_guard lock(mu_);
+  return product_locked(a);
 }
 
 Arch Runtime::arch() {
@@ -101,67 +163,68 @@ hipError_t Runtime::variable(const void* host_var, void** device_address, size_t
 }
 
 // --- allocations -----------------------------------------------------------------------------------------------
+// The device's memory map is the one ledger: a program's allocations and registrations are its ranges of the
+// program's kinds; mu_ serialises the runtime's check-then-change sequences on it.
+
+namespace {
+
+MemoryKind kind_of(hipMemoryType type) {
+  switch (type) {
+    case hipMemoryTypeHost: return MemoryKind::host;
+    case hipMemoryTypeManaged: return MemoryKind::managed;
+    default: return MemoryKind::device;
+  }
+}
+
+}  // namespace
+
+hipMemoryType memory_type(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::host:
+    case MemoryKind::registered_host: return hipMemoryTypeHost;
+    case MemoryKind::managed: return hipMemoryTypeManaged;
+    default: return hipMemoryTypeDevice;
+  }
+}
 
 void* Runtime::allocate(size_t size, hipMemoryType type, unsigned flags) {
   Device& dev = device();
-  void* p = nullptr;
   try {
-    p = dev.memory().allocate(size, 256);
+    return dev.memory().allocate(size, 256, kind_of(type), flags);
   } catch (const std::bad_alloc&) {
-    p = nullptr;
+    return nullptr;
   }
-  if (!p) return nullptr;
-  std::lock_guard lock(mu_);
-  allocations_[reinterpret_cast<uintptr_t>(p)] = Allocation{size, type, flags, true};
-  return p;
 }
 
 hipError_t Runtime::release(void* p) {
-  {
-    std::lock_guard lock(mu_);
-    auto it = allocations_.find(reinterpret_cast<uintptr_t>(p));
-    if (it == allocations_.end() || !it->second.owned) return hipErrorInvalidValue;
-    allocations_.erase(it);
-  }
-  return device().memory().release(p) ? hipSuccess : hipErrorInvalidValue;
+  Device& dev = device();
+  std::lock_guard lock(mu_);
+  const MemoryRange r = dev.memory().at(p);
+  if (!r || !belongs_to_program(r.kind) || !r.owned) return hipErrorInvalidValue;
+  return dev.memory().release(p) ? hipSuccess : hipErrorInvalidValue;
 }
 
 hipError_t Runtime::register_host(void* p, size_t size, unsigned flags) {
   Device& dev = device();
   std::lock_guard lock(mu_);
-  uintptr_t base = reinterpret_cast<uintptr_t>(p);
-  // Overlap with an existing allocation or registration?
-  auto it = allocations_.upper_bound(base + size - 1);
-  if (it != allocations_.begin()) {
-    --it;
-    if (it->first + it->second.size > base) return hipErrorHostMemoryAlreadyRegistered;
-  }
-  allocations_[base] = Allocation{size, hipMemoryTypeHost, flags, false};
-  dev.memory().add(p, size);
+  if (dev.memory().overlaps_program_range(reinterpret_cast<uintptr_t>(p), size))
+    return hipErrorHostMemoryAlreadyRegistered;
+  dev.memory().add(p, size, MemoryKind::registered_host, flags);
   return hipSuccess;
 }
 
 hipError_t Runtime::unregister_host(void* p) {
   Device& dev = device();
   std::lock_guard lock(mu_);
-  auto it = allocations_.find(reinterpret_cast<uintptr_t>(p));
-  if (it == allocations_.end() || it->second.owned) return hipErrorHostMemoryNotRegistered;
-  allocations_.erase(it);
-  dev.memory().remove(p);
+  const MemoryRange r = dev.memory().at(p);
+  if (!r || r.kind != MemoryKind::registered_host) return hipErrorHostMemoryNotRegistered;
+  dev.memory().release(p);
   return hipSuccess;
 }
 
-bool Runtime::find_allocation(const void* p, uintptr_t& base, Allocation& out) {
-  std::lock_guard lock(mu_);
-  uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  auto it = allocations_.upper_bound(a);
-  if (it == allocations_.begin()) return false;
-  --it;
-  // A pointer one past the end still names its allocation for zero-byte copies; treat [base, base+size) strictly.
-  if (a >= it->first + std::max<size_t>(it->second.size, 1)) return false;
-  base = it->first;
-  out = it->second;
-  return true;
+MemoryRange Runtime::find_allocation(const void* p) {
+  const MemoryRange r = device().memory().find(reinterpret_cast<uintptr_t>(p));
+  return r && belongs_to_program(r.kind) ? r : MemoryRange{};
 }
 
 // --- streams and events ----------------------------------------------------------------------------------------
@@ -243,15 +306,7 @@ Fault Runtime::dispatch(const ResolvedKernel& k, const LaunchParams& lp, Dispatc
 void Runtime::reset() {
   std::lock_guard dispatch_lock(dispatch_mu_);
   std::lock_guard lock(mu_);
-  if (device_) {
-    for (auto& [base, a] : allocations_) {
-      if (a.owned)
-        device_->memory().release(reinterpret_cast<void*>(base));
-      else
-        device_->memory().remove(reinterpret_cast<void*>(base));
-    }
-  }
-  allocations_.clear();
+  if (device_) device_->memory().release_program_ranges();
   for (ihipStream_t* s : streams_) delete s;
   streams_.clear();
   for (ihipEvent_t* e : events_) delete e;

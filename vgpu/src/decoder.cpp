@@ -69,8 +69,14 @@ struct Disassembler {
 };
 
 Disassembler& disassembler(Arch arch) {
-  static Disassembler d942(Arch::gfx942), d950(Arch::gfx950);
-  return arch == Arch::gfx942 ? d942 : d950;
+  static const auto per_arch = [] {
+    std::vector<std::unique_ptr<Disassembler>> v;
+    for (const ArchInfo& a : all_archs()) v.push_back(std::make_unique<Disassembler>(a.arch));
+    return v;
+  }();
+  for (size_t i = 0; i < per_arch.size(); ++i)
+    if (all_archs()[i].arch == arch) return *per_arch[i];
+  throw Error("vgpu: no disassembler for this arch");
 }
 
 // --- Text parsing -----------------------------------------------------------------------------------------------
@@ -359,16 +365,6 @@ bool apply_modifier(std::string_view tok, Inst& I) {
   return false;
 }
 
-bool is_sopp_branch(std::string_view m) {
-  return m == "s_branch" || m.starts_with("s_cbranch_");
-}
-
-// Loads, stores and atomics of the vector memory path (counted by vmcnt); not the cache maintenance operations.
-bool is_vector_memory(std::string_view m) {
-  const bool vmem = m.starts_with("buffer_") || m.starts_with("global_") || m.starts_with("flat_") || m.starts_with("scratch_");
-  return vmem && m.find("wb") == std::string_view::npos && m.find("inv") == std::string_view::npos;
-}
-
 }  // namespace
 
 int Program::index_of(int64_t off) const {
@@ -392,6 +388,7 @@ std::shared_ptr<Program> decode_kernel(const CodeObject& co, const KernelInfo& i
   const uint32_t accum = info.kd.accum_offset();
   uint64_t furthest_target = 0;  // decode at least up to every branch target seen
   uint32_t max_vgpr = 0;
+  std::vector<size_t> branches;  // instructions whose target is resolved once everything is decoded
 
   // Decodes [from, to) of .text into prog; the kernel's own code (kernel = true) ends at the first s_endpgm past every
   // branch target seen.
@@ -419,6 +416,7 @@ std::shared_ptr<Program> decode_kernel(const CodeObject& co, const KernelInfo& i
       text.erase(0, text.find_first_not_of(' '));
       I.text = uint32_t(prog->texts.size());
       prog->texts.push_back(text);
+      bool ends_program = false;
 
       if (!I.fn) {
         auto sp = text.find(' ');
@@ -432,26 +430,28 @@ std::shared_ptr<Program> decode_kernel(const CodeObject& co, const KernelInfo& i
             if (suffix == "_dpp") I.flags |= mod::dpp;
             break;
           }
-        const OpInfo* op = table.find(mnem);
-        bool ok = op != nullptr;
+        const OpInfo* known = table.find(mnem);
+        bool ok = known != nullptr;
         if (ok) {
-          I.fn = op->fn;
-          I.name = op->name.data();
-          if (is_vector_memory(mnem)) I.vmem_fn = I.fn, I.fn = exec_vmem_counted;
+          I.fn = known->fn;
+          I.name = known->name.data();
+          ends_program = known->is(op::ends_program);
+          if (known->is(op::vector_memory)) I.vmem_fn = I.fn, I.fn = exec_vmem_counted;
           // SOPP/SOPK: simm16 in the low half of the first word, as encoded.
           uint32_t word;
           std::memcpy(&word, bytes.data(), 4);
           const uint32_t simm16 = word & 0xffff;
-          if (mnem == "s_waitcnt" || mnem == "s_waitcnt_vmcnt") I.simm = simm16;  // the counters (printed as text)
-          if (is_sopp_branch(mnem)) {
+          if (known->is(op::encoded_simm16)) I.simm = simm16;
+          if (known->is(op::branch)) {
             // target = next instruction + 4 * simm16.
             int64_t target = int64_t(off) + 4 + 4 * int64_t(int16_t(simm16));
             I.offset = int32_t(target - int64_t(start));
             if (kernel) furthest_target = std::max<uint64_t>(furthest_target, uint64_t(target));
+            branches.push_back(prog->insts.size());
           } else {
             for (auto& tok : split_operands(rest)) {
               Operand o;
-              if (I.nops < std::size(I.op) && parse_operand(tok, op->imm, accum, o)) {
+              if (I.nops < std::size(I.op) && parse_operand(tok, known->imm, accum, o)) {
                 I.op[I.nops++] = o;
                 if (o.kind == OpKind::vgpr) max_vgpr = std::max<uint32_t>(max_vgpr, o.reg + o.width);
               } else if (!apply_modifier(tok, I)) {
@@ -468,7 +468,7 @@ std::shared_ptr<Program> decode_kernel(const CodeObject& co, const KernelInfo& i
       prog->offsets.push_back(int64_t(off) - int64_t(start));
       prog->insts.push_back(I);
       off += size;
-      if (kernel && text.starts_with("s_endpgm") && off > furthest_target) break;
+      if (kernel && ends_program && off > furthest_target) break;
     }
   };
   decode_range(start, co.text.size(), true);
@@ -490,11 +490,11 @@ std::shared_ptr<Program> decode_kernel(const CodeObject& co, const KernelInfo& i
   for (size_t i = 0; i < prog->offsets.size(); ++i) prog->by_offset[i] = {prog->offsets[i], int(i)};
   std::sort(prog->by_offset.begin(), prog->by_offset.end());
   // Resolve branch targets to instruction indices.
-  for (auto& I : prog->insts)
-    if (I.name && is_sopp_branch(I.name)) {
-      I.target = prog->index_of(uint64_t(I.offset));
-      if (I.target < 0) I.fn = exec_unknown;
-    }
+  for (size_t i : branches) {
+    Inst& I = prog->insts[i];
+    I.target = prog->index_of(uint64_t(I.offset));
+    if (I.target < 0) I.fn = exec_unknown;
+  }
   prog->vgprs = std::max<uint32_t>({max_vgpr, info.vgpr_count, accum + info.agpr_count, 1});
   return prog;
 }

@@ -14,10 +14,11 @@ using u32 = uint32_t;
 using u64 = uint64_t;
 using f32 = float;
 
-bool on_gfx950(const Wave& w) { return w.ctx->prog->arch == Arch::gfx950; }
-
 // The e4m3 (fp8) or e5m2 (bf8) format of the arch: FNUZ on gfx942, OCP on gfx950.
-Fp8 format_of(const Wave& w, bool bf8) { return bf8 ? bf8_format(on_gfx950(w)) : fp8_format(on_gfx950(w)); }
+Fp8 format_of(const Wave& w, bool bf8) {
+  const bool ocp = w.ctx->arch->fp8 == Fp8Flavour::ocp;
+  return bf8 ? bf8_format(ocp) : fp8_format(ocp);
+}
 
 // COMPUTE_PGM_RSRC1.FP16_OVFL (bit 26): clamp overflowing finite results of the fp8 conversions to the largest finite
 // value instead of NaN / infinity (an assumption carried over from the gfx12 ISA; see docs/vgpu-numerics.md).

@@ -570,9 +570,9 @@ bool f8f6f4_format(Wave& w, const Inst& I, int code, int& fmt) {
   return fail(w, I, "MFMA f8f6f4 with an fp6/bf6/fp4 operand (cbsz/blgp 2-4) is not modelled");
 }
 
-int fp8_table_of(Ty t, bool gfx950) {
-  if (t == Ty::fp8) return int(fp8_format(gfx950));
-  if (t == Ty::bf8) return int(bf8_format(gfx950));
+int fp8_table_of(Ty t, Fp8Flavour flavour) {
+  if (t == Ty::fp8) return int(fp8_format(flavour == Fp8Flavour::ocp));
+  if (t == Ty::bf8) return int(bf8_format(flavour == Fp8Flavour::ocp));
   return -1;
 }
 
@@ -701,13 +701,12 @@ void mfma(Wave& w, const Inst& I) {
   constexpr int M = S.m, N = S.n, K = S.k, B = S.blocks;
   if (!check_operands<S>(w, I)) return;
   Setup s;
-  const bool gfx950 = w.ctx->prog->arch == Arch::gfx950;
   if constexpr (S.a == Ty::f8f6f4) {
     if (!f8f6f4_format(w, I, I.cbsz, s.fmt_a) || !f8f6f4_format(w, I, I.blgp, s.fmt_b)) return;
   } else {
     if (!lane_sources(w, I, s)) return;
-    s.fmt_a = fp8_table_of(S.a, gfx950);
-    s.fmt_b = fp8_table_of(S.b, gfx950);
+    s.fmt_a = fp8_table_of(S.a, w.ctx->arch->fp8);
+    s.fmt_b = fp8_table_of(S.b, w.ctx->arch->fp8);
   }
 
   alignas(64) uint32_t ra[B * M * K], rb[B * N * K], c[B * M * N], d[B * M * N];

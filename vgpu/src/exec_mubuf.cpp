@@ -87,19 +87,21 @@ bool buffer_lanes(Wave& w, const Inst& I, const Layout& L, uint64_t* addr, uint3
 }
 
 // buffer_load_* with the lds modifier: each lane's data goes to LDS at
-//   M0[17:0] (gfx950) / M0[15:0] (gfx942) + inst_offset + lane * (Bytes <= 4 ? 4 : 16)
+//   M0[lds_dma_m0_bits-1:0] (17:0 on gfx950, 15:0 on gfx942) + inst_offset + lane * (Bytes <= 4 ? 4 : 16)
 // One- and two-byte loads write their lane's whole dword, zero- or sign-extended; dwordx3 writes 3 dwords of its 16-byte
 // slot. Out-of-range elements write zeros. An LDS address past the workgroup's allocation faults.
 template <uint32_t Bytes, Ext E>
 void buffer_load_lds(Wave& w, const Inst& I) {
-  const bool gfx950 = w.ctx->prog->arch == Arch::gfx950;
-  constexpr bool legal_any = Bytes <= 4 && (E == Ext::dwords || E == Ext::u8 || E == Ext::i8 || E == Ext::u16 ||
-                                            E == Ext::i16);
-  constexpr bool legal_950 = Bytes == 12 || Bytes == 16;
-  if (!(legal_any || (legal_950 && gfx950))) {
+  const ArchInfo& arch = *w.ctx->arch;
+  // Sub-dword and dword loads on every arch; dwordx3 and dwordx4 where the arch's LDS DMA is that wide. Never dwordx2.
+  constexpr bool legal_narrow = Bytes <= 4 && (E == Ext::dwords || E == Ext::u8 || E == Ext::i8 || E == Ext::u16 ||
+                                               E == Ext::i16);
+  constexpr bool legal_wide = Bytes == 12 || Bytes == 16;
+  const bool wide_dma = arch.lds_dma_max_bytes >= 16;
+  if (!(legal_narrow || (legal_wide && wide_dma))) {
     w.fault(I, FaultKind::unknown_instruction, -1,
-            std::string("no LDS DMA form of ") + I.name + " on " + std::string(arch_info(w.ctx->prog->arch).name) +
-                " (ubyte, sbyte, ushort, sshort, dword" + (gfx950 ? ", dwordx3, dwordx4)" : ")"));
+            std::string("no LDS DMA form of ") + I.name + " on " + std::string(arch.name) +
+                " (ubyte, sbyte, ushort, sshort, dword" + (wide_dma ? ", dwordx3, dwordx4)" : ")"));
     return;
   }
   constexpr uint32_t Elem = Bytes >= 4 ? 4 : Bytes, N = Bytes >= 4 ? Bytes / 4 : 1, Slot = Bytes <= 4 ? 4 : 16;
@@ -108,7 +110,7 @@ void buffer_load_lds(Wave& w, const Inst& I) {
   alignas(64) uint64_t addr[kLanes];
   alignas(64) uint32_t ok[kLanes];
   if (!buffer_lanes<Elem, N, true>(w, I, L, addr, ok)) return;
-  const uint64_t lds_base = uint64_t(w.s[sreg::m0] & (gfx950 ? 0x3ffffu : 0xffffu)) + uint32_t(I.offset);
+  const uint64_t lds_base = uint64_t(w.s[sreg::m0] & arch.lds_dma_m0_mask()) + uint32_t(I.offset);
   const uint64_t exec = w.exec();
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
@@ -225,7 +227,6 @@ void buffer_atomic(Wave& w, const Inst& I) {
 // lane * (Bytes <= 4 ? 4 : 16). Sub-dword loads fill their lane's dword as the buffer form does.
 template <uint32_t Bytes, Ext E>
 void global_load_lds(Wave& w, const Inst& I) {
-  const bool gfx950 = w.ctx->prog->arch == Arch::gfx950;
   constexpr uint32_t N = Bytes >= 4 ? Bytes / 4 : 1, Slot = Bytes <= 4 ? 4 : 16, Written = Bytes <= 4 ? 4 : Bytes;
   const Operand& va = I.op[0];
   const Operand* sa = I.nops > 1 && I.op[1].kind == OpKind::sgpr ? &I.op[1] : nullptr;
@@ -233,7 +234,7 @@ void global_load_lds(Wave& w, const Inst& I) {
     w.fault(I, FaultKind::unknown_instruction, -1, "global_load_lds without its address VGPRs");
     return;
   }
-  const int64_t lds_base = int64_t(w.s[sreg::m0] & (gfx950 ? 0x3fffcu : 0xfffcu)) + I.offset;
+  const int64_t lds_base = int64_t(w.s[sreg::m0] & w.ctx->arch->lds_dma_m0_mask() & ~3u) + I.offset;
   const uint64_t sbase = sa ? read_s64(w, *sa) : 0;
   const uint64_t exec = w.exec();
   for (int l = 0; l < kLanes; ++l) {
@@ -259,39 +260,41 @@ void global_load_lds(Wave& w, const Inst& I) {
 }  // namespace
 
 void register_mubuf(IsaTable& t) {
-  t.add("buffer_load_ubyte", buffer_load<1, Ext::u8>);
-  t.add("buffer_load_sbyte", buffer_load<1, Ext::i8>);
-  t.add("buffer_load_ushort", buffer_load<2, Ext::u16>);
-  t.add("buffer_load_sshort", buffer_load<2, Ext::i16>);
-  t.add("buffer_load_dword", buffer_load<4, Ext::dwords>);
-  t.add("buffer_load_dwordx2", buffer_load<8, Ext::dwords>);
-  t.add("buffer_load_dwordx3", buffer_load<12, Ext::dwords>);
-  t.add("buffer_load_dwordx4", buffer_load<16, Ext::dwords>);
-  t.add("buffer_load_ubyte_d16", buffer_load<1, Ext::u8_d16>);
-  t.add("buffer_load_sbyte_d16", buffer_load<1, Ext::i8_d16>);
-  t.add("buffer_load_short_d16", buffer_load<2, Ext::u16_d16>);
-  t.add("buffer_load_ubyte_d16_hi", buffer_load<1, Ext::u8_d16_hi>);
-  t.add("buffer_load_sbyte_d16_hi", buffer_load<1, Ext::i8_d16_hi>);
-  t.add("buffer_load_short_d16_hi", buffer_load<2, Ext::u16_d16_hi>);
-  t.add("buffer_store_byte", buffer_store<1>);
-  t.add("buffer_store_byte_d16_hi", buffer_store<1, true>);
-  t.add("buffer_store_short", buffer_store<2>);
-  t.add("buffer_store_short_d16_hi", buffer_store<2, true>);
-  t.add("buffer_store_dword", buffer_store<4>);
-  t.add("buffer_store_dwordx2", buffer_store<8>);
-  t.add("buffer_store_dwordx3", buffer_store<12>);
-  t.add("buffer_store_dwordx4", buffer_store<16>);
+  // Every instruction here is a vector memory load, store or atomic, counted by vmcnt.
+  auto add = [&](std::string_view name, ExecFn fn) { t.add(name, fn, op::vector_memory); };
+  add("buffer_load_ubyte", buffer_load<1, Ext::u8>);
+  add("buffer_load_sbyte", buffer_load<1, Ext::i8>);
+  add("buffer_load_ushort", buffer_load<2, Ext::u16>);
+  add("buffer_load_sshort", buffer_load<2, Ext::i16>);
+  add("buffer_load_dword", buffer_load<4, Ext::dwords>);
+  add("buffer_load_dwordx2", buffer_load<8, Ext::dwords>);
+  add("buffer_load_dwordx3", buffer_load<12, Ext::dwords>);
+  add("buffer_load_dwordx4", buffer_load<16, Ext::dwords>);
+  add("buffer_load_ubyte_d16", buffer_load<1, Ext::u8_d16>);
+  add("buffer_load_sbyte_d16", buffer_load<1, Ext::i8_d16>);
+  add("buffer_load_short_d16", buffer_load<2, Ext::u16_d16>);
+  add("buffer_load_ubyte_d16_hi", buffer_load<1, Ext::u8_d16_hi>);
+  add("buffer_load_sbyte_d16_hi", buffer_load<1, Ext::i8_d16_hi>);
+  add("buffer_load_short_d16_hi", buffer_load<2, Ext::u16_d16_hi>);
+  add("buffer_store_byte", buffer_store<1>);
+  add("buffer_store_byte_d16_hi", buffer_store<1, true>);
+  add("buffer_store_short", buffer_store<2>);
+  add("buffer_store_short_d16_hi", buffer_store<2, true>);
+  add("buffer_store_dword", buffer_store<4>);
+  add("buffer_store_dwordx2", buffer_store<8>);
+  add("buffer_store_dwordx3", buffer_store<12>);
+  add("buffer_store_dwordx4", buffer_store<16>);
 
-  t.add("global_load_lds_ubyte", global_load_lds<1, Ext::u8>);
-  t.add("global_load_lds_sbyte", global_load_lds<1, Ext::i8>);
-  t.add("global_load_lds_ushort", global_load_lds<2, Ext::u16>);
-  t.add("global_load_lds_sshort", global_load_lds<2, Ext::i16>);
-  t.add("global_load_lds_dword", global_load_lds<4, Ext::dwords>);
-  t.add("global_load_lds_dwordx3", global_load_lds<12, Ext::dwords>);  // gfx950 (the disassembler decodes it only there)
-  t.add("global_load_lds_dwordx4", global_load_lds<16, Ext::dwords>);
+  add("global_load_lds_ubyte", global_load_lds<1, Ext::u8>);
+  add("global_load_lds_sbyte", global_load_lds<1, Ext::i8>);
+  add("global_load_lds_ushort", global_load_lds<2, Ext::u16>);
+  add("global_load_lds_sshort", global_load_lds<2, Ext::i16>);
+  add("global_load_lds_dword", global_load_lds<4, Ext::dwords>);
+  add("global_load_lds_dwordx3", global_load_lds<12, Ext::dwords>);  // gfx950 (the disassembler decodes it only there)
+  add("global_load_lds_dwordx4", global_load_lds<16, Ext::dwords>);
 
   for_each_atomic([&]<class T, auto Op, bool cmpswap>(const char* name) {
-    t.add(intern(std::string("buffer_atomic_") + name), buffer_atomic<T, Op, cmpswap>);
+    add(intern(std::string("buffer_atomic_") + name), buffer_atomic<T, Op, cmpswap>);
   });
 }
 

@@ -28,20 +28,21 @@ void exec_vmem_counted(Wave& w, const Inst& I) {
 }
 
 void register_sopp(IsaTable& t) {
-  t.add("s_branch", branch<[](const Wave&) { return true; }>);
-  t.add("s_cbranch_scc0", branch<[](const Wave& w) { return !w.scc; }>);
-  t.add("s_cbranch_scc1", branch<[](const Wave& w) { return w.scc; }>);
-  t.add("s_cbranch_vccz", branch<[](const Wave& w) { return w.vcc() == 0; }>);
-  t.add("s_cbranch_vccnz", branch<[](const Wave& w) { return w.vcc() != 0; }>);
-  t.add("s_cbranch_execz", branch<[](const Wave& w) { return w.exec() == 0; }>);
-  t.add("s_cbranch_execnz", branch<[](const Wave& w) { return w.exec() != 0; }>);
+  t.add("s_branch", branch<[](const Wave&) { return true; }>, op::branch);
+  t.add("s_cbranch_scc0", branch<[](const Wave& w) { return !w.scc; }>, op::branch);
+  t.add("s_cbranch_scc1", branch<[](const Wave& w) { return w.scc; }>, op::branch);
+  t.add("s_cbranch_vccz", branch<[](const Wave& w) { return w.vcc() == 0; }>, op::branch);
+  t.add("s_cbranch_vccnz", branch<[](const Wave& w) { return w.vcc() != 0; }>, op::branch);
+  t.add("s_cbranch_execz", branch<[](const Wave& w) { return w.exec() == 0; }>, op::branch);
+  t.add("s_cbranch_execnz", branch<[](const Wave& w) { return w.exec() != 0; }>, op::branch);
   t.add("s_endpgm", [](Wave& w, const Inst&) {
     retire_vmem(w, 0);  // what is in flight still lands
     w.state = WaveState::done;
-  });
-  t.add("s_waitcnt", waitcnt);
-  t.add("s_waitcnt_vmcnt", waitcnt_vmcnt);
+  }, op::ends_program);
+  t.add("s_waitcnt", waitcnt, op::encoded_simm16);
+  t.add("s_waitcnt_vmcnt", waitcnt_vmcnt, op::encoded_simm16);
   t.add("s_barrier", [](Wave& w, const Inst&) { w.state = WaveState::barrier; });
+  // Cache maintenance (buffer_wbinvl1, buffer_inv, buffer_wbl2...) completes at once here and is not counted by vmcnt.
   for (const char* name : {"s_waitcnt_lgkmcnt", "s_waitcnt_expcnt", "s_nop", "s_setprio",
                            "s_sleep", "s_icache_inv", "s_incperflevel", "s_decperflevel", "s_ttracedata",
                            "s_set_gpr_idx_mode", "s_dcache_wb", "s_dcache_inv", "s_dcache_wb_vol",

@@ -101,7 +101,7 @@ void vatomic(Wave& w, const Inst& I) {
 
 template <Space S>
 void register_space(IsaTable& t, const std::string& prefix) {
-  auto add = [&](const char* suffix, ExecFn fn) { t.add(intern(prefix + suffix), fn); };
+  auto add = [&](const char* suffix, ExecFn fn) { t.add(intern(prefix + suffix), fn, op::vector_memory); };
   add("load_ubyte", vload<S, 1, Ext::u8>);
   add("load_sbyte", vload<S, 1, Ext::i8>);
   add("load_ushort", vload<S, 2, Ext::u16>);

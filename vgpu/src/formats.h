@@ -28,8 +28,9 @@ constexpr Fp8Spec spec(Fp8 f) {
 }
 
 // The e4m3 / e5m2 format an arch's fp8 / bf8 instructions use.
-inline Fp8 fp8_format(bool gfx950) { return gfx950 ? Fp8::e4m3fn : Fp8::e4m3fnuz; }
-inline Fp8 bf8_format(bool gfx950) { return gfx950 ? Fp8::e5m2 : Fp8::e5m2fnuz; }
+// (`ocp`: the arch's Fp8Flavour, vgpu/arch.h; this header stands alone for the conversion tests.)
+inline Fp8 fp8_format(bool ocp) { return ocp ? Fp8::e4m3fn : Fp8::e4m3fnuz; }
+inline Fp8 bf8_format(bool ocp) { return ocp ? Fp8::e5m2 : Fp8::e5m2fnuz; }
 
 // Exact value of an 8-bit code.
 inline float decode_fp8(uint8_t code, Fp8 f) {

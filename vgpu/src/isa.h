@@ -12,15 +12,27 @@ namespace vgpu {
 // How a constant written as a float in the disassembly becomes bits for this instruction's sources.
 enum class ImmType : uint8_t { b32, f32, f16, bf16, f64, b64, pk16 };
 
+// What the decoder must know about an instruction beyond how to run it, registered beside its mnemonic.
+namespace op {
+inline constexpr uint8_t
+    vector_memory = 1u << 0,   // a load, store or atomic of the vector memory path: counted by vmcnt
+    branch = 1u << 1,          // SOPP branch: the target is the next instruction + 4 * simm16
+    encoded_simm16 = 1u << 2,  // simm16 is taken from the encoding (s_waitcnt: the text prints the counters by name)
+    ends_program = 1u << 3;    // s_endpgm: a kernel's code ends at the first one past every branch target
+}  // namespace op
+
 struct OpInfo {
   std::string_view name;
   ExecFn fn = nullptr;
   ImmType imm = ImmType::b32;
+  uint8_t flags = 0;  // op::
+  bool is(uint8_t flag) const { return (flags & flag) != 0; }
 };
 
 class IsaTable {
  public:
-  void add(std::string_view name, ExecFn fn, ImmType imm = ImmType::b32);
+  void add(std::string_view name, ExecFn fn, ImmType imm = ImmType::b32, uint8_t flags = 0);
+  void add(std::string_view name, ExecFn fn, uint8_t flags) { add(name, fn, ImmType::b32, flags); }
   const OpInfo* find(std::string_view mnemonic) const;
   size_t size() const { return ops_.size(); }
   template <class F> void for_each(F&& f) const { for (auto& [k, v] : ops_) f(v); }

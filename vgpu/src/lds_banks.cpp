@@ -30,9 +30,14 @@ std::vector<uint64_t> both_halves(std::initializer_list<std::initializer_list<st
   return v;
 }
 
-}  // namespace
+// One arch's models, by access width (b32, b64, b96, b128) and direction.
+struct ArchBankModels {
+  Arch arch;
+  const BankModel* read[4];
+  const BankModel* write[4];
+};
 
-const BankModel& bank_model(Arch arch, uint32_t bytes, bool write) {
+const ArchBankModels& models_of(Arch arch) {
   // gfx942: 32 banks. b32: two phases; b64: four of 16 lanes; b96/b128 reads: eight phases of interleaved quads;
   // b128 writes: eight phases of 8 consecutive lanes. b96 writes are assumed to behave like b128 writes.
   static const BankModel g942_b32{32, consecutive(32)};
@@ -47,15 +52,25 @@ const BankModel& bank_model(Arch arch, uint32_t bytes, bool write) {
   static const BankModel g950_b64_write{32, consecutive(16)};
   static const BankModel g950_b96_read{32, g942_b128_read.phases};
   static const BankModel g950_b128_read{64, both_halves({{{0, 3}, {12, 15}, {20, 27}}, {{4, 11}, {16, 19}, {28, 31}}})};
-  if (arch == Arch::gfx942) {
-    if (bytes <= 4) return g942_b32;
-    if (bytes <= 8) return g942_b64;
-    return write ? g942_b128_write : g942_b128_read;
-  }
-  if (bytes <= 4) return g950_b32;
-  if (bytes <= 8) return write ? g950_b64_write : g950_b64_read;
-  if (bytes <= 12) return write ? g942_b128_write : g950_b96_read;
-  return write ? g942_b128_write : g950_b128_read;
+  static const ArchBankModels table[] = {
+      {Arch::gfx942,
+       {&g942_b32, &g942_b64, &g942_b128_read, &g942_b128_read},
+       {&g942_b32, &g942_b64, &g942_b128_write, &g942_b128_write}},
+      {Arch::gfx950,
+       {&g950_b32, &g950_b64_read, &g950_b96_read, &g950_b128_read},
+       {&g950_b32, &g950_b64_write, &g942_b128_write, &g942_b128_write}},
+  };
+  for (const ArchBankModels& m : table)
+    if (m.arch == arch) return m;
+  return table[0];  // unreachable: every arch has a row
+}
+
+}  // namespace
+
+const BankModel& bank_model(Arch arch, uint32_t bytes, bool write) {
+  const int width = bytes <= 4 ? 0 : bytes <= 8 ? 1 : bytes <= 12 ? 2 : 3;
+  const ArchBankModels& m = models_of(arch);
+  return write ? *m.write[width] : *m.read[width];
 }
 
 uint64_t conflict_cycles(const BankModel& m, const uint32_t* dwords, uint32_t count, uint64_t active) {

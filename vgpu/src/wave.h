@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "profile.h"
 #include "program.h"
 #include "vgpu/device.h"
 
@@ -17,12 +18,6 @@ namespace vgpu {
 inline constexpr int kLanes = 64;
 // Flat-address apertures (high 32 bits of a 64-bit address). Host user addresses stay below 2^47.
 inline constexpr uint32_t kSharedApertureHi = 0x10000, kPrivateApertureHi = 0x20000;
-
-// Per-instruction counters of a profiled dispatch (one set per worker thread, summed at the end).
-struct Profile {
-  std::vector<uint64_t> executed, lds_accesses, lds_conflicts;
-  void resize(size_t n) { executed.assign(n, 0), lds_accesses.assign(n, 0), lds_conflicts.assign(n, 0); }
-};
 
 // State shared by every workgroup of one dispatch.
 struct DispatchCtx {
@@ -128,9 +123,9 @@ inline void write_s64(Wave& w, const Operand& o, uint64_t x) {
 // Checks that [addr, addr + bytes) lies in one allocation; raises a fault naming the lane otherwise.
 inline bool check_global(Wave& w, const Inst& I, uint64_t addr, uint64_t bytes, int lane) {
   if (addr >= w.mem_lo && addr + bytes <= w.mem_hi && addr + bytes >= addr) return true;
-  auto [base, size] = w.ctx->memory->find(addr);
-  if (size && addr + bytes <= base + size) {
-    w.mem_lo = base, w.mem_hi = base + size;
+  const MemoryRange r = w.ctx->memory->find(addr);
+  if (r && addr + bytes <= r.base + r.size) {
+    w.mem_lo = r.base, w.mem_hi = r.base + r.size;
     return true;
   }
   char buf[160];

@@ -1,25 +1,160 @@
-// The two CDNA targets vgpu models and the facts about them that the emulator needs.
+// The one table of facts about the targets vgpu models: per arch, what the instruction set and the compute unit are
+// (gfx942 = CDNA3, gfx950 = CDNA4); per product, what the chip built on it has (MI300X, MI325X on gfx942; MI350X,
+// MI355X on gfx950). The emulator and the HIP runtime's device properties read these fields (the timing model will
+// too); nothing else in vgpu compares Arch values where the difference is a fact. Sources:
+// ../shared/reference/cdna.md and timing.md (its short source names, [WP3], [D350]... are quoted in each row's
+// `source`).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 
 namespace vgpu {
 
 enum class Arch : uint8_t { gfx942, gfx950 };
 
-struct ArchInfo {
-  Arch arch;
-  std::string_view name;      // "gfx942"
-  std::string_view product;   // "MI300X"
-  uint32_t lds_bytes;         // LDS per workgroup
-  uint32_t compute_units;
-  uint32_t xcds;
-  uint32_t clock_mhz;
-  uint32_t lds_banks;         // banks of 4 bytes for b32 reads
+// The variant of the 8-bit float formats (e4m3 "fp8", e5m2 "bf8") an arch's instructions use.
+enum class Fp8Flavour : uint8_t {
+  fnuz,  // e4m3fnuz / e5m2fnuz: no negative zero, 0x80 is the only NaN, no infinities (gfx942)
+  ocp,   // OCP e4m3fn / e5m2: e4m3 has no infinities and S.1111.111 is NaN; e5m2 is IEEE-like (gfx950)
 };
 
-const ArchInfo& arch_info(Arch a);
+// ISA and compute-unit facts, the same on every product of the arch.
+struct ArchInfo {
+  Arch arch;
+  std::string_view name;          // "gfx942": the LLVM processor name
+  uint32_t elf_mach;              // EF_AMDGPU_MACH_* in a code object's ELF header flags
+  std::string_view family;        // "CDNA3"
+  // The GFX version: 9.4.2 / 9.5.0. HIP reports major.minor as the compute capability, major*100 + minor*10 + stepping
+  // as the old gcnArch, and major*10 + minor as a kernel's binary version.
+  uint32_t version_major, version_minor, version_stepping;
+  uint32_t wave_size;             // lanes per wave
+  uint32_t simds_per_cu;
+  uint32_t waves_per_simd;        // wave slots of one SIMD
+  uint32_t registers_per_lane;    // unified VGPRs + AGPRs a wave may use, split by the kernel's accum_offset
+  uint32_t lds_bytes;             // LDS a workgroup may allocate (all of one CU's LDS)
+  uint32_t lds_banks;             // 4-byte banks for b32 reads (lds_banks.cpp models the other widths)
+  Fp8Flavour fp8;
+  // Loads straight into LDS (buffer_load_* ... lds, global_load_lds_*): the low bits of M0 that hold the LDS base
+  // address, and the widest load per lane (gfx942: dword; gfx950 adds dwordx3 and dwordx4).
+  uint32_t lds_dma_m0_bits;
+  uint32_t lds_dma_max_bytes;
+  std::string_view default_product;  // the product vgpu stands in for unless HK_VGPU_PRODUCT names another
+  std::string_view source;
+
+  uint32_t max_waves_per_cu() const { return simds_per_cu * waves_per_simd; }
+  uint32_t lds_dma_m0_mask() const { return (1u << lds_dma_m0_bits) - 1; }
+};
+
+// Peak dense throughput from the data sheets, in TFLOP/s; 0 where the product has no such path.
+struct PeakTflops {
+  double f16;          // bf16 and f16 matrix (the same rate)
+  double fp8;          // fp8 / bf8 matrix
+  double fp6_fp4;      // MXFP6 / MXFP4 matrix
+  double xf32;         // TF32-like matrix
+  double fp32_matrix, fp32_vector;
+  double fp64_matrix, fp64_vector;
+};
+
+// A product: the chip built on an arch.
+struct ProductInfo {
+  std::string_view name;          // "MI300X"
+  Arch arch;
+  uint32_t compute_units;
+  uint32_t xcds;                  // accelerator dies; workgroups go to them round-robin
+  uint32_t peak_clock_mhz;        // peak engine clock
+  uint64_t hbm_bytes;
+  uint32_t hbm_pin_mbps;          // HBM data rate per pin
+  uint32_t hbm_bus_bits;
+  double hbm_tb_per_s;            // peak HBM bandwidth (data sheet)
+  uint32_t l2_bytes_per_xcd;
+  uint64_t llc_bytes;             // Infinity Cache (MALL), shared by all XCDs
+  PeakTflops peak;
+  uint32_t pci_device_id;
+  std::string_view source;
+
+  // hipDeviceProp_t::memoryClockRate (kHz): the pin rate / 4, as ROCm reports it (5.2 Gbps -> 1,300,000 kHz).
+  uint32_t memory_clock_khz() const { return hbm_pin_mbps * 1000 / 4; }
+};
+
+namespace facts {
+inline constexpr uint64_t GiB = uint64_t(1) << 30, MiB = uint64_t(1) << 20;
+
+inline constexpr std::array<ArchInfo, 2> archs{{
+    {.arch = Arch::gfx942, .name = "gfx942", .elf_mach = 0x04c, .family = "CDNA3",
+     .version_major = 9, .version_minor = 4, .version_stepping = 2,
+     .wave_size = 64, .simds_per_cu = 4, .waves_per_simd = 8, .registers_per_lane = 512,
+     .lds_bytes = 64 * 1024, .lds_banks = 32, .fp8 = Fp8Flavour::fnuz,
+     .lds_dma_m0_bits = 16, .lds_dma_max_bytes = 4, .default_product = "MI300X",
+     .source = "cdna.md Targets, LDS and LDS DMA; M0[15:0] for LDS DMA: the CDNA1-3 text, assumed "
+               "(docs/vgpu-memory.md)"},
+    {.arch = Arch::gfx950, .name = "gfx950", .elf_mach = 0x04f, .family = "CDNA4",
+     .version_major = 9, .version_minor = 5, .version_stepping = 0,
+     .wave_size = 64, .simds_per_cu = 4, .waves_per_simd = 8, .registers_per_lane = 512,
+     .lds_bytes = 160 * 1024, .lds_banks = 64, .fp8 = Fp8Flavour::ocp,
+     .lds_dma_m0_bits = 18, .lds_dma_max_bytes = 16, .default_product = "MI355X",
+     .source = "cdna.md Targets, LDS (64 banks measured, M) and LDS DMA; M0[17:0] from the CDNA4 ISA guide "
+               "(docs/vgpu-memory.md)"},
+}};
+
+// Rows of timing.md section 1. Peaks are dense (no sparsity). PCI ids as lspci lists them.
+inline constexpr std::array<ProductInfo, 4> products{{
+    {.name = "MI300X", .arch = Arch::gfx942, .compute_units = 304, .xcds = 8, .peak_clock_mhz = 2100,
+     .hbm_bytes = 192 * GiB, .hbm_pin_mbps = 5200, .hbm_bus_bits = 8192, .hbm_tb_per_s = 5.3,
+     .l2_bytes_per_xcd = 4 * MiB, .llc_bytes = 256 * MiB,
+     .peak = {.f16 = 1307.4, .fp8 = 2614.9, .fp6_fp4 = 0, .xf32 = 653.7,
+              .fp32_matrix = 163.4, .fp32_vector = 163.4, .fp64_matrix = 163.4, .fp64_vector = 81.7},
+     .pci_device_id = 0x74a1,
+     .source = "CUs [SPEC]; clock [D300, B-MC]; HBM3, caches, peaks [WP3]; xf32 [D300, CALC] (WP3 prints 490.3: M)"},
+    {.name = "MI325X", .arch = Arch::gfx942, .compute_units = 304, .xcds = 8, .peak_clock_mhz = 2100,
+     .hbm_bytes = 256 * GiB, .hbm_pin_mbps = 6000, .hbm_bus_bits = 8192, .hbm_tb_per_s = 6.0,
+     .l2_bytes_per_xcd = 4 * MiB, .llc_bytes = 256 * MiB,
+     .peak = {.f16 = 1307.4, .fp8 = 2614.9, .fp6_fp4 = 0, .xf32 = 653.7,
+              .fp32_matrix = 163.4, .fp32_vector = 163.4, .fp64_matrix = 163.4, .fp64_vector = 81.7},
+     .pci_device_id = 0x74a5,
+     .source = "[WP3] (MI325X edition): CUs, clock, HBM3E, caches, peaks; xf32 as MI300X (M); PCI id: the PCI id list"},
+    {.name = "MI350X", .arch = Arch::gfx950, .compute_units = 256, .xcds = 8, .peak_clock_mhz = 2200,
+     .hbm_bytes = 288 * GiB, .hbm_pin_mbps = 8000, .hbm_bus_bits = 8192, .hbm_tb_per_s = 8.0,
+     .l2_bytes_per_xcd = 4 * MiB, .llc_bytes = 256 * MiB,
+     .peak = {.f16 = 2300, .fp8 = 4600, .fp6_fp4 = 9200, .xf32 = 0,
+              .fp32_matrix = 144.2, .fp32_vector = 144.2, .fp64_matrix = 72.1, .fp64_vector = 72.1},
+     .pci_device_id = 0x75a3,
+     .source = "[D350]: CUs, HBM3E, caches, peaks; clock derived from 144.2 TF / (256 CU x 256 FLOP/clk) (M); "
+               "PCI id: the gfx950 die's, as MI355X's (no separate listing found)"},
+    {.name = "MI355X", .arch = Arch::gfx950, .compute_units = 256, .xcds = 8, .peak_clock_mhz = 2400,
+     .hbm_bytes = 288 * GiB, .hbm_pin_mbps = 8000, .hbm_bus_bits = 8192, .hbm_tb_per_s = 8.0,
+     .l2_bytes_per_xcd = 4 * MiB, .llc_bytes = 256 * MiB,
+     .peak = {.f16 = 2500, .fp8 = 5000, .fp6_fp4 = 10000, .xf32 = 0,
+              .fp32_matrix = 157.3, .fp32_vector = 157.3, .fp64_matrix = 78.6, .fp64_vector = 78.6},
+     .pci_device_id = 0x75a3,
+     .source = "[D350]; clock 2400 MHz from Hot Chips 2025 coverage (agrees with 157.3 TF); HBM, caches as MI350X"},
+}};
+}  // namespace facts
+
+constexpr const ArchInfo& arch_info(Arch a) {
+  for (const ArchInfo& info : facts::archs)
+    if (info.arch == a) return info;
+  return facts::archs[0];  // unreachable: every enumerator has a row
+}
+
+constexpr std::span<const ArchInfo> all_archs() { return facts::archs; }
+constexpr std::span<const ProductInfo> all_products() { return facts::products; }
+
+// The product with this name, any case ("MI300X", "mi300x"); nullptr if none.
+constexpr const ProductInfo* find_product(std::string_view name) {
+  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; };
+  for (const ProductInfo& p : facts::products) {
+    bool same = p.name.size() == name.size();
+    for (size_t i = 0; same && i < name.size(); ++i) same = lower(p.name[i]) == lower(name[i]);
+    if (same) return &p;
+  }
+  return nullptr;
+}
+
+constexpr const ProductInfo& default_product(Arch a) { return *find_product(arch_info(a).default_product); }
+
 // "gfx942" / "gfx950", also with feature suffixes such as "gfx950:sramecc+:xnack-". nullopt if neither.
 std::optional<Arch> parse_arch(std::string_view s);
 

@@ -1,4 +1,6 @@
-// The virtual CDNA device: memory, dispatch of kernels, and the faults a dispatch can raise.
+// The virtual CDNA device: memory, dispatch of kernels, and the faults a dispatch can raise. Implemented by
+// src/dispatch.cpp (dispatch, worker threads), workgroup.cpp (waves of one workgroup), fault.cpp, profile.cpp,
+// code_image.cpp (code objects placed in device memory) and memory_map.cpp.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -14,6 +16,7 @@
 #include "vgpu/arch.h"
 #include "vgpu/code_object.h"
 #include "vgpu/error.h"
+#include "vgpu/memory_map.h"
 
 namespace vgpu {
 
@@ -43,7 +46,6 @@ struct Fault {
   explicit operator bool() const { return kind != FaultKind::none; }
 };
 
-// Counters of one dispatch.
 // One instruction's counters in a profiled dispatch.
 struct InstructionProfile {
   uint64_t pc = 0;                  // byte offset from the kernel entry
@@ -73,26 +75,6 @@ struct Dim3 {
 
 struct Program;  // a decoded kernel, opaque (see executor)
 
-// Global memory: host memory handed out by the runtime. Every global access is checked against these ranges.
-class MemoryMap {
- public:
-  void* allocate(size_t bytes, size_t align = 256);
-  bool release(void* p);                       // false if p was not allocated here
-  // Registers externally owned memory (kernarg buffers, host-pinned memory) as accessible.
-  void add(const void* p, size_t bytes);
-  void remove(const void* p);
-  // True if [addr, addr+bytes) lies inside one allocation.
-  bool contains(uint64_t addr, uint64_t bytes) const;
-  // The allocation containing addr: base and size, or {0,0}.
-  std::pair<uint64_t, uint64_t> find(uint64_t addr) const;
-  size_t bytes_in_use() const;
-
- private:
-  mutable std::mutex mu_;
-  std::map<uint64_t, uint64_t> ranges_;  // base -> size
-  std::map<uint64_t, void*> owned_;      // base -> pointer to free
-};
-
 struct LaunchParams {
   Dim3 grid;                 // in workgroups
   Dim3 block;                // work-items per workgroup
@@ -103,10 +85,13 @@ struct LaunchParams {
 
 class Device {
  public:
-  explicit Device(Arch arch);
+  // A device standing in for `product` (default_product(arch) for the first form).
+  explicit Device(Arch arch) : Device(default_product(arch)) {}
+  explicit Device(const ProductInfo& product);
   ~Device();
   Arch arch() const { return arch_; }
   const ArchInfo& info() const { return arch_info(arch_); }
+  const ProductInfo& product() const { return product_; }
   MemoryMap& memory() { return memory_; }
 
   // Decodes (once; cached per code object and kernel) and runs one kernel to completion.
@@ -129,6 +114,7 @@ class Device {
 
  private:
   Arch arch_;
+  const ProductInfo& product_;
   unsigned threads_;
   bool profiling_ = false;
   MemoryMap memory_;

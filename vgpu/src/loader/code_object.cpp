@@ -53,12 +53,13 @@ std::string_view processor_of(std::string_view target) {
   return target.substr(begin, colon == std::string_view::npos ? std::string_view::npos : colon - begin);
 }
 
+static_assert(arch_info(Arch::gfx942).elf_mach == ELF::EF_AMDGPU_MACH_AMDGCN_GFX942);
+static_assert(arch_info(Arch::gfx950).elf_mach == ELF::EF_AMDGPU_MACH_AMDGCN_GFX950);
+
 std::optional<Arch> arch_of_mach(unsigned mach) {
-  switch (mach) {
-    case ELF::EF_AMDGPU_MACH_AMDGCN_GFX942: return Arch::gfx942;
-    case ELF::EF_AMDGPU_MACH_AMDGCN_GFX950: return Arch::gfx950;
-    default: return std::nullopt;
-  }
+  for (const ArchInfo& a : all_archs())
+    if (a.elf_mach == mach) return a.arch;
+  return std::nullopt;
 }
 
 // A map node of the metadata document with typed lookups; `where_` names it in error messages.

@@ -1,0 +1,144 @@
+// Dispatch: a kernel's launch checked against the device, its program decoded once (cached per code object and
+// kernel), its kernarg segment and dispatch packet made visible, and its workgroups run on a pool of worker threads
+// (HK_VGPU_THREADS), each reusing its register files and LDS between workgroups.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "vgpu/device.h"
+#include "workgroup.h"
+
+namespace vgpu {
+namespace {
+
+uint64_t env_u64(const char* name, uint64_t fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::strtoull(v, nullptr, 0) : fallback;
+}
+
+// The HSA kernel dispatch packet some kernels read through the dispatch pointer (workgroup and grid sizes).
+struct DispatchPacket {
+  uint16_t header, setup, workgroup_size_x, workgroup_size_y, workgroup_size_z, reserved0;
+  uint32_t grid_size_x, grid_size_y, grid_size_z, private_segment_size, group_segment_size;
+  uint64_t kernel_object, kernarg_address, reserved2, completion_signal;
+};
+static_assert(sizeof(DispatchPacket) == 64);
+
+// Runs `worker` on `n` threads (on the calling thread when n <= 1) and waits for all of them.
+template <class F>
+void run_on_threads(unsigned n, F& worker) {
+  if (n <= 1) return worker();
+  std::vector<std::thread> pool;
+  for (unsigned i = 0; i < n; ++i) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+}
+
+}  // namespace
+
+Device::Device(const ProductInfo& product) : arch_(product.arch), product_(product) {
+  threads_ = unsigned(env_u64("HK_VGPU_THREADS", std::max(1u, std::thread::hardware_concurrency())));
+  profiling_ = env_u64("HK_VGPU_PROFILE", 0) != 0;
+  if (threads_ == 0) threads_ = 1;
+}
+
+Device::~Device() = default;
+
+Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const KernelInfo& kernel, const LaunchParams& lp,
+                       DispatchStats* stats) {
+  auto bad = [&](std::string why) {
+    Fault f;
+    f.kind = FaultKind::bad_launch;
+    f.kernel = kernel.name;
+    f.detail = std::move(why);
+    return f;
+  };
+  if (co->arch != arch_)
+    return bad("code object is for " + std::string(arch_info(co->arch).name) + ", device is " +
+               std::string(info().name));
+  const uint64_t items = lp.block.count();
+  if (lp.grid.count() == 0 || items == 0) return bad("empty grid or block");
+  if (items > kernel.max_flat_workgroup_size || items > 1024)
+    return bad("block of " + std::to_string(items) + " work-items exceeds the kernel's maximum of " +
+               std::to_string(std::min<uint32_t>(kernel.max_flat_workgroup_size, 1024)));
+  const uint64_t lds = uint64_t(kernel.group_segment_fixed_size) + lp.dynamic_lds;
+  if (lds > info().lds_bytes)
+    return bad("needs " + std::to_string(lds) + " bytes of LDS, " + std::string(info().name) + " has " +
+               std::to_string(info().lds_bytes));
+
+  std::shared_ptr<Program> prog;
+  {
+    std::lock_guard lock(cache_mu_);
+    auto& slot = programs_[{co.get(), kernel.entry}];
+    if (!slot) slot = decode_kernel(*co, kernel);
+    prog = slot;
+  }
+
+  // Kernarg segment: at least the metadata's size, zero padded, visible to the kernel as global memory.
+  std::vector<uint64_t> kernarg((std::max<size_t>(lp.kernarg_size, kernel.kernarg_segment_size) + 7) / 8 + 1, 0);
+  if (lp.kernarg && lp.kernarg_size) std::memcpy(kernarg.data(), lp.kernarg, lp.kernarg_size);
+  DispatchPacket packet{};
+  packet.workgroup_size_x = uint16_t(lp.block.x), packet.workgroup_size_y = uint16_t(lp.block.y);
+  packet.workgroup_size_z = uint16_t(lp.block.z);
+  packet.grid_size_x = lp.grid.x * lp.block.x, packet.grid_size_y = lp.grid.y * lp.block.y;
+  packet.grid_size_z = lp.grid.z * lp.block.z;
+  packet.private_segment_size = kernel.private_segment_fixed_size;
+  packet.group_segment_size = uint32_t(lds);
+  packet.kernarg_address = uint64_t(kernarg.data());
+  memory_.add(kernarg.data(), kernarg.size() * 8, MemoryKind::dispatch);
+  memory_.add(&packet, sizeof packet, MemoryKind::dispatch);
+
+  DispatchCtx ctx;
+  ctx.prog = prog.get();
+  ctx.memory = &memory_;
+  ctx.arch = &info();
+  ctx.launch = lp;
+  ctx.launch.kernarg_size = kernarg.size() * 8;
+  ctx.kernarg_addr = uint64_t(kernarg.data());
+  ctx.code_base = image_base(*co) + kernel.entry;
+  ctx.dispatch_packet_addr = uint64_t(&packet);
+  ctx.lds_bytes = uint32_t(lds);
+  ctx.private_bytes = (kernel.private_segment_fixed_size + 15) / 16 * 16 + (kernel.uses_dynamic_stack ? 16384 : 0);
+  ctx.watchdog = env_u64("HK_VGPU_BARRIER_WATCHDOG", 1ull << 24);
+  ctx.profiling = profiling_;
+  if (profiling_) ctx.profile.resize(prog->insts.size());
+
+  const uint64_t groups = lp.grid.count();
+  const unsigned nthreads = unsigned(std::min<uint64_t>(threads_, groups));
+  std::atomic<uint64_t> next{0};
+  auto worker = [&] {
+    WorkerStorage st;
+    const int nwaves = int((items + kLanes - 1) / kLanes);
+    st.vgprs.assign(size_t(nwaves) * prog->vgprs * kLanes, 0);
+    st.lds.assign(lds, 0);
+    st.priv.assign(size_t(nwaves) * kLanes * ctx.private_bytes, 0);
+    st.waves.resize(nwaves);
+    if (ctx.profiling) st.profile.resize(prog->insts.size());
+    for (uint64_t g; !ctx.faulted.load(std::memory_order_relaxed) && (g = next.fetch_add(1)) < groups;)
+      run_workgroup(ctx, g, st);
+    if (ctx.profiling) {
+      std::lock_guard lock(ctx.profile_mu);
+      ctx.profile.add(st.profile);
+    }
+  };
+  auto t0 = std::chrono::steady_clock::now();
+  run_on_threads(nthreads, worker);
+  auto t1 = std::chrono::steady_clock::now();
+  memory_.release(kernarg.data());
+  memory_.release(&packet);
+  if (stats) {
+    stats->wave_instructions = ctx.instructions.load();
+    stats->workgroups = groups;
+    stats->waves = groups * ((items + kLanes - 1) / kLanes);
+    stats->wall_seconds = std::chrono::duration<double>(t1 - t0).count();
+    stats->profiled = ctx.profiling;
+    report_profile(*prog, ctx.profile, *stats);  // empty unless profiled
+  }
+  if (ctx.faulted.load()) return ctx.fault;
+  return Fault{};
+}
+
+}  // namespace vgpu

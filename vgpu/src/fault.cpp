@@ -1,0 +1,61 @@
+// Faults: their names and one-line messages, and how a wave records the first fault of its dispatch.
+#include <algorithm>
+#include <cstdio>
+
+#include "isa.h"
+#include "wave.h"
+
+namespace vgpu {
+
+const char* to_string(FaultKind k) {
+  switch (k) {
+    case FaultKind::none: return "no fault";
+    case FaultKind::unknown_instruction: return "unknown instruction";
+    case FaultKind::memory_out_of_bounds: return "out-of-bounds memory access";
+    case FaultKind::lds_out_of_bounds: return "LDS access out of bounds";
+    case FaultKind::barrier_deadlock: return "barrier deadlock";
+    case FaultKind::private_out_of_bounds: return "private memory access out of bounds";
+    case FaultKind::watchdog: return "instruction budget exhausted";
+    case FaultKind::bad_launch: return "invalid launch";
+  }
+  return "fault";
+}
+
+std::string Fault::message() const {
+  if (!*this) return "no fault";
+  char buf[96];
+  std::string m = std::string("vgpu: ") + to_string(kind) + " in kernel " + kernel;
+  if (kind != FaultKind::bad_launch) {
+    std::snprintf(buf, sizeof buf, " at pc 0x%llx", (unsigned long long)pc);
+    m += buf;
+    m += ": '" + instruction + "'";
+    std::snprintf(buf, sizeof buf, " (workgroup (%u,%u,%u), wave %d", workgroup[0], workgroup[1], workgroup[2], wave);
+    m += buf;
+    if (lane >= 0) m += ", lane " + std::to_string(lane);
+    m += ")";
+  }
+  if (!detail.empty()) m += ": " + detail;
+  return m;
+}
+
+void Wave::fault(const Inst& at, FaultKind kind, int lane, std::string detail) {
+  state = WaveState::faulted;
+  std::lock_guard lock(ctx->fault_mu);
+  if (ctx->faulted.load()) return;
+  Fault& f = ctx->fault;
+  f.kind = kind;
+  f.kernel = ctx->prog->kernel;
+  f.pc = at.pc;
+  f.instruction = ctx->prog->texts[at.text];
+  std::copy(std::begin(wg->id), std::end(wg->id), f.workgroup);
+  f.wave = id;
+  f.lane = lane;
+  f.detail = std::move(detail);
+  ctx->faulted.store(true);
+}
+
+void exec_unknown(Wave& w, const Inst& I) {
+  w.fault(I, FaultKind::unknown_instruction, -1, "vgpu does not implement this instruction");
+}
+
+}  // namespace vgpu

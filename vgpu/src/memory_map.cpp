@@ -1,0 +1,79 @@
+// The ledger of global memory (see vgpu/memory_map.h).
+#include "vgpu/memory_map.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace vgpu {
+
+void* MemoryMap::allocate(size_t bytes, size_t align, MemoryKind kind, uint32_t flags) {
+  size_t size = std::max<size_t>((bytes + align - 1) / align * align, align);
+  void* p = std::aligned_alloc(align, size);
+  if (!p) return nullptr;
+  std::lock_guard lock(mu_);
+  ranges_[uint64_t(p)] = MemoryRange{uint64_t(p), bytes ? bytes : 1, kind, flags, true};
+  return p;
+}
+
+void MemoryMap::add(const void* p, size_t bytes, MemoryKind kind, uint32_t flags) {
+  std::lock_guard lock(mu_);
+  ranges_[uint64_t(p)] = MemoryRange{uint64_t(p), bytes, kind, flags, false};
+}
+
+bool MemoryMap::release(const void* p) {
+  std::lock_guard lock(mu_);
+  auto it = ranges_.find(uint64_t(p));
+  if (it == ranges_.end()) return false;
+  if (it->second.owned) std::free(const_cast<void*>(p));
+  ranges_.erase(it);
+  return true;
+}
+
+MemoryRange MemoryMap::find(uint64_t addr) const {
+  std::lock_guard lock(mu_);
+  auto it = ranges_.upper_bound(addr);
+  if (it == ranges_.begin()) return {};
+  --it;
+  return addr - it->first < it->second.size ? it->second : MemoryRange{};
+}
+
+MemoryRange MemoryMap::at(const void* p) const {
+  std::lock_guard lock(mu_);
+  auto it = ranges_.find(uint64_t(p));
+  return it == ranges_.end() ? MemoryRange{} : it->second;
+}
+
+bool MemoryMap::contains(uint64_t addr, uint64_t bytes) const {
+  MemoryRange r = find(addr);
+  return r && addr + bytes <= r.base + r.size;
+}
+
+bool MemoryMap::overlaps_program_range(uint64_t addr, uint64_t bytes) const {
+  std::lock_guard lock(mu_);
+  // Ranges do not overlap one another, so the last program range starting before the end is the only candidate.
+  for (auto it = ranges_.lower_bound(addr + bytes); it != ranges_.begin();) {
+    --it;
+    if (belongs_to_program(it->second.kind)) return it->first + it->second.size > addr;
+  }
+  return false;
+}
+
+void MemoryMap::release_program_ranges() {
+  std::lock_guard lock(mu_);
+  std::erase_if(ranges_, [](const auto& entry) {
+    const MemoryRange& r = entry.second;
+    if (!belongs_to_program(r.kind)) return false;
+    if (r.owned) std::free(reinterpret_cast<void*>(r.base));
+    return true;
+  });
+}
+
+size_t MemoryMap::bytes_in_use() const {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (const auto& [base, r] : ranges_)
+    if (r.owned) n += r.size;
+  return n;
+}
+
+}  // namespace vgpu

@@ -1,0 +1,142 @@
+// Running one workgroup's waves (see workgroup.h).
+#include "workgroup.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace vgpu {
+namespace {
+
+void init_wave(Wave& w, const DispatchCtx& ctx, const Workgroup& wg, int index, uint32_t items) {
+  const Program& p = *ctx.prog;
+  const KernelDescriptor& kd = p.info.kd;
+  std::fill(std::begin(w.s), std::end(w.s), 0u);
+  w.scc = false;
+  w.state = WaveState::running;
+  w.pc = 0;
+  w.id = index;
+  w.insts = 0;
+  w.gpr_idx = 0, w.gpr_idx_mode = 0;
+  w.mem_lo = w.mem_hi = 0;
+  w.vm_issued = 0;
+  w.lds_in_flight.clear();
+  // User SGPRs, packed from s0 in the order AMDGPUUsage lists them.
+  uint32_t s = 0;
+  auto put64 = [&](uint64_t x) { w.s[s++] = uint32_t(x), w.s[s++] = uint32_t(x >> 32); };
+  if (kd.enable_private_segment_buffer()) s += 4;  // not used with architected flat scratch
+  if (kd.enable_dispatch_ptr()) put64(ctx.dispatch_packet_addr);
+  if (kd.enable_queue_ptr()) put64(0);
+  if (kd.enable_kernarg_segment_ptr()) put64(ctx.kernarg_addr);
+  if (kd.enable_dispatch_id()) put64(0);
+  if (kd.enable_flat_scratch_init()) put64(0);
+  // Preloaded kernel arguments (KERNARG_PRELOAD_SPEC: length in dwords, bits 6:0; offset, bits 15:7) follow.
+  const uint32_t user = kd.user_sgpr_count();
+  const uint32_t preload = kd.kernarg_preload & 0x7f, first = kd.kernarg_preload >> 7;
+  for (uint32_t i = 0; i < preload && s < user; ++i)
+    std::memcpy(&w.s[s++], (const uint8_t*)ctx.kernarg_addr + 4 * (first + i), 4);
+  s = user;
+  for (int d = 0; d < 3; ++d)
+    if (kd.enable_wg_id(d)) w.s[s++] = wg.id[d];
+  if (kd.enable_wg_info()) w.s[s++] = 0;
+  if (kd.enable_private_segment()) w.s[s++] = 0;  // scratch wave offset: per-lane memory is separate here
+  // v0: packed work-item ids; EXEC: the live lanes.
+  const LaunchParams& lp = ctx.launch;
+  uint64_t exec = 0;
+  for (int l = 0; l < kLanes; ++l) {
+    uint32_t flat = uint32_t(index) * kLanes + uint32_t(l);
+    uint32_t x = flat % lp.block.x, y = flat / lp.block.x % lp.block.y, z = flat / (lp.block.x * lp.block.y);
+    w.v[0][l] = x | y << 10 | z << 20;
+    if (flat < items) exec |= 1ull << l;
+  }
+  w.set_exec(exec);
+}
+
+// Runs a wave until it blocks, ends, faults, or spends `budget` instructions.
+template <bool profiled>
+uint64_t run_wave_loop(Wave& w, const Inst* insts, uint64_t budget) {
+  uint64_t n = 0;
+  while (w.state == WaveState::running && n < budget) {
+    const int pc = w.pc++;
+    if constexpr (profiled) w.profile->executed[pc]++;
+    insts[pc].fn(w, insts[pc]);
+    ++n;
+  }
+  w.insts += n;
+  return n;
+}
+inline uint64_t run_wave(Wave& w, const Inst* insts, uint64_t budget) {
+  return w.profile ? run_wave_loop<true>(w, insts, budget) : run_wave_loop<false>(w, insts, budget);
+}
+
+}  // namespace
+
+void run_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& st) {
+  const Program& p = *ctx.prog;
+  const LaunchParams& lp = ctx.launch;
+  Workgroup wg;
+  wg.id[0] = uint32_t(linear % lp.grid.x);
+  wg.id[1] = uint32_t(linear / lp.grid.x % lp.grid.y);
+  wg.id[2] = uint32_t(linear / (uint64_t(lp.grid.x) * lp.grid.y));
+  wg.ctx = &ctx;
+  wg.lds_bytes = ctx.lds_bytes;
+  std::fill(st.lds.begin(), st.lds.end(), 0);
+  wg.lds = st.lds.data();
+
+  const uint32_t items = uint32_t(lp.block.count());
+  const int nwaves = int((items + kLanes - 1) / kLanes);
+  for (int i = 0; i < nwaves; ++i) {
+    Wave& w = st.waves[i];
+    w.v = reinterpret_cast<uint32_t(*)[kLanes]>(st.vgprs.data() + size_t(i) * p.vgprs * kLanes);
+    w.priv = st.priv.data() + size_t(i) * kLanes * ctx.private_bytes;
+    w.wg = &wg;
+    w.ctx = &ctx;
+    w.profile = ctx.profiling ? &st.profile : nullptr;
+    init_wave(w, ctx, wg, i, items);
+  }
+
+  const Inst* insts = p.insts.data();
+  constexpr uint64_t quantum = 2048;
+  uint64_t spent_while_waiting = 0;  // instructions run while some wave waits at a barrier
+  for (;;) {
+    int running = 0, waiting = 0;
+    uint64_t ran = 0;
+    for (int i = 0; i < nwaves; ++i) {
+      Wave& w = st.waves[i];
+      if (w.state == WaveState::running) ran += run_wave(w, insts, quantum);
+      if (w.state == WaveState::faulted) return;
+      running += w.state == WaveState::running;
+      waiting += w.state == WaveState::barrier;
+    }
+    if (ctx.faulted.load(std::memory_order_relaxed)) return;
+    if (running == 0 && waiting == 0) break;
+    if (running == 0) {
+      // Every wave still alive has arrived: the barrier opens (ended waves do not count, as on hardware).
+      for (int i = 0; i < nwaves; ++i)
+        if (st.waves[i].state == WaveState::barrier) st.waves[i].state = WaveState::running;
+      spent_while_waiting = 0;
+      continue;
+    }
+    if (waiting > 0 && (spent_while_waiting += ran) > ctx.watchdog) {
+      int waiter = 0, spinner = 0;
+      for (int i = nwaves - 1; i >= 0; --i) {
+        if (st.waves[i].state == WaveState::barrier) waiter = i;
+        if (st.waves[i].state == WaveState::running) spinner = i;
+      }
+      Wave& w = st.waves[waiter];
+      Wave& s = st.waves[spinner];
+      w.fault(insts[w.pc - 1], FaultKind::barrier_deadlock, -1,
+              "wave " + std::to_string(waiter) + " waits at s_barrier while wave " + std::to_string(spinner) +
+                  " ran " + std::to_string(spent_while_waiting) + " instructions without reaching it (now at pc 0x" +
+                  [&] { char b[32]; std::snprintf(b, sizeof b, "%x", insts[s.pc].pc); return std::string(b); }() +
+                  ": '" + p.texts[insts[s.pc].text] + "')");
+      return;
+    }
+  }
+  uint64_t total = 0;
+  for (int i = 0; i < nwaves; ++i) total += st.waves[i].insts;
+  ctx.instructions.fetch_add(total, std::memory_order_relaxed);
+}
+
+}  // namespace vgpu
