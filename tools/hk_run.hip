@@ -5,19 +5,16 @@
 //   hk-run report [--arch gfx942|gfx950]      resources of every kernel in this binary
 #include <hip/hip_runtime.h>
 
-#include "fp8_ref.h"
-
 #include <dlfcn.h>
 
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <random>
 #include <vector>
 
 #include "gemm/gemm.h"
+#include "host/device.h"
 #include "report/kernel_report.h"
 #include "vgpu/arch.h"
 
@@ -26,48 +23,11 @@ namespace {
 template <class F>
 F ext(const char* name) { return reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name)); }
 
-float quantize(float f, hk::dtype t) {
-  if (t == hk::dtype::f16) return float(_Float16(f));
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+// The device's arch for the kernel report, from the host toolkit's one lookup.
+vgpu::Arch device_arch() { return *vgpu::parse_arch(hk_host::name(hk_host::device_arch())); }
 
-std::vector<uint16_t> to_device_bits(const std::vector<float>& v, hk::dtype t) {
-  std::vector<uint16_t> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (t == hk::dtype::f16) { _Float16 h = _Float16(v[i]); std::memcpy(&out[i], &h, 2); }
-    else { uint32_t u; std::memcpy(&u, &v[i], 4); out[i] = uint16_t(u >> 16); }
-  }
-  return out;
-}
-
-vgpu::Arch device_arch() {
-  hipDeviceProp_t p;
-  (void)hipGetDeviceProperties(&p, 0);
-  return vgpu::parse_arch(p.gcnArchName).value_or(vgpu::Arch::gfx950);
-}
-
-// fp8 of the device's arch (fp8_ref.h, the host model of the formats): FNUZ e4m3 / e5m2 on gfx942, OCP on gfx950.
-fp8_ref::F8 fp8_format(bool e5m2) {
-  hipDeviceProp_t p;
-  (void)hipGetDeviceProperties(&p, 0);
-  const bool gfx950 = std::strncmp(p.gcnArchName, "gfx950", 6) == 0;
-  return e5m2 ? fp8_ref::bf8_of(gfx950) : fp8_ref::fp8_of(gfx950);
-}
-// Random finite fp8 codes of magnitude at most 4, and their values.
-std::vector<uint8_t> fp8_codes(std::vector<float>& v, std::mt19937& rng, const fp8_ref::F8& f) {
-  std::vector<uint8_t> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    float x;
-    do out[i] = uint8_t(rng()), x = float(fp8_ref::value(out[i], f));
-    while (!(std::fabs(x) <= 4.f));
-    v[i] = x;
-  }
-  return out;
-}
+// t as the device stores it (tests/host/; fp8 in the device arch's format: FNUZ on gfx942, OCP on gfx950).
+hk_host::Format device_format(hk::dtype t) { return hk_host::device_format(*hk_host::type_named(hk::to_string(t))); }
 
 void print_report(const char* kernel, unsigned block_threads, bool with_profile) {
   const vgpu::Arch arch = device_arch();
@@ -91,25 +51,14 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
   const bool e5m2 = in == "fp8_e5m2", fp8 = e5m2 || in == "fp8" || in == "fp8_e4m3";
   const hk::dtype ab = e5m2 ? hk::dtype::fp8_e5m2 : fp8 ? hk::dtype::fp8_e4m3 : in == "f16" ? hk::dtype::f16 : hk::dtype::bf16,
                   ct = out == "bf16" ? hk::dtype::bf16 : hk::dtype::fp32;
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> a(size_t(m) * k), b(size_t(n) * k);
-  std::vector<uint8_t> a_bytes, b_bytes;
-  if (fp8) {
-    const fp8_ref::F8 f = fp8_format(e5m2);
-    a_bytes = fp8_codes(a, rng, f), b_bytes = fp8_codes(b, rng, f);
-  } else {
-    for (auto& x : a) x = quantize(u(rng), ab);
-    for (auto& x : b) x = quantize(u(rng), ab);
-    auto bits = [](const std::vector<uint16_t>& v) {
-      std::vector<uint8_t> r(v.size() * 2);
-      std::memcpy(r.data(), v.data(), r.size());
-      return r;
-    };
-    a_bytes = bits(to_device_bits(a, ab)), b_bytes = bits(to_device_bits(b, ab));
-  }
+  // The operands and reference of tests/kernels/gemm_test.hip (the host toolkit): seeded values exact in the type.
+  const hk_host::Format fab = device_format(ab), fc = device_format(ct);
+  const float limit = fp8 ? 4.f : 1.f;
+  const hk_host::Matrix a = hk_host::random_matrix(m, k, fab, 1, limit),
+                        b = bt ? hk_host::random_matrix(n, k, fab, 2, limit) : hk_host::random_matrix(k, n, fab, 2, limit);
+  const std::vector<uint8_t> a_bytes = fab.encode(a.values), b_bytes = fab.encode(b.values);
   void *da, *db, *dc;
-  const size_t c_elem = ct == hk::dtype::fp32 ? 4 : 2;
+  const size_t c_elem = fc.bytes();
   if (hipMalloc(&da, a_bytes.size()) || hipMalloc(&db, b_bytes.size()) || hipMalloc(&dc, size_t(m) * n * c_elem)) return 1;
   (void)hipMemcpy(da, a_bytes.data(), a_bytes.size(), hipMemcpyHostToDevice);
   (void)hipMemcpy(db, b_bytes.data(), b_bytes.size(), hipMemcpyHostToDevice);
@@ -122,30 +71,18 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
   if (hipError_t e = hipDeviceSynchronize(); e != hipSuccess) return std::fprintf(stderr, "%s\n", hipGetErrorString(e)), 1;
   std::vector<uint8_t> raw(size_t(m) * n * c_elem);
   (void)hipMemcpy(raw.data(), dc, raw.size(), hipMemcpyDeviceToHost);
-  // Check a spread of elements (every one for small problems) against a double-precision host reference.
-  const size_t total = size_t(m) * n, step = std::max<size_t>(1, total / 20000);
-  double worst = 0;
-  size_t bad = 0, checked = 0;
-  for (size_t idx = 0; idx < total; idx += step, ++checked) {
-    const int i = int(idx / n), j = int(idx % n);
-    double want = 0, mag = 0;
-    for (int kk = 0; kk < k; ++kk) {
-      double x = a[size_t(i) * k + kk] * double(bt ? b[size_t(j) * k + kk] : b[size_t(kk) * n + j]);
-      want += x, mag += std::fabs(x);
-    }
-    float got;
-    if (ct == hk::dtype::fp32) std::memcpy(&got, &raw[4 * idx], 4);
-    else { uint32_t bits = uint32_t(*reinterpret_cast<uint16_t*>(&raw[2 * idx])) << 16; std::memcpy(&got, &bits, 4); }
-    const double err = std::fabs(got - want), tol = (fp8 ? (k + 8) * std::ldexp(1.0, -23) : 0) * mag + 1e-5 * mag + 1e-6 +
-                                                     (ct == hk::dtype::bf16 ? std::fabs(want) / 256 : 0);
-    worst = std::max(worst, err / (mag + 1e-30));
-    bad += !(err <= tol);
-  }
+  // Check a spread of elements (every one for small problems) against the double-precision host reference.
+  hk_host::Matrix got(m, n);
+  got.values = fc.decode(raw);
+  const size_t step = std::max<size_t>(1, size_t(m) * n / 20000);
+  const hk_host::Comparison check = hk_host::compare(got, hk_host::Matmul{{a}, {b, bt}}, fc.type, "C", step);
+  for (const std::string& miss : check.first_misses()) std::fprintf(stderr, "%s\n", miss.c_str());
+  const bool bad = !check.ok();
   vgpuDispatchInfo d{};
   if (auto last = ext<int (*)(vgpuDispatchInfo*)>("vgpuGetLastDispatch")) last(&d);
-  std::printf("gemm %dx%dx%d %s%s -> %s on %s: %s (%zu of %zu elements checked, worst relative error %.2e)\n", m, n, k,
-              in.c_str(), bt ? " A*B^T" : " A*B", out.c_str(), d.arch, bad ? "FAILED" : "ok", checked - bad, checked,
-              worst);
+  std::printf("gemm %dx%dx%d %s%s -> %s on %s: %s (%ld of %ld elements checked within tolerance, worst error %.2f of it)\n",
+              m, n, k, in.c_str(), bt ? " A*B^T" : " A*B", out.c_str(), d.arch, bad ? "FAILED" : "ok",
+              check.checked() - check.failed(), check.checked(), check.worst());
   std::printf("  grid %u, %llu waves, %llu wave instructions, %.3f s emulated\n", d.grid[0], d.waves, d.wave_instructions,
               d.wall_seconds);
   print_report(d.kernel, d.block[0] * d.block[1] * d.block[2], true);

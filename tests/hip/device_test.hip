@@ -30,8 +30,9 @@ TEST(Device, Count) {
 
 TEST(Device, PropertiesMatchTheArch) {
   const std::string arch = test_arch();
-  ASSERT_TRUE(arch == "gfx942" || arch == "gfx950") << arch;
-  const bool cdna4 = arch == "gfx950";
+  const std::optional<hk_host::Arch> target = hk_host::arch_named(arch);
+  ASSERT_TRUE(target) << arch;
+  const bool cdna4 = *target == hk_host::Arch::gfx950;
   hipDeviceProp_t p;
   HIP_ASSERT(hipGetDeviceProperties(&p, 0));
   EXPECT_EQ(std::string(p.gcnArchName).rfind(arch + ":", 0), 0u) << p.gcnArchName;

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "host/device.h"
+
 // Asserts that a HIP call succeeds, printing the runtime's description (with any fault detail) if not.
 #define HIP_ASSERT(expr)                                                                          \
   do {                                                                                            \
@@ -14,13 +16,11 @@
     ASSERT_EQ(hip_assert_status_, hipSuccess) << #expr << ": " << hipGetErrorString(hip_assert_status_); \
   } while (0)
 
-// The arch the test runs on: HK_VGPU_ARCH as the CTest registration sets it, else what the device reports.
+// The arch the test runs on: HK_VGPU_ARCH as the CTest registration sets it (what the runtime is asked for, so the
+// tests can check what the device then reports), else the host toolkit's lookup of the device.
 inline std::string test_arch() {
   if (const char* env = std::getenv("HK_VGPU_ARCH"); env && *env) return env;
-  hipDeviceProp_t props;
-  if (hipGetDeviceProperties(&props, 0) != hipSuccess) return "";
-  std::string name = props.gcnArchName;
-  return name.substr(0, name.find(':'));
+  return std::string(hk_host::name(hk_host::device_arch()));
 }
 
 // A device buffer of T that frees itself.

@@ -21,7 +21,10 @@ std::vector<char> read_file(const std::string& path) {
   return std::vector<char>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-std::string other_arch() { return test_arch() == "gfx942" ? "gfx950" : "gfx942"; }
+std::string other_arch() {
+  using hk_host::Arch;
+  return std::string(hk_host::name(hk_host::arch_named(test_arch()) == Arch::gfx942 ? Arch::gfx950 : Arch::gfx942));
+}
 
 // Runs scale_add on n elements through `f` with the given argument form and checks the result.
 void check_scale_add(hipFunction_t f, bool use_extra) {

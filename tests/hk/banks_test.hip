@@ -72,13 +72,13 @@ void check_reads() {
     std::string reads;
     for (auto& [m, c] : s.mnemonics) reads += (reads.empty() ? "" : ", ") + m;
     std::printf("[banks] %s %s st<%d x %d> (%d-byte rows) -> rt<%d x %d, %s, mfma%d>: %llu reads (%s), %llu conflict cycles\n",
-                hktest::is_gfx950() ? "gfx950" : "gfx942", sizeof(T) == 1 ? "fp8" : "16-bit", R, C, int(C * sizeof(T)),
+                hk_host::name(hk_host::device_arch()).data(), sizeof(T) == 1 ? "fp8" : "16-bit", R, C, int(C * sizeof(T)),
                 tile_r, tile_c, L == layout::row ? "row" : "col", Shape::dim, s.accesses, reads.c_str(), s.conflict_cycles);
     EXPECT_GT(s.accesses, 0u) << "no LDS reads were profiled";
     EXPECT_EQ(s.conflict_cycles, 0u) << "shared->register reads conflict: " << reads;
     // The reads are the arch's widest: row layout 64-bit on gfx942, 128-bit on gfx950; col layout transposing on
     // gfx950, one element per read on gfx942.
-    const bool g950 = hktest::is_gfx950();
+    const bool g950 = hk_host::device_arch() == hk_host::Arch::gfx950;
     const char* want = L == layout::row ? (g950 ? "ds_read_b128" : "ds_read_b64")
                        : g950           ? (sizeof(T) == 1 ? "ds_read_b64_tr_b8" : "ds_read_b64_tr_b16")
                                         : (sizeof(T) == 1 ? "ds_read_u8" : "ds_read_u16");
@@ -95,6 +95,7 @@ void check_reads() {
 HK_BANKS_16(bf16, Bf16, 64, 32)
 HK_BANKS_16(bf16, Bf16, 64, 64)
 HK_BANKS_16(bf16, Bf16, 64, 128)
+HK_BANKS_16(half, F16, 32, 128)
 HK_BANKS_16(half, F16, 32, 256)
 
 // fp8 tiles, both families: rows of 64, 128 and 256 bytes; 128 rows, the height of a gfx950 mfma16 col tile.
