@@ -41,11 +41,12 @@ std::vector<uint8_t> round_trip_bytes(size_t n, uint32_t seed) {
   return v;
 }
 
-template <class T, int R, int C, layout L, class Shape>
+template <class T, int R, int C, layout L, class Shape, bool Whole = false>
 void check_reads() {
-  // The register tile: a band of one MFMA block's rows in the row layout, the whole height in the col layout.
+  // The register tile: a band of one MFMA block's rows in the row layout (Whole: all R rows, several base tiles in
+  // one load), the whole height in the col layout.
   using Probe = rt<T, 256, 256, L, Shape>;  // only its base-tile shape is used
-  constexpr int tile_r = L == layout::row ? Shape::dim : R, tile_c = L == layout::row ? C : C >= 2 * Shape::dim ? 2 * Shape::dim : Shape::dim;
+  constexpr int tile_r = L == layout::row && !Whole ? Shape::dim : R, tile_c = L == layout::row ? C : C >= 2 * Shape::dim ? 2 * Shape::dim : Shape::dim;
   if constexpr (tile_r % Probe::base_rows != 0 || tile_c % Probe::base_cols != 0 || R % tile_r != 0 || C % tile_c != 0) {
     GTEST_SKIP() << "no register tile of this family and layout fits a " << R << " x " << C << " shared tile on this arch";
   } else {
@@ -95,8 +96,11 @@ void check_reads() {
 HK_BANKS_16(bf16, Bf16, 64, 32)
 HK_BANKS_16(bf16, Bf16, 64, 64)
 HK_BANKS_16(bf16, Bf16, 64, 128)
-HK_BANKS_16(half, F16, 32, 128)
 HK_BANKS_16(half, F16, 32, 256)
+
+// Whole row-layout tiles of the 32x32 family at once (the operand loads of a 32x32 mma).
+TEST(Mma32Banks, RowReadsBf16) { check_reads<bf16, 64, 64, layout::row, mfma32, true>(); }
+TEST(Mma32Banks, RowReadsF16Wide) { check_reads<half, 32, 128, layout::row, mfma32, true>(); }
 
 // fp8 tiles, both families: rows of 64, 128 and 256 bytes; 128 rows, the height of a gfx950 mfma16 col tile.
 #define HK_BANKS_8(R, C)                                                                                     \
