@@ -104,7 +104,7 @@ __global__ void mma_kernel(const TA* a, const TB* b, const float* c, float* d) {
   store(gl<float, 1, 1, M, N>(d, 1, 1, M, N), acc, {});
 }
 
-// `limit`: the largest operand magnitude (fp8: codes up to it, so the full range with the format's max).
+// `limit`: the largest operand magnitude (fp8: every finite code up to it; INFINITY: all of them).
 template <class TA, class TB, class S, Op O, Src From, int M, int N, int K>
 void check_mma(float limit) {
   constexpr bool at = a_transposed(O), bt = b_transposed(O);
