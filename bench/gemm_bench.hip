@@ -12,38 +12,26 @@
 #include <cstdio>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
-#include <random>
 #include <vector>
 
 #include "gemm/gemm.h"
+#include "host/device.h"
 #include "vgpu/hip_ext.h"
 
 int main(int argc, char** argv) {
   const int m = argc > 3 ? std::atoi(argv[1]) : 512, n = argc > 3 ? std::atoi(argv[2]) : 512,
             k = argc > 3 ? std::atoi(argv[3]) : 512;
   const double flops = 2.0 * m * n * k;
-  // bf16 elements and the same values as floats for sgemm and the check.
-  std::vector<uint16_t> a(size_t(m) * k), b(size_t(n) * k);
-  std::vector<float> fa(a.size()), fb(b.size()), fc(size_t(m) * n);
-  std::mt19937 rng(42);
-  std::uniform_real_distribution<float> uni(-1.f, 1.f);
-  auto fill = [&](std::vector<uint16_t>& h, std::vector<float>& f) {
-    for (size_t x = 0; x < h.size(); ++x) {
-      uint32_t u;
-      const float v = uni(rng);
-      std::memcpy(&u, &v, 4);
-      h[x] = uint16_t((u + 0x7fff + (u >> 16 & 1)) >> 16);  // round to nearest even
-      u = uint32_t(h[x]) << 16;
-      std::memcpy(&f[x], &u, 4);
-    }
-  };
-  fill(a, fa);
-  fill(b, fb);
+  // bf16 operands (the host toolkit's seeded values, rounded to bf16) and the same values as floats for sgemm.
+  const hk_host::Format bf16 = hk_host::device_format(hk_host::Type::bf16);
+  const hk_host::Matrix A = hk_host::random_matrix(m, k, bf16, 42), B = hk_host::random_matrix(n, k, bf16, 43);
+  const std::vector<uint8_t> a = bf16.encode(A.values), b = bf16.encode(B.values);
+  const std::vector<float>&fa = A.values, &fb = B.values;
+  std::vector<float> fc(size_t(m) * n);
   void *da, *db, *dc;
-  if (hipMalloc(&da, a.size() * 2) || hipMalloc(&db, b.size() * 2) || hipMalloc(&dc, size_t(m) * n * 4)) return 1;
-  (void)hipMemcpy(da, a.data(), a.size() * 2, hipMemcpyHostToDevice);
-  (void)hipMemcpy(db, b.data(), b.size() * 2, hipMemcpyHostToDevice);
+  if (hipMalloc(&da, a.size()) || hipMalloc(&db, b.size()) || hipMalloc(&dc, size_t(m) * n * 4)) return 1;
+  (void)hipMemcpy(da, a.data(), a.size(), hipMemcpyHostToDevice);
+  (void)hipMemcpy(db, b.data(), b.size(), hipMemcpyHostToDevice);
   hk::GemmProblem p;
   p.m = m, p.n = n, p.k = k, p.a = da, p.lda = k, p.b = db, p.ldb = k, p.b_is_nk = true, p.c = dc, p.ldc = n;
   hk::Status s = hk::gemm(p);  // warm-up: decodes the kernel once

@@ -7,22 +7,19 @@
 //   hk-run report [--arch gfx942|gfx950]      resources of every kernel in this binary
 #include <hip/hip_runtime.h>
 
-#include "fp8_ref.h"
-
 #include <dlfcn.h>
 
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <random>
 #include <vector>
 
 #include "gemm/gemm.h"
 #include "kernels/rotary_norm_ref.h"
 #include "norm/norm.h"
 #include "rotary/rotary.h"
+#include "host/device.h"
 #include "report/kernel_report.h"
 #include "vgpu/arch.h"
 
@@ -31,37 +28,11 @@ namespace {
 template <class F>
 F ext(const char* name) { return reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name)); }
 
-float quantize(float f, hk::scalar_type t) {
-  if (t == hk::scalar_type::f16) return float(_Float16(f));
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+// The device's arch for the kernel report, from the host toolkit's one lookup (hk's target lookup).
+vgpu::Arch device_arch() { return *vgpu::parse_arch(hk_host::device_arch_name()); }
 
-std::vector<uint16_t> to_device_bits(const std::vector<float>& v, hk::scalar_type t) {
-  std::vector<uint16_t> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (t == hk::scalar_type::f16) { _Float16 h = _Float16(v[i]); std::memcpy(&out[i], &h, 2); }
-    else { uint32_t u; std::memcpy(&u, &v[i], 4); out[i] = uint16_t(u >> 16); }
-  }
-  return out;
-}
-
-// The device's target (hk's lookup), and the same arch as vgpu's loader names it (for the kernel report).
-const hk::arch::target& device_target() {
-  static const hk::arch::target* t = hk::arch::device_target(0);
-  if (!t) std::fprintf(stderr, "hk-run: the device is not a target hk is built for\n"), std::exit(1);
-  return *t;
-}
-vgpu::Arch device_arch() { return *vgpu::parse_arch(device_target().name); }
-
-// fp8 of the device's target (fp8_ref.h, the host model of the formats): FNUZ e4m3 / e5m2 on gfx942, OCP on gfx950.
-fp8_ref::F8 fp8_format(bool e5m2) {
-  const bool ocp = !device_target().fp8_fnuz;
-  return e5m2 ? fp8_ref::bf8_of(ocp) : fp8_ref::fp8_of(ocp);
-}
+// t as the device stores it (tests/host/; fp8 in the device arch's format: FNUZ on gfx942, OCP on gfx950).
+hk_host::Format device_format(hk::scalar_type t) { return hk_host::device_format(*hk_host::type_named(hk::to_string(t))); }
 
 // hipMalloc that says what failed, and why.
 void* device_alloc(size_t bytes, const char* what) {
@@ -72,17 +43,6 @@ void* device_alloc(size_t bytes, const char* what) {
     return nullptr;
   }
   return p;
-}
-// Random finite fp8 codes of magnitude at most 4, and their values.
-std::vector<uint8_t> fp8_codes(std::vector<float>& v, std::mt19937& rng, const fp8_ref::F8& f) {
-  std::vector<uint8_t> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    float x;
-    do out[i] = uint8_t(rng()), x = float(fp8_ref::value(out[i], f));
-    while (!(std::fabs(x) <= 4.f));
-    v[i] = x;
-  }
-  return out;
 }
 
 void print_report(const char* kernel, unsigned block_threads, bool with_profile) {
@@ -107,24 +67,13 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
   const bool e5m2 = in == "fp8_e5m2", fp8 = e5m2 || in == "fp8" || in == "fp8_e4m3";
   const hk::scalar_type ab = e5m2 ? hk::scalar_type::fp8_e5m2 : fp8 ? hk::scalar_type::fp8_e4m3 : in == "f16" ? hk::scalar_type::f16 : hk::scalar_type::bf16,
                   ct = out == "bf16" ? hk::scalar_type::bf16 : hk::scalar_type::fp32;
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> a(size_t(m) * k), b(size_t(n) * k);
-  std::vector<uint8_t> a_bytes, b_bytes;
-  if (fp8) {
-    const fp8_ref::F8 f = fp8_format(e5m2);
-    a_bytes = fp8_codes(a, rng, f), b_bytes = fp8_codes(b, rng, f);
-  } else {
-    for (auto& x : a) x = quantize(u(rng), ab);
-    for (auto& x : b) x = quantize(u(rng), ab);
-    auto bits = [](const std::vector<uint16_t>& v) {
-      std::vector<uint8_t> r(v.size() * 2);
-      std::memcpy(r.data(), v.data(), r.size());
-      return r;
-    };
-    a_bytes = bits(to_device_bits(a, ab)), b_bytes = bits(to_device_bits(b, ab));
-  }
-  const size_t c_elem = ct == hk::scalar_type::fp32 ? 4 : 2;
+  // The operands and reference of tests/kernels/gemm_test.hip (the host toolkit): seeded values exact in the type.
+  const hk_host::Format fab = device_format(ab), fc = device_format(ct);
+  const float limit = fp8 ? 4.f : 1.f;
+  const hk_host::Matrix a = hk_host::random_matrix(m, k, fab, 1, limit),
+                        b = bt ? hk_host::random_matrix(n, k, fab, 2, limit) : hk_host::random_matrix(k, n, fab, 2, limit);
+  const std::vector<uint8_t> a_bytes = fab.encode(a.values), b_bytes = fab.encode(b.values);
+  const size_t c_elem = fc.bytes();
   void* da = device_alloc(a_bytes.size(), "A");
   void* db = da ? device_alloc(b_bytes.size(), "B") : nullptr;
   void* dc = db ? device_alloc(size_t(m) * n * c_elem, "C") : nullptr;
@@ -140,30 +89,18 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
   if (hipError_t e = hipDeviceSynchronize(); e != hipSuccess) return std::fprintf(stderr, "%s\n", hipGetErrorString(e)), 1;
   std::vector<uint8_t> raw(size_t(m) * n * c_elem);
   (void)hipMemcpy(raw.data(), dc, raw.size(), hipMemcpyDeviceToHost);
-  // Check a spread of elements (every one for small problems) against a double-precision host reference.
-  const size_t total = size_t(m) * n, step = std::max<size_t>(1, total / 20000);
-  double worst = 0;
-  size_t bad = 0, checked = 0;
-  for (size_t idx = 0; idx < total; idx += step, ++checked) {
-    const int i = int(idx / n), j = int(idx % n);
-    double want = 0, mag = 0;
-    for (int kk = 0; kk < k; ++kk) {
-      double x = a[size_t(i) * k + kk] * double(bt ? b[size_t(j) * k + kk] : b[size_t(kk) * n + j]);
-      want += x, mag += std::fabs(x);
-    }
-    float got;
-    if (ct == hk::scalar_type::fp32) std::memcpy(&got, &raw[4 * idx], 4);
-    else { uint32_t bits = uint32_t(*reinterpret_cast<uint16_t*>(&raw[2 * idx])) << 16; std::memcpy(&got, &bits, 4); }
-    const double err = std::fabs(got - want), tol = (fp8 ? (k + 8) * std::ldexp(1.0, -23) : 0) * mag + 1e-5 * mag + 1e-6 +
-                                                     (ct == hk::scalar_type::bf16 ? std::fabs(want) / 256 : 0);
-    worst = std::max(worst, err / (mag + 1e-30));
-    bad += !(err <= tol);
-  }
+  // Check a spread of elements (every one for small problems) against the double-precision host reference.
+  hk_host::Matrix got(m, n);
+  got.values = fc.decode(raw);
+  const size_t step = std::max<size_t>(1, size_t(m) * n / 20000);
+  const hk_host::Comparison check = hk_host::compare(got, hk_host::Matmul{{a}, {b, bt}}, fc.type, "C", step);
+  for (const std::string& miss : check.first_misses()) std::fprintf(stderr, "%s\n", miss.c_str());
+  const bool bad = !check.ok();
   vgpuDispatchInfo d{};
   if (auto last = ext<int (*)(vgpuDispatchInfo*)>("vgpuGetLastDispatch")) last(&d);
-  std::printf("gemm %dx%dx%d %s%s -> %s on %s: %s (%zu of %zu elements checked, worst relative error %.2e)\n", m, n, k,
-              in.c_str(), bt ? " A*B^T" : " A*B", out.c_str(), d.arch, bad ? "FAILED" : "ok", checked - bad, checked,
-              worst);
+  std::printf("gemm %dx%dx%d %s%s -> %s on %s: %s (%ld of %ld elements checked within tolerance, worst error %.2f of it)\n",
+              m, n, k, in.c_str(), bt ? " A*B^T" : " A*B", out.c_str(), d.arch, bad ? "FAILED" : "ok",
+              check.checked() - check.failed(), check.checked(), check.worst());
   std::printf("  grid %u, %llu waves, %llu wave instructions, %.3f s emulated\n", d.grid[0], d.waves, d.wave_instructions,
               d.wall_seconds);
   print_report(d.kernel, d.block[0] * d.block[1] * d.block[2], true);

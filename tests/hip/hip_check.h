@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "hk/arch/target.h"
+#include "host/device.h"
 
 // Asserts that a HIP call succeeds, printing the runtime's description (with any fault detail) if not.
 #define HIP_ASSERT(expr)                                                                          \

@@ -41,11 +41,12 @@ std::vector<uint8_t> round_trip_bytes(size_t n, uint32_t seed) {
   return v;
 }
 
-template <class T, int R, int C, layout L, class Shape>
+template <class T, int R, int C, layout L, class Shape, bool Whole = false>
 void check_reads() {
-  // The register tile: a band of one MFMA block's rows in the row layout, the whole height in the col layout.
+  // The register tile: a band of one MFMA block's rows in the row layout (Whole: all R rows, several base tiles in
+  // one load), the whole height in the col layout.
   using Probe = rt<T, 256, 256, L, Shape>;  // only its base-tile shape is used
-  constexpr int tile_r = L == layout::row ? Shape::dim : R, tile_c = L == layout::row ? C : C >= 2 * Shape::dim ? 2 * Shape::dim : Shape::dim;
+  constexpr int tile_r = L == layout::row && !Whole ? Shape::dim : R, tile_c = L == layout::row ? C : C >= 2 * Shape::dim ? 2 * Shape::dim : Shape::dim;
   if constexpr (tile_r % Probe::base_rows != 0 || tile_c % Probe::base_cols != 0 || R % tile_r != 0 || C % tile_c != 0) {
     GTEST_SKIP() << "no register tile of this family and layout fits a " << R << " x " << C << " shared tile on this arch";
   } else {
@@ -72,13 +73,13 @@ void check_reads() {
     std::string reads;
     for (auto& [m, c] : s.mnemonics) reads += (reads.empty() ? "" : ", ") + m;
     std::printf("[banks] %s %s st<%d x %d> (%d-byte rows) -> rt<%d x %d, %s, mfma%d>: %llu reads (%s), %llu conflict cycles\n",
-                hktest::is_gfx950() ? "gfx950" : "gfx942", sizeof(T) == 1 ? "fp8" : "16-bit", R, C, int(C * sizeof(T)),
+                hk_host::device_arch_name().c_str(), sizeof(T) == 1 ? "fp8" : "16-bit", R, C, int(C * sizeof(T)),
                 tile_r, tile_c, L == layout::row ? "row" : "col", Shape::dim, s.accesses, reads.c_str(), s.conflict_cycles);
     EXPECT_GT(s.accesses, 0u) << "no LDS reads were profiled";
     EXPECT_EQ(s.conflict_cycles, 0u) << "shared->register reads conflict: " << reads;
     // The reads are the arch's widest: row layout 64-bit on gfx942, 128-bit on gfx950; col layout transposing on
     // gfx950, one element per read on gfx942.
-    const bool g950 = hktest::is_gfx950();
+    const bool g950 = hk_host::device_arch() == hk_host::Arch::gfx950;
     const char* want = L == layout::row ? (g950 ? "ds_read_b128" : "ds_read_b64")
                        : g950           ? (sizeof(T) == 1 ? "ds_read_b64_tr_b8" : "ds_read_b64_tr_b16")
                                         : (sizeof(T) == 1 ? "ds_read_u8" : "ds_read_u16");
@@ -96,6 +97,10 @@ HK_BANKS_16(bf16, Bf16, 64, 32)
 HK_BANKS_16(bf16, Bf16, 64, 64)
 HK_BANKS_16(bf16, Bf16, 64, 128)
 HK_BANKS_16(half, F16, 32, 256)
+
+// Whole row-layout tiles of the 32x32 family at once (the operand loads of a 32x32 mma).
+TEST(Mma32Banks, RowReadsBf16) { check_reads<bf16, 64, 64, layout::row, mfma32, true>(); }
+TEST(Mma32Banks, RowReadsF16Wide) { check_reads<half, 32, 128, layout::row, mfma32, true>(); }
 
 // fp8 tiles, both families: rows of 64, 128 and 256 bytes; 128 rows, the height of a gfx950 mfma16 col tile.
 #define HK_BANKS_8(R, C)                                                                                     \

@@ -1,4 +1,4 @@
-// Shared by the tile-library tests: device buffers, bf16/f16 quantisation on the host, tolerant comparison, vgpu's
+// Shared by the tile-library tests: device buffers of tile element types over the host toolkit (tests/host/), vgpu's
 // profiler (LDS accesses and bank conflicts per instruction), and a per-family summary of the cases each program ran.
 #pragma once
 #include <dlfcn.h>
@@ -16,72 +16,55 @@
 
 #include <gtest/gtest.h>
 
-#include "hk/arch/target.h"
+#include "hk/hk.h"
+#include "host/device.h"
+#include "host/gtest.h"
 #include "vgpu/hip_ext.h"
 
 #define HIP_OK(x) ASSERT_EQ((x), hipSuccess) << hipGetErrorString(x)
 
 namespace hktest {
 
-// Host model of the device types: round to nearest even, independent of the device's conversion code.
-inline float quantize_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u;
-  std::memcpy(&f, &u, 4);
-  return f;
+// The element type T as the device stores it (the host toolkit's model of it).
+template <class T>
+hk_host::Format format_of() {
+  using hk_host::Type;
+  if constexpr (std::is_same_v<T, float>) return hk_host::device_format(Type::fp32);
+  else if constexpr (std::is_same_v<T, __bf16>) return hk_host::device_format(Type::bf16);
+  else if constexpr (std::is_same_v<T, _Float16>) return hk_host::device_format(Type::f16);
+  else return hk_host::device_format(T::format == hk::arch::fp8_format::e5m2 ? Type::fp8_e5m2 : Type::fp8_e4m3);
 }
-inline float quantize_f16(float f) { return float(_Float16(f)); }
 
+// f rounded to T, as storing it in a T tile does.
 template <class T>
 float quantize(float f) {
-  if constexpr (std::is_same_v<T, __bf16>) return quantize_bf16(f);
-  else if constexpr (std::is_same_v<T, _Float16>) return quantize_f16(f);
-  else return f;
+  return format_of<T>().round(f);
 }
 
+// n elements of T on the device: seeded random values exact in T within [-limit, limit] (hk_host::random_values), or
+// zeros for seed 0; `host` holds them as floats.
 template <class T>
 struct Buffer {
   T* dev = nullptr;
-  std::vector<float> host;  // the exact values the device holds, as float
-  explicit Buffer(size_t n, uint32_t seed = 0, float scale = 1.f) : host(n) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> u(-scale, scale);
-    std::vector<T> raw(n);
-    for (size_t i = 0; i < n; ++i) {
-      host[i] = seed ? quantize<T>(u(rng)) : 0.f;
-      raw[i] = T(host[i]);
-    }
+  std::vector<float> host;
+  explicit Buffer(size_t n, uint32_t seed = 0, float limit = 1.f)
+      : host(seed ? hk_host::random_values(n, format_of<T>(), seed, limit) : std::vector<float>(n)) {
     EXPECT_EQ(hipMalloc(&dev, n * sizeof(T)), hipSuccess);
-    EXPECT_EQ(hipMemcpy(dev, raw.data(), n * sizeof(T), hipMemcpyHostToDevice), hipSuccess);
+    upload();
   }
   ~Buffer() { (void)hipFree(dev); }
+  void upload() {
+    const std::vector<uint8_t> raw = format_of<T>().encode(host);
+    EXPECT_EQ(hipMemcpy(dev, raw.data(), raw.size(), hipMemcpyHostToDevice), hipSuccess);
+  }
   std::vector<float> read() const {
-    std::vector<T> raw(host.size());
-    EXPECT_EQ(hipMemcpy(raw.data(), dev, raw.size() * sizeof(T), hipMemcpyDeviceToHost), hipSuccess);
-    std::vector<float> out(raw.size());
-    for (size_t i = 0; i < raw.size(); ++i) out[i] = float(raw[i]);
-    return out;
+    std::vector<uint8_t> raw(host.size() * sizeof(T));
+    EXPECT_EQ(hipMemcpy(raw.data(), dev, raw.size(), hipMemcpyDeviceToHost), hipSuccess);
+    return format_of<T>().decode(raw);
   }
 };
 
-// |got - want| <= atol + rtol * |want| everywhere; reports the first few misses.
-inline void expect_close(const std::vector<float>& got, const std::vector<float>& want, float atol, float rtol,
-                         const char* what) {
-  ASSERT_EQ(got.size(), want.size());
-  int bad = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    bool ok = std::fabs(got[i] - want[i]) <= atol + rtol * std::fabs(want[i]) ||
-              (std::isnan(got[i]) && std::isnan(want[i])) || got[i] == want[i];
-    if (!ok && bad++ < 5) ADD_FAILURE() << what << " [" << i << "]: got " << got[i] << " want " << want[i];
-  }
-  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << got.size() << " elements differ";
-}
-
-inline bool is_gfx950() {
-  const hk::arch::target* t = hk::arch::device_target(0);
-  return t && t->id == hk::arch::target_id::gfx950;
-}
+using hk_host::expect_close;
 
 // vgpu's extension functions, looked up at run time (the tests link libamdhip64 the ordinary way): null on ROCm.
 template <class F>

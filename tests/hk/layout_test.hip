@@ -4,6 +4,7 @@
 
 #include "hk/hk.h"
 #include "hk_test_util.h"
+#include "mma_cases.h"
 
 using namespace hk;
 
@@ -48,44 +49,10 @@ TEST(Layout, AccToOperand32Bf16_32x32) { check_acc_to_op<bf16, 32, 32, mfma32>()
 TEST(Layout, AccToOperand32F16_64x96) { check_acc_to_op<half, 64, 96, mfma32>(); }
 TEST(Layout, AccToOperand32Bf16_32x128) { check_acc_to_op<bf16, 32, 128, mfma32>(); }
 
-// O = P V with P an fp32 accumulator (the softmax of attention) used as the A operand, and V (keys x head dim) sitting
-// row-major in a shared tile, read in the col layout mma_AB wants for B.
-template <class T, int M, int N, int D>
-__global__ void attention_pv(const float* p, const T* v, float* o) {
-  __shared__ st<T, N, D> sv;
-  load<wave>(sv, glt<T, N, D>(const_cast<T*>(v), 1, 1, N, D), {});
-  barrier();
-  rt_acc<M, N> pacc;
-  load(pacc, glt<float, M, N>(const_cast<float*>(p), 1, 1, M, N), {});
-  rt<T, M, N, layout::row> pa;
-  acc_to_operand(pa, pacc);
-  rt<T, N, D, layout::col> vb;
-  load(vb, sv);
-  rt_acc<M, D> out;
-  zero(out);
-  mma_AB(out, pa, vb, out);
-  store(glt<float, M, D>(o, 1, 1, M, D), out, {});
-}
-
-template <class T, int M, int N, int D>
-void check_attention_pv() {
-  hktest::Buffer<float> p(M * N, 41, 1.f);
-  hktest::Buffer<T> v(N * D, 42);
-  hktest::Buffer<float> o(M * D);
-  hipLaunchKernelGGL((attention_pv<T, M, N, D>), dim3(1), dim3(64), 0, 0, p.dev, v.dev, o.dev);
-  HIP_OK(hipDeviceSynchronize());
-  std::vector<float> want(M * D);
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < D; ++j) {
-      double s = 0;
-      for (int k = 0; k < N; ++k) s += double(hktest::quantize<T>(p.host[i * N + k])) * v.host[k * D + j];
-      want[i * D + j] = float(s);
-    }
-  hktest::expect_close(o.read(), want, 1e-4f, 1e-4f, "P V");
-}
-
-TEST(Layout, AttentionPVBf16) { check_attention_pv<bf16, 32, 64, 64>(); }
-TEST(Layout, AttentionPVF16) { check_attention_pv<half, 16, 128, 32>(); }
+// Attention's P V with P converted in registers (the generic case of mma_cases.h, which also runs it through scratch,
+// in the 32x32 family and for fp8).
+TEST(Layout, AttentionPVBf16) { hkmma::check_pv<bf16, bf16, mfma16, hkmma::Via::registers, 32, 64, 64>(); }
+TEST(Layout, AttentionPVF16) { hkmma::check_pv<half, half, mfma16, hkmma::Via::registers, 16, 128, 32>(); }
 
 // ---- swap_layout and transpose ----------------------------------------------------------------------------------------
 
@@ -170,7 +137,8 @@ TEST(Layout, SwapBf16RowToColRegistersWhereE4) {
   using D = rt<bf16, 64, 32, layout::col>;
   using S = rt<bf16, 64, 32, layout::row>;
   const bool regs = register_path<D, S>();
-  EXPECT_EQ(regs, !hktest::is_gfx950()) << "register path for 16-bit row -> col exactly where E = 4 (gfx942)";
+  EXPECT_EQ(regs, hk_host::device_arch() == hk_host::Arch::gfx942)
+      << "register path for 16-bit row -> col exactly where E = 4 (gfx942)";
   if (regs) check_swap<bf16, bf16, 64, 32, layout::row, layout::col, false>();
   else GTEST_SKIP() << "no register path on this arch (E = 8): the scratch cases cover it";
 }
@@ -224,7 +192,7 @@ ColLoad check_col_load() {
   std::string reads;
   for (auto& [m, c] : s.mnemonics) reads += (reads.empty() ? "" : ", ") + m + " (" + std::to_string(c) + " conflict cycles)";
   std::printf("[col load] %s st<%d x %d> -> rt<%d x %d, col>: %llu LDS read instructions, %llu conflict cycles: %s\n",
-              hktest::is_gfx950() ? "gfx950" : "gfx942", K, N, Kt, Nt, s.accesses, s.conflict_cycles, reads.c_str());
+              hk_host::device_arch_name().c_str(), K, N, Kt, Nt, s.accesses, s.conflict_cycles, reads.c_str());
   return {s.accesses, s.conflict_cycles, s.example};
 }
 
@@ -235,7 +203,7 @@ template <class T, int K, int N, int Kt, int Nt, int Waves>
 void check_col_load_path() {
   const ColLoad c = check_col_load<T, K, N, Kt, Nt, Waves>();
   if (c.accesses == 0) return;  // not vgpu: nothing profiled
-  const bool g950 = hktest::is_gfx950();
+  const bool g950 = hk_host::device_arch() == hk_host::Arch::gfx950;
   constexpr int per_lane = Kt * Nt / 64;  // elements per lane per tile
   const unsigned long long tiles = (K / Kt) * (N / Nt);
   EXPECT_EQ(c.accesses, tiles * (g950 ? per_lane / 4 : per_lane)) << "reads per tile";

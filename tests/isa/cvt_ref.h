@@ -17,16 +17,14 @@
 #include "hk/arch/target.h"
 
 #include "fp8_ref.h"
+#include "host/device.h"
 
 namespace cvt_ref {
 
 // --- Test plumbing ---------------------------------------------------------------------------------------------------
 
-// Whether the device is gfx950 (hk's target lookup; the ISA tests pick per-arch expectations by it).
-inline bool gfx950() {
-  const hk::arch::target* t = hk::arch::device_target(0);
-  return t && t->id == hk::arch::target_id::gfx950;
-}
+// The arch of the device (the host toolkit's one lookup).
+inline bool gfx950() { return hk_host::device_arch() == hk_host::Arch::gfx950; }
 
 // A device copy of a host vector.
 template <class T>
@@ -52,7 +50,7 @@ struct Dev {
 inline uint32_t bits(float x) { return std::bit_cast<uint32_t>(x); }
 inline float from_bits(uint32_t u) { return std::bit_cast<float>(u); }
 
-// --- 8-bit float formats: fp8_ref.h (shared with the GEMM tests and hk-run) ---------------------------------------
+// --- 8-bit float formats: fp8_ref.h (the host toolkit's fp8 model) ---------------------------------------------------
 
 using namespace fp8_ref;
 
@@ -82,19 +80,8 @@ inline uint8_t encode_sr(double x, uint32_t seed, const F8& f, bool saturate = f
 
 // --- bf16 ------------------------------------------------------------------------------------------------------------
 
-// f32 -> bf16, round to nearest even, by comparing the distances to the two candidates (NaN: any NaN).
-inline uint16_t bf16_rne(float x) {
-  const uint32_t u = bits(x);
-  if (std::isnan(x)) return uint16_t(u >> 16 | 0x40);
-  if (std::isinf(x)) return uint16_t(u >> 16);
-  const uint32_t lo = u & 0xffff0000u, hi = lo + 0x10000u;  // hi is one bf16 step further from zero
-  auto mag = [](uint32_t b) {
-    return (b & 0x7fffffffu) == 0x7f800000u ? std::ldexp(1.0, 128) : std::fabs(double(from_bits(b)));
-  };
-  const double a = std::fabs(double(x)), dl = a - mag(lo), dh = mag(hi) - a;
-  if (dl < dh || (dl == dh && ((lo >> 16) & 1) == 0)) return uint16_t(lo >> 16);
-  return uint16_t(hi >> 16);
-}
+// f32 -> bf16, round to nearest even (NaN: a quiet NaN): the host toolkit's rounding.
+inline uint16_t bf16_rne(float x) { return hk_host::bf16_bits(x); }
 
 // --- f16 -------------------------------------------------------------------------------------------------------------
 

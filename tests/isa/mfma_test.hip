@@ -13,7 +13,7 @@
 // What D = A x B + C can reveal: rows, columns and which slot of A meets which slot of B are pinned exactly, but a
 // renumbering of k applied alike to A and B leaves every product sum unchanged, so the absolute k of a slot is only
 // observable through the 32-k scale blocks of the scaled forms (the Scale* and random scaled tests pin it there).
-// Cases for one arch are skipped on the other (the device's gcnArchName decides).
+// Cases for one arch are skipped on the other (the host toolkit's device_arch() decides).
 #include <hip/hip_runtime.h>
 
 #include <algorithm>
@@ -29,7 +29,7 @@
 
 #include <gtest/gtest.h>
 
-#include "hk/arch/target.h"
+#include "host/device.h"
 
 #define HIP_OK(x) ASSERT_EQ((x), hipSuccess) << hipGetErrorString(x)
 
@@ -186,22 +186,12 @@ int bits_of(El e) {
   }
 }
 
-bool is_gfx950() {
-  const hk::arch::target* t = hk::arch::device_target(0);
-  return t && t->id == hk::arch::target_id::gfx950;
-}
+bool is_gfx950() { return hk_host::device_arch() == hk_host::Arch::gfx950; }
 
-// 8-bit floats: e4m3 / e5m2, FNUZ on gfx942 (bias 8 / 16, 0x80 the only NaN, no inf), OCP on gfx950 (bias 7 / 15;
-// e4m3: S.1111.111 NaN, no inf; e5m2: IEEE-like inf/NaN).
+// 8-bit floats: e4m3 / e5m2, FNUZ on gfx942, OCP on gfx950 (the host toolkit's model, tests/fp8_ref.h).
 double decode8(uint8_t x, bool e5m2, bool ocp) {
-  const int eb = e5m2 ? 5 : 4, mb = e5m2 ? 2 : 3, bias = (e5m2 ? 15 : 7) + (ocp ? 0 : 1);
-  const int ex = x >> mb & ((1 << eb) - 1), man = x & ((1 << mb) - 1);
-  const bool neg = x & 0x80;
-  if (!ocp && x == 0x80) return NAN;
-  if (ocp && e5m2 && ex == 31) return man ? NAN : (neg ? -INFINITY : INFINITY);
-  if (ocp && !e5m2 && ex == 15 && man == 7) return NAN;
-  const double v = ex == 0 ? std::ldexp(man, 1 - bias - mb) : std::ldexp(man + (1 << mb), ex - bias - mb);
-  return neg ? -v : v;
+  using hk_host::Type, hk_host::Arch;
+  return hk_host::fp8_format(e5m2 ? Type::fp8_e5m2 : Type::fp8_e4m3, ocp ? Arch::gfx950 : Arch::gfx942).value(x);
 }
 
 // The exact value the MFMA reads from an element's bits (xf32: the f32 truncated to 10 mantissa bits).

@@ -17,7 +17,7 @@
 
 #include <gtest/gtest.h>
 
-#include "hk/arch/target.h"
+#include "host/device.h"
 
 #define HIP_OK(x)                                                                   \
   do {                                                                              \
@@ -64,39 +64,28 @@ __device__ inline void put(u32* p, int l, v4u d) { p[4 * l] = d.x, p[4 * l + 1] 
 
 #define WAIT "\n\ts_waitcnt vmcnt(0)"
 
+// One kernel: d starts as the lane's init value; lanes below `active` run the asm statement (the remaining
+// arguments: its text and operand lists, with d as the data operand); loads and returning atomics put d back out.
+#define BUFFER_KERNEL(NAME, VT, PUT, ...)                                                                         \
+  __global__ void NAME(const KArgs a) {                                                                           \
+    const int l = threadIdx.x;                                                                                    \
+    VT d = get<VT>(a.init, l);                                                                                    \
+    if (l < int(a.active)) asm volatile(__VA_ARGS__);                                                             \
+    PUT;                                                                                                          \
+  }
+#define PUT_D put(a.out, l, d)
+#define KEEP_D (void)d
+
 // --- Loads to VGPRs: one kernel per instruction and addressing mode (vaddr off / offen / idxen / idxen offen) ------
 #define LOAD_KERNELS(NAME, INSN, VT)                                                                               \
-  __global__ void NAME##_off(const KArgs a) {                                                                     \
-    const int l = threadIdx.x;                                                                                    \
-    VT d = get<VT>(a.init, l);                                                                                    \
-    if (l < int(a.active))                                                                                        \
-      asm volatile(INSN " %0, off, %1, %2 offset:20" WAIT : "+v"(d) : "s"(rs(a)), "s"(a.soff) : "memory");       \
-    put(a.out, l, d);                                                                                             \
-  }                                                                                                               \
-  __global__ void NAME##_offen(const KArgs a) {                                                                   \
-    const int l = threadIdx.x;                                                                                    \
-    VT d = get<VT>(a.init, l);                                                                                    \
-    if (l < int(a.active))                                                                                        \
-      asm volatile(INSN " %0, %1, %2, %3 offen offset:20" WAIT                                                    \
-                   : "+v"(d) : "v"(a.off[l]), "s"(rs(a)), "s"(a.soff) : "memory");                                 \
-    put(a.out, l, d);                                                                                             \
-  }                                                                                                               \
-  __global__ void NAME##_idxen(const KArgs a) {                                                                   \
-    const int l = threadIdx.x;                                                                                    \
-    VT d = get<VT>(a.init, l);                                                                                    \
-    if (l < int(a.active))                                                                                        \
-      asm volatile(INSN " %0, %1, %2, %3 idxen offset:20" WAIT                                                    \
-                   : "+v"(d) : "v"(a.idx[l]), "s"(rs(a)), "s"(a.soff) : "memory");                                 \
-    put(a.out, l, d);                                                                                             \
-  }                                                                                                               \
-  __global__ void NAME##_both(const KArgs a) {                                                                    \
-    const int l = threadIdx.x;                                                                                    \
-    VT d = get<VT>(a.init, l);                                                                                    \
-    if (l < int(a.active))                                                                                        \
-      asm volatile(INSN " %0, %1, %2, %3 idxen offen offset:20" WAIT                                              \
-                   : "+v"(d) : "v"(v2u{a.idx[l], a.off[l]}), "s"(rs(a)), "s"(a.soff) : "memory");                  \
-    put(a.out, l, d);                                                                                             \
-  }
+  BUFFER_KERNEL(NAME##_off, VT, PUT_D, INSN " %0, off, %1, %2 offset:20" WAIT                                      \
+                : "+v"(d) : "s"(rs(a)), "s"(a.soff) : "memory")                                                   \
+  BUFFER_KERNEL(NAME##_offen, VT, PUT_D, INSN " %0, %1, %2, %3 offen offset:20" WAIT                               \
+                : "+v"(d) : "v"(a.off[l]), "s"(rs(a)), "s"(a.soff) : "memory")                                    \
+  BUFFER_KERNEL(NAME##_idxen, VT, PUT_D, INSN " %0, %1, %2, %3 idxen offset:20" WAIT                               \
+                : "+v"(d) : "v"(a.idx[l]), "s"(rs(a)), "s"(a.soff) : "memory")                                    \
+  BUFFER_KERNEL(NAME##_both, VT, PUT_D, INSN " %0, %1, %2, %3 idxen offen offset:20" WAIT                          \
+                : "+v"(d) : "v"(v2u{a.idx[l], a.off[l]}), "s"(rs(a)), "s"(a.soff) : "memory")
 
 LOAD_KERNELS(ld_ubyte, "buffer_load_ubyte", u32)
 LOAD_KERNELS(ld_sbyte, "buffer_load_sbyte", u32)
@@ -115,20 +104,10 @@ LOAD_KERNELS(ld_short_d16_hi, "buffer_load_short_d16_hi", u32)
 
 // --- Stores ---------------------------------------------------------------------------------------------------------
 #define STORE_KERNELS(NAME, INSN, VT)                                                                              \
-  __global__ void NAME##_offen(const KArgs a) {                                                                   \
-    const int l = threadIdx.x;                                                                                    \
-    VT d = get<VT>(a.init, l);                                                                                    \
-    if (l < int(a.active))                                                                                        \
-      asm volatile(INSN " %0, %1, %2, %3 offen offset:20" WAIT                                                    \
-                   : : "v"(d), "v"(a.off[l]), "s"(rs(a)), "s"(a.soff) : "memory");                                 \
-  }                                                                                                               \
-  __global__ void NAME##_both(const KArgs a) {                                                                    \
-    const int l = threadIdx.x;                                                                                    \
-    VT d = get<VT>(a.init, l);                                                                                    \
-    if (l < int(a.active))                                                                                        \
-      asm volatile(INSN " %0, %1, %2, %3 idxen offen offset:20" WAIT                                              \
-                   : : "v"(d), "v"(v2u{a.idx[l], a.off[l]}), "s"(rs(a)), "s"(a.soff) : "memory");                  \
-  }
+  BUFFER_KERNEL(NAME##_offen, VT, KEEP_D, INSN " %0, %1, %2, %3 offen offset:20" WAIT                              \
+                : : "v"(d), "v"(a.off[l]), "s"(rs(a)), "s"(a.soff) : "memory")                                    \
+  BUFFER_KERNEL(NAME##_both, VT, KEEP_D, INSN " %0, %1, %2, %3 idxen offen offset:20" WAIT                         \
+                : : "v"(d), "v"(v2u{a.idx[l], a.off[l]}), "s"(rs(a)), "s"(a.soff) : "memory")
 
 STORE_KERNELS(st_byte, "buffer_store_byte", u32)
 STORE_KERNELS(st_byte_d16_hi, "buffer_store_byte_d16_hi", u32)
@@ -141,21 +120,10 @@ STORE_KERNELS(st_dwordx4, "buffer_store_dwordx4", v4u)
 
 // --- Atomics: with return (sc0) and without ------------------------------------------------------------------------
 #define ATOMIC_KERNELS(NAME, INSN, VT)                                                                             \
-  __global__ void NAME##_rtn(const KArgs a) {                                                                     \
-    const int l = threadIdx.x;                                                                                    \
-    VT d = get<VT>(a.init, l);                                                                                    \
-    if (l < int(a.active))                                                                                        \
-      asm volatile(INSN " %0, %1, %2, %3 offen offset:8 sc0" WAIT                                                 \
-                   : "+v"(d) : "v"(a.off[l]), "s"(rs(a)), "s"(a.soff) : "memory");                                 \
-    put(a.out, l, d);                                                                                             \
-  }                                                                                                               \
-  __global__ void NAME##_nrt(const KArgs a) {                                                                     \
-    const int l = threadIdx.x;                                                                                    \
-    VT d = get<VT>(a.init, l);                                                                                    \
-    if (l < int(a.active))                                                                                        \
-      asm volatile(INSN " %0, %1, %2, %3 offen offset:8" WAIT                                                     \
-                   : : "v"(d), "v"(a.off[l]), "s"(rs(a)), "s"(a.soff) : "memory");                                 \
-  }
+  BUFFER_KERNEL(NAME##_rtn, VT, PUT_D, INSN " %0, %1, %2, %3 offen offset:8 sc0" WAIT                              \
+                : "+v"(d) : "v"(a.off[l]), "s"(rs(a)), "s"(a.soff) : "memory")                                    \
+  BUFFER_KERNEL(NAME##_nrt, VT, KEEP_D, INSN " %0, %1, %2, %3 offen offset:8" WAIT                                 \
+                : : "v"(d), "v"(a.off[l]), "s"(rs(a)), "s"(a.soff) : "memory")
 
 ATOMIC_KERNELS(at_swap, "buffer_atomic_swap", u32)
 ATOMIC_KERNELS(at_add, "buffer_atomic_add", u32)
@@ -282,11 +250,7 @@ __global__ void dma_lands_at_its_wait(const KArgs a) {
 
 // --- The same instructions as clang emits them from its buffer builtins (CK-style raw buffers) ---------------------
 __global__ void builtin_raw(const KArgs a) {
-  extern __shared__ u32 lds[];
-  const int l = threadIdx.x;
-  const u32 words = a.lds_bytes / 4;
-  for (u32 i = l; i < words; i += kLanes) lds[i] = 0xC0DE0000u ^ i;
-  __syncthreads();
+  LDS_PROLOGUE
   __amdgpu_buffer_rsrc_t r = __builtin_amdgcn_make_buffer_rsrc(const_cast<void*>(a.gbase), 0, a.rsrc[2], 0x00020000);
   const u32 o = a.off[l];
   u32* out = a.out + 16 * l;
@@ -312,10 +276,7 @@ namespace {
 
 using Kernel = void (*)(const KArgs);
 
-bool is_gfx950() {
-  const hk::arch::target* t = hk::arch::device_target(0);
-  return t && t->id == hk::arch::target_id::gfx950;
-}
+bool is_gfx950() { return hk_host::device_arch() == hk_host::Arch::gfx950; }
 
 template <class T>
 struct Dev {
@@ -582,15 +543,8 @@ TEST(Mubuf, StoresAreDroppedOutOfRangeAndNeighboursStayUntouched) {
 float f32(u32 x) { return std::bit_cast<float>(x); }
 u32 bits(float f) { return std::bit_cast<u32>(f); }
 float ftz(float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.f, x) : x; }
-uint16_t rne16(float f, bool bf16) {
-  if (bf16) {
-    u32 u = bits(f);
-    if (std::isnan(f)) return uint16_t((u >> 16) | 0x40);
-    return uint16_t((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-  }
-  return std::bit_cast<uint16_t>(_Float16(f));
-}
-float widen16(uint16_t h, bool bf16) { return bf16 ? f32(u32(h) << 16) : float(std::bit_cast<_Float16>(h)); }
+uint16_t rne16(float f, bool bf16) { return bf16 ? hk_host::bf16_bits(f) : hk_host::f16_bits(f); }
+float widen16(uint16_t h, bool bf16) { return bf16 ? hk_host::bf16_value(h) : hk_host::f16_value(h); }
 u32 pk_add(u32 a, u32 b, bool bf16) {
   u32 r = 0;
   for (int i = 0; i < 2; ++i)

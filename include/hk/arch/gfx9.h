@@ -5,15 +5,14 @@
 
 #include <cstdint>
 
+#include "target_id.h"
+
 namespace hk::arch {
 
 using f32x4 = float __attribute__((ext_vector_type(4)));
 using f32x16 = float __attribute__((ext_vector_type(16)));
 using u16x4 = short __attribute__((ext_vector_type(4)));
 using u32x2 = int __attribute__((ext_vector_type(2)));
-// The targets hk is built for.
-enum class target_id { gfx942, gfx950 };
-
 template <int N>
 using bf16_vec = __bf16 __attribute__((ext_vector_type(N)));
 template <int N>
