@@ -2,14 +2,9 @@
 // A is M x K row-major; B is K x N row-major, or N x K row-major when `b_is_nk` (C = A * B^T); C is M x N row-major.
 // Every argument is validated first: a problem the kernel cannot run returns an error and launches nothing.
 #pragma once
-#include <hip/hip_runtime.h>
-
-#include <string>
+#include "../api.h"
 
 namespace hk {
-
-enum class dtype { bf16, f16, fp32, fp8_e4m3, fp8_e5m2 };
-const char* to_string(dtype t);
 
 struct GemmProblem {
   int m = 0, n = 0, k = 0;
@@ -30,12 +25,6 @@ struct GemmProblem {
   // fp8 has its own kernel (128x128 tiles, 4 waves, two LDS stages): `pipelined` feeds its stages straight into LDS
   // (same conditions), `simple` through registers.
   enum class kernel { automatic, simple, pipelined } variant = kernel::automatic;
-};
-
-struct Status {
-  hipError_t code = hipSuccess;
-  std::string message;           // empty on success
-  explicit operator bool() const { return code == hipSuccess; }
 };
 
 // Validates `p` and launches the GEMM on p.stream. Asynchronous like any kernel launch.

@@ -9,17 +9,6 @@
 
 namespace hk {
 
-const char* to_string(dtype t) {
-  switch (t) {
-    case dtype::bf16: return "bf16";
-    case dtype::f16: return "f16";
-    case dtype::fp32: return "fp32";
-    case dtype::fp8_e4m3: return "fp8_e4m3";
-    case dtype::fp8_e5m2: return "fp8_e5m2";
-  }
-  return "?";
-}
-
 namespace {
 
 Status error(hipError_t code, std::string message) { return {code, "hk::gemm: " + std::move(message)}; }

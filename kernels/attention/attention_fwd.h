@@ -1,0 +1,172 @@
+// The attention forward kernel: one workgroup of 4 waves per (query tile, query head, sequence), each wave owning 16
+// query rows; K and V tiles of 64 keys staged in LDS for all four waves. The online softmax runs in fp32 on the MFMA
+// accumulators with scale * log2(e) folded into one multiply-add before exp2. Only the KV tiles some row of the query
+// tile sees are visited; a tile is masked element by element only where it crosses a row's visible range (the
+// causal or window diagonal, or the end of the keys).
+#pragma once
+#include <cmath>
+
+#include "hk/hk.h"
+
+namespace hk::kernels {
+
+struct AttnArgs {
+  const void *q, *k, *v;
+  void* o;
+  float* lse;  // null: not written
+  // Element strides: batch, row (sequence position), head. Varlen batches use only row and head.
+  long q_bs, q_rs, q_hs, k_bs, k_rs, k_hs, v_bs, v_rs, v_hs, o_bs, o_rs, o_hs;
+  // LSE of (b, h, row i of sequence b) at b * lse_bs + h * lse_hs + (cu_q ? cu_q[b] : 0) + i.
+  long lse_bs, lse_hs;
+  const int *cu_q, *cu_k;  // varlen offsets (B + 1 each), or null
+  int batch, heads_q, heads_kv;
+  int seqlen_q, seqlen_k;  // of every sequence (padded batches; unused with cu_q / cu_k)
+  int q_tiles;             // query tiles of the longest query sequence
+  float scale_log2;        // softmax_scale * log2(e)
+  float scale;             // softmax_scale
+  int left, right;         // visible keys of query i: [i + Sk - Sq - left, i + Sk - Sq + right]; -1 = unbounded
+};
+
+// The tile sizes of the forward kernel.
+struct AttnTiles {
+  static constexpr int wave_rows = 16, waves = 4, rows = wave_rows * waves, keys = 64;
+};
+
+// The workgroup's work: sequence b, query head h (reading KV head h / ratio) and query tile `tile`. The logical order
+// keeps the query heads that share a KV head next to each other and, through xcd_remap, on one XCD (they read the
+// same K and V from its L2); query tiles run last-first, so the causal tiles with the most keys start first.
+struct AttnBlock {
+  int b, h, h_kv, tile;
+  int sq, sk;            // this sequence's lengths
+  long q_start, k_start; // its first row in the packed tensors (varlen) or 0
+
+  __device__ explicit AttnBlock(const AttnArgs& p) {
+    const int ratio = p.heads_q / p.heads_kv;
+    int id = xcd_remap(int(blockIdx.x), p.batch * p.heads_kv * p.q_tiles * ratio);
+    const int g = id % ratio;
+    id /= ratio;
+    tile = p.q_tiles - 1 - id % p.q_tiles;
+    id /= p.q_tiles;
+    h_kv = id % p.heads_kv;
+    b = id / p.heads_kv;
+    h = h_kv * ratio + g;
+    if (p.cu_q) {
+      q_start = p.cu_q[b], k_start = p.cu_k[b];
+      sq = p.cu_q[b + 1] - p.cu_q[b], sk = p.cu_k[b + 1] - p.cu_k[b];
+    } else {
+      q_start = k_start = 0, sq = p.seqlen_q, sk = p.seqlen_k;
+    }
+  }
+};
+
+// One head of one sequence of a (B, S, H, D) tensor as an S x D layout.
+template <class T, int D>
+__device__ inline gl<T, 1, 1, runtime_dim, D> head_view(const void* base, long bs, long rs, long hs, int b, bool varlen,
+                                                        long start, int h, int rows) {
+  T* p = static_cast<T*>(const_cast<void*>(base)) + (varlen ? 0 : b * bs) + start * rs + h * hs;
+  return gl<T, 1, 1, runtime_dim, D>(p, 1, 1, rows, D, rs);
+}
+
+template <class T, int D>
+__global__ __launch_bounds__(256) void attention_fwd(AttnArgs p) {
+  using Tiles = AttnTiles;
+  constexpr int WQ = Tiles::wave_rows, BQ = Tiles::rows, BK = Tiles::keys;
+  using G = group<Tiles::waves>;
+  using rows_vec = rv<float, WQ, vec_align::rows>;
+  __shared__ st<T, BQ, D> sq;  // the Q tile, and the O tile on the way out
+  __shared__ st<T, BK, D> sk, sv;
+
+  const AttnBlock blk(p);
+  if (blk.tile * BQ >= blk.sq) return;  // past the end of a shorter sequence (varlen)
+  const bool varlen = p.cu_q != nullptr;
+  const auto gq = head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, blk.h, blk.sq);
+  const auto gk = head_view<T, D>(p.k, p.k_bs, p.k_rs, p.k_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
+  const auto gv = head_view<T, D>(p.v, p.v_bs, p.v_rs, p.v_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
+  const auto go = head_view<T, D>(p.o, p.o_bs, p.o_rs, p.o_hs, blk.b, varlen, blk.q_start, blk.h, blk.sq);
+
+  // The keys any row of this tile sees (rows past the sequence's end do not count), as a range of KV tiles.
+  const long off = long(blk.sk) - blk.sq, qa = long(blk.tile) * BQ, qb = std::min<long>(qa + BQ, blk.sq) - 1;
+  const long lo = p.left < 0 ? 0 : std::max<long>(0, qa + off - p.left);
+  const long hi = p.right < 0 ? blk.sk - 1 : std::min<long>(blk.sk - 1, qb + off + p.right);
+  const int kt_begin = int(lo / BK), kt_end = hi >= lo ? int(hi / BK) + 1 : kt_begin;
+  // This wave's rows, for deciding which tiles it must mask.
+  const int w = G::wave();
+  const long wa = qa + long(w) * WQ, wb = std::min<long>(wa + WQ, blk.sq) - 1;
+
+  load_bounded<G>(sq, gq, {0, 0, blk.tile, 0});
+  barrier();
+  rt<T, WQ, D> q;
+  load(q, sq, {0, 0, w, 0});
+
+  rt_acc<WQ, D> o;
+  zero(o);
+  rows_vec m, l;  // running max of the scaled scores (log2 units) and softmax denominator, per row
+  for (int i = 0; i < WQ / 16; ++i)
+    for (int e = 0; e < rows_vec::per_block; ++e) m.data[i][e] = -INFINITY, l.data[i][e] = 0.f;
+
+  const float c = p.scale_log2;
+  for (int kt = kt_begin; kt < kt_end; ++kt) {
+    barrier();  // every wave is done with the previous tile
+    load_bounded<G>(sk, gk, {0, 0, kt, 0});
+    load_bounded<G>(sv, gv, {0, 0, kt, 0});
+    barrier();
+
+    rt<T, BK, D> k;
+    load(k, sk);
+    rt_acc<WQ, BK> s;
+    zero(s);
+    mma_ABt(s, q, k, s);
+
+    // Element masks only where the tile crosses a visible range's edge for one of this wave's rows.
+    const long k0 = long(kt) * BK;
+    const bool whole = k0 + BK <= blk.sk && (p.left < 0 || k0 >= wb + off - p.left) &&
+                       (p.right < 0 || k0 + BK - 1 <= wa + off + p.right);
+    if (!whole) {
+      mask_bounds(s, int(wa), int(k0), 0x7fffffff, blk.sk, -INFINITY);  // keys past the end
+      if (p.right >= 0) tril(s, -INFINITY, int(off + p.right), int(wa), int(k0));
+      if (p.left >= 0) triu(s, -INFINITY, int(off - p.left), int(wa), int(k0));
+    }
+
+    // Online softmax: new running max, the factor that rescales what came before, p = exp2(s * c - max).
+    rows_vec tile_max, sub, alpha, sum;
+    row_max(tile_max, s);
+    for (int i = 0; i < WQ / 16; ++i)
+      for (int e = 0; e < rows_vec::per_block; ++e) {
+        const float m_new = fmaxf(m.data[i][e], tile_max.data[i][e] * c);
+        sub.data[i][e] = m_new == -INFINITY ? 0.f : m_new;  // a row that has seen no key yet keeps p = 0
+        alpha.data[i][e] = __builtin_amdgcn_exp2f(m.data[i][e] - sub.data[i][e]);
+        m.data[i][e] = m_new;
+      }
+    map_rows(s, sub, [c](float x, float mx) { return __builtin_amdgcn_exp2f(fmaf(x, c, -mx)); });
+    row_sum(sum, s);
+    for (int i = 0; i < WQ / 16; ++i)
+      for (int e = 0; e < rows_vec::per_block; ++e) l.data[i][e] = l.data[i][e] * alpha.data[i][e] + sum.data[i][e];
+    mul_row(o, alpha);
+
+    rt<T, WQ, BK> pt;
+    acc_to_operand(pt, s);
+    rt<T, BK, D, layout::col> vt;
+    load(vt, sv);
+    mma_AB(o, pt, vt, o);
+  }
+
+  // O = o / l (0 for a row that saw no key) and LSE = ln(sum of exp(scaled scores)) = (m + log2 l) * ln 2.
+  rows_vec inv, lse;
+  for (int i = 0; i < WQ / 16; ++i)
+    for (int e = 0; e < rows_vec::per_block; ++e) {
+      const float li = l.data[i][e];
+      inv.data[i][e] = li > 0.f ? 1.f / li : 0.f;
+      lse.data[i][e] = li > 0.f ? (m.data[i][e] + __log2f(li)) * 0.69314718055994531f : -INFINITY;
+    }
+  mul_row(o, inv);
+  store(sq, o, {0, 0, w, 0});  // each wave writes only its own rows, which no other wave reads
+  barrier();
+  store_bounded<G>(go, sq, {0, 0, blk.tile, 0});
+  if (p.lse) {
+    const gl<float, 1, 1, 1, runtime_dim> row(p.lse + (varlen ? 0 : blk.b * p.lse_bs) + blk.h * p.lse_hs + blk.q_start,
+                                              1, 1, 1, blk.sq);
+    store(row, lse, {0, 0, 0, blk.tile * Tiles::waves + w});
+  }
+}
+
+}  // namespace hk::kernels
