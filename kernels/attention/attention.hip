@@ -174,6 +174,10 @@ Status attention_forward(const AttentionProblem& p) {
   const Tensor to{"O", p.o, batch, rows_q, p.heads_q, d, strides(p.o_strides, rows_q, p.heads_q)};
   for (const Tensor* t : {&tq, &tk, &tv, &to})
     if (Status s = check_layout(*t, t == &to); !s) return s;
+  // The kernel reads K and V with buffer loads, whose offsets are 32-bit: one head of one sequence under 2 GiB.
+  for (const Tensor* t : {&tk, &tv})
+    if (longest_k > 0 && ((longest_k - 1) * t->s.row + d) * 2 >= (1l << 31))
+      return invalid(std::string(t->name) + ": one head of one sequence must span less than 2 GiB");
   if (p.lse && reinterpret_cast<uintptr_t>(p.lse) % alignof(float)) return invalid("LSE must be 4-byte aligned");
   // Every tensor inside one allocation (empty ones address nothing).
   for (const Tensor* t : {&tq, &tk, &tv, &to})

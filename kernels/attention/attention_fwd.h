@@ -1,12 +1,18 @@
 // The attention forward kernel: one workgroup of 4 waves per (query tile, query head, sequence), each wave owning 16
-// query rows; K and V tiles of 64 keys staged in LDS for all four waves. The online softmax runs in fp32 on the MFMA
+// query rows; K and V tiles of 64 keys loaded straight into LDS (buffer loads with the lds modifier), two stages deep,
+// so the next tile's loads fly while the waves compute on the current one. The online softmax runs in fp32 on the MFMA
 // accumulators with scale * log2(e) folded into one multiply-add before exp2. Only the KV tiles some row of the query
 // tile sees are visited; a tile is masked element by element only where it crosses a row's visible range (the
 // causal or window diagonal, or the end of the keys).
+//
+// One barrier per KV tile: each wave waits for its own loads of tile t, then the barrier makes every wave's part of
+// tile t visible and certifies that every wave has finished reading tile t-1's stage, which the loads of tile t+1,
+// issued right after it, overwrite.
 #pragma once
 #include <cmath>
 
 #include "hk/hk.h"
+#include "hk/ops/async.h"
 
 namespace hk::kernels {
 
@@ -73,8 +79,9 @@ __global__ __launch_bounds__(256) void attention_fwd(AttnArgs p) {
   constexpr int WQ = Tiles::wave_rows, BQ = Tiles::rows, BK = Tiles::keys;
   using G = group<Tiles::waves>;
   using rows_vec = rv<float, WQ, vec_align::rows>;
-  __shared__ st<T, BQ, D> sq;  // the Q tile, and the O tile on the way out
-  __shared__ st<T, BK, D> sk, sv;
+  static_assert(BQ == BK, "the Q and O tiles are staged in a K stage");
+  using Tile = st<T, BK, D>;
+  __shared__ Tile sk[2], sv[2];  // two stages of K and V
 
   const AttnBlock blk(p);
   if (blk.tile * BQ >= blk.sq) return;  // past the end of a shorter sequence (varlen)
@@ -93,6 +100,13 @@ __global__ __launch_bounds__(256) void attention_fwd(AttnArgs p) {
   const int w = G::wave();
   const long wa = qa + long(w) * WQ, wb = std::min<long>(wa + WQ, blk.sq) - 1;
 
+  // Tile kt's K and V into stage `stage`, zeros past the last key.
+  auto fill = [&](int kt, int stage) __attribute__((always_inline)) {
+    load_async<G>(sk[stage], gk, {0, 0, kt, 0});
+    load_async<G>(sv[stage], gv, {0, 0, kt, 0});
+  };
+  if (kt_begin < kt_end) fill(kt_begin, 0);
+  Tile& sq = sk[1];  // the Q tile passes through stage 1 before the loop fills it
   load_bounded<G>(sq, gq, {0, 0, blk.tile, 0});
   barrier();
   rt<T, WQ, D> q;
@@ -106,13 +120,13 @@ __global__ __launch_bounds__(256) void attention_fwd(AttnArgs p) {
 
   const float c = p.scale_log2;
   for (int kt = kt_begin; kt < kt_end; ++kt) {
-    barrier();  // every wave is done with the previous tile
-    load_bounded<G>(sk, gk, {0, 0, kt, 0});
-    load_bounded<G>(sv, gv, {0, 0, kt, 0});
-    barrier();
+    const int stage = (kt - kt_begin) & 1;
+    wait_async<0>();
+    barrier();  // tile kt is in; every wave is done with the other stage (and with Q in stage 1)
+    if (kt + 1 < kt_end) fill(kt + 1, stage ^ 1);
 
     rt<T, BK, D> k;
-    load(k, sk);
+    load(k, sk[stage]);
     rt_acc<WQ, BK> s;
     zero(s);
     mma_ABt(s, q, k, s);
@@ -146,7 +160,7 @@ __global__ __launch_bounds__(256) void attention_fwd(AttnArgs p) {
     rt<T, WQ, BK> pt;
     acc_to_operand(pt, s);
     rt<T, BK, D, layout::col> vt;
-    load(vt, sv);
+    load(vt, sv[stage]);
     mma_AB(o, pt, vt, o);
   }
 
@@ -159,9 +173,10 @@ __global__ __launch_bounds__(256) void attention_fwd(AttnArgs p) {
       lse.data[i][e] = li > 0.f ? (m.data[i][e] + __log2f(li)) * 0.69314718055994531f : -INFINITY;
     }
   mul_row(o, inv);
-  store(sq, o, {0, 0, w, 0});  // each wave writes only its own rows, which no other wave reads
+  barrier();  // every wave is done with the last tile
+  store(sk[0], o, {0, 0, w, 0});  // the O tile, each wave its own rows
   barrier();
-  store_bounded<G>(go, sq, {0, 0, blk.tile, 0});
+  store_bounded<G>(go, sk[0], {0, 0, blk.tile, 0});
   if (p.lse) {
     const gl<float, 1, 1, 1, runtime_dim> row(p.lse + (varlen ? 0 : blk.b * p.lse_bs) + blk.h * p.lse_hs + blk.q_start,
                                               1, 1, 1, blk.sq);

@@ -315,6 +315,7 @@ TEST(AttentionValidation, Errors) {
   { auto p = base(); p.q = static_cast<char*>(q) + 8; expect_error(p, "Q must be 16-byte aligned"); }
   { auto p = base(); p.k_strides.row = 2 * d + 4; expect_error(p, "K strides must be multiples of 8"); }
   { auto p = base(); p.v_strides.head = -d; expect_error(p, "V strides must not be negative"); }
+  { auto p = base(); p.v_strides.row = 1l << 27; expect_error(p, "V: one head of one sequence must span less than 2 GiB"); }
   { auto p = base(); p.o_strides = {s * h * d, d, d}; expect_error(p, "O strides make elements overlap"); }
   { auto p = base(); p.o_strides.batch = s * h * d + 8; expect_error(p, "O does not lie inside"); }
   { auto p = base(); p.seqlen_q = s + 1; expect_error(p, "Q does not lie inside"); }
