@@ -1,17 +1,23 @@
 // The attention forward kernel: one workgroup of 4 waves per (query tile, query head, sequence), each wave owning 16
 // query rows; K and V tiles of 64 keys loaded straight into LDS (buffer loads with the lds modifier), two stages deep,
-// so the next tile's loads fly while the waves compute on the current one. The online softmax runs in fp32 on the MFMA
-// accumulators with scale * log2(e) folded into one multiply-add before exp2. Only the KV tiles some row of the query
+// so the next tile's loads fly while the waves compute on the current one.
+//
+// Each wave computes the transposed products, S^T = K Q^T and O^T += V^T P^T: a query is then a column of the
+// accumulators, so its softmax statistics are column reductions (in registers, then two shuffles), and P^T is the S^T
+// accumulator itself as the next product's B operand (ops/acc_order.h: no cross-lane moves), with V read in the same
+// k order. The online softmax runs in fp32 with scale * log2(e) folded into one multiply-add before exp2, and O leaves
+// from the registers (the transpose of O^T's accumulator is free). Only the KV tiles some row of the query
 // tile sees are visited; a tile is masked element by element only where it crosses a row's visible range (the
 // causal or window diagonal, or the end of the keys).
 //
 // One barrier per KV tile: each wave waits for its own loads of tile t, then the barrier makes every wave's part of
 // tile t visible and certifies that every wave has finished reading tile t-1's stage, which the loads of tile t+1,
-// issued right after it, overwrite.
+// issued right after it, overwrite. The Q tile passes through stage 1 before the first such load.
 #pragma once
 #include <cmath>
 
 #include "hk/hk.h"
+#include "hk/ops/acc_order.h"
 #include "hk/ops/async.h"
 
 namespace hk::kernels {
@@ -65,6 +71,15 @@ struct AttnBlock {
   }
 };
 
+// f(element of v, elements of vs...) for every element of register vectors of one shape.
+template <class F, class V, class... Vs>
+__device__ inline void vec_apply(F f, V& v, Vs&... vs) {
+#pragma unroll
+  for (int i = 0; i < V::length / V::shape::dim; ++i)
+#pragma unroll
+    for (int e = 0; e < V::per_block; ++e) f(v.data[i][e], vs.data[i][e]...);
+}
+
 // One head of one sequence of a (B, S, H, D) tensor as an S x D layout.
 template <class T, int D>
 __device__ inline gl<T, 1, 1, runtime_dim, D> head_view(const void* base, long bs, long rs, long hs, int b, bool varlen,
@@ -78,8 +93,8 @@ __global__ __launch_bounds__(256) void attention_fwd(AttnArgs p) {
   using Tiles = AttnTiles;
   constexpr int WQ = Tiles::wave_rows, BQ = Tiles::rows, BK = Tiles::keys;
   using G = group<Tiles::waves>;
-  using rows_vec = rv<float, WQ, vec_align::rows>;
-  static_assert(BQ == BK, "the Q and O tiles are staged in a K stage");
+  using cols_vec = rv<float, WQ, vec_align::cols>;
+  static_assert(BQ == BK, "the Q tile is staged in a K stage");
   using Tile = st<T, BK, D>;
   __shared__ Tile sk[2], sv[2];  // two stages of K and V
 
@@ -106,17 +121,17 @@ __global__ __launch_bounds__(256) void attention_fwd(AttnArgs p) {
     load_async<G>(sv[stage], gv, {0, 0, kt, 0});
   };
   if (kt_begin < kt_end) fill(kt_begin, 0);
-  Tile& sq = sk[1];  // the Q tile passes through stage 1 before the loop fills it
+  Tile& sq = sk[1];  // free until the first iteration's barrier
   load_bounded<G>(sq, gq, {0, 0, blk.tile, 0});
   barrier();
-  rt<T, WQ, D> q;
+  rt<T, WQ, D> q;  // the B operand of S^T = K Q^T
   load(q, sq, {0, 0, w, 0});
 
-  rt_acc<WQ, D> o;
-  zero(o);
-  rows_vec m, l;  // running max of the scaled scores (log2 units) and softmax denominator, per row
-  for (int i = 0; i < WQ / 16; ++i)
-    for (int e = 0; e < rows_vec::per_block; ++e) m.data[i][e] = -INFINITY, l.data[i][e] = 0.f;
+  // Per query (a column of S^T): running max of the scaled scores (log2 units) and softmax denominator.
+  cols_vec m, l;
+  vec_apply([](float& mi, float& li) { mi = -INFINITY, li = 0.f; }, m, l);
+  rt_acc<D, WQ> ot;  // O^T: D x this wave's queries
+  zero(ot);
 
   const float c = p.scale_log2;
   for (int kt = kt_begin; kt < kt_end; ++kt) {
@@ -127,56 +142,60 @@ __global__ __launch_bounds__(256) void attention_fwd(AttnArgs p) {
 
     rt<T, BK, D> k;
     load(k, sk[stage]);
-    rt_acc<WQ, BK> s;
-    zero(s);
-    mma_ABt(s, q, k, s);
+    rt_acc<BK, WQ> st_;  // S^T = K Q^T: keys x queries
+    zero(st_);
+    mma_ABt(st_, k, q, st_);
 
-    // Element masks only where the tile crosses a visible range's edge for one of this wave's rows.
+    // Element masks only where the tile crosses a visible range's edge for one of this wave's queries. In S^T a row
+    // is a key j and a column a query i: i sees j when i + off - left <= j <= i + off + right.
     const long k0 = long(kt) * BK;
     const bool whole = k0 + BK <= blk.sk && (p.left < 0 || k0 >= wb + off - p.left) &&
                        (p.right < 0 || k0 + BK - 1 <= wa + off + p.right);
     if (!whole) {
-      mask_bounds(s, int(wa), int(k0), 0x7fffffff, blk.sk, -INFINITY);  // keys past the end
-      if (p.right >= 0) tril(s, -INFINITY, int(off + p.right), int(wa), int(k0));
-      if (p.left >= 0) triu(s, -INFINITY, int(off - p.left), int(wa), int(k0));
+      mask_bounds(st_, int(k0), int(wa), blk.sk, 0x7fffffff, -INFINITY);                   // keys past the end
+      if (p.right >= 0) triu(st_, -INFINITY, int(-(off + p.right)), int(k0), int(wa));   // i - j < -(off + right)
+      if (p.left >= 0) tril(st_, -INFINITY, int(p.left - off), int(k0), int(wa));        // i - j > left - off
     }
 
-    // Online softmax: new running max, the factor that rescales what came before, p = exp2(s * c - max).
-    rows_vec tile_max, sub, alpha, sum;
-    row_max(tile_max, s);
-    for (int i = 0; i < WQ / 16; ++i)
-      for (int e = 0; e < rows_vec::per_block; ++e) {
-        const float m_new = fmaxf(m.data[i][e], tile_max.data[i][e] * c);
-        sub.data[i][e] = m_new == -INFINITY ? 0.f : m_new;  // a row that has seen no key yet keeps p = 0
-        alpha.data[i][e] = __builtin_amdgcn_exp2f(m.data[i][e] - sub.data[i][e]);
-        m.data[i][e] = m_new;
-      }
-    map_rows(s, sub, [c](float x, float mx) { return __builtin_amdgcn_exp2f(fmaf(x, c, -mx)); });
-    row_sum(sum, s);
-    for (int i = 0; i < WQ / 16; ++i)
-      for (int e = 0; e < rows_vec::per_block; ++e) l.data[i][e] = l.data[i][e] * alpha.data[i][e] + sum.data[i][e];
-    mul_row(o, alpha);
+    // Online softmax down each column: new running max, the factor that rescales what came before, and
+    // p = exp2(s * c - max).
+    cols_vec tile_max, sub, alpha, sum;
+    col_max(tile_max, st_);
+    vec_apply(
+        [c](float& mi, float& ti, float& si, float& ai) {
+          const float m_new = fmaxf(mi, ti * c);
+          si = m_new == -INFINITY ? 0.f : m_new;  // a query that has seen no key yet keeps p = 0
+          ai = __builtin_amdgcn_exp2f(mi - si);
+          mi = m_new;
+        },
+        m, tile_max, sub, alpha);
+    map_cols(st_, sub, [c](float x, float mx) { return __builtin_amdgcn_exp2f(fmaf(x, c, -mx)); });
+    col_sum(sum, st_);
+    vec_apply([](float& li, float& ai, float& si) { li = li * ai + si; }, l, alpha, sum);
+    mul_col(ot, alpha);
 
-    rt<T, WQ, BK> pt;
-    acc_to_operand(pt, s);
-    rt<T, BK, D, layout::col> vt;
-    load(vt, sv[stage]);
-    mma_AB(o, pt, vt, o);
+    // O^T += V^T P^T: P^T is the accumulator itself in acc order, V is read in the same order and used transposed.
+    rt<T, BK, WQ, layout::col> pt;
+    copy_acc_order(pt, st_);
+    rt<T, BK, D, layout::col> vc;
+    load_acc_order(vc, sv[stage]);
+    rt<T, D, BK, layout::row> vt;
+    transpose(vt, vc);  // the same registers
+    mma_AB(ot, vt, pt, ot);
   }
 
-  // O = o / l (0 for a row that saw no key) and LSE = ln(sum of exp(scaled scores)) = (m + log2 l) * ln 2.
-  rows_vec inv, lse;
-  for (int i = 0; i < WQ / 16; ++i)
-    for (int e = 0; e < rows_vec::per_block; ++e) {
-      const float li = l.data[i][e];
-      inv.data[i][e] = li > 0.f ? 1.f / li : 0.f;
-      lse.data[i][e] = li > 0.f ? (m.data[i][e] + __log2f(li)) * 0.69314718055994531f : -INFINITY;
-    }
-  mul_row(o, inv);
-  barrier();  // every wave is done with the last tile
-  store(sk[0], o, {0, 0, w, 0});  // the O tile, each wave its own rows
-  barrier();
-  store_bounded<G>(go, sk[0], {0, 0, blk.tile, 0});
+  // O = o / l (0 for a query that saw no key) and LSE = ln(sum of exp(scaled scores)) = (m + log2 l) * ln 2.
+  cols_vec inv, lse;
+  vec_apply(
+      [](float& li, float& mi, float& ii, float& ei) {
+        ii = li > 0.f ? 1.f / li : 0.f;
+        ei = li > 0.f ? (mi + __log2f(li)) * 0.69314718055994531f : -INFINITY;
+      },
+      l, m, inv, lse);
+  mul_col(ot, inv);
+  rt<float, WQ, D, layout::row> o;
+  transpose(o, ot);  // the same registers
+  store_bounded(go, o, {0, 0, blk.tile * Tiles::waves + w, 0});  // straight from the accumulator: no LDS, no barrier
   if (p.lse) {
     const gl<float, 1, 1, 1, runtime_dim> row(p.lse + (varlen ? 0 : blk.b * p.lse_bs) + blk.h * p.lse_hs + blk.q_start,
                                               1, 1, 1, blk.sq);
