@@ -88,8 +88,15 @@ __device__ inline gl<T, 1, 1, runtime_dim, D> head_view(const void* base, long b
   return gl<T, 1, 1, runtime_dim, D>(p, 1, 1, rows, D, rs);
 }
 
+// Waves per SIMD the LDS allows (two stages of K and V tiles per workgroup of 4 waves), at most 2. Declaring it lets
+// the compiler keep the MFMA accumulators in arch VGPRs (it uses AGPRs when a wave may own all 512 registers, and
+// then every rescale of O^T copies it out and back).
+template <int D>
+inline constexpr int attn_waves_per_simd =
+    arch::current::lds_bytes / (4 * AttnTiles::keys * D * 2) >= 2 ? 2 : 1;
+
 template <class T, int D>
-__global__ __launch_bounds__(256) void attention_fwd(AttnArgs p) {
+__global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_waves_per_simd<D>))) void attention_fwd(AttnArgs p) {
   using Tiles = AttnTiles;
   constexpr int WQ = Tiles::wave_rows, BQ = Tiles::rows, BK = Tiles::keys;
   using G = group<Tiles::waves>;
