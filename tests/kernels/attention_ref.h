@@ -31,9 +31,9 @@ inline bool visible(const Shape& s, long i, long j, long sq, long sk) {
   return true;
 }
 
-// Per-dtype rounding of what the kernel rounds: P before the P V product and O on the way out (2^-9 for bf16's
-// 8-bit significand, 2^-12 for f16's 11).
-inline double unit_roundoff(bool bf16) { return bf16 ? std::ldexp(1.0, -9) : std::ldexp(1.0, -12); }
+// Per-dtype unit roundoff of what the kernel rounds, P before the P V product and O on the way out: 2^-p for a
+// p-bit significand (2^-8 for bf16, 2^-11 for f16).
+inline double unit_roundoff(bool bf16) { return bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11); }
 
 struct Result {
   std::vector<double> o, lse;          // as the host tensors above; a row that sees no key: O 0, LSE -inf
@@ -42,7 +42,7 @@ struct Result {
 
 // O and LSE for q, k, v (values exactly as the device holds them) and the tolerance of a kernel that computes the
 // scores in fp32, rounds P and O to the element type (unit roundoff u) and accumulates in fp32:
-//   - P's and O's rounding: 2u times the row's weighted mean of |v| (sum p |v| / sum p), plus u |O|;
+//   - P's and O's rounding: u times the row's weighted mean of |v| (sum p |v| / sum p), doubled for slack, plus u |O|;
 //   - the fp32 scores: an error of at most 16 * 2^-24 * sum |q k| each (MFMA blocks summed in an unspecified order),
 //     which moves p by that much times the scale, relatively;
 //   - f16's subnormal P: 2^-25 per key, times max |v|;
