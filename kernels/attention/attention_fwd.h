@@ -141,8 +141,10 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_waves_
   zero(ot);
 
   const float c = p.scale_log2;
-  for (int kt = kt_begin; kt < kt_end; ++kt) {
-    const int stage = (kt - kt_begin) & 1;
+  // One KV tile in stage `stage_of` (0 or 1; a compile-time constant where the loop below takes the tiles in pairs, so
+  // that every LDS address is a register fixed for the kernel plus an immediate offset).
+  auto step = [&](int kt, auto stage_of) __attribute__((always_inline)) {
+    const int stage = int(stage_of);
     wait_async<0>();
     barrier();  // tile kt is in; every wave is done with the other stage (and with Q in stage 1)
     if (kt + 1 < kt_end) fill(kt + 1, stage ^ 1);
@@ -189,6 +191,16 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_waves_
     rt<T, D, BK, layout::row> vt;
     transpose(vt, vc);  // the same registers
     mma_AB(ot, vt, pt, ot);
+  };
+  if constexpr (attn_waves_per_simd<D> == 2) {
+    // Pairs of tiles, each with its stage fixed: the addresses cost registers (gfx950 D = 128: 150 -> 196 VGPRs),
+    // which the 256 of two waves per SIMD have room for.
+    for (int kt = kt_begin; kt < kt_end; kt += 2) {
+      step(kt, std::integral_constant<int, 0>{});
+      if (kt + 1 < kt_end) step(kt + 1, std::integral_constant<int, 1>{});
+    }
+  } else {
+    for (int kt = kt_begin; kt < kt_end; ++kt) step(kt, (kt - kt_begin) & 1);
   }
 
   // O = o / l (0 for a query that saw no key) and LSE = ln(sum of exp(scaled scores)) = (m + log2 l) * ln 2.
