@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attention_fwd.h"
+#include "attention_fwd_pingpong.h"
 
 namespace hk {
 
@@ -105,14 +106,18 @@ bool inside_allocation(const void* ptr, size_t bytes) {
   return static_cast<const char*>(ptr) + bytes <= static_cast<const char*>(base) + size;
 }
 
-// The one place that reads the device's arch name: true if the kernels are built for it.
-Status check_arch() {
+// The one place that reads the device's arch name: an error unless the kernels are built for it; `pingpong` tells
+// whether it runs the 8-wave ping-pong kernel (gfx950, whose LDS holds its stages at either D).
+Status check_arch(bool& pingpong) {
   int device = 0;
   hipDeviceProp_t prop;
   if (hipGetDevice(&device) != hipSuccess || hipGetDeviceProperties(&prop, device) != hipSuccess)
     return error(hipErrorNoDevice, "no HIP device");
   for (const char* built : {"gfx942", "gfx950"})
-    if (std::strncmp(prop.gcnArchName, built, std::strlen(built)) == 0) return {};
+    if (std::strncmp(prop.gcnArchName, built, std::strlen(built)) == 0) {
+      pingpong = std::strcmp(built, "gfx950") == 0;
+      return {};
+    }
   return error(hipErrorNoBinaryForGpu, std::string("no kernel for ") + prop.gcnArchName + " (built for gfx942, gfx950)");
 }
 
@@ -138,16 +143,17 @@ Status read_cu_seqlens(const char* name, const int* cu, int batch, int& total, i
 }
 
 template <class T, int D>
-void launch(const AttentionProblem& p, const kernels::AttnArgs& args, unsigned blocks) {
-  hipLaunchKernelGGL((kernels::attention_fwd<T, D>), dim3(blocks), dim3(64 * kernels::AttnTiles::waves), 0, p.stream,
-                     args);
+void launch(const AttentionProblem& p, const kernels::AttnArgs& args, unsigned blocks, bool pingpong) {
+  if (pingpong) hipLaunchKernelGGL((kernels::attention_fwd_pingpong<T, D>), dim3(blocks), dim3(512), 0, p.stream, args);
+  else hipLaunchKernelGGL((kernels::attention_fwd<T, D>), dim3(blocks), dim3(256), 0, p.stream, args);
 }
 
 }  // namespace
 
 Status attention_forward(const AttentionProblem& p) {
   if (Status s = validate(p); !s) return s;
-  if (Status s = check_arch(); !s) return s;
+  bool pingpong = false;
+  if (Status s = check_arch(pingpong); !s) return s;
   const bool varlen = p.cu_seqlens_q != nullptr;
   // Rows of the tensors as the kernel addresses them: per sequence (padded) or packed totals (varlen).
   long batch = p.batch, rows_q = p.seqlen_q, rows_k = p.seqlen_k;
@@ -197,7 +203,8 @@ Status attention_forward(const AttentionProblem& p) {
   a.cu_q = p.cu_seqlens_q, a.cu_k = p.cu_seqlens_k;
   a.batch = p.batch, a.heads_q = p.heads_q, a.heads_kv = p.heads_kv;
   a.seqlen_q = p.seqlen_q, a.seqlen_k = p.seqlen_k;
-  a.q_tiles = (longest_q + kernels::AttnTiles::rows - 1) / kernels::AttnTiles::rows;
+  const int rows = pingpong ? kernels::attn_pingpong_rows : kernels::attn_rows;  // queries per workgroup
+  a.q_tiles = (longest_q + rows - 1) / rows;
   const float scale = p.softmax_scale > 0.f ? p.softmax_scale : 1.f / std::sqrt(float(p.head_dim));
   a.scale = scale, a.scale_log2 = float(double(scale) * 1.4426950408889634);
   // A window wider than any sequence is no window; this keeps the kernel's diagonal offsets within an int.
@@ -210,10 +217,10 @@ Status attention_forward(const AttentionProblem& p) {
   if (blocks >= (1l << 31)) return invalid("too many query tiles for one launch (batch * heads_q * tiles >= 2^31)");
   (void)hipGetLastError();  // launch errors below are ours alone
   const bool bf = p.type == dtype::bf16;
-  if (bf && d == 64) launch<bf16, 64>(p, a, unsigned(blocks));
-  else if (bf) launch<bf16, 128>(p, a, unsigned(blocks));
-  else if (d == 64) launch<half, 64>(p, a, unsigned(blocks));
-  else launch<half, 128>(p, a, unsigned(blocks));
+  if (bf && d == 64) launch<bf16, 64>(p, a, unsigned(blocks), pingpong);
+  else if (bf) launch<bf16, 128>(p, a, unsigned(blocks), pingpong);
+  else if (d == 64) launch<half, 64>(p, a, unsigned(blocks), pingpong);
+  else launch<half, 128>(p, a, unsigned(blocks), pingpong);
   if (hipError_t e = hipGetLastError(); e != hipSuccess) return error(e, std::string("launch failed: ") + hipGetErrorString(e));
   return {};
 }
