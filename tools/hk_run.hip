@@ -4,6 +4,9 @@
 //   (fp8 = fp8_e4m3; fp8 types in the device arch's format: FNUZ e4m3 / e5m2 on gfx942, OCP e4m3fn / e5m2 on gfx950)
 //   hk-run rotary --b B --s S --h H --d D [--rotary-dim R] [--interleaved] [--dtype bf16|f16|fp32] [--arch ...]
 //   hk-run norm --rows R --cols C [--rms] [--p P] [--seed S] [--dtype bf16|f16|fp32] [--arch ...]
+//   hk-run attn --b B --sq SQ --sk SK --hq HQ --hkv HKV --d 64|128 [--causal] [--window L,R] [--dtype bf16|f16]
+//               [--varlen QLENS[:KLENS]] [--arch gfx942|gfx950]
+//   (--varlen: comma-separated sequence lengths, packed; keys as long as the queries unless KLENS is given)
 //   hk-run report [--arch gfx942|gfx950]      resources of every kernel in this binary
 #include <hip/hip_runtime.h>
 
@@ -15,11 +18,13 @@
 #include <cstdlib>
 #include <vector>
 
+#include "attention/attention.h"
 #include "gemm/gemm.h"
 #include "kernels/rotary_norm_ref.h"
 #include "norm/norm.h"
 #include "rotary/rotary.h"
 #include "host/device.h"
+#include "kernels/attention_ref.h"
 #include "report/kernel_report.h"
 #include "vgpu/arch.h"
 
@@ -238,6 +243,153 @@ int run_norm(int rows, int cols, bool rms, float drop, uint64_t seed, const std:
   print_report(info.kernel, info.block[0], true);
   return bad + bad_bw ? 1 : 0;
 }
+// One attention forward case: random inputs (contiguous (B, S, H, D), or packed (total, H, D) with --varlen), checked
+// element by element against the float64 reference with its per-dtype tolerances.
+struct AttnOptions {
+  int b = 1, sq = 128, sk = 128, hq = 1, hkv = 1, d = 128;
+  bool causal = false;
+  std::string window, dtype = "bf16", varlen;
+};
+
+std::vector<int> parse_lengths(const std::string& text) {
+  std::vector<int> out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    out.push_back(std::atoi(text.substr(at, comma - at).c_str()));
+    at = comma + 1;
+  }
+  return out;
+}
+
+int run_attn(const AttnOptions& a) {
+  const hk::scalar_type type = a.dtype == "f16" ? hk::scalar_type::f16 : hk::scalar_type::bf16;
+  attn_ref::Shape shape;
+  shape.hq = a.hq, shape.hkv = a.hkv, shape.d = a.d, shape.causal = a.causal;
+  if (!a.window.empty()) {
+    const std::vector<int> w = parse_lengths(a.window);
+    if (w.size() != 2) return std::fprintf(stderr, "--window takes L,R\n"), 2;
+    shape.left = w[0], shape.right = w[1];
+  }
+  const bool varlen = !a.varlen.empty();
+  if (varlen) {
+    const size_t colon = a.varlen.find(':');
+    shape.len_q = parse_lengths(a.varlen.substr(0, colon));
+    shape.len_k = colon == std::string::npos ? shape.len_q : parse_lengths(a.varlen.substr(colon + 1));
+    if (shape.len_q.size() != shape.len_k.size()) return std::fprintf(stderr, "--varlen: as many key lengths as query lengths\n"), 2;
+  } else {
+    shape.len_q.assign(a.b, a.sq), shape.len_k.assign(a.b, a.sk);
+  }
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  const hk_host::Format format = device_format(type);  // the host toolkit's model of the element type
+  auto tensor = [&](long rows, int heads, std::vector<float>& host) {
+    host.resize(size_t(rows) * heads * a.d);
+    for (auto& x : host) x = format.round(u(rng));
+    const std::vector<uint8_t> bytes = format.encode(host);
+    void* dev = device_alloc(std::max<size_t>(bytes.size(), 2), "a tensor");
+    if (!dev) std::exit(1);
+    (void)hipMemcpy(dev, bytes.data(), bytes.size(), hipMemcpyHostToDevice);
+    return dev;
+  };
+  std::vector<float> q, k, v, o_host;
+  const long tq = shape.total_q(), tk = shape.total_k();
+  void *dq = tensor(tq, a.hq, q), *dk = tensor(tk, a.hkv, k), *dv = tensor(tk, a.hkv, v), *dout = tensor(tq, a.hq, o_host);
+  float* dlse = nullptr;
+  int *cu_q = nullptr, *cu_k = nullptr;
+  if (hipMalloc(&dlse, std::max<size_t>(size_t(tq) * a.hq, 1) * 4) != hipSuccess) return 1;
+  hk::AttentionProblem p;
+  p.batch = int(shape.len_q.size()), p.heads_q = a.hq, p.heads_kv = a.hkv, p.head_dim = a.d;
+  p.q = dq, p.k = dk, p.v = dv, p.o = dout, p.lse = dlse, p.type = type, p.causal = a.causal;
+  p.window_left = shape.left, p.window_right = shape.right;
+  if (varlen) {
+    auto offsets = [](const std::vector<int>& lens, int*& dev) {
+      std::vector<int> cu{0};
+      for (int n : lens) cu.push_back(cu.back() + n);
+      if (hipMalloc(&dev, cu.size() * 4) != hipSuccess) std::exit(1);
+      (void)hipMemcpy(dev, cu.data(), cu.size() * 4, hipMemcpyHostToDevice);
+    };
+    offsets(shape.len_q, cu_q), offsets(shape.len_k, cu_k);
+    p.cu_seqlens_q = cu_q, p.cu_seqlens_k = cu_k;
+  } else {
+    p.seqlen_q = a.sq, p.seqlen_k = a.sk;
+  }
+  if (auto prof = ext<int (*)(int)>("vgpuSetProfiling")) prof(1);
+  hk::Status s = hk::attention_forward(p);
+  if (!s) return std::fprintf(stderr, "%s\n", s.message.c_str()), 1;
+  if (hipError_t e = hipDeviceSynchronize(); e != hipSuccess) return std::fprintf(stderr, "%s\n", hipGetErrorString(e)), 1;
+  vgpuDispatchInfo d{};
+  if (auto last = ext<int (*)(vgpuDispatchInfo*)>("vgpuGetLastDispatch")) last(&d);
+
+  std::vector<uint16_t> o_bits(size_t(tq) * a.hq * a.d);
+  std::vector<float> lse(size_t(tq) * a.hq);
+  (void)hipMemcpy(o_bits.data(), dout, o_bits.size() * 2, hipMemcpyDeviceToHost);
+  (void)hipMemcpy(lse.data(), dlse, lse.size() * 4, hipMemcpyDeviceToHost);
+  const attn_ref::Result want = attn_ref::forward(shape, q, k, v, type == hk::scalar_type::bf16);
+  size_t bad = 0;
+  double worst = 0;  // largest error as a share of its tolerance
+  for (size_t i = 0; i < o_bits.size(); ++i) {
+    float got;
+    if (type == hk::scalar_type::f16) { _Float16 h; std::memcpy(&h, &o_bits[i], 2); got = float(h); }
+    else { uint32_t w = uint32_t(o_bits[i]) << 16; std::memcpy(&got, &w, 4); }
+    const double err = std::fabs(got - want.o[i]);
+    bad += !(err <= want.o_tol[i]);
+    if (want.o_tol[i] > 0) worst = std::max(worst, err / want.o_tol[i]);
+  }
+  long start = 0;
+  for (size_t b = 0; b < shape.len_q.size(); ++b) {
+    for (long i = 0; i < shape.len_q[b]; ++i)
+      for (int h = 0; h < a.hq; ++h) {
+        // The device's LSE is (B, Hq, Sq), or (Hq, total_q) for varlen; the reference's is by packed row.
+        const double got = lse[varlen ? h * tq + start + i : (long(b) * a.hq + h) * shape.len_q[b] + i];
+        const long r = (start + i) * a.hq + h;
+        const bool ok = std::isinf(want.lse[r]) ? got == want.lse[r] : std::fabs(got - want.lse[r]) <= want.lse_tol[r];
+        bad += !ok;
+        if (want.lse_tol[r] > 0 && std::isfinite(got)) worst = std::max(worst, std::fabs(got - want.lse[r]) / want.lse_tol[r]);
+      }
+    start += shape.len_q[b];
+  }
+  const double flops = [&] {  // 4 * D per visible (query, key) pair and head
+    double pairs = 0;
+    for (size_t b = 0; b < shape.len_q.size(); ++b)
+      for (long i = 0; i < shape.len_q[b]; ++i)
+        for (long j = 0; j < shape.len_k[b]; ++j) pairs += attn_ref::visible(shape, i, j, shape.len_q[b], shape.len_k[b]);
+    return 4.0 * a.d * a.hq * pairs;
+  }();
+  std::printf("attn %s B=%zu Sq=%s Sk=%s Hq=%d Hkv=%d D=%d %s%s window %d,%d on %s: %s (%zu O and %zu LSE elements, "
+              "%zu outside tolerance, worst error %.2f of its tolerance)\n",
+              varlen ? "varlen" : "", shape.len_q.size(), varlen ? a.varlen.substr(0, a.varlen.find(':')).c_str() : std::to_string(a.sq).c_str(),
+              varlen ? (a.varlen.find(':') == std::string::npos ? "same" : a.varlen.substr(a.varlen.find(':') + 1).c_str())
+                     : std::to_string(a.sk).c_str(),
+              a.hq, a.hkv, a.d, a.dtype.c_str(), a.causal ? " causal" : "", shape.left, shape.right, d.arch,
+              bad ? "FAILED" : "ok", o_bits.size(), lse.size(), bad, worst);
+  std::printf("  grid %u, %llu waves, %llu wave instructions, %.3f s emulated, %.3f GFLOP/s emulated\n", d.grid[0],
+              d.waves, d.wave_instructions, d.wall_seconds, d.wall_seconds > 0 ? flops / d.wall_seconds * 1e-9 : 0.0);
+  print_report(d.kernel, d.block[0] * d.block[1] * d.block[2], true);
+  for (void* x : {dq, dk, dv, dout, static_cast<void*>(dlse), static_cast<void*>(cu_q), static_cast<void*>(cu_k)})
+    if (x) (void)hipFree(x);
+  return bad ? 1 : 0;
+}
+
+// The attn subcommand's options.
+CLI::App* add_attn_command(CLI::App& app, AttnOptions& a, std::string& arch) {
+  auto* attn = app.add_subcommand("attn", "attention forward (O and LSE) with hk::attention_forward");
+  attn->add_option("--b", a.b, "batch")->check(CLI::PositiveNumber);
+  attn->add_option("--sq", a.sq, "query length")->check(CLI::PositiveNumber);
+  attn->add_option("--sk", a.sk, "key length")->check(CLI::PositiveNumber);
+  attn->add_option("--hq", a.hq, "query heads")->check(CLI::PositiveNumber);
+  attn->add_option("--hkv", a.hkv, "key/value heads")->check(CLI::PositiveNumber);
+  attn->add_option("--d", a.d, "head dimension")->check(CLI::IsMember({64, 128}));
+  attn->add_flag("--causal", a.causal, "causal, aligned bottom-right");
+  attn->add_option("--window", a.window, "sliding window L,R (-1 = unbounded)");
+  attn->add_option("--dtype", a.dtype, "Q, K, V and O element type")->check(CLI::IsMember({"bf16", "f16"}));
+  attn->add_option("--varlen", a.varlen, "packed sequences: QLENS[:KLENS], comma-separated");
+  std::vector<std::string> arch_names;
+  for (const hk::arch::target& t : hk::arch::targets) arch_names.push_back(t.name);
+  attn->add_option("--arch", arch)->check(CLI::IsMember(arch_names));
+  return attn;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -292,6 +444,8 @@ int main(int argc, char** argv) {
   norm->add_option("--seed", seed, "dropout seed");
   norm->add_option("--dtype", ntype)->check(CLI::IsMember({"bf16", "f16", "fp32"}));
   norm->add_option("--arch", arch)->check(is_target);
+  AttnOptions attn_options;
+  auto* attn = add_attn_command(app, attn_options, arch);
   auto* report = app.add_subcommand("report", "resources of every kernel in this binary");
   report->add_option("--arch", arch)->check(is_target);
   CLI11_PARSE(app, argc, argv);
@@ -299,6 +453,7 @@ int main(int argc, char** argv) {
   if (*gemm) return run_gemm(m, n, k, in, out, bt);
   if (*rotary) return run_rotary(rb, rs, rh, rd, rrot, interleaved, rtype);
   if (*norm) return run_norm(nrows, ncols, rms, drop, seed, ntype);
+  if (*attn) return run_attn(attn_options);
   print_report(nullptr, 256, false);
   return 0;
 }

@@ -11,7 +11,7 @@ namespace {
 
 struct Expected {
   const char* name;
-  const char* arch;
+  hk::arch::target_id arch;
   int compute_units;
   int clock_khz;
   size_t hbm_gib;
@@ -20,10 +20,10 @@ struct Expected {
 };
 
 constexpr Expected kProducts[] = {
-    {"MI300X", "gfx942", 304, 2100000, 192, 1300000, 0x74a1},
-    {"MI325X", "gfx942", 304, 2100000, 256, 1500000, 0x74a5},
-    {"MI350X", "gfx950", 256, 2200000, 288, 2000000, 0x75a3},
-    {"MI355X", "gfx950", 256, 2400000, 288, 2000000, 0x75a3},
+    {"MI300X", hk::arch::target_id::gfx942, 304, 2100000, 192, 1300000, 0x74a1},
+    {"MI325X", hk::arch::target_id::gfx942, 304, 2100000, 256, 1500000, 0x74a5},
+    {"MI350X", hk::arch::target_id::gfx950, 256, 2200000, 288, 2000000, 0x75a3},
+    {"MI355X", hk::arch::target_id::gfx950, 256, 2400000, 288, 2000000, 0x75a3},
 };
 
 }  // namespace
@@ -39,7 +39,9 @@ TEST(ProductChoice, PropertiesAreTheChosenProducts) {
   hipDeviceProp_t p;
   HIP_ASSERT(hipGetDeviceProperties(&p, 0));
   EXPECT_EQ(std::string(p.name), std::string("vgpu (") + e->name + ")");
-  EXPECT_EQ(std::string(p.gcnArchName).rfind(std::string(e->arch) + ":", 0), 0u) << p.gcnArchName;
+  const hk::arch::target* target = hk::arch::target_of(p);
+  ASSERT_NE(target, nullptr) << p.gcnArchName;
+  EXPECT_EQ(target->id, e->arch) << p.gcnArchName;
   EXPECT_EQ(p.multiProcessorCount, e->compute_units);
   EXPECT_EQ(p.clockRate, e->clock_khz);
   EXPECT_EQ(p.totalGlobalMem, e->hbm_gib << 30);

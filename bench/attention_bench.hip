@@ -1,0 +1,69 @@
+// vgpu's emulation speed on hk's attention forward: emulated GFLOP/s (4 * D FLOPs per visible query-key pair and
+// head) and wave instructions per second, non-causal and causal. A benchmark, not a test: the results are checked
+// only for being finite (attention_test checks them against the reference).
+//   attention_bench [B S HQ HKV D]     (default 1 512 8 2 128; bf16)
+#include <hip/hip_runtime.h>
+
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "attention/attention.h"
+#include "vgpu/hip_ext.h"
+
+int main(int argc, char** argv) {
+  const bool given = argc > 5;
+  const int b = given ? std::atoi(argv[1]) : 1, s = given ? std::atoi(argv[2]) : 512, hq = given ? std::atoi(argv[3]) : 8,
+            hkv = given ? std::atoi(argv[4]) : 2, d = given ? std::atoi(argv[5]) : 128;
+  const size_t q_elems = size_t(b) * s * hq * d, kv_elems = size_t(b) * s * hkv * d;
+  std::vector<uint16_t> host(std::max(q_elems, kv_elems));
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> uni(-1.f, 1.f);
+  for (auto& x : host) {
+    const float v = uni(rng);
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    x = uint16_t((u + 0x7fff + (u >> 16 & 1)) >> 16);  // bf16, round to nearest even
+  }
+  void *q, *k, *v, *o;
+  float* lse;
+  if (hipMalloc(&q, q_elems * 2) || hipMalloc(&k, kv_elems * 2) || hipMalloc(&v, kv_elems * 2) || hipMalloc(&o, q_elems * 2) ||
+      hipMalloc(&lse, size_t(b) * hq * s * 4))
+    return 1;
+  (void)hipMemcpy(q, host.data(), q_elems * 2, hipMemcpyHostToDevice);
+  (void)hipMemcpy(k, host.data(), kv_elems * 2, hipMemcpyHostToDevice);
+  (void)hipMemcpy(v, host.data(), kv_elems * 2, hipMemcpyHostToDevice);
+  using LastFn = int (*)(vgpuDispatchInfo*);
+  auto last = reinterpret_cast<LastFn>(dlsym(RTLD_DEFAULT, "vgpuGetLastDispatch"));
+  for (bool causal : {false, true}) {
+    hk::AttentionProblem p;
+    p.batch = b, p.seqlen_q = p.seqlen_k = s, p.heads_q = hq, p.heads_kv = hkv, p.head_dim = d;
+    p.q = q, p.k = k, p.v = v, p.o = o, p.lse = lse, p.causal = causal;
+    hk::Status st = hk::attention_forward(p);  // warm-up: decodes the kernel once
+    if (!st || hipDeviceSynchronize() != hipSuccess) return std::fprintf(stderr, "%s\n", st.message.c_str()), 1;
+    const auto t0 = std::chrono::steady_clock::now();
+    st = hk::attention_forward(p);
+    (void)hipDeviceSynchronize();
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::vector<float> l(size_t(b) * hq * s);
+    (void)hipMemcpy(l.data(), lse, l.size() * 4, hipMemcpyDeviceToHost);
+    for (float x : l)
+      if (!std::isfinite(x)) return std::fprintf(stderr, "non-finite LSE\n"), 1;
+    const double pairs = causal ? double(s) * (s + 1) / 2 : double(s) * s;
+    const double flops = 4.0 * d * hq * b * pairs;
+    unsigned long long insts = 0;
+    vgpuDispatchInfo info{};
+    if (last && last(&info) == 0) insts = info.wave_instructions;
+    std::printf("attention fwd B%d S%d Hq%d Hkv%d D%d bf16%s on %s: %8.3f s  %7.3f GFLOP/s emulated  %10.3g wave "
+                "instructions/s\n",
+                b, s, hq, hkv, d, causal ? " causal" : "", info.arch, t, flops / t * 1e-9, double(insts) / t);
+  }
+  for (void* x : {q, k, v, o, static_cast<void*>(lse)}) (void)hipFree(x);
+  return 0;
+}

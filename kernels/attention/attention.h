@@ -1,0 +1,51 @@
+// hk::attention_forward: O = softmax(scale * Q K^T + mask) V and its log-sum-exp, on the current HIP device, for
+// gfx942 and gfx950, with flash-attention's conventions:
+//   - Q is (B, Sq, Hq, D), K and V are (B, Sk, Hkv, D), O is like Q; each tensor has its own batch, row (sequence)
+//     and head strides in elements (the last dimension is contiguous), so BSHD and BHSD layouts both work.
+//   - query head h reads KV head h / (Hq / Hkv) (MHA: Hq = Hkv; GQA/MQA: any Hq that is a multiple of Hkv).
+//   - causal is aligned bottom-right: query i sees keys j <= i + Sk - Sq. A window (left, right) keeps keys in
+//     [i + Sk - Sq - left, i + Sk - Sq + right]; -1 leaves that side unbounded; causal is right = 0.
+//   - LSE is fp32, the natural log of the row's softmax denominator (scores scaled): (B, Hq, Sq), contiguous. A row
+//     that sees no key has LSE -inf and O = 0.
+//   - varlen: with cu_seqlens_q / cu_seqlens_k (int32 device arrays of B + 1 offsets, starting at 0, non-decreasing)
+//     Q, K, V and O are packed (total, H, D): sequence b is rows cu_seqlens[b] .. cu_seqlens[b + 1] - 1 and the batch
+//     strides are not used; LSE is (Hq, total_q), contiguous.
+// Every argument is validated first: a problem the kernel cannot run returns an error and launches nothing.
+#pragma once
+#include "common/api.h"
+
+namespace hk {
+
+struct AttentionProblem {
+  // Strides in elements. Zero means that of a contiguous (B, S, H, D) tensor (packed (total, H, D) for varlen).
+  struct Strides {
+    long batch = 0, row = 0, head = 0;
+  };
+  int batch = 0;                     // B: sequences (varlen: cu_seqlens hold B + 1 entries)
+  int seqlen_q = 0, seqlen_k = 0;    // Sq, Sk (varlen: the longest sequences, as flash_attn_varlen_func's max_seqlen;
+                                     // 0 = found from cu_seqlens)
+  int heads_q = 0, heads_kv = 0;     // Hq, a multiple of Hkv
+  int head_dim = 0;                  // D: 64 or 128
+  const void* q = nullptr;
+  Strides q_strides;
+  const void* k = nullptr;
+  Strides k_strides;
+  const void* v = nullptr;
+  Strides v_strides;
+  void* o = nullptr;
+  Strides o_strides;
+  float* lse = nullptr;              // may be null: not written
+  scalar_type type = scalar_type::bf16;          // of Q, K, V and O: bf16 or f16
+  float softmax_scale = 0.f;         // > 0; 0 = 1 / sqrt(D)
+  bool causal = false;
+  int window_left = -1, window_right = -1;  // -1 = unbounded; causal needs window_right -1 or 0
+  const int* cu_seqlens_q = nullptr;  // varlen: both or neither (device memory, read by the validation)
+  const int* cu_seqlens_k = nullptr;
+  hipStream_t stream = nullptr;
+};
+
+// Validates `p` and launches the forward pass on p.stream. Asynchronous like any kernel launch, except that a varlen
+// problem's cu_seqlens are read back for validation first.
+Status attention_forward(const AttentionProblem& p);
+
+}  // namespace hk

@@ -1,0 +1,212 @@
+// hk::attention_forward: argument validation and dispatch to the kernel instance for the element type and D.
+#include "attention.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "attention_fwd.h"
+#include "attention_fwd_pingpong.h"
+
+namespace hk {
+
+namespace {
+
+Status error(hipError_t code, std::string message) {
+  return {code, "hk::attention_forward: " + std::move(message)};
+}
+Status invalid(std::string message) { return error(hipErrorInvalidValue, std::move(message)); }
+
+// Sequence lengths are kept below this so that every row index, and a window's reach past it, stays an int.
+constexpr long max_seqlen = 1l << 28;
+
+// One tensor's view for the checks: its name, base, extents (batch, rows, heads, D) and strides.
+struct Tensor {
+  const char* name;
+  const void* data;
+  long batch, rows, heads, dim;
+  AttentionProblem::Strides s;
+  // Elements from the first to one past the last addressed.
+  long span() const { return (batch - 1) * s.batch + (rows - 1) * s.row + (heads - 1) * s.head + dim; }
+};
+
+// The tensor's strides with zeros replaced by those of a contiguous (B, S, H, D) tensor (varlen: (total, H, D)).
+AttentionProblem::Strides resolve(AttentionProblem::Strides s, long rows, long heads, long dim) {
+  if (s.head == 0) s.head = dim;
+  if (s.row == 0) s.row = heads * dim;
+  if (s.batch == 0) s.batch = rows * heads * dim;
+  return s;
+}
+
+// The shape checks that need no device.
+Status validate(const AttentionProblem& p) {
+  if (p.batch <= 0) return invalid("batch must be positive (got " + std::to_string(p.batch) + ")");
+  if (p.heads_q <= 0 || p.heads_kv <= 0)
+    return invalid("heads_q and heads_kv must be positive (got " + std::to_string(p.heads_q) + ", " +
+                   std::to_string(p.heads_kv) + ")");
+  if (p.heads_q % p.heads_kv)
+    return invalid("heads_q (" + std::to_string(p.heads_q) + ") must be a multiple of heads_kv (" +
+                   std::to_string(p.heads_kv) + ")");
+  if (p.head_dim != 64 && p.head_dim != 128)
+    return invalid("head_dim must be 64 or 128 (got " + std::to_string(p.head_dim) + ")");
+  if (p.type != scalar_type::bf16 && p.type != scalar_type::f16)
+    return invalid(std::string("Q, K, V and O must be bf16 or f16, not ") + to_string(p.type));
+  if (!p.q || !p.k || !p.v || !p.o)
+    return invalid(std::string("null pointer for ") + (!p.q ? "Q" : !p.k ? "K" : !p.v ? "V" : "O"));
+  if (!(std::isfinite(p.softmax_scale) && p.softmax_scale >= 0.f))
+    return invalid("softmax_scale must be positive and finite, or 0 for 1 / sqrt(head_dim)");
+  if (p.window_left < -1 || p.window_right < -1)
+    return invalid("window sizes must be -1 (unbounded) or non-negative (got " + std::to_string(p.window_left) + ", " +
+                   std::to_string(p.window_right) + ")");
+  if (p.causal && p.window_right > 0)
+    return invalid("causal attention sees no key to the right of the diagonal: window_right must be -1 or 0");
+  if (!p.cu_seqlens_q != !p.cu_seqlens_k) return invalid("varlen needs both cu_seqlens_q and cu_seqlens_k");
+  if (!p.cu_seqlens_q && (p.seqlen_q <= 0 || p.seqlen_k <= 0))
+    return invalid("seqlen_q and seqlen_k must be positive (got " + std::to_string(p.seqlen_q) + ", " +
+                   std::to_string(p.seqlen_k) + ")");
+  if (p.seqlen_q < 0 || p.seqlen_k < 0 || p.seqlen_q >= max_seqlen || p.seqlen_k >= max_seqlen)
+    return invalid("seqlen_q and seqlen_k must be in [0, 2^28)");
+  return {};
+}
+
+// Strides: non-negative, rows starting on 16-byte boundaries (the kernel moves 16-byte chunks), and O's elements
+// distinct (each is written by one lane).
+Status check_layout(const Tensor& t, bool written) {
+  const std::array<long, 3> strides{t.s.batch, t.s.row, t.s.head};
+  if (*std::min_element(strides.begin(), strides.end()) < 0)
+    return invalid(std::string(t.name) + " strides must not be negative");
+  if (reinterpret_cast<uintptr_t>(t.data) % 16) return invalid(std::string(t.name) + " must be 16-byte aligned");
+  const long unit = 8;  // 16 bytes of 16-bit elements
+  if ((t.batch > 1 && t.s.batch % unit) || (t.rows > 1 && t.s.row % unit) || (t.heads > 1 && t.s.head % unit))
+    return invalid(std::string(t.name) + " strides must be multiples of 8 elements (rows start on 16-byte boundaries)");
+  if (written) {
+    // Sorted by stride, each dimension must step over the whole span of the ones below it.
+    std::array<std::pair<long, long>, 4> dims{{{1, t.dim}, {t.s.head, t.heads}, {t.s.row, t.rows}, {t.s.batch, t.batch}}};
+    std::sort(dims.begin(), dims.end());
+    long covered = 1;
+    for (auto [stride, extent] : dims) {
+      if (extent <= 1) continue;
+      if (stride < covered) return invalid(std::string(t.name) + " strides make elements overlap");
+      covered = stride * extent;
+    }
+  }
+  return {};
+}
+
+// The device's target (hk's lookup): an error unless the kernels are built for it; `pingpong` tells whether it runs
+// the 8-wave ping-pong kernel: where the target's LDS holds the ping-pong stages at either D (gfx950).
+Status check_arch(bool& pingpong) {
+  Status status;
+  const arch::target* target = api::current_target("hk::attention_forward", status);
+  if (!target) return status;
+  pingpong = kernels::attn_pingpong_lds<128> <= target->lds_bytes;
+  return {};
+}
+
+// Reads and checks one cu_seqlens array: B + 1 offsets from 0, non-decreasing; `longest` gets the longest sequence.
+Status read_cu_seqlens(const char* name, const int* cu, int batch, int& total, int& longest) {
+  if (!api::inside_allocation(cu, sizeof(int) * (size_t(batch) + 1)))
+    return invalid(std::string(name) + " does not hold batch + 1 int32 entries inside one device allocation");
+  std::vector<int> host(size_t(batch) + 1);
+  if (hipError_t e = hipMemcpy(host.data(), cu, host.size() * sizeof(int), hipMemcpyDeviceToHost); e != hipSuccess)
+    return error(e, std::string("reading ") + name + ": " + hipGetErrorString(e));
+  if (host[0] != 0) return invalid(std::string(name) + "[0] must be 0 (got " + std::to_string(host[0]) + ")");
+  longest = 0;
+  for (int b = 0; b < batch; ++b) {
+    const long len = long(host[b + 1]) - host[b];
+    if (len < 0)
+      return invalid(std::string(name) + " must be non-decreasing (entry " + std::to_string(b + 1) + " is " +
+                     std::to_string(host[b + 1]) + ", after " + std::to_string(host[b]) + ")");
+    if (len >= max_seqlen) return invalid(std::string(name) + ": sequences must be shorter than 2^28");
+    longest = std::max(longest, int(len));
+  }
+  total = host[batch];
+  return {};
+}
+
+template <class T, int D>
+void launch(const AttentionProblem& p, const kernels::AttnArgs& args, unsigned blocks, bool pingpong) {
+  if (pingpong) hipLaunchKernelGGL((kernels::attention_fwd_pingpong<T, D>), dim3(blocks), dim3(512), 0, p.stream, args);
+  else hipLaunchKernelGGL((kernels::attention_fwd<T, D>), dim3(blocks), dim3(256), 0, p.stream, args);
+}
+
+}  // namespace
+
+Status attention_forward(const AttentionProblem& p) {
+  if (Status s = validate(p); !s) return s;
+  bool pingpong = false;
+  if (Status s = check_arch(pingpong); !s) return s;
+  const bool varlen = p.cu_seqlens_q != nullptr;
+  // Rows of the tensors as the kernel addresses them: per sequence (padded) or packed totals (varlen).
+  long batch = p.batch, rows_q = p.seqlen_q, rows_k = p.seqlen_k;
+  int longest_q = p.seqlen_q, longest_k = p.seqlen_k;
+  if (varlen) {
+    int total_q = 0, total_k = 0;
+    if (Status s = read_cu_seqlens("cu_seqlens_q", p.cu_seqlens_q, p.batch, total_q, longest_q); !s) return s;
+    if (Status s = read_cu_seqlens("cu_seqlens_k", p.cu_seqlens_k, p.batch, total_k, longest_k); !s) return s;
+    if ((p.seqlen_q && p.seqlen_q < longest_q) || (p.seqlen_k && p.seqlen_k < longest_k))
+      return invalid("seqlen_q / seqlen_k (" + std::to_string(p.seqlen_q) + ", " + std::to_string(p.seqlen_k) +
+                     ") are shorter than the longest sequence in cu_seqlens (" + std::to_string(longest_q) + ", " +
+                     std::to_string(longest_k) + ")");
+    batch = 1, rows_q = total_q, rows_k = total_k;
+  }
+  const long d = p.head_dim;
+  auto strides = [&](AttentionProblem::Strides s, long rows, long heads) {
+    s = resolve(s, rows, heads, d);
+    if (varlen) s.batch = 0;  // unused
+    return s;
+  };
+  const Tensor tq{"Q", p.q, batch, rows_q, p.heads_q, d, strides(p.q_strides, rows_q, p.heads_q)};
+  const Tensor tk{"K", p.k, batch, rows_k, p.heads_kv, d, strides(p.k_strides, rows_k, p.heads_kv)};
+  const Tensor tv{"V", p.v, batch, rows_k, p.heads_kv, d, strides(p.v_strides, rows_k, p.heads_kv)};
+  const Tensor to{"O", p.o, batch, rows_q, p.heads_q, d, strides(p.o_strides, rows_q, p.heads_q)};
+  for (const Tensor* t : {&tq, &tk, &tv, &to})
+    if (Status s = check_layout(*t, t == &to); !s) return s;
+  // The kernel reads K and V with buffer loads, whose offsets are 32-bit: one head of one sequence under 2 GiB.
+  for (const Tensor* t : {&tk, &tv})
+    if (longest_k > 0 && ((longest_k - 1) * t->s.row + d) * 2 >= (1l << 31))
+      return invalid(std::string(t->name) + ": one head of one sequence must span less than 2 GiB");
+  if (p.lse && reinterpret_cast<uintptr_t>(p.lse) % alignof(float)) return invalid("LSE must be 4-byte aligned");
+  // Every tensor inside one allocation (empty ones address nothing).
+  for (const Tensor* t : {&tq, &tk, &tv, &to})
+    if (t->rows > 0 && !api::inside_allocation(t->data, size_t(t->span()) * 2))
+      return invalid(std::string(t->name) + " does not lie inside one device allocation");
+  const long lse_elems = batch * p.heads_q * rows_q;
+  if (p.lse && lse_elems > 0 && !api::inside_allocation(p.lse, size_t(lse_elems) * sizeof(float)))
+    return invalid("LSE does not lie inside one device allocation");
+
+  kernels::AttnArgs a{};
+  a.q = p.q, a.k = p.k, a.v = p.v, a.o = p.o, a.lse = p.lse;
+  a.q_bs = tq.s.batch, a.q_rs = tq.s.row, a.q_hs = tq.s.head;
+  a.k_bs = tk.s.batch, a.k_rs = tk.s.row, a.k_hs = tk.s.head;
+  a.v_bs = tv.s.batch, a.v_rs = tv.s.row, a.v_hs = tv.s.head;
+  a.o_bs = to.s.batch, a.o_rs = to.s.row, a.o_hs = to.s.head;
+  a.lse_bs = long(p.heads_q) * rows_q, a.lse_hs = rows_q;  // (B, Hq, Sq), or (Hq, total_q) for varlen
+  a.cu_q = p.cu_seqlens_q, a.cu_k = p.cu_seqlens_k;
+  a.batch = p.batch, a.heads_q = p.heads_q, a.heads_kv = p.heads_kv;
+  a.seqlen_q = p.seqlen_q, a.seqlen_k = p.seqlen_k;
+  const int rows = pingpong ? kernels::attn_pingpong_rows : kernels::attn_rows;  // queries per workgroup
+  a.q_tiles = (longest_q + rows - 1) / rows;
+  const float scale = p.softmax_scale > 0.f ? p.softmax_scale : 1.f / std::sqrt(float(p.head_dim));
+  a.scale = scale, a.scale_log2 = float(double(scale) * 1.4426950408889634);
+  // A window wider than any sequence is no window; this keeps the kernel's diagonal offsets within an int.
+  const long reach = long(longest_q) + longest_k;
+  a.left = p.window_left > reach ? -1 : p.window_left;
+  a.right = p.causal ? 0 : p.window_right > reach ? -1 : p.window_right;
+
+  const long blocks = long(p.batch) * p.heads_q * a.q_tiles;
+  if (blocks == 0) return {};  // every query sequence is empty: nothing to compute
+  if (blocks >= (1l << 31)) return invalid("too many query tiles for one launch (batch * heads_q * tiles >= 2^31)");
+  (void)hipGetLastError();  // launch errors below are ours alone
+  const bool bf = p.type == scalar_type::bf16;
+  if (bf && d == 64) launch<bf16, 64>(p, a, unsigned(blocks), pingpong);
+  else if (bf) launch<bf16, 128>(p, a, unsigned(blocks), pingpong);
+  else if (d == 64) launch<half, 64>(p, a, unsigned(blocks), pingpong);
+  else launch<half, 128>(p, a, unsigned(blocks), pingpong);
+  if (hipError_t e = hipGetLastError(); e != hipSuccess) return error(e, std::string("launch failed: ") + hipGetErrorString(e));
+  return {};
+}
+
+}  // namespace hk

@@ -1,0 +1,198 @@
+// What the attention forward kernels share: their arguments, a workgroup's place in the problem, and one wave's part
+// of the computation — its queries' running softmax statistics and O^T, and the two steps that fold a KV tile into
+// them (the scores and the online softmax; the P V product).
+//
+// Each wave computes the transposed products, S^T = K Q^T and O^T += V^T P^T: a query is then a column of the
+// accumulators, so its softmax statistics are column reductions (in registers, then two shuffles), and P^T is the S^T
+// accumulator itself as the next product's B operand (ops/acc_order.h: no cross-lane moves), with V read in the same
+// k order. The online softmax runs in fp32 with scale * log2(e) folded into one multiply-add before exp2, and O leaves
+// from the registers (the transpose of O^T's accumulator is free). A tile is masked element by element only where it
+// crosses the visible range of one of the wave's queries (the causal or window diagonal, or the end of the keys).
+#pragma once
+#include <cmath>
+
+#include "hk/hk.h"
+#include "hk/ops/acc_order.h"
+#include "hk/ops/async.h"
+
+namespace hk::kernels {
+
+struct AttnArgs {
+  const void *q, *k, *v;
+  void* o;
+  float* lse;  // null: not written
+  // Element strides: batch, row (sequence position), head. Varlen batches use only row and head.
+  long q_bs, q_rs, q_hs, k_bs, k_rs, k_hs, v_bs, v_rs, v_hs, o_bs, o_rs, o_hs;
+  // LSE of (b, h, row i of sequence b) at b * lse_bs + h * lse_hs + (cu_q ? cu_q[b] : 0) + i.
+  long lse_bs, lse_hs;
+  const int *cu_q, *cu_k;  // varlen offsets (B + 1 each), or null
+  int batch, heads_q, heads_kv;
+  int seqlen_q, seqlen_k;  // of every sequence (padded batches; unused with cu_q / cu_k)
+  int q_tiles;             // query tiles of the longest query sequence
+  float scale_log2;        // softmax_scale * log2(e)
+  float scale;             // softmax_scale
+  int left, right;         // visible keys of query i: [i + Sk - Sq - left, i + Sk - Sq + right]; -1 = unbounded
+};
+
+// Every wave owns 16 queries; K and V move in tiles of 64 keys.
+struct AttnTiles {
+  static constexpr int wave_rows = 16, keys = 64;
+};
+
+// The workgroup's work: sequence b, query head h (reading KV head h / ratio) and query tile `tile`. The logical order
+// keeps the query heads that share a KV head next to each other and, through xcd_remap, on one XCD (they read the
+// same K and V from its L2); query tiles run last-first, so the causal tiles with the most keys start first.
+struct AttnBlock {
+  int b, h, h_kv, tile;
+  int sq, sk;            // this sequence's lengths
+  long q_start, k_start; // its first row in the packed tensors (varlen) or 0
+
+  __device__ explicit AttnBlock(const AttnArgs& p) {
+    const int ratio = p.heads_q / p.heads_kv;
+    int id = xcd_remap(int(blockIdx.x), p.batch * p.heads_kv * p.q_tiles * ratio);
+    const int g = id % ratio;
+    id /= ratio;
+    tile = p.q_tiles - 1 - id % p.q_tiles;
+    id /= p.q_tiles;
+    h_kv = id % p.heads_kv;
+    b = id / p.heads_kv;
+    h = h_kv * ratio + g;
+    if (p.cu_q) {
+      q_start = p.cu_q[b], k_start = p.cu_k[b];
+      sq = p.cu_q[b + 1] - p.cu_q[b], sk = p.cu_k[b + 1] - p.cu_k[b];
+    } else {
+      q_start = k_start = 0, sq = p.seqlen_q, sk = p.seqlen_k;
+    }
+  }
+};
+
+// f(element of v, elements of vs...) for every element of register vectors of one shape.
+template <class F, class V, class... Vs>
+__device__ inline void vec_apply(F f, V& v, Vs&... vs) {
+#pragma unroll
+  for (int i = 0; i < V::length / V::shape::dim; ++i)
+#pragma unroll
+    for (int e = 0; e < V::per_block; ++e) f(v.data[i][e], vs.data[i][e]...);
+}
+
+// One head of one sequence of a (B, S, H, D) tensor as an S x D layout.
+template <class T, int D>
+__device__ inline gl<T, 1, 1, runtime_dim, D> head_view(const void* base, long bs, long rs, long hs, int b, bool varlen,
+                                                        long start, int h, int rows) {
+  T* p = static_cast<T*>(const_cast<void*>(base)) + (varlen ? 0 : b * bs) + start * rs + h * hs;
+  return gl<T, 1, 1, runtime_dim, D>(p, 1, 1, rows, D, rs);
+}
+
+// The sequence, head and query tile of this workgroup (of `rows` queries) as tensor views, and the KV tiles any of its
+// queries sees (queries past the sequence's end do not count).
+template <class T, int D>
+struct AttnView {
+  AttnBlock blk;
+  gl<T, 1, 1, runtime_dim, D> q, k, v, o;
+  long off, first_row;     // Sk - Sq: the causal diagonal's offset; the tile's first query
+  int kt_begin, kt_end;    // KV tiles [kt_begin, kt_end)
+  bool empty;              // the tile lies past the end of its sequence (varlen): nothing to do
+
+  __device__ AttnView(const AttnArgs& p, int rows)
+      : blk(p),
+        q(head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, p.cu_q != nullptr, blk.q_start, blk.h, blk.sq)),
+        k(head_view<T, D>(p.k, p.k_bs, p.k_rs, p.k_hs, blk.b, p.cu_q != nullptr, blk.k_start, blk.h_kv, blk.sk)),
+        v(head_view<T, D>(p.v, p.v_bs, p.v_rs, p.v_hs, blk.b, p.cu_q != nullptr, blk.k_start, blk.h_kv, blk.sk)),
+        o(head_view<T, D>(p.o, p.o_bs, p.o_rs, p.o_hs, blk.b, p.cu_q != nullptr, blk.q_start, blk.h, blk.sq)) {
+    constexpr int BK = AttnTiles::keys;
+    off = long(blk.sk) - blk.sq, first_row = long(blk.tile) * rows;
+    empty = first_row >= blk.sq;
+    const long last_row = std::min<long>(first_row + rows, blk.sq) - 1;
+    const long lo = p.left < 0 ? 0 : std::max<long>(0, first_row + off - p.left);
+    const long hi = p.right < 0 ? blk.sk - 1 : std::min<long>(blk.sk - 1, last_row + off + p.right);
+    kt_begin = int(lo / BK), kt_end = hi >= lo ? int(hi / BK) + 1 : kt_begin;
+  }
+};
+
+// One wave's 16 queries: Q (the B operand of S^T = K Q^T), the running max of the scaled scores (log2 units) and
+// softmax denominator per query, and O^T (D x 16).
+template <class T, int D>
+struct AttnWave {
+  static constexpr int WQ = AttnTiles::wave_rows, BK = AttnTiles::keys;
+  using cols_vec = rv<float, WQ, vec_align::cols>;
+  using k_tile = rt<T, BK, D>;
+  using v_tile = rt<T, BK, D, layout::col>;  // acc order (load_acc_order)
+  using p_tile = rt<T, BK, WQ, layout::col>;
+  rt<T, WQ, D> q;
+  cols_vec m, l;
+  rt_acc<D, WQ> ot;
+  long first, last;  // this wave's first and last query (rows past the sequence's end excluded)
+  int row_tile;      // this wave's 16 queries as a tile index of the sequence
+
+  __device__ AttnWave(const AttnView<T, D>& v, int rows_before) {
+    first = v.first_row + rows_before, last = std::min<long>(first + WQ, v.blk.sq) - 1;
+    row_tile = int(first / WQ);
+    vec_apply([](float& mi, float& li) { mi = -INFINITY, li = 0.f; }, m, l);
+    zero(ot);
+  }
+
+  // S^T for KV tile kt, its masks, the online softmax update (O^T rescaled) and P^T as the next product's operand.
+  __device__ p_tile scores(const AttnView<T, D>& v, const AttnArgs& p, int kt, const k_tile& k) {
+    rt_acc<BK, WQ> s;  // keys x queries
+    zero(s);
+    mma_ABt(s, k, q, s);
+    // In S^T a row is a key j and a column a query i: i sees j when i + off - left <= j <= i + off + right.
+    const long k0 = long(kt) * BK, off = v.off;
+    const bool whole = k0 + BK <= v.blk.sk && (p.left < 0 || k0 >= last + off - p.left) &&
+                       (p.right < 0 || k0 + BK - 1 <= first + off + p.right);
+    if (!whole) {
+      mask_bounds(s, int(k0), int(first), v.blk.sk, 0x7fffffff, -INFINITY);                   // keys past the end
+      if (p.right >= 0) triu(s, -INFINITY, int(-(off + p.right)), int(k0), int(first));   // i - j < -(off + right)
+      if (p.left >= 0) tril(s, -INFINITY, int(p.left - off), int(k0), int(first));        // i - j > left - off
+    }
+    // Down each column: new running max, the factor that rescales what came before, p = exp2(s * c - max).
+    const float c = p.scale_log2;
+    cols_vec tile_max, sub, alpha, sum;
+    col_max(tile_max, s);
+    vec_apply(
+        [c](float& mi, float& ti, float& si, float& ai) {
+          const float m_new = fmaxf(mi, ti * c);
+          si = m_new == -INFINITY ? 0.f : m_new;  // a query that has seen no key yet keeps p = 0
+          ai = __builtin_amdgcn_exp2f(mi - si);
+          mi = m_new;
+        },
+        m, tile_max, sub, alpha);
+    map_cols(s, sub, [c](float x, float mx) { return __builtin_amdgcn_exp2f(fmaf(x, c, -mx)); });
+    col_sum(sum, s);
+    vec_apply([](float& li, float& ai, float& si) { li = li * ai + si; }, l, alpha, sum);
+    mul_col(ot, alpha);
+    p_tile pt;
+    copy_acc_order(pt, s);  // P^T: the accumulator itself, in acc order
+    return pt;
+  }
+
+  // O^T += V^T P^T (V read in acc order, used transposed: the same registers).
+  __device__ void accumulate(const p_tile& pt, const v_tile& vc) {
+    rt<T, D, BK, layout::row> vt;
+    transpose(vt, vc);
+    mma_AB(ot, vt, pt, ot);
+  }
+
+  // O = O^T^T / l (0 for a query that saw no key) from the registers, and LSE = (m + log2 l) * ln 2.
+  __device__ void finish(const AttnView<T, D>& v, const AttnArgs& p) {
+    cols_vec inv, lse;
+    vec_apply(
+        [](float& li, float& mi, float& ii, float& ei) {
+          ii = li > 0.f ? 1.f / li : 0.f;
+          ei = li > 0.f ? (mi + __log2f(li)) * 0.69314718055994531f : -INFINITY;
+        },
+        l, m, inv, lse);
+    mul_col(ot, inv);
+    rt<float, WQ, D, layout::row> o;
+    transpose(o, ot);  // the same registers
+    store_bounded(v.o, o, {0, 0, row_tile, 0});
+    if (p.lse) {
+      const auto& b = v.blk;
+      const gl<float, 1, 1, 1, runtime_dim> row(p.lse + (p.cu_q ? 0 : b.b * p.lse_bs) + b.h * p.lse_hs + b.q_start, 1, 1,
+                                                1, b.sq);
+      store(row, lse, {0, 0, 0, row_tile});
+    }
+  }
+};
+
+}  // namespace hk::kernels

@@ -1,0 +1,331 @@
+// hk::attention_forward on each virtual device against the float64 host reference (attention_ref.h): O and LSE
+// within per-dtype tolerances, for query and key lengths below, equal to and above each other (1, 17, 100, 255, 257,
+// 1000), MHA and GQA (Hq / Hkv = 1, 2, 3, 4, 8, with Hkv > 1), D 64 and 128, bf16 and f16, non-causal, causal and
+// windows, rows that see no key, large scores, varlen batches with empty and length-1 sequences, BHSD and padded
+// strides; and every validation error. Inputs sit in buffers whose unused elements are NaN, so a read outside the
+// tensor poisons the result; O's unused elements and LSE's tail must keep their canary bits.
+#include <hip/hip_runtime.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "attention/attention.h"
+#include "hk/hk_test_util.h"
+#include "kernels/attention_ref.h"
+
+namespace {
+
+using dtype = hk::scalar_type;
+
+// How the test lays out the device tensors: contiguous (B, S, H, D) given as explicit strides or as zeros (the
+// default), (B, H, S, D), or with padding after every head and row.
+enum class Layout { bshd, bshd_default, bhsd, padded };
+
+struct Case {
+  std::vector<int> lq, lk;  // per sequence
+  bool varlen = false;
+  int hq = 1, hkv = 1, d = 64;
+  dtype type = dtype::bf16;
+  bool causal = false;
+  int left = -1, right = -1;
+  float scale = 0.f;
+  float magnitude = 1.f;  // inputs uniform in [-magnitude, magnitude]
+  Layout layout = Layout::bshd;
+};
+
+std::string describe(const Case& c) {
+  auto lens = [](const std::vector<int>& v) {
+    std::string s;
+    for (int n : v) s += (s.empty() ? "" : ",") + std::to_string(n);
+    return s;
+  };
+  return std::string(c.varlen ? "varlen " : "") + "Sq " + lens(c.lq) + " Sk " + lens(c.lk) + " Hq " +
+         std::to_string(c.hq) + " Hkv " + std::to_string(c.hkv) + " D " + std::to_string(c.d) + " " +
+         hk::to_string(c.type) + (c.causal ? " causal" : "") + " window " + std::to_string(c.left) + "," +
+         std::to_string(c.right) + " magnitude " + std::to_string(c.magnitude) + " layout " +
+         std::to_string(int(c.layout));
+}
+
+uint16_t to_bits(float f, dtype t) {
+  uint16_t b;
+  if (t == dtype::f16) {
+    _Float16 h = _Float16(f);
+    std::memcpy(&b, &h, 2);
+  } else {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    b = uint16_t(u >> 16);  // exact: the value is already a bf16
+  }
+  return b;
+}
+float from_bits(uint16_t b, dtype t) {
+  if (t == dtype::f16) {
+    _Float16 h;
+    std::memcpy(&h, &b, 2);
+    return float(h);
+  }
+  uint32_t u = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+uint16_t canary(dtype t) { return t == dtype::f16 ? 0x7e01 : 0x7fc1; }  // NaNs
+
+// One (B, S, H, D) tensor (varlen: packed (total, H, D)) on the device, in the case's layout, with its host values
+// packed by sequence as attention_ref.h expects.
+struct Tensor {
+  const Case& c;
+  int heads;
+  const std::vector<int>& lens;
+  long rows = 0;  // per sequence (padded) or in total (varlen)
+  hk::AttentionProblem::Strides s;
+  std::vector<float> host;
+  std::vector<uint16_t> image;  // the device buffer's contents
+  void* dev = nullptr;
+
+  Tensor(const Case& c_, int heads_, const std::vector<int>& lens_, uint32_t seed, float magnitude)
+      : c(c_), heads(heads_), lens(lens_) {
+    long total = 0;
+    for (int n : lens) total += n, rows = std::max<long>(rows, n);
+    if (c.varlen) rows = total;
+    const long d = c.d, batches = c.varlen ? 1 : long(lens.size());
+    switch (c.layout) {
+      case Layout::bshd: case Layout::bshd_default: s = {rows * heads * d, heads * d, d}; break;
+      case Layout::bhsd: s = {heads * rows * d, d, rows * d}; break;
+      case Layout::padded: s = {rows * (heads * (d + 8) + 16) + 64, heads * (d + 8) + 16, d + 8}; break;
+    }
+    const long span = (batches - 1) * s.batch + std::max<long>(rows - 1, 0) * s.row + (heads - 1) * s.head + d;
+    image.assign(span + 64, canary(c.type));  // 64 more: nothing past the tensor is read or written
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-magnitude, magnitude);
+    host.resize(total * heads * d);
+    for (auto& x : host) x = c.type == dtype::f16 ? hk_host::round_f16(u(rng)) : hk_host::round_bf16(u(rng));
+    for_each([&](long at, long packed) { image[at] = to_bits(host[packed], c.type); });
+    EXPECT_EQ(hipMalloc(&dev, image.size() * 2), hipSuccess);
+    EXPECT_EQ(hipMemcpy(dev, image.data(), image.size() * 2, hipMemcpyHostToDevice), hipSuccess);
+  }
+  ~Tensor() { (void)hipFree(dev); }
+  // f(device index, packed host index) for every element.
+  template <class F>
+  void for_each(F f) const {
+    long start = 0;
+    for (size_t b = 0; b < lens.size(); ++b) {
+      for (long i = 0; i < lens[b]; ++i)
+        for (int h = 0; h < heads; ++h)
+          for (int x = 0; x < c.d; ++x) {
+            const long at = c.varlen ? (start + i) * s.row + h * s.head + x : long(b) * s.batch + i * s.row + h * s.head + x;
+            f(at, ((start + i) * heads + h) * c.d + x);
+          }
+      start += lens[b];
+    }
+  }
+  std::vector<uint16_t> download() const {
+    std::vector<uint16_t> out(image.size());
+    EXPECT_EQ(hipMemcpy(out.data(), dev, out.size() * 2, hipMemcpyDeviceToHost), hipSuccess);
+    return out;
+  }
+  hk::AttentionProblem::Strides given() const { return c.layout == Layout::bshd_default ? hk::AttentionProblem::Strides{} : s; }
+};
+
+struct DeviceInts {
+  int* dev = nullptr;
+  explicit DeviceInts(const std::vector<int>& v) {
+    EXPECT_EQ(hipMalloc(&dev, v.size() * sizeof(int)), hipSuccess);
+    EXPECT_EQ(hipMemcpy(dev, v.data(), v.size() * sizeof(int), hipMemcpyHostToDevice), hipSuccess);
+  }
+  ~DeviceInts() { (void)hipFree(dev); }
+};
+
+std::vector<int> offsets(const std::vector<int>& lens) {
+  std::vector<int> cu{0};
+  for (int n : lens) cu.push_back(cu.back() + n);
+  return cu;
+}
+
+void run(const Case& c) {
+  SCOPED_TRACE(describe(c));
+  attn_ref::Shape shape{c.lq, c.lk, c.hq, c.hkv, c.d, c.causal, c.left, c.right, c.scale};
+  Tensor q(c, c.hq, c.lq, 1, c.magnitude), k(c, c.hkv, c.lk, 2, c.magnitude), v(c, c.hkv, c.lk, 3, 1.f),
+      o(c, c.hq, c.lq, 4, 0.f);
+  std::vector<uint16_t> o_canary(o.image.size(), canary(c.type));
+  ASSERT_EQ(hipMemcpy(o.dev, o_canary.data(), o_canary.size() * 2, hipMemcpyHostToDevice), hipSuccess);
+  const long tq = shape.total_q(), lse_elems = tq * c.hq;
+  const float lse_canary = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> lse_host(lse_elems + 16, lse_canary);
+  float* lse = nullptr;
+  ASSERT_EQ(hipMalloc(&lse, lse_host.size() * 4), hipSuccess);
+  ASSERT_EQ(hipMemcpy(lse, lse_host.data(), lse_host.size() * 4, hipMemcpyHostToDevice), hipSuccess);
+  DeviceInts cu_q(offsets(c.lq)), cu_k(offsets(c.lk));
+
+  hk::AttentionProblem p;
+  p.batch = int(c.lq.size()), p.heads_q = c.hq, p.heads_kv = c.hkv, p.head_dim = c.d;
+  if (!c.varlen) p.seqlen_q = c.lq[0], p.seqlen_k = c.lk[0];
+  else p.cu_seqlens_q = cu_q.dev, p.cu_seqlens_k = cu_k.dev;
+  p.q = q.dev, p.k = k.dev, p.v = v.dev, p.o = o.dev, p.lse = lse;
+  p.q_strides = q.given(), p.k_strides = k.given(), p.v_strides = v.given(), p.o_strides = o.given();
+  p.type = c.type, p.softmax_scale = c.scale, p.causal = c.causal, p.window_left = c.left, p.window_right = c.right;
+  hk::Status s = hk::attention_forward(p);
+  ASSERT_TRUE(s) << s.message;
+  ASSERT_EQ(hipDeviceSynchronize(), hipSuccess);
+
+  const attn_ref::Result want = attn_ref::forward(shape, q.host, k.host, v.host, c.type == dtype::bf16);
+  const std::vector<uint16_t> got = o.download();
+  std::vector<bool> is_output(got.size(), false);
+  int bad = 0;
+  o.for_each([&](long at, long packed) {
+    is_output[at] = true;
+    const float g = from_bits(got[at], c.type);
+    const double w = want.o[packed], tol = want.o_tol[packed];
+    if (!(std::fabs(g - w) <= tol) && bad++ < 5)
+      ADD_FAILURE() << "O[" << packed << "] = " << g << ", want " << w << " (tol " << tol << ")";
+  });
+  for (size_t at = 0; at < got.size(); ++at)
+    if (!is_output[at] && got[at] != canary(c.type) && bad++ < 5) ADD_FAILURE() << "O's padding at " << at << " was written";
+  ASSERT_EQ(hipMemcpy(lse_host.data(), lse, lse_host.size() * 4, hipMemcpyDeviceToHost), hipSuccess);
+  long start = 0;
+  for (size_t b = 0; b < c.lq.size(); ++b) {
+    for (long i = 0; i < c.lq[b]; ++i)
+      for (int h = 0; h < c.hq; ++h) {
+        // (B, Hq, Sq), or (Hq, total_q) for varlen
+        const long at = c.varlen ? h * tq + start + i : (long(b) * c.hq + h) * c.lq[b] + i;
+        const long packed = (start + i) * c.hq + h;
+        const double g = lse_host[at], w = want.lse[packed], tol = want.lse_tol[packed];
+        const bool ok = std::isinf(w) ? g == w : std::fabs(g - w) <= tol;
+        if (!ok && bad++ < 5) ADD_FAILURE() << "LSE (" << b << ", " << h << ", " << i << ") = " << g << ", want " << w << " (tol " << tol << ")";
+      }
+    start += c.lq[b];
+  }
+  for (long at = lse_elems; at < long(lse_host.size()); ++at)
+    if (!std::isnan(lse_host[at]) && bad++ < 5) ADD_FAILURE() << "LSE written past its end at " << at;
+  EXPECT_EQ(bad, 0);
+  (void)hipFree(lse);
+}
+
+std::vector<int> same(int n, int batch) { return std::vector<int>(batch, n); }
+
+// Query and key lengths below, equal to and above each other, from 1 to 1000, and every head ratio.
+TEST(AttentionShapes, EqualLengths) {
+  run({same(100, 2), same(100, 2), false, 2, 2, 64, dtype::bf16});
+  run({same(1, 3), same(1, 3), false, 3, 1, 64, dtype::bf16});
+  run({same(1000, 1), same(1000, 1), false, 1, 1, 64, dtype::f16, true});
+}
+TEST(AttentionShapes, FewerQueriesThanKeys) {
+  run({same(17, 1), same(255, 1), false, 6, 2, 128, dtype::f16});  // ratio 3
+  run({same(1, 2), same(1000, 2), false, 16, 2, 128, dtype::bf16});  // ratio 8
+  run({same(255, 1), same(257, 1), false, 8, 2, 128, dtype::f16, true});  // ratio 4
+}
+TEST(AttentionShapes, MoreQueriesThanKeys) {
+  run({same(257, 1), same(17, 1), false, 8, 4, 64, dtype::bf16});  // ratio 2
+  run({same(100, 2), same(1, 2), false, 4, 2, 128, dtype::f16});
+}
+
+// Causal (bottom-right) and windows, including rows that see no key at all.
+TEST(AttentionMasks, Causal) {
+  run({same(257, 1), same(257, 1), false, 1, 1, 128, dtype::bf16, true});
+  run({same(100, 1), same(1000, 1), false, 2, 2, 64, dtype::bf16, true});
+  run({same(255, 1), same(100, 1), false, 4, 2, 128, dtype::f16, true});  // the first 155 rows see no key
+  run({same(1, 2), same(17, 2), false, 2, 1, 64, dtype::bf16, true});
+}
+TEST(AttentionMasks, Windows) {
+  run({same(257, 1), same(257, 1), false, 1, 1, 64, dtype::bf16, true, 32, 0});
+  run({same(100, 1), same(255, 1), false, 2, 1, 128, dtype::f16, false, -1, 16});
+  run({same(1000, 1), same(1000, 1), false, 2, 1, 64, dtype::bf16, false, 64, 64});  // most tiles skipped
+  run({same(17, 1), same(17, 1), false, 1, 1, 128, dtype::bf16, false, 0, 0});        // the diagonal only
+  run({same(255, 1), same(100, 1), false, 2, 2, 64, dtype::f16, false, 10, 5});       // rows without a key
+  run({same(100, 1), same(100, 1), false, 3, 3, 64, dtype::bf16, false, 20, -1});
+}
+
+// Scores far beyond exp's range (the online softmax's stability) and a non-default scale.
+TEST(AttentionNumerics, LargeScores) {
+  run({same(100, 1), same(100, 1), false, 2, 1, 128, dtype::bf16, true, -1, -1, 0.f, 30.f});
+  run({same(64, 1), same(200, 1), false, 2, 2, 64, dtype::f16, false, -1, -1, 0.f, 16.f});
+}
+TEST(AttentionNumerics, SoftmaxScale) {
+  run({same(64, 1), same(80, 1), false, 2, 1, 64, dtype::bf16, false, -1, -1, 0.3f});
+}
+
+// Packed batches with empty and length-1 sequences on either side.
+TEST(AttentionVarlen, Ragged) {
+  const std::vector<int> lq{0, 1, 100, 17, 257}, lk{5, 1, 255, 0, 300};
+  run({lq, lk, true, 6, 3, 64, dtype::bf16, true});
+  run({lq, lk, true, 4, 2, 128, dtype::f16, false, 30, 10});
+  run({{1, 1, 1}, {1, 17, 0}, true, 4, 1, 64, dtype::bf16});
+}
+
+// Strided tensors: (B, H, S, D), padded rows and heads, and the default strides.
+TEST(AttentionLayouts, Strided) {
+  run({same(100, 2), same(257, 2), false, 4, 2, 128, dtype::bf16, true, -1, -1, 0.f, 1.f, Layout::bhsd});
+  run({same(100, 2), same(100, 2), false, 3, 1, 64, dtype::f16, false, -1, -1, 0.f, 1.f, Layout::padded});
+  run({same(17, 2), same(100, 2), false, 2, 2, 64, dtype::bf16, false, -1, -1, 0.f, 1.f, Layout::bshd_default});
+  run({{0, 1, 100, 17}, {5, 1, 255, 3}, true, 4, 2, 64, dtype::bf16, true, -1, -1, 0.f, 1.f, Layout::bhsd});
+}
+
+TEST(AttentionValidation, Errors) {
+  const int b = 2, s = 64, h = 2, d = 64;
+  auto alloc = [](size_t bytes) {
+    void* p = nullptr;
+    EXPECT_EQ(hipMalloc(&p, bytes), hipSuccess);
+    return p;
+  };
+  void *q = alloc(b * s * h * d * 2), *k = alloc(b * s * h * d * 2), *v = alloc(b * s * h * d * 2),
+       *o = alloc(b * s * h * d * 2);
+  float* lse = static_cast<float*>(alloc(b * h * s * 4));
+  DeviceInts cu_good({0, 10, 64}), cu_bad_start({1, 10, 64}), cu_decreasing({0, 40, 30}), cu_too_long({0, 10, 200});
+  auto base = [&] {
+    hk::AttentionProblem p;
+    p.batch = b, p.seqlen_q = p.seqlen_k = s, p.heads_q = p.heads_kv = h, p.head_dim = d;
+    p.q = q, p.k = k, p.v = v, p.o = o, p.lse = lse;
+    return p;
+  };
+  auto expect_error = [&](hk::AttentionProblem p, const char* fragment) {
+    hk::Status st = hk::attention_forward(p);
+    EXPECT_FALSE(st) << fragment;
+    EXPECT_NE(st.message.find(fragment), std::string::npos) << "message: " << st.message;
+  };
+  ASSERT_TRUE(hk::attention_forward(base()));
+  ASSERT_EQ(hipDeviceSynchronize(), hipSuccess);
+  { auto p = base(); p.batch = 0; expect_error(p, "batch must be positive"); }
+  { auto p = base(); p.seqlen_q = 0; expect_error(p, "seqlen_q and seqlen_k must be positive"); }
+  { auto p = base(); p.seqlen_k = -3; expect_error(p, "seqlen_q and seqlen_k must be positive"); }
+  { auto p = base(); p.seqlen_k = 1 << 29; expect_error(p, "2^28"); }
+  { auto p = base(); p.heads_kv = 0; expect_error(p, "must be positive"); }
+  { auto p = base(); p.heads_q = 3; expect_error(p, "must be a multiple of heads_kv"); }
+  { auto p = base(); p.head_dim = 96; expect_error(p, "head_dim must be 64 or 128"); }
+  { auto p = base(); p.type = dtype::fp32; expect_error(p, "must be bf16 or f16"); }
+  { auto p = base(); p.type = dtype::fp8_e4m3; expect_error(p, "must be bf16 or f16"); }
+  { auto p = base(); p.k = nullptr; expect_error(p, "null pointer for K"); }
+  { auto p = base(); p.o = nullptr; expect_error(p, "null pointer for O"); }
+  { auto p = base(); p.softmax_scale = -1.f; expect_error(p, "softmax_scale"); }
+  { auto p = base(); p.softmax_scale = INFINITY; expect_error(p, "softmax_scale"); }
+  { auto p = base(); p.window_left = -2; expect_error(p, "window sizes"); }
+  { auto p = base(); p.causal = true, p.window_right = 4; expect_error(p, "window_right must be -1 or 0"); }
+  { auto p = base(); p.cu_seqlens_q = cu_good.dev; expect_error(p, "both cu_seqlens_q and cu_seqlens_k"); }
+  { auto p = base(); p.cu_seqlens_q = p.cu_seqlens_k = cu_bad_start.dev; expect_error(p, "cu_seqlens_q[0] must be 0"); }
+  { auto p = base(); p.cu_seqlens_q = cu_good.dev, p.cu_seqlens_k = cu_decreasing.dev; expect_error(p, "cu_seqlens_k must be non-decreasing"); }
+  { auto p = base(); p.cu_seqlens_q = p.cu_seqlens_k = cu_good.dev, p.seqlen_q = 20; expect_error(p, "shorter than the longest"); }
+  { auto p = base(); p.cu_seqlens_q = p.cu_seqlens_k = cu_good.dev, p.batch = 3; expect_error(p, "batch + 1 int32 entries"); }
+  { auto p = base(); p.cu_seqlens_q = cu_too_long.dev, p.cu_seqlens_k = cu_good.dev, p.batch = 2; p.seqlen_q = p.seqlen_k = 0;
+    expect_error(p, "Q does not lie inside"); }  // 200 packed rows of a 2 x 64-row buffer
+  { auto p = base(); p.q = static_cast<char*>(q) + 8; expect_error(p, "Q must be 16-byte aligned"); }
+  { auto p = base(); p.k_strides.row = 2 * d + 4; expect_error(p, "K strides must be multiples of 8"); }
+  { auto p = base(); p.v_strides.head = -d; expect_error(p, "V strides must not be negative"); }
+  { auto p = base(); p.v_strides.row = 1l << 27; expect_error(p, "V: one head of one sequence must span less than 2 GiB"); }
+  { auto p = base(); p.o_strides = {s * h * d, d, d}; expect_error(p, "O strides make elements overlap"); }
+  { auto p = base(); p.o_strides.batch = s * h * d + 8; expect_error(p, "O does not lie inside"); }
+  { auto p = base(); p.seqlen_q = s + 1; expect_error(p, "Q does not lie inside"); }
+  { auto p = base(); p.heads_q = 4; p.heads_kv = 2; expect_error(p, "Q does not lie inside"); }
+  { auto p = base(); p.k_strides.batch = s * h * d + 8; expect_error(p, "K does not lie inside"); }
+  { auto p = base(); p.lse = reinterpret_cast<float*>(static_cast<char*>(o) + 2); expect_error(p, "LSE must be 4-byte aligned"); }
+  { auto p = base(); p.lse = lse + 4; expect_error(p, "LSE does not lie inside"); }
+  alignas(16) int on_host[64];
+  { auto p = base(); p.v = on_host; expect_error(p, "V does not lie inside"); }
+  for (void* x : {q, k, v, o, static_cast<void*>(lse)}) (void)hipFree(x);
+}
+
+}  // namespace
