@@ -51,7 +51,7 @@ struct DeviceArray {
   DeviceArray(const DeviceArray&) = delete;
   DeviceArray& operator=(const DeviceArray&) = delete;
   ~DeviceArray() { (void)hipFree(dev); }
-  size_t elem() const { return bytes ? 1 : rnref::size_of(type); }
+  size_t elem() const { return bytes ? 1 : size_of(type); }
   size_t size() const { return host.size(); }
   // Uniform values in [lo, hi), rounded to the type.
   DeviceArray& random(uint32_t seed, float lo = -1.f, float hi = 1.f) {
