@@ -249,7 +249,7 @@ int run_rotary(int b, int s, int h, int d, int rotary_dim, bool interleaved, con
   p.q = hk::RotaryTensor::contiguous(q.dev, q_out.dev, s, h, d);
   p.k = hk::RotaryTensor::contiguous(k.dev, k_out.dev, s, h, d);
   if (auto prof = ext<int (*)(int)>("vgpuSetProfiling")) prof(1);
-  const double bytes = 4.0 * n * rnref::size_of(t);  // q and k read and written
+  const double bytes = 4.0 * n * hk::size_of(t);  // q and k read and written
   size_t bad = 0;
   for (const bool backward : {false, true}) {
     if (backward) {
@@ -307,7 +307,7 @@ int run_norm(int rows, int cols, bool rms, float drop, uint64_t seed, const std:
   const char* norm = rms ? "rms_norm" : "layer_norm";
   std::printf("%s %dx%d %s dropout p=%g seed=%llu: %s (r, y, mask, statistics: %zu elements checked)\n", norm, rows, cols,
               type_name.c_str(), drop, (unsigned long long)seed, bad ? "FAILED" : "ok", 3 * n + rows * (rms ? 1 : 2));
-  const double elem = rnref::size_of(t);
+  const double elem = hk::size_of(t);
   vgpuDispatchInfo info = last_dispatch(n * (4 * elem + 1) + 8.0 * rows);  // x, residual in; r, y, mask, stats out
   print_report(info.kernel, info.block[0], true);
   // The backward's row kernel is the forward's instance with the same template arguments; the profile below is of

@@ -19,7 +19,6 @@ namespace rnref {
 
 // ---- element types ----------------------------------------------------------------------------------------------
 
-inline size_t size_of(hk::scalar_type t) { return t == hk::scalar_type::fp32 ? 4 : t == hk::scalar_type::bf16 || t == hk::scalar_type::f16 ? 2 : 1; }
 
 // Round to the device type, nearest even (bf16 by its bits, f16 through the host compiler's _Float16).
 inline float quantize(float f, hk::scalar_type t) {
