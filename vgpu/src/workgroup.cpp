@@ -81,7 +81,8 @@ uint64_t run_wave_traced(Wave& w, const Inst* insts, uint64_t budget) {
     const uint8_t lanes = uint8_t(std::popcount(w.exec()));
     t.conflicts.executed[pc]++;
     insts[pc].fn(w, insts[pc]);
-    ops.push_back({uint32_t(pc), uint16_t(std::min<uint64_t>(t.conflicts.lds_conflicts[pc] - conflicts, 0xffff)), lanes});
+    const uint64_t extra = t.conflicts.lds_conflicts[pc] - conflicts;
+    ops.push_back({uint32_t(pc), uint16_t(std::min<uint64_t>(extra, 0xffff)), lanes});
     if (w.mem_lo != mem_lo) {
       const std::pair<uint64_t, uint64_t> a{w.mem_lo, w.mem_hi - w.mem_lo};
       if (std::find(t.allocations.begin(), t.allocations.end(), a) == t.allocations.end()) t.allocations.push_back(a);

@@ -90,7 +90,8 @@ CuResult simulate_cu(const ProductInfo& product, const Program& prog, const std:
       if (!w.done && !w.at_barrier && w.ready <= now) candidates.push_back(i);
     }
     std::sort(candidates.begin(), candidates.end(), [&](int a, int b) {
-      return waves[a].priority != waves[b].priority ? waves[a].priority > waves[b].priority : waves[a].age < waves[b].age;
+      const SimWave &x = waves[a], &y = waves[b];
+      return x.priority != y.priority ? x.priority > y.priority : x.age < y.age;
     });
     bool used[6] = {};  // valu/mfma, salu/smem, vmem, lds, branch, internal (unlimited)
     bool issued_any = false;
@@ -115,7 +116,8 @@ CuResult simulate_cu(const ProductInfo& product, const Program& prog, const std:
       if (t.kind == IssueKind::vmem) blocked |= vmem_free > now + 256;
       if (t.kind == IssueKind::lds) blocked |= lds_port_free[simd / 2] > now + 64;
       if (blocked) {
-        r.issue_bound += arch.simds_per_cu;  // ready, not picked: it waits a whole turn
+        // Ready, not picked: it waits a whole turn. Waiting for its SIMD's matrix core is MFMA-bound, not issue-bound.
+        if (!(t.kind == IssueKind::mfma && mfma_free[simd] > now)) r.issue_bound += arch.simds_per_cu;
         continue;
       }
       if (unit < 5) used[unit] = true;
