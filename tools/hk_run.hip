@@ -8,11 +8,14 @@
 //               [--varlen QLENS[:KLENS]] [--arch gfx942|gfx950]
 //   (--varlen: comma-separated sequence lengths, packed; keys as long as the queries unless KLENS is given)
 //   hk-run report [--arch gfx942|gfx950]      resources of every kernel in this binary
+//   gemm --model mi300x|mi325x|mi350x|mi355x: vgpu's timing model predicts the kernel's time on that product
+//   (docs/vgpu-timing.md); only the sampled workgroups run, so the result is not checked
 #include <hip/hip_runtime.h>
 
 #include <dlfcn.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -68,7 +71,34 @@ void print_report(const char* kernel, unsigned block_threads, bool with_profile)
   }
 }
 
-int run_gemm(int m, int n, int k, const std::string& in, const std::string& out, bool bt) {
+// ---- the timing model (--model PRODUCT) ---------------------------------------------------------------------------
+
+// Turns vgpu's timing model on for later launches, executing only the workgroups it samples.
+bool start_model(const std::string& product) {
+  auto set = ext<int (*)(const char*, int)>("vgpuSetTiming");
+  if (!set || set(product.c_str(), 1) != 0)
+    return std::fprintf(stderr, "hk-run: the runtime has no timing model for '%s'\n", product.c_str()), false;
+  return true;
+}
+
+// The last launch's prediction: time, throughput against the product's dense peak for `peak_tflops`, and where the
+// sampled CU's time went.
+void print_model(double flops, double peak_tflops) {
+  vgpuTimingInfo t{};
+  auto last = ext<int (*)(vgpuTimingInfo*)>("vgpuGetLastTiming");
+  if (!last || last(&t) != 0) return (void)std::printf("  model: the last launch was not modelled\n");
+  const double tflops = flops / t.seconds * 1e-12;
+  std::printf("  model %s: %.3f ms, %.1f TFLOP/s = %.1f%% of the %.0f TFLOP/s peak (limited by %s)\n", t.product,
+              t.seconds * 1e3, tflops, 100 * tflops / peak_tflops, peak_tflops, t.limiter);
+  std::printf("    %u workgroups per CU, %llu rounds of %.0f cycles at %.2f GHz; bounds: L2 %.0f, HBM %.0f cycles\n",
+              t.workgroups_per_cu, t.rounds, t.round_cycles, t.clock_ghz, t.l2_floor_cycles, t.hbm_floor_cycles);
+  std::printf("    where the time went: MFMA busy %.1f%%; waves waiting on memory %.1f%%, LDS %.1f%%, barriers %.1f%%, "
+              "nop/branch %.1f%%, issue-bound %.1f%%\n",
+              100 * t.mfma_busy, 100 * t.wait_memory, 100 * t.wait_lds, 100 * t.wait_barrier, 100 * t.wait_nop,
+              100 * t.issue_bound);
+}
+
+int run_gemm(int m, int n, int k, const std::string& in, const std::string& out, bool bt, const std::string& model) {
   const bool e5m2 = in == "fp8_e5m2", fp8 = e5m2 || in == "fp8" || in == "fp8_e4m3";
   const hk::scalar_type ab = e5m2 ? hk::scalar_type::fp8_e5m2 : fp8 ? hk::scalar_type::fp8_e4m3 : in == "f16" ? hk::scalar_type::f16 : hk::scalar_type::bf16,
                   ct = out == "bf16" ? hk::scalar_type::bf16 : hk::scalar_type::fp32;
@@ -89,9 +119,20 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
   p.m = m, p.n = n, p.k = k, p.a = da, p.lda = k, p.b = db, p.ldb = bt ? k : n, p.b_is_nk = bt, p.c = dc, p.ldc = n;
   p.ab_type = ab, p.c_type = ct;
   if (auto prof = ext<int (*)(int)>("vgpuSetProfiling")) prof(1);
+  if (!model.empty() && !start_model(model)) return 1;
   hk::Status s = hk::gemm(p);
   if (!s) return std::fprintf(stderr, "%s\n", s.message.c_str()), 1;
   if (hipError_t e = hipDeviceSynchronize(); e != hipSuccess) return std::fprintf(stderr, "%s\n", hipGetErrorString(e)), 1;
+  if (!model.empty()) {
+    vgpuDispatchInfo d{};
+    if (auto last = ext<int (*)(vgpuDispatchInfo*)>("vgpuGetLastDispatch")) last(&d);
+    std::printf("gemm %dx%dx%d %s%s -> %s on %s: not checked (the model executed %llu waves only)\n", m, n, k,
+                in.c_str(), bt ? " A*B^T" : " A*B", out.c_str(), d.arch, d.waves);
+    const vgpu::ProductInfo& product = *vgpu::find_product(model);
+    print_model(2.0 * m * n * k, fp8 ? product.peak.fp8 : product.peak.f16);
+    (void)hipFree(da), (void)hipFree(db), (void)hipFree(dc);
+    return 0;
+  }
   std::vector<uint8_t> raw(size_t(m) * n * c_elem);
   (void)hipMemcpy(raw.data(), dc, raw.size(), hipMemcpyDeviceToHost);
   // Check a spread of elements (every one for small problems) against the double-precision host reference.
@@ -419,6 +460,15 @@ int main(int argc, char** argv) {
   gemm->add_option("--out", out, "C element type")->check(CLI::IsMember({"fp32", "bf16"}));
   gemm->add_flag("--bt", bt, "B is N x K (C = A * B^T)");
   gemm->add_option("--arch", arch)->check(is_target);
+  std::string model;
+  std::vector<std::string> product_names;
+  for (const vgpu::ProductInfo& p : vgpu::all_products()) {
+    std::string lower(p.name);
+    for (char& c : lower) c = char(std::tolower(c));
+    product_names.push_back(lower);
+  }
+  gemm->add_option("--model", model, "predict the time on this product with vgpu's timing model")
+      ->check(CLI::IsMember(product_names, CLI::ignore_case));
   auto* rotary = app.add_subcommand("rotary", "rotary embedding of Q and K (and its backward) with hk::rotary");
   int rb = 2, rs = 128, rh = 4, rd = 128, rrot = 0;
   bool interleaved = false;
@@ -449,8 +499,17 @@ int main(int argc, char** argv) {
   auto* report = app.add_subcommand("report", "resources of every kernel in this binary");
   report->add_option("--arch", arch)->check(is_target);
   CLI11_PARSE(app, argc, argv);
+  if (!model.empty()) {  // the model's product sets the device's arch and product
+    const vgpu::ProductInfo& product = *vgpu::find_product(model);
+    const std::string product_arch(vgpu::arch_info(product.arch).name);
+    if (!arch.empty() && vgpu::parse_arch(arch) != product.arch)
+      return std::fprintf(stderr, "hk-run: --model %s is a %s product, not %s\n", model.c_str(), product_arch.c_str(),
+                          arch.c_str()), 1;
+    arch = product_arch;
+    setenv("HK_VGPU_PRODUCT", std::string(product.name).c_str(), 1);
+  }
   if (!arch.empty()) setenv("HK_VGPU_ARCH", arch.c_str(), 1);  // before the runtime picks its device
-  if (*gemm) return run_gemm(m, n, k, in, out, bt);
+  if (*gemm) return run_gemm(m, n, k, in, out, bt, model);
   if (*rotary) return run_rotary(rb, rs, rh, rd, rrot, interleaved, rtype);
   if (*norm) return run_norm(nrows, ncols, rms, drop, seed, ntype);
   if (*attn) return run_attn(attn_options);

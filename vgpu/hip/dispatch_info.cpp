@@ -12,6 +12,8 @@ namespace {
 std::mutex g_last_mu;
 bool g_have_last = false;
 vgpuDispatchInfo g_last;
+vgpuTimingInfo g_last_timing;
+bool g_last_modelled = false;
 std::vector<vgpuInstructionProfile> g_last_instructions;
 
 }  // namespace
@@ -38,8 +40,22 @@ void remember_dispatch(const KernelInfo& kernel, Arch arch, const LaunchParams& 
     insts[i].lds_accesses = p.lds_accesses;
     insts[i].lds_conflict_cycles = p.lds_conflict_cycles;
   }
+  const TimingReport& t = stats.timing;
+  vgpuTimingInfo timing;
+  std::memset(&timing, 0, sizeof timing);
+  std::snprintf(timing.product, sizeof timing.product, "%s", t.product.c_str());
+  std::snprintf(timing.limiter, sizeof timing.limiter, "%s", t.limiter);
+  timing.seconds = t.seconds, timing.cycles = t.cycles, timing.clock_ghz = t.clock_ghz;
+  timing.round_cycles = t.round_cycles, timing.rounds = t.rounds, timing.workgroups_per_cu = t.workgroups_per_cu;
+  timing.sampled_workgroups = t.sampled_workgroups, timing.sample_only = t.sample_only;
+  timing.l2_floor_cycles = t.l2_floor_cycles, timing.hbm_floor_cycles = t.hbm_floor_cycles;
+  timing.mfma_flops = t.mfma_flops, timing.vmem_bytes = t.vmem_bytes, timing.hbm_bytes = t.hbm_bytes;
+  timing.mfma_busy = t.mfma_busy, timing.wait_memory = t.wait_memory, timing.wait_lds = t.wait_lds;
+  timing.wait_barrier = t.wait_barrier, timing.wait_nop = t.wait_nop, timing.issue_bound = t.issue_bound;
   std::lock_guard lock(g_last_mu);
   g_last = info;
+  g_last_timing = timing;
+  g_last_modelled = t.modelled;
   g_last_instructions = std::move(insts);
   g_have_last = true;
 }
@@ -67,4 +83,21 @@ extern "C" __attribute__((visibility("default"))) int vgpuGetLastDispatchInstruc
   const int n = int(g_last_instructions.size());
   for (int i = 0; out && i < n && i < max; ++i) out[i] = g_last_instructions[i];
   return n;
+}
+
+extern "C" __attribute__((visibility("default"))) int vgpuSetTiming(const char* product, int sample_only) {
+  vgpu::Device& dev = Runtime::get().device();
+  if (!product || !*product) return dev.set_timing(nullptr), 0;
+  const vgpu::ProductInfo* p = vgpu::find_product(product);
+  if (!p) return 1;
+  dev.set_timing(p, sample_only != 0);
+  return 0;
+}
+
+extern "C" __attribute__((visibility("default"))) int vgpuGetLastTiming(vgpuTimingInfo* out) {
+  if (!out) return 1;
+  std::lock_guard lock(g_last_mu);
+  if (!g_have_last || !g_last_modelled) return 1;
+  *out = g_last_timing;
+  return 0;
 }

@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
 
+#include "timing/model.h"
 #include "vgpu/device.h"
 #include "workgroup.h"
 
@@ -43,6 +45,12 @@ Device::Device(const ProductInfo& product) : arch_(product.arch), product_(produ
   threads_ = unsigned(env_u64("HK_VGPU_THREADS", std::max(1u, std::thread::hardware_concurrency())));
   profiling_ = env_u64("HK_VGPU_PROFILE", 0) != 0;
   if (threads_ == 0) threads_ = 1;
+  // HK_VGPU_TIMING=PRODUCT turns the timing model on (a product of this device's arch; others are refused at launch).
+  if (const char* t = std::getenv("HK_VGPU_TIMING"); t && *t) {
+    timing_ = find_product(t);
+    if (!timing_) std::fprintf(stderr, "vgpu: ignoring HK_VGPU_TIMING=%s (one of mi300x, mi325x, mi350x, mi355x)\n", t);
+  }
+  timing_sample_only_ = env_u64("HK_VGPU_TIMING_SAMPLE_ONLY", 0) != 0;
 }
 
 Device::~Device() = default;
@@ -68,6 +76,10 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
   if (lds > info().lds_bytes)
     return bad("needs " + std::to_string(lds) + " bytes of LDS, " + std::string(info().name) + " has " +
                std::to_string(info().lds_bytes));
+
+  if (timing_ && timing_->arch != arch_)
+    return bad("the timing model's product " + std::string(timing_->name) + " is not a " + std::string(info().name) +
+               " device");
 
   std::shared_ptr<Program> prog;
   {
@@ -106,7 +118,21 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
   ctx.profiling = profiling_;
   if (profiling_) ctx.profile.resize(prog->insts.size());
 
-  const uint64_t groups = lp.grid.count();
+  // The timing model records the workgroups it samples; in sample-only mode those are the only ones that run.
+  TimingSample sample;
+  std::vector<WorkgroupTrace> traces;
+  if (timing_) {
+    sample = plan_timing_sample(*timing_, *prog, lp, uint32_t(lds));
+    traces.resize(sample.workgroups.size());
+  }
+  const bool sample_only = timing_ && timing_sample_only_;
+  const uint64_t groups = sample_only ? sample.workgroups.size() : lp.grid.count();
+  auto group_id = [&](uint64_t i) { return sample_only ? sample.workgroups[i] : i; };
+  auto trace_of = [&](uint64_t g) -> WorkgroupTrace* {
+    if (!timing_) return nullptr;
+    auto it = std::lower_bound(sample.workgroups.begin(), sample.workgroups.end(), g);
+    return it != sample.workgroups.end() && *it == g ? &traces[size_t(it - sample.workgroups.begin())] : nullptr;
+  };
   const unsigned nthreads = unsigned(std::min<uint64_t>(threads_, groups));
   std::atomic<uint64_t> next{0};
   auto worker = [&] {
@@ -118,7 +144,7 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
     st.waves.resize(nwaves);
     if (ctx.profiling) st.profile.resize(prog->insts.size());
     for (uint64_t g; !ctx.faulted.load(std::memory_order_relaxed) && (g = next.fetch_add(1)) < groups;)
-      run_workgroup(ctx, g, st);
+      run_workgroup(ctx, group_id(g), st, trace_of(group_id(g)));
     if (ctx.profiling) {
       std::lock_guard lock(ctx.profile_mu);
       ctx.profile.add(st.profile);
@@ -136,6 +162,10 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
     stats->wall_seconds = std::chrono::duration<double>(t1 - t0).count();
     stats->profiled = ctx.profiling;
     report_profile(*prog, ctx.profile, *stats);  // empty unless profiled
+    if (timing_ && !ctx.faulted.load()) {
+      stats->timing = model_dispatch(*timing_, *prog, lp, sample, traces);
+      stats->timing.sample_only = sample_only;
+    }
   }
   if (ctx.faulted.load()) return ctx.fault;
   return Fault{};

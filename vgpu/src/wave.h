@@ -41,6 +41,7 @@ struct DispatchCtx {
 };
 
 struct Workgroup;
+struct WorkgroupTrace;
 
 
 enum class WaveState : uint8_t { running, barrier, done, faulted };
@@ -72,7 +73,8 @@ struct alignas(64) Wave {
   // that is not ordered after that wait sees the old contents, as it could on hardware, and its check fails.
   uint32_t vm_issued = 0;
   std::vector<PendingLdsWrite> lds_in_flight;  // in issue order
-  Profile* profile = nullptr;       // set when the dispatch is profiled  // the allocation the last global access hit: most accesses hit it again
+  Profile* profile = nullptr;       // set when the dispatch is profiled (and while the timing model records)
+  WorkgroupTrace* trace = nullptr;  // set while the timing model records this wave's workgroup (timing/trace.h)
 
   uint64_t exec() const { return s64(sreg::exec); }
   void set_exec(uint64_t e) { set_s64(sreg::exec, e); }

@@ -2,9 +2,12 @@
 #include "workgroup.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <cstring>
 #include <string>
+
+#include "timing/trace.h"
 
 namespace vgpu {
 namespace {
@@ -66,13 +69,38 @@ uint64_t run_wave_loop(Wave& w, const Inst* insts, uint64_t budget) {
   w.insts += n;
   return n;
 }
+// The same for a wave the timing model records: each instruction with its active lanes and the extra cycles the bank
+// model gives a DS access, and each global allocation the wave reaches (its one-allocation cache changes then).
+uint64_t run_wave_traced(Wave& w, const Inst* insts, uint64_t budget) {
+  WorkgroupTrace& t = *w.trace;
+  std::vector<TraceOp>& ops = t.waves[w.id].ops;
+  uint64_t n = 0;
+  while (w.state == WaveState::running && n < budget) {
+    const int pc = w.pc++;
+    const uint64_t conflicts = t.conflicts.lds_conflicts[pc], mem_lo = w.mem_lo;
+    const uint8_t lanes = uint8_t(std::popcount(w.exec()));
+    t.conflicts.executed[pc]++;
+    insts[pc].fn(w, insts[pc]);
+    const uint64_t extra = t.conflicts.lds_conflicts[pc] - conflicts;
+    ops.push_back({uint32_t(pc), uint16_t(std::min<uint64_t>(extra, 0xffff)), lanes});
+    if (w.mem_lo != mem_lo) {
+      const std::pair<uint64_t, uint64_t> a{w.mem_lo, w.mem_hi - w.mem_lo};
+      if (std::find(t.allocations.begin(), t.allocations.end(), a) == t.allocations.end()) t.allocations.push_back(a);
+    }
+    ++n;
+  }
+  w.insts += n;
+  return n;
+}
+
 inline uint64_t run_wave(Wave& w, const Inst* insts, uint64_t budget) {
+  if (w.trace) return run_wave_traced(w, insts, budget);
   return w.profile ? run_wave_loop<true>(w, insts, budget) : run_wave_loop<false>(w, insts, budget);
 }
 
 }  // namespace
 
-void run_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& st) {
+void run_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& st, WorkgroupTrace* trace) {
   const Program& p = *ctx.prog;
   const LaunchParams& lp = ctx.launch;
   Workgroup wg;
@@ -86,13 +114,19 @@ void run_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& st) {
 
   const uint32_t items = uint32_t(lp.block.count());
   const int nwaves = int((items + kLanes - 1) / kLanes);
+  if (trace) {
+    trace->linear = linear;
+    trace->waves.assign(nwaves, {});
+    trace->conflicts.resize(p.insts.size());
+  }
   for (int i = 0; i < nwaves; ++i) {
     Wave& w = st.waves[i];
     w.v = reinterpret_cast<uint32_t(*)[kLanes]>(st.vgprs.data() + size_t(i) * p.vgprs * kLanes);
     w.priv = st.priv.data() + size_t(i) * kLanes * ctx.private_bytes;
     w.wg = &wg;
     w.ctx = &ctx;
-    w.profile = ctx.profiling ? &st.profile : nullptr;
+    w.profile = trace ? &trace->conflicts : ctx.profiling ? &st.profile : nullptr;
+    w.trace = trace;
     init_wave(w, ctx, wg, i, items);
   }
 
@@ -136,6 +170,10 @@ void run_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& st) {
   }
   uint64_t total = 0;
   for (int i = 0; i < nwaves; ++i) total += st.waves[i].insts;
+  if (trace) {
+    trace->done = true;
+    if (ctx.profiling) st.profile.add(trace->conflicts);  // a recorded workgroup counts in the profile too
+  }
   ctx.instructions.fetch_add(total, std::memory_order_relaxed);
 }
 

@@ -16,7 +16,8 @@ struct WorkerStorage {
   std::vector<Wave> waves;
 };
 
-// Runs workgroup `linear` (x fastest) of the dispatch to completion or to the dispatch's first fault.
-void run_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& storage);
+// Runs workgroup `linear` (x fastest) of the dispatch to completion or to the dispatch's first fault; with `trace`,
+// records each wave's instruction stream for the timing model.
+void run_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& storage, WorkgroupTrace* trace = nullptr);
 
 }  // namespace vgpu

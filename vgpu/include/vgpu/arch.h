@@ -58,6 +58,24 @@ struct PeakTflops {
   double fp64_matrix, fp64_vector;
 };
 
+// What the timing model (vgpu/src/timing) needs beyond the rows above, in engine clocks at the peak clock. Sources
+// as timing.md grades them (H official, M one good source or derived, L weak); a value no source gives is marked
+// "chosen" in `source`, with how it was chosen.
+struct TimingFacts {
+  uint32_t lds_latency;            // ds_read issue to data, cycles
+  uint32_t lds_port_bytes_per_clk; // one LDS port, shared by a pair of SIMDs (two ports per CU)
+  uint32_t smem_latency;           // s_load issue to data (scalar L1 hit)
+  uint32_t l2_latency;             // vector load that hits L2
+  uint32_t hbm_latency;            // vector load that misses to HBM
+  uint32_t vmem_bytes_per_clk_cu;  // vector L1 <-> CU
+  uint32_t l2_bytes_per_clk_xcd;   // L2 read bandwidth of one XCD
+  double hbm_measured_tb_per_s;    // sustained streaming bandwidth (the device-level memory roofline)
+  uint32_t wait_state_cycles;      // one s_nop wait state
+  uint32_t branch_cycles;          // a wave's next issue after a branch
+  uint32_t barrier_cycles;         // s_barrier release after the last wave arrives
+  std::string_view source;
+};
+
 // A product: the chip built on an arch.
 struct ProductInfo {
   std::string_view name;          // "MI300X"
@@ -74,6 +92,7 @@ struct ProductInfo {
   PeakTflops peak;
   uint32_t pci_device_id;
   std::string_view source;
+  TimingFacts timing;
 
   // hipDeviceProp_t::memoryClockRate (kHz): the pin rate / 4, as ROCm reports it (5.2 Gbps -> 1,300,000 kHz).
   uint32_t memory_clock_khz() const { return hbm_pin_mbps * 1000 / 4; }
@@ -107,14 +126,26 @@ inline constexpr std::array<ProductInfo, 4> products{{
      .peak = {.f16 = 1307.4, .fp8 = 2614.9, .fp6_fp4 = 0, .xf32 = 653.7,
               .fp32_matrix = 163.4, .fp32_vector = 163.4, .fp64_matrix = 163.4, .fp64_vector = 81.7},
      .pci_device_id = 0x74a1,
-     .source = "CUs [SPEC]; clock [D300, B-MC]; HBM3, caches, peaks [WP3]; xf32 [D300, CALC] (WP3 prints 490.3: M)"},
+     .source = "CUs [SPEC]; clock [D300, B-MC]; HBM3, caches, peaks [WP3]; xf32 [D300, CALC] (WP3 prints 490.3: M)",
+     .timing = {.lds_latency = 52, .lds_port_bytes_per_clk = 64, .smem_latency = 48, .l2_latency = 288,
+                .hbm_latency = 876, .vmem_bytes_per_clk_cu = 128, .l2_bytes_per_clk_xcd = 2048,
+                .hbm_measured_tb_per_s = 4.11, .wait_state_cycles = 4, .branch_cycles = 8, .barrier_cycles = 16,
+                .source = "LDS port 64 B/clk [RPC] H; latencies LDS 52, sL1 48, L2 288 p50, HBM 876 p50 [MT4G] M;"
+                          " vL1 128 B/clk [SOL] M; L2 2 KB/clk/XCD [WP3] H; HBM 4.11 TB/s STREAM copy [AZ] M; "
+                          "wait state 4 clk (timing.md 3, M); branch 8 and barrier 16 clk chosen (no source: two "
+                          "issue slots; four slots after the last arrival)"}},
     {.name = "MI325X", .arch = Arch::gfx942, .compute_units = 304, .xcds = 8, .peak_clock_mhz = 2100,
      .hbm_bytes = 256 * GiB, .hbm_pin_mbps = 6000, .hbm_bus_bits = 8192, .hbm_tb_per_s = 6.0,
      .l2_bytes_per_xcd = 4 * MiB, .llc_bytes = 256 * MiB,
      .peak = {.f16 = 1307.4, .fp8 = 2614.9, .fp6_fp4 = 0, .xf32 = 653.7,
               .fp32_matrix = 163.4, .fp32_vector = 163.4, .fp64_matrix = 163.4, .fp64_vector = 81.7},
      .pci_device_id = 0x74a5,
-     .source = "[WP3] (MI325X edition): CUs, clock, HBM3E, caches, peaks; xf32 as MI300X (M); PCI id: the PCI id list"},
+     .source = "[WP3] (MI325X edition): CUs, clock, HBM3E, caches, peaks; xf32 as MI300X (M); PCI id: the PCI id list",
+     .timing = {.lds_latency = 52, .lds_port_bytes_per_clk = 64, .smem_latency = 48, .l2_latency = 288,
+                .hbm_latency = 876, .vmem_bytes_per_clk_cu = 128, .l2_bytes_per_clk_xcd = 2048,
+                .hbm_measured_tb_per_s = 4.65, .wait_state_cycles = 4, .branch_cycles = 8, .barrier_cycles = 16,
+                .source = "as MI300X (same gfx942 CU and caches); HBM 4.65 TB/s chosen: MI300X's measured 77.5 % "
+                          "of peak applied to 6.0 TB/s (no MI325X measurement found)"}},
     {.name = "MI350X", .arch = Arch::gfx950, .compute_units = 256, .xcds = 8, .peak_clock_mhz = 2200,
      .hbm_bytes = 288 * GiB, .hbm_pin_mbps = 8000, .hbm_bus_bits = 8192, .hbm_tb_per_s = 8.0,
      .l2_bytes_per_xcd = 4 * MiB, .llc_bytes = 256 * MiB,
@@ -122,14 +153,28 @@ inline constexpr std::array<ProductInfo, 4> products{{
               .fp32_matrix = 144.2, .fp32_vector = 144.2, .fp64_matrix = 72.1, .fp64_vector = 72.1},
      .pci_device_id = 0x75a3,
      .source = "[D350]: CUs, HBM3E, caches, peaks; clock derived from 144.2 TF / (256 CU x 256 FLOP/clk) (M); "
-               "PCI id: the gfx950 die's, as MI355X's (no separate listing found)"},
+               "PCI id: the gfx950 die's, as MI355X's (no separate listing found)",
+     .timing = {.lds_latency = 52, .lds_port_bytes_per_clk = 128, .smem_latency = 48, .l2_latency = 288,
+                .hbm_latency = 876, .vmem_bytes_per_clk_cu = 128, .l2_bytes_per_clk_xcd = 2048,
+                .hbm_measured_tb_per_s = 6.2, .wait_state_cycles = 4, .branch_cycles = 8, .barrier_cycles = 16,
+                .source = "CU rows as gfx942 except LDS: 256 B/clk read per CU [B-G4] H, i.e. 128 B/clk per port "
+                          "(writes assumed the same, L); latencies in cycles chosen equal to MI300X's (no CDNA4 "
+                          "measurement found); L2 2 KB/clk/XCD assumed unchanged (L); HBM 6.2 TB/s chosen: "
+                          "MI300X's measured 77.5 % of peak applied to 8 TB/s (no measurement found)"}},
     {.name = "MI355X", .arch = Arch::gfx950, .compute_units = 256, .xcds = 8, .peak_clock_mhz = 2400,
      .hbm_bytes = 288 * GiB, .hbm_pin_mbps = 8000, .hbm_bus_bits = 8192, .hbm_tb_per_s = 8.0,
      .l2_bytes_per_xcd = 4 * MiB, .llc_bytes = 256 * MiB,
      .peak = {.f16 = 2500, .fp8 = 5000, .fp6_fp4 = 10000, .xf32 = 0,
               .fp32_matrix = 157.3, .fp32_vector = 157.3, .fp64_matrix = 78.6, .fp64_vector = 78.6},
      .pci_device_id = 0x75a3,
-     .source = "[D350]; clock 2400 MHz from Hot Chips 2025 coverage (agrees with 157.3 TF); HBM, caches as MI350X"},
+     .source = "[D350]; clock 2400 MHz from Hot Chips 2025 coverage (agrees with 157.3 TF); HBM, caches as MI350X",
+     .timing = {.lds_latency = 52, .lds_port_bytes_per_clk = 128, .smem_latency = 48, .l2_latency = 288,
+                .hbm_latency = 876, .vmem_bytes_per_clk_cu = 128, .l2_bytes_per_clk_xcd = 2048,
+                .hbm_measured_tb_per_s = 6.2, .wait_state_cycles = 4, .branch_cycles = 8, .barrier_cycles = 16,
+                .source = "CU rows as gfx942 except LDS: 256 B/clk read per CU [B-G4] H, i.e. 128 B/clk per port "
+                          "(writes assumed the same, L); latencies in cycles chosen equal to MI300X's (no CDNA4 "
+                          "measurement found); L2 2 KB/clk/XCD assumed unchanged (L); HBM 6.2 TB/s chosen: "
+                          "MI300X's measured 77.5 % of peak applied to 8 TB/s (no measurement found)"}},
 }};
 }  // namespace facts
 

@@ -55,6 +55,31 @@ struct InstructionProfile {
   uint64_t lds_conflict_cycles = 0; // extra cycles its lanes' bank conflicts cost, summed over executions
 };
 
+// The timing model's prediction for one dispatch (Device::set_timing, or HK_VGPU_TIMING=mi300x|mi325x|mi350x|mi355x):
+// the sampled workgroups of one CU replayed cycle by cycle (vgpu/src/timing), scaled to the whole grid and bounded by
+// the device's L2 and HBM bandwidth. docs/vgpu-timing.md says what is modelled and how.
+struct TimingReport {
+  bool modelled = false;
+  std::string product;
+  double clock_ghz = 0;
+  double seconds = 0;              // predicted kernel time
+  double cycles = 0;               // the same in engine clocks
+  double cu_cycles = 0;            // one CU's share of the grid: rounds x round_cycles
+  double round_cycles = 0;         // one round of concurrent workgroups on the sampled CU
+  double l2_floor_cycles = 0, hbm_floor_cycles = 0;  // the device-level bandwidth bounds
+  const char* limiter = "";        // "compute units", "L2 bandwidth" or "HBM bandwidth"
+  uint32_t workgroups_per_cu = 0;  // concurrent workgroups on a CU (waves, VGPRs, LDS)
+  uint64_t rounds = 0;
+  uint32_t sampled_workgroups = 0;
+  bool sample_only = false;        // workgroups outside the sample were not executed
+  double mfma_flops = 0;           // matrix FLOPs of the whole grid
+  double vmem_bytes = 0, hbm_bytes = 0;  // vector memory traffic of the grid, and what of it reaches HBM
+  // Where the sampled CU's time went: matrix cores busy (of 4 x round_cycles), and the waves' time (of waves x
+  // round_cycles) waiting on vector memory, on LDS / scalar memory, at barriers, in s_nop / s_sleep / branches, and
+  // ready but not picked (issue-bound).
+  double mfma_busy = 0, wait_memory = 0, wait_lds = 0, wait_barrier = 0, wait_nop = 0, issue_bound = 0;
+};
+
 // Counters of one dispatch. The profile fields are filled only when profiling is on
 // (Device::set_profiling, or HK_VGPU_PROFILE=1 in the environment).
 struct DispatchStats {
@@ -66,6 +91,7 @@ struct DispatchStats {
   uint64_t lds_accesses = 0;
   uint64_t lds_conflict_cycles = 0;
   std::vector<InstructionProfile> instructions;  // executed instructions, in program order
+  TimingReport timing;             // filled when the timing model is on
 };
 
 struct Dim3 {
@@ -103,6 +129,14 @@ class Device {
   void set_profiling(bool on) { profiling_ = on; }
   bool profiling() const { return profiling_; }
 
+  // The timing model for later dispatches: the product to model (of this device's arch), or nullptr for none.
+  // `sample_only` executes only the workgroups the model samples (the others' results are not computed).
+  // HK_VGPU_TIMING=PRODUCT and HK_VGPU_TIMING_SAMPLE_ONLY=1 set the same.
+  void set_timing(const ProductInfo* product, bool sample_only = false) {
+    timing_ = product, timing_sample_only_ = sample_only;
+  }
+  const ProductInfo* timing() const { return timing_; }
+
   // Device address of the variable `name` (__device__, __constant__) of `co` and its size; nullptr if there is none.
   // The code object's image (its loadable segments) is placed in device memory on first use, once per device.
   void* global_address(const std::shared_ptr<const CodeObject>& co, std::string_view name, size_t* size = nullptr);
@@ -117,6 +151,8 @@ class Device {
   const ProductInfo& product_;
   unsigned threads_;
   bool profiling_ = false;
+  const ProductInfo* timing_ = nullptr;
+  bool timing_sample_only_ = false;
   MemoryMap memory_;
   std::mutex cache_mu_;
   std::map<std::pair<const CodeObject*, uint64_t>, std::shared_ptr<Program>> programs_;

@@ -38,6 +38,35 @@ int vgpuGetLastDispatchInstructions(vgpuInstructionProfile* out, int max);
 // The same as HK_VGPU_PROFILE=1 in the environment, for programs that profile only some kernels.
 int vgpuSetProfiling(int on);
 
+// The timing model (docs/vgpu-timing.md). vgpuSetTiming("mi355x", 0) models later launches on that product (of the
+// device's arch; a launch on another arch fails); nullptr or "" turns it off. With sample_only = 1 only the
+// workgroups the model samples are executed: the others' results are not computed. Returns 0, or 1 for an unknown
+// product. The same as HK_VGPU_TIMING=PRODUCT and HK_VGPU_TIMING_SAMPLE_ONLY=1.
+int vgpuSetTiming(const char* product, int sample_only);
+
+typedef struct vgpuTimingInfo {
+  char product[16];                 // "MI355X"
+  double seconds;                   // predicted kernel time
+  double cycles;                    // the same in engine clocks at the product's peak clock
+  double clock_ghz;
+  double round_cycles;              // one round of concurrent workgroups on the sampled CU
+  unsigned long long rounds;        // rounds of the busiest CU's share of the grid
+  unsigned workgroups_per_cu;       // concurrent workgroups per CU
+  unsigned sampled_workgroups;      // workgroups whose instruction streams were replayed
+  int sample_only;                  // 1: the other workgroups were not executed
+  char limiter[32];                 // "compute units", "L2 bandwidth" or "HBM bandwidth"
+  double l2_floor_cycles, hbm_floor_cycles;
+  double mfma_flops;                // matrix FLOPs of the grid
+  double vmem_bytes, hbm_bytes;     // vector memory traffic of the grid, and what of it reaches HBM
+  // Where the time went: matrix cores busy (fraction of 4 SIMDs x round), the waves' time (fraction of waves x round)
+  // waiting on vector memory, on LDS / scalar memory, at barriers, in s_nop / s_sleep / branches, and ready but not
+  // picked because another wave took the unit (issue-bound).
+  double mfma_busy, wait_memory, wait_lds, wait_barrier, wait_nop, issue_bound;
+} vgpuTimingInfo;
+
+// The timing model's prediction for the last launch. Returns 0, or 1 if that launch was not modelled.
+int vgpuGetLastTiming(vgpuTimingInfo* out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,40 @@
+// The timing model (docs/vgpu-timing.md): which workgroups of a dispatch to sample, and the prediction made from
+// their recorded instruction streams (trace.h).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "../program.h"
+#include "trace.h"
+#include "vgpu/device.h"
+
+namespace vgpu {
+
+// The sampled CU's first round: the workgroups the hardware deals to CU 0 of XCD 0 while it holds
+// `workgroups_per_cu` of them at once, and how many such rounds that CU runs for the whole grid.
+struct TimingSample {
+  uint32_t workgroups_per_cu = 1;
+  uint64_t rounds = 1;
+  std::vector<uint64_t> workgroups;  // linear ids, ascending
+};
+
+TimingSample plan_timing_sample(const ProductInfo& product, const Program& program, const LaunchParams& launch,
+                                uint32_t lds_bytes);
+
+// Replays the traces on one CU of `product` and scales the result to the grid.
+TimingReport model_dispatch(const ProductInfo& product, const Program& program, const LaunchParams& launch,
+                            const TimingSample& sample, const std::vector<WorkgroupTrace>& traces);
+
+// Static timing facts of one instruction, from its mnemonic (exposed for tests).
+enum class IssueKind : uint8_t { valu, mfma, salu, smem, vmem, lds, branch, waitcnt, barrier, nop, sleep, setprio, end,
+                                 internal };
+struct InstTiming {
+  IssueKind kind = IssueKind::valu;
+  uint32_t passes = 0;       // MFMA: 4-cycle passes the matrix core is busy
+  double flops = 0;          // MFMA: 2*M*N*K*blocks
+  uint32_t bytes_per_lane = 0;  // VMEM / LDS
+  uint32_t valu_cycles = 4;  // VALU: cycles the SIMD's vector unit is busy (wave64 on SIMD16)
+};
+InstTiming inst_timing(Arch arch, const Inst& inst);
+
+}  // namespace vgpu
