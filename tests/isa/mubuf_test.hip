@@ -957,7 +957,8 @@ TEST(Mubuf, UnmodelledResourceFeaturesFaultClearly) {
   a.off = doff.ptr, a.init = dinit.ptr, a.out = out.ptr, a.active = kLanes;
   make_rsrc(a.rsrc, arena.ptr, 16, 64);
   a.rsrc[1] |= 1u << 31;
-  expect_fault(ld_dword_offen, a, 0, hipErrorLaunchFailure, "buffer_load_dword", "SWIZZLE_ENABLE");
+  a.idx = doff.ptr;
+  expect_fault(ld_dword_idxen, a, 0, hipErrorLaunchFailure, "buffer_load_dword", "SWIZZLE_ENABLE");
   make_rsrc(a.rsrc, arena.ptr, 16, 64);
   a.rsrc[3] |= 1u << 23;
   expect_fault(st_dword_offen, a, 0, hipErrorLaunchFailure, "buffer_store_dword", "ADD_TID_ENABLE");
@@ -969,6 +970,45 @@ TEST(Mubuf, UnmodelledResourceFeaturesFaultClearly) {
   u32 want;
   std::memcpy(&want, &mem[20], 4);  // offset 0 + inst_offset 20
   EXPECT_EQ(out.download()[0], want);
+}
+
+// V#s as kernel libraries build them: bits 62 (cache swizzle) and 63 (swizzle enable) set and the tile's row stride in
+// the stride field, used for raw offen loads of a row-major tile, to VGPRs and straight into LDS. Hardware reads these
+// linearly (docs/vgpu-memory.md): the result is the plain raw-buffer model's, range check in bytes included.
+TEST(Mubuf, SwizzleBitsAndRowStrideLeaveRawOffenAccessLinear) {
+  const std::vector<uint8_t> mem = pattern_bytes(kArena, 13);
+  Dev<uint8_t> arena(mem);
+  const u32 row_bytes = 256, num_records = 1500, soff = 4;
+  std::vector<u32> off(kLanes);
+  for (u32 l = 0; l < kLanes; ++l) off[l] = (l / 16) * row_bytes + (l % 16) * 4 + (l == 63 ? 4000 : 0);  // 63: past
+  Dev<u32> doff(off), dinit(std::vector<u32>(4 * kLanes, 0x77777777u)), out(4 * kLanes);
+  KArgs a{};
+  make_rsrc(a.rsrc, arena.ptr + kBase, row_bytes, num_records);
+  a.rsrc[1] |= 3u << 30;
+  a.off = doff.ptr, a.init = dinit.ptr, a.out = out.ptr, a.soff = soff, a.active = kLanes;
+  run(ld_dword_offen, a);
+  const std::vector<u32> got = out.download();
+  for (u32 l = 0; l < kLanes; ++l) {
+    const Access ac = buffer_access(false, true, 0, off[l], 20, soff, row_bytes, num_records, 4, 1, false);
+    u32 want = 0;
+    if (ac.ok) std::memcpy(&want, &mem[kBase + ac.offset], 4);
+    EXPECT_EQ(got[4 * l], want) << "lane " << l;
+  }
+
+  // Straight into LDS: buffer_load_dword ... lds with the same V#.
+  const DmaOp& dword = *std::find_if(std::begin(kDmas), std::end(kDmas),
+                                     [](const DmaOp& op) { return std::string(op.name) == "dword"; });
+  const u32 lds_bytes = 2048, m0 = 64;
+  Dev<u32> lds_out(lds_bytes / 4);
+  a.out = lds_out.ptr, a.m0 = m0, a.lds_bytes = lds_bytes;
+  run(dword.buffer, a, lds_bytes);
+  std::vector<u32> want = canary_lds(lds_bytes);
+  for (u32 l = 0; l < kLanes; ++l) {
+    const Access ac = buffer_access(false, true, 0, off[l], 12, soff, row_bytes, num_records, 4, 1, true);
+    model_dma_lane(want, m0 + 12 + l * 4, dword, ac.ok ? &mem[kBase + ac.offset] : mem.data(), ac.ok);
+  }
+  const std::vector<u32> lds = lds_out.download();
+  for (u32 i = 0; i < want.size(); ++i) ASSERT_EQ(lds[i], want[i]) << "LDS byte " << 4 * i;
 }
 
 }  // namespace

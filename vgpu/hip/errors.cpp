@@ -172,6 +172,7 @@ hipError_t error_for(FaultKind kind) {
     case FaultKind::watchdog: return hipErrorLaunchTimeOut;
     // Launch parameters the kernel cannot take.
     case FaultKind::bad_launch: return hipErrorInvalidConfiguration;
+    case FaultKind::trap: return hipErrorAssert;
     // An instruction vgpu cannot execute: HIP has no "illegal instruction" code; a device exception is this one.
     case FaultKind::unknown_instruction: return hipErrorLaunchFailure;
   }

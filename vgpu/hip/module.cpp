@@ -24,23 +24,32 @@ bool valid_module(ihipModule_t* m) {
   return m && modules().count(m);
 }
 
-// hipModuleLoadData gets only a pointer: the extent of the image is read from its own header.
-// For an ELF: the furthest byte any program header, section header or section reaches.
-size_t elf_image_size(const uint8_t* p) {
+// hipModuleLoadData gets only a pointer: the extent of the image is read from its own header, every read of it
+// checked against the `mapped` bytes readable there. For an ELF: the furthest byte any program header, section
+// header or section reaches.
+size_t elf_image_size(const uint8_t* p, uint64_t mapped) {
+  auto corrupt = [](const char* what) { throw Error(std::string("the ELF header is corrupt: ") + what); };
+  auto reach = [&](uint64_t offset, uint64_t bytes, const char* what) {
+    if (offset > mapped || bytes > mapped - offset) corrupt(what);
+    return offset + bytes;
+  };
   Elf64_Ehdr eh;
+  reach(0, sizeof eh, "the header itself is not all mapped");
   std::memcpy(&eh, p, sizeof eh);
-  size_t end = sizeof eh;
-  end = std::max<size_t>(end, eh.e_phoff + size_t(eh.e_phnum) * eh.e_phentsize);
-  end = std::max<size_t>(end, eh.e_shoff + size_t(eh.e_shnum) * eh.e_shentsize);
+  if ((eh.e_phnum && eh.e_phentsize < sizeof(Elf64_Phdr)) || (eh.e_shnum && eh.e_shentsize < sizeof(Elf64_Shdr)))
+    corrupt("header entries smaller than the ELF64 structures");
+  uint64_t end = sizeof eh;
+  end = std::max(end, reach(eh.e_phoff, uint64_t(eh.e_phnum) * eh.e_phentsize, "program headers past the mapping"));
+  end = std::max(end, reach(eh.e_shoff, uint64_t(eh.e_shnum) * eh.e_shentsize, "section headers past the mapping"));
   for (unsigned i = 0; i < eh.e_phnum; ++i) {
     Elf64_Phdr ph;
-    std::memcpy(&ph, p + eh.e_phoff + size_t(i) * eh.e_phentsize, sizeof ph);
-    end = std::max<size_t>(end, ph.p_offset + ph.p_filesz);
+    std::memcpy(&ph, p + eh.e_phoff + uint64_t(i) * eh.e_phentsize, sizeof ph);
+    end = std::max(end, reach(ph.p_offset, ph.p_filesz, "a segment past the mapping"));
   }
   for (unsigned i = 0; i < eh.e_shnum; ++i) {
     Elf64_Shdr sh;
-    std::memcpy(&sh, p + eh.e_shoff + size_t(i) * eh.e_shentsize, sizeof sh);
-    if (sh.sh_type != SHT_NOBITS) end = std::max<size_t>(end, sh.sh_offset + sh.sh_size);
+    std::memcpy(&sh, p + eh.e_shoff + uint64_t(i) * eh.e_shentsize, sizeof sh);
+    if (sh.sh_type != SHT_NOBITS) end = std::max(end, reach(sh.sh_offset, sh.sh_size, "a section past the mapping"));
   }
   return end;
 }
@@ -77,10 +86,15 @@ hipError_t load_data(hipModule_t* module, const void* image) {
   auto* p = static_cast<const uint8_t*>(image);
   size_t size = 0;
   try {
+    const uint64_t mapped = readable_extent(p);
+    if (mapped < SELFMAG) throw Error("no readable memory there");
     if (std::memcmp(p, ELFMAG, SELFMAG) == 0)
-      size = elf_image_size(p);
+      size = elf_image_size(p, mapped);
     else
       size = offload_bundle_size(p);  // throws if it is not a bundle either
+    if (size > mapped)
+      throw Error("its header claims " + std::to_string(size) + " bytes, only " + std::to_string(mapped) +
+                  " are mapped there");
   } catch (const std::exception& e) {
     return fail(hipErrorInvalidImage, std::string("the image is neither an AMDGPU code object nor an offload bundle: ") +
                                           e.what());

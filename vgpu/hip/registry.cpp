@@ -48,6 +48,25 @@ bool first_report(const std::string& key) {
 
 }  // namespace
 
+uint64_t readable_extent(const void* p) {
+  const uint64_t at = reinterpret_cast<uint64_t>(p);
+  std::FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (!maps) return 0;
+  uint64_t end = 0;
+  char line[512];
+  while (std::fgets(line, sizeof line, maps)) {
+    unsigned long long lo = 0, hi = 0;
+    char perms[8] = {};
+    if (std::sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) != 3) continue;
+    const bool readable = perms[0] == 'r';
+    if (end == 0 && readable && lo <= at && at < hi) end = hi;
+    else if (end != 0 && lo == end && readable) end = hi;
+    else if (end != 0) break;
+  }
+  std::fclose(maps);
+  return end > at ? end - at : 0;
+}
+
 std::shared_ptr<const CodeObject> CodeSet::for_arch(Arch arch) const {
   for (const auto& co : objects)
     if (co->arch == arch) return co;
@@ -118,6 +137,9 @@ HK_HIP_API void** __hipRegisterFatBinary(const void* data) {
     bundle = static_cast<const uint8_t*>(wrapper->binary);
     try {
       size = offload_bundle_size(bundle);
+      if (const uint64_t mapped = readable_extent(bundle); size > mapped)
+        throw Error("its header claims " + std::to_string(size) + " bytes, only " + std::to_string(mapped) +
+                    " are mapped there: the header is corrupt");
       rt.suggest_arch(bundle_archs({bundle, size}));
     } catch (const std::exception& e) {
       if (!quiet()) std::fprintf(stderr, "vgpu: cannot read the fat binary at %p: %s\n", wrapper->binary, e.what());

@@ -205,6 +205,10 @@ hipError_t error_for(FaultKind kind);
 const char* error_name(hipError_t code);
 const char* error_description(hipError_t code);  // the standard text, without any detail
 bool quiet();  // HK_VGPU_QUIET=1
+// Bytes readable from `p` on: the process's mappings (/proc/self/maps) that hold p and follow it without a gap; 0 if
+// none holds it. The registration ABI and hipModuleLoadData pass a pointer alone, and a damaged header may claim any
+// size: this is what it is checked against.
+uint64_t readable_extent(const void* p);
 // For functions vgpu does not implement (unsupported.cpp and partial implementations).
 hipError_t unsupported(const char* function);
 

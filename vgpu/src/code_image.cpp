@@ -9,7 +9,7 @@ namespace vgpu {
 
 uint64_t Device::image_base(const CodeObject& co) {
   std::lock_guard lock(cache_mu_);
-  auto [it, fresh] = images_.try_emplace(&co, 0);
+  auto [it, fresh] = images_.try_emplace(co.serial, 0);
   if (!fresh) return it->second;
   auto* base = static_cast<uint8_t*>(
       memory_.allocate(std::max<uint64_t>(co.image_size, 1), 4096, MemoryKind::code_image));

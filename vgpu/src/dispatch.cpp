@@ -84,7 +84,7 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
   std::shared_ptr<Program> prog;
   {
     std::lock_guard lock(cache_mu_);
-    auto& slot = programs_[{co.get(), kernel.entry}];
+    auto& slot = programs_[{co->serial, kernel.entry}];
     if (!slot) slot = decode_kernel(*co, kernel);
     prog = slot;
   }
@@ -107,6 +107,8 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
   ctx.prog = prog.get();
   ctx.memory = &memory_;
   ctx.arch = &info();
+  ctx.product = &product_;
+  ctx.clock_base = clock_.load();
   ctx.launch = lp;
   ctx.launch.kernarg_size = kernarg.size() * 8;
   ctx.kernarg_addr = uint64_t(kernarg.data());
@@ -115,6 +117,7 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
   ctx.lds_bytes = uint32_t(lds);
   ctx.private_bytes = (kernel.private_segment_fixed_size + 15) / 16 * 16 + (kernel.uses_dynamic_stack ? 16384 : 0);
   ctx.watchdog = env_u64("HK_VGPU_BARRIER_WATCHDOG", 1ull << 24);
+  ctx.instruction_limit = env_u64("HK_VGPU_INSTRUCTION_LIMIT", 0);
   ctx.profiling = profiling_;
   if (profiling_) ctx.profile.resize(prog->insts.size());
 
@@ -134,6 +137,15 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
     return it != sample.workgroups.end() && *it == g ? &traces[size_t(it - sample.workgroups.begin())] : nullptr;
   };
   const unsigned nthreads = unsigned(std::min<uint64_t>(threads_, groups));
+  // printf and the other ockl services: a hostcall buffer with a packet for every wave that can wait at once.
+  std::unique_ptr<HostcallBuffer> hostcall;
+  for (const KernelArg& a : kernel.args)
+    if (a.value_kind == "hidden_hostcall_buffer" && a.size == 8 && a.offset + 8 <= kernarg.size() * 8) {
+      hostcall = std::make_unique<HostcallBuffer>(memory_, nthreads * uint32_t((items + kLanes - 1) / kLanes));
+      const uint64_t address = hostcall->device_address();
+      std::memcpy(reinterpret_cast<uint8_t*>(kernarg.data()) + a.offset, &address, 8);
+      ctx.hostcall = hostcall.get();
+    }
   std::atomic<uint64_t> next{0};
   auto worker = [&] {
     WorkerStorage st;
@@ -155,6 +167,8 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
   auto t1 = std::chrono::steady_clock::now();
   memory_.release(kernarg.data());
   memory_.release(&packet);
+  // Later dispatches read later clocks: every wave of this one read less than base + its instructions' cycles.
+  clock_.fetch_add(kCyclesPerInstruction * ctx.instructions.load() + 1);
   if (stats) {
     stats->wave_instructions = ctx.instructions.load();
     stats->workgroups = groups;

@@ -34,9 +34,13 @@ bool read_rsrc(Wave& w, const Inst& I, const Operand& o, Rsrc& r) {
     return false;
   }
   const uint32_t* s = &w.s[o.reg];
-  if (s[1] >> 31) {
+  // SWIZZLE_ENABLE (bit 63): kernel libraries set it, with bit 62 and the tile's row stride, on V#s they use for raw
+  // (offen-only) access, and read linearly on MI300X and MI355X: raw access is linear here too. Indexed access would
+  // follow the guides' swizzled formula, which vgpu does not model (docs/vgpu-memory.md).
+  if (s[1] >> 31 && (I.flags & mod::idxen)) {
     w.fault(I, FaultKind::unknown_instruction, -1,
-            "the buffer resource has SWIZZLE_ENABLE (bit 63) set: vgpu does not model swizzled buffer addressing");
+            "the buffer resource has SWIZZLE_ENABLE (bit 63) set on an idxen access: vgpu does not model swizzled "
+            "indexed buffer addressing (raw offen access with it is linear)");
     return false;
   }
   if (s[3] >> 23 & 1) {

@@ -101,6 +101,23 @@ void s_set_gpr_idx_on(Wave& w, const Inst& I) {
 }
 void s_set_gpr_idx_off(Wave& w, const Inst&) { w.gpr_idx_mode = 0; }
 
+// Where a wave runs, as hardware would place it: workgroups go to the XCDs round-robin and to the CUs of an XCD in
+// turn; a CU's waves fill its four SIMDs in turn. HW_ID (register 4): wave slot 3:0, SIMD 5:4, CU 11:8, shader engine
+// 14:13 (four per XCD); XCC_ID (register 20): the XCD in 3:0.
+uint32_t hardware_register(const Wave& w, uint32_t reg) {
+  constexpr uint32_t kHwId = 4, kXccId = 20;
+  const ProductInfo& product = *w.ctx->product;
+  const uint64_t group = w.wg->linear;
+  const uint32_t xcd = uint32_t(group % product.xcds);
+  const uint32_t cu = uint32_t(group / product.xcds % (product.compute_units / product.xcds));
+  const uint32_t simds = w.ctx->arch->simds_per_cu;
+  if (reg == kXccId) return xcd;
+  if (reg != kHwId) return 0;
+  const uint32_t slot = uint32_t(w.id) / simds, simd = uint32_t(w.id) % simds;
+  const uint32_t engine = cu % 4, unit = cu / 4;  // at most 10 CUs per engine: shader array 0 holds them all
+  return (slot & 0xf) | simd << 4 | (unit & 0xf) << 8 | engine << 13;
+}
+
 }  // namespace
 
 void register_salu(IsaTable& t) {
@@ -236,8 +253,13 @@ void register_salu(IsaTable& t) {
   HK_CMPK("eq_u32", u32, a == b) HK_CMPK("lg_u32", u32, a != b) HK_CMPK("gt_u32", u32, a > b)
   HK_CMPK("ge_u32", u32, a >= b) HK_CMPK("lt_u32", u32, a < b)  HK_CMPK("le_u32", u32, a <= b)
 #undef HK_CMPK
-  // Mode registers: vgpu computes in the default mode; reading one yields 0.
-  t.add("s_getreg_b32", [](Wave& w, const Inst& I) { write_s32(w, I.op[0], 0); });
+  // Hardware registers: the ids of where the wave runs (HW_ID, XCC_ID); the mode registers read 0, as vgpu
+  // computes in the default mode.
+  t.add("s_getreg_b32", [](Wave& w, const Inst& I) {
+    const uint32_t reg = I.simm & 0x3f, offset = I.simm >> 6 & 0x1f, size = (I.simm >> 11 & 0x1f) + 1;
+    const uint32_t value = hardware_register(w, reg) >> offset;
+    write_s32(w, I.op[0], size >= 32 ? value : value & ((1u << size) - 1));
+  }, op::encoded_simm16);
   t.add("s_setreg_b32", [](Wave&, const Inst&) {});
   t.add("s_setreg_imm32_b32", [](Wave&, const Inst&) {});
 }

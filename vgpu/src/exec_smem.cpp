@@ -1,4 +1,6 @@
 // Scalar memory: loads through the scalar cache from global memory (kernel arguments, uniform data).
+#include <chrono>
+
 #include "isa.h"
 #include "ops.h"
 
@@ -33,8 +35,18 @@ void s_buffer_load(Wave& w, const Inst& I) {
   }
 }
 
-// A monotonically increasing counter stands in for the shader clock.
-void s_memtime(Wave& w, const Inst& I) { write_s64(w, I.op[0], w.ctx->instructions.load() + w.insts); }
+// The shader clock (clock64()): with no timing model, the dispatch's starting clock plus 4 cycles per instruction
+// the wave has issued, so it grows with the wave's work and across dispatches (Device::clock_).
+void s_memtime(Wave& w, const Inst& I) {
+  write_s64(w, I.op[0], w.ctx->clock_base + kCyclesPerInstruction * w.insts);
+}
+
+// The constant-rate "real time" clock (wall_clock64()): the host's monotonic clock at the 100 MHz that
+// hipDeviceAttributeWallClockRate reports.
+void s_memrealtime(Wave& w, const Inst& I) {
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  write_s64(w, I.op[0], uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()) / 10);
+}
 
 }  // namespace
 
@@ -50,7 +62,7 @@ void register_smem(IsaTable& t) {
   t.add("s_buffer_load_dwordx8", s_buffer_load<8>);
   t.add("s_buffer_load_dwordx16", s_buffer_load<16>);
   t.add("s_memtime", s_memtime);
-  t.add("s_memrealtime", s_memtime);
+  t.add("s_memrealtime", s_memrealtime);
 }
 
 }  // namespace vgpu

@@ -44,11 +44,26 @@ void register_sopp(IsaTable& t) {
   t.add("s_barrier", [](Wave& w, const Inst&) { w.state = WaveState::barrier; });
   // Cache maintenance (buffer_wbinvl1, buffer_inv, buffer_wbl2...) completes at once here and is not counted by vmcnt.
   for (const char* name : {"s_waitcnt_lgkmcnt", "s_waitcnt_expcnt", "s_nop", "s_setprio",
-                           "s_sleep", "s_icache_inv", "s_incperflevel", "s_decperflevel", "s_ttracedata",
+                           "s_icache_inv", "s_incperflevel", "s_decperflevel", "s_ttracedata",
                            "s_set_gpr_idx_mode", "s_dcache_wb", "s_dcache_inv", "s_dcache_wb_vol",
                            "s_dcache_inv_vol", "buffer_wbinvl1", "buffer_wbinvl1_vol", "buffer_inv", "buffer_wbl2",
                            "s_sched_barrier", "s_sched_group_barrier", "s_wait_idle"})
     t.add(name, nop);
+  // A wave sleeps while it waits for the host to answer a hostcall (printf): answer what is ready.
+  t.add("s_sleep", [](Wave& w, const Inst&) {
+    if (w.ctx->hostcall) w.ctx->hostcall->service();
+  });
+  // s_trap: what assert, abort and __builtin_trap end in. The dispatch stops with a fault naming the wave; a failed
+  // assert has just printed its message to stderr through a hostcall, which the fault quotes.
+  t.add("s_trap", [](Wave& w, const Inst& I) {
+    std::string why = "the kernel executed s_trap " + std::to_string(I.simm & 0xff);
+    if (w.ctx->hostcall) {
+      std::string text = w.ctx->hostcall->last_stderr_message();
+      while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+      if (!text.empty()) why += ": " + text;
+    }
+    w.fault(I, FaultKind::trap, std::countr_zero(w.exec() | (uint64_t(1) << 63)), std::move(why));
+  }, op::encoded_simm16);
   // s_sendmsg: the only message a compute kernel sends is MSG_DEALLOC_VGPRS before ending, which needs no model.
   t.add("s_sendmsg", nop);
 }

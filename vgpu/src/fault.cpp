@@ -17,6 +17,7 @@ const char* to_string(FaultKind k) {
     case FaultKind::private_out_of_bounds: return "private memory access out of bounds";
     case FaultKind::watchdog: return "instruction budget exhausted";
     case FaultKind::bad_launch: return "invalid launch";
+    case FaultKind::trap: return "device trap (assert, abort or __builtin_trap)";
   }
   return "fault";
 }

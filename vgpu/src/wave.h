@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "hostcall.h"
 #include "profile.h"
 #include "program.h"
 #include "vgpu/device.h"
@@ -16,6 +17,8 @@
 namespace vgpu {
 
 inline constexpr int kLanes = 64;
+// The shader clock's substitute when no timing model runs: a wave64 instruction occupies its SIMD for 4 cycles.
+inline constexpr uint64_t kCyclesPerInstruction = 4;
 // Flat-address apertures (high 32 bits of a 64-bit address). Host user addresses stay below 2^47.
 inline constexpr uint32_t kSharedApertureHi = 0x10000, kPrivateApertureHi = 0x20000;
 
@@ -24,6 +27,8 @@ struct DispatchCtx {
   const Program* prog = nullptr;
   MemoryMap* memory = nullptr;
   const ArchInfo* arch = nullptr;
+  const ProductInfo* product = nullptr;
+  uint64_t clock_base = 0;       // s_memtime at the dispatch's start (see exec_smem.cpp)
   LaunchParams launch;
   uint64_t kernarg_addr = 0;
   uint64_t code_base = 0;        // device address of the kernel's first instruction (image base + entry)
@@ -31,6 +36,8 @@ struct DispatchCtx {
   uint32_t lds_bytes = 0;        // static + dynamic LDS of each workgroup
   uint32_t private_bytes = 0;    // scratch bytes per lane
   uint64_t watchdog = 0;         // instruction budget per wave while others wait at a barrier
+  uint64_t instruction_limit = 0;  // instructions a wave may run (HK_VGPU_INSTRUCTION_LIMIT); 0: no limit
+  HostcallBuffer* hostcall = nullptr;  // set when the kernel takes a hostcall buffer (printf)
   std::atomic<bool> faulted{false};
   std::mutex fault_mu;
   Fault fault;
@@ -64,7 +71,7 @@ struct alignas(64) Wave {
   uint8_t* priv = nullptr;       // private memory, lane l at priv + l * private_bytes
   Workgroup* wg = nullptr;
   DispatchCtx* ctx = nullptr;
-  uint64_t insts = 0;            // instructions executed by this wave
+  uint64_t insts = 0;            // instructions executed by this wave (kept current: s_memtime reads it)
   uint32_t gpr_idx = 0;          // s_set_gpr_idx state: index and enabled operand mask
   uint8_t gpr_idx_mode = 0;
   uint64_t mem_lo = 0, mem_hi = 0;
@@ -89,6 +96,7 @@ struct alignas(64) Wave {
 
 struct Workgroup {
   uint32_t id[3] = {0, 0, 0};
+  uint64_t linear = 0;  // x fastest: what places the workgroup on an XCD and CU
   uint8_t* lds = nullptr;
   uint32_t lds_bytes = 0;
   DispatchCtx* ctx = nullptr;

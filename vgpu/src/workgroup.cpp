@@ -63,10 +63,10 @@ uint64_t run_wave_loop(Wave& w, const Inst* insts, uint64_t budget) {
   while (w.state == WaveState::running && n < budget) {
     const int pc = w.pc++;
     if constexpr (profiled) w.profile->executed[pc]++;
+    ++w.insts;
     insts[pc].fn(w, insts[pc]);
     ++n;
   }
-  w.insts += n;
   return n;
 }
 // The same for a wave the timing model records: each instruction with its active lanes and the extra cycles the bank
@@ -107,6 +107,7 @@ void run_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& st, Workgro
   wg.id[0] = uint32_t(linear % lp.grid.x);
   wg.id[1] = uint32_t(linear / lp.grid.x % lp.grid.y);
   wg.id[2] = uint32_t(linear / (uint64_t(lp.grid.x) * lp.grid.y));
+  wg.linear = linear;
   wg.ctx = &ctx;
   wg.lds_bytes = ctx.lds_bytes;
   std::fill(st.lds.begin(), st.lds.end(), 0);
@@ -139,6 +140,11 @@ void run_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& st, Workgro
     for (int i = 0; i < nwaves; ++i) {
       Wave& w = st.waves[i];
       if (w.state == WaveState::running) ran += run_wave(w, insts, quantum);
+      if (ctx.instruction_limit && w.insts > ctx.instruction_limit && w.state != WaveState::done &&
+          w.state != WaveState::faulted)
+        w.fault(insts[std::max(w.pc, 1) - 1], FaultKind::watchdog, -1,
+                "the wave ran more than HK_VGPU_INSTRUCTION_LIMIT=" + std::to_string(ctx.instruction_limit) +
+                    " instructions");
       if (w.state == WaveState::faulted) return;
       running += w.state == WaveState::running;
       waiting += w.state == WaveState::barrier;

@@ -74,6 +74,7 @@ struct KernelInfo {
 // A loaded code object for one arch: its text (executable bytes) and kernels.
 struct CodeObject {
   Arch arch{};
+  uint64_t serial = 0;              // unique per load: what device caches key on (an address may be reused)
   std::string target;               // e.g. "amdgcn-amd-amdhsa--gfx950:sramecc+:xnack-"
   uint32_t code_object_version = 0; // 4, 5 or 6 (from EI_ABIVERSION); decides the hidden kernarg layout
   std::vector<uint8_t> elf;         // the whole ELF image, kept for disassembly and reports

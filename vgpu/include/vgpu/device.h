@@ -3,6 +3,7 @@
 // code_image.cpp (code objects placed in device memory) and memory_map.cpp.
 #pragma once
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -29,6 +30,7 @@ enum class FaultKind : uint8_t {
   private_out_of_bounds, // a scratch access past the lane's private segment
   watchdog,              // the dispatch ran past its instruction budget
   bad_launch,            // launch parameters the kernel cannot take
+  trap,                  // the kernel executed s_trap: a failed assert, abort() or __builtin_trap()
 };
 const char* to_string(FaultKind k);
 
@@ -153,10 +155,12 @@ class Device {
   bool profiling_ = false;
   const ProductInfo* timing_ = nullptr;
   bool timing_sample_only_ = false;
+  // The shader clock s_memtime reads: it advances by each dispatch's cycles, so clocks only grow (exec_smem.cpp).
+  std::atomic<uint64_t> clock_{uint64_t(1) << 20};
   MemoryMap memory_;
   std::mutex cache_mu_;
-  std::map<std::pair<const CodeObject*, uint64_t>, std::shared_ptr<Program>> programs_;
-  std::map<const CodeObject*, uint64_t> images_;  // image base per code object
+  std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<Program>> programs_;  // by code object serial, entry
+  std::map<uint64_t, uint64_t> images_;  // image base per code object serial
 };
 
 }  // namespace vgpu

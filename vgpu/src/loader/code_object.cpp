@@ -1,6 +1,7 @@
 // AMDGPU ELF code objects: .text, the metadata note (msgpack) and the kernel descriptors; plus the ways to reach
 // them from an offload bundle or a HIP host binary.
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -19,6 +20,10 @@
 #include "vgpu/code_object.h"
 
 namespace vgpu {
+
+// Bounds on metadata sizes. Kernel arguments: HIP caps them at 4 KiB; allow far more before calling the note corrupt.
+// Scratch: the hardware's per-wave limit (13 bits of 1 KiB units) over 64 lanes.
+constexpr uint32_t kMaxKernargBytes = 1u << 20, kMaxPrivateBytes = (8191u * 1024) / 64;
 namespace {
 
 using ELFT = llvm::object::ELF64LE;
@@ -187,6 +192,14 @@ Metadata parse_metadata(llvm::ArrayRef<uint8_t> bytes) {
     info.wavefront_size = kernel.u32(".wavefront_size", 64);
     info.max_flat_workgroup_size = kernel.u32(".max_flat_workgroup_size", 1024);
     info.uses_dynamic_stack = kernel.boolean(".uses_dynamic_stack", false);
+    // Sizes the runtime allocates from: bounded by what the hardware can give a dispatch.
+    if (info.kernarg_segment_size > kMaxKernargBytes)
+      loader_fail("code object metadata: kernel " + info.name + " has a kernarg segment of " +
+                  std::to_string(info.kernarg_segment_size) + " bytes, more than " + std::to_string(kMaxKernargBytes));
+    if (info.private_segment_fixed_size > kMaxPrivateBytes)
+      loader_fail("code object metadata: kernel " + info.name + " needs " +
+                  std::to_string(info.private_segment_fixed_size) + " bytes of scratch per lane, more than the " +
+                  std::to_string(kMaxPrivateBytes) + " the hardware can give");
     // A kernel without arguments may omit .args.
     if (kernel.get(".args")) {
       msgpack::ArrayDocNode args = kernel.array(".args");
@@ -197,6 +210,12 @@ Metadata parse_metadata(llvm::ArrayRef<uint8_t> bytes) {
         arg.value_kind = am.str(".value_kind");
         arg.offset = am.u32(".offset");
         arg.size = am.u32(".size");
+        // What the runtime copies into the kernarg segment must lie inside it (hidden arguments inside the bound).
+        const bool hidden = arg.value_kind.starts_with("hidden_");
+        if (uint64_t(arg.offset) + arg.size > (hidden ? kMaxKernargBytes : info.kernarg_segment_size))
+          loader_fail("code object metadata: kernel " + info.name + " argument " + std::to_string(a) + " at offset " +
+                      std::to_string(arg.offset) + " (" + std::to_string(arg.size) +
+                      " bytes) lies past the kernarg segment");
         info.args.push_back(std::move(arg));
       }
     }
@@ -261,6 +280,8 @@ const KernelInfo* CodeObject::find(std::string_view name) const {
 std::shared_ptr<const CodeObject> load_code_object(std::span<const uint8_t> bytes) {
   // Work on an owned copy: the CodeObject keeps it, and it is suitably aligned for LLVM's ELF structures.
   auto co = std::make_shared<CodeObject>();
+  static std::atomic<uint64_t> loaded{0};
+  co->serial = ++loaded;
   co->elf.assign(bytes.begin(), bytes.end());
   const std::vector<uint8_t>& image = co->elf;
 
