@@ -57,29 +57,30 @@ void init_wave(Wave& w, const DispatchCtx& ctx, const Workgroup& wg, int index, 
 }
 
 // Runs a wave until it blocks, ends, faults, or spends `budget` instructions.
+// One counter: w.insts is kept current (s_memtime reads it) and also measures the budget.
 template <bool profiled>
 uint64_t run_wave_loop(Wave& w, const Inst* insts, uint64_t budget) {
-  uint64_t n = 0;
-  while (w.state == WaveState::running && n < budget) {
+  const uint64_t start = w.insts;
+  while (w.state == WaveState::running && w.insts - start < budget) {
     const int pc = w.pc++;
     if constexpr (profiled) w.profile->executed[pc]++;
     ++w.insts;
     insts[pc].fn(w, insts[pc]);
-    ++n;
   }
-  return n;
+  return w.insts - start;
 }
 // The same for a wave the timing model records: each instruction with its active lanes and the extra cycles the bank
 // model gives a DS access, and each global allocation the wave reaches (its one-allocation cache changes then).
 uint64_t run_wave_traced(Wave& w, const Inst* insts, uint64_t budget) {
   WorkgroupTrace& t = *w.trace;
   std::vector<TraceOp>& ops = t.waves[w.id].ops;
-  uint64_t n = 0;
-  while (w.state == WaveState::running && n < budget) {
+  const uint64_t start = w.insts;
+  while (w.state == WaveState::running && w.insts - start < budget) {
     const int pc = w.pc++;
     const uint64_t conflicts = t.conflicts.lds_conflicts[pc], mem_lo = w.mem_lo;
     const uint8_t lanes = uint8_t(std::popcount(w.exec()));
     t.conflicts.executed[pc]++;
+    ++w.insts;  // current for s_memtime, as in run_wave_loop
     insts[pc].fn(w, insts[pc]);
     const uint64_t extra = t.conflicts.lds_conflicts[pc] - conflicts;
     ops.push_back({uint32_t(pc), uint16_t(std::min<uint64_t>(extra, 0xffff)), lanes});
@@ -87,10 +88,8 @@ uint64_t run_wave_traced(Wave& w, const Inst* insts, uint64_t budget) {
       const std::pair<uint64_t, uint64_t> a{w.mem_lo, w.mem_hi - w.mem_lo};
       if (std::find(t.allocations.begin(), t.allocations.end(), a) == t.allocations.end()) t.allocations.push_back(a);
     }
-    ++n;
   }
-  w.insts += n;
-  return n;
+  return w.insts - start;
 }
 
 inline uint64_t run_wave(Wave& w, const Inst* insts, uint64_t budget) {
