@@ -40,12 +40,10 @@ struct CuResult {
   double wait_memory = 0, wait_lds = 0, wait_barrier = 0, wait_nop = 0, issue_bound = 0, wave_cycles = 0;
 };
 
-CuResult simulate_cu(const ProductInfo& product, const Program& prog, const std::vector<WorkgroupTrace>& traces,
-                     double vmem_latency) {
+CuResult simulate_cu(const ProductInfo& product, const Program& prog, const std::vector<InstTiming>& facts,
+                     const std::vector<WorkgroupTrace>& traces, double vmem_latency) {
   const TimingFacts& f = product.timing;
   const ArchInfo& arch = arch_info(product.arch);
-  std::vector<InstTiming> facts(prog.insts.size());
-  for (size_t i = 0; i < facts.size(); ++i) facts[i] = inst_timing(prog.arch, prog.insts[i]);
 
   std::vector<SimWave> waves;
   int next_simd = 0;
@@ -236,18 +234,19 @@ TimingReport model_dispatch(const ProductInfo& product, const Program& program, 
 
   // Reuse: each global allocation the sample touched is read from (or written to) HBM once, the rest of the vector
   // memory traffic hits L2 / the Infinity Cache; the share that misses sets the latency of every vector access.
+  // The timing facts of each of the kernel's instructions, once (the trace names instructions by index).
+  std::vector<InstTiming> facts(program.insts.size());
+  for (size_t i = 0; i < facts.size(); ++i) facts[i] = inst_timing(program.arch, program.insts[i]);
   double sample_bytes = 0;
   std::map<uint64_t, uint64_t> allocations;
-  const ArchInfo& arch = arch_info(product.arch);
   for (const WorkgroupTrace& t : traces) {
     for (auto [base, bytes] : t.allocations) allocations[base] = bytes;
     for (const WaveTrace& w : t.waves)
       for (const TraceOp& op : w.ops) {
-        const InstTiming it = inst_timing(program.arch, program.insts[op.inst]);
+        const InstTiming& it = facts[op.inst];
         if (it.kind == IssueKind::vmem) sample_bytes += double(op.lanes) * it.bytes_per_lane;
       }
   }
-  (void)arch;
   const double per_group = traces.empty() ? 0 : sample_bytes / double(traces.size());
   rep.vmem_bytes = per_group * groups;
   double touched = 0;
@@ -256,7 +255,7 @@ TimingReport model_dispatch(const ProductInfo& product, const Program& program, 
   const double miss = rep.vmem_bytes > 0 ? rep.hbm_bytes / rep.vmem_bytes : 0;
   const double latency = f.l2_latency + (double(f.hbm_latency) - f.l2_latency) * miss;
 
-  const CuResult cu = simulate_cu(product, program, traces, latency);
+  const CuResult cu = simulate_cu(product, program, facts, traces, latency);
   rep.round_cycles = double(cu.cycles);
   rep.cu_cycles = rep.round_cycles * double(sample.rounds);
   const double clock_hz = product.peak_clock_mhz * 1e6;
