@@ -74,6 +74,7 @@ struct TimingFacts {
   uint32_t branch_cycles;          // a wave's next issue after a branch
   uint32_t barrier_cycles;         // s_barrier release after the last wave arrives
   std::string_view source;
+  std::string_view hbm_source;     // of hbm_measured_tb_per_s
 };
 
 // A product: the chip built on an arch.
@@ -118,34 +119,46 @@ inline constexpr std::array<ArchInfo, 2> archs{{
                "(docs/vgpu-memory.md)"},
 }};
 
+// The CU and cache timing of each arch, shared by its products; each product adds its own sustained HBM bandwidth.
+inline constexpr TimingFacts gfx942_timing{
+    .lds_latency = 52, .lds_port_bytes_per_clk = 64, .smem_latency = 48, .l2_latency = 288, .hbm_latency = 876,
+    .vmem_bytes_per_clk_cu = 128, .l2_bytes_per_clk_xcd = 2048, .hbm_measured_tb_per_s = 0, .wait_state_cycles = 4,
+    .branch_cycles = 8, .barrier_cycles = 16,
+    .source = "LDS port 64 B/clk [RPC] H; latencies LDS 52, sL1 48, L2 288 p50, HBM 876 p50 [MT4G] M;"
+              " vL1 128 B/clk [SOL] M; L2 2 KB/clk/XCD [WP3] H; wait state 4 clk (timing.md 3, M); branch 8 and "
+              "barrier 16 clk chosen (no source: two issue slots; four slots after the last arrival)"};
+inline constexpr TimingFacts gfx950_timing = [] {
+  TimingFacts t = gfx942_timing;
+  t.lds_port_bytes_per_clk = 128;
+  t.source = "CU rows as gfx942 except LDS: 256 B/clk read per CU [B-G4] H, i.e. 128 B/clk per port (writes assumed "
+             "the same, L); latencies in cycles chosen equal to MI300X's (no CDNA4 measurement found); L2 2 KB/clk/XCD "
+             "assumed unchanged (L)";
+  return t;
+}();
+constexpr TimingFacts with_hbm(TimingFacts t, double measured_tb_per_s, std::string_view hbm_source) {
+  t.hbm_measured_tb_per_s = measured_tb_per_s;
+  t.hbm_source = hbm_source;
+  return t;
+}
+inline constexpr PeakTflops mi300x_peak{.f16 = 1307.4, .fp8 = 2614.9, .fp6_fp4 = 0, .xf32 = 653.7,
+                                        .fp32_matrix = 163.4, .fp32_vector = 163.4, .fp64_matrix = 163.4,
+                                        .fp64_vector = 81.7};
+// HBM sustained bandwidth where none is measured: MI300X's measured 77.5 % of its peak applied to the product's peak.
+inline constexpr const char* hbm_scaled = "chosen: MI300X's measured 77.5 % of peak applied to the data-sheet peak "
+                                          "(no measurement found)";
+
 // Rows of timing.md section 1. Peaks are dense (no sparsity). PCI ids as lspci lists them.
 inline constexpr std::array<ProductInfo, 4> products{{
     {.name = "MI300X", .arch = Arch::gfx942, .compute_units = 304, .xcds = 8, .peak_clock_mhz = 2100,
      .hbm_bytes = 192 * GiB, .hbm_pin_mbps = 5200, .hbm_bus_bits = 8192, .hbm_tb_per_s = 5.3,
-     .l2_bytes_per_xcd = 4 * MiB, .llc_bytes = 256 * MiB,
-     .peak = {.f16 = 1307.4, .fp8 = 2614.9, .fp6_fp4 = 0, .xf32 = 653.7,
-              .fp32_matrix = 163.4, .fp32_vector = 163.4, .fp64_matrix = 163.4, .fp64_vector = 81.7},
-     .pci_device_id = 0x74a1,
+     .l2_bytes_per_xcd = 4 * MiB, .llc_bytes = 256 * MiB, .peak = mi300x_peak, .pci_device_id = 0x74a1,
      .source = "CUs [SPEC]; clock [D300, B-MC]; HBM3, caches, peaks [WP3]; xf32 [D300, CALC] (WP3 prints 490.3: M)",
-     .timing = {.lds_latency = 52, .lds_port_bytes_per_clk = 64, .smem_latency = 48, .l2_latency = 288,
-                .hbm_latency = 876, .vmem_bytes_per_clk_cu = 128, .l2_bytes_per_clk_xcd = 2048,
-                .hbm_measured_tb_per_s = 4.11, .wait_state_cycles = 4, .branch_cycles = 8, .barrier_cycles = 16,
-                .source = "LDS port 64 B/clk [RPC] H; latencies LDS 52, sL1 48, L2 288 p50, HBM 876 p50 [MT4G] M;"
-                          " vL1 128 B/clk [SOL] M; L2 2 KB/clk/XCD [WP3] H; HBM 4.11 TB/s STREAM copy [AZ] M; "
-                          "wait state 4 clk (timing.md 3, M); branch 8 and barrier 16 clk chosen (no source: two "
-                          "issue slots; four slots after the last arrival)"}},
+     .timing = with_hbm(gfx942_timing, 4.11, "STREAM copy [AZ] M")},
     {.name = "MI325X", .arch = Arch::gfx942, .compute_units = 304, .xcds = 8, .peak_clock_mhz = 2100,
      .hbm_bytes = 256 * GiB, .hbm_pin_mbps = 6000, .hbm_bus_bits = 8192, .hbm_tb_per_s = 6.0,
-     .l2_bytes_per_xcd = 4 * MiB, .llc_bytes = 256 * MiB,
-     .peak = {.f16 = 1307.4, .fp8 = 2614.9, .fp6_fp4 = 0, .xf32 = 653.7,
-              .fp32_matrix = 163.4, .fp32_vector = 163.4, .fp64_matrix = 163.4, .fp64_vector = 81.7},
-     .pci_device_id = 0x74a5,
+     .l2_bytes_per_xcd = 4 * MiB, .llc_bytes = 256 * MiB, .peak = mi300x_peak, .pci_device_id = 0x74a5,
      .source = "[WP3] (MI325X edition): CUs, clock, HBM3E, caches, peaks; xf32 as MI300X (M); PCI id: the PCI id list",
-     .timing = {.lds_latency = 52, .lds_port_bytes_per_clk = 64, .smem_latency = 48, .l2_latency = 288,
-                .hbm_latency = 876, .vmem_bytes_per_clk_cu = 128, .l2_bytes_per_clk_xcd = 2048,
-                .hbm_measured_tb_per_s = 4.65, .wait_state_cycles = 4, .branch_cycles = 8, .barrier_cycles = 16,
-                .source = "as MI300X (same gfx942 CU and caches); HBM 4.65 TB/s chosen: MI300X's measured 77.5 % "
-                          "of peak applied to 6.0 TB/s (no MI325X measurement found)"}},
+     .timing = with_hbm(gfx942_timing, 4.65, hbm_scaled)},
     {.name = "MI350X", .arch = Arch::gfx950, .compute_units = 256, .xcds = 8, .peak_clock_mhz = 2200,
      .hbm_bytes = 288 * GiB, .hbm_pin_mbps = 8000, .hbm_bus_bits = 8192, .hbm_tb_per_s = 8.0,
      .l2_bytes_per_xcd = 4 * MiB, .llc_bytes = 256 * MiB,
@@ -154,13 +167,7 @@ inline constexpr std::array<ProductInfo, 4> products{{
      .pci_device_id = 0x75a3,
      .source = "[D350]: CUs, HBM3E, caches, peaks; clock derived from 144.2 TF / (256 CU x 256 FLOP/clk) (M); "
                "PCI id: the gfx950 die's, as MI355X's (no separate listing found)",
-     .timing = {.lds_latency = 52, .lds_port_bytes_per_clk = 128, .smem_latency = 48, .l2_latency = 288,
-                .hbm_latency = 876, .vmem_bytes_per_clk_cu = 128, .l2_bytes_per_clk_xcd = 2048,
-                .hbm_measured_tb_per_s = 6.2, .wait_state_cycles = 4, .branch_cycles = 8, .barrier_cycles = 16,
-                .source = "CU rows as gfx942 except LDS: 256 B/clk read per CU [B-G4] H, i.e. 128 B/clk per port "
-                          "(writes assumed the same, L); latencies in cycles chosen equal to MI300X's (no CDNA4 "
-                          "measurement found); L2 2 KB/clk/XCD assumed unchanged (L); HBM 6.2 TB/s chosen: "
-                          "MI300X's measured 77.5 % of peak applied to 8 TB/s (no measurement found)"}},
+     .timing = with_hbm(gfx950_timing, 6.2, hbm_scaled)},
     {.name = "MI355X", .arch = Arch::gfx950, .compute_units = 256, .xcds = 8, .peak_clock_mhz = 2400,
      .hbm_bytes = 288 * GiB, .hbm_pin_mbps = 8000, .hbm_bus_bits = 8192, .hbm_tb_per_s = 8.0,
      .l2_bytes_per_xcd = 4 * MiB, .llc_bytes = 256 * MiB,
@@ -168,13 +175,7 @@ inline constexpr std::array<ProductInfo, 4> products{{
               .fp32_matrix = 157.3, .fp32_vector = 157.3, .fp64_matrix = 78.6, .fp64_vector = 78.6},
      .pci_device_id = 0x75a3,
      .source = "[D350]; clock 2400 MHz from Hot Chips 2025 coverage (agrees with 157.3 TF); HBM, caches as MI350X",
-     .timing = {.lds_latency = 52, .lds_port_bytes_per_clk = 128, .smem_latency = 48, .l2_latency = 288,
-                .hbm_latency = 876, .vmem_bytes_per_clk_cu = 128, .l2_bytes_per_clk_xcd = 2048,
-                .hbm_measured_tb_per_s = 6.2, .wait_state_cycles = 4, .branch_cycles = 8, .barrier_cycles = 16,
-                .source = "CU rows as gfx942 except LDS: 256 B/clk read per CU [B-G4] H, i.e. 128 B/clk per port "
-                          "(writes assumed the same, L); latencies in cycles chosen equal to MI300X's (no CDNA4 "
-                          "measurement found); L2 2 KB/clk/XCD assumed unchanged (L); HBM 6.2 TB/s chosen: "
-                          "MI300X's measured 77.5 % of peak applied to 8 TB/s (no measurement found)"}},
+     .timing = with_hbm(gfx950_timing, 6.2, hbm_scaled)},
 }};
 }  // namespace facts
 
