@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attention_fwd.h"
+#include "common/checks.h"
 #include "attention_fwd_pingpong.h"
 
 namespace hk {
@@ -81,17 +82,8 @@ Status check_layout(const Tensor& t, bool written) {
   const long unit = 8;  // 16 bytes of 16-bit elements
   if ((t.batch > 1 && t.s.batch % unit) || (t.rows > 1 && t.s.row % unit) || (t.heads > 1 && t.s.head % unit))
     return invalid(std::string(t.name) + " strides must be multiples of 8 elements (rows start on 16-byte boundaries)");
-  if (written) {
-    // Sorted by stride, each dimension must step over the whole span of the ones below it.
-    std::array<std::pair<long, long>, 4> dims{{{1, t.dim}, {t.s.head, t.heads}, {t.s.row, t.rows}, {t.s.batch, t.batch}}};
-    std::sort(dims.begin(), dims.end());
-    long covered = 1;
-    for (auto [stride, extent] : dims) {
-      if (extent <= 1) continue;
-      if (stride < covered) return invalid(std::string(t.name) + " strides make elements overlap");
-      covered = stride * extent;
-    }
-  }
+  if (written && !checks::Strided<3>{{t.heads, t.rows, t.batch}, {t.s.head, t.s.row, t.s.batch}, t.dim}.rows_disjoint())
+    return invalid(std::string(t.name) + " strides make elements overlap");
   return {};
 }
 

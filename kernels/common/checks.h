@@ -35,7 +35,7 @@ struct Strided {
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return stride[a] < stride[b]; });
     long covered = inner;
     for (size_t i : order) {
-      if (extent[i] == 1) continue;
+      if (extent[i] <= 1) continue;  // a dimension of one or no rows steps over nothing
       if (stride[i] < covered) return false;
       covered = stride[i] * (extent[i] - 1) + covered;
     }
@@ -47,6 +47,28 @@ struct Strided {
 inline bool overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
   const char *x = static_cast<const char*>(a), *y = static_cast<const char*>(b);
   return x < y + b_bytes && y < x + a_bytes;
+}
+
+// A named byte range of an argument ([ptr, ptr + bytes); null ptr: the argument is absent).
+struct Span {
+  const void* ptr;
+  size_t bytes;
+  const char* name;
+};
+
+// "A overlaps B" for the first output that shares a byte with an input or with another output; empty if none does.
+// Outputs are written in any order by many threads, so none may alias anything else the kernel touches.
+template <size_t NO, size_t NI>
+std::string first_overlap(const Span (&outs)[NO], const Span (&ins)[NI]) {
+  for (size_t i = 0; i < NO; ++i) {
+    if (!outs[i].ptr) continue;
+    for (const Span& in : ins)
+      if (in.ptr && overlap(outs[i].ptr, outs[i].bytes, in.ptr, in.bytes)) return std::string(outs[i].name) + " overlaps " + in.name;
+    for (size_t j = i + 1; j < NO; ++j)
+      if (outs[j].ptr && overlap(outs[i].ptr, outs[i].bytes, outs[j].ptr, outs[j].bytes))
+        return std::string(outs[i].name) + " overlaps " + outs[j].name;
+  }
+  return {};
 }
 
 }  // namespace hk::checks

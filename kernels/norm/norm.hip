@@ -57,20 +57,12 @@ Status validate(const NormProblem& p, bool rms, const Check& c) {
   // Rows are read and written by one team in any order: an output must not share memory with an input or another output.
   const size_t rows_bytes = size_t(p.rows - 1), cols = size_t(p.cols);
   auto bytes = [&](long ld, size_t elem) { return (rows_bytes * ld + cols) * elem; };
-  const struct { const void* ptr; size_t n; const char* name; } outs[] = {
+  const checks::Span outs[] = {
       {p.y, bytes(p.ldy, e), "y"}, {p.residual_out, bytes(p.ld_residual_out, e), "residual_out"},
-      {p.mask, bytes(p.ld_mask, 1), "mask"}, {p.mean, size_t(p.rows) * 4, "mean"}, {p.rstd, size_t(p.rows) * 4, "rstd"}},
-               ins[] = {{p.x, bytes(p.ldx, e), "x"}, {p.residual, bytes(p.ld_residual, e), "residual"},
+      {p.mask, bytes(p.ld_mask, 1), "mask"}, {p.mean, size_t(p.rows) * 4, "mean"}, {p.rstd, size_t(p.rows) * 4, "rstd"}};
+  const checks::Span ins[] = {{p.x, bytes(p.ldx, e), "x"}, {p.residual, bytes(p.ld_residual, e), "residual"},
                         {p.weight, cols * w, "weight"}, {p.bias, cols * w, "bias"}};
-  for (size_t i = 0; i < std::size(outs); ++i) {
-    if (!outs[i].ptr) continue;
-    for (const auto& in : ins)
-      if (in.ptr && checks::overlap(outs[i].ptr, outs[i].n, in.ptr, in.n))
-        return c.error(std::string(outs[i].name) + " overlaps " + in.name);
-    for (size_t j = i + 1; j < std::size(outs); ++j)
-      if (outs[j].ptr && checks::overlap(outs[i].ptr, outs[i].n, outs[j].ptr, outs[j].n))
-        return c.error(std::string(outs[i].name) + " overlaps " + outs[j].name);
-  }
+  if (std::string o = checks::first_overlap(outs, ins); !o.empty()) return c.error(o);
   return {};
 }
 
@@ -100,22 +92,14 @@ Status validate(const NormBackwardProblem& p, bool rms, const Check& c) {
     return c.error("the workspace must be 16-byte aligned device memory of workspace_bytes");
   const size_t rows_m1 = size_t(p.rows - 1), cols = size_t(p.cols);
   auto bytes = [&](long ld, size_t elem) { return (rows_m1 * ld + cols) * elem; };
-  const struct { const void* ptr; size_t n; const char* name; } outs[] = {
+  const checks::Span outs[] = {
       {p.dx, bytes(p.ldx, e), "dx"}, {p.dresidual, bytes(p.ld_dresidual, e), "dresidual"},
-      {p.dweight, cols * w, "dweight"}, {p.dbias, cols * w, "dbias"}, {p.workspace, need, "workspace"}},
-               ins[] = {{p.dy, bytes(p.ldy, e), "dy"}, {p.r, bytes(p.ldr, e), "r"},
+      {p.dweight, cols * w, "dweight"}, {p.dbias, cols * w, "dbias"}, {p.workspace, need, "workspace"}};
+  const checks::Span ins[] = {{p.dy, bytes(p.ldy, e), "dy"}, {p.r, bytes(p.ldr, e), "r"},
                         {p.dresidual_in, bytes(p.ld_dresidual_in, e), "dresidual_in"},
                         {p.weight, cols * w, "weight"}, {p.rstd, size_t(p.rows) * 4, "rstd"},
                         {p.mean, size_t(p.rows) * 4, "mean"}};
-  for (size_t i = 0; i < std::size(outs); ++i) {
-    if (!outs[i].ptr) continue;
-    for (const auto& in : ins)
-      if (in.ptr && checks::overlap(outs[i].ptr, outs[i].n, in.ptr, in.n))
-        return c.error(std::string(outs[i].name) + " overlaps " + in.name);
-    for (size_t j = i + 1; j < std::size(outs); ++j)
-      if (outs[j].ptr && checks::overlap(outs[i].ptr, outs[i].n, outs[j].ptr, outs[j].n))
-        return c.error(std::string(outs[i].name) + " overlaps " + outs[j].name);
-  }
+  if (std::string o = checks::first_overlap(outs, ins); !o.empty()) return c.error(o);
   return {};
 }
 
