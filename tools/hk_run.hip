@@ -26,7 +26,7 @@
 #include "kernels/rotary_norm_ref.h"
 #include "norm/norm.h"
 #include "rotary/rotary.h"
-#include "host/device.h"
+#include "host/scalar_type.h"
 #include "kernels/attention_ref.h"
 #include "report/kernel_report.h"
 #include "vgpu/arch.h"
@@ -39,8 +39,7 @@ F ext(const char* name) { return reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
 // The device's arch for the kernel report, from the host toolkit's one lookup (hk's target lookup).
 vgpu::Arch device_arch() { return *vgpu::parse_arch(hk_host::device_arch_name()); }
 
-// t as the device stores it (tests/host/; fp8 in the device arch's format: FNUZ on gfx942, OCP on gfx950).
-hk_host::Format device_format(hk::scalar_type t) { return hk_host::device_format(*hk_host::type_named(hk::to_string(t))); }
+using hk_host::device_format;  // an element type as the device stores it (tests/host/scalar_type.h)
 
 // hipMalloc that says what failed, and why.
 void* device_alloc(size_t bytes, const char* what) {
@@ -370,9 +369,7 @@ int run_attn(const AttnOptions& a) {
   size_t bad = 0;
   double worst = 0;  // largest error as a share of its tolerance
   for (size_t i = 0; i < o_bits.size(); ++i) {
-    float got;
-    if (type == hk::scalar_type::f16) { _Float16 h; std::memcpy(&h, &o_bits[i], 2); got = float(h); }
-    else { uint32_t w = uint32_t(o_bits[i]) << 16; std::memcpy(&got, &w, 4); }
+    const float got = format.load(reinterpret_cast<const uint8_t*>(&o_bits[i]));
     const double err = std::fabs(got - want.o[i]);
     bad += !(err <= want.o_tol[i]);
     if (want.o_tol[i] > 0) worst = std::max(worst, err / want.o_tol[i]);

@@ -52,29 +52,9 @@ std::string describe(const Case& c) {
          std::to_string(int(c.layout));
 }
 
-uint16_t to_bits(float f, dtype t) {
-  uint16_t b;
-  if (t == dtype::f16) {
-    _Float16 h = _Float16(f);
-    std::memcpy(&b, &h, 2);
-  } else {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    b = uint16_t(u >> 16);  // exact: the value is already a bf16
-  }
-  return b;
-}
-float from_bits(uint16_t b, dtype t) {
-  if (t == dtype::f16) {
-    _Float16 h;
-    std::memcpy(&h, &b, 2);
-    return float(h);
-  }
-  uint32_t u = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+// A 16-bit element's bits and value as the device stores them (the host toolkit's bf16 / f16).
+uint16_t to_bits(float f, dtype t) { return t == dtype::f16 ? hk_host::f16_bits(f) : hk_host::bf16_bits(f); }
+float from_bits(uint16_t b, dtype t) { return t == dtype::f16 ? hk_host::f16_value(b) : hk_host::bf16_value(b); }
 uint16_t canary(dtype t) { return t == dtype::f16 ? 0x7e01 : 0x7fc1; }  // NaNs
 
 // One (B, S, H, D) tensor (varlen: packed (total, H, D)) on the device, in the case's layout, with its host values

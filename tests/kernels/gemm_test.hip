@@ -15,7 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "gemm/gemm.h"
-#include "host/device.h"
+#include "host/scalar_type.h"
 #include "host/gtest.h"
 
 namespace {
@@ -23,7 +23,7 @@ namespace {
 bool is_fp8(hk::scalar_type t) { return t == hk::scalar_type::fp8_e4m3 || t == hk::scalar_type::fp8_e5m2; }
 
 // t as the device stores it, in the host toolkit's model (tests/host/; fp8 in the device arch's format).
-hk_host::Format device_format(hk::scalar_type t) { return hk_host::device_format(*hk_host::type_named(hk::to_string(t))); }
+using hk_host::device_format;
 
 // A device matrix of `rows` x `ld` elements of type t, filled with seeded random values exact in t (fp8: codes of
 // magnitude at most 4, subnormals included; else uniform in [-1, 1]), the host copy kept.

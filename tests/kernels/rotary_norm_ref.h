@@ -13,29 +13,16 @@
 #include <random>
 #include <vector>
 
-#include "common/api.h"
+#include "host/scalar_type.h"
 
 namespace rnref {
 
 // ---- element types ----------------------------------------------------------------------------------------------
 
 
-// Round to the device type, nearest even (bf16 by its bits, f16 through the host compiler's _Float16).
-inline float quantize(float f, hk::scalar_type t) {
-  if (t == hk::scalar_type::f16) return float(_Float16(f));
-  if (t == hk::scalar_type::bf16) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u;
-    std::memcpy(&f, &u, 4);
-  }
-  return f;
-}
-
-// Unit roundoff of a type: the largest relative error of one rounding to it.
-inline double roundoff(hk::scalar_type t) {
-  return t == hk::scalar_type::bf16 ? 0x1p-8 : t == hk::scalar_type::f16 ? 0x1p-11 : 0x1p-24;
-}
+// Round to the device type, nearest even, and the largest relative error of one such rounding (the host toolkit).
+inline float quantize(float f, hk::scalar_type t) { return hk_host::device_format(t).round(f); }
+inline double roundoff(hk::scalar_type t) { return hk_host::unit_roundoff(hk_host::type_of(t)); }
 
 // A device array of n elements of type t (bf16, f16, fp32, or uint8 as fp8_e4m3's byte width: use `bytes_type`),
 // with its host values. Host values are always exactly representable in t.
@@ -65,11 +52,10 @@ struct DeviceArray {
   }
   DeviceArray& upload() {
     std::vector<uint8_t> raw(host.size() * elem());
+    const hk_host::Format f = hk_host::device_format(type);
     for (size_t i = 0; i < host.size(); ++i) {
       if (bytes) raw[i] = uint8_t(host[i]);
-      else if (type == hk::scalar_type::fp32) std::memcpy(&raw[4 * i], &host[i], 4);
-      else if (type == hk::scalar_type::f16) { _Float16 h = _Float16(host[i]); std::memcpy(&raw[2 * i], &h, 2); }
-      else { uint32_t u; std::memcpy(&u, &host[i], 4); const uint16_t b = uint16_t(u >> 16); std::memcpy(&raw[2 * i], &b, 2); }
+      else f.store(host[i], &raw[i * elem()]);
     }
     (void)hipMemcpy(dev, raw.data(), raw.size(), hipMemcpyHostToDevice);
     return *this;
@@ -78,12 +64,8 @@ struct DeviceArray {
     std::vector<uint8_t> raw(host.size() * elem());
     (void)hipMemcpy(raw.data(), dev, raw.size(), hipMemcpyDeviceToHost);
     std::vector<float> out(host.size());
-    for (size_t i = 0; i < host.size(); ++i) {
-      if (bytes) out[i] = raw[i];
-      else if (type == hk::scalar_type::fp32) std::memcpy(&out[i], &raw[4 * i], 4);
-      else if (type == hk::scalar_type::f16) { _Float16 h; std::memcpy(&h, &raw[2 * i], 2); out[i] = float(h); }
-      else { uint16_t b; std::memcpy(&b, &raw[2 * i], 2); const uint32_t u = uint32_t(b) << 16; std::memcpy(&out[i], &u, 4); }
-    }
+    const hk_host::Format f = hk_host::device_format(type);
+    for (size_t i = 0; i < host.size(); ++i) out[i] = bytes ? raw[i] : f.load(&raw[i * elem()]);
     return out;
   }
 };
