@@ -75,7 +75,7 @@ InstTiming inst_timing(Arch arch, const Inst& I) {
       if (starts(name, q)) t.valu_cycles = 16;
   } else if (starts(name, "ds_")) {
     t.kind = IssueKind::lds, t.bytes_per_lane = lane_bytes(name);
-  } else if (starts(name, "global_") || starts(name, "buffer_") || starts(name, "flat_") || starts(name, "scratch_")) {
+  } else if (I.vmem_fn) {  // the instruction table's op::vector_memory, as the decoder bound it
     t.kind = IssueKind::vmem, t.bytes_per_lane = lane_bytes(name);
   } else if (name == "s_waitcnt") {
     t.kind = IssueKind::waitcnt;
