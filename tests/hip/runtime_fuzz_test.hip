@@ -201,6 +201,10 @@ TEST(RuntimeFuzz, DamagedBundlesAndCodeObjectsNeverCrash) {
   }
   std::printf("%d damaged programs: %d registered bundles and %d module code objects still ran cleanly\n", total,
               registered_clean, module_clean);
+  // The damage reached the runtime: most damaged programs were refused or faulted (else the harness ran nothing new).
+  const int module_cases = total / 3, registered_cases = total - module_cases;
+  EXPECT_LT(registered_clean, registered_cases / 2);
+  EXPECT_LT(module_clean, module_cases / 2);
 
   // The runtime is still sound afterwards.
   EXPECT_EQ(run_registered(bundle, b), 2);
