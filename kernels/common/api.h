@@ -6,9 +6,10 @@
 #include <cstddef>
 #include <string>
 
-#include "hk/arch/target.h"
-
 namespace hk {
+namespace arch {
+struct target;  // hk/arch/target.h: not included here, so host-only C++ that calls hk's kernels needs no device headers
+}
 
 // Element types of tensors passed to hk's host APIs (the tiles' own element types are C++ types: bf16, half, ...).
 enum class scalar_type { bf16, f16, fp32, fp8_e4m3, fp8_e5m2 };

@@ -1,5 +1,7 @@
 #include "api.h"
 
+#include "hk/arch/target.h"
+
 namespace hk {
 
 const char* to_string(scalar_type t) {

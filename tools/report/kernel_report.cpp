@@ -1,5 +1,7 @@
 #include "kernel_report.h"
 
+#include <link.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -76,10 +78,27 @@ Profile profile(const std::vector<vgpuInstructionProfile>& insts) {
 }
 
 std::vector<vgpu::KernelInfo> own_kernels(vgpu::Arch arch) {
+  // The program and every library it has loaded (hk's kernels live in libhk.so); those without device code are skipped.
+  std::vector<std::string> binaries;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* list) {
+        const std::string name = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : "/proc/self/exe";
+        static_cast<std::vector<std::string>*>(list)->push_back(name);
+        return 0;
+      },
+      &binaries);
   std::vector<vgpu::KernelInfo> out;
-  for (auto& co : vgpu::load_from_host_binary("/proc/self/exe"))
-    if (co->arch == arch)
-      for (auto& k : co->kernels) out.push_back(k);
+  for (const std::string& binary : binaries) {
+    std::vector<std::shared_ptr<const vgpu::CodeObject>> objects;
+    try {
+      objects = vgpu::load_from_host_binary(binary);
+    } catch (const vgpu::Error&) {
+      continue;  // no .hip_fatbin section: host code only
+    }
+    for (auto& co : objects)
+      if (co->arch == arch)
+        for (auto& k : co->kernels) out.push_back(k);
+  }
   return out;
 }
 
