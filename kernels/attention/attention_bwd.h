@@ -27,6 +27,17 @@ struct AttnBwdArgs {
 
 inline constexpr int attn_bwd_rows = 64;  // queries (kernels 1, 3) or keys (kernel 2) per workgroup
 
+// Waves per SIMD kernels 2 and 3 declare, so that the compiler keeps the accumulators in arch VGPRs within 256
+// registers. Where col-layout operands are read from LDS an element at a time (no transposing reads: gfx942), each
+// element lands in a register of its own before packing, and at D = 128 the kernels need more than 256.
+template <int D>
+inline constexpr int attn_bwd_waves_per_simd = D == 64 || arch::current::lds_read_transpose ? 2 : 1;
+
+// Queries per step of kernel 2: 64, or 32 where that many registers would not do (D = 128 without transposing reads),
+// which halves the Q and dO fragments a wave holds at once.
+template <int D>
+inline constexpr int attn_bwd_query_step = attn_bwd_waves_per_simd<D> == 2 ? 64 : 32;
+
 // Kernel 1: four lanes per query row, each summing a quarter of its D products.
 template <class T, int D>
 __global__ __launch_bounds__(256) void attention_bwd_delta(AttnBwdArgs p) {
@@ -55,9 +66,9 @@ __global__ __launch_bounds__(256) void attention_bwd_delta(AttnBwdArgs p) {
 struct AttnKeyBlock {
   AttnBlock blk;  // h unset: the kernel walks the group's query heads
   long first_key, off;
-  int qt_begin, qt_end;  // query tiles of attn_bwd_rows that see a key of the tile
+  int qt_begin, qt_end;  // query tiles of `step` queries that see a key of the tile
 
-  __device__ explicit AttnKeyBlock(const AttnBwdArgs& a) {
+  __device__ AttnKeyBlock(const AttnBwdArgs& a, int step) {
     const AttnArgs& p = a.f;
     int id = int(blockIdx.x);
     blk.tile = id % a.k_tiles, id /= a.k_tiles;
@@ -68,32 +79,36 @@ struct AttnKeyBlock {
     // Query i sees key j when i + off - left <= j <= i + off + right.
     const long lo = p.right < 0 ? 0 : std::max<long>(0, first_key - off - p.right);
     const long hi = p.left < 0 ? blk.sq - 1 : std::min<long>(blk.sq - 1, last_key - off + p.left);
-    qt_begin = int(lo / attn_bwd_rows), qt_end = hi >= lo && last_key >= first_key ? int(hi / attn_bwd_rows) + 1 : qt_begin;
+    qt_begin = int(lo / step), qt_end = hi >= lo && last_key >= first_key ? int(hi / step) + 1 : qt_begin;
   }
 };
 
 template <class T, int D>
-__global__ __launch_bounds__(256) void attention_bwd_dkdv(AttnBwdArgs a) {
+__global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_waves_per_simd<D>))) void attention_bwd_dkdv(AttnBwdArgs a) {
   using G = group<4>;
-  constexpr int BQ = attn_bwd_rows, WK = AttnTiles::wave_rows;
+  constexpr int BQ = attn_bwd_query_step<D>, WK = AttnTiles::wave_rows;
   using rows_vec = rv<float, BQ, vec_align::rows>;
-  __shared__ st<T, BQ, D> sq, sdo;
+  // This workgroup's K and V tiles, then the Q and dO tiles of each step (BQ <= 64 rows) in the same memory.
+  __shared__ st<T, attn_bwd_rows, D> skv[2];
+  __shared__ sv<float, BQ> slse, sdelta;
+  auto& sq = *reinterpret_cast<st<T, BQ, D>*>(&skv[0]);
+  auto& sdo = *reinterpret_cast<st<T, BQ, D>*>(&skv[1]);
   const AttnArgs& p = a.f;
-  const AttnKeyBlock kb(a);
+  const AttnKeyBlock kb(a, BQ);
   AttnBlock blk = kb.blk;
   if (kb.first_key >= blk.sk) return;  // past the end of a shorter sequence (varlen)
   const bool varlen = p.cu_q != nullptr;
   const auto k_view = head_view<T, D>(p.k, p.k_bs, p.k_rs, p.k_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
   const auto v_view = head_view<T, D>(p.v, p.v_bs, p.v_rs, p.v_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
   // This wave's 16 keys, through the LDS (zeros past the end).
-  load_async<G>(sq, k_view, {0, 0, blk.tile, 0});
-  load_async<G>(sdo, v_view, {0, 0, blk.tile, 0});
+  load_async<G>(skv[0], k_view, {0, 0, blk.tile, 0});
+  load_async<G>(skv[1], v_view, {0, 0, blk.tile, 0});
   wait_vmcnt<0>();
   barrier();
   const int wave = G::wave();
   rt<T, WK, D> k, v;
-  load(k, sq, {0, 0, wave, 0});
-  load(v, sdo, {0, 0, wave, 0});
+  load(k, skv[0], {0, 0, wave, 0});
+  load(v, skv[1], {0, 0, wave, 0});
   const long k0 = kb.first_key + long(wave) * WK;  // this wave's first key
   rt_acc<D, WK> dvt, dkt;
   zero(dvt), zero(dkt);
@@ -109,13 +124,15 @@ __global__ __launch_bounds__(256) void attention_bwd_dkdv(AttnBwdArgs a) {
       barrier();  // every wave is done with the previous tile (and with K and V)
       load_async<G>(sq, q_view, {0, 0, qt, 0});
       load_async<G>(sdo, do_view, {0, 0, qt, 0});
-      rows_vec lse, delta;
-      load(lse, lse_view, {0, 0, 0, qt});  // 0 past the end
-      load(delta, delta_view, {0, 0, 0, qt});
-      // exp2(s c - lse log2 e); a query that sees no key (LSE -inf) has every score masked, so any finite LSE does.
-      vec_apply([](float& l) { l = l == -INFINITY ? 0.f : l * 1.44269504088896341f; }, lse);
+      load<G>(slse, lse_view, {0, 0, 0, qt});  // 0 past the end
+      load<G>(sdelta, delta_view, {0, 0, 0, qt});
       wait_vmcnt<0>();
       barrier();
+      rows_vec lse, delta;
+      load(lse, slse);
+      load(delta, sdelta);
+      // exp2(s c - lse log2 e); a query that sees no key (LSE -inf) has every score masked, so any finite LSE does.
+      vec_apply([](float& l) { l = l == -INFINITY ? 0.f : l * 1.44269504088896341f; }, lse);
       // S = Q K^T (queries x keys), masked where the tile crosses a query's visible range, and P.
       rt_acc<BQ, WK> s;
       {
@@ -171,7 +188,7 @@ __global__ __launch_bounds__(256) void attention_bwd_dkdv(AttnBwdArgs a) {
 }
 
 template <class T, int D>
-__global__ __launch_bounds__(256) void attention_bwd_dq(AttnBwdArgs a) {
+__global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_waves_per_simd<D>))) void attention_bwd_dq(AttnBwdArgs a) {
   using G = group<4>;
   constexpr int BK = AttnTiles::keys, WQ = AttnTiles::wave_rows;
   static_assert(BK == attn_bwd_rows, "the Q and dO tiles are staged in the K and V tiles");
