@@ -154,8 +154,15 @@ TEST(AttentionBackward, Masks) {
   run({same(100, 1), same(255, 1), false, 2, 2, 128, dtype::f16, false, 10, 5});         // keys no query sees
 }
 
+// Scores far beyond exp's range: P recomputed from the forward's LSE must stay within its tolerance.
+TEST(AttentionBackward, LargeScores) {
+  run({same(100, 1), same(100, 1), false, 2, 1, 128, dtype::bf16, true, -1, -1, 0.f, 16.f});
+}
+
 TEST(AttentionBackward, VarlenAndLayouts) {
   run({{0, 1, 100, 17, 130}, {5, 1, 200, 0, 140}, true, 6, 3, 64, dtype::bf16, true});
+  run({{0, 1, 100, 17, 130}, {5, 1, 200, 0, 140}, true, 4, 2, 128, dtype::f16, false, 30, 10});
+  run({{1, 1, 1}, {1, 17, 0}, true, 4, 1, 64, dtype::f16});  // MQA, a sequence without keys
   run({same(100, 2), same(150, 2), false, 4, 2, 128, dtype::bf16, true, -1, -1, 0.f, 1.f, Layout::bhsd});
   run({same(70, 2), same(70, 2), false, 3, 1, 64, dtype::f16, false, -1, -1, 0.3f, 1.f, Layout::padded});
 }
