@@ -1,6 +1,7 @@
-// vgpu's emulation speed on hk's attention forward: emulated GFLOP/s (4 * D FLOPs per visible query-key pair and
-// head) and wave instructions per second, non-causal and causal. A benchmark, not a test: the results are checked
-// only for being finite (attention_test checks them against the reference).
+// vgpu's emulation speed on hk's attention forward and backward: emulated GFLOP/s (forward: 4 * D FLOPs per visible
+// query-key pair and head; backward: 10 * D, flash-attention's count of its five products, without the recomputation
+// of S) and wave instructions per second, non-causal and causal. A benchmark, not a test: the results are checked only
+// for being finite (attention_test and attention_bwd_test check them against the reference).
 //   attention_bench [B S HQ HKV D]     (default 1 512 8 2 128; bf16)
 #include <hip/hip_runtime.h>
 
@@ -31,11 +32,13 @@ int main(int argc, char** argv) {
     std::memcpy(&u, &v, 4);
     x = uint16_t((u + 0x7fff + (u >> 16 & 1)) >> 16);  // bf16, round to nearest even
   }
-  void *q, *k, *v, *o;
+  void *q, *k, *v, *o, *dout, *dq, *dk, *dv, *workspace;
   float* lse;
   if (hipMalloc(&q, q_elems * 2) || hipMalloc(&k, kv_elems * 2) || hipMalloc(&v, kv_elems * 2) || hipMalloc(&o, q_elems * 2) ||
-      hipMalloc(&lse, size_t(b) * hq * s * 4))
+      hipMalloc(&lse, size_t(b) * hq * s * 4) || hipMalloc(&dout, q_elems * 2) || hipMalloc(&dq, q_elems * 2) ||
+      hipMalloc(&dk, kv_elems * 2) || hipMalloc(&dv, kv_elems * 2) || hipMalloc(&workspace, size_t(b) * hq * s * 4))
     return 1;
+  (void)hipMemcpy(dout, host.data(), q_elems * 2, hipMemcpyHostToDevice);
   (void)hipMemcpy(q, host.data(), q_elems * 2, hipMemcpyHostToDevice);
   (void)hipMemcpy(k, host.data(), kv_elems * 2, hipMemcpyHostToDevice);
   (void)hipMemcpy(v, host.data(), kv_elems * 2, hipMemcpyHostToDevice);
@@ -63,7 +66,24 @@ int main(int argc, char** argv) {
     std::printf("attention fwd B%d S%d Hq%d Hkv%d D%d bf16%s on %s: %8.3f s  %7.3f GFLOP/s emulated  %10.3g wave "
                 "instructions/s\n",
                 b, s, hq, hkv, d, causal ? " causal" : "", info.arch, t, flops / t * 1e-9, double(insts) / t);
+
+    hk::AttentionBackwardProblem bp;
+    bp.batch = b, bp.seqlen_q = bp.seqlen_k = s, bp.heads_q = hq, bp.heads_kv = hkv, bp.head_dim = d;
+    bp.q = q, bp.k = k, bp.v = v, bp.o = o, bp.dout = dout, bp.lse = lse, bp.dq = dq, bp.dk = dk, bp.dv = dv;
+    bp.causal = causal, bp.workspace = workspace, bp.workspace_bytes = size_t(b) * hq * s * 4;
+    st = hk::attention_backward(bp);  // warm-up
+    if (!st || hipDeviceSynchronize() != hipSuccess) return std::fprintf(stderr, "%s\n", st.message.c_str()), 1;
+    const auto t1 = std::chrono::steady_clock::now();
+    st = hk::attention_backward(bp);
+    (void)hipDeviceSynchronize();
+    const double tb = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+    std::vector<uint16_t> g(q_elems);
+    (void)hipMemcpy(g.data(), dq, g.size() * 2, hipMemcpyDeviceToHost);
+    for (uint16_t x : g)
+      if ((x & 0x7f80) == 0x7f80) return std::fprintf(stderr, "non-finite dQ\n"), 1;
+    std::printf("attention bwd B%d S%d Hq%d Hkv%d D%d bf16%s on %s: %8.3f s  %7.3f GFLOP/s emulated (3 kernels)\n", b, s, hq,
+                hkv, d, causal ? " causal" : "", info.arch, tb, 2.5 * flops / tb * 1e-9);
   }
-  for (void* x : {q, k, v, o, static_cast<void*>(lse)}) (void)hipFree(x);
+  for (void* x : {q, k, v, o, dout, dq, dk, dv, workspace, static_cast<void*>(lse)}) (void)hipFree(x);
   return 0;
 }

@@ -5,8 +5,9 @@
 //   hk-run rotary --b B --s S --h H --d D [--rotary-dim R] [--interleaved] [--dtype bf16|f16|fp32] [--arch ...]
 //   hk-run norm --rows R --cols C [--rms] [--p P] [--seed S] [--dtype bf16|f16|fp32] [--arch ...]
 //   hk-run attn --b B --sq SQ --sk SK --hq HQ --hkv HKV --d 64|128 [--causal] [--window L,R] [--dtype bf16|f16]
-//               [--varlen QLENS[:KLENS]] [--arch gfx942|gfx950]
-//   (--varlen: comma-separated sequence lengths, packed; keys as long as the queries unless KLENS is given)
+//               [--varlen QLENS[:KLENS]] [--bwd] [--arch gfx942|gfx950]
+//   (--bwd: the backward too, each of its kernels checked and reported;
+//    --varlen: comma-separated sequence lengths, packed; keys as long as the queries unless KLENS is given)
 //   hk-run report [--arch gfx942|gfx950]      resources of every kernel in this binary
 //   gemm --model mi300x|mi325x|mi350x|mi355x: vgpu's timing model predicts the kernel's time on that product
 //   (docs/vgpu-timing.md); only the sampled workgroups run, so the result is not checked
@@ -287,7 +288,7 @@ int run_norm(int rows, int cols, bool rms, float drop, uint64_t seed, const std:
 // element by element against the float64 reference with its per-dtype tolerances.
 struct AttnOptions {
   int b = 1, sq = 128, sk = 128, hq = 1, hkv = 1, d = 128;
-  bool causal = false;
+  bool causal = false, bwd = false;
   std::string window, dtype = "bf16", varlen;
 };
 
@@ -404,14 +405,62 @@ int run_attn(const AttnOptions& a) {
   std::printf("  grid %u, %llu waves, %llu wave instructions, %.3f s emulated, %.3f GFLOP/s emulated\n", d.grid[0],
               d.waves, d.wave_instructions, d.wall_seconds, d.wall_seconds > 0 ? flops / d.wall_seconds * 1e-9 : 0.0);
   print_report(d.kernel, d.block[0] * d.block[1] * d.block[2], true);
+  size_t bad_bwd = 0;
+  if (a.bwd) {
+    // The backward of loss sum(O * dO) for random dO, one kernel at a time so that each one's report is its own.
+    std::vector<float> dout_host, unused;
+    void* d_dout = tensor(tq, a.hq, dout_host);
+    void *d_dq = tensor(tq, a.hq, unused), *d_dk = tensor(tk, a.hkv, unused), *d_dv = tensor(tk, a.hkv, unused);
+    hk::AttentionBackwardProblem b;
+    b.batch = p.batch, b.seqlen_q = p.seqlen_q, b.seqlen_k = p.seqlen_k, b.heads_q = a.hq, b.heads_kv = a.hkv;
+    b.head_dim = a.d, b.q = dq, b.k = dk, b.v = dv, b.o = dout, b.dout = d_dout, b.lse = dlse;
+    b.dq = d_dq, b.dk = d_dk, b.dv = d_dv, b.type = type, b.causal = a.causal;
+    b.window_left = shape.left, b.window_right = shape.right, b.cu_seqlens_q = cu_q, b.cu_seqlens_k = cu_k;
+    b.workspace_bytes = hk::attention_backward_workspace_bytes(b);
+    b.workspace = device_alloc(std::max<size_t>(b.workspace_bytes, 4), "the workspace");
+    struct Step {
+      unsigned bit;
+      const char* what;
+      double flops_per_pair;  // matrix FLOPs per visible (query, key) pair and head, over D
+    };
+    std::vector<std::pair<Step, vgpuDispatchInfo>> runs;
+    for (const Step step : {Step{1, "delta = rowsum(dO * O)", 0}, Step{2, "dK, dV", 8}, Step{4, "dQ", 6}}) {
+      hk::Status st = hk::attention_backward_steps(b, step.bit);
+      if (!st) return std::fprintf(stderr, "%s\n", st.message.c_str()), 1;
+      if (hipError_t e = hipDeviceSynchronize(); e != hipSuccess) return std::fprintf(stderr, "%s\n", hipGetErrorString(e)), 1;
+      vgpuDispatchInfo info{};
+      if (auto last = ext<int (*)(vgpuDispatchInfo*)>("vgpuGetLastDispatch")) last(&info);
+      std::printf("backward kernel: %s\n  grid %u, %llu waves, %llu wave instructions, %.3f s emulated\n", step.what,
+                  info.grid[0], info.waves, info.wave_instructions, info.wall_seconds);
+      if (step.flops_per_pair > 0 && info.wall_seconds > 0)
+        std::printf("  %.3f GFLOP/s emulated\n", flops / 4 * step.flops_per_pair / info.wall_seconds * 1e-9);
+      print_report(info.kernel, info.block[0] * info.block[1] * info.block[2], true);
+    }
+    const attn_ref::Gradients want = attn_ref::backward(shape, q, k, v, dout_host, type == hk::scalar_type::bf16);
+    double worst_bwd = 0;
+    size_t elems = 0;
+    for (auto [dev, val, tol] : {std::tuple{d_dq, &want.dq, &want.dq_tol}, {d_dk, &want.dk, &want.dk_tol}, {d_dv, &want.dv, &want.dv_tol}}) {
+      std::vector<uint16_t> bits(val->size());
+      (void)hipMemcpy(bits.data(), dev, bits.size() * 2, hipMemcpyDeviceToHost);
+      for (size_t i = 0; i < bits.size(); ++i) {
+        const double err = std::fabs(format.load(reinterpret_cast<const uint8_t*>(&bits[i])) - (*val)[i]);
+        bad_bwd += !(err <= (*tol)[i]);
+        worst_bwd = std::max(worst_bwd, err / (*tol)[i]);
+      }
+      elems += bits.size();
+    }
+    std::printf("attn backward: %s (%zu dQ, dK and dV elements against the float64 reference, %zu outside tolerance, "
+                "worst error %.2f of its tolerance)\n", bad_bwd ? "FAILED" : "ok", elems, bad_bwd, worst_bwd);
+    for (void* x : {d_dout, d_dq, d_dk, d_dv, b.workspace}) (void)hipFree(x);
+  }
   for (void* x : {dq, dk, dv, dout, static_cast<void*>(dlse), static_cast<void*>(cu_q), static_cast<void*>(cu_k)})
     if (x) (void)hipFree(x);
-  return bad ? 1 : 0;
+  return bad || bad_bwd ? 1 : 0;
 }
 
 // The attn subcommand's options.
 CLI::App* add_attn_command(CLI::App& app, AttnOptions& a, std::string& arch) {
-  auto* attn = app.add_subcommand("attn", "attention forward (O and LSE) with hk::attention_forward");
+  auto* attn = app.add_subcommand("attn", "attention forward (O and LSE) with hk::attention_forward; --bwd: and backward");
   attn->add_option("--b", a.b, "batch")->check(CLI::PositiveNumber);
   attn->add_option("--sq", a.sq, "query length")->check(CLI::PositiveNumber);
   attn->add_option("--sk", a.sk, "key length")->check(CLI::PositiveNumber);
@@ -422,6 +471,7 @@ CLI::App* add_attn_command(CLI::App& app, AttnOptions& a, std::string& arch) {
   attn->add_option("--window", a.window, "sliding window L,R (-1 = unbounded)");
   attn->add_option("--dtype", a.dtype, "Q, K, V and O element type")->check(CLI::IsMember({"bf16", "f16"}));
   attn->add_option("--varlen", a.varlen, "packed sequences: QLENS[:KLENS], comma-separated");
+  attn->add_flag("--bwd", a.bwd, "also the backward (dQ, dK, dV with hk::attention_backward), checked, with each kernel's report");
   std::vector<std::string> arch_names;
   for (const hk::arch::target& t : hk::arch::targets) arch_names.push_back(t.name);
   attn->add_option("--arch", arch)->check(CLI::IsMember(arch_names));

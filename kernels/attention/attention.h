@@ -11,6 +11,14 @@
 //     Q, K, V and O are packed (total, H, D): sequence b is rows cu_seqlens[b] .. cu_seqlens[b + 1] - 1 and the batch
 //     strides are not used; LSE is (Hq, total_q), contiguous.
 // Every argument is validated first: a problem the kernel cannot run returns an error and launches nothing.
+//
+// hk::attention_backward: dQ, dK and dV of a loss L given dO = dL/dO, for the same problems (shapes, layouts, masks,
+// varlen), from Q, K, V, the forward's O and LSE. dQ, dK, dV are written as the element type, each summed in fp32 by
+// one wave in a fixed order: deterministic (bit-identical run after run; no atomics). A row that sees no key (LSE
+// -inf) contributes nothing: its dQ is 0, and keys no query sees get dK = dV = 0. The backward needs a workspace of
+// fp32 delta = rowsum(dO * O), laid out like LSE (B, Hq, Sq) or (Hq, total_q) for varlen:
+// attention_backward_workspace_bytes(p) bytes of device memory. Pass it (workspace, workspace_bytes) to keep the call
+// asynchronous; without one the call allocates its own and waits for the stream to finish before freeing it.
 #pragma once
 #include "common/api.h"
 
@@ -47,5 +55,48 @@ struct AttentionProblem {
 // Validates `p` and launches the forward pass on p.stream. Asynchronous like any kernel launch, except that a varlen
 // problem's cu_seqlens are read back for validation first.
 Status attention_forward(const AttentionProblem& p);
+
+struct AttentionBackwardProblem {
+  using Strides = AttentionProblem::Strides;  // zero: contiguous, as in the forward
+  int batch = 0, seqlen_q = 0, seqlen_k = 0, heads_q = 0, heads_kv = 0, head_dim = 0;  // as in the forward
+  const void* q = nullptr;
+  Strides q_strides;
+  const void* k = nullptr;
+  Strides k_strides;
+  const void* v = nullptr;
+  Strides v_strides;
+  const void* o = nullptr;     // the forward's output
+  Strides o_strides;
+  const void* dout = nullptr;  // dO, shaped like O
+  Strides do_strides;
+  const float* lse = nullptr;  // the forward's LSE (required)
+  void* dq = nullptr;          // shaped like Q
+  Strides dq_strides;
+  void* dk = nullptr;          // shaped like K
+  Strides dk_strides;
+  void* dv = nullptr;          // shaped like V
+  Strides dv_strides;
+  scalar_type type = scalar_type::bf16;  // of every tensor but LSE
+  float softmax_scale = 0.f;
+  bool causal = false;
+  int window_left = -1, window_right = -1;
+  const int* cu_seqlens_q = nullptr;
+  const int* cu_seqlens_k = nullptr;
+  void* workspace = nullptr;   // optional: device memory of at least attention_backward_workspace_bytes(p) bytes
+  size_t workspace_bytes = 0;
+  hipStream_t stream = nullptr;
+};
+
+// Validates `p` (as the forward, plus dO, dQ, dK, dV, LSE and the workspace; no output may overlap another tensor)
+// and launches the backward on p.stream.
+Status attention_backward(const AttentionBackwardProblem& p);
+
+// For tools that report each kernel of the backward (hk-run): the backward's kernels in `steps` only (bit 0: delta,
+// bit 1: dK and dV, bit 2: dQ), each step reading what the earlier ones left in the workspace, which must be given.
+// attention_backward(p) is the same as the three steps in order.
+Status attention_backward_steps(const AttentionBackwardProblem& p, unsigned steps);
+
+// The workspace the backward needs: 4 bytes per (query row, query head); for varlen it reads cu_seqlens_q's last entry.
+size_t attention_backward_workspace_bytes(const AttentionBackwardProblem& p);
 
 }  // namespace hk

@@ -1,4 +1,5 @@
-// hk::attention_forward: argument validation and dispatch to the kernel instance for the element type and D.
+// hk::attention_forward and hk::attention_backward: argument validation and dispatch to the kernel instances for the
+// element type and D.
 #include "attention.h"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "attention_bwd.h"
 #include "attention_fwd.h"
 #include "common/checks.h"
 #include "attention_fwd_pingpong.h"
@@ -15,9 +17,11 @@ namespace hk {
 
 namespace {
 
-Status error(hipError_t code, std::string message) {
-  return {code, "hk::attention_forward: " + std::move(message)};
-}
+// The entry point whose checks are running (hk::attention_forward or hk::attention_backward), for the messages: one
+// set of checks serves both.
+thread_local const char* entry = "hk::attention_forward";
+
+Status error(hipError_t code, std::string message) { return api::error(entry, code, message); }
 Status invalid(std::string message) { return error(hipErrorInvalidValue, std::move(message)); }
 
 // Sequence lengths are kept below this so that every row index, and a window's reach past it, stays an int.
@@ -91,7 +95,7 @@ Status check_layout(const Tensor& t, bool written) {
 // the 8-wave ping-pong kernel: where the target's LDS holds the ping-pong stages at either D (gfx950).
 Status check_arch(bool& pingpong) {
   Status status;
-  const arch::target* target = api::current_target("hk::attention_forward", status);
+  const arch::target* target = api::current_target(entry, status);
   if (!target) return status;
   pingpong = kernels::attn_pingpong_lds<128> <= target->lds_bytes;
   return {};
@@ -124,16 +128,32 @@ void launch(const AttentionProblem& p, const kernels::AttnArgs& args, unsigned b
   else hipLaunchKernelGGL((kernels::attention_fwd<T, D>), dim3(blocks), dim3(256), 0, p.stream, args);
 }
 
-}  // namespace
-
-Status attention_forward(const AttentionProblem& p) {
-  if (Status s = validate(p); !s) return s;
+// What the checks resolve for the launches: the shape in the kernels' terms.
+struct Prepared {
+  kernels::AttnArgs a{};
+  long batch = 0, rows_q = 0, rows_k = 0;  // tensors' batches and rows as addressed (varlen: 1 and the totals)
+  int longest_q = 0, longest_k = 0;
   bool pingpong = false;
-  if (Status s = check_arch(pingpong); !s) return s;
+  AttentionProblem::Strides resolved(AttentionProblem::Strides s, long rows, long heads, long d) const {
+    s = resolve(s, rows, heads, d);
+    if (batch == 1 && a.cu_q) s.batch = 0;  // unused
+    return s;
+  }
+};
+
+// Every check of Q, K, V, O and LSE, and the kernels' arguments for them; `backward`: O is read and LSE must be given.
+Status prepare(const AttentionProblem& p, bool backward, Prepared& r) {
+  if (Status s = validate(p); !s) return s;
+  if (Status s = check_arch(r.pingpong); !s) return s;
+  if (backward && !p.lse) return invalid("LSE (the forward's log-sum-exp) must be given");
   const bool varlen = p.cu_seqlens_q != nullptr;
   // Rows of the tensors as the kernel addresses them: per sequence (padded) or packed totals (varlen).
-  long batch = p.batch, rows_q = p.seqlen_q, rows_k = p.seqlen_k;
-  int longest_q = p.seqlen_q, longest_k = p.seqlen_k;
+  r.a.cu_q = p.cu_seqlens_q;
+  long& batch = r.batch;
+  long &rows_q = r.rows_q, &rows_k = r.rows_k;
+  batch = p.batch, rows_q = p.seqlen_q, rows_k = p.seqlen_k;
+  int &longest_q = r.longest_q, &longest_k = r.longest_k;
+  longest_q = p.seqlen_q, longest_k = p.seqlen_k;
   if (varlen) {
     int total_q = 0, total_k = 0;
     if (Status s = read_cu_seqlens("cu_seqlens_q", p.cu_seqlens_q, p.batch, total_q, longest_q); !s) return s;
@@ -146,16 +166,14 @@ Status attention_forward(const AttentionProblem& p) {
   }
   const long d = p.head_dim;
   auto strides = [&](AttentionProblem::Strides s, long rows, long heads) {
-    s = resolve(s, rows, heads, d);
-    if (varlen) s.batch = 0;  // unused
-    return s;
+    return r.resolved(s, rows, heads, d);
   };
   const Tensor tq{"Q", p.q, batch, rows_q, p.heads_q, d, strides(p.q_strides, rows_q, p.heads_q)};
   const Tensor tk{"K", p.k, batch, rows_k, p.heads_kv, d, strides(p.k_strides, rows_k, p.heads_kv)};
   const Tensor tv{"V", p.v, batch, rows_k, p.heads_kv, d, strides(p.v_strides, rows_k, p.heads_kv)};
   const Tensor to{"O", p.o, batch, rows_q, p.heads_q, d, strides(p.o_strides, rows_q, p.heads_q)};
   for (const Tensor* t : {&tq, &tk, &tv, &to})
-    if (Status s = check_layout(*t, t == &to); !s) return s;
+    if (Status s = check_layout(*t, t == &to && !backward); !s) return s;
   // The kernel reads K and V with buffer loads, whose offsets are 32-bit: one head of one sequence under 2 GiB.
   for (const Tensor* t : {&tk, &tv})
     if (longest_k > 0 && ((longest_k - 1) * t->s.row + d) * 2 >= (1l << 31))
@@ -169,7 +187,7 @@ Status attention_forward(const AttentionProblem& p) {
   if (p.lse && lse_elems > 0 && !api::inside_allocation(p.lse, size_t(lse_elems) * sizeof(float)))
     return invalid("LSE does not lie inside one device allocation");
 
-  kernels::AttnArgs a{};
+  kernels::AttnArgs& a = r.a;
   a.q = p.q, a.k = p.k, a.v = p.v, a.o = p.o, a.lse = p.lse;
   a.q_bs = tq.s.batch, a.q_rs = tq.s.row, a.q_hs = tq.s.head;
   a.k_bs = tk.s.batch, a.k_rs = tk.s.row, a.k_hs = tk.s.head;
@@ -179,7 +197,7 @@ Status attention_forward(const AttentionProblem& p) {
   a.cu_q = p.cu_seqlens_q, a.cu_k = p.cu_seqlens_k;
   a.batch = p.batch, a.heads_q = p.heads_q, a.heads_kv = p.heads_kv;
   a.seqlen_q = p.seqlen_q, a.seqlen_k = p.seqlen_k;
-  const int rows = pingpong ? kernels::attn_pingpong_rows : kernels::attn_rows;  // queries per workgroup
+  const int rows = backward ? kernels::attn_bwd_rows : r.pingpong ? kernels::attn_pingpong_rows : kernels::attn_rows;
   a.q_tiles = (longest_q + rows - 1) / rows;
   const float scale = p.softmax_scale > 0.f ? p.softmax_scale : 1.f / std::sqrt(float(p.head_dim));
   a.scale = scale, a.scale_log2 = float(double(scale) * 1.4426950408889634);
@@ -188,17 +206,146 @@ Status attention_forward(const AttentionProblem& p) {
   a.left = p.window_left > reach ? -1 : p.window_left;
   a.right = p.causal ? 0 : p.window_right > reach ? -1 : p.window_right;
 
+  return {};
+}
+
+}  // namespace
+
+Status attention_forward(const AttentionProblem& p) {
+  entry = "hk::attention_forward";
+  Prepared r;
+  if (Status s = prepare(p, false, r); !s) return s;
+  const kernels::AttnArgs& a = r.a;
+  const long d = p.head_dim;
   const long blocks = long(p.batch) * p.heads_q * a.q_tiles;
   if (blocks == 0) return {};  // every query sequence is empty: nothing to compute
   if (blocks >= (1l << 31)) return invalid("too many query tiles for one launch (batch * heads_q * tiles >= 2^31)");
   (void)hipGetLastError();  // launch errors below are ours alone
   const bool bf = p.type == scalar_type::bf16;
-  if (bf && d == 64) launch<bf16, 64>(p, a, unsigned(blocks), pingpong);
-  else if (bf) launch<bf16, 128>(p, a, unsigned(blocks), pingpong);
-  else if (d == 64) launch<half, 64>(p, a, unsigned(blocks), pingpong);
-  else launch<half, 128>(p, a, unsigned(blocks), pingpong);
+  if (bf && d == 64) launch<bf16, 64>(p, a, unsigned(blocks), r.pingpong);
+  else if (bf) launch<bf16, 128>(p, a, unsigned(blocks), r.pingpong);
+  else if (d == 64) launch<half, 64>(p, a, unsigned(blocks), r.pingpong);
+  else launch<half, 128>(p, a, unsigned(blocks), r.pingpong);
   if (hipError_t e = hipGetLastError(); e != hipSuccess) return error(e, std::string("launch failed: ") + hipGetErrorString(e));
   return {};
+}
+
+namespace {
+
+template <class T, int D>
+void launch_backward(const kernels::AttnBwdArgs& a, unsigned q_blocks, unsigned k_blocks, unsigned steps, hipStream_t stream) {
+  // No query at all (every query sequence empty): no delta, no dQ, and dK = dV = 0 from key blocks that see nothing.
+  if (q_blocks && (steps & 1)) hipLaunchKernelGGL((kernels::attention_bwd_delta<T, D>), dim3(q_blocks), dim3(256), 0, stream, a);
+  if (k_blocks && (steps & 2)) hipLaunchKernelGGL((kernels::attention_bwd_dkdv<T, D>), dim3(k_blocks), dim3(256), 0, stream, a);
+  if (q_blocks && (steps & 4)) hipLaunchKernelGGL((kernels::attention_bwd_dq<T, D>), dim3(q_blocks), dim3(256), 0, stream, a);
+}
+
+// The backward with the problem's workspace, or `delta` when it has none.
+Status backward(const AttentionBackwardProblem& p, float* own_delta, bool& needs_workspace, unsigned steps = 7) {
+  AttentionProblem f;
+  f.batch = p.batch, f.seqlen_q = p.seqlen_q, f.seqlen_k = p.seqlen_k, f.heads_q = p.heads_q, f.heads_kv = p.heads_kv;
+  f.head_dim = p.head_dim, f.q = p.q, f.k = p.k, f.v = p.v, f.o = const_cast<void*>(p.o), f.lse = const_cast<float*>(p.lse);
+  f.q_strides = p.q_strides, f.k_strides = p.k_strides, f.v_strides = p.v_strides, f.o_strides = p.o_strides;
+  f.type = p.type, f.softmax_scale = p.softmax_scale, f.causal = p.causal;
+  f.window_left = p.window_left, f.window_right = p.window_right;
+  f.cu_seqlens_q = p.cu_seqlens_q, f.cu_seqlens_k = p.cu_seqlens_k, f.stream = p.stream;
+  Prepared r;
+  if (Status s = prepare(f, true, r); !s) return s;
+  if (!p.dout || !p.dq || !p.dk || !p.dv)
+    return invalid(std::string("null pointer for ") + (!p.dout ? "dO" : !p.dq ? "dQ" : !p.dk ? "dK" : "dV"));
+  const long d = p.head_dim;
+  const Tensor tdo{"dO", p.dout, r.batch, r.rows_q, p.heads_q, d, r.resolved(p.do_strides, r.rows_q, p.heads_q, d)};
+  const Tensor tdq{"dQ", p.dq, r.batch, r.rows_q, p.heads_q, d, r.resolved(p.dq_strides, r.rows_q, p.heads_q, d)};
+  const Tensor tdk{"dK", p.dk, r.batch, r.rows_k, p.heads_kv, d, r.resolved(p.dk_strides, r.rows_k, p.heads_kv, d)};
+  const Tensor tdv{"dV", p.dv, r.batch, r.rows_k, p.heads_kv, d, r.resolved(p.dv_strides, r.rows_k, p.heads_kv, d)};
+  for (const Tensor* t : {&tdo, &tdq, &tdk, &tdv}) {
+    if (Status s = check_layout(*t, t != &tdo); !s) return s;
+    if (t->rows > 0 && !api::inside_allocation(t->data, size_t(t->span()) * 2))
+      return invalid(std::string(t->name) + " does not lie inside one device allocation");
+  }
+  // The backward also reads Q and dO with buffer loads (32-bit offsets).
+  const Tensor tq{"Q", p.q, r.batch, r.rows_q, p.heads_q, d, r.resolved(p.q_strides, r.rows_q, p.heads_q, d)};
+  for (const Tensor* t : {&tq, &tdo})
+    if (r.longest_q > 0 && ((r.longest_q - 1) * t->s.row + d) * 2 >= (1l << 31))
+      return invalid(std::string(t->name) + ": one head of one sequence must span less than 2 GiB");
+  const long delta_elems = r.batch * p.heads_q * r.rows_q;  // laid out like LSE
+  const size_t delta_bytes = size_t(delta_elems) * sizeof(float);
+  float* delta = static_cast<float*>(p.workspace);
+  if (delta) {
+    if (p.workspace_bytes < delta_bytes)
+      return invalid("the workspace holds " + std::to_string(p.workspace_bytes) + " bytes, the problem needs " +
+                     std::to_string(delta_bytes) + " (attention_backward_workspace_bytes)");
+    if (reinterpret_cast<uintptr_t>(delta) % alignof(float)) return invalid("the workspace must be 4-byte aligned");
+    if (delta_bytes && !api::inside_allocation(delta, delta_bytes))
+      return invalid("the workspace does not lie inside one device allocation");
+  } else if (delta_bytes) {
+    if (!own_delta) return needs_workspace = true, Status{};
+    delta = own_delta;
+  }
+  // Outputs alias nothing else the kernels touch (the byte ranges each spans).
+  auto span = [](const Tensor& t) { return checks::Span{t.data, t.rows > 0 ? size_t(t.span()) * 2 : 0, t.name}; };
+  const Tensor tk{"K", p.k, r.batch, r.rows_k, p.heads_kv, d, r.resolved(p.k_strides, r.rows_k, p.heads_kv, d)};
+  const Tensor tv{"V", p.v, r.batch, r.rows_k, p.heads_kv, d, r.resolved(p.v_strides, r.rows_k, p.heads_kv, d)};
+  const Tensor to{"O", p.o, r.batch, r.rows_q, p.heads_q, d, r.resolved(p.o_strides, r.rows_q, p.heads_q, d)};
+  const checks::Span outs[] = {span(tdq), span(tdk), span(tdv), {delta, delta_bytes, "the workspace"}};
+  const checks::Span ins[] = {span(tq), span(tk), span(tv), span(to), span(tdo), {p.lse, delta_bytes, "LSE"}};
+  if (std::string clash = checks::first_overlap(outs, ins); !clash.empty()) return invalid(clash);
+
+  kernels::AttnBwdArgs a{};
+  a.f = r.a;
+  a.dout = p.dout, a.dq = p.dq, a.dk = p.dk, a.dv = p.dv, a.delta = delta;
+  a.do_bs = tdo.s.batch, a.do_rs = tdo.s.row, a.do_hs = tdo.s.head;
+  a.dq_bs = tdq.s.batch, a.dq_rs = tdq.s.row, a.dq_hs = tdq.s.head;
+  a.dk_bs = tdk.s.batch, a.dk_rs = tdk.s.row, a.dk_hs = tdk.s.head;
+  a.dv_bs = tdv.s.batch, a.dv_rs = tdv.s.row, a.dv_hs = tdv.s.head;
+  a.k_tiles = (r.longest_k + kernels::attn_bwd_rows - 1) / kernels::attn_bwd_rows;
+  const long q_blocks = long(p.batch) * p.heads_q * a.f.q_tiles, k_blocks = long(p.batch) * p.heads_kv * a.k_tiles;
+  if (q_blocks >= (1l << 31) || k_blocks >= (1l << 31)) return invalid("too many tiles for one launch (>= 2^31)");
+  if (q_blocks == 0 && k_blocks == 0) return {};
+  (void)hipGetLastError();  // launch errors below are ours alone
+  const bool bf = p.type == scalar_type::bf16;
+  if (bf && d == 64) launch_backward<bf16, 64>(a, unsigned(q_blocks), unsigned(k_blocks), steps, p.stream);
+  else if (bf) launch_backward<bf16, 128>(a, unsigned(q_blocks), unsigned(k_blocks), steps, p.stream);
+  else if (d == 64) launch_backward<half, 64>(a, unsigned(q_blocks), unsigned(k_blocks), steps, p.stream);
+  else launch_backward<half, 128>(a, unsigned(q_blocks), unsigned(k_blocks), steps, p.stream);
+  if (hipError_t e = hipGetLastError(); e != hipSuccess) return error(e, std::string("launch failed: ") + hipGetErrorString(e));
+  return {};
+}
+
+}  // namespace
+
+Status attention_backward(const AttentionBackwardProblem& p) {
+  entry = "hk::attention_backward";
+  bool needs_workspace = false;
+  if (Status s = backward(p, nullptr, needs_workspace); !s || !needs_workspace) return s;
+  // No workspace given: one of our own for this call, freed once the stream has run the kernels.
+  const size_t bytes = attention_backward_workspace_bytes(p);
+  void* own = nullptr;
+  if (hipError_t e = hipMalloc(&own, bytes); e != hipSuccess)
+    return error(e, "allocating the " + std::to_string(bytes) + "-byte workspace: " + hipGetErrorString(e));
+  Status s = backward(p, static_cast<float*>(own), needs_workspace);
+  if (s) {
+    if (hipError_t e = hipStreamSynchronize(p.stream); e != hipSuccess) s = error(e, std::string("running: ") + hipGetErrorString(e));
+  }
+  (void)hipFree(own);
+  return s;
+}
+
+Status attention_backward_steps(const AttentionBackwardProblem& p, unsigned steps) {
+  entry = "hk::attention_backward_steps";
+  bool needs_workspace = false;
+  if (Status s = backward(p, nullptr, needs_workspace, steps); !s) return s;
+  if (needs_workspace) return invalid("the steps share their workspace: pass one");
+  return {};
+}
+
+size_t attention_backward_workspace_bytes(const AttentionBackwardProblem& p) {
+  long rows = long(p.batch) * p.seqlen_q;  // an upper bound of total_q for varlen too (seqlen_q: the longest)
+  if (p.cu_seqlens_q && p.batch > 0) {
+    int total = 0;
+    if (hipMemcpy(&total, p.cu_seqlens_q + p.batch, sizeof(int), hipMemcpyDeviceToHost) == hipSuccess) rows = total;
+  }
+  return size_t(std::max(0l, rows)) * size_t(std::max(0, p.heads_q)) * sizeof(float);
 }
 
 }  // namespace hk

@@ -57,6 +57,12 @@ struct AttnBlock {
     h_kv = id % p.heads_kv;
     b = id / p.heads_kv;
     h = h_kv * ratio + g;
+    locate(p);
+  }
+  __device__ AttnBlock() = default;
+
+  // sq, sk, q_start and k_start of sequence b.
+  __device__ void locate(const AttnArgs& p) {
     if (p.cu_q) {
       q_start = p.cu_q[b], k_start = p.cu_k[b];
       sq = p.cu_q[b + 1] - p.cu_q[b], sk = p.cu_k[b + 1] - p.cu_k[b];
@@ -65,6 +71,12 @@ struct AttnBlock {
     }
   }
 };
+
+// The row of a (B, Hq, Sq) fp32 tensor laid out like LSE ((Hq, total_q) for varlen) that holds sequence b, head h.
+__device__ inline gl<float, 1, 1, 1, runtime_dim> lse_row(const AttnArgs& p, float* base, const AttnBlock& blk, int h) {
+  return gl<float, 1, 1, 1, runtime_dim>(base + (p.cu_q ? 0 : blk.b * p.lse_bs) + h * p.lse_hs + blk.q_start, 1, 1, 1,
+                                         blk.sq);
+}
 
 // f(element of v, elements of vs...) for every element of register vectors of one shape.
 template <class F, class V, class... Vs>
@@ -108,6 +120,29 @@ struct AttnView {
     kt_begin = int(lo / BK), kt_end = hi >= lo ? int(hi / BK) + 1 : kt_begin;
   }
 };
+
+// Whether query i of a sequence of sq queries sees key j of its sk keys (flash-attention's bottom-right diagonal).
+__device__ inline bool attn_visible(const AttnArgs& p, long i, long j, long sq, long sk) {
+  const long diag = i + sk - sq;
+  return i < sq && j < sk && (p.right < 0 || j <= diag + p.right) && (p.left < 0 || j >= diag - p.left);
+}
+
+// Whether every query of [q0, q1] sees every key of [k0, k1]: such a tile needs no mask.
+__device__ inline bool attn_tile_whole(const AttnArgs& p, long q0, long q1, long k0, long k1, long sq, long sk) {
+  const long off = sk - sq;
+  return q1 < sq && k1 < sk && (p.right < 0 || k1 <= q0 + off + p.right) && (p.left < 0 || k0 >= q1 + off - p.left);
+}
+
+// A score accumulator's hidden elements (queries past the end, keys past the end or outside the window) set to
+// -inf, element by element; its element (0, 0) is query q0 and key k0, keys along the rows when `keys_are_rows`
+// (S^T) and along the columns otherwise (S).
+template <bool keys_are_rows, class Tile>
+__device__ inline void mask_scores(Tile& s, const AttnArgs& p, long q0, long k0, long sq, long sk) {
+  map_at(s, [=, &p](float x, int r, int c) {
+    const long i = q0 + (keys_are_rows ? c : r), j = k0 + (keys_are_rows ? r : c);
+    return attn_visible(p, i, j, sq, sk) ? x : -INFINITY;
+  });
+}
 
 // One wave's 16 queries: Q (the B operand of S^T = K Q^T), the running max of the scaled scores (log2 units) and
 // softmax denominator per query, and O^T (D x 16).
@@ -186,12 +221,7 @@ struct AttnWave {
     rt<float, WQ, D, layout::row> o;
     transpose(o, ot);  // the same registers
     store_bounded(v.o, o, {0, 0, row_tile, 0});
-    if (p.lse) {
-      const auto& b = v.blk;
-      const gl<float, 1, 1, 1, runtime_dim> row(p.lse + (p.cu_q ? 0 : b.b * p.lse_bs) + b.h * p.lse_hs + b.q_start, 1, 1,
-                                                1, b.sq);
-      store(row, lse, {0, 0, 0, row_tile});
-    }
+    if (p.lse) store(lse_row(p, p.lse, v.blk, v.blk.h), lse, {0, 0, 0, row_tile});
   }
 };
 

@@ -1,13 +1,15 @@
-// The float64 host reference of attention forward, shared by attention_test and hk-run: O and LSE of every query
-// row, and how far a correct device result may be from them. Independent of the kernel: plain softmax over the
-// visible keys in double, no online rescaling.
+// The float64 host reference of attention, shared by the attention tests and hk-run: the forward's O and LSE of every
+// query row, the backward's dQ, dK and dV, and how far a correct device result may be from them. Independent of the
+// kernels: plain softmax over the visible keys in double, no online rescaling, no tiles.
 //
 // Host tensors are packed by sequence: element (sequence b, row i, head h, x) of Q is q[((start_b + i) * Hq + h) * D
-// + x], start_b the sum of the earlier sequences' lengths (K and V alike with Hkv); O likewise; LSE is [(start_b + i) * Hq + h].
+// + x], start_b the sum of the earlier sequences' lengths (K and V alike with Hkv); O, dO and dQ like Q, dK and dV
+// like K; LSE is [(start_b + i) * Hq + h].
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 namespace attn_ref {
@@ -97,6 +99,86 @@ inline Result forward(const Shape& s, const std::vector<float>& q, const std::ve
     start_q += sq, start_k += sk;
   }
   return r;
+}
+
+struct Gradients {
+  std::vector<double> dq, dk, dv;              // as the host tensors above
+  std::vector<double> dq_tol, dk_tol, dv_tol;  // allowed |device - reference| per element
+};
+
+// dQ, dK and dV of the loss sum(O * dO) (dO: `dout`, values exactly as the device holds them), with
+//   P = softmax(scale S) row by row, dV = P^T dO, dP = dO V^T, delta = rowsum(dO * O), dS = P * (dP - delta),
+//   dQ = scale dS K, dK = scale dS^T Q,
+// and the tolerance of a backward that recomputes P in fp32 from the forward's LSE (within that forward's tolerance),
+// takes delta from the forward's rounded O, rounds P and dS to the element type (unit roundoff u) for the MFMAs and
+// accumulates in fp32: with e the relative error of a recomputed p (scores and LSE),
+//   - dV: (2u + 2e) sum_i p |dO|;
+//   - dS: p ((2u + 2e) |dP - delta| + the error of delta (u |O| + O's tolerance, times |dO|, summed)), and f16's
+//     subnormal dS and P (2^-25 each);
+//   - dQ, dK: scale times the sum of dS's error times |K| or |Q|, plus fp32 sums (2^-22 of sum |dS| |K|).
+inline Gradients backward(const Shape& s, const std::vector<float>& q, const std::vector<float>& k,
+                          const std::vector<float>& v, const std::vector<float>& dout, bool bf16) {
+  const Result fwd = forward(s, q, k, v, bf16);
+  const int d = s.d, ratio = s.hq / s.hkv;
+  const double scale = s.softmax_scale(), u = unit_roundoff(bf16), fp32_u = std::ldexp(1.0, -24),
+               sub = std::ldexp(1.0, -25);
+  Gradients g;
+  const long tq = s.total_q(), tk = s.total_k();
+  g.dq.assign(tq * s.hq * d, 0), g.dq_tol.assign(g.dq.size(), 0);
+  g.dk.assign(tk * s.hkv * d, 0), g.dk_tol.assign(g.dk.size(), 0);
+  g.dv.assign(tk * s.hkv * d, 0), g.dv_tol.assign(g.dv.size(), 0);
+  long start_q = 0, start_k = 0;
+  for (size_t b = 0; b < s.len_q.size(); ++b) {
+    const long sq = s.len_q[b], sk = s.len_k[b];
+    for (int h = 0; h < s.hq; ++h) {
+      const int hk = h / ratio;
+      for (long i = 0; i < sq; ++i) {
+        const long row = (start_q + i) * s.hq + h;
+        if (std::isinf(fwd.lse[row])) continue;  // sees no key: every gradient term is 0
+        const float* qi = &q[row * d];
+        const float* doi = &dout[row * d];
+        const double* oi = &fwd.o[row * d];
+        double delta = 0, delta_err = 0, mag_max = 0;
+        for (int x = 0; x < d; ++x) {
+          delta += doi[x] * oi[x];
+          delta_err += std::fabs(doi[x]) * (2 * u * std::fabs(oi[x]) + fwd.o_tol[row * d + x]);
+        }
+        delta_err += 8 * fp32_u * d * std::fabs(delta);
+        for (long j = 0; j < sk; ++j) {
+          if (!visible(s, i, j, sq, sk)) continue;
+          const float* kj = &k[((start_k + j) * s.hkv + hk) * d];
+          double m = 0;
+          for (int x = 0; x < d; ++x) m += std::fabs(double(qi[x]) * kj[x]);
+          mag_max = std::max(mag_max, m * scale);
+        }
+        const double e = 2 * 16 * fp32_u * mag_max + fwd.lse_tol[row];  // relative error of a recomputed p
+        for (long j = 0; j < sk; ++j) {
+          if (!visible(s, i, j, sq, sk)) continue;
+          const long col = (start_k + j) * s.hkv + hk;
+          const float* kj = &k[col * d];
+          const float* vj = &v[col * d];
+          double dot = 0, dp = 0, dp_mag = 0;
+          for (int x = 0; x < d; ++x) dot += double(qi[x]) * kj[x], dp += double(doi[x]) * vj[x], dp_mag += std::fabs(double(doi[x]) * vj[x]);
+          const double p = std::exp(dot * scale - fwd.lse[row]);
+          const double ds = p * (dp - delta);
+          const double ds_err = p * ((2 * u + 2 * e) * std::fabs(dp - delta) + delta_err + 8 * fp32_u * dp_mag) + sub;
+          for (int x = 0; x < d; ++x) {
+            g.dv[col * d + x] += p * doi[x];
+            g.dv_tol[col * d + x] += ((2 * u + 2 * e) * p + sub) * std::fabs(doi[x]);
+            g.dq[row * d + x] += scale * ds * kj[x];
+            g.dq_tol[row * d + x] += scale * (ds_err + 4 * fp32_u * std::fabs(ds)) * std::fabs(kj[x]);
+            g.dk[col * d + x] += scale * ds * qi[x];
+            g.dk_tol[col * d + x] += scale * (ds_err + 4 * fp32_u * std::fabs(ds)) * std::fabs(qi[x]);
+          }
+        }
+      }
+    }
+    start_q += sq, start_k += sk;
+  }
+  // The output's own rounding to the element type, and a floor for sums that cancel.
+  for (auto [val, tol] : {std::pair{&g.dq, &g.dq_tol}, {&g.dk, &g.dk_tol}, {&g.dv, &g.dv_tol}})
+    for (size_t n = 0; n < val->size(); ++n) (*tol)[n] += u * std::fabs((*val)[n]) + 1e-6;
+  return g;
 }
 
 }  // namespace attn_ref

@@ -18,115 +18,11 @@
 #include "attention/attention.h"
 #include "hk/hk_test_util.h"
 #include "kernels/attention_ref.h"
+#include "kernels/attention_test_util.h"
 
 namespace {
 
-using dtype = hk::scalar_type;
-
-// How the test lays out the device tensors: contiguous (B, S, H, D) given as explicit strides or as zeros (the
-// default), (B, H, S, D), or with padding after every head and row.
-enum class Layout { bshd, bshd_default, bhsd, padded };
-
-struct Case {
-  std::vector<int> lq, lk;  // per sequence
-  bool varlen = false;
-  int hq = 1, hkv = 1, d = 64;
-  dtype type = dtype::bf16;
-  bool causal = false;
-  int left = -1, right = -1;
-  float scale = 0.f;
-  float magnitude = 1.f;  // inputs uniform in [-magnitude, magnitude]
-  Layout layout = Layout::bshd;
-};
-
-std::string describe(const Case& c) {
-  auto lens = [](const std::vector<int>& v) {
-    std::string s;
-    for (int n : v) s += (s.empty() ? "" : ",") + std::to_string(n);
-    return s;
-  };
-  return std::string(c.varlen ? "varlen " : "") + "Sq " + lens(c.lq) + " Sk " + lens(c.lk) + " Hq " +
-         std::to_string(c.hq) + " Hkv " + std::to_string(c.hkv) + " D " + std::to_string(c.d) + " " +
-         hk::to_string(c.type) + (c.causal ? " causal" : "") + " window " + std::to_string(c.left) + "," +
-         std::to_string(c.right) + " magnitude " + std::to_string(c.magnitude) + " layout " +
-         std::to_string(int(c.layout));
-}
-
-// A 16-bit element's bits and value as the device stores them (the host toolkit's bf16 / f16).
-uint16_t to_bits(float f, dtype t) { return t == dtype::f16 ? hk_host::f16_bits(f) : hk_host::bf16_bits(f); }
-float from_bits(uint16_t b, dtype t) { return t == dtype::f16 ? hk_host::f16_value(b) : hk_host::bf16_value(b); }
-uint16_t canary(dtype t) { return t == dtype::f16 ? 0x7e01 : 0x7fc1; }  // NaNs
-
-// One (B, S, H, D) tensor (varlen: packed (total, H, D)) on the device, in the case's layout, with its host values
-// packed by sequence as attention_ref.h expects.
-struct Tensor {
-  const Case& c;
-  int heads;
-  const std::vector<int>& lens;
-  long rows = 0;  // per sequence (padded) or in total (varlen)
-  hk::AttentionProblem::Strides s;
-  std::vector<float> host;
-  std::vector<uint16_t> image;  // the device buffer's contents
-  void* dev = nullptr;
-
-  Tensor(const Case& c_, int heads_, const std::vector<int>& lens_, uint32_t seed, float magnitude)
-      : c(c_), heads(heads_), lens(lens_) {
-    long total = 0;
-    for (int n : lens) total += n, rows = std::max<long>(rows, n);
-    if (c.varlen) rows = total;
-    const long d = c.d, batches = c.varlen ? 1 : long(lens.size());
-    switch (c.layout) {
-      case Layout::bshd: case Layout::bshd_default: s = {rows * heads * d, heads * d, d}; break;
-      case Layout::bhsd: s = {heads * rows * d, d, rows * d}; break;
-      case Layout::padded: s = {rows * (heads * (d + 8) + 16) + 64, heads * (d + 8) + 16, d + 8}; break;
-    }
-    const long span = (batches - 1) * s.batch + std::max<long>(rows - 1, 0) * s.row + (heads - 1) * s.head + d;
-    image.assign(span + 64, canary(c.type));  // 64 more: nothing past the tensor is read or written
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> u(-magnitude, magnitude);
-    host.resize(total * heads * d);
-    for (auto& x : host) x = c.type == dtype::f16 ? hk_host::round_f16(u(rng)) : hk_host::round_bf16(u(rng));
-    for_each([&](long at, long packed) { image[at] = to_bits(host[packed], c.type); });
-    EXPECT_EQ(hipMalloc(&dev, image.size() * 2), hipSuccess);
-    EXPECT_EQ(hipMemcpy(dev, image.data(), image.size() * 2, hipMemcpyHostToDevice), hipSuccess);
-  }
-  ~Tensor() { (void)hipFree(dev); }
-  // f(device index, packed host index) for every element.
-  template <class F>
-  void for_each(F f) const {
-    long start = 0;
-    for (size_t b = 0; b < lens.size(); ++b) {
-      for (long i = 0; i < lens[b]; ++i)
-        for (int h = 0; h < heads; ++h)
-          for (int x = 0; x < c.d; ++x) {
-            const long at = c.varlen ? (start + i) * s.row + h * s.head + x : long(b) * s.batch + i * s.row + h * s.head + x;
-            f(at, ((start + i) * heads + h) * c.d + x);
-          }
-      start += lens[b];
-    }
-  }
-  std::vector<uint16_t> download() const {
-    std::vector<uint16_t> out(image.size());
-    EXPECT_EQ(hipMemcpy(out.data(), dev, out.size() * 2, hipMemcpyDeviceToHost), hipSuccess);
-    return out;
-  }
-  hk::AttentionProblem::Strides given() const { return c.layout == Layout::bshd_default ? hk::AttentionProblem::Strides{} : s; }
-};
-
-struct DeviceInts {
-  int* dev = nullptr;
-  explicit DeviceInts(const std::vector<int>& v) {
-    EXPECT_EQ(hipMalloc(&dev, v.size() * sizeof(int)), hipSuccess);
-    EXPECT_EQ(hipMemcpy(dev, v.data(), v.size() * sizeof(int), hipMemcpyHostToDevice), hipSuccess);
-  }
-  ~DeviceInts() { (void)hipFree(dev); }
-};
-
-std::vector<int> offsets(const std::vector<int>& lens) {
-  std::vector<int> cu{0};
-  for (int n : lens) cu.push_back(cu.back() + n);
-  return cu;
-}
+using namespace attn_test;
 
 void run(const Case& c) {
   SCOPED_TRACE(describe(c));
@@ -186,8 +82,6 @@ void run(const Case& c) {
   EXPECT_EQ(bad, 0);
   (void)hipFree(lse);
 }
-
-std::vector<int> same(int n, int batch) { return std::vector<int>(batch, n); }
 
 // Query and key lengths below, equal to and above each other, from 1 to 1000, and every head ratio.
 TEST(AttentionShapes, EqualLengths) {

@@ -1,0 +1,259 @@
+// hk::attention_backward on each virtual device: dQ, dK and dV against the float64 host reference (attention_ref.h)
+// within per-dtype tolerances, once per shape class of the forward's test (MHA and GQA, D 64 and 128, bf16 and f16,
+// causal and windows with rows that see no key, ragged lengths that are not multiples of the tiles, varlen batches
+// with empty sequences, BHSD and padded strides); a finite-difference check of the reference itself; bit-identical
+// gradients across runs and across HK_VGPU_THREADS=1 and 2; and the validation errors. Inputs sit in buffers whose
+// unused elements are NaN and the gradients' unused elements must keep their canary bits.
+#include <hip/hip_runtime.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "attention/attention.h"
+#include "kernels/attention_ref.h"
+#include "kernels/attention_test_util.h"
+
+namespace {
+
+using namespace attn_test;
+
+struct Grads {
+  std::vector<uint16_t> dq, dk, dv;  // the device buffers' bits
+  bool operator==(const Grads&) const = default;
+};
+
+// The forward, then the backward of loss sum(O * dO) for random dO; with `check`, every gradient element against the
+// reference and the padding of every gradient buffer against its canary. `workspace`: pass one (else the call
+// allocates its own).
+Grads run(const Case& c, bool check = true, bool workspace = true) {
+  SCOPED_TRACE(describe(c));
+  attn_ref::Shape shape{c.lq, c.lk, c.hq, c.hkv, c.d, c.causal, c.left, c.right, c.scale};
+  Tensor q(c, c.hq, c.lq, 1, c.magnitude), k(c, c.hkv, c.lk, 2, c.magnitude), v(c, c.hkv, c.lk, 3, 1.f),
+      o(c, c.hq, c.lq, 4, 0.f), dout(c, c.hq, c.lq, 5, 1.f), dq(c, c.hq, c.lq, 6, 0.f), dk(c, c.hkv, c.lk, 7, 0.f),
+      dv(c, c.hkv, c.lk, 8, 0.f);
+  for (Tensor* t : {&dq, &dk, &dv}) {
+    const std::vector<uint16_t> fill(t->image.size(), canary(c.type));
+    EXPECT_EQ(hipMemcpy(t->dev, fill.data(), fill.size() * 2, hipMemcpyHostToDevice), hipSuccess);
+  }
+  const long tq = shape.total_q();
+  float *lse = nullptr, *delta = nullptr;
+  EXPECT_EQ(hipMalloc(&lse, (tq * c.hq + 16) * 4), hipSuccess);
+  DeviceInts cu_q(offsets(c.lq)), cu_k(offsets(c.lk));
+
+  hk::AttentionProblem f;
+  f.batch = int(c.lq.size()), f.heads_q = c.hq, f.heads_kv = c.hkv, f.head_dim = c.d;
+  if (!c.varlen) f.seqlen_q = c.lq[0], f.seqlen_k = c.lk[0];
+  else f.cu_seqlens_q = cu_q.dev, f.cu_seqlens_k = cu_k.dev;
+  f.q = q.dev, f.k = k.dev, f.v = v.dev, f.o = o.dev, f.lse = lse;
+  f.q_strides = q.given(), f.k_strides = k.given(), f.v_strides = v.given(), f.o_strides = o.given();
+  f.type = c.type, f.softmax_scale = c.scale, f.causal = c.causal, f.window_left = c.left, f.window_right = c.right;
+  hk::Status s = hk::attention_forward(f);
+  EXPECT_TRUE(s) << s.message;
+
+  hk::AttentionBackwardProblem p;
+  p.batch = f.batch, p.seqlen_q = f.seqlen_q, p.seqlen_k = f.seqlen_k, p.heads_q = c.hq, p.heads_kv = c.hkv;
+  p.head_dim = c.d, p.cu_seqlens_q = f.cu_seqlens_q, p.cu_seqlens_k = f.cu_seqlens_k;
+  p.q = q.dev, p.k = k.dev, p.v = v.dev, p.o = o.dev, p.dout = dout.dev, p.lse = lse;
+  p.dq = dq.dev, p.dk = dk.dev, p.dv = dv.dev;
+  p.q_strides = q.given(), p.k_strides = k.given(), p.v_strides = v.given(), p.o_strides = o.given();
+  p.do_strides = dout.given(), p.dq_strides = dq.given(), p.dk_strides = dk.given(), p.dv_strides = dv.given();
+  p.type = c.type, p.softmax_scale = c.scale, p.causal = c.causal, p.window_left = c.left, p.window_right = c.right;
+  if (workspace) {
+    p.workspace_bytes = hk::attention_backward_workspace_bytes(p);
+    EXPECT_EQ(p.workspace_bytes, size_t(tq * c.hq * 4));
+    EXPECT_EQ(hipMalloc(&delta, std::max<size_t>(p.workspace_bytes, 4)), hipSuccess);
+    p.workspace = delta;
+  }
+  s = hk::attention_backward(p);
+  EXPECT_TRUE(s) << s.message;
+  EXPECT_EQ(hipDeviceSynchronize(), hipSuccess);
+  Grads got{dq.download(), dk.download(), dv.download()};
+  (void)hipFree(lse), (void)hipFree(delta);
+  if (!check) return got;
+
+  const attn_ref::Gradients want = attn_ref::backward(shape, q.host, k.host, v.host, dout.host, c.type == dtype::bf16);
+  auto compare = [&](const char* name, const Tensor& t, const std::vector<uint16_t>& bits, const std::vector<double>& val,
+                     const std::vector<double>& tol) {
+    std::vector<bool> is_output(bits.size(), false);
+    int bad = 0;
+    t.for_each([&](long at, long packed) {
+      is_output[at] = true;
+      const float g = from_bits(bits[at], c.type);
+      if (!(std::fabs(g - val[packed]) <= tol[packed]) && bad++ < 5)
+        ADD_FAILURE() << name << "[" << packed << "] = " << g << ", want " << val[packed] << " (tol " << tol[packed] << ")";
+    });
+    for (size_t at = 0; at < bits.size(); ++at)
+      if (!is_output[at] && bits[at] != canary(c.type) && bad++ < 5) ADD_FAILURE() << name << "'s padding at " << at << " was written";
+    EXPECT_EQ(bad, 0) << name;
+  };
+  compare("dQ", dq, got.dq, want.dq, want.dq_tol);
+  compare("dK", dk, got.dk, want.dk, want.dk_tol);
+  compare("dV", dv, got.dv, want.dv, want.dv_tol);
+  return got;
+}
+
+// The reference's gradients are those of its own forward: central differences of sum(O * dO) on a tiny case (every
+// mask kind, GQA, a row that sees no key), with steps exact in float.
+TEST(AttentionBackwardReference, FiniteDifferences) {
+  for (const auto& [causal, left, right] : {std::tuple{false, -1, -1}, {true, -1, -1}, {false, 1, 0}}) {
+    attn_ref::Shape s{{3, 2}, {4, 1}, 2, 1, 4, causal, left, right, 0.7};
+    SCOPED_TRACE("causal " + std::to_string(causal) + " window " + std::to_string(left) + "," + std::to_string(right));
+    auto values = [](long n, uint32_t seed) {
+      std::mt19937 rng(seed);
+      std::uniform_real_distribution<float> u(-1.f, 1.f);
+      std::vector<float> x(n);
+      for (auto& e : x) e = hk_host::round_bf16(u(rng));
+      return x;
+    };
+    const long nq = s.total_q() * s.hq * s.d, nk = s.total_k() * s.hkv * s.d;
+    std::vector<float> q = values(nq, 1), k = values(nk, 2), v = values(nk, 3), dout = values(nq, 4);
+    const attn_ref::Gradients g = attn_ref::backward(s, q, k, v, dout, true);
+    auto loss = [&] {
+      const attn_ref::Result r = attn_ref::forward(s, q, k, v, true);
+      double l = 0;
+      for (long n = 0; n < nq; ++n) l += r.o[n] * dout[n];
+      return l;
+    };
+    const float h = 0x1p-10f;  // bf16 values in [-1, 1] plus or minus h are exact floats
+    int checked = 0;
+    for (auto [x, grad, name] : {std::tuple{&q, &g.dq, "dQ"}, {&k, &g.dk, "dK"}, {&v, &g.dv, "dV"}})
+      for (size_t n = 0; n < x->size(); ++n) {
+        const float keep = (*x)[n];
+        (*x)[n] = keep + h;
+        const double up = loss();
+        (*x)[n] = keep - h;
+        const double down = loss();
+        (*x)[n] = keep;
+        const double fd = (up - down) / (2.0 * h);
+        EXPECT_NEAR((*grad)[n], fd, 1e-5 + 1e-4 * std::fabs(fd)) << name << "[" << n << "]";
+        checked += (*grad)[n] != 0;
+      }
+    EXPECT_GT(checked, 20);  // most gradients are non-zero: the check compares something
+  }
+}
+
+TEST(AttentionBackward, HeadsAndLengths) {
+  run({same(100, 2), same(100, 2), false, 2, 2, 64, dtype::bf16});              // MHA
+  run({same(17, 1), same(255, 1), false, 6, 2, 128, dtype::f16});               // GQA 3, fewer queries than keys
+  run({same(257, 1), same(17, 1), false, 8, 2, 64, dtype::bf16});               // GQA 4, more queries than keys
+}
+
+TEST(AttentionBackward, Masks) {
+  run({same(130, 1), same(200, 1), false, 6, 2, 64, dtype::f16, true});                  // causal, GQA
+  run({same(255, 1), same(100, 1), false, 4, 2, 128, dtype::bf16, true});                // rows that see no key
+  run({same(257, 1), same(257, 1), false, 2, 1, 64, dtype::bf16, false, 32, 0});         // sliding window
+  run({same(100, 1), same(255, 1), false, 2, 2, 128, dtype::f16, false, 10, 5});         // keys no query sees
+}
+
+// Scores far beyond exp's range: P recomputed from the forward's LSE must stay within its tolerance.
+TEST(AttentionBackward, LargeScores) {
+  run({same(100, 1), same(100, 1), false, 2, 1, 128, dtype::bf16, true, -1, -1, 0.f, 16.f});
+}
+
+TEST(AttentionBackward, VarlenAndLayouts) {
+  run({{0, 1, 100, 17, 130}, {5, 1, 200, 0, 140}, true, 6, 3, 64, dtype::bf16, true});
+  run({{0, 1, 100, 17, 130}, {5, 1, 200, 0, 140}, true, 4, 2, 128, dtype::f16, false, 30, 10});
+  run({{1, 1, 1}, {1, 17, 0}, true, 4, 1, 64, dtype::f16});  // MQA, a sequence without keys
+  run({same(100, 2), same(150, 2), false, 4, 2, 128, dtype::bf16, true, -1, -1, 0.f, 1.f, Layout::bhsd});
+  run({same(70, 2), same(70, 2), false, 3, 1, 64, dtype::f16, false, -1, -1, 0.3f, 1.f, Layout::padded});
+}
+
+TEST(AttentionBackward, OwnWorkspace) {
+  run({same(40, 1), same(90, 1), false, 2, 1, 64, dtype::bf16, true}, true, false);
+}
+
+// The deterministic mode's promise: the same bits run after run and whatever the number of host threads vgpu runs
+// workgroups on (a child process per thread count: vgpu reads HK_VGPU_THREADS when it starts).
+const Case determinism_case{same(150, 1), same(200, 1), false, 4, 2, 64, dtype::bf16, true};
+
+std::vector<char> bytes_of(const Grads& g) {
+  std::vector<char> out;
+  for (const auto* v : {&g.dq, &g.dk, &g.dv})
+    out.insert(out.end(), reinterpret_cast<const char*>(v->data()), reinterpret_cast<const char*>(v->data() + v->size()));
+  return out;
+}
+
+TEST(AttentionBackwardDeterminism, RunToRun) {
+  const Grads first = run(determinism_case, false);
+  EXPECT_TRUE(run(determinism_case, false) == first);
+}
+
+// Run by AcrossThreadCounts in a child process: writes the gradients' bits to $HK_ATTN_BWD_BITS.
+TEST(AttentionBackwardDeterminism, WriteBits) {
+  const char* path = std::getenv("HK_ATTN_BWD_BITS");
+  if (!path) GTEST_SKIP() << "run by AcrossThreadCounts";
+  const std::vector<char> bits = bytes_of(run(determinism_case, false));
+  std::ofstream(path, std::ios::binary).write(bits.data(), std::streamsize(bits.size()));
+}
+
+TEST(AttentionBackwardDeterminism, AcrossThreadCounts) {
+  if (std::getenv("HK_ATTN_BWD_BITS")) GTEST_SKIP() << "in the child";
+  const std::vector<char> here = bytes_of(run(determinism_case, false));
+  char self[4096] = {};
+  ASSERT_GT(readlink("/proc/self/exe", self, sizeof(self) - 1), 0);  // this program (the shell's /proc/self is the shell)
+  for (int threads : {1, 2}) {
+    const std::string path = testing::TempDir() + "attn_bwd_bits_" + std::to_string(threads);
+    const std::string cmd = "HK_VGPU_THREADS=" + std::to_string(threads) + " HK_ATTN_BWD_BITS=" + path +
+                            " '" + self + "' --gtest_filter=AttentionBackwardDeterminism.WriteBits > /dev/null";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::ifstream in(path, std::ios::binary);
+    const std::vector<char> there((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(there.size(), here.size()) << threads << " threads";
+    EXPECT_TRUE(there == here) << "gradients differ with HK_VGPU_THREADS=" << threads;
+    std::remove(path.c_str());
+  }
+}
+
+TEST(AttentionBackwardValidation, Errors) {
+  const int b = 2, s = 64, h = 2, d = 64;
+  const size_t bytes = size_t(b) * s * h * d * 2;
+  auto alloc = [](size_t n) {
+    void* p = nullptr;
+    EXPECT_EQ(hipMalloc(&p, n), hipSuccess);
+    return p;
+  };
+  void *q = alloc(bytes), *k = alloc(bytes), *v = alloc(bytes), *o = alloc(bytes), *dout = alloc(bytes),
+       *dq = alloc(bytes), *dk = alloc(bytes), *dv = alloc(bytes), *ws = alloc(b * h * s * 4);
+  float* lse = static_cast<float*>(alloc(b * h * s * 4));
+  auto base = [&] {
+    hk::AttentionBackwardProblem p;
+    p.batch = b, p.seqlen_q = p.seqlen_k = s, p.heads_q = p.heads_kv = h, p.head_dim = d;
+    p.q = q, p.k = k, p.v = v, p.o = o, p.dout = dout, p.lse = lse, p.dq = dq, p.dk = dk, p.dv = dv;
+    p.workspace = ws, p.workspace_bytes = b * h * s * 4;
+    return p;
+  };
+  auto expect_error = [&](hk::AttentionBackwardProblem p, const char* fragment) {
+    hk::Status st = hk::attention_backward(p);
+    EXPECT_FALSE(st) << fragment;
+    EXPECT_NE(st.message.find(fragment), std::string::npos) << "message: " << st.message;
+    EXPECT_EQ(st.message.rfind("hk::attention_backward: ", 0), 0u) << "message: " << st.message;
+  };
+  ASSERT_TRUE(hk::attention_backward(base()));
+  ASSERT_EQ(hipDeviceSynchronize(), hipSuccess);
+  { auto p = base(); p.head_dim = 96; expect_error(p, "head_dim must be 64 or 128"); }
+  { auto p = base(); p.heads_q = 3; expect_error(p, "must be a multiple of heads_kv"); }
+  { auto p = base(); p.type = hk::scalar_type::fp32; expect_error(p, "must be bf16 or f16"); }
+  { auto p = base(); p.lse = nullptr; expect_error(p, "LSE (the forward's log-sum-exp) must be given"); }
+  { auto p = base(); p.dout = nullptr; expect_error(p, "null pointer for dO"); }
+  { auto p = base(); p.dk = nullptr; expect_error(p, "null pointer for dK"); }
+  { auto p = base(); p.dq = static_cast<char*>(dq) + 8; expect_error(p, "dQ must be 16-byte aligned"); }
+  { auto p = base(); p.dv_strides = {s * h * d, d, d}; expect_error(p, "dV strides make elements overlap"); }
+  { auto p = base(); p.do_strides.batch = s * h * d + 8; expect_error(p, "dO does not lie inside"); }
+  { auto p = base(); p.dq = q; expect_error(p, "dQ overlaps Q"); }
+  { auto p = base(); p.dv = dk; expect_error(p, "dK overlaps dV"); }
+  { auto p = base(); p.workspace = lse; expect_error(p, "the workspace overlaps LSE"); }
+  { auto p = base(); p.workspace_bytes = 16; expect_error(p, "the workspace holds 16 bytes"); }
+  { auto p = base(); p.causal = true, p.window_right = 3; expect_error(p, "window_right must be -1 or 0"); }
+  for (void* x : {q, k, v, o, dout, dq, dk, dv, ws, static_cast<void*>(lse)}) (void)hipFree(x);
+}
+
+}  // namespace
