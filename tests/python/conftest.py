@@ -8,9 +8,8 @@ import torch
 
 import hk
 
-# The examples are importable by the tests that run them.
-if os.environ.get("HK_EXAMPLES"):
-    sys.path.insert(0, os.environ["HK_EXAMPLES"])
+# The examples (python/examples) are importable by the tests that run them.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python", "examples"))
 
 # Unit roundoff of each type hk computes in; results are compared with a few ulps of slack per accumulated term.
 UNIT_ROUNDOFF = {torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11, torch.float32: 2.0**-24}

@@ -71,6 +71,28 @@ def test_gradients(causal, sq, sk, hkv):
         assert_close(t.grad, ref.grad, dtype, ulps=8 * math.sqrt(sk), what=name)
 
 
+@pytest.mark.skipif(not hk.attention_backward_available(), reason="hk::attention_backward is not in this build")
+def test_varlen_gradients():
+    lens_q, lens_k, hq, hkv, d = [20, 0, 33], [30, 5, 33], 2, 1, 64
+    dtype = torch.bfloat16
+    q = rand(sum(lens_q), hq, d, dtype=dtype).requires_grad_()
+    k = rand(sum(lens_k), hkv, d, dtype=dtype).requires_grad_()
+    v = rand(sum(lens_k), hkv, d, dtype=dtype).requires_grad_()
+    cu_q = torch.tensor([0, *torch.tensor(lens_q).cumsum(0).tolist()], dtype=torch.int32)
+    cu_k = torch.tensor([0, *torch.tensor(lens_k).cumsum(0).tolist()], dtype=torch.int32)
+    grad = rand(sum(lens_q), hq, d, dtype=dtype)
+    hk.attention_varlen(q, k, v, cu_q, cu_k, max(lens_q), max(lens_k), causal=True).backward(grad)
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    for i in range(len(lens_q)):
+        qs, ks = slice(cu_q[i], cu_q[i + 1]), slice(cu_k[i], cu_k[i + 1])
+        if lens_q[i]:
+            out = attention_reference(q64[qs][None], k64[ks][None], v64[ks][None], causal=True)[0]
+            out.backward(grad[qs][None].double())
+    for name, t, ref in (("dQ", q, q64), ("dK", k, k64), ("dV", v, v64)):
+        assert_close(t.grad, ref.grad if ref.grad is not None else torch.zeros_like(ref), dtype,
+                     ulps=8 * math.sqrt(max(lens_k)), what=name)
+
+
 @pytest.mark.skipif(hk.attention_backward_available(), reason="hk::attention_backward is in this build")
 def test_backward_missing_raises_not_implemented():
     q = rand(1, 16, 1, 64, dtype=torch.bfloat16).requires_grad_()
