@@ -1,0 +1,217 @@
+"""hk.attention and hk.attention_varlen: flash-attention's forward on hk's kernel, as torch ops.
+
+The semantics are flash-attention's (flash_attn_func / flash_attn_varlen_func): (B, S, H, D) tensors, GQA when
+Hq is a multiple of Hkv, causal masks aligned bottom-right (query i sees keys j <= i + Sk - Sq), sliding windows
+(left, right) with -1 unbounded, the default scale 1 / sqrt(D). flash-attention's keyword names softmax_scale and
+window_size are accepted as well as scale and window.
+"""
+from typing import Optional
+
+import torch
+
+from . import _C, _runtime as rt
+
+_TYPES = (torch.bfloat16, torch.float16)
+
+
+def _strides(t, varlen):
+    """hk's (batch, row, head) strides of a (B, S, H, D) tensor, or of a packed (total, H, D) one."""
+    if varlen:
+        return _C.Strides(0, t.stride(0), t.stride(1))
+    return _C.Strides(t.stride(0), t.stride(1), t.stride(2))
+
+
+def _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left, window_right,
+             scale):
+    varlen = cu_seqlens_q is not None
+    entry = "attention_varlen" if varlen else "attention"
+    ty = rt.scalar_type(entry, "q", q.dtype, _TYPES)
+    q, k, v = (rt.unit_stride_last(t) for t in (q, k, v))
+    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    p = _C.AttentionProblem()
+    if varlen:
+        p.batch = cu_seqlens_q.shape[0] - 1
+        p.seqlen_q, p.seqlen_k = max_seqlen_q, max_seqlen_k
+        lse = torch.empty((q.shape[1], q.shape[0]), dtype=torch.float32, device=q.device)
+        p.cu_seqlens_q, p.cu_seqlens_k = rt.ptr(cu_seqlens_q), rt.ptr(cu_seqlens_k)
+    else:
+        p.batch, p.seqlen_q, p.seqlen_k = q.shape[0], q.shape[1], k.shape[1]
+        lse = torch.empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32, device=q.device)
+    p.heads_q, p.heads_kv, p.head_dim = q.shape[-2], k.shape[-2], q.shape[-1]
+    p.q, p.k, p.v, p.o, p.lse = rt.ptr(q), rt.ptr(k), rt.ptr(v), rt.ptr(out), rt.ptr(lse)
+    p.q_strides, p.k_strides, p.v_strides = _strides(q, varlen), _strides(k, varlen), _strides(v, varlen)
+    p.o_strides = _strides(out, varlen)
+    p.type, p.softmax_scale, p.causal = ty, scale, causal
+    p.window_left, p.window_right = window_left, window_right
+    if q.numel() > 0:
+        rt.launch(_C.attention_forward, p, (q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k))
+    return out, lse
+
+
+@torch.library.custom_op("hk::attention", mutates_args=())
+def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, window_left: int, window_right: int,
+               scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    return _forward(q, k, v, None, None, 0, 0, causal, window_left, window_right, scale)
+
+
+@_attention.register_fake
+def _(q, k, v, causal, window_left, window_right, scale):
+    return q.new_empty(q.shape), q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)
+
+
+@torch.library.custom_op("hk::attention_varlen", mutates_args=())
+def _attention_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
+                      cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, causal: bool,
+                      window_left: int, window_right: int, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    return _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left,
+                    window_right, scale)
+
+
+@_attention_varlen.register_fake
+def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left, window_right, scale):
+    return q.new_empty(q.shape), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
+
+
+def backward_available():
+    """Whether this build has hk's attention backward (hk::attention_backward) wired to the ops' autograd."""
+    return hasattr(_C, "attention_backward")
+
+
+def _attention_backward(q, k, v, out, lse, grad_out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
+                        window_left, window_right, scale):
+    """dQ, dK, dV from hk::attention_backward. The one place the attention ops' autograd reaches the kernels."""
+    if not backward_available():
+        raise NotImplementedError(
+            "hk.attention: the backward pass needs hk::attention_backward, which this build does not have yet; "
+            "the forward works, gradients through hk.attention / hk.attention_varlen are not available")
+    return _attention_bwd(q, k, v, out, lse, grad_out.to(q.dtype), cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                          max_seqlen_k, causal, window_left, window_right, scale)
+
+
+@torch.library.custom_op("hk::attention_backward", mutates_args=())
+def _attention_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor,
+                   grad_out: torch.Tensor, cu_seqlens_q: Optional[torch.Tensor], cu_seqlens_k: Optional[torch.Tensor],
+                   max_seqlen_q: int, max_seqlen_k: int, causal: bool, window_left: int, window_right: int,
+                   scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    varlen = cu_seqlens_q is not None
+    q, k, v, out, grad_out = (rt.unit_stride_last(t) for t in (q, k, v, out, grad_out))
+    dq, dk, dv = (torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in (q, k, v))
+    workspace = torch.empty(lse.shape, dtype=torch.float32, device=lse.device)  # delta, laid out like the LSE
+    p = _C.AttentionBackwardProblem()
+    if varlen:
+        p.batch, p.seqlen_q, p.seqlen_k = cu_seqlens_q.shape[0] - 1, max_seqlen_q, max_seqlen_k
+        p.cu_seqlens_q, p.cu_seqlens_k = rt.ptr(cu_seqlens_q), rt.ptr(cu_seqlens_k)
+    else:
+        p.batch, p.seqlen_q, p.seqlen_k = q.shape[0], q.shape[1], k.shape[1]
+    p.heads_q, p.heads_kv, p.head_dim = q.shape[-2], k.shape[-2], q.shape[-1]
+    p.q, p.k, p.v, p.o, p.dout, p.lse = (rt.ptr(t) for t in (q, k, v, out, grad_out, lse))
+    p.dq, p.dk, p.dv = rt.ptr(dq), rt.ptr(dk), rt.ptr(dv)
+    p.q_strides, p.k_strides, p.v_strides = (_strides(t, varlen) for t in (q, k, v))
+    p.o_strides, p.do_strides = _strides(out, varlen), _strides(grad_out, varlen)
+    p.dq_strides, p.dk_strides, p.dv_strides = (_strides(t, varlen) for t in (dq, dk, dv))
+    p.type = rt.scalar_type("attention", "q", q.dtype, _TYPES)
+    p.softmax_scale, p.causal, p.window_left, p.window_right = scale, causal, window_left, window_right
+    p.workspace, p.workspace_bytes = rt.ptr(workspace), workspace.numel() * 4
+    if q.numel() > 0:
+        rt.launch(_C.attention_backward, p,
+                  (q, k, v, out, grad_out, lse, dq, dk, dv, workspace, cu_seqlens_q, cu_seqlens_k))
+    else:
+        dk.zero_()
+        dv.zero_()
+    return dq, dk, dv
+
+
+@_attention_bwd.register_fake
+def _(q, k, v, out, lse, grad_out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left,
+      window_right, scale):
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+def _setup(ctx, inputs, output):
+    q, k, v = inputs[:3]
+    if len(inputs) == 7:
+        cu_q = cu_k = None
+        max_q = max_k = 0
+        causal, wl, wr, scale = inputs[3:]
+    else:
+        cu_q, cu_k, max_q, max_k, causal, wl, wr, scale = inputs[3:]
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k)
+    ctx.args = (max_q, max_k, causal, wl, wr, scale)
+
+
+def _grads(ctx, grad_out, grad_lse):
+    q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
+    max_q, max_k, causal, wl, wr, scale = ctx.args
+    if grad_lse is not None and bool(grad_lse.ne(0).any()):
+        raise NotImplementedError("hk.attention: gradients through the returned LSE are not supported")
+    return _attention_backward(q, k, v, out, lse, grad_out, cu_q, cu_k, max_q, max_k, causal, wl, wr, scale)
+
+
+def _backward(ctx, grad_out, grad_lse):
+    return *_grads(ctx, grad_out, grad_lse), None, None, None, None
+
+
+def _backward_varlen(ctx, grad_out, grad_lse):
+    return *_grads(ctx, grad_out, grad_lse), None, None, None, None, None, None, None, None
+
+
+_attention.register_autograd(_backward, setup_context=_setup)
+_attention_varlen.register_autograd(_backward_varlen, setup_context=_setup)
+
+
+def _options(entry, window, scale, softmax_scale, window_size):
+    if softmax_scale is not None:
+        if scale is not None:
+            raise ValueError(f"hk.{entry}: give scale or softmax_scale, not both")
+        scale = softmax_scale
+    if window_size is not None:
+        window = window_size
+    if len(window) != 2:
+        raise ValueError(f"hk.{entry}: window must be (left, right), got {window}")
+    if scale is not None and not scale > 0:
+        raise ValueError(f"hk.{entry}: scale must be positive, got {scale}")
+    return int(window[0]), int(window[1]), float(scale or 0.0)
+
+
+def _check(entry, q, k, v, dim):
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        rt.check_tensor(entry, name, t, dim=dim)
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"hk.{entry}: q, k and v must have one type, got {q.dtype}, {k.dtype}, {v.dtype}")
+    if k.shape != v.shape:
+        raise ValueError(f"hk.{entry}: k is {tuple(k.shape)} and v is {tuple(v.shape)}; they must match")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"hk.{entry}: q's head dimension {q.shape[-1]} differs from k's {k.shape[-1]}")
+
+
+def attention(q, k, v, *, causal=False, window=(-1, -1), scale=None, return_lse=False, softmax_scale=None,
+              window_size=None):
+    """Softmax attention of q (B, Sq, Hq, D) over k, v (B, Sk, Hkv, D); bf16 or f16, D 64 or 128.
+
+    Returns the output (B, Sq, Hq, D), and with return_lse=True also the fp32 log-sum-exp (B, Hq, Sq) of each row's
+    scaled scores. Differentiable in q, k and v once hk's attention backward is built in (see backward_available()).
+    """
+    _check("attention", q, k, v, 4)
+    if q.shape[0] != k.shape[0]:
+        raise ValueError(f"hk.attention: q has batch {q.shape[0]} and k has {k.shape[0]}")
+    wl, wr, s = _options("attention", window, scale, softmax_scale, window_size)
+    out, lse = _attention(q, k, v, bool(causal), wl, wr, s)
+    return (out, lse) if return_lse else out
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False,
+                     window=(-1, -1), scale=None, return_lse=False, softmax_scale=None, window_size=None):
+    """attention over a packed batch: q (total_q, Hq, D), k and v (total_k, Hkv, D); sequence b is rows
+    cu_seqlens[b] .. cu_seqlens[b + 1] - 1 (int32, B + 1 offsets). The LSE is (Hq, total_q)."""
+    _check("attention_varlen", q, k, v, 3)
+    for name, t in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        rt.check_tensor("attention_varlen", name, t, dim=1)
+        if t.dtype != torch.int32:
+            raise ValueError(f"hk.attention_varlen: {name} must be int32, got {t.dtype}")
+    if cu_seqlens_q.shape != cu_seqlens_k.shape or cu_seqlens_q.shape[0] < 2:
+        raise ValueError("hk.attention_varlen: cu_seqlens_q and cu_seqlens_k must both hold B + 1 >= 2 offsets")
+    wl, wr, s = _options("attention_varlen", window, scale, softmax_scale, window_size)
+    out, lse = _attention_varlen(q, k, v, cu_seqlens_q.contiguous(), cu_seqlens_k.contiguous(), int(max_seqlen_q),
+                                 int(max_seqlen_k), bool(causal), wl, wr, s)
+    return (out, lse) if return_lse else out

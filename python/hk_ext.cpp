@@ -1,0 +1,317 @@
+// hk._C: the kernels' host APIs for Python. The problem structs are bound field by field (pointers as integers, so
+// this file needs no torch headers and compiles in seconds); python/hk fills them from torch tensors and registers the
+// torch ops. Each call registers the host memory it is given with the HIP runtime for its duration (vgpu reads
+// torch's CPU tensors in place), launches, waits, and raises hk's Status message as a Python exception.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "attention/attention.h"
+#include "gemm/gemm.h"
+#include "norm/norm.h"
+#include "rotary/rotary.h"
+
+namespace py = pybind11;
+
+namespace {
+
+using Range = std::pair<uintptr_t, size_t>;  // [start, start + bytes) of host memory a call reads or writes
+
+std::string hip_message(const char* what, hipError_t e) { return std::string("hk: ") + what + ": " + hipGetErrorString(e); }
+
+// Registers the union of `ranges` with the runtime (skipping what it already knows) and unregisters it on scope exit.
+class HostRegistration {
+ public:
+  explicit HostRegistration(std::vector<Range> ranges) {
+    std::sort(ranges.begin(), ranges.end());
+    std::vector<Range> merged;
+    for (const Range& r : ranges) {
+      if (r.first == 0 || r.second == 0) continue;
+      if (!merged.empty() && r.first <= merged.back().first + merged.back().second) {
+        merged.back().second = std::max(merged.back().second, r.first + r.second - merged.back().first);
+      } else {
+        merged.push_back(r);
+      }
+    }
+    for (const Range& r : merged) {
+      void* p = reinterpret_cast<void*>(r.first);
+      if (hk::api::inside_allocation(p, r.second)) continue;
+      if (hipError_t e = hipHostRegister(p, r.second, hipHostRegisterDefault); e != hipSuccess) {
+        (void)hipGetLastError();
+        release();
+        throw std::runtime_error(hip_message("cannot register a tensor's memory with the HIP runtime", e));
+      }
+      registered_.push_back(p);
+    }
+  }
+  ~HostRegistration() { release(); }
+  HostRegistration(const HostRegistration&) = delete;
+  HostRegistration& operator=(const HostRegistration&) = delete;
+
+ private:
+  void release() {
+    for (void* p : registered_) (void)hipHostUnregister(p);
+    registered_.clear();
+  }
+  std::vector<void*> registered_;
+};
+
+// Runs `launch` with `ranges` registered. With host ranges (vgpu) the call waits for the stream, since torch may free
+// or reuse the memory as soon as it returns; without (ROCm tensors) it stays asynchronous on the caller's stream.
+template <class Launch>
+void run(const std::vector<Range>& ranges, hipStream_t stream, Launch&& launch) {
+  hk::Status status;
+  hipError_t sync = hipSuccess;
+  {
+    py::gil_scoped_release no_gil;
+    HostRegistration registration(ranges);
+    status = launch();
+    if (status && !ranges.empty()) sync = hipStreamSynchronize(stream);
+  }
+  if (!status) {
+    // hk's validation reports bad arguments as hipErrorInvalidValue: a ValueError; anything else is a RuntimeError.
+    if (status.code == hipErrorInvalidValue) throw py::value_error(status.message);
+    throw std::runtime_error(status.message);
+  }
+  if (sync != hipSuccess) {
+    (void)hipGetLastError();
+    throw std::runtime_error(hip_message("kernel failed", sync));
+  }
+}
+
+// A pointer field as an integer property (torch's data_ptr()).
+template <class S, class P>
+void pointer(py::class_<S>& c, const char* name, P S::*field) {
+  c.def_property(
+      name, [field](const S& s) { return reinterpret_cast<uintptr_t>(s.*field); },
+      [field](S& s, uintptr_t v) { s.*field = reinterpret_cast<P>(v); });
+}
+
+template <class Problem>
+void bind_call(py::module_& m, const char* name, hk::Status (*entry)(const Problem&)) {
+  m.def(
+      name, [entry](const Problem& p, const std::vector<Range>& ranges) { run(ranges, p.stream, [&] { return entry(p); }); },
+      py::arg("problem"), py::arg("ranges"));
+}
+
+void bind_gemm(py::module_& m) {
+  py::class_<hk::GemmProblem> c(m, "GemmProblem");
+  c.def(py::init<>())
+      .def_readwrite("m", &hk::GemmProblem::m)
+      .def_readwrite("n", &hk::GemmProblem::n)
+      .def_readwrite("k", &hk::GemmProblem::k)
+      .def_readwrite("lda", &hk::GemmProblem::lda)
+      .def_readwrite("ldb", &hk::GemmProblem::ldb)
+      .def_readwrite("ldc", &hk::GemmProblem::ldc)
+      .def_readwrite("b_is_nk", &hk::GemmProblem::b_is_nk)
+      .def_readwrite("ab_type", &hk::GemmProblem::ab_type)
+      .def_readwrite("c_type", &hk::GemmProblem::c_type)
+      .def_readwrite("alpha", &hk::GemmProblem::alpha)
+      .def_readwrite("beta", &hk::GemmProblem::beta);
+  pointer(c, "a", &hk::GemmProblem::a);
+  pointer(c, "b", &hk::GemmProblem::b);
+  pointer(c, "c", &hk::GemmProblem::c);
+  pointer(c, "stream", &hk::GemmProblem::stream);
+  bind_call(m, "gemm", &hk::gemm);
+}
+
+void bind_attention(py::module_& m) {
+  using P = hk::AttentionProblem;
+  py::class_<P::Strides>(m, "Strides")
+      .def(py::init<long, long, long>(), py::arg("batch"), py::arg("row"), py::arg("head"))
+      .def_readwrite("batch", &P::Strides::batch)
+      .def_readwrite("row", &P::Strides::row)
+      .def_readwrite("head", &P::Strides::head);
+  py::class_<P> c(m, "AttentionProblem");
+  c.def(py::init<>())
+      .def_readwrite("batch", &P::batch)
+      .def_readwrite("seqlen_q", &P::seqlen_q)
+      .def_readwrite("seqlen_k", &P::seqlen_k)
+      .def_readwrite("heads_q", &P::heads_q)
+      .def_readwrite("heads_kv", &P::heads_kv)
+      .def_readwrite("head_dim", &P::head_dim)
+      .def_readwrite("q_strides", &P::q_strides)
+      .def_readwrite("k_strides", &P::k_strides)
+      .def_readwrite("v_strides", &P::v_strides)
+      .def_readwrite("o_strides", &P::o_strides)
+      .def_readwrite("type", &P::type)
+      .def_readwrite("softmax_scale", &P::softmax_scale)
+      .def_readwrite("causal", &P::causal)
+      .def_readwrite("window_left", &P::window_left)
+      .def_readwrite("window_right", &P::window_right);
+  pointer(c, "q", &P::q);
+  pointer(c, "k", &P::k);
+  pointer(c, "v", &P::v);
+  pointer(c, "o", &P::o);
+  pointer(c, "lse", &P::lse);
+  pointer(c, "cu_seqlens_q", &P::cu_seqlens_q);
+  pointer(c, "cu_seqlens_k", &P::cu_seqlens_k);
+  pointer(c, "stream", &P::stream);
+  bind_call(m, "attention_forward", &hk::attention_forward);
+}
+
+#ifdef HK_PYTHON_ATTENTION_BACKWARD
+// Built when kernels/attention/attention.h declares hk::attention_backward (python/CMakeLists.txt looks).
+void bind_attention_backward(py::module_& m) {
+  using P = hk::AttentionBackwardProblem;
+  py::class_<P> c(m, "AttentionBackwardProblem");
+  c.def(py::init<>())
+      .def_readwrite("batch", &P::batch)
+      .def_readwrite("seqlen_q", &P::seqlen_q)
+      .def_readwrite("seqlen_k", &P::seqlen_k)
+      .def_readwrite("heads_q", &P::heads_q)
+      .def_readwrite("heads_kv", &P::heads_kv)
+      .def_readwrite("head_dim", &P::head_dim)
+      .def_readwrite("q_strides", &P::q_strides)
+      .def_readwrite("k_strides", &P::k_strides)
+      .def_readwrite("v_strides", &P::v_strides)
+      .def_readwrite("o_strides", &P::o_strides)
+      .def_readwrite("do_strides", &P::do_strides)
+      .def_readwrite("dq_strides", &P::dq_strides)
+      .def_readwrite("dk_strides", &P::dk_strides)
+      .def_readwrite("dv_strides", &P::dv_strides)
+      .def_readwrite("type", &P::type)
+      .def_readwrite("softmax_scale", &P::softmax_scale)
+      .def_readwrite("causal", &P::causal)
+      .def_readwrite("window_left", &P::window_left)
+      .def_readwrite("window_right", &P::window_right)
+      .def_readwrite("workspace_bytes", &P::workspace_bytes);
+  pointer(c, "q", &P::q);
+  pointer(c, "k", &P::k);
+  pointer(c, "v", &P::v);
+  pointer(c, "o", &P::o);
+  pointer(c, "dout", &P::dout);
+  pointer(c, "lse", &P::lse);
+  pointer(c, "dq", &P::dq);
+  pointer(c, "dk", &P::dk);
+  pointer(c, "dv", &P::dv);
+  pointer(c, "cu_seqlens_q", &P::cu_seqlens_q);
+  pointer(c, "cu_seqlens_k", &P::cu_seqlens_k);
+  pointer(c, "workspace", &P::workspace);
+  pointer(c, "stream", &P::stream);
+  bind_call(m, "attention_backward", &hk::attention_backward);
+}
+#endif
+
+void bind_rotary(py::module_& m) {
+  using T = hk::RotaryTensor;
+  py::class_<T> t(m, "RotaryTensor");
+  t.def(py::init<>())
+      .def_readwrite("heads", &T::heads)
+      .def_readwrite("in_stride_b", &T::in_stride_b)
+      .def_readwrite("in_stride_s", &T::in_stride_s)
+      .def_readwrite("in_stride_h", &T::in_stride_h)
+      .def_readwrite("out_stride_b", &T::out_stride_b)
+      .def_readwrite("out_stride_s", &T::out_stride_s)
+      .def_readwrite("out_stride_h", &T::out_stride_h);
+  pointer(t, "input", &T::in);
+  pointer(t, "output", &T::out);
+  using P = hk::RotaryProblem;
+  py::class_<P> c(m, "RotaryProblem");
+  c.def(py::init<>())
+      .def_readwrite("batch", &P::batch)
+      .def_readwrite("seqlen", &P::seqlen)
+      .def_readwrite("head_dim", &P::head_dim)
+      .def_readwrite("rotary_dim", &P::rotary_dim)
+      .def_readwrite("type", &P::type)
+      .def_readwrite("q", &P::q)
+      .def_readwrite("interleaved", &P::interleaved)
+      .def_readwrite("table_type", &P::table_type)
+      .def_readwrite("table_rows", &P::table_rows)
+      .def_readwrite("table_stride", &P::table_stride)
+      .def_readwrite("base", &P::base)
+      .def_readwrite("position_offset", &P::position_offset);
+  pointer(c, "cos", &P::cos);
+  pointer(c, "sin", &P::sin);
+  pointer(c, "positions", &P::positions);
+  pointer(c, "stream", &P::stream);
+  bind_call(m, "rotary", &hk::rotary);
+  bind_call(m, "rotary_backward", &hk::rotary_backward);
+}
+
+void bind_norm(py::module_& m) {
+  using P = hk::NormProblem;
+  py::class_<P> c(m, "NormProblem");
+  c.def(py::init<>())
+      .def_readwrite("rows", &P::rows)
+      .def_readwrite("cols", &P::cols)
+      .def_readwrite("type", &P::type)
+      .def_readwrite("weight_type", &P::weight_type)
+      .def_readwrite("ldx", &P::ldx)
+      .def_readwrite("ld_residual", &P::ld_residual)
+      .def_readwrite("ldy", &P::ldy)
+      .def_readwrite("ld_residual_out", &P::ld_residual_out)
+      .def_readwrite("ld_mask", &P::ld_mask)
+      .def_readwrite("eps", &P::eps)
+      .def_readwrite("p", &P::p)
+      .def_readwrite("seed", &P::seed)
+      .def_readwrite("offset", &P::offset);
+  pointer(c, "x", &P::x);
+  pointer(c, "residual", &P::residual);
+  pointer(c, "weight", &P::weight);
+  pointer(c, "bias", &P::bias);
+  pointer(c, "y", &P::y);
+  pointer(c, "residual_out", &P::residual_out);
+  pointer(c, "mean", &P::mean);
+  pointer(c, "rstd", &P::rstd);
+  pointer(c, "mask", &P::mask);
+  pointer(c, "stream", &P::stream);
+  bind_call(m, "layer_norm", &hk::layer_norm);
+  bind_call(m, "rms_norm", &hk::rms_norm);
+
+  using B = hk::NormBackwardProblem;
+  py::class_<B> b(m, "NormBackwardProblem");
+  b.def(py::init<>())
+      .def_readwrite("rows", &B::rows)
+      .def_readwrite("cols", &B::cols)
+      .def_readwrite("type", &B::type)
+      .def_readwrite("weight_type", &B::weight_type)
+      .def_readwrite("ldy", &B::ldy)
+      .def_readwrite("ldr", &B::ldr)
+      .def_readwrite("ld_dresidual_in", &B::ld_dresidual_in)
+      .def_readwrite("ldx", &B::ldx)
+      .def_readwrite("ld_dresidual", &B::ld_dresidual)
+      .def_readwrite("workspace_bytes", &B::workspace_bytes)
+      .def_readwrite("p", &B::p)
+      .def_readwrite("seed", &B::seed)
+      .def_readwrite("offset", &B::offset);
+  pointer(b, "dy", &B::dy);
+  pointer(b, "r", &B::r);
+  pointer(b, "dresidual_in", &B::dresidual_in);
+  pointer(b, "mean", &B::mean);
+  pointer(b, "rstd", &B::rstd);
+  pointer(b, "weight", &B::weight);
+  pointer(b, "dx", &B::dx);
+  pointer(b, "dresidual", &B::dresidual);
+  pointer(b, "dweight", &B::dweight);
+  pointer(b, "dbias", &B::dbias);
+  pointer(b, "workspace", &B::workspace);
+  pointer(b, "stream", &B::stream);
+  bind_call(m, "layer_norm_backward", &hk::layer_norm_backward);
+  bind_call(m, "rms_norm_backward", &hk::rms_norm_backward);
+  m.def("norm_backward_workspace_bytes", &hk::norm_backward_workspace_bytes, py::arg("rows"), py::arg("cols"));
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "hk's kernels (host APIs) for the hk Python package";
+  py::enum_<hk::scalar_type>(m, "scalar_type")
+      .value("bf16", hk::scalar_type::bf16)
+      .value("f16", hk::scalar_type::f16)
+      .value("fp32", hk::scalar_type::fp32)
+      .value("fp8_e4m3", hk::scalar_type::fp8_e4m3)
+      .value("fp8_e5m2", hk::scalar_type::fp8_e5m2);
+  bind_gemm(m);
+  bind_attention(m);
+#ifdef HK_PYTHON_ATTENTION_BACKWARD
+  bind_attention_backward(m);
+#endif
+  bind_rotary(m);
+  bind_norm(m);
+}

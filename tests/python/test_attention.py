@@ -1,0 +1,124 @@
+"""hk.attention and hk.attention_varlen against torch's SDPA (float64, explicit bottom-right masks)."""
+import math
+
+import pytest
+import torch
+
+import hk
+from conftest import assert_close, attention_reference, rand
+
+
+def _check(out, lse, q, k, v, dtype, **mask):
+    ref, ref_lse = attention_reference(q, k, v, **mask)
+    assert_close(out, ref, dtype, ulps=4, what="O")
+    seen = torch.isfinite(ref_lse)
+    assert torch.equal(torch.isfinite(lse), seen), "rows that see no key have LSE -inf, and only those"
+    assert_close(lse[seen], ref_lse[seen], torch.float32, ulps=2**13, what="LSE")
+
+
+@pytest.mark.parametrize("dtype,b,sq,sk,hq,hkv,d,causal,window", [
+    (torch.bfloat16, 2, 100, 130, 4, 2, 64, True, (-1, -1)),   # GQA, causal with Sk > Sq (bottom-right)
+    (torch.float16, 1, 70, 70, 2, 2, 128, False, (-1, -1)),
+    (torch.bfloat16, 1, 90, 40, 2, 1, 64, True, (-1, -1)),     # Sq > Sk: the first rows see no key
+    (torch.bfloat16, 1, 64, 96, 2, 2, 64, False, (16, 8)),     # sliding window
+])
+def test_forward(dtype, b, sq, sk, hq, hkv, d, causal, window):
+    q, k, v = rand(b, sq, hq, d, dtype=dtype), rand(b, sk, hkv, d, dtype=dtype), rand(b, sk, hkv, d, dtype=dtype)
+    out, lse = hk.attention(q, k, v, causal=causal, window=window, return_lse=True)
+    assert out.shape == q.shape and out.dtype == dtype and lse.shape == (b, hq, sq)
+    _check(out, lse, q, k, v, dtype, causal=causal, window=window)
+
+
+def test_strided_layout_and_flash_attention_names():
+    # (B, H, S, D) memory seen as (B, S, H, D): read in place through its strides.
+    q = rand(1, 2, 80, 64, dtype=torch.bfloat16).transpose(1, 2)
+    k = rand(1, 2, 80, 64, dtype=torch.bfloat16).transpose(1, 2)
+    out, lse = hk.attention(q, k, k, softmax_scale=0.1, window_size=(-1, 0), return_lse=True)
+    _check(out, lse, q, k, k, torch.bfloat16, causal=True, scale=0.1)
+
+
+def test_varlen_matches_per_sequence_attention():
+    lens_q, lens_k = [37, 1, 64], [50, 17, 64]
+    hq, hkv, d = 4, 2, 64
+    q = rand(sum(lens_q), hq, d, dtype=torch.bfloat16)
+    k, v = rand(sum(lens_k), hkv, d, dtype=torch.bfloat16), rand(sum(lens_k), hkv, d, dtype=torch.bfloat16)
+    cu_q = torch.tensor([0, *torch.tensor(lens_q).cumsum(0).tolist()], dtype=torch.int32)
+    cu_k = torch.tensor([0, *torch.tensor(lens_k).cumsum(0).tolist()], dtype=torch.int32)
+    out, lse = hk.attention_varlen(q, k, v, cu_q, cu_k, max(lens_q), max(lens_k), causal=True, return_lse=True)
+    assert lse.shape == (hq, sum(lens_q))
+    for i in range(len(lens_q)):
+        qs, ks = slice(cu_q[i], cu_q[i + 1]), slice(cu_k[i], cu_k[i + 1])
+        _check(out[qs][None], lse[:, qs][None], q[qs][None], k[ks][None], v[ks][None], torch.bfloat16, causal=True)
+
+
+def test_acceptance_example_shape():
+    q = torch.randn(1, 100, 4, 64, dtype=torch.bfloat16)
+    assert hk.attention(q, q, q, causal=True).shape == torch.Size([1, 100, 4, 64])
+
+
+@pytest.mark.skipif(not hk.attention_backward_available(), reason="hk::attention_backward is not in this build")
+@pytest.mark.parametrize("causal,sq,sk,hkv", [(True, 48, 80, 1), (False, 64, 64, 2)])
+def test_gradients(causal, sq, sk, hkv):
+    dtype = torch.bfloat16
+    q = rand(2, sq, 2, 64, dtype=dtype).requires_grad_()
+    k = rand(2, sk, hkv, 64, dtype=dtype).requires_grad_()
+    v = rand(2, sk, hkv, 64, dtype=dtype).requires_grad_()
+    grad = rand(2, sq, 2, 64, dtype=dtype)
+    hk.attention(q, k, v, causal=causal).backward(grad)
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    attention_reference(q64, k64, v64, causal=causal)[0].backward(grad.double())
+    for name, t, ref in (("dQ", q, q64), ("dK", k, k64), ("dV", v, v64)):
+        assert_close(t.grad, ref.grad, dtype, ulps=8 * math.sqrt(sk), what=name)
+
+
+@pytest.mark.skipif(not hk.attention_backward_available(), reason="hk::attention_backward is not in this build")
+def test_varlen_gradients():
+    lens_q, lens_k, hq, hkv, d = [20, 0, 33], [30, 5, 33], 2, 1, 64
+    dtype = torch.bfloat16
+    q = rand(sum(lens_q), hq, d, dtype=dtype).requires_grad_()
+    k = rand(sum(lens_k), hkv, d, dtype=dtype).requires_grad_()
+    v = rand(sum(lens_k), hkv, d, dtype=dtype).requires_grad_()
+    cu_q = torch.tensor([0, *torch.tensor(lens_q).cumsum(0).tolist()], dtype=torch.int32)
+    cu_k = torch.tensor([0, *torch.tensor(lens_k).cumsum(0).tolist()], dtype=torch.int32)
+    grad = rand(sum(lens_q), hq, d, dtype=dtype)
+    hk.attention_varlen(q, k, v, cu_q, cu_k, max(lens_q), max(lens_k), causal=True).backward(grad)
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    for i in range(len(lens_q)):
+        qs, ks = slice(cu_q[i], cu_q[i + 1]), slice(cu_k[i], cu_k[i + 1])
+        if lens_q[i]:
+            out = attention_reference(q64[qs][None], k64[ks][None], v64[ks][None], causal=True)[0]
+            out.backward(grad[qs][None].double())
+    for name, t, ref in (("dQ", q, q64), ("dK", k, k64), ("dV", v, v64)):
+        assert_close(t.grad, ref.grad if ref.grad is not None else torch.zeros_like(ref), dtype,
+                     ulps=8 * math.sqrt(max(lens_k)), what=name)
+
+
+@pytest.mark.skipif(hk.attention_backward_available(), reason="hk::attention_backward is in this build")
+def test_backward_missing_raises_not_implemented():
+    q = rand(1, 16, 1, 64, dtype=torch.bfloat16).requires_grad_()
+    with pytest.raises(NotImplementedError, match="attention_backward"):
+        hk.attention(q, q, q).sum().backward()
+
+
+def test_bad_inputs():
+    q = rand(1, 16, 2, 64, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="4 dimensions"):
+        hk.attention(q[0], q[0], q[0])
+    with pytest.raises(ValueError, match="one type"):
+        hk.attention(q, q.half(), q)
+    with pytest.raises(ValueError, match="float32"):
+        hk.attention(q.float(), q.float(), q.float())
+    with pytest.raises(ValueError, match="head dimension"):
+        hk.attention(q, q[..., :32], q[..., :32])
+    with pytest.raises(ValueError, match="scale"):
+        hk.attention(q, q, q, scale=-1.0)
+    # hk's own validation: head_dim 96 and Hq not a multiple of Hkv.
+    q96 = rand(1, 16, 2, 96, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="hk::attention"):
+        hk.attention(q96, q96, q96)
+    q3 = rand(1, 16, 3, 64, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="hk::attention"):
+        hk.attention(q3, q, q)
+    cu = torch.tensor([0, 16], dtype=torch.int64)
+    with pytest.raises(ValueError, match="int32"):
+        hk.attention_varlen(q[0], q[0], q[0], cu, cu, 16, 16)
