@@ -250,6 +250,12 @@ void register_ds(IsaTable& t) {
   HK_DS("ds_xor_b64", u64, 1, o ^ d)
   HK_DS("ds_cmpst_b64", u64, 2, o == d ? e : o)
   HK_DS("ds_add_f64", u64, 1, std::bit_cast<u64>(std::bit_cast<double>(o) + std::bit_cast<double>(d)))
+  // The packed 16-bit adds and the f64 min/max follow the global atomics' rules (mem_ops.h): each half rounded once,
+  // denormals kept; min/max_f64 with the ISA's NaN and signed-zero order. ds_pk_add_bf16 is gfx950's.
+  HK_DS("ds_pk_add_f16", u32, 1, pk_add16<false>(o, d))
+  HK_DS("ds_pk_add_bf16", u32, 1, pk_add16<true>(o, d))
+  HK_DS("ds_min_f64", u64, 1, minmax_f64<false>(o, d))
+  HK_DS("ds_max_f64", u64, 1, minmax_f64<true>(o, d))
 #undef HK_DS
   t.add("ds_wrxchg_rtn_b32", ds_atomic<u32, [](u32, u32 d, u32) { return d; }, 1, true>);
   t.add("ds_wrxchg_rtn_b64", ds_atomic<u64, [](u64, u64 d, u64) { return d; }, 1, true>);
