@@ -95,6 +95,9 @@ struct alignas(64) Wave {
 // The fault this wave would raise at `at` (what Wave::fault records; warnings print its message).
 Fault describe_fault(const Wave& w, const Inst& at, FaultKind kind, int lane, std::string detail);
 
+// Prints a warning about `defect` at `at`, the first time the kernel meets it (fault.cpp).
+void warn_hardware_defect(const Wave& w, const Inst& at, HardwareDefect defect, const std::string& why);
+
 struct Workgroup {
   uint32_t id[3] = {0, 0, 0};
   Wave* waves = nullptr;
