@@ -10,12 +10,16 @@
 #include <thread>
 #include <vector>
 
+#include "printf_buffer.h"
 #include "timing/model.h"
 #include "vgpu/device.h"
 #include "workgroup.h"
 
 namespace vgpu {
 namespace {
+
+// Buffered printf's buffer per dispatch: what a kernel prints beyond it is dropped (by the kernel's own check).
+constexpr uint32_t kPrintfBufferBytes = 1u << 20;
 
 uint64_t env_u64(const char* name, uint64_t fallback) {
   const char* v = std::getenv(name);
@@ -148,6 +152,14 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
       std::memcpy(reinterpret_cast<uint8_t*>(kernarg.data()) + a.offset, &address, 8);
       ctx.hostcall = hostcall.get();
     }
+  // Buffered printf: a buffer the kernel appends records to, printed when the dispatch ends.
+  std::unique_ptr<PrintfBuffer> printf_buffer;
+  for (const KernelArg& a : kernel.args)
+    if (a.value_kind == "hidden_printf_buffer" && a.size == 8 && a.offset + 8 <= kernarg.size() * 8) {
+      printf_buffer = std::make_unique<PrintfBuffer>(memory_, kPrintfBufferBytes);
+      const uint64_t address = printf_buffer->device_address();
+      std::memcpy(reinterpret_cast<uint8_t*>(kernarg.data()) + a.offset, &address, 8);
+    }
   std::atomic<uint64_t> next{0};
   auto worker = [&] {
     WorkerStorage st;
@@ -172,6 +184,7 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
   // Later dispatches read later clocks: every wave of this one read less than base + its instructions' cycles.
   clock_.fetch_add(kCyclesPerInstruction * ctx.instructions.load() + 1);
   summarize_lds_hazards(ctx);
+  if (printf_buffer) printf_buffer->print(co->printf_formats);
   if (stats) {
     stats->wave_instructions = ctx.instructions.load();
     stats->workgroups = groups;
