@@ -1,5 +1,6 @@
-// Device printf as HIP programs use it (the hostcall form clang emits by default): from one lane, from every lane of
-// several waves and workgroups, and with every conversion HIP supports. The output is captured from stdout and
+// Device printf as HIP programs use it (the hostcall form clang emits by default; built again as printf_buffered_test
+// with -mprintf-kind=buffered): from one lane, from every lane of several waves and workgroups, and with every
+// conversion HIP supports. The output is captured from stdout and
 // compared with what the host's own printf makes of the same format and values.
 #include <cstdio>
 #include <map>

@@ -123,6 +123,8 @@ OP(RoundF, float, float, std::floor(a) + std::trunc(b) * 2.f + std::rint(c) * 4.
 OP(CvtF, float, int32_t, std::isfinite(a) && std::fabs(a) < 2e9f ? int32_t(a) : 0)
 OP(CvtUF, uint32_t, float, float(a) + float(int32_t(b)))
 OP(HalfRound, float, float, float(_Float16(a)) + float(_Float16(b)))
+// f16 division, correctly rounded (clang: an f32 reciprocal, then v_div_fixup_f16 for zeros, infinities and NaNs).
+OP(DivH, float, float, float(_Float16(a) / _Float16(b)))
 
 // f64 arithmetic.
 OP(AddD, double, double, a + b - c)
@@ -166,6 +168,7 @@ TEST(AluOps, Float32) {
   check_exact<RoundF, float, float>("round_f32", a, b, c, RoundF{});
   check_exact<CvtF, float, int32_t>("cvt_f32_i32", a, b, c, CvtF{});
   check_exact<HalfRound, float, float>("f32_f16_round_trip", a, b, c, HalfRound{});
+  check_exact<DivH, float, float>("div_f16", a, b, c, DivH{});
   check_exact<ScaleToHalf, float, float>("f32_mul_to_f16", a, b, c, ScaleToHalf{});
 }
 

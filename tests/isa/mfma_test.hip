@@ -666,9 +666,19 @@ TEST(MfmaModel, ScaleFromSgprOrInlineConstantUsesBits30To23) {
     for (int l = 0; l < 64; ++l)
       for (int e = 0; e < 32; ++e) put(im.a, 8, 0, l, e, 8, one), put(im.b, 8, 0, l, e, 8, one);
     for (int x = 0; x < 64 * 4; ++x) im.c[x] = std::bit_cast<uint32_t>(0.5f);
+    // The defect is reported once per kernel, however often it runs: two launches, one warning.
+    testing::internal::CaptureStderr();
     const std::vector<uint32_t> d = run(c, 1, im);
+    (void)run(c, 1, im);
+    const std::string warned = testing::internal::GetCapturedStderr();
     const float want = variant == 0 ? 0.5f : 0.5f + 2 * 128;
     for (int x = 0; x < 64 * 4; ++x) ASSERT_EQ(std::bit_cast<float>(d[x]), want) << c.name << " element " << x;
+    const std::string line = "vgpu: warning: hardware defect in kernel ";
+    const size_t at = warned.find(line);
+    ASSERT_NE(at, std::string::npos) << warned;
+    EXPECT_EQ(warned.find(line, at + 1), std::string::npos) << "reported twice: " << warned;
+    for (const char* part : {"v_mfma_scale_f32_16x16x128_f8f6f4", "bits 30:23", "2^-127", " pc 0x"})
+      EXPECT_NE(warned.find(part), std::string::npos) << part << " not in: " << warned;
   }
 }
 

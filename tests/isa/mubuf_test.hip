@@ -227,27 +227,6 @@ EMPTY_DMA_KERNELS(gdma_dwordx4)
 // --- When LDS DMA data lands: vgpu lands it at the s_waitcnt vmcnt that lets it be complete, the latest moment
 // hardware may, so a read that is not ordered after that wait sees the old LDS. Each lane reads its slot three
 // times: with the load in flight, after vmcnt(1) while a later store is also outstanding, and after vmcnt(0).
-__global__ void dma_lands_at_its_wait(const KArgs a) {
-  LDS_PROLOGUE
-  u32 in_flight = 0, after_wait = 0;
-  const u32 slot = a.m0 + 4 * u32(l);  // buffer_load_dword ... lds: lane l's dword at M0 + 4 l
-  asm volatile(
-      "s_mov_b32 m0, %4\n\t"
-      "buffer_load_dword %2, %3, 0 offen lds\n\t"
-      "ds_read_b32 %0, %5\n\t"
-      "s_waitcnt lgkmcnt(0)\n\t"
-      "buffer_store_dword %5, %2, %3, 0 offen offset:2048\n\t"
-      "s_waitcnt vmcnt(1)\n\t"  // the store may still fly; the load (older) is complete
-      "ds_read_b32 %1, %5\n\t"
-      "s_waitcnt vmcnt(0) lgkmcnt(0)"
-      : "=&v"(in_flight), "=&v"(after_wait)
-      : "v"(a.off[l]), "s"(rs(a)), "s"(a.m0), "v"(slot)
-      : "memory");
-  a.out[words + l] = in_flight;
-  a.out[words + kLanes + l] = after_wait;
-  LDS_EPILOGUE
-}
-
 // --- The same instructions as clang emits them from its buffer builtins (CK-style raw buffers) ---------------------
 __global__ void builtin_raw(const KArgs a) {
   LDS_PROLOGUE
@@ -808,29 +787,6 @@ TEST(Mubuf, BufferLoadToLdsPlacesEachLaneAtM0PlusOffsetPlusLaneStride) {
       for (u32 i = 0; i < want.size(); ++i)
         ASSERT_EQ(got[i], want[i]) << std::hex << "LDS byte 0x" << 4 * i << " got 0x" << got[i] << " want 0x" << want[i];
     }
-  }
-}
-
-TEST(Mubuf, LdsDmaLandsAtTheWaitThatCompletesIt) {
-  const std::vector<uint8_t> mem = pattern_bytes(kArena, 13);
-  Dev<uint8_t> arena(mem);
-  constexpr u32 lds_bytes = 1024, m0 = 256;
-  std::vector<u32> off(kLanes);
-  for (u32 l = 0; l < kLanes; ++l) off[l] = 4 * l;
-  Dev<u32> doff(off), out(lds_bytes / 4 + 2 * kLanes);
-  KArgs a{};
-  make_rsrc(a.rsrc, arena.ptr + kBase, 0, 4096);
-  a.off = doff.ptr, a.out = out.ptr, a.active = kLanes, a.m0 = m0, a.lds_bytes = lds_bytes;
-  run(dma_lands_at_its_wait, a, lds_bytes);
-  const std::vector<u32> got = out.download();
-  const std::vector<u32> canary = canary_lds(lds_bytes);
-  for (u32 l = 0; l < kLanes; ++l) {
-    u32 loaded;
-    std::memcpy(&loaded, &mem[kBase + 4 * l], 4);
-    const u32 i = (m0 + 4 * l) / 4;
-    EXPECT_EQ(got[lds_bytes / 4 + l], canary[i]) << "lane " << l << ": the load has not been waited for yet";
-    EXPECT_EQ(got[lds_bytes / 4 + kLanes + l], loaded) << "lane " << l << ": vmcnt(1) completes the older load";
-    EXPECT_EQ(got[i], loaded) << "lane " << l << ": the LDS image after the kernel";
   }
 }
 

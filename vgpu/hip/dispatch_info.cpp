@@ -31,6 +31,9 @@ void remember_dispatch(const KernelInfo& kernel, Arch arch, const LaunchParams& 
   info.lds_conflict_cycles = stats.lds_conflict_cycles;
   info.wall_seconds = stats.wall_seconds;
   info.profiled = stats.profiled ? 1 : 0;
+  info.lds_dma_hazards = stats.lds_dma_hazards;
+  info.lds_races = stats.lds_races;
+  info.racecheck = stats.racecheck ? 1 : 0;
   std::vector<vgpuInstructionProfile> insts(stats.instructions.size());
   for (size_t i = 0; i < insts.size(); ++i) {
     const InstructionProfile& p = stats.instructions[i];
@@ -74,6 +77,11 @@ extern "C" __attribute__((visibility("default"))) int vgpuGetLastDispatch(vgpuDi
 
 extern "C" __attribute__((visibility("default"))) int vgpuSetProfiling(int on) {
   Runtime::get().device().set_profiling(on != 0);
+  return 0;
+}
+
+extern "C" __attribute__((visibility("default"))) int vgpuSetRaceCheck(int on) {
+  Runtime::get().device().set_racecheck(on != 0);
   return 0;
 }
 

@@ -175,6 +175,10 @@ hipError_t error_for(FaultKind kind) {
     case FaultKind::trap: return hipErrorAssert;
     // An instruction vgpu cannot execute: HIP has no "illegal instruction" code; a device exception is this one.
     case FaultKind::unknown_instruction: return hipErrorLaunchFailure;
+    // What race-check mode finds would give wrong results at some timing on hardware, not an exception: the kernel
+    // failed as a launch.
+    case FaultKind::lds_dma_hazard:
+    case FaultKind::lds_race: return hipErrorLaunchFailure;
   }
   return hipErrorLaunchFailure;
 }

@@ -10,12 +10,16 @@
 #include <thread>
 #include <vector>
 
+#include "printf_buffer.h"
 #include "timing/model.h"
 #include "vgpu/device.h"
 #include "workgroup.h"
 
 namespace vgpu {
 namespace {
+
+// Buffered printf's buffer per dispatch: what a kernel prints beyond it is dropped (by the kernel's own check).
+constexpr uint32_t kPrintfBufferBytes = 1u << 20;
 
 uint64_t env_u64(const char* name, uint64_t fallback) {
   const char* v = std::getenv(name);
@@ -44,6 +48,7 @@ void run_on_threads(unsigned n, F& worker) {
 Device::Device(const ProductInfo& product) : arch_(product.arch), product_(product) {
   threads_ = unsigned(env_u64("HK_VGPU_THREADS", std::max(1u, std::thread::hardware_concurrency())));
   profiling_ = env_u64("HK_VGPU_PROFILE", 0) != 0;
+  racecheck_ = env_u64("HK_VGPU_RACECHECK", 0) != 0;
   if (threads_ == 0) threads_ = 1;
   // HK_VGPU_TIMING=PRODUCT turns the timing model on (a product of this device's arch; others are refused at launch).
   if (const char* t = std::getenv("HK_VGPU_TIMING"); t && *t) {
@@ -119,6 +124,7 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
   ctx.watchdog = env_u64("HK_VGPU_BARRIER_WATCHDOG", 1ull << 24);
   ctx.instruction_limit = env_u64("HK_VGPU_INSTRUCTION_LIMIT", 0);
   ctx.profiling = profiling_;
+  ctx.racecheck = racecheck_;
   if (profiling_) ctx.profile.resize(prog->insts.size());
 
   // The timing model records the workgroups it samples; in sample-only mode those are the only ones that run.
@@ -146,6 +152,14 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
       std::memcpy(reinterpret_cast<uint8_t*>(kernarg.data()) + a.offset, &address, 8);
       ctx.hostcall = hostcall.get();
     }
+  // Buffered printf: a buffer the kernel appends records to, printed when the dispatch ends.
+  std::unique_ptr<PrintfBuffer> printf_buffer;
+  for (const KernelArg& a : kernel.args)
+    if (a.value_kind == "hidden_printf_buffer" && a.size == 8 && a.offset + 8 <= kernarg.size() * 8) {
+      printf_buffer = std::make_unique<PrintfBuffer>(memory_, kPrintfBufferBytes);
+      const uint64_t address = printf_buffer->device_address();
+      std::memcpy(reinterpret_cast<uint8_t*>(kernarg.data()) + a.offset, &address, 8);
+    }
   std::atomic<uint64_t> next{0};
   auto worker = [&] {
     WorkerStorage st;
@@ -169,12 +183,17 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
   memory_.release(&packet);
   // Later dispatches read later clocks: every wave of this one read less than base + its instructions' cycles.
   clock_.fetch_add(kCyclesPerInstruction * ctx.instructions.load() + 1);
+  summarize_lds_hazards(ctx);
+  if (printf_buffer) printf_buffer->print(co->printf_formats);
   if (stats) {
     stats->wave_instructions = ctx.instructions.load();
     stats->workgroups = groups;
     stats->waves = groups * ((items + kLanes - 1) / kLanes);
     stats->wall_seconds = std::chrono::duration<double>(t1 - t0).count();
     stats->profiled = ctx.profiling;
+    stats->lds_dma_hazards = ctx.lds_dma_hazards.load();
+    stats->lds_races = ctx.lds_races.load();
+    stats->racecheck = ctx.racecheck;
     report_profile(*prog, ctx.profile, *stats);  // empty unless profiled
     if (timing_ && !ctx.faulted.load()) {
       stats->timing = model_dispatch(*timing_, *prog, lp, sample, traces);

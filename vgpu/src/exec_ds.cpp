@@ -25,7 +25,7 @@ void ds_read(Wave& w, const Inst& I) {
   const uint16_t d = I.op[0].reg;
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
-    const uint8_t* p = lds_ptr(w, I, a[l], Bytes, l);
+    const uint8_t* p = lds_ptr(w, I, a[l], Bytes, l, LdsUse::read);
     if (!p) return;
     if constexpr (E == Ext::dwords) {
       for (uint32_t i = 0; i < Bytes / 4; ++i) std::memcpy(&w.v[d + i][l], p + 4 * i, 4);
@@ -45,7 +45,7 @@ void ds_write(Wave& w, const Inst& I) {
   const uint16_t d = I.op[1].reg;
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
-    uint8_t* p = lds_ptr(w, I, a[l], Bytes, l);
+    uint8_t* p = lds_ptr(w, I, a[l], Bytes, l, LdsUse::write);
     if (!p) return;
     if constexpr (Bytes >= 4) {
       for (uint32_t i = 0; i < Bytes / 4; ++i) std::memcpy(p + 4 * i, &w.v[d + i][l], 4);
@@ -78,7 +78,7 @@ void ds_read2(Wave& w, const Inst& I) {
     if (!(exec >> l & 1)) continue;
     for (int k = 0; k < 2; ++k) {
       uint32_t off = uint32_t(k ? I.offset1 : I.offset) * Bytes * Stride;
-      const uint8_t* p = lds_ptr(w, I, uint64_t(a[l]) + off, Bytes, l);
+      const uint8_t* p = lds_ptr(w, I, uint64_t(a[l]) + off, Bytes, l, LdsUse::read);
       if (!p) return;
       for (uint32_t i = 0; i < words; ++i) std::memcpy(&w.v[d + k * words + i][l], p + 4 * i, 4);
     }
@@ -95,7 +95,7 @@ void ds_write2(Wave& w, const Inst& I) {
     if (!(exec >> l & 1)) continue;
     for (int k = 0; k < 2; ++k) {
       uint32_t off = uint32_t(k ? I.offset1 : I.offset) * Bytes * Stride;
-      uint8_t* p = lds_ptr(w, I, uint64_t(a[l]) + off, Bytes, l);
+      uint8_t* p = lds_ptr(w, I, uint64_t(a[l]) + off, Bytes, l, LdsUse::write);
       if (!p) return;
       const uint16_t d = I.op[1 + k].reg;
       for (uint32_t i = 0; i < words; ++i) std::memcpy(p + 4 * i, &w.v[d + i][l], 4);
@@ -116,7 +116,7 @@ void ds_atomic(Wave& w, const Inst& I) {
   constexpr uint32_t words = sizeof(T) / 4;
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
-    uint8_t* p = lds_ptr(w, I, uint64_t(a[l]) + uint32_t(I.offset), sizeof(T), l);
+    uint8_t* p = lds_ptr(w, I, uint64_t(a[l]) + uint32_t(I.offset), sizeof(T), l, LdsUse::atomic);
     if (!p) return;
     auto data = [&](int k) {
       uint64_t x = w.v[I.op[ai + 1 + k].reg][l];
@@ -250,6 +250,12 @@ void register_ds(IsaTable& t) {
   HK_DS("ds_xor_b64", u64, 1, o ^ d)
   HK_DS("ds_cmpst_b64", u64, 2, o == d ? e : o)
   HK_DS("ds_add_f64", u64, 1, std::bit_cast<u64>(std::bit_cast<double>(o) + std::bit_cast<double>(d)))
+  // The packed 16-bit adds and the f64 min/max follow the global atomics' rules (mem_ops.h): each half rounded once,
+  // denormals kept; min/max_f64 with the ISA's NaN and signed-zero order. ds_pk_add_bf16 is gfx950's.
+  HK_DS("ds_pk_add_f16", u32, 1, pk_add16<false>(o, d))
+  HK_DS("ds_pk_add_bf16", u32, 1, pk_add16<true>(o, d))
+  HK_DS("ds_min_f64", u64, 1, minmax_f64<false>(o, d))
+  HK_DS("ds_max_f64", u64, 1, minmax_f64<true>(o, d))
 #undef HK_DS
   t.add("ds_wrxchg_rtn_b32", ds_atomic<u32, [](u32, u32 d, u32) { return d; }, 1, true>);
   t.add("ds_wrxchg_rtn_b64", ds_atomic<u64, [](u64, u64 d, u64) { return d; }, 1, true>);

@@ -743,6 +743,11 @@ void mfma(Wave& w, const Inst& I) {
     for (int x = 0; x < M * kblocks; ++x) sa[x] = 127;
     for (int x = 0; x < N * kblocks; ++x) sb[x] = 127;
     if constexpr (S.scaled) {
+      if (I.op[4].kind != OpKind::vgpr || I.op[5].kind != OpKind::vgpr)
+        warn_hardware_defect(w, I, HardwareDefect::constant_mfma_scale,
+                             "a scale given as an SGPR or inline constant is read from its bits 30:23, not 7:0, on "
+                             "CDNA4 hardware (vgpu does the same): the constant scale 127 (1.0) that clang-21 emits "
+                             "scales the result by 2^-127. Pass the scales in VGPRs (LLVM PR 158117)");
       const int sel_a = (I.op_sel & 1) | (I.op_sel_hi & 1) << 1, sel_b = (I.op_sel >> 1 & 1) | (I.op_sel_hi >> 1 & 1) << 1;
       for (int kb = 0; kb < kblocks; ++kb) {
         for (int i = 0; i < M; ++i) sa[i * kblocks + kb] = scale_of(w, I.op[4], sel_a, M, i, kb);

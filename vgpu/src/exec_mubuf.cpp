@@ -118,7 +118,7 @@ void buffer_load_lds(Wave& w, const Inst& I) {
   const uint64_t exec = w.exec();
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
-    uint8_t* dst = lds_ptr(w, I, lds_base + uint64_t(l) * Slot, Written, l);
+    uint8_t* dst = lds_ptr(w, I, lds_base + uint64_t(l) * Slot, Written, l, LdsUse::dma);
     if (!dst) return;
     if (ok[l] && !check_global(w, I, addr[l], ok[l] * Elem, l)) return;
     const uint8_t* src = reinterpret_cast<const uint8_t*>(addr[l]);
@@ -129,7 +129,7 @@ void buffer_load_lds(Wave& w, const Inst& I) {
       if (ok[l]) std::memcpy(&x[0], src, Bytes);
       x[0] = extend(x[0], E);
     }
-    lds_dma_write(w, dst, x, Written);
+    std::memcpy(dst, x, Written);  // lands at issue; lds_ptr marked the bytes in flight
   }
 }
 
@@ -246,9 +246,9 @@ void global_load_lds(Wave& w, const Inst& I) {
     const uint64_t a = (sa ? sbase + w.v[va.reg][l]
                            : (uint64_t(w.v[va.reg][l]) | uint64_t(w.v[va.reg + 1][l]) << 32)) + int64_t(I.offset);
     const int64_t la = lds_base + int64_t(l) * Slot;
-    uint8_t* dst = lds_ptr(w, I, uint64_t(la), Written, l);  // a negative address wraps to a huge one: a fault
+    uint8_t* dst = lds_ptr(w, I, uint64_t(la), Written, l, LdsUse::dma);  // a negative address wraps to a huge one: a fault
     if (!dst) return;
-    const uint8_t* src = lane_ptr(w, I, Space::global, a, Bytes, l);
+    const uint8_t* src = lane_ptr(w, I, Space::global, a, Bytes, l, LdsUse::read);
     if (!src) return;
     uint32_t x[4] = {};
     if constexpr (E == Ext::dwords) {
@@ -257,7 +257,7 @@ void global_load_lds(Wave& w, const Inst& I) {
       std::memcpy(&x[0], src, Bytes);
       x[0] = extend(x[0], E);
     }
-    lds_dma_write(w, dst, x, Written);
+    std::memcpy(dst, x, Written);  // lands at issue; lds_ptr marked the bytes in flight
   }
 }
 

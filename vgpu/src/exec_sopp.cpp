@@ -1,6 +1,6 @@
 // Program control (SOPP): branches, the end of the program, barriers, waits. vgpu completes every memory operation
-// before the next instruction except the LDS writes of loads straight into LDS, which land at the s_waitcnt vmcnt
-// that lets them be complete (memory.h); other waits, priorities and scheduling hints have no functional effect.
+// before the next instruction; s_waitcnt vmcnt only tells the LDS hazard watch which loads into LDS the wave has
+// completed (memory.h, lds_watch.h). Other waits, priorities and scheduling hints have no functional effect.
 #include "isa.h"
 #include "memory.h"
 #include "ops.h"
@@ -36,7 +36,7 @@ void register_sopp(IsaTable& t) {
   t.add("s_cbranch_execz", branch<[](const Wave& w) { return w.exec() == 0; }>, op::branch);
   t.add("s_cbranch_execnz", branch<[](const Wave& w) { return w.exec() != 0; }>, op::branch);
   t.add("s_endpgm", [](Wave& w, const Inst&) {
-    retire_vmem(w, 0);  // what is in flight still lands
+    retire_vmem(w, 0);  // what is in flight still lands (for other waves: once a barrier follows)
     w.state = WaveState::done;
   }, op::ends_program);
   t.add("s_waitcnt", waitcnt, op::encoded_simm16);

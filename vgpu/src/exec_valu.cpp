@@ -532,6 +532,9 @@ void register_valu(IsaTable& t) {
   V("v_exp_f16", (f16 a) { return f16(std::exp2(float(a))); });
   V("v_log_f16", (f16 a) { return f16(std::log2(float(a))); });
   V("v_rcp_f16", (f16 a) { return f16(1.0f / float(a)); });
+  // f16 division (clang: the quotient from v_rcp_f32 in f32, then this): the f16 rules of div_fixup. Every special
+  // value it returns is exact in f16, and a NaN operand comes back quieted through the f32 conversion.
+  V("v_div_fixup_f16", (f16 q, f16 d, f16 n) { return f16(div_fixup(float(q), float(d), float(n))); });
   V("v_rsq_f16", (f16 a) { return f16(1.0f / std::sqrt(float(a))); });
   V("v_sqrt_f16", (f16 a) { return f16(std::sqrt(float(a))); });
   V("v_floor_f16", (f16 a) { return f16(std::floor(float(a))); });

@@ -38,7 +38,7 @@ void vload(Wave& w, const Inst& I) {
   const uint16_t d = I.op[0].reg;
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
-    const uint8_t* p = lane_ptr(w, I, S, addr[l], Bytes, l);
+    const uint8_t* p = lane_ptr(w, I, S, addr[l], Bytes, l, LdsUse::read);
     if (!p) return;
     if constexpr (E == Ext::dwords) {
       for (uint32_t i = 0; i < Bytes / 4; ++i) std::memcpy(&w.v[d + i][l], p + 4 * i, 4);
@@ -60,7 +60,7 @@ void vstore(Wave& w, const Inst& I) {
   const uint16_t d = I.op[1].reg;
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
-    uint8_t* p = lane_ptr(w, I, S, addr[l], Bytes, l);
+    uint8_t* p = lane_ptr(w, I, S, addr[l], Bytes, l, LdsUse::write);
     if (!p) return;
     if constexpr (Bytes >= 4) {
       for (uint32_t i = 0; i < Bytes / 4; ++i) std::memcpy(p + 4 * i, &w.v[d + i][l], 4);
@@ -83,7 +83,7 @@ void vatomic(Wave& w, const Inst& I) {
   const uint16_t dr = I.op[L.vdata].reg;
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
-    uint8_t* p = lane_ptr(w, I, S, addr[l], sizeof(T), l);
+    uint8_t* p = lane_ptr(w, I, S, addr[l], sizeof(T), l, LdsUse::atomic);
     if (!p) return;
     auto word = [&](uint32_t r) {
       uint64_t x = w.v[r][l];

@@ -43,7 +43,7 @@ void ds_read_b64_tr(Wave& w, const Inst& I) {
   uint64_t raw[kLanes] = {};
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
-    const uint8_t* p = lds_ptr(w, I, addr[l], 8, l);
+    const uint8_t* p = lds_ptr(w, I, addr[l], 8, l, LdsUse::read);
     if (!p) return;
     std::memcpy(&raw[l], p, 8);
   }

@@ -18,6 +18,8 @@ const char* to_string(FaultKind k) {
     case FaultKind::watchdog: return "instruction budget exhausted";
     case FaultKind::bad_launch: return "invalid launch";
     case FaultKind::trap: return "device trap (assert, abort or __builtin_trap)";
+    case FaultKind::lds_dma_hazard: return "LDS-DMA hazard";
+    case FaultKind::lds_race: return "LDS race between waves";
   }
   return "fault";
 }
@@ -39,20 +41,33 @@ std::string Fault::message() const {
   return m;
 }
 
+Fault describe_fault(const Wave& w, const Inst& at, FaultKind kind, int lane, std::string detail) {
+  Fault f;
+  f.kind = kind;
+  f.kernel = w.ctx->prog->kernel;
+  f.pc = at.pc;
+  f.instruction = w.ctx->prog->texts[at.text];
+  std::copy(std::begin(w.wg->id), std::end(w.wg->id), f.workgroup);
+  f.wave = w.id;
+  f.lane = lane;
+  f.detail = std::move(detail);
+  return f;
+}
+
 void Wave::fault(const Inst& at, FaultKind kind, int lane, std::string detail) {
   state = WaveState::faulted;
   std::lock_guard lock(ctx->fault_mu);
   if (ctx->faulted.load()) return;
-  Fault& f = ctx->fault;
-  f.kind = kind;
-  f.kernel = ctx->prog->kernel;
-  f.pc = at.pc;
-  f.instruction = ctx->prog->texts[at.text];
-  std::copy(std::begin(wg->id), std::end(wg->id), f.workgroup);
-  f.wave = id;
-  f.lane = lane;
-  f.detail = std::move(detail);
+  ctx->fault = describe_fault(*this, at, kind, lane, std::move(detail));
   ctx->faulted.store(true);
+}
+
+void warn_hardware_defect(const Wave& w, const Inst& at, HardwareDefect defect, const std::string& why) {
+  const uint32_t bit = uint32_t(defect);
+  if (w.ctx->prog->defects_warned.fetch_or(bit, std::memory_order_relaxed) & bit) return;
+  std::fprintf(stderr, "vgpu: warning: hardware defect in kernel %s at pc 0x%llx: '%s' (workgroup (%u,%u,%u), wave %d): %s\n",
+               w.ctx->prog->kernel.c_str(), (unsigned long long)at.pc, w.ctx->prog->texts[at.text].c_str(),
+               w.wg->id[0], w.wg->id[1], w.wg->id[2], w.id, why.c_str());
 }
 
 void exec_unknown(Wave& w, const Inst& I) {

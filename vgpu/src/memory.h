@@ -9,25 +9,16 @@ namespace vgpu {
 
 enum class Space : uint8_t { global, flat, scratch };
 
-// An LDS DMA lane write of `bytes` (<= 16) to `dst` (from lds_ptr): held until retire_vmem lets it land.
-inline void lds_dma_write(Wave& w, const uint8_t* dst, const void* src, uint32_t bytes) {
-  PendingLdsWrite p{w.vm_issued, uint32_t(dst - w.wg->lds), bytes, {}};
-  std::memcpy(p.data, src, bytes);
-  w.lds_in_flight.push_back(p);
-}
-
-// s_waitcnt vmcnt(N): every vector memory instruction but the N latest is complete; their LDS writes land.
+// s_waitcnt vmcnt(N): every vector memory instruction but the N latest is complete (their LDS DMA writes included).
 inline void retire_vmem(Wave& w, uint32_t outstanding) {
-  if (w.lds_in_flight.empty()) return;
   const uint32_t done = w.vm_issued > outstanding ? w.vm_issued - outstanding : 0;
-  size_t n = 0;
-  for (; n < w.lds_in_flight.size() && w.lds_in_flight[n].seq <= done; ++n)
-    std::memcpy(w.wg->lds + w.lds_in_flight[n].offset, w.lds_in_flight[n].data, w.lds_in_flight[n].bytes);
-  w.lds_in_flight.erase(w.lds_in_flight.begin(), w.lds_in_flight.begin() + long(n));
+  if (done > w.vm_retired) w.vm_retired = done;
 }
 
-// Host pointer for `bytes` at LDS offset `addr`, or nullptr after raising an LDS fault.
-inline uint8_t* lds_ptr(Wave& w, const Inst& I, uint64_t addr, uint32_t bytes, int lane) {
+// Host pointer for `bytes` at LDS offset `addr` accessed as `use`, or nullptr after raising an LDS fault (out of
+// bounds, or a hazard in race-check mode). Loads into LDS and, once one was issued or with the race check on, every
+// access are watched for hazards (lds_watch.h); otherwise this costs one test.
+inline uint8_t* lds_ptr(Wave& w, const Inst& I, uint64_t addr, uint32_t bytes, int lane, LdsUse use) {
   if (addr + bytes > w.wg->lds_bytes) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "LDS address 0x%llx (%u bytes) is past the workgroup's %u-byte allocation",
@@ -35,6 +26,8 @@ inline uint8_t* lds_ptr(Wave& w, const Inst& I, uint64_t addr, uint32_t bytes, i
     w.fault(I, FaultKind::lds_out_of_bounds, lane, buf);
     return nullptr;
   }
+  if ((w.wg->watching || use == LdsUse::dma) && !watch_lds(w, I, uint32_t(addr), bytes, lane, use)) [[unlikely]]
+    return nullptr;
   return w.wg->lds + addr;
 }
 
@@ -60,11 +53,13 @@ inline void profile_lds(Wave& w, const Inst& I, const uint32_t* byte_addr, uint3
 }
 
 // Resolves a lane's address in `space` to host memory; nullptr after raising the fault that explains why not.
-inline uint8_t* lane_ptr(Wave& w, const Inst& I, Space space, uint64_t addr, uint32_t bytes, int lane) {
+// `use` says how an LDS address (flat) is accessed.
+inline uint8_t* lane_ptr(Wave& w, const Inst& I, Space space, uint64_t addr, uint32_t bytes, int lane,
+                         LdsUse use) {
   if (space == Space::scratch) return private_ptr(w, I, addr, bytes, lane);
   if (space == Space::flat) {
     const uint32_t hi = uint32_t(addr >> 32);
-    if (hi == kSharedApertureHi) return lds_ptr(w, I, uint32_t(addr), bytes, lane);
+    if (hi == kSharedApertureHi) return lds_ptr(w, I, uint32_t(addr), bytes, lane, use);
     if (hi == kPrivateApertureHi) return private_ptr(w, I, uint32_t(addr), bytes, lane);
   }
   if (!check_global(w, I, addr, bytes, lane)) return nullptr;

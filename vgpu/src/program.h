@@ -1,5 +1,6 @@
 // A kernel decoded once into a flat array of instructions, each bound to the function that executes it.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -81,6 +82,12 @@ struct Program {
   std::vector<std::pair<int64_t, int>> by_offset;  // (offset, instruction index), ascending
   std::vector<std::string> texts;   // disassembly of each instruction
   int index_of(int64_t byte_offset) const;  // -1 if no instruction starts there
+  mutable std::atomic<uint32_t> defects_warned{0};  // HardwareDefect bits already reported for this kernel
+};
+
+// Hardware defects vgpu models as the hardware behaves, reported once per kernel when a kernel meets one.
+enum class HardwareDefect : uint32_t {
+  constant_mfma_scale = 1,  // v_mfma_scale_*: an SGPR or inline-constant scale is read from bits 30:23
 };
 
 // Decodes the kernel at `info.entry` of `co` with LLVM's MC disassembler. Never fails on unknown instructions: they

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hostcall.h"
+#include "lds_watch.h"
 #include "profile.h"
 #include "program.h"
 #include "vgpu/device.h"
@@ -42,6 +43,11 @@ struct DispatchCtx {
   std::mutex fault_mu;
   Fault fault;
   std::atomic<uint64_t> instructions{0};
+  // LDS hazards (lds_watch.h): counted; in race-check mode the first one faults, otherwise a few are printed.
+  bool racecheck = false;
+  std::atomic<uint64_t> lds_dma_hazards{0}, lds_races{0};
+  std::mutex warn_mu;
+  std::vector<std::pair<uint32_t, uint32_t>> warned;  // (instruction, load instruction) pairs already printed
   bool profiling = false;
   std::mutex profile_mu;
   Profile profile;  // the sum over workers
@@ -52,14 +58,6 @@ struct WorkgroupTrace;
 
 
 enum class WaveState : uint8_t { running, barrier, done, faulted };
-
-// One lane's LDS write of a load straight into LDS (LDS DMA), held until the wave may rely on it.
-struct PendingLdsWrite {
-  uint32_t seq;     // the vector memory instruction that made it (Wave::vm_issued at its issue)
-  uint32_t offset;  // LDS byte offset
-  uint32_t bytes;
-  uint8_t data[16];
-};
 
 struct alignas(64) Wave {
   uint32_t s[sreg::count] = {};  // scalar registers in hardware encoding (see sreg)
@@ -75,11 +73,11 @@ struct alignas(64) Wave {
   uint32_t gpr_idx = 0;          // s_set_gpr_idx state: index and enabled operand mask
   uint8_t gpr_idx_mode = 0;
   uint64_t mem_lo = 0, mem_hi = 0;
-  // vmcnt: vector memory instructions issued so far. Loads straight into LDS land only when an s_waitcnt of this
-  // wave lets them be complete (or the wave ends) — the latest moment hardware may land them — so a read of LDS
-  // that is not ordered after that wait sees the old contents, as it could on hardware, and its check fails.
-  uint32_t vm_issued = 0;
-  std::vector<PendingLdsWrite> lds_in_flight;  // in issue order
+  // vmcnt: vector memory instructions issued so far, and how many of them the wave's s_waitcnt has completed (at the
+  // last barrier's opening, for other waves). Loads straight into LDS write it at issue; until they are completed,
+  // other accesses to those bytes are hazards (lds_watch.h).
+  uint32_t vm_issued = 0, vm_retired = 0, vm_retired_at_barrier = 0;
+  uint64_t hazard_at = ~uint64_t(0);  // `insts` when this wave last reported a hazard: one report per instruction
   Profile* profile = nullptr;       // set when the dispatch is profiled (and while the timing model records)
   WorkgroupTrace* trace = nullptr;  // set while the timing model records this wave's workgroup (timing/trace.h)
 
@@ -94,8 +92,18 @@ struct alignas(64) Wave {
   void fault(const Inst& at, FaultKind kind, int lane, std::string detail);
 };
 
+// The fault this wave would raise at `at` (what Wave::fault records; warnings print its message).
+Fault describe_fault(const Wave& w, const Inst& at, FaultKind kind, int lane, std::string detail);
+
+// Prints a warning about `defect` at `at`, the first time the kernel meets it (fault.cpp).
+void warn_hardware_defect(const Wave& w, const Inst& at, HardwareDefect defect, const std::string& why);
+
 struct Workgroup {
   uint32_t id[3] = {0, 0, 0};
+  Wave* waves = nullptr;
+  LdsWatch* watch = nullptr;
+  bool watching = false;      // race check on, or a load into LDS issued: LDS accesses go through watch_lds
+  bool watching_dma = false;  // a load into LDS issued: LdsWatch::dma is sized and its marks count
   uint64_t linear = 0;  // x fastest: what places the workgroup on an XCD and CU
   uint8_t* lds = nullptr;
   uint32_t lds_bytes = 0;

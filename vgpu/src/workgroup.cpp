@@ -23,8 +23,8 @@ void init_wave(Wave& w, const DispatchCtx& ctx, const Workgroup& wg, int index, 
   w.insts = 0;
   w.gpr_idx = 0, w.gpr_idx_mode = 0;
   w.mem_lo = w.mem_hi = 0;
-  w.vm_issued = 0;
-  w.lds_in_flight.clear();
+  w.vm_issued = w.vm_retired = w.vm_retired_at_barrier = 0;
+  w.hazard_at = ~uint64_t(0);
   // User SGPRs, packed from s0 in the order AMDGPUUsage lists them.
   uint32_t s = 0;
   auto put64 = [&](uint64_t x) { w.s[s++] = uint32_t(x), w.s[s++] = uint32_t(x >> 32); };
@@ -111,6 +111,17 @@ void run_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& st, Workgro
   wg.lds_bytes = ctx.lds_bytes;
   std::fill(st.lds.begin(), st.lds.end(), 0);
   wg.lds = st.lds.data();
+  wg.waves = st.waves.data();
+  // The hazard watch: a new serial and interval make every older mark stale.
+  LdsWatch& watch = st.lds_watch;
+  watch.racecheck = ctx.racecheck;
+  ++watch.serial, ++watch.epoch;
+  if (ctx.racecheck && watch.writer.size() < (ctx.lds_bytes + 3) / 4) {
+    watch.writer.resize((ctx.lds_bytes + 3) / 4);
+    watch.reader.resize((ctx.lds_bytes + 3) / 4);
+  }
+  wg.watch = &watch;
+  wg.watching = ctx.racecheck;
 
   const uint32_t items = uint32_t(lp.block.count());
   const int nwaves = int((items + kLanes - 1) / kLanes);
@@ -151,9 +162,14 @@ void run_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& st, Workgro
     if (ctx.faulted.load(std::memory_order_relaxed)) return;
     if (running == 0 && waiting == 0) break;
     if (running == 0) {
-      // Every wave still alive has arrived: the barrier opens (ended waves do not count, as on hardware).
-      for (int i = 0; i < nwaves; ++i)
-        if (st.waves[i].state == WaveState::barrier) st.waves[i].state = WaveState::running;
+      // Every wave still alive has arrived: the barrier opens (ended waves do not count, as on hardware). Loads into
+      // LDS their waves completed before it are now complete for every wave; a new interval starts for the race check.
+      for (int i = 0; i < nwaves; ++i) {
+        Wave& w = st.waves[i];
+        if (w.state == WaveState::barrier) w.state = WaveState::running;
+        w.vm_retired_at_barrier = w.vm_retired;
+      }
+      ++watch.epoch;
       spent_while_waiting = 0;
       continue;
     }

@@ -14,6 +14,7 @@ struct WorkerStorage {
   std::vector<uint32_t> vgprs;
   std::vector<uint8_t> lds, priv;
   std::vector<Wave> waves;
+  LdsWatch lds_watch;
 };
 
 // Runs workgroup `linear` (x fastest) of the dispatch to completion or to the dispatch's first fault; with `trace`,

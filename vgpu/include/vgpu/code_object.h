@@ -105,6 +105,9 @@ struct CodeObject {
   uint64_t image_size = 0;          // highest vaddr + memsz over the segments
   std::map<std::string, Variable, std::less<>> variables;
   std::vector<Relocation> relocations;
+  // Format strings of buffered printf (-mprintf-kind=buffered), by the 64-bit hash the kernels write in their records
+  // (the metadata's amdhsa.printf entries "...:HASH,FORMAT").
+  std::map<uint64_t, std::string> printf_formats;
 
   const KernelInfo* find(std::string_view name) const;
 };

@@ -31,6 +31,8 @@ enum class FaultKind : uint8_t {
   watchdog,              // the dispatch ran past its instruction budget
   bad_launch,            // launch parameters the kernel cannot take
   trap,                  // the kernel executed s_trap: a failed assert, abort() or __builtin_trap()
+  lds_dma_hazard,        // an LDS access to bytes a load into LDS may still be writing (race-check mode)
+  lds_race,              // waves access the same LDS bytes, one writing, with no barrier between (race-check mode)
 };
 const char* to_string(FaultKind k);
 
@@ -94,6 +96,11 @@ struct DispatchStats {
   uint64_t lds_conflict_cycles = 0;
   std::vector<InstructionProfile> instructions;  // executed instructions, in program order
   TimingReport timing;             // filled when the timing model is on
+  // LDS hazards found (src/lds_watch.h): accesses to LDS bytes a load into LDS may still be writing, counted once per
+  // wave and instruction; LDS races between waves (race-check mode only). In race-check mode the first one faults.
+  uint64_t lds_dma_hazards = 0;
+  uint64_t lds_races = 0;
+  bool racecheck = false;
 };
 
 struct Dim3 {
@@ -139,6 +146,11 @@ class Device {
   }
   const ProductInfo* timing() const { return timing_; }
 
+  // Race-check mode for later dispatches (HK_VGPU_RACECHECK=1 sets it): the first LDS-DMA hazard faults instead of
+  // being a warning, and races between waves on LDS are checked too.
+  void set_racecheck(bool on) { racecheck_ = on; }
+  bool racecheck() const { return racecheck_; }
+
   // Device address of the variable `name` (__device__, __constant__) of `co` and its size; nullptr if there is none.
   // The code object's image (its loadable segments) is placed in device memory on first use, once per device.
   void* global_address(const std::shared_ptr<const CodeObject>& co, std::string_view name, size_t* size = nullptr);
@@ -155,6 +167,7 @@ class Device {
   bool profiling_ = false;
   const ProductInfo* timing_ = nullptr;
   bool timing_sample_only_ = false;
+  bool racecheck_ = false;
   // The shader clock s_memtime reads: it advances by each dispatch's cycles, so clocks only grow (exec_smem.cpp).
   std::atomic<uint64_t> clock_{uint64_t(1) << 20};
   MemoryMap memory_;

@@ -17,6 +17,11 @@ typedef struct vgpuDispatchInfo {
   unsigned long long lds_conflict_cycles; // extra cycles from LDS bank conflicts (profiled runs)
   double wall_seconds;                    // host time of the emulation
   int profiled;                           // 1 when HK_VGPU_PROFILE=1 (the LDS fields are meaningful)
+  // LDS hazards (docs/vgpu-memory.md): accesses to LDS bytes a load straight into LDS may still be writing, once per
+  // wave and instruction, and (race-check mode) races between waves on LDS. In race-check mode the first one faults.
+  unsigned long long lds_dma_hazards;
+  unsigned long long lds_races;
+  int racecheck;                          // 1 when the launch ran in race-check mode
 } vgpuDispatchInfo;
 
 // Fills `out` with the last dispatch of this process. Returns 0, or 1 if no kernel has run yet.
@@ -37,6 +42,10 @@ int vgpuGetLastDispatchInstructions(vgpuInstructionProfile* out, int max);
 // Turns per-instruction counts and the LDS bank-conflict model on (1) or off (0) for later launches; returns 0.
 // The same as HK_VGPU_PROFILE=1 in the environment, for programs that profile only some kernels.
 int vgpuSetProfiling(int on);
+
+// Race-check mode on (1) or off (0) for later launches; returns 0. The same as HK_VGPU_RACECHECK=1: the first LDS-DMA
+// hazard of a launch is a fault (hipErrorLaunchFailure) instead of a warning, and LDS races between waves are checked.
+int vgpuSetRaceCheck(int on);
 
 // The timing model (docs/vgpu-timing.md). vgpuSetTiming("mi355x", 0) models later launches on that product (of the
 // device's arch; a launch on another arch fails); nullptr or "" turns it off. With sample_only = 1 only the

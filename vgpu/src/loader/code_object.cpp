@@ -127,6 +127,7 @@ class MetaMap {
 // The parts of the NT_AMDGPU_METADATA note vgpu uses. Descriptor fields are filled in later.
 struct Metadata {
   std::string target;
+  std::map<uint64_t, std::string> printf_formats;
   std::vector<KernelInfo> kernels;
   std::vector<std::string> descriptor_symbols;  // .symbol of each kernel, parallel to kernels
 };
@@ -173,6 +174,25 @@ Metadata parse_metadata(llvm::ArrayRef<uint8_t> bytes) {
   MetaMap root(doc.getRoot(), "code object metadata");
   Metadata md;
   md.target = root.str("amdhsa.target", "");
+  // Buffered printf: "ID:...:HASH,FORMAT" (HASH: 16 hex digits). Entries of another shape are not vgpu's concern.
+  if (std::optional<msgpack::DocNode> formats = root.get("amdhsa.printf"); formats && formats->isArray()) {
+    msgpack::ArrayDocNode list = formats->getArray();
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (!list[i].isString()) continue;
+      const std::string entry = list[i].getString().str();
+      const size_t comma = entry.find(','), colon = entry.rfind(':', comma);
+      if (comma == std::string::npos || colon == std::string::npos || comma - colon - 1 != 16) continue;
+      uint64_t hash = 0;
+      bool hex = true;
+      for (size_t k = colon + 1; k < comma; ++k) {
+        const char c = entry[k];
+        const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0) hex = false;
+        hash = hash << 4 | uint64_t(d & 15);
+      }
+      if (hex) md.printf_formats[hash] = entry.substr(comma + 1);
+    }
+  }
   msgpack::ArrayDocNode kernels = root.array("amdhsa.kernels");
   for (size_t k = 0; k < kernels.size(); ++k) {
     MetaMap km(kernels[k], "code object metadata: kernel " + std::to_string(k));
@@ -387,6 +407,7 @@ std::shared_ptr<const CodeObject> load_code_object(std::span<const uint8_t> byte
                   hex(co->text_addr) + ", " + hex(co->text_addr + co->text.size()) + ")");
   }
   co->kernels = std::move(md.kernels);
+  co->printf_formats = std::move(md.printf_formats);
 
   // The loadable image and its variables, for device globals and s_getpc-relative addressing.
   for (const auto& ph : unwrap(elf.program_headers(), "code object: program headers")) {

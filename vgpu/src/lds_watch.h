@@ -1,0 +1,44 @@
+// Watching a workgroup's LDS for hazards (docs/vgpu-memory.md, "LDS-DMA hazards and races"):
+// - bytes a load straight into LDS (LDS DMA) may still be writing: issued, and not yet completed by the issuing wave's
+//   s_waitcnt vmcnt (for another wave: by such a wait followed by a barrier). Any access to them is an LDS-DMA hazard.
+// - in race-check mode (HK_VGPU_RACECHECK=1), also plain races: a write and a read or write of the same bytes by
+//   different waves with no barrier between them.
+// By default hazards are warnings (counted, the first few printed); in race-check mode the first hazard or race faults.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace vgpu {
+
+struct Wave;
+struct Inst;
+
+// How an instruction touches LDS. LDS atomics take no part in the race check (they are the way waves share a word
+// without a barrier), but touching bytes an LDS DMA still writes is a hazard for them too.
+enum class LdsUse : uint8_t { read, write, atomic, dma };
+
+// Per worker thread and reused across its workgroups without clearing: every mark carries the serial of the
+// workgroup (DMA marks) or the barrier interval (race marks) that made it, so a stale mark never matches.
+struct LdsWatch {
+  struct DmaMark {
+    uint32_t serial = 0;  // the workgroup's (LdsWatch::serial)
+    uint32_t seq = 0;     // the load's vmcnt sequence number in its wave (Wave::vm_issued at issue)
+    uint32_t inst = 0;    // instruction index of the load
+    uint32_t wave = 0;
+  };
+  std::vector<DmaMark> dma;              // per LDS dword; sized when a workgroup first loads into LDS
+  std::vector<uint64_t> writer, reader;  // race check, per LDS dword: epoch << 32 | wave << 24 | instruction index
+  uint32_t serial = 0;                   // bumped per workgroup
+  uint32_t epoch = 0;                    // bumped per workgroup and per barrier opening
+  bool racecheck = false;
+};
+
+// Called for each lane's access once it is inside the allocation (lds_ptr). Returns false after raising a fault
+// (race-check mode). Records the lane's write when `use` is dma.
+bool watch_lds(Wave& w, const Inst& I, uint32_t addr, uint32_t bytes, int lane, LdsUse use);
+
+// After the dispatch: one line per kind of finding that was only warned about, with the count.
+struct DispatchCtx;
+void summarize_lds_hazards(const DispatchCtx& ctx);
+
+}  // namespace vgpu
