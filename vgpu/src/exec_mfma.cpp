@@ -6,10 +6,12 @@
 // arithmetic model of the element type, and scatters D back. docs/vgpu-mfma.md records the sources of the layouts,
 // the arithmetic model and what is not modelled.
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -18,6 +20,7 @@
 #include <immintrin.h>
 
 #include "formats.h"
+#include "mfma_simd.h"
 #include "isa.h"
 #include "ops.h"
 
@@ -129,6 +132,7 @@ constexpr int kZeroE = -20000, kZeroQ = 20000;  // exponents of a zero: below / 
 template <int N>
 struct Elems {
   double f[N];
+  float v[N];  // f as a float (every element type is exactly a float)
   int32_t m[N], e[N], q[N];
   uint8_t special[N];
 };
@@ -354,123 +358,75 @@ inline void pow2x4(__m128i x, __m128d& lo, __m128d& hi) {
   hi = _mm_castsi128_pd(_mm_slli_epi64(_mm_cvtepi32_epi64(_mm_unpackhi_epi64(x, x)), 52));
 }
 
-// D = A x B + C with the fused model, one row of D and four columns at a time (SSE4.1, part of x86-64-v2: 4 x i32 for
-// exponents, 2 x f64 for sums). A is (block, row, k), B is (block, k, column). Per group of G k and four columns: the
-// largest product exponent E, then the sum of the products truncated to 24 fraction bits relative to E, as
-// trunc(a * b * 2^(24 - E)) in double (exact: the products have at most 22 significant bits, the scaling is by a power
-// of two, and the sum of at most 16 integers below 2^26 fits in 53 bits), then the common case of the final step (see
-// finish_column) for the four columns at once. Columns outside the common case take finish_column itself, which sends
-// groups with an inf/NaN input or a product that may reach 2^128 to the exact integer path. Scale exponents shift E and
-// every product alike, so they only enter when the sum meets C.
+// The fused model's fast path, once per instruction set (mfma_fused_simd.inc describes it), and the choice among
+// them: the widest the CPU has, unless HK_VGPU_MFMA_SIMD or set_mfma_simd asks for another. Forms whose N is not a
+// multiple of a set's width (the 4x4 ones) take the widest that fits.
+namespace fused_sse41 {
+#pragma GCC push_options
+#pragma GCC target("sse4.1")
+using V = simd::Sse41;
+#include "mfma_fused_simd.inc"
+#pragma GCC pop_options
+}  // namespace fused_sse41
+namespace fused_avx2 {
+#pragma GCC push_options
+#pragma GCC target("avx2")
+using V = simd::Avx2;
+#include "mfma_fused_simd.inc"
+#pragma GCC pop_options
+}  // namespace fused_avx2
+namespace fused_avx512 {
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+using V = simd::Avx512;
+#include "mfma_fused_simd.inc"
+#pragma GCC pop_options
+}  // namespace fused_avx512
+
+bool cpu_has(MfmaSimd s) {
+  __builtin_cpu_init();
+  switch (s) {
+    case MfmaSimd::avx512: return __builtin_cpu_supports("avx512f");
+    case MfmaSimd::avx2: return __builtin_cpu_supports("avx2");
+    default: return __builtin_cpu_supports("sse4.1");
+  }
+}
+
+MfmaSimd initial_simd() {
+  MfmaSimd best = MfmaSimd::sse41;
+  for (MfmaSimd s : {MfmaSimd::avx2, MfmaSimd::avx512})
+    if (cpu_has(s)) best = s;
+  if (const char* want = std::getenv("HK_VGPU_MFMA_SIMD"); want && *want) {
+    for (MfmaSimd s : {MfmaSimd::sse41, MfmaSimd::avx2, MfmaSimd::avx512})
+      if (std::strcmp(want, mfma_simd_name(s)) == 0) {
+        if (cpu_has(s)) return s;
+        std::fprintf(stderr, "vgpu: this CPU lacks %s (HK_VGPU_MFMA_SIMD); using %s\n", want, mfma_simd_name(best));
+        return best;
+      }
+    std::fprintf(stderr, "vgpu: ignoring HK_VGPU_MFMA_SIMD=%s (one of sse4.1, avx2, avx512)\n", want);
+  }
+  return best;
+}
+
+std::atomic<MfmaSimd>& active_simd() {
+  static std::atomic<MfmaSimd> active{initial_simd()};
+  return active;
+}
+
 template <int M, int N, int K, int B, int G, bool fp8, int kblocks, int NE>
 void fused_matmul(const Elems<NE>& a, const Elems<NE>& bt, const uint32_t* c, uint32_t* d, const int* sa,
                   const int* sb) {
-  constexpr int H = fp8 ? 2 : 1;  // fp8: even and odd k are summed separately
-  constexpr int groups = K / G;
-  static_assert(N % 4 == 0);
-  // Once per instruction, not per row: whether B has an inf/NaN in a group's column, and the column's scale.
-  alignas(16) int32_t b_special[B][groups][N] = {}, xb[groups][N];
-  for (int b = 0; b < B; ++b)
-    for (int g = 0; g < groups; ++g)
-      for (int k = g * G; k < g * G + G; ++k)
-        for (int j = 0; j < N; ++j) b_special[b][g][j] |= bt.special[(b * K + k) * N + j];
-  for (int g = 0; g < groups; ++g)
-    for (int j = 0; j < N; ++j) xb[g][j] = sb[j * kblocks + (kblocks > 1 ? g * G / 32 : 0)];
-
-  for (int b = 0; b < B; ++b)
-    for (int i = 0; i < M; ++i) {
-      alignas(16) float acc[N];
-      for (int j = 0; j < N; ++j) acc[j] = std::bit_cast<float>(c[(b * M + i) * N + j]);
-      for (int g = 0; g < groups; ++g) {
-        const int k0 = g * G, kb = kblocks > 1 ? k0 / 32 : 0, row = (b * M + i) * K + k0, col = (b * K + k0) * N;
-        const int xa = sa[i * kblocks + kb];
-        uint8_t a_special = 0;
-        for (int k = 0; k < G; ++k) a_special |= a.special[row + k];
-        if (a_special || xa == 255) {  // every column takes the exact path
-          for (int j = 0; j < N; ++j)
-            if (!std::isnan(acc[j]))
-              acc[j] = fused_group_exact(a, row, 1, bt, col + j, N, G, acc[j], xa + xb[g][j] - 254,
-                                         xa == 255 || xb[g][j] == 255, fp8);
-          continue;
-        }
-        __m128i ea[G];
-        __m128d fa[G];
-        for (int k = 0; k < G; ++k) ea[k] = _mm_set1_epi32(a.e[row + k]), fa[k] = _mm_set1_pd(a.f[row + k]);
-        for (int j = 0; j < N; j += 4) {
-          __m128i E[H];
-          __m128d T[H][2];
-          for (int h = 0; h < H; ++h) {
-            E[h] = _mm_set1_epi32(2 * kZeroE);
-            for (int k = h; k < G; k += H)
-              E[h] = _mm_max_epi32(E[h], _mm_add_epi32(ea[k], _mm_loadu_si128((const __m128i*)&bt.e[col + k * N + j])));
-            // Only zero products: no exponent, the sum is 0 (the clamped unit 2^1023 times zero products).
-            E[h] = _mm_blendv_epi8(E[h], _mm_set1_epi32(kZeroE), _mm_cmplt_epi32(E[h], _mm_set1_epi32(kZeroE / 2)));
-            __m128d u[2];
-            pow2x4(_mm_sub_epi32(_mm_set1_epi32(24), E[h]), u[0], u[1]);
-            T[h][0] = T[h][1] = _mm_setzero_pd();
-            for (int k = h; k < G; k += H)
-              for (int v = 0; v < 2; ++v)
-                T[h][v] = _mm_add_pd(T[h][v], _mm_round_pd(_mm_mul_pd(_mm_mul_pd(fa[k], _mm_loadu_pd(&bt.f[col + k * N + j + 2 * v])), u[v]),
-                                                           _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC));
-          }
-          // The common case of finish_column for the four columns: the group's sum s plus C rounded once.
-          const __m128 c4 = _mm_load_ps(&acc[j]);
-          const __m128i cb = _mm_castps_si128(c4), cex = _mm_and_si128(_mm_srli_epi32(cb, 23), _mm_set1_epi32(0xff));
-          const __m128i c_zero = _mm_cmpeq_epi32(_mm_slli_epi32(cb, 1), _mm_setzero_si128());
-          const __m128i ec = _mm_blendv_epi8(
-              _mm_blendv_epi8(_mm_sub_epi32(cex, _mm_set1_epi32(127)), _mm_set1_epi32(-126), _mm_cmpeq_epi32(cex, _mm_setzero_si128())),
-              _mm_set1_epi32(kZeroE), c_zero);
-          const __m128i xbj = _mm_load_si128((const __m128i*)&xb[g][j]);
-          const __m128i delta = _mm_add_epi32(_mm_set1_epi32(xa - 254), xbj);
-          __m128i ok = _mm_andnot_si128(_mm_or_si128(_mm_cmpeq_epi32(cex, _mm_set1_epi32(0xff)), _mm_cmpeq_epi32(xbj, _mm_set1_epi32(255))),
-                                        _mm_cmpeq_epi32(_mm_load_si128((const __m128i*)&b_special[b][g][j]), _mm_setzero_si128()));
-          __m128i e[H], em = _mm_set1_epi32(kZeroE);
-          for (int h = 0; h < H; ++h) {
-            const __m128i none = _mm_cmpeq_epi32(E[h], _mm_set1_epi32(kZeroE));
-            e[h] = _mm_blendv_epi8(_mm_add_epi32(E[h], delta), E[h], none);
-            ok = _mm_and_si128(ok, _mm_or_si128(none, _mm_cmplt_epi32(e[h], _mm_set1_epi32(126))));
-            em = _mm_max_epi32(em, e[h]);
-          }
-          const __m128i emax = _mm_max_epi32(em, ec);
-          ok = _mm_andnot_si128(_mm_cmpeq_epi32(em, _mm_set1_epi32(kZeroE)), ok);
-          ok = _mm_and_si128(ok, _mm_or_si128(c_zero, _mm_andnot_si128(_mm_or_si128(_mm_cmpgt_epi32(_mm_sub_epi32(emax, _mm_set1_epi32(7)), em),
-                                                                                     _mm_cmpgt_epi32(_mm_sub_epi32(emax, _mm_set1_epi32(1)), ec)),
-                                                                        _mm_set1_epi32(-1))));
-          __m128d s[2], scale[2];
-          pow2x4(_mm_sub_epi32(em, _mm_set1_epi32(24)), scale[0], scale[1]);
-          if constexpr (!fp8) {
-            for (int v = 0; v < 2; ++v) s[v] = _mm_mul_pd(T[0][v], scale[v]);
-          } else {
-            __m128d p0[2], p1[2];
-            pow2x4(_mm_sub_epi32(e[0], em), p0[0], p0[1]);
-            pow2x4(_mm_sub_epi32(e[1], em), p1[0], p1[1]);
-            for (int v = 0; v < 2; ++v)
-              s[v] = _mm_mul_pd(_mm_add_pd(_mm_floor_pd(_mm_mul_pd(T[0][v], p0[v])), _mm_floor_pd(_mm_mul_pd(T[1][v], p1[v]))), scale[v]);
-          }
-          // s + C is exact here (and C = 0 adds nothing), so one rounding to f32, as in finish_column.
-          const __m128 r = _mm_movelh_ps(_mm_cvtpd_ps(_mm_add_pd(s[0], _mm_cvtps_pd(c4))),
-                                         _mm_cvtpd_ps(_mm_add_pd(s[1], _mm_cvtps_pd(_mm_movehl_ps(c4, c4)))));
-          _mm_store_ps(&acc[j], _mm_blendv_ps(c4, r, _mm_castsi128_ps(ok)));
-          const int slow = ~_mm_movemask_ps(_mm_castsi128_ps(ok)) & 15;
-          if (!slow) continue;
-          alignas(16) int32_t Ej[H][4];
-          alignas(16) double Tj[H][4];
-          for (int h = 0; h < H; ++h) {
-            _mm_store_si128((__m128i*)Ej[h], E[h]);
-            _mm_store_pd(&Tj[h][0], T[h][0]), _mm_store_pd(&Tj[h][2], T[h][1]);
-          }
-          for (int l = 0; l < 4; ++l)
-            if (slow >> l & 1) {
-              int El[H];
-              double Tl[H];
-              for (int h = 0; h < H; ++h) El[h] = Ej[h][l], Tl[h] = Tj[h][l];
-              acc[j + l] = finish_column<H>(a, row, bt, col + j + l, N, G, acc[j + l], El, Tl, b_special[b][g][j + l] != 0,
-                                            xa, xb[g][j + l], fp8);
-            }
-        }
-      }
-      for (int j = 0; j < N; ++j) d[(b * M + i) * N + j] = std::bit_cast<uint32_t>(acc[j]);
-    }
+  switch (active_simd().load(std::memory_order_relaxed)) {
+    case MfmaSimd::avx512:
+      if constexpr (N % simd::Avx512::W == 0)
+        return fused_avx512::fused_matmul<M, N, K, B, G, fp8, kblocks>(a, bt, c, d, sa, sb);
+      [[fallthrough]];
+    case MfmaSimd::avx2:
+      if constexpr (N % simd::Avx2::W == 0)
+        return fused_avx2::fused_matmul<M, N, K, B, G, fp8, kblocks>(a, bt, c, d, sa, sb);
+      [[fallthrough]];
+    default: return fused_sse41::fused_matmul<M, N, K, B, G, fp8, kblocks>(a, bt, c, d, sa, sb);
+  }
 }
 
 // The model literally: every element of D, group by group, through the exact integer path. Far slower than
@@ -630,7 +586,7 @@ inline void decode_all(const uint32_t* raw, int fmt, Elems<N>& out) {
     else if constexpr (t == Ty::bf16) d = decode_bf16(raw[x]);
     else if constexpr (t == Ty::xf32) d = decode_tf32(raw[x]);
     else d = table[raw[x]];
-    out.f[x] = d.f, out.m[x] = d.m, out.e[x] = d.e, out.q[x] = d.q, out.special[x] = d.special;
+    out.f[x] = d.f, out.v[x] = d.f, out.m[x] = d.m, out.e[x] = d.e, out.q[x] = d.q, out.special[x] = d.special;
   };
   if constexpr (t == Ty::f16 || t == Ty::bf16) {
     static_assert(N % 4 == 0);
@@ -639,6 +595,7 @@ inline void decode_all(const uint32_t* raw, int fmt, Elems<N>& out) {
       for (int l = 0; l < 4; ++l)
         if (special >> l & 1) one(x + l);
     }
+    for (int x = 0; x < N; ++x) out.v[x] = float(out.f[x]);
   } else {
     for (int x = 0; x < N; ++x) one(x);
   }
@@ -821,6 +778,18 @@ void register_all(IsaTable& t) {
 }  // namespace
 
 void register_mfma(IsaTable& t) { register_all<false>(t); }
+
+const char* mfma_simd_name(MfmaSimd s) {
+  return s == MfmaSimd::avx512 ? "avx512" : s == MfmaSimd::avx2 ? "avx2" : "sse4.1";
+}
+std::vector<MfmaSimd> mfma_simd_supported() {
+  std::vector<MfmaSimd> out;
+  for (MfmaSimd s : {MfmaSimd::sse41, MfmaSimd::avx2, MfmaSimd::avx512})
+    if (cpu_has(s)) out.push_back(s);
+  return out;
+}
+MfmaSimd mfma_simd() { return active_simd().load(); }
+void set_mfma_simd(MfmaSimd s) { active_simd().store(s); }
 
 int mfma_decode_mismatches() {
   int bad = 0;
