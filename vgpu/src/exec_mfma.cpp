@@ -92,6 +92,7 @@ struct InTable {
   static constexpr int dim = IsA ? S.m : S.n, bits = bits_of(IsA ? S.a : S.b), count = S.blocks * dim * S.k;
   uint16_t word[count]{};
   uint8_t shift[count]{};
+  int span = 0;  // words of the register file the operand occupies (whole registers: the modifiers move lanes)
   constexpr InTable() {
     for (int b = 0; b < S.blocks; ++b)
       for (int i = 0; i < dim; ++i)
@@ -100,6 +101,7 @@ struct InTable {
           const int x = KMajor ? (b * S.k + k) * dim + i : (b * dim + i) * S.k + k;
           word[x] = uint16_t(L.reg * kLanes + L.lane);
           shift[x] = uint8_t(L.sub * bits);
+          span = std::max(span, (L.reg + 1) * kLanes);
         }
   }
 };
@@ -414,8 +416,8 @@ std::atomic<MfmaSimd>& active_simd() {
 }
 
 template <int M, int N, int K, int B, int G, bool fp8, int kblocks, int NE>
-void fused_matmul(const Elems<NE>& a, const Elems<NE>& bt, const uint32_t* c, uint32_t* d, const int* sa,
-                  const int* sb) {
+void fused_matmul(const Elems<NE>& a, const Elems<NE>& bt, const uint32_t* const* c, uint32_t* const* d,
+                  const int* sa, const int* sb) {
   switch (active_simd().load(std::memory_order_relaxed)) {
     case MfmaSimd::avx512:
       if constexpr (N % simd::Avx512::W == 0)
@@ -601,29 +603,48 @@ inline void decode_all(const uint32_t* raw, int fmt, Elems<N>& out) {
   }
 }
 
-// The decoded elements of the last few A (IsA) or B operands of one form on this thread, by raw bits and format: a
-// GEMM feeds the same A or B registers to several MFMAs in a row, and decodes them once. Heap-allocated on first use
-// (thread_local storage for every form would be megabytes per thread).
+// The decoded elements of the last few A (IsA) or B operands of one form on this thread, keyed by the operand's
+// register words, format and broadcast modifiers: a GEMM feeds the same A or B registers to several MFMAs in a row, and
+// they are gathered and decoded once. B comes in (block, k, column) order, the order the fused arithmetic reads it in.
+// Heap-allocated on first use (thread_local storage for every form would be megabytes per thread).
 template <Shape S, bool IsA>
-const Elems<S.blocks * S.m * S.k>& decoded(const uint32_t* raw, int fmt) {
-  constexpr int N = S.blocks * S.m * S.k, ways = 4;
+const Elems<S.blocks * S.m * S.k>& decoded(const Wave& w, const Inst& I, const Setup& s) {
+  constexpr auto& T = in_table<S, IsA, !IsA>;
+  constexpr int N = S.blocks * S.m * S.k, ways = 4, span = T.span;
   struct Cache {
-    uint32_t raw[ways][N];
-    int fmt[ways] = {-2, -2, -2, -2};  // no format is -2: every way starts empty
+    uint32_t regs[ways][span];
+    uint32_t tag[ways] = {};  // 0: empty
     int next = 0;
     Elems<N> el[ways];
   };
   static thread_local std::unique_ptr<Cache> cache;
   if (!cache) cache = std::make_unique<Cache>();
   Cache& c = *cache;
-  for (int w = 0; w < ways; ++w)
-    if (c.fmt[w] == fmt && std::memcmp(c.raw[w], raw, sizeof c.raw[w]) == 0) return c.el[w];
-  const int w = c.next;
-  c.next = (w + 1) % ways;
-  std::memcpy(c.raw[w], raw, sizeof c.raw[w]);
-  c.fmt[w] = fmt;
-  decode_all<IsA ? S.a : S.b>(raw, fmt, c.el[w]);
-  return c.el[w];
+  const uint32_t* file = w.v[I.op[IsA ? 1 : 2].reg];
+  const int fmt = IsA ? s.fmt_a : s.fmt_b;
+  const uint32_t modifiers = !s.permuted ? 0 : IsA ? 1 + (I.cbsz << 4 | I.abid) : 1 + I.blgp;
+  const uint32_t tag = uint32_t(fmt + 2) << 16 | modifiers;
+  for (int x = 0; x < ways; ++x)
+    if (c.tag[x] == tag && std::memcmp(c.regs[x], file, sizeof c.regs[x]) == 0) return c.el[x];
+  const int x = c.next;
+  c.next = (x + 1) % ways;
+  std::memcpy(c.regs[x], file, sizeof c.regs[x]);
+  c.tag[x] = tag;
+  alignas(64) uint32_t raw[N];
+  gather<S, IsA, !IsA>(w, I, s, raw);
+  decode_all<IsA ? S.a : S.b>(raw, fmt, c.el[x]);
+  return c.el[x];
+}
+
+// Whether each row of C/D (block, i) is consecutive words of the register file (16x16 and 32x32 single-block forms):
+// the fused arithmetic then reads C and writes D in place.
+template <Shape S>
+constexpr bool rows_in_place() {
+  constexpr auto& T = out_table<S>;
+  for (int r = 0; r < S.blocks * S.m; ++r)
+    for (int j = 0; j < S.n; ++j)
+      if (T.word[r * S.n + j] != T.word[r * S.n] + j) return false;
+  return true;
 }
 
 template <Shape S>
@@ -666,35 +687,38 @@ void mfma(Wave& w, const Inst& I) {
     s.fmt_b = fp8_table_of(S.b, w.ctx->arch->fp8);
   }
 
-  alignas(64) uint32_t ra[B * M * K], rb[B * N * K], c[B * M * N], d[B * M * N];
-  gather<S, true>(w, I, s, ra);
+  alignas(64) uint32_t c[B * M * N], d[B * M * N];
   constexpr bool fused = S.a != Ty::i8 && S.a != Ty::f32;
-  gather<S, false, fused>(w, I, s, rb);  // the fused arithmetic reads B as (block, k, column)
-  read_c<S>(w, I, c);
-
-  if constexpr (S.a == Ty::i8) {
-    alignas(64) int32_t a[B * M * K], bt[B * N * K];
-    for (int x = 0; x < B * M * K; ++x) a[x] = int8_t(ra[x]);
-    for (int x = 0; x < B * N * K; ++x) bt[x] = int8_t(rb[x]);
-    for (int b = 0; b < B; ++b)
-      for (int i = 0; i < M; ++i)
-        for (int j = 0; j < N; ++j) {
-          uint32_t acc = c[(b * M + i) * N + j];
-          const int32_t* ar = a + (b * M + i) * K;
-          const int32_t* br = bt + (b * N + j) * K;
-          for (int k = 0; k < K; ++k) acc += uint32_t(ar[k] * br[k]);
-          d[(b * M + i) * N + j] = acc;
-        }
-  } else if constexpr (S.a == Ty::f32) {
-    f32_chain(ra, rb, c, d, B * M, M, N, K);
+  if constexpr (!fused) {
+    alignas(64) uint32_t ra[B * M * K], rb[B * N * K];
+    gather<S, true>(w, I, s, ra);
+    gather<S, false>(w, I, s, rb);
+    read_c<S>(w, I, c);
+    if constexpr (S.a == Ty::i8) {
+      alignas(64) int32_t a[B * M * K], bt[B * N * K];
+      for (int x = 0; x < B * M * K; ++x) a[x] = int8_t(ra[x]);
+      for (int x = 0; x < B * N * K; ++x) bt[x] = int8_t(rb[x]);
+      for (int b = 0; b < B; ++b)
+        for (int i = 0; i < M; ++i)
+          for (int j = 0; j < N; ++j) {
+            uint32_t acc = c[(b * M + i) * N + j];
+            const int32_t* ar = a + (b * M + i) * K;
+            const int32_t* br = bt + (b * N + j) * K;
+            for (int k = 0; k < K; ++k) acc += uint32_t(ar[k] * br[k]);
+            d[(b * M + i) * N + j] = acc;
+          }
+    } else {
+      f32_chain(ra, rb, c, d, B * M, M, N, K);
+    }
+    write_d<S>(w, I, d);
   } else {
     constexpr bool fp8 = bits_of(S.a) == 8;
     constexpr int G = S.a == Ty::xf32 ? 4 : fp8 ? 16 : (K < 8 ? K : 8);
     static_assert(K % G == 0 && G <= 16);
     constexpr int kblocks = S.scaled ? K / 32 : 1;
     static_assert(B * M * K == B * N * K);
-    const Elems<B * M * K>& a = decoded<S, true>(ra, s.fmt_a);
-    const Elems<B * M * K>& bt = decoded<S, false>(rb, s.fmt_b);
+    const Elems<B * M * K>& a = decoded<S, true>(w, I, s);
+    const Elems<B * M * K>& bt = decoded<S, false>(w, I, s);
     // Scale exponents (E8M0) per row of A / column of B and 32-k block; 255 is NaN.
     int sa[M * kblocks], sb[N * kblocks];
     for (int x = 0; x < M * kblocks; ++x) sa[x] = 127;
@@ -706,10 +730,30 @@ void mfma(Wave& w, const Inst& I) {
         for (int j = 0; j < N; ++j) sb[j * kblocks + kb] = scale_of(w, I.op[5], sel_b, N, j, kb);
       }
     }
-    if constexpr (Reference) fused_matmul_reference<M, N, K, B, G, fp8, kblocks>(a, bt, c, d, sa, sb);
-    else fused_matmul<M, N, K, B, G, fp8, kblocks>(a, bt, c, d, sa, sb);
+    if constexpr (Reference) {
+      read_c<S>(w, I, c);
+      fused_matmul_reference<M, N, K, B, G, fp8, kblocks>(a, bt, c, d, sa, sb);
+      write_d<S>(w, I, d);
+      return;
+    }
+    // Rows of C and D: in place in the register file where the layout allows and D is C or apart from it (C's row i
+    // is read whole before D's row i is written), otherwise through the dense arrays.
+    constexpr auto& T = out_table<S>;
+    constexpr int regs = B * M * N / kLanes;
+    const int dreg = I.op[0].reg, creg = I.op[3].reg;
+    const bool in_place = rows_in_place<S>() && I.op[3].kind == OpKind::vgpr &&
+                          (dreg == creg || dreg + regs <= creg || creg + regs <= dreg);
+    const uint32_t* c_row[B * M];
+    uint32_t* d_row[B * M];
+    if (in_place) {
+      for (int r = 0; r < B * M; ++r) c_row[r] = w.v[creg] + T.word[r * N], d_row[r] = w.v[dreg] + T.word[r * N];
+    } else {
+      read_c<S>(w, I, c);
+      for (int r = 0; r < B * M; ++r) c_row[r] = c + r * N, d_row[r] = d + r * N;
+    }
+    fused_matmul<M, N, K, B, G, fp8, kblocks>(a, bt, c_row, d_row, sa, sb);
+    if (!in_place) write_d<S>(w, I, d);
   }
-  write_d<S>(w, I, d);
 }
 
 // Registers a form under its name(s); Reference: only the fused-model forms, with the reference arithmetic.
