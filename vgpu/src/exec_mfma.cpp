@@ -20,6 +20,7 @@
 #include <immintrin.h>
 
 #include "formats.h"
+#include "vgpu/device.h"
 #include "mfma_simd.h"
 #include "isa.h"
 #include "ops.h"
@@ -604,17 +605,20 @@ inline void decode_all(const uint32_t* raw, int fmt, Elems<N>& out) {
 }
 
 // The decoded elements of the last few A (IsA) or B operands of one form on this thread, keyed by the operand's
-// register words, format and broadcast modifiers: a GEMM feeds the same A or B registers to several MFMAs in a row, and
-// they are gathered and decoded once. B comes in (block, k, column) order, the order the fused arithmetic reads it in.
-// Heap-allocated on first use (thread_local storage for every form would be megabytes per thread).
+// register words, format and broadcast modifiers: a GEMM feeds each A and B fragment to several MFMAs, and they are
+// gathered and decoded once. The loops of hk's mma run over (row tile, column tile, k), so an A fragment comes back
+// after a few MFMAs and a B fragment after a whole row of tiles (32 fragments in a 64 x 128 wave tile of 16x16x16):
+// B keeps more. B comes in (block, k, column) order, the order the fused arithmetic reads it in. Heap-allocated on
+// first use (thread_local storage for every form would be megabytes per thread).
 template <Shape S, bool IsA>
 const Elems<S.blocks * S.m * S.k>& decoded(const Wave& w, const Inst& I, const Setup& s) {
   constexpr auto& T = in_table<S, IsA, !IsA>;
-  constexpr int N = S.blocks * S.m * S.k, ways = 4, span = T.span;
+  constexpr int N = S.blocks * S.m * S.k, ways = IsA ? 8 : 32, span = T.span;
   struct Cache {
-    uint32_t regs[ways][span];
     uint32_t tag[ways] = {};  // 0: empty
+    uint32_t first[ways] = {};  // each way's first register word: most mismatches end here, in one cache line
     int next = 0;
+    uint32_t regs[ways][span];
     Elems<N> el[ways];
   };
   static thread_local std::unique_ptr<Cache> cache;
@@ -625,11 +629,12 @@ const Elems<S.blocks * S.m * S.k>& decoded(const Wave& w, const Inst& I, const S
   const uint32_t modifiers = !s.permuted ? 0 : IsA ? 1 + (I.cbsz << 4 | I.abid) : 1 + I.blgp;
   const uint32_t tag = uint32_t(fmt + 2) << 16 | modifiers;
   for (int x = 0; x < ways; ++x)
-    if (c.tag[x] == tag && std::memcmp(c.regs[x], file, sizeof c.regs[x]) == 0) return c.el[x];
+    if (c.first[x] == file[0] && c.tag[x] == tag && std::memcmp(c.regs[x], file, sizeof c.regs[x]) == 0)
+      return c.el[x];
   const int x = c.next;
   c.next = (x + 1) % ways;
   std::memcpy(c.regs[x], file, sizeof c.regs[x]);
-  c.tag[x] = tag;
+  c.tag[x] = tag, c.first[x] = file[0];
   alignas(64) uint32_t raw[N];
   gather<S, IsA, !IsA>(w, I, s, raw);
   decode_all<IsA ? S.a : S.b>(raw, fmt, c.el[x]);
@@ -833,6 +838,7 @@ std::vector<MfmaSimd> mfma_simd_supported() {
   return out;
 }
 MfmaSimd mfma_simd() { return active_simd().load(); }
+const char* mfma_arithmetic() { return mfma_simd_name(mfma_simd()); }
 void set_mfma_simd(MfmaSimd s) { active_simd().store(s); }
 
 int mfma_decode_mismatches() {

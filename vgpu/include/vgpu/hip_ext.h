@@ -38,6 +38,10 @@ int vgpuGetLastDispatchInstructions(vgpuInstructionProfile* out, int max);
 // The same as HK_VGPU_PROFILE=1 in the environment, for programs that profile only some kernels.
 int vgpuSetProfiling(int on);
 
+// The x86 instruction set vgpu's MFMA arithmetic runs on in this process: "sse4.1", "avx2" or "avx512" (the widest
+// the CPU has; HK_VGPU_MFMA_SIMD picks a narrower one). The results are the same bit for bit on each.
+const char* vgpuMfmaArithmetic(void);
+
 // The timing model (docs/vgpu-timing.md). vgpuSetTiming("mi355x", 0) models later launches on that product (of the
 // device's arch; a launch on another arch fails); nullptr or "" turns it off. With sample_only = 1 only the
 // workgroups the model samples are executed: the others' results are not computed. Returns 0, or 1 for an unknown
