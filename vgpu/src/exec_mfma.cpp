@@ -138,6 +138,7 @@ struct Elems {
   float v[N];  // f as a float (every element type is exactly a float)
   int32_t m[N], e[N], q[N];
   uint8_t special[N];
+  bool any_special;  // some element is inf/NaN
 };
 
 struct Decoded {
@@ -602,6 +603,9 @@ inline void decode_all(const uint32_t* raw, int fmt, Elems<N>& out) {
   } else {
     for (int x = 0; x < N; ++x) one(x);
   }
+  uint8_t any = 0;
+  for (int x = 0; x < N; ++x) any |= out.special[x];
+  out.any_special = any != 0;
 }
 
 // The decoded elements of the last few A (IsA) or B operands of one form on this thread, keyed by the operand's

@@ -69,6 +69,8 @@ struct Sse41 {
   static D mul_d(D a, D b) { return _mm_mul_pd(a, b); }
   static D trunc_d(D a) { return _mm_round_pd(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); }
   static D floor_d(D a) { return _mm_floor_pd(a); }
+  // 2^-x for a power of two 2^x, x in [-1023, 1022] (2^1023 gives 0): the exponent field negated.
+  static D inv_pow2(D a) { return _mm_castsi128_pd(_mm_sub_epi64(_mm_set1_epi64x(0x7fe0000000000000), _mm_castpd_si128(a))); }
 };
 #ifdef __clang__
 #pragma clang attribute pop
@@ -139,6 +141,9 @@ struct Avx2 {
   static D mul_d(D a, D b) { return _mm256_mul_pd(a, b); }
   static D trunc_d(D a) { return _mm256_round_pd(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); }
   static D floor_d(D a) { return _mm256_floor_pd(a); }
+  static D inv_pow2(D a) {
+    return _mm256_castsi256_pd(_mm256_sub_epi64(_mm256_set1_epi64x(0x7fe0000000000000), _mm256_castpd_si256(a)));
+  }
 };
 #ifdef __clang__
 #pragma clang attribute pop
@@ -214,6 +219,9 @@ struct Avx512 {
   static D mul_d(D a, D b) { return _mm512_mul_pd(a, b); }
   static D trunc_d(D a) { return _mm512_roundscale_pd(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); }
   static D floor_d(D a) { return _mm512_roundscale_pd(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
+  static D inv_pow2(D a) {
+    return _mm512_castsi512_pd(_mm512_sub_epi64(_mm512_set1_epi64(0x7fe0000000000000), _mm512_castpd_si512(a)));
+  }
 };
 #ifdef __clang__
 #pragma clang attribute pop
