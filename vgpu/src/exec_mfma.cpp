@@ -131,11 +131,10 @@ constexpr int kZeroE = -20000, kZeroQ = 20000;  // exponents of a zero: below / 
 
 // Decoded elements, one array per field. A finite nonzero element is m * 2^q, with e the exponent of its leading
 // digit clamped to the format's minimum normal exponent (the convention of the fused model below); a zero has m = 0,
-// e = kZeroE, q = kZeroQ. `f` is the exact value (inf/NaN for the special ones).
+// e = kZeroE, q = kZeroQ. `v` is the exact value (every element type is exactly a float; inf/NaN for the special ones).
 template <int N>
 struct Elems {
-  double f[N];
-  float v[N];  // f as a float (every element type is exactly a float)
+  float v[N];
   int32_t m[N], e[N], q[N];
   uint8_t special[N];
   bool any_special;  // some element is inf/NaN
@@ -284,7 +283,7 @@ template <int N>
   if (special) {  // a NaN or an infinity among the inputs: the result is the non-finite value of the exact sum
     if (nan_scale) return NAN;
     double s = c;
-    for (int k = 0; k < g; ++k) s += a.f[ia + k * sa] * b.f[ib + k * sb] * pow2(delta);
+    for (int k = 0; k < g; ++k) s += double(a.v[ia + k * sa]) * double(b.v[ib + k * sb]) * pow2(delta);
     return float(s);
   }
   int64_t mp[16];
@@ -353,13 +352,6 @@ inline float finish_column(const Elems<NE>& a, int ia, const Elems<NE>& bt, int 
   if (em != kZeroE && (ec == kZeroE || (em >= emax - 7 && ec >= emax - 1)))
     return ec == kZeroE ? float(s) : float(s + double(acc));
   return add_c(s, em, acc, fp8);
-}
-
-// 2^x for four int32 x, clamped like pow2, as two double vectors (lanes 0-1 and 2-3).
-inline void pow2x4(__m128i x, __m128d& lo, __m128d& hi) {
-  x = _mm_add_epi32(_mm_min_epi32(_mm_max_epi32(x, _mm_set1_epi32(-1022)), _mm_set1_epi32(1023)), _mm_set1_epi32(1023));
-  lo = _mm_castsi128_pd(_mm_slli_epi64(_mm_cvtepi32_epi64(x), 52));
-  hi = _mm_castsi128_pd(_mm_slli_epi64(_mm_cvtepi32_epi64(_mm_unpackhi_epi64(x, x)), 52));
 }
 
 // The fused model's fast path, once per instruction set (mfma_fused_simd.inc describes it), and the choice among
@@ -552,7 +544,7 @@ inline void gather(const Wave& w, const Inst& I, const Setup& s, uint32_t* out) 
 }
 
 // Four 16-bit floats (the low halves of raw[x..x+3]) with EB exponent and MB mantissa bits decoded at once, as
-// decode_bf16 / decode_f16 do (f is the exact value m * 2^q with the sign bit put back, so zeros keep their sign).
+// decode_bf16 / decode_f16 do (v is the exact value m * 2^q with the sign bit put back, so zeros keep their sign).
 // Returns the lanes with an all-ones exponent (inf/NaN), which the caller decodes one by one instead.
 template <int EB, int MB, int N>
 inline int decode16x4(const uint32_t* raw, int x, Elems<N>& out) {
@@ -569,13 +561,12 @@ inline int decode16x4(const uint32_t* raw, int x, Elems<N>& out) {
   _mm_storeu_si128((__m128i*)&out.m[x], _mm_sub_epi32(_mm_xor_si128(mag, neg), neg));
   _mm_storeu_si128((__m128i*)&out.e[x], _mm_blendv_epi8(e, _mm_set1_epi32(kZeroE), zero));
   _mm_storeu_si128((__m128i*)&out.q[x], _mm_blendv_epi8(q, _mm_set1_epi32(kZeroQ), zero));
-  __m128d p[2];
-  pow2x4(q, p[0], p[1]);
-  const __m128i magh = _mm_unpackhi_epi64(mag, mag), negh = _mm_unpackhi_epi64(neg, neg);
-  _mm_storeu_pd(&out.f[x], _mm_or_pd(_mm_mul_pd(_mm_cvtepi32_pd(mag), p[0]),
-                                     _mm_castsi128_pd(_mm_slli_epi64(_mm_cvtepi32_epi64(neg), 63))));
-  _mm_storeu_pd(&out.f[x + 2], _mm_or_pd(_mm_mul_pd(_mm_cvtepi32_pd(magh), p[1]),
-                                         _mm_castsi128_pd(_mm_slli_epi64(_mm_cvtepi32_epi64(negh), 63))));
+  if constexpr (EB == 8) {  // bf16 is the high half of a float
+    _mm_storeu_ps(&out.v[x], _mm_castsi128_ps(_mm_slli_epi32(h, 16)));
+  } else {  // m * 2^q, exact in float (2^q >= 2^-24 is normal), with the sign bit
+    const __m128 p = _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(q, _mm_set1_epi32(127)), 23));
+    _mm_storeu_ps(&out.v[x], _mm_or_ps(_mm_mul_ps(_mm_cvtepi32_ps(mag), p), _mm_castsi128_ps(_mm_slli_epi32(neg, 31))));
+  }
   std::memset(&out.special[x], 0, 4);
   return _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(ex, _mm_set1_epi32(emax))));
 }
@@ -590,7 +581,7 @@ inline void decode_all(const uint32_t* raw, int fmt, Elems<N>& out) {
     else if constexpr (t == Ty::bf16) d = decode_bf16(raw[x]);
     else if constexpr (t == Ty::xf32) d = decode_tf32(raw[x]);
     else d = table[raw[x]];
-    out.f[x] = d.f, out.v[x] = d.f, out.m[x] = d.m, out.e[x] = d.e, out.q[x] = d.q, out.special[x] = d.special;
+    out.v[x] = d.f, out.m[x] = d.m, out.e[x] = d.e, out.q[x] = d.q, out.special[x] = d.special;
   };
   if constexpr (t == Ty::f16 || t == Ty::bf16) {
     static_assert(N % 4 == 0);
@@ -599,7 +590,6 @@ inline void decode_all(const uint32_t* raw, int fmt, Elems<N>& out) {
       for (int l = 0; l < 4; ++l)
         if (special >> l & 1) one(x + l);
     }
-    for (int x = 0; x < N; ++x) out.v[x] = float(out.f[x]);
   } else {
     for (int x = 0; x < N; ++x) one(x);
   }
@@ -855,7 +845,7 @@ int mfma_decode_mismatches() {
       for (int l = 0; l < 4; ++l) {
         const Decoded d = scalar(raw[l]);
         if ((special >> l & 1) != d.special) ++bad;
-        else if (!d.special && (std::bit_cast<uint64_t>(v.f[l]) != std::bit_cast<uint64_t>(double(d.f)) || v.m[l] != d.m ||
+        else if (!d.special && (std::bit_cast<uint32_t>(v.v[l]) != std::bit_cast<uint32_t>(d.f) || v.m[l] != d.m ||
                                 v.e[l] != d.e || v.q[l] != d.q))
           ++bad;
       }
