@@ -1,9 +1,14 @@
 // vgpu's emulation speed on hk's attention forward and backward: emulated GFLOP/s (forward: 4 * D FLOPs per visible
 // query-key pair and head; backward: 10 * D, flash-attention's count of its five products, without the recomputation
-// of S) and wave instructions per second, non-causal and causal. A benchmark, not a test: the results are checked only
-// for being finite (attention_test and attention_bwd_test check them against the reference).
+// of S), wave instructions per second, and (where BLAS is found) the forward's ratio to OpenBLAS sgemm's GFLOP/s on
+// the same cores in the same run, non-causal and causal. A benchmark, not a test: the results are checked only for
+// being finite (attention_test and attention_bwd_test check them against the reference).
 //   attention_bench [B S HQ HKV D]     (default 1 512 8 2 128; bf16)
 #include <hip/hip_runtime.h>
+
+#ifdef HK_BENCH_BLAS
+#include <cblas.h>
+#endif
 
 #include <dlfcn.h>
 
@@ -12,11 +17,30 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <random>
 #include <vector>
 
 #include "attention/attention.h"
 #include "vgpu/hip_ext.h"
+
+// OpenBLAS sgemm's GFLOP/s on a 1024^3 product (best of three after a warm-up), or 0 without BLAS.
+double sgemm_gflops() {
+#ifdef HK_BENCH_BLAS
+  const int n = 1024;
+  std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), c(size_t(n) * n);
+  double best = 1e30;
+  for (int r = 0; r < 4; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (r > 0) best = std::min(best, t);
+  }
+  return 2.0 * n * n * n / best * 1e-9;
+#else
+  return 0;
+#endif
+}
 
 int main(int argc, char** argv) {
   const bool given = argc > 5;
@@ -44,6 +68,7 @@ int main(int argc, char** argv) {
   (void)hipMemcpy(v, host.data(), kv_elems * 2, hipMemcpyHostToDevice);
   using LastFn = int (*)(vgpuDispatchInfo*);
   auto last = reinterpret_cast<LastFn>(dlsym(RTLD_DEFAULT, "vgpuGetLastDispatch"));
+  const double blas = sgemm_gflops();
   for (bool causal : {false, true}) {
     hk::AttentionProblem p;
     p.batch = b, p.seqlen_q = p.seqlen_k = s, p.heads_q = hq, p.heads_kv = hkv, p.head_dim = d;
@@ -64,8 +89,10 @@ int main(int argc, char** argv) {
     vgpuDispatchInfo info{};
     if (last && last(&info) == 0) insts = info.wave_instructions;
     std::printf("attention fwd B%d S%d Hq%d Hkv%d D%d bf16%s on %s: %8.3f s  %7.3f GFLOP/s emulated  %10.3g wave "
-                "instructions/s\n",
+                "instructions/s",
                 b, s, hq, hkv, d, causal ? " causal" : "", info.arch, t, flops / t * 1e-9, double(insts) / t);
+    if (blas > 0) std::printf("  ratio to OpenBLAS sgemm (%.1f GFLOP/s): %.4f", blas, flops / t * 1e-9 / blas);
+    std::printf("\n");
 
     hk::AttentionBackwardProblem bp;
     bp.batch = b, bp.seqlen_q = bp.seqlen_k = s, bp.heads_q = hq, bp.heads_kv = hkv, bp.head_dim = d;

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "isa.h"
@@ -241,22 +242,36 @@ TEST(MfmaModel, ReferenceCoversEveryFusedForm) {
   EXPECT_GE(want.size(), 20u);
 }
 
-// Per arch (fp8/bf8 are FNUZ on gfx942, OCP on gfx950; the other forms do not depend on it).
-class FastMatchesReference : public testing::TestWithParam<Arch> {};
+// Per arch (fp8/bf8 are FNUZ on gfx942, OCP on gfx950; the other forms do not depend on it) and per instruction set
+// the arithmetic is compiled for: each one this CPU has runs, the others are skipped (and say so).
+class FastMatchesReference : public testing::TestWithParam<std::tuple<Arch, MfmaSimd>> {};
 
 TEST_P(FastMatchesReference, EveryFusedForm) {
-  const ArchInfo& arch = arch_info(GetParam());
+  const auto [arch_id, path] = GetParam();
+  const std::vector<MfmaSimd> supported = mfma_simd_supported();
+  if (std::find(supported.begin(), supported.end(), path) == supported.end())
+    GTEST_SKIP() << "this CPU lacks " << mfma_simd_name(path);
+  const MfmaSimd before = mfma_simd();
+  set_mfma_simd(path);
+  const ArchInfo& arch = arch_info(arch_id);
   uint64_t seed = arch.version_major * 100 + arch.version_minor * 10 + arch.version_stepping;  // 942, 950
   int total = 0;
   for (const auto& name : canonical_mfmas(mfma_reference_table())) {
     const bool big = name.find("f8f6f4") != std::string::npos || name.find("32x32x16") != std::string::npos;
-    total += check(name, GetParam(), big ? 150 : 400, ++seed);
+    total += check(name, arch_id, big ? 150 : 400, ++seed);
   }
+  set_mfma_simd(before);
   EXPECT_EQ(total, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Arch, FastMatchesReference, testing::Values(Arch::gfx942, Arch::gfx950),
-                         [](const auto& info) { return std::string(arch_info(info.param).name); });
+INSTANTIATE_TEST_SUITE_P(ArchSimd, FastMatchesReference,
+                         testing::Combine(testing::Values(Arch::gfx942, Arch::gfx950),
+                                          testing::Values(MfmaSimd::sse41, MfmaSimd::avx2, MfmaSimd::avx512)),
+                         [](const auto& info) {
+                           std::string path = mfma_simd_name(std::get<1>(info.param));
+                           path.erase(std::remove(path.begin(), path.end(), '.'), path.end());
+                           return std::string(arch_info(std::get<0>(info.param)).name) + "_" + path;
+                         });
 
 }  // namespace
 }  // namespace vgpu

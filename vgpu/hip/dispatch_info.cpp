@@ -75,6 +75,10 @@ extern "C" __attribute__((visibility("default"))) int vgpuGetLastDispatch(vgpuDi
   return 0;
 }
 
+extern "C" __attribute__((visibility("default"))) const char* vgpuMfmaArithmetic(void) {
+  return vgpu::mfma_arithmetic();
+}
+
 extern "C" __attribute__((visibility("default"))) int vgpuSetProfiling(int on) {
   Runtime::get().device().set_profiling(on != 0);
   return 0;

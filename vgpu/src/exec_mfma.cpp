@@ -6,10 +6,12 @@
 // arithmetic model of the element type, and scatters D back. docs/vgpu-mfma.md records the sources of the layouts,
 // the arithmetic model and what is not modelled.
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -18,6 +20,8 @@
 #include <immintrin.h>
 
 #include "formats.h"
+#include "vgpu/device.h"
+#include "mfma_simd.h"
 #include "isa.h"
 #include "ops.h"
 
@@ -89,6 +93,7 @@ struct InTable {
   static constexpr int dim = IsA ? S.m : S.n, bits = bits_of(IsA ? S.a : S.b), count = S.blocks * dim * S.k;
   uint16_t word[count]{};
   uint8_t shift[count]{};
+  int span = 0;  // words of the register file the operand occupies (whole registers: the modifiers move lanes)
   constexpr InTable() {
     for (int b = 0; b < S.blocks; ++b)
       for (int i = 0; i < dim; ++i)
@@ -97,6 +102,7 @@ struct InTable {
           const int x = KMajor ? (b * S.k + k) * dim + i : (b * dim + i) * S.k + k;
           word[x] = uint16_t(L.reg * kLanes + L.lane);
           shift[x] = uint8_t(L.sub * bits);
+          span = std::max(span, (L.reg + 1) * kLanes);
         }
   }
 };
@@ -125,12 +131,13 @@ constexpr int kZeroE = -20000, kZeroQ = 20000;  // exponents of a zero: below / 
 
 // Decoded elements, one array per field. A finite nonzero element is m * 2^q, with e the exponent of its leading
 // digit clamped to the format's minimum normal exponent (the convention of the fused model below); a zero has m = 0,
-// e = kZeroE, q = kZeroQ. `f` is the exact value (inf/NaN for the special ones).
+// e = kZeroE, q = kZeroQ. `v` is the exact value (every element type is exactly a float; inf/NaN for the special ones).
 template <int N>
 struct Elems {
-  double f[N];
+  float v[N];
   int32_t m[N], e[N], q[N];
   uint8_t special[N];
+  bool any_special;  // some element is inf/NaN
 };
 
 struct Decoded {
@@ -276,7 +283,7 @@ template <int N>
   if (special) {  // a NaN or an infinity among the inputs: the result is the non-finite value of the exact sum
     if (nan_scale) return NAN;
     double s = c;
-    for (int k = 0; k < g; ++k) s += a.f[ia + k * sa] * b.f[ib + k * sb] * pow2(delta);
+    for (int k = 0; k < g; ++k) s += double(a.v[ia + k * sa]) * double(b.v[ib + k * sb]) * pow2(delta);
     return float(s);
   }
   int64_t mp[16];
@@ -347,130 +354,75 @@ inline float finish_column(const Elems<NE>& a, int ia, const Elems<NE>& bt, int 
   return add_c(s, em, acc, fp8);
 }
 
-// 2^x for four int32 x, clamped like pow2, as two double vectors (lanes 0-1 and 2-3).
-inline void pow2x4(__m128i x, __m128d& lo, __m128d& hi) {
-  x = _mm_add_epi32(_mm_min_epi32(_mm_max_epi32(x, _mm_set1_epi32(-1022)), _mm_set1_epi32(1023)), _mm_set1_epi32(1023));
-  lo = _mm_castsi128_pd(_mm_slli_epi64(_mm_cvtepi32_epi64(x), 52));
-  hi = _mm_castsi128_pd(_mm_slli_epi64(_mm_cvtepi32_epi64(_mm_unpackhi_epi64(x, x)), 52));
+// The fused model's fast path, once per instruction set (mfma_fused_simd.inc describes it), and the choice among
+// them: the widest the CPU has, unless HK_VGPU_MFMA_SIMD or set_mfma_simd asks for another. Forms whose N is not a
+// multiple of a set's width (the 4x4 ones) take the widest that fits.
+namespace fused_sse41 {
+#pragma GCC push_options
+#pragma GCC target("sse4.1")
+using V = simd::Sse41;
+#include "mfma_fused_simd.inc"
+#pragma GCC pop_options
+}  // namespace fused_sse41
+namespace fused_avx2 {
+#pragma GCC push_options
+#pragma GCC target("avx2")
+using V = simd::Avx2;
+#include "mfma_fused_simd.inc"
+#pragma GCC pop_options
+}  // namespace fused_avx2
+namespace fused_avx512 {
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+using V = simd::Avx512;
+#include "mfma_fused_simd.inc"
+#pragma GCC pop_options
+}  // namespace fused_avx512
+
+bool cpu_has(MfmaSimd s) {
+  __builtin_cpu_init();
+  switch (s) {
+    case MfmaSimd::avx512: return __builtin_cpu_supports("avx512f");
+    case MfmaSimd::avx2: return __builtin_cpu_supports("avx2");
+    default: return __builtin_cpu_supports("sse4.1");
+  }
 }
 
-// D = A x B + C with the fused model, one row of D and four columns at a time (SSE4.1, part of x86-64-v2: 4 x i32 for
-// exponents, 2 x f64 for sums). A is (block, row, k), B is (block, k, column). Per group of G k and four columns: the
-// largest product exponent E, then the sum of the products truncated to 24 fraction bits relative to E, as
-// trunc(a * b * 2^(24 - E)) in double (exact: the products have at most 22 significant bits, the scaling is by a power
-// of two, and the sum of at most 16 integers below 2^26 fits in 53 bits), then the common case of the final step (see
-// finish_column) for the four columns at once. Columns outside the common case take finish_column itself, which sends
-// groups with an inf/NaN input or a product that may reach 2^128 to the exact integer path. Scale exponents shift E and
-// every product alike, so they only enter when the sum meets C.
-template <int M, int N, int K, int B, int G, bool fp8, int kblocks, int NE>
-void fused_matmul(const Elems<NE>& a, const Elems<NE>& bt, const uint32_t* c, uint32_t* d, const int* sa,
-                  const int* sb) {
-  constexpr int H = fp8 ? 2 : 1;  // fp8: even and odd k are summed separately
-  constexpr int groups = K / G;
-  static_assert(N % 4 == 0);
-  // Once per instruction, not per row: whether B has an inf/NaN in a group's column, and the column's scale.
-  alignas(16) int32_t b_special[B][groups][N] = {}, xb[groups][N];
-  for (int b = 0; b < B; ++b)
-    for (int g = 0; g < groups; ++g)
-      for (int k = g * G; k < g * G + G; ++k)
-        for (int j = 0; j < N; ++j) b_special[b][g][j] |= bt.special[(b * K + k) * N + j];
-  for (int g = 0; g < groups; ++g)
-    for (int j = 0; j < N; ++j) xb[g][j] = sb[j * kblocks + (kblocks > 1 ? g * G / 32 : 0)];
-
-  for (int b = 0; b < B; ++b)
-    for (int i = 0; i < M; ++i) {
-      alignas(16) float acc[N];
-      for (int j = 0; j < N; ++j) acc[j] = std::bit_cast<float>(c[(b * M + i) * N + j]);
-      for (int g = 0; g < groups; ++g) {
-        const int k0 = g * G, kb = kblocks > 1 ? k0 / 32 : 0, row = (b * M + i) * K + k0, col = (b * K + k0) * N;
-        const int xa = sa[i * kblocks + kb];
-        uint8_t a_special = 0;
-        for (int k = 0; k < G; ++k) a_special |= a.special[row + k];
-        if (a_special || xa == 255) {  // every column takes the exact path
-          for (int j = 0; j < N; ++j)
-            if (!std::isnan(acc[j]))
-              acc[j] = fused_group_exact(a, row, 1, bt, col + j, N, G, acc[j], xa + xb[g][j] - 254,
-                                         xa == 255 || xb[g][j] == 255, fp8);
-          continue;
-        }
-        __m128i ea[G];
-        __m128d fa[G];
-        for (int k = 0; k < G; ++k) ea[k] = _mm_set1_epi32(a.e[row + k]), fa[k] = _mm_set1_pd(a.f[row + k]);
-        for (int j = 0; j < N; j += 4) {
-          __m128i E[H];
-          __m128d T[H][2];
-          for (int h = 0; h < H; ++h) {
-            E[h] = _mm_set1_epi32(2 * kZeroE);
-            for (int k = h; k < G; k += H)
-              E[h] = _mm_max_epi32(E[h], _mm_add_epi32(ea[k], _mm_loadu_si128((const __m128i*)&bt.e[col + k * N + j])));
-            // Only zero products: no exponent, the sum is 0 (the clamped unit 2^1023 times zero products).
-            E[h] = _mm_blendv_epi8(E[h], _mm_set1_epi32(kZeroE), _mm_cmplt_epi32(E[h], _mm_set1_epi32(kZeroE / 2)));
-            __m128d u[2];
-            pow2x4(_mm_sub_epi32(_mm_set1_epi32(24), E[h]), u[0], u[1]);
-            T[h][0] = T[h][1] = _mm_setzero_pd();
-            for (int k = h; k < G; k += H)
-              for (int v = 0; v < 2; ++v)
-                T[h][v] = _mm_add_pd(T[h][v], _mm_round_pd(_mm_mul_pd(_mm_mul_pd(fa[k], _mm_loadu_pd(&bt.f[col + k * N + j + 2 * v])), u[v]),
-                                                           _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC));
-          }
-          // The common case of finish_column for the four columns: the group's sum s plus C rounded once.
-          const __m128 c4 = _mm_load_ps(&acc[j]);
-          const __m128i cb = _mm_castps_si128(c4), cex = _mm_and_si128(_mm_srli_epi32(cb, 23), _mm_set1_epi32(0xff));
-          const __m128i c_zero = _mm_cmpeq_epi32(_mm_slli_epi32(cb, 1), _mm_setzero_si128());
-          const __m128i ec = _mm_blendv_epi8(
-              _mm_blendv_epi8(_mm_sub_epi32(cex, _mm_set1_epi32(127)), _mm_set1_epi32(-126), _mm_cmpeq_epi32(cex, _mm_setzero_si128())),
-              _mm_set1_epi32(kZeroE), c_zero);
-          const __m128i xbj = _mm_load_si128((const __m128i*)&xb[g][j]);
-          const __m128i delta = _mm_add_epi32(_mm_set1_epi32(xa - 254), xbj);
-          __m128i ok = _mm_andnot_si128(_mm_or_si128(_mm_cmpeq_epi32(cex, _mm_set1_epi32(0xff)), _mm_cmpeq_epi32(xbj, _mm_set1_epi32(255))),
-                                        _mm_cmpeq_epi32(_mm_load_si128((const __m128i*)&b_special[b][g][j]), _mm_setzero_si128()));
-          __m128i e[H], em = _mm_set1_epi32(kZeroE);
-          for (int h = 0; h < H; ++h) {
-            const __m128i none = _mm_cmpeq_epi32(E[h], _mm_set1_epi32(kZeroE));
-            e[h] = _mm_blendv_epi8(_mm_add_epi32(E[h], delta), E[h], none);
-            ok = _mm_and_si128(ok, _mm_or_si128(none, _mm_cmplt_epi32(e[h], _mm_set1_epi32(126))));
-            em = _mm_max_epi32(em, e[h]);
-          }
-          const __m128i emax = _mm_max_epi32(em, ec);
-          ok = _mm_andnot_si128(_mm_cmpeq_epi32(em, _mm_set1_epi32(kZeroE)), ok);
-          ok = _mm_and_si128(ok, _mm_or_si128(c_zero, _mm_andnot_si128(_mm_or_si128(_mm_cmpgt_epi32(_mm_sub_epi32(emax, _mm_set1_epi32(7)), em),
-                                                                                     _mm_cmpgt_epi32(_mm_sub_epi32(emax, _mm_set1_epi32(1)), ec)),
-                                                                        _mm_set1_epi32(-1))));
-          __m128d s[2], scale[2];
-          pow2x4(_mm_sub_epi32(em, _mm_set1_epi32(24)), scale[0], scale[1]);
-          if constexpr (!fp8) {
-            for (int v = 0; v < 2; ++v) s[v] = _mm_mul_pd(T[0][v], scale[v]);
-          } else {
-            __m128d p0[2], p1[2];
-            pow2x4(_mm_sub_epi32(e[0], em), p0[0], p0[1]);
-            pow2x4(_mm_sub_epi32(e[1], em), p1[0], p1[1]);
-            for (int v = 0; v < 2; ++v)
-              s[v] = _mm_mul_pd(_mm_add_pd(_mm_floor_pd(_mm_mul_pd(T[0][v], p0[v])), _mm_floor_pd(_mm_mul_pd(T[1][v], p1[v]))), scale[v]);
-          }
-          // s + C is exact here (and C = 0 adds nothing), so one rounding to f32, as in finish_column.
-          const __m128 r = _mm_movelh_ps(_mm_cvtpd_ps(_mm_add_pd(s[0], _mm_cvtps_pd(c4))),
-                                         _mm_cvtpd_ps(_mm_add_pd(s[1], _mm_cvtps_pd(_mm_movehl_ps(c4, c4)))));
-          _mm_store_ps(&acc[j], _mm_blendv_ps(c4, r, _mm_castsi128_ps(ok)));
-          const int slow = ~_mm_movemask_ps(_mm_castsi128_ps(ok)) & 15;
-          if (!slow) continue;
-          alignas(16) int32_t Ej[H][4];
-          alignas(16) double Tj[H][4];
-          for (int h = 0; h < H; ++h) {
-            _mm_store_si128((__m128i*)Ej[h], E[h]);
-            _mm_store_pd(&Tj[h][0], T[h][0]), _mm_store_pd(&Tj[h][2], T[h][1]);
-          }
-          for (int l = 0; l < 4; ++l)
-            if (slow >> l & 1) {
-              int El[H];
-              double Tl[H];
-              for (int h = 0; h < H; ++h) El[h] = Ej[h][l], Tl[h] = Tj[h][l];
-              acc[j + l] = finish_column<H>(a, row, bt, col + j + l, N, G, acc[j + l], El, Tl, b_special[b][g][j + l] != 0,
-                                            xa, xb[g][j + l], fp8);
-            }
-        }
+MfmaSimd initial_simd() {
+  MfmaSimd best = MfmaSimd::sse41;
+  for (MfmaSimd s : {MfmaSimd::avx2, MfmaSimd::avx512})
+    if (cpu_has(s)) best = s;
+  if (const char* want = std::getenv("HK_VGPU_MFMA_SIMD"); want && *want) {
+    for (MfmaSimd s : {MfmaSimd::sse41, MfmaSimd::avx2, MfmaSimd::avx512})
+      if (std::strcmp(want, mfma_simd_name(s)) == 0) {
+        if (cpu_has(s)) return s;
+        std::fprintf(stderr, "vgpu: this CPU lacks %s (HK_VGPU_MFMA_SIMD); using %s\n", want, mfma_simd_name(best));
+        return best;
       }
-      for (int j = 0; j < N; ++j) d[(b * M + i) * N + j] = std::bit_cast<uint32_t>(acc[j]);
-    }
+    std::fprintf(stderr, "vgpu: ignoring HK_VGPU_MFMA_SIMD=%s (one of sse4.1, avx2, avx512)\n", want);
+  }
+  return best;
+}
+
+std::atomic<MfmaSimd>& active_simd() {
+  static std::atomic<MfmaSimd> active{initial_simd()};
+  return active;
+}
+
+template <int M, int N, int K, int B, int G, bool fp8, int kblocks, int NE>
+void fused_matmul(const Elems<NE>& a, const Elems<NE>& bt, const uint32_t* const* c, uint32_t* const* d,
+                  const int* sa, const int* sb) {
+  switch (active_simd().load(std::memory_order_relaxed)) {
+    case MfmaSimd::avx512:
+      if constexpr (N % simd::Avx512::W == 0)
+        return fused_avx512::fused_matmul<M, N, K, B, G, fp8, kblocks>(a, bt, c, d, sa, sb);
+      [[fallthrough]];
+    case MfmaSimd::avx2:
+      if constexpr (N % simd::Avx2::W == 0)
+        return fused_avx2::fused_matmul<M, N, K, B, G, fp8, kblocks>(a, bt, c, d, sa, sb);
+      [[fallthrough]];
+    default: return fused_sse41::fused_matmul<M, N, K, B, G, fp8, kblocks>(a, bt, c, d, sa, sb);
+  }
 }
 
 // The model literally: every element of D, group by group, through the exact integer path. Far slower than
@@ -592,7 +544,7 @@ inline void gather(const Wave& w, const Inst& I, const Setup& s, uint32_t* out) 
 }
 
 // Four 16-bit floats (the low halves of raw[x..x+3]) with EB exponent and MB mantissa bits decoded at once, as
-// decode_bf16 / decode_f16 do (f is the exact value m * 2^q with the sign bit put back, so zeros keep their sign).
+// decode_bf16 / decode_f16 do (v is the exact value m * 2^q with the sign bit put back, so zeros keep their sign).
 // Returns the lanes with an all-ones exponent (inf/NaN), which the caller decodes one by one instead.
 template <int EB, int MB, int N>
 inline int decode16x4(const uint32_t* raw, int x, Elems<N>& out) {
@@ -609,13 +561,12 @@ inline int decode16x4(const uint32_t* raw, int x, Elems<N>& out) {
   _mm_storeu_si128((__m128i*)&out.m[x], _mm_sub_epi32(_mm_xor_si128(mag, neg), neg));
   _mm_storeu_si128((__m128i*)&out.e[x], _mm_blendv_epi8(e, _mm_set1_epi32(kZeroE), zero));
   _mm_storeu_si128((__m128i*)&out.q[x], _mm_blendv_epi8(q, _mm_set1_epi32(kZeroQ), zero));
-  __m128d p[2];
-  pow2x4(q, p[0], p[1]);
-  const __m128i magh = _mm_unpackhi_epi64(mag, mag), negh = _mm_unpackhi_epi64(neg, neg);
-  _mm_storeu_pd(&out.f[x], _mm_or_pd(_mm_mul_pd(_mm_cvtepi32_pd(mag), p[0]),
-                                     _mm_castsi128_pd(_mm_slli_epi64(_mm_cvtepi32_epi64(neg), 63))));
-  _mm_storeu_pd(&out.f[x + 2], _mm_or_pd(_mm_mul_pd(_mm_cvtepi32_pd(magh), p[1]),
-                                         _mm_castsi128_pd(_mm_slli_epi64(_mm_cvtepi32_epi64(negh), 63))));
+  if constexpr (EB == 8) {  // bf16 is the high half of a float
+    _mm_storeu_ps(&out.v[x], _mm_castsi128_ps(_mm_slli_epi32(h, 16)));
+  } else {  // m * 2^q, exact in float (2^q >= 2^-24 is normal), with the sign bit
+    const __m128 p = _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(q, _mm_set1_epi32(127)), 23));
+    _mm_storeu_ps(&out.v[x], _mm_or_ps(_mm_mul_ps(_mm_cvtepi32_ps(mag), p), _mm_castsi128_ps(_mm_slli_epi32(neg, 31))));
+  }
   std::memset(&out.special[x], 0, 4);
   return _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(ex, _mm_set1_epi32(emax))));
 }
@@ -630,7 +581,7 @@ inline void decode_all(const uint32_t* raw, int fmt, Elems<N>& out) {
     else if constexpr (t == Ty::bf16) d = decode_bf16(raw[x]);
     else if constexpr (t == Ty::xf32) d = decode_tf32(raw[x]);
     else d = table[raw[x]];
-    out.f[x] = d.f, out.m[x] = d.m, out.e[x] = d.e, out.q[x] = d.q, out.special[x] = d.special;
+    out.v[x] = d.f, out.m[x] = d.m, out.e[x] = d.e, out.q[x] = d.q, out.special[x] = d.special;
   };
   if constexpr (t == Ty::f16 || t == Ty::bf16) {
     static_assert(N % 4 == 0);
@@ -642,31 +593,57 @@ inline void decode_all(const uint32_t* raw, int fmt, Elems<N>& out) {
   } else {
     for (int x = 0; x < N; ++x) one(x);
   }
+  uint8_t any = 0;
+  for (int x = 0; x < N; ++x) any |= out.special[x];
+  out.any_special = any != 0;
 }
 
-// The decoded elements of the last few A (IsA) or B operands of one form on this thread, by raw bits and format: a
-// GEMM feeds the same A or B registers to several MFMAs in a row, and decodes them once. Heap-allocated on first use
-// (thread_local storage for every form would be megabytes per thread).
+// The decoded elements of the last few A (IsA) or B operands of one form on this thread, keyed by the operand's
+// register words, format and broadcast modifiers: a GEMM feeds each A and B fragment to several MFMAs, and they are
+// gathered and decoded once. The loops of hk's mma run over (row tile, column tile, k), so an A fragment comes back
+// after a few MFMAs and a B fragment after a whole row of tiles (32 fragments in a 64 x 128 wave tile of 16x16x16):
+// B keeps more. B comes in (block, k, column) order, the order the fused arithmetic reads it in. Heap-allocated on
+// first use (thread_local storage for every form would be megabytes per thread).
 template <Shape S, bool IsA>
-const Elems<S.blocks * S.m * S.k>& decoded(const uint32_t* raw, int fmt) {
-  constexpr int N = S.blocks * S.m * S.k, ways = 4;
+const Elems<S.blocks * S.m * S.k>& decoded(const Wave& w, const Inst& I, const Setup& s) {
+  constexpr auto& T = in_table<S, IsA, !IsA>;
+  constexpr int N = S.blocks * S.m * S.k, ways = IsA ? 8 : 32, span = T.span;
   struct Cache {
-    uint32_t raw[ways][N];
-    int fmt[ways] = {-2, -2, -2, -2};  // no format is -2: every way starts empty
+    uint32_t tag[ways] = {};  // 0: empty
+    uint32_t first[ways] = {};  // each way's first register word: most mismatches end here, in one cache line
     int next = 0;
+    uint32_t regs[ways][span];
     Elems<N> el[ways];
   };
   static thread_local std::unique_ptr<Cache> cache;
   if (!cache) cache = std::make_unique<Cache>();
   Cache& c = *cache;
-  for (int w = 0; w < ways; ++w)
-    if (c.fmt[w] == fmt && std::memcmp(c.raw[w], raw, sizeof c.raw[w]) == 0) return c.el[w];
-  const int w = c.next;
-  c.next = (w + 1) % ways;
-  std::memcpy(c.raw[w], raw, sizeof c.raw[w]);
-  c.fmt[w] = fmt;
-  decode_all<IsA ? S.a : S.b>(raw, fmt, c.el[w]);
-  return c.el[w];
+  const uint32_t* file = w.v[I.op[IsA ? 1 : 2].reg];
+  const int fmt = IsA ? s.fmt_a : s.fmt_b;
+  const uint32_t modifiers = !s.permuted ? 0 : IsA ? 1 + (I.cbsz << 4 | I.abid) : 1 + I.blgp;
+  const uint32_t tag = uint32_t(fmt + 2) << 16 | modifiers;
+  for (int x = 0; x < ways; ++x)
+    if (c.first[x] == file[0] && c.tag[x] == tag && std::memcmp(c.regs[x], file, sizeof c.regs[x]) == 0)
+      return c.el[x];
+  const int x = c.next;
+  c.next = (x + 1) % ways;
+  std::memcpy(c.regs[x], file, sizeof c.regs[x]);
+  c.tag[x] = tag, c.first[x] = file[0];
+  alignas(64) uint32_t raw[N];
+  gather<S, IsA, !IsA>(w, I, s, raw);
+  decode_all<IsA ? S.a : S.b>(raw, fmt, c.el[x]);
+  return c.el[x];
+}
+
+// Whether each row of C/D (block, i) is consecutive words of the register file (16x16 and 32x32 single-block forms):
+// the fused arithmetic then reads C and writes D in place.
+template <Shape S>
+constexpr bool rows_in_place() {
+  constexpr auto& T = out_table<S>;
+  for (int r = 0; r < S.blocks * S.m; ++r)
+    for (int j = 0; j < S.n; ++j)
+      if (T.word[r * S.n + j] != T.word[r * S.n] + j) return false;
+  return true;
 }
 
 template <Shape S>
@@ -709,35 +686,38 @@ void mfma(Wave& w, const Inst& I) {
     s.fmt_b = fp8_table_of(S.b, w.ctx->arch->fp8);
   }
 
-  alignas(64) uint32_t ra[B * M * K], rb[B * N * K], c[B * M * N], d[B * M * N];
-  gather<S, true>(w, I, s, ra);
+  alignas(64) uint32_t c[B * M * N], d[B * M * N];
   constexpr bool fused = S.a != Ty::i8 && S.a != Ty::f32;
-  gather<S, false, fused>(w, I, s, rb);  // the fused arithmetic reads B as (block, k, column)
-  read_c<S>(w, I, c);
-
-  if constexpr (S.a == Ty::i8) {
-    alignas(64) int32_t a[B * M * K], bt[B * N * K];
-    for (int x = 0; x < B * M * K; ++x) a[x] = int8_t(ra[x]);
-    for (int x = 0; x < B * N * K; ++x) bt[x] = int8_t(rb[x]);
-    for (int b = 0; b < B; ++b)
-      for (int i = 0; i < M; ++i)
-        for (int j = 0; j < N; ++j) {
-          uint32_t acc = c[(b * M + i) * N + j];
-          const int32_t* ar = a + (b * M + i) * K;
-          const int32_t* br = bt + (b * N + j) * K;
-          for (int k = 0; k < K; ++k) acc += uint32_t(ar[k] * br[k]);
-          d[(b * M + i) * N + j] = acc;
-        }
-  } else if constexpr (S.a == Ty::f32) {
-    f32_chain(ra, rb, c, d, B * M, M, N, K);
+  if constexpr (!fused) {
+    alignas(64) uint32_t ra[B * M * K], rb[B * N * K];
+    gather<S, true>(w, I, s, ra);
+    gather<S, false>(w, I, s, rb);
+    read_c<S>(w, I, c);
+    if constexpr (S.a == Ty::i8) {
+      alignas(64) int32_t a[B * M * K], bt[B * N * K];
+      for (int x = 0; x < B * M * K; ++x) a[x] = int8_t(ra[x]);
+      for (int x = 0; x < B * N * K; ++x) bt[x] = int8_t(rb[x]);
+      for (int b = 0; b < B; ++b)
+        for (int i = 0; i < M; ++i)
+          for (int j = 0; j < N; ++j) {
+            uint32_t acc = c[(b * M + i) * N + j];
+            const int32_t* ar = a + (b * M + i) * K;
+            const int32_t* br = bt + (b * N + j) * K;
+            for (int k = 0; k < K; ++k) acc += uint32_t(ar[k] * br[k]);
+            d[(b * M + i) * N + j] = acc;
+          }
+    } else {
+      f32_chain(ra, rb, c, d, B * M, M, N, K);
+    }
+    write_d<S>(w, I, d);
   } else {
     constexpr bool fp8 = bits_of(S.a) == 8;
     constexpr int G = S.a == Ty::xf32 ? 4 : fp8 ? 16 : (K < 8 ? K : 8);
     static_assert(K % G == 0 && G <= 16);
     constexpr int kblocks = S.scaled ? K / 32 : 1;
     static_assert(B * M * K == B * N * K);
-    const Elems<B * M * K>& a = decoded<S, true>(ra, s.fmt_a);
-    const Elems<B * M * K>& bt = decoded<S, false>(rb, s.fmt_b);
+    const Elems<B * M * K>& a = decoded<S, true>(w, I, s);
+    const Elems<B * M * K>& bt = decoded<S, false>(w, I, s);
     // Scale exponents (E8M0) per row of A / column of B and 32-k block; 255 is NaN.
     int sa[M * kblocks], sb[N * kblocks];
     for (int x = 0; x < M * kblocks; ++x) sa[x] = 127;
@@ -754,10 +734,30 @@ void mfma(Wave& w, const Inst& I) {
         for (int j = 0; j < N; ++j) sb[j * kblocks + kb] = scale_of(w, I.op[5], sel_b, N, j, kb);
       }
     }
-    if constexpr (Reference) fused_matmul_reference<M, N, K, B, G, fp8, kblocks>(a, bt, c, d, sa, sb);
-    else fused_matmul<M, N, K, B, G, fp8, kblocks>(a, bt, c, d, sa, sb);
+    if constexpr (Reference) {
+      read_c<S>(w, I, c);
+      fused_matmul_reference<M, N, K, B, G, fp8, kblocks>(a, bt, c, d, sa, sb);
+      write_d<S>(w, I, d);
+      return;
+    }
+    // Rows of C and D: in place in the register file where the layout allows and D is C or apart from it (C's row i
+    // is read whole before D's row i is written), otherwise through the dense arrays.
+    constexpr auto& T = out_table<S>;
+    constexpr int regs = B * M * N / kLanes;
+    const int dreg = I.op[0].reg, creg = I.op[3].reg;
+    const bool in_place = rows_in_place<S>() && I.op[3].kind == OpKind::vgpr &&
+                          (dreg == creg || dreg + regs <= creg || creg + regs <= dreg);
+    const uint32_t* c_row[B * M];
+    uint32_t* d_row[B * M];
+    if (in_place) {
+      for (int r = 0; r < B * M; ++r) c_row[r] = w.v[creg] + T.word[r * N], d_row[r] = w.v[dreg] + T.word[r * N];
+    } else {
+      read_c<S>(w, I, c);
+      for (int r = 0; r < B * M; ++r) c_row[r] = c + r * N, d_row[r] = d + r * N;
+    }
+    fused_matmul<M, N, K, B, G, fp8, kblocks>(a, bt, c_row, d_row, sa, sb);
+    if (!in_place) write_d<S>(w, I, d);
   }
-  write_d<S>(w, I, d);
 }
 
 // Registers a form under its name(s); Reference: only the fused-model forms, with the reference arithmetic.
@@ -827,6 +827,19 @@ void register_all(IsaTable& t) {
 
 void register_mfma(IsaTable& t) { register_all<false>(t); }
 
+const char* mfma_simd_name(MfmaSimd s) {
+  return s == MfmaSimd::avx512 ? "avx512" : s == MfmaSimd::avx2 ? "avx2" : "sse4.1";
+}
+std::vector<MfmaSimd> mfma_simd_supported() {
+  std::vector<MfmaSimd> out;
+  for (MfmaSimd s : {MfmaSimd::sse41, MfmaSimd::avx2, MfmaSimd::avx512})
+    if (cpu_has(s)) out.push_back(s);
+  return out;
+}
+MfmaSimd mfma_simd() { return active_simd().load(); }
+const char* mfma_arithmetic() { return mfma_simd_name(mfma_simd()); }
+void set_mfma_simd(MfmaSimd s) { active_simd().store(s); }
+
 int mfma_decode_mismatches() {
   int bad = 0;
   auto check = [&]<int EB, int MB>(Decoded (*scalar)(uint32_t)) {
@@ -837,7 +850,7 @@ int mfma_decode_mismatches() {
       for (int l = 0; l < 4; ++l) {
         const Decoded d = scalar(raw[l]);
         if ((special >> l & 1) != d.special) ++bad;
-        else if (!d.special && (std::bit_cast<uint64_t>(v.f[l]) != std::bit_cast<uint64_t>(double(d.f)) || v.m[l] != d.m ||
+        else if (!d.special && (std::bit_cast<uint32_t>(v.v[l]) != std::bit_cast<uint32_t>(d.f) || v.m[l] != d.m ||
                                 v.e[l] != d.e || v.q[l] != d.q))
           ++bad;
       }

@@ -2,6 +2,7 @@
 // the hardware's range checking, and the loads that write straight to LDS (buffer_load_* ... lds, global_load_lds_*).
 // The rules, their sources and the assumptions are in docs/vgpu-memory.md.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <string>
 
@@ -90,6 +91,24 @@ bool buffer_lanes(Wave& w, const Inst& I, const Layout& L, uint64_t* addr, uint3
   return true;
 }
 
+// Whether every enabled lane's in-range elements lie in the allocation the wave last touched, checked once for the
+// instruction (the lowest and highest byte over the lanes): then the per-lane checks can be skipped. Otherwise each
+// lane is checked as before, which finds the allocation or raises the fault naming the lane.
+template <uint32_t Elem>
+bool lanes_in_cached_allocation(const Wave& w, uint64_t exec, const uint64_t* addr, const uint32_t* ok) {
+  uint64_t lo = ~0ull, hi = 0;
+  bool any = false, wraps = false;
+  for (int l = 0; l < kLanes; ++l) {
+    const bool on = (exec >> l & 1) && ok[l];
+    const uint64_t end = addr[l] + ok[l] * Elem;
+    lo = on ? std::min(lo, addr[l]) : lo;
+    hi = on ? std::max(hi, end) : hi;
+    any |= on;
+    wraps |= on && end < addr[l];
+  }
+  return !any || (!wraps && lo >= w.mem_lo && hi <= w.mem_hi);
+}
+
 // buffer_load_* with the lds modifier: each lane's data goes to LDS at
 //   M0[lds_dma_m0_bits-1:0] (17:0 on gfx950, 15:0 on gfx942) + inst_offset + lane * (Bytes <= 4 ? 4 : 16)
 // One- and two-byte loads write their lane's whole dword, zero- or sign-extended; dwordx3 writes 3 dwords of its 16-byte
@@ -116,11 +135,13 @@ void buffer_load_lds(Wave& w, const Inst& I) {
   if (!buffer_lanes<Elem, N, true>(w, I, L, addr, ok)) return;
   const uint64_t lds_base = uint64_t(w.s[sreg::m0] & arch.lds_dma_m0_mask()) + uint32_t(I.offset);
   const uint64_t exec = w.exec();
+  // Every lane's LDS slot goes through lds_ptr, which also records the bytes in flight for the hazard check.
+  const bool global_fits = lanes_in_cached_allocation<Elem>(w, exec, addr, ok);
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
     uint8_t* dst = lds_ptr(w, I, lds_base + uint64_t(l) * Slot, Written, l, LdsUse::dma);
     if (!dst) return;
-    if (ok[l] && !check_global(w, I, addr[l], ok[l] * Elem, l)) return;
+    if (!global_fits && ok[l] && !check_global(w, I, addr[l], ok[l] * Elem, l)) return;
     const uint8_t* src = reinterpret_cast<const uint8_t*>(addr[l]);
     uint32_t x[4] = {};
     if constexpr (E == Ext::dwords) {
@@ -143,9 +164,10 @@ void buffer_load(Wave& w, const Inst& I) {
   if (!buffer_lanes<Elem, N, true>(w, I, L, addr, ok)) return;
   const uint64_t exec = w.exec();
   const uint16_t d = I.op[0].reg;
+  const bool global_fits = lanes_in_cached_allocation<Elem>(w, exec, addr, ok);
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
-    if (ok[l] && !check_global(w, I, addr[l], ok[l] * Elem, l)) return;
+    if (!global_fits && ok[l] && !check_global(w, I, addr[l], ok[l] * Elem, l)) return;
     const uint8_t* src = reinterpret_cast<const uint8_t*>(addr[l]);
     if constexpr (E == Ext::dwords) {
       for (uint32_t i = 0; i < N; ++i) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "program.h"
 
@@ -58,6 +59,13 @@ const IsaTable& mfma_reference_table();
 // Elements where the four-at-a-time f16/bf16 operand decoder of the fused MFMA forms differs from the scalar one, over
 // all 65536 codes of each (the reference model shares the decoder, so this is its check).
 int mfma_decode_mismatches();
+// The instruction sets the fused MFMA arithmetic is compiled for (the same results bit for bit). The widest the CPU
+// has is used unless HK_VGPU_MFMA_SIMD=sse4.1|avx2|avx512 or set_mfma_simd picks another (tests run each in turn).
+enum class MfmaSimd : uint8_t { sse41, avx2, avx512 };
+const char* mfma_simd_name(MfmaSimd s);
+std::vector<MfmaSimd> mfma_simd_supported();  // by this CPU, narrowest first
+MfmaSimd mfma_simd();
+void set_mfma_simd(MfmaSimd s);  // must be one this CPU supports
 void register_mubuf(IsaTable&);   // buffer memory and LDS DMA (exec_mubuf.cpp)
 void register_cvt(IsaTable&);     // bf16/fp8 conversions (exec_cvt.cpp)
 void register_vop3p(IsaTable&);   // packed 16-bit math (exec_vop3p.cpp)

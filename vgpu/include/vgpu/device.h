@@ -36,6 +36,10 @@ enum class FaultKind : uint8_t {
 };
 const char* to_string(FaultKind k);
 
+// The x86 instruction set the MFMA arithmetic runs on in this process: "sse4.1", "avx2" or "avx512" (the widest the
+// CPU has, or HK_VGPU_MFMA_SIMD's choice); results are the same bit for bit on each.
+const char* mfma_arithmetic();
+
 // Where and why a dispatch stopped. `message()` is the one-line text the HIP error API reports.
 struct Fault {
   FaultKind kind = FaultKind::none;

@@ -47,6 +47,10 @@ int vgpuSetProfiling(int on);
 // hazard of a launch is a fault (hipErrorLaunchFailure) instead of a warning, and LDS races between waves are checked.
 int vgpuSetRaceCheck(int on);
 
+// The x86 instruction set vgpu's MFMA arithmetic runs on in this process: "sse4.1", "avx2" or "avx512" (the widest
+// the CPU has; HK_VGPU_MFMA_SIMD picks a narrower one). The results are the same bit for bit on each.
+const char* vgpuMfmaArithmetic(void);
+
 // The timing model (docs/vgpu-timing.md). vgpuSetTiming("mi355x", 0) models later launches on that product (of the
 // device's arch; a launch on another arch fails); nullptr or "" turns it off. With sample_only = 1 only the
 // workgroups the model samples are executed: the others' results are not computed. Returns 0, or 1 for an unknown
