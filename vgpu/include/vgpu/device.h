@@ -63,7 +63,8 @@ struct InstructionProfile {
 struct TimingReport {
   bool modelled = false;
   std::string product;
-  double clock_ghz = 0;
+  double clock_ghz = 0;             // the engine clock the model ran at (lower than the peak under MFMA load)
+  double peak_clock_ghz = 0;
   double seconds = 0;              // predicted kernel time
   double cycles = 0;               // the same in engine clocks
   double cu_cycles = 0;            // one CU's share of the grid: rounds x round_cycles

@@ -46,9 +46,11 @@ int vgpuSetTiming(const char* product, int sample_only);
 
 typedef struct vgpuTimingInfo {
   char product[16];                 // "MI355X"
+  char kernel[256];                 // the kernel's symbol name
   double seconds;                   // predicted kernel time
-  double cycles;                    // the same in engine clocks at the product's peak clock
-  double clock_ghz;
+  double cycles;                    // the same in engine clocks at clock_ghz
+  double clock_ghz;                 // the modelled engine clock: below the peak under dense MFMA load
+  double peak_clock_ghz;
   double round_cycles;              // one round of concurrent workgroups on the sampled CU
   unsigned long long rounds;        // rounds of the busiest CU's share of the grid
   unsigned workgroups_per_cu;       // concurrent workgroups per CU
@@ -66,6 +68,10 @@ typedef struct vgpuTimingInfo {
 
 // The timing model's prediction for the last launch. Returns 0, or 1 if that launch was not modelled.
 int vgpuGetLastTiming(vgpuTimingInfo* out);
+
+// Every modelled launch since the last vgpuSetTiming call, in launch order (a program that launches several kernels
+// per operation sums them): fills up to `max` entries and returns how many there are in all.
+int vgpuGetTimingLog(vgpuTimingInfo* out, int max);
 
 #ifdef __cplusplus
 }

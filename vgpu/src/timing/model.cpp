@@ -37,6 +37,7 @@ uint64_t settle(std::deque<uint64_t>& q, uint32_t keep) {
 struct CuResult {
   uint64_t cycles = 0;
   double mfma_busy = 0, mfma_flops = 0, vmem_bytes = 0;
+  double mfma_busy_by_class[4] = {};  // by MfmaClass
   double wait_memory = 0, wait_lds = 0, wait_barrier = 0, wait_nop = 0, issue_bound = 0, wave_cycles = 0;
 };
 
@@ -128,6 +129,7 @@ CuResult simulate_cu(const ProductInfo& product, const Program& prog, const std:
           valu_free[simd] = now + 4;
           mfma_free[simd] = now + 4ull * t.passes;
           r.mfma_busy += 4.0 * t.passes, r.mfma_flops += t.flops;
+          r.mfma_busy_by_class[int(t.mfma_class)] += 4.0 * t.passes;
           break;
         case IssueKind::smem: w.lgkm.push_back(now + f.smem_latency); break;
         case IssueKind::vmem: {
@@ -213,10 +215,18 @@ TimingSample plan_timing_sample(const ProductInfo& product, const Program& progr
   const uint64_t groups = launch.grid.count();
   // Workgroups go to the XCDs round-robin, and within an XCD to its CUs in turn, so CU 0 of XCD 0 receives
   // workgroups 0, CUs, 2 x CUs, ...
+  // The sample is one round of concurrent workgroups taken from across that share (slot s holds its
+  // (2s+1)/(2 x workgroups_per_cu) quantile), so a grid whose workgroups differ in work (causal attention) is
+  // represented by its middle, not by its first workgroups; a uniform grid times the same either way.
   const uint64_t share = ceil_div(groups, product.compute_units);
   s.rounds = ceil_div(share, s.workgroups_per_cu);
-  for (uint64_t j = 0; j < s.workgroups_per_cu && j * product.compute_units < groups; ++j)
-    s.workgroups.push_back(j * product.compute_units);
+  const uint64_t slots = std::min<uint64_t>(s.workgroups_per_cu, share);
+  for (uint64_t slot = 0; slot < slots; ++slot) {
+    uint64_t j = share <= s.workgroups_per_cu ? slot : (2 * slot + 1) * share / (2 * slots);
+    while (j > 0 && j * product.compute_units >= groups) --j;  // the CU's last share may be short
+    if (s.workgroups.empty() || j * product.compute_units > s.workgroups.back())
+      s.workgroups.push_back(j * product.compute_units);
+  }
   return s;
 }
 
@@ -226,7 +236,6 @@ TimingReport model_dispatch(const ProductInfo& product, const Program& program, 
   TimingReport rep;
   rep.modelled = true;
   rep.product = std::string(product.name);
-  rep.clock_ghz = product.peak_clock_mhz * 1e-3;
   rep.workgroups_per_cu = sample.workgroups_per_cu;
   rep.rounds = sample.rounds;
   rep.sampled_workgroups = uint32_t(traces.size());
@@ -258,7 +267,23 @@ TimingReport model_dispatch(const ProductInfo& product, const Program& program, 
   const CuResult cu = simulate_cu(product, program, facts, traces, latency);
   rep.round_cycles = double(cu.cycles);
   rep.cu_cycles = rep.round_cycles * double(sample.rounds);
-  const double clock_hz = product.peak_clock_mhz * 1e6;
+  const double simds = double(arch_info(product.arch).simds_per_cu);
+  if (cu.cycles) rep.mfma_busy = cu.mfma_busy / (simds * double(cu.cycles));
+  // The engine clock: power management lowers it under dense MFMA load. Between the peak clock (no MFMA activity)
+  // and the measured sustained clock of the dominant MFMA type (at the MFMA use it was measured at), linearly in the
+  // sampled CU's MFMA use; the interpolation is chosen (no source says how the clock scales with partial load).
+  const double* by_class = cu.mfma_busy_by_class;
+  const int dominant = int(std::max_element(by_class, by_class + 4) - by_class);
+  const uint32_t sustained = dominant == int(MfmaClass::f16)   ? f.mfma_clock_mhz_f16
+                             : dominant == int(MfmaClass::fp8) ? f.mfma_clock_mhz_fp8
+                                                               : f.mfma_clock_mhz_bf16;
+  const double peak_mhz = product.peak_clock_mhz;
+  const double use = dominant == int(MfmaClass::fp8) ? f.mfma_clock_use_fp8 : f.mfma_clock_use_16bit;
+  const double load = use > 0 ? std::min(1.0, rep.mfma_busy / use) : 0;
+  const double clock_mhz = sustained ? peak_mhz - (peak_mhz - sustained) * load : peak_mhz;
+  rep.clock_ghz = clock_mhz * 1e-3;
+  rep.peak_clock_ghz = peak_mhz * 1e-3;
+  const double clock_hz = clock_mhz * 1e6;
   rep.l2_floor_cycles = rep.vmem_bytes / (double(f.l2_bytes_per_clk_xcd) * product.xcds);
   rep.hbm_floor_cycles = rep.hbm_bytes / (f.hbm_measured_tb_per_s * 1e12) * clock_hz;
   rep.cycles = std::max({rep.cu_cycles, rep.l2_floor_cycles, rep.hbm_floor_cycles});
@@ -267,7 +292,6 @@ TimingReport model_dispatch(const ProductInfo& product, const Program& program, 
   rep.seconds = rep.cycles / clock_hz;
   rep.mfma_flops = traces.empty() ? 0 : cu.mfma_flops / double(traces.size()) * groups;
   if (cu.cycles) {
-    rep.mfma_busy = cu.mfma_busy / (double(arch_info(product.arch).simds_per_cu) * double(cu.cycles));
     rep.wait_memory = cu.wait_memory / cu.wave_cycles, rep.wait_lds = cu.wait_lds / cu.wave_cycles;
     rep.wait_barrier = cu.wait_barrier / cu.wave_cycles, rep.wait_nop = cu.wait_nop / cu.wave_cycles;
     rep.issue_bound = cu.issue_bound / cu.wave_cycles;

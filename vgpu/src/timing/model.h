@@ -28,8 +28,11 @@ TimingReport model_dispatch(const ProductInfo& product, const Program& program, 
 // Static timing facts of one instruction, from its mnemonic (exposed for tests).
 enum class IssueKind : uint8_t { valu, mfma, salu, smem, vmem, lds, branch, waitcnt, barrier, nop, sleep, setprio, end,
                                  internal };
+// The input type class of an MFMA, which picks the sustained clock under dense matrix load (TimingFacts).
+enum class MfmaClass : uint8_t { f16, bf16, fp8, other };
 struct InstTiming {
   IssueKind kind = IssueKind::valu;
+  MfmaClass mfma_class = MfmaClass::other;
   uint32_t passes = 0;       // MFMA: 4-cycle passes the matrix core is busy
   double flops = 0;          // MFMA: 2*M*N*K*blocks
   uint32_t bytes_per_lane = 0;  // VMEM / LDS
