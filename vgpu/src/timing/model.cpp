@@ -271,7 +271,9 @@ TimingReport model_dispatch(const ProductInfo& product, const Program& program, 
   if (cu.cycles) rep.mfma_busy = cu.mfma_busy / (simds * double(cu.cycles));
   // The engine clock: power management lowers it under dense MFMA load. Between the peak clock (no MFMA activity)
   // and the measured sustained clock of the dominant MFMA type (at the MFMA use it was measured at), linearly in the
-  // sampled CU's MFMA use; the interpolation is chosen (no source says how the clock scales with partial load).
+  // device's MFMA use: the sampled CU's, times the share of CUs the grid occupies (power is the chip's, so a grid
+  // of 16 workgroups on 304 CUs runs near the peak clock). The interpolation is chosen: no source says how the clock
+  // scales with partial load.
   const double* by_class = cu.mfma_busy_by_class;
   const int dominant = int(std::max_element(by_class, by_class + 4) - by_class);
   const uint32_t sustained = dominant == int(MfmaClass::f16)   ? f.mfma_clock_mhz_f16
@@ -279,7 +281,8 @@ TimingReport model_dispatch(const ProductInfo& product, const Program& program, 
                                                                : f.mfma_clock_mhz_bf16;
   const double peak_mhz = product.peak_clock_mhz;
   const double use = dominant == int(MfmaClass::fp8) ? f.mfma_clock_use_fp8 : f.mfma_clock_use_16bit;
-  const double load = use > 0 ? std::min(1.0, rep.mfma_busy / use) : 0;
+  const double busy_cus = std::min(1.0, groups / double(product.compute_units));
+  const double load = use > 0 ? std::min(1.0, rep.mfma_busy * busy_cus / use) : 0;
   const double clock_mhz = sustained ? peak_mhz - (peak_mhz - sustained) * load : peak_mhz;
   rep.clock_ghz = clock_mhz * 1e-3;
   rep.peak_clock_ghz = peak_mhz * 1e-3;
