@@ -51,6 +51,7 @@ void remember_dispatch(const KernelInfo& kernel, Arch arch, const LaunchParams& 
   timing.peak_clock_ghz = t.peak_clock_ghz;
   timing.round_cycles = t.round_cycles, timing.rounds = t.rounds, timing.workgroups_per_cu = t.workgroups_per_cu;
   timing.sampled_workgroups = t.sampled_workgroups, timing.sample_only = t.sample_only;
+  timing.probed_workgroups = t.probed_workgroups, timing.work_weight = t.work_weight;
   timing.l2_floor_cycles = t.l2_floor_cycles, timing.hbm_floor_cycles = t.hbm_floor_cycles;
   timing.mfma_flops = t.mfma_flops, timing.vmem_bytes = t.vmem_bytes, timing.hbm_bytes = t.hbm_bytes;
   timing.mfma_busy = t.mfma_busy, timing.wait_memory = t.wait_memory, timing.wait_lds = t.wait_lds;

@@ -74,6 +74,8 @@ struct TimingReport {
   uint32_t workgroups_per_cu = 0;  // concurrent workgroups on a CU (waves, VGPRs, LDS)
   uint64_t rounds = 0;
   uint32_t sampled_workgroups = 0;
+  uint32_t probed_workgroups = 0;  // recorded to weigh the average workgroup's work against the sample's
+  double work_weight = 1;          // that average over the sample's mean (instructions issued); scales the round
   bool sample_only = false;        // workgroups outside the sample were not executed
   double mfma_flops = 0;           // matrix FLOPs of the whole grid
   double vmem_bytes = 0, hbm_bytes = 0;  // vector memory traffic of the grid, and what of it reaches HBM

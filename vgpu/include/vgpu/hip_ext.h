@@ -55,6 +55,8 @@ typedef struct vgpuTimingInfo {
   unsigned long long rounds;        // rounds of the busiest CU's share of the grid
   unsigned workgroups_per_cu;       // concurrent workgroups per CU
   unsigned sampled_workgroups;      // workgroups whose instruction streams were replayed
+  unsigned probed_workgroups;       // workgroups across the grid recorded to weigh the average workgroup's work
+  double work_weight;               // that average over the sampled workgroups' (1 for a uniform grid)
   int sample_only;                  // 1: the other workgroups were not executed
   char limiter[32];                 // "compute units", "L2 bandwidth" or "HBM bandwidth"
   double l2_floor_cycles, hbm_floor_cycles;

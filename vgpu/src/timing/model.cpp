@@ -227,11 +227,41 @@ TimingSample plan_timing_sample(const ProductInfo& product, const Program& progr
     if (s.workgroups.empty() || j * product.compute_units > s.workgroups.back())
       s.workgroups.push_back(j * product.compute_units);
   }
+  for (uint64_t i = 0; i < kMaxTimingProbes && groups > s.workgroups.size(); ++i) {
+    const uint64_t id = (2 * i + 1) * groups / (2 * kMaxTimingProbes);
+    if (!std::binary_search(s.workgroups.begin(), s.workgroups.end(), id) &&
+        (s.probes.empty() || id > s.probes.back()))
+      s.probes.push_back(id);
+  }
   return s;
 }
 
+namespace {
+// A workgroup's work: the instructions its waves issued.
+double work_of(const WorkgroupTrace& t) {
+  double n = 0;
+  for (const WaveTrace& w : t.waves) n += double(w.ops.size());
+  return n;
+}
+double mean_work(const std::vector<WorkgroupTrace>& traces) {
+  double sum = 0, n = 0;
+  for (const WorkgroupTrace& t : traces)
+    if (t.done) sum += work_of(t), ++n;
+  return n ? sum / n : 0;
+}
+}  // namespace
+
+bool probes_match_sample(const std::vector<WorkgroupTrace>& sample, const std::vector<WorkgroupTrace>& probes,
+                         size_t recorded) {
+  const double mean = mean_work(sample);
+  for (size_t i = 0; i < recorded && i < probes.size(); ++i)
+    if (work_of(probes[i]) != mean) return false;
+  return true;
+}
+
 TimingReport model_dispatch(const ProductInfo& product, const Program& program, const LaunchParams& launch,
-                            const TimingSample& sample, const std::vector<WorkgroupTrace>& traces) {
+                            const TimingSample& sample, const std::vector<WorkgroupTrace>& traces,
+                            const std::vector<WorkgroupTrace>& probes) {
   const TimingFacts& f = product.timing;
   TimingReport rep;
   rep.modelled = true;
@@ -256,7 +286,16 @@ TimingReport model_dispatch(const ProductInfo& product, const Program& program, 
         if (it.kind == IssueKind::vmem) sample_bytes += double(op.lanes) * it.bytes_per_lane;
       }
   }
-  const double per_group = traces.empty() ? 0 : sample_bytes / double(traces.size());
+  // The average workgroup against the sampled ones, in instructions issued (1 for a uniform grid): the sample's
+  // round, traffic and FLOPs are scaled by it. The probes alone estimate the average (they are spread evenly over the
+  // grid; the sample is one CU's, which a kernel's own workgroup order can bias). The replay stays the sample's.
+  double weight = 1, probed = 0;
+  for (const WorkgroupTrace& t : probes) probed += t.done;
+  const double sample_work = mean_work(traces);
+  if (probed && sample_work > 0) weight = mean_work(probes) / sample_work;
+  rep.work_weight = weight;
+  rep.probed_workgroups = uint32_t(probed);
+  const double per_group = traces.empty() ? 0 : sample_bytes / double(traces.size()) * weight;
   rep.vmem_bytes = per_group * groups;
   double touched = 0;
   for (auto [base, bytes] : allocations) touched += double(bytes);
@@ -265,7 +304,7 @@ TimingReport model_dispatch(const ProductInfo& product, const Program& program, 
   const double latency = f.l2_latency + (double(f.hbm_latency) - f.l2_latency) * miss;
 
   const CuResult cu = simulate_cu(product, program, facts, traces, latency);
-  rep.round_cycles = double(cu.cycles);
+  rep.round_cycles = double(cu.cycles) * weight;
   rep.cu_cycles = rep.round_cycles * double(sample.rounds);
   const double simds = double(arch_info(product.arch).simds_per_cu);
   if (cu.cycles) rep.mfma_busy = cu.mfma_busy / (simds * double(cu.cycles));
@@ -293,7 +332,7 @@ TimingReport model_dispatch(const ProductInfo& product, const Program& program, 
   rep.limiter = rep.cycles == rep.cu_cycles ? "compute units"
                 : rep.cycles == rep.hbm_floor_cycles ? "HBM bandwidth" : "L2 bandwidth";
   rep.seconds = rep.cycles / clock_hz;
-  rep.mfma_flops = traces.empty() ? 0 : cu.mfma_flops / double(traces.size()) * groups;
+  rep.mfma_flops = traces.empty() ? 0 : cu.mfma_flops / double(traces.size()) * groups * weight;
   if (cu.cycles) {
     rep.wait_memory = cu.wait_memory / cu.wave_cycles, rep.wait_lds = cu.wait_lds / cu.wave_cycles;
     rep.wait_barrier = cu.wait_barrier / cu.wave_cycles, rep.wait_nop = cu.wait_nop / cu.wave_cycles;
