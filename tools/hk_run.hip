@@ -145,9 +145,9 @@ void print_model(const vgpuTimingInfo& t, double flops, double peak_tflops, doub
               t.hbm_floor_cycles, t.hbm_bytes * 1e-6);
   std::printf("    sample: %u workgroups replayed, %u probed across the grid (average work %.3f x the sample's)\n",
               t.sampled_workgroups, t.probed_workgroups, t.work_weight);
-  std::printf("    where the time went: MFMA busy %.1f%%; waves waiting on memory %.1f%%, LDS %.1f%%, barriers %.1f%%, "
-              "nop/branch %.1f%%, issue-bound %.1f%%\n",
-              100 * t.mfma_busy, 100 * t.wait_memory, 100 * t.wait_lds, 100 * t.wait_barrier, 100 * t.wait_nop,
+  std::printf("    where the time went: MFMA busy %.1f%%, VALU busy %.1f%%; waves waiting on memory %.1f%%, LDS %.1f%%, "
+              "barriers %.1f%%, nop/branch %.1f%%, issue-bound %.1f%%\n",
+              100 * t.mfma_busy, 100 * t.valu_busy, 100 * t.wait_memory, 100 * t.wait_lds, 100 * t.wait_barrier, 100 * t.wait_nop,
               100 * t.issue_bound);
 }
 

@@ -56,6 +56,7 @@ void remember_dispatch(const KernelInfo& kernel, Arch arch, const LaunchParams& 
   timing.mfma_flops = t.mfma_flops, timing.vmem_bytes = t.vmem_bytes, timing.hbm_bytes = t.hbm_bytes;
   timing.mfma_busy = t.mfma_busy, timing.wait_memory = t.wait_memory, timing.wait_lds = t.wait_lds;
   timing.wait_barrier = t.wait_barrier, timing.wait_nop = t.wait_nop, timing.issue_bound = t.issue_bound;
+  timing.valu_busy = t.valu_busy;
   std::lock_guard lock(g_last_mu);
   g_last = info;
   g_last_timing = timing;

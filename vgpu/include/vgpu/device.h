@@ -82,6 +82,7 @@ struct TimingReport {
   // Where the sampled CU's time went: matrix cores busy (of 4 x round_cycles), and the waves' time (of waves x
   // round_cycles) waiting on vector memory, on LDS / scalar memory, at barriers, in s_nop / s_sleep / branches, and
   // ready but not picked (issue-bound).
+  double valu_busy = 0;            // the SIMDs' vector units busy (of 4 x round_cycles), MFMA excluded
   double mfma_busy = 0, wait_memory = 0, wait_lds = 0, wait_barrier = 0, wait_nop = 0, issue_bound = 0;
 };
 

@@ -66,6 +66,7 @@ typedef struct vgpuTimingInfo {
   // waiting on vector memory, on LDS / scalar memory, at barriers, in s_nop / s_sleep / branches, and ready but not
   // picked because another wave took the unit (issue-bound).
   double mfma_busy, wait_memory, wait_lds, wait_barrier, wait_nop, issue_bound;
+  double valu_busy;                 // the SIMDs' vector units busy with VALU work (fraction of 4 SIMDs x round)
 } vgpuTimingInfo;
 
 // The timing model's prediction for the last launch. Returns 0, or 1 if that launch was not modelled.

@@ -38,6 +38,7 @@ struct CuResult {
   uint64_t cycles = 0;
   double mfma_busy = 0, mfma_flops = 0, vmem_bytes = 0;
   double mfma_busy_by_class[4] = {};  // by MfmaClass
+  double valu_busy = 0;
   double wait_memory = 0, wait_lds = 0, wait_barrier = 0, wait_nop = 0, issue_bound = 0, wave_cycles = 0;
 };
 
@@ -124,7 +125,7 @@ CuResult simulate_cu(const ProductInfo& product, const Program& prog, const std:
       w.next++;
       w.ready = now + 1;
       switch (t.kind) {
-        case IssueKind::valu: valu_free[simd] = now + t.valu_cycles; break;
+        case IssueKind::valu: valu_free[simd] = now + t.valu_cycles, r.valu_busy += t.valu_cycles; break;
         case IssueKind::mfma:
           valu_free[simd] = now + 4;
           mfma_free[simd] = now + 4ull * t.passes;
@@ -227,12 +228,15 @@ TimingSample plan_timing_sample(const ProductInfo& product, const Program& progr
     if (s.workgroups.empty() || j * product.compute_units > s.workgroups.back())
       s.workgroups.push_back(j * product.compute_units);
   }
+  // Probes at golden-ratio steps through the grid: evenly spread, yet on no power-of-two stride that a kernel's own
+  // block-to-work mapping could alias with (quantiles at multiples of groups/32 all landed on one query tile).
   for (uint64_t i = 0; i < kMaxTimingProbes && groups > s.workgroups.size(); ++i) {
-    const uint64_t id = (2 * i + 1) * groups / (2 * kMaxTimingProbes);
-    if (!std::binary_search(s.workgroups.begin(), s.workgroups.end(), id) &&
-        (s.probes.empty() || id > s.probes.back()))
-      s.probes.push_back(id);
+    const double position = std::fmod(0.5 + 0.6180339887498949 * double(i), 1.0);
+    const uint64_t id = std::min(groups - 1, uint64_t(position * double(groups)));
+    if (!std::binary_search(s.workgroups.begin(), s.workgroups.end(), id)) s.probes.push_back(id);
   }
+  std::sort(s.probes.begin(), s.probes.end());
+  s.probes.erase(std::unique(s.probes.begin(), s.probes.end()), s.probes.end());
   return s;
 }
 
@@ -308,6 +312,7 @@ TimingReport model_dispatch(const ProductInfo& product, const Program& program, 
   rep.cu_cycles = rep.round_cycles * double(sample.rounds);
   const double simds = double(arch_info(product.arch).simds_per_cu);
   if (cu.cycles) rep.mfma_busy = cu.mfma_busy / (simds * double(cu.cycles));
+  if (cu.cycles) rep.valu_busy = cu.valu_busy / (simds * double(cu.cycles));
   // The engine clock: power management lowers it under dense MFMA load. Between the peak clock (no MFMA activity)
   // and the measured sustained clock of the dominant MFMA type (at the MFMA use it was measured at), linearly in the
   // device's MFMA use: the sampled CU's, times the share of CUs the grid occupies (power is the chip's, so a grid
