@@ -9,17 +9,22 @@
 //   (--bwd: the backward too, each of its kernels checked and reported;
 //    --varlen: comma-separated sequence lengths, packed; keys as long as the queries unless KLENS is given)
 //   hk-run report [--arch gfx942|gfx950]      resources of every kernel in this binary
-//   gemm --model mi300x|mi325x|mi350x|mi355x: vgpu's timing model predicts the kernel's time on that product
-//   (docs/vgpu-timing.md); only the sampled workgroups run, so the result is not checked
+//   gemm|attn|rotary|norm ... --model mi300x|mi325x|mi350x|mi355x: vgpu's timing model predicts every launch's time
+//   on that product (docs/vgpu-timing.md); only the sampled workgroups run, on uninitialized inputs, so nothing is
+//   checked. rotary --q-only (model only) rotates Q alone, as single-tensor benchmarks do.
+//   report --model P: the report with a modelled column (hk-run's standard problems on P, see run_report)
 #include <hip/hip_runtime.h>
 
 #include <dlfcn.h>
 
 #include <CLI/CLI.hpp>
 #include <cctype>
+#include <cxxabi.h>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "attention/attention.h"
@@ -53,6 +58,10 @@ void* device_alloc(size_t bytes, const char* what) {
   return p;
 }
 
+// `./hk report --model P`: the modelled column, by kernel symbol (filled by print_model while run_report runs).
+std::map<std::string, std::string>* g_report_model = nullptr;
+std::string g_report_problem;  // the standard problem being modelled, for the column
+
 void print_report(const char* kernel, unsigned block_threads, bool with_profile) {
   const vgpu::Arch arch = device_arch();
   if (!kernel) std::printf("kernels of hk-run for %s (occupancy for %u-thread workgroups)\n", std::string(vgpu::arch_info(arch).name).c_str(), block_threads);
@@ -66,8 +75,14 @@ void print_report(const char* kernel, unsigned block_threads, bool with_profile)
       if (get) get(insts.data(), int(insts.size()));
       prof = hk::report::profile(insts);
     }
-    std::printf("%s\n  %s\n  %s\n", k.name.c_str(), hk::report::header().c_str(),
-                hk::report::row(res, with_profile ? &prof : nullptr).c_str());
+    std::string header = hk::report::header(), row = hk::report::row(res, with_profile ? &prof : nullptr);
+    if (g_report_model) {
+      auto it = g_report_model->find(k.name);
+      if (!with_profile) header.resize(std::min(header.size(), header.find(" |")));  // the profile columns are empty
+      header += " | modelled";
+      row += " | " + (it == g_report_model->end() ? std::string("- (no standard problem)") : it->second);
+    }
+    std::printf("%s\n  %s\n  %s\n", k.name.c_str(), header.c_str(), row.c_str());
   }
 }
 
@@ -81,21 +96,77 @@ bool start_model(const std::string& product) {
   return true;
 }
 
-// The last launch's prediction: time, throughput against the product's dense peak for `peak_tflops`, and where the
-// sampled CU's time went.
-void print_model(double flops, double peak_tflops) {
-  vgpuTimingInfo t{};
-  auto last = ext<int (*)(vgpuTimingInfo*)>("vgpuGetLastTiming");
-  if (!last || last(&t) != 0) return (void)std::printf("  model: the last launch was not modelled\n");
-  const double tflops = flops / t.seconds * 1e-12;
-  std::printf("  model %s: %.3f ms, %.1f TFLOP/s = %.1f%% of the %.0f TFLOP/s peak (limited by %s)\n", t.product,
-              t.seconds * 1e3, tflops, 100 * tflops / peak_tflops, peak_tflops, t.limiter);
-  std::printf("    %u workgroups per CU, %llu rounds of %.0f cycles at %.2f GHz; bounds: L2 %.0f, HBM %.0f cycles\n",
-              t.workgroups_per_cu, t.rounds, t.round_cycles, t.clock_ghz, t.l2_floor_cycles, t.hbm_floor_cycles);
-  std::printf("    where the time went: MFMA busy %.1f%%; waves waiting on memory %.1f%%, LDS %.1f%%, barriers %.1f%%, "
-              "nop/branch %.1f%%, issue-bound %.1f%%\n",
-              100 * t.mfma_busy, 100 * t.wait_memory, 100 * t.wait_lds, 100 * t.wait_barrier, 100 * t.wait_nop,
+// Every launch modelled since start_model, in order.
+std::vector<vgpuTimingInfo> model_log() {
+  auto log = ext<int (*)(vgpuTimingInfo*, int)>("vgpuGetTimingLog");
+  std::vector<vgpuTimingInfo> out(log ? log(nullptr, 0) : 0);
+  if (log) log(out.data(), int(out.size()));
+  return out;
+}
+
+// A kernel's readable name: the demangled symbol up to its template or argument list.
+std::string short_name(const char* symbol) {
+  int status = 0;
+  char* plain = abi::__cxa_demangle(symbol, nullptr, nullptr, &status);
+  std::string name = status == 0 && plain ? plain : symbol;
+  std::free(plain);
+  if (size_t cut = name.find_first_of("<("); cut != std::string::npos) name.resize(cut);
+  if (size_t ns = name.rfind("::"); ns != std::string::npos) name = name.substr(ns + 2);
+  return name;
+}
+
+// What one modelled launch did: its time, the work it was charged with (`flops` against `peak_tflops`, or `bytes`
+// against the product's HBM), and where the sampled CU's time went.
+void print_model(const vgpuTimingInfo& t, double flops, double peak_tflops, double bytes = 0) {
+  const vgpu::ProductInfo& product = *vgpu::find_product(t.product);
+  std::printf("  model %s %s: %.4f ms", t.product, short_name(t.kernel).c_str(), t.seconds * 1e3);
+  if (flops > 0) {
+    const double tflops = flops / t.seconds * 1e-12;
+    std::printf(", %.1f TFLOP/s = %.1f%% of the %.0f TFLOP/s peak", tflops, 100 * tflops / peak_tflops, peak_tflops);
+  }
+  if (bytes > 0) {
+    const double tb = bytes / t.seconds * 1e-12;
+    std::printf(", %.1f GB/s = %.1f%% of the %.1f TB/s HBM peak (%.0f%% of the %.2f TB/s sustained)", tb * 1e3,
+                100 * tb / product.hbm_tb_per_s, product.hbm_tb_per_s, 100 * tb / product.timing.hbm_measured_tb_per_s,
+                product.timing.hbm_measured_tb_per_s);
+  }
+  std::printf(" (limited by %s)\n", t.limiter);
+  if (g_report_model) {  // the report's column: throughput of the standard problem, else the time
+    char cell[96];
+    if (flops > 0) std::snprintf(cell, sizeof cell, "%.0f TFLOP/s (%.0f%% of peak)", flops / t.seconds * 1e-12,
+                                 100 * flops / t.seconds * 1e-12 / peak_tflops);
+    else if (bytes > 0) std::snprintf(cell, sizeof cell, "%.0f GB/s (%.0f%% of HBM peak)", bytes / t.seconds * 1e-9,
+                                      100 * bytes / t.seconds * 1e-12 / product.hbm_tb_per_s);
+    else std::snprintf(cell, sizeof cell, "%.3f ms", t.seconds * 1e3);
+    (*g_report_model)[t.kernel] = std::string(cell) + " " + g_report_problem;
+    return;
+  }
+  std::printf("    %u workgroups per CU, %llu rounds of %.0f cycles at %.2f GHz (peak %.2f); bounds: L2 %.0f, HBM %.0f "
+              "cycles; %.3g MB reach HBM\n",
+              t.workgroups_per_cu, t.rounds, t.round_cycles, t.clock_ghz, t.peak_clock_ghz, t.l2_floor_cycles,
+              t.hbm_floor_cycles, t.hbm_bytes * 1e-6);
+  std::printf("    sample: %u workgroups replayed, %u probed across the grid (average work %.3f x the sample's)\n",
+              t.sampled_workgroups, t.probed_workgroups, t.work_weight);
+  std::printf("    where the time went: MFMA busy %.1f%%, VALU busy %.1f%%; waves waiting on memory %.1f%%, LDS %.1f%%, "
+              "barriers %.1f%%, nop/branch %.1f%%, issue-bound %.1f%%\n",
+              100 * t.mfma_busy, 100 * t.valu_busy, 100 * t.wait_memory, 100 * t.wait_lds, 100 * t.wait_barrier, 100 * t.wait_nop,
               100 * t.issue_bound);
+}
+
+// The modelled launches of one operation: each, then their sum when there are several.
+void print_model_log(double flops, double peak_tflops, double bytes = 0) {
+  const std::vector<vgpuTimingInfo> log = model_log();
+  if (log.empty()) return (void)std::printf("  model: no launch was modelled\n");
+  double seconds = 0;
+  for (const vgpuTimingInfo& t : log) seconds += t.seconds;
+  // Work is charged to the whole operation; with one launch its line carries it.
+  for (const vgpuTimingInfo& t : log) print_model(t, log.size() == 1 ? flops : 0, peak_tflops, log.size() == 1 ? bytes : 0);
+  if (log.size() > 1) {
+    std::printf("  model %s total of %zu launches: %.4f ms", log[0].product, log.size(), seconds * 1e3);
+    if (flops > 0) std::printf(", %.1f TFLOP/s", flops / seconds * 1e-12);
+    if (bytes > 0) std::printf(", %.1f GB/s", bytes / seconds * 1e-9);
+    std::printf("\n");
+  }
 }
 
 int run_gemm(int m, int n, int k, const std::string& in, const std::string& out, bool bt, const std::string& model) {
@@ -129,7 +200,7 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
     std::printf("gemm %dx%dx%d %s%s -> %s on %s: not checked (the model executed %llu waves only)\n", m, n, k,
                 in.c_str(), bt ? " A*B^T" : " A*B", out.c_str(), d.arch, d.waves);
     const vgpu::ProductInfo& product = *vgpu::find_product(model);
-    print_model(2.0 * m * n * k, fp8 ? product.peak.fp8 : product.peak.f16);
+    print_model_log(2.0 * m * n * k, fp8 ? product.peak.fp8 : product.peak.f16);
     (void)hipFree(da), (void)hipFree(db), (void)hipFree(dc);
     return 0;
   }
@@ -284,6 +355,80 @@ int run_norm(int rows, int cols, bool rms, float drop, uint64_t seed, const std:
   print_report(info.kernel, info.block[0], true);
   return bad + bad_bw ? 1 : 0;
 }
+// ---- modelled runs of rotary, norm and attention: device buffers only, no host data, nothing checked -------------
+
+// A device tensor the host never writes: the model times the sampled workgroups whatever the values, and pages no
+// workgroup touches are never committed, so full-size problems fit in this machine's memory.
+struct Untouched {
+  void* p = nullptr;
+  explicit Untouched(size_t bytes) : p(device_alloc(std::max<size_t>(bytes, 4), "a tensor")) {}
+  Untouched(const Untouched&) = delete;
+  ~Untouched() { (void)hipFree(p); }
+};
+
+// Runs `op` (one hk call) with the model on `product` and prints its launches; false if it failed.
+template <class F>
+bool modelled(const std::string& product, const char* what, double flops, double peak, double bytes, F op) {
+  if (!start_model(product)) return false;
+  const hk::Status st = op();
+  if (!st) return std::fprintf(stderr, "%s\n", st.message.c_str()), false;
+  if (hipError_t e = hipDeviceSynchronize(); e != hipSuccess) return std::fprintf(stderr, "%s\n", hipGetErrorString(e)), false;
+  std::printf("%s\n", what);
+  print_model_log(flops, peak, bytes);
+  return true;
+}
+
+int model_rotary(int b, int s, int h, int d, int rotary_dim, bool interleaved, const std::string& type_name, bool q_only,
+                 const std::string& product) {
+  const hk::scalar_type t = float_dtype(type_name);
+  const size_t n = size_t(b) * s * h * d, bytes = n * hk::size_of(t);
+  Untouched q(bytes), q_out(bytes), k(q_only ? 0 : bytes), k_out(q_only ? 0 : bytes);
+  if (!q.p || !q_out.p || !k.p || !k_out.p) return 1;
+  hk::RotaryProblem p;
+  p.batch = b, p.seqlen = s, p.head_dim = d, p.rotary_dim = rotary_dim, p.type = t, p.interleaved = interleaved;
+  p.base = 10000.f;
+  p.q = hk::RotaryTensor::contiguous(q.p, q_out.p, s, h, d);
+  if (!q_only) p.k = hk::RotaryTensor::contiguous(k.p, k_out.p, s, h, d);
+  const double moved = 2.0 * double(bytes) * (q_only ? 1 : 2);  // every tensor read once and written once
+  char what[160];
+  std::snprintf(what, sizeof what, "rotary b=%d s=%d h=%d d=%d %s %s on %s (%.1f MB moved per direction)", b, s, h, d,
+                type_name.c_str(), q_only ? "Q" : "Q and K", product.c_str(), moved * 1e-6);
+  if (!modelled(product, what, 0, 0, moved, [&] { return hk::rotary(p); })) return 1;
+  std::snprintf(what, sizeof what, "rotary_backward, the same shapes");
+  return modelled(product, what, 0, 0, moved, [&] { return hk::rotary_backward(p); }) ? 0 : 1;
+}
+
+int model_norm(int rows, int cols, bool rms, float drop, uint64_t seed, const std::string& type_name,
+               const std::string& product) {
+  const hk::scalar_type t = float_dtype(type_name);
+  const size_t n = size_t(rows) * cols, elem = hk::size_of(t);
+  Untouched x(n * elem), residual(n * elem), weight(cols * elem), bias(cols * elem), y(n * elem), r(n * elem);
+  Untouched mean(rows * 4), rstd(rows * 4), mask(n), dy(n * elem), dx(n * elem), dres(n * elem), dweight(cols * elem),
+      dbias(cols * elem), workspace(hk::norm_backward_workspace_bytes(rows, cols));
+  hk::NormProblem p;
+  p.rows = rows, p.cols = cols, p.type = t, p.weight_type = t;
+  p.x = x.p, p.ldx = cols, p.residual = residual.p, p.ld_residual = cols, p.weight = weight.p;
+  p.y = y.p, p.ldy = cols, p.residual_out = r.p, p.ld_residual_out = cols;
+  p.rstd = static_cast<float*>(rstd.p), p.mask = static_cast<uint8_t*>(mask.p), p.ld_mask = cols;
+  if (!rms) p.bias = bias.p, p.mean = static_cast<float*>(mean.p);
+  p.p = drop, p.seed = seed;
+  const char* norm = rms ? "rms_norm" : "layer_norm";
+  char what[160];
+  std::snprintf(what, sizeof what, "%s %dx%d %s dropout p=%g on %s (x, residual in; y, r, mask, statistics out)", norm,
+                rows, cols, type_name.c_str(), drop, product.c_str());
+  const double forward_bytes = double(n) * (4 * elem + 1) + 8.0 * rows;
+  if (!modelled(product, what, 0, 0, forward_bytes, [&] { return rms ? hk::rms_norm(p) : hk::layer_norm(p); })) return 1;
+  hk::NormBackwardProblem bw;
+  bw.rows = rows, bw.cols = cols, bw.type = t, bw.weight_type = t, bw.dy = dy.p, bw.ldy = cols, bw.r = r.p, bw.ldr = cols;
+  bw.rstd = static_cast<const float*>(rstd.p), bw.weight = weight.p, bw.dx = dx.p, bw.ldx = cols;
+  bw.dresidual = dres.p, bw.ld_dresidual = cols, bw.dweight = dweight.p, bw.workspace = workspace.p;
+  bw.workspace_bytes = hk::norm_backward_workspace_bytes(rows, cols), bw.p = drop, bw.seed = seed;
+  if (!rms) bw.mean = static_cast<const float*>(mean.p), bw.dbias = dbias.p;
+  std::snprintf(what, sizeof what, "%s_backward, the same shape (dy, r in; dx, dresidual out)", norm);
+  return modelled(product, what, 0, 0, double(n) * 4 * elem,
+                  [&] { return rms ? hk::rms_norm_backward(bw) : hk::layer_norm_backward(bw); }) ? 0 : 1;
+}
+
 // One attention forward case: random inputs (contiguous (B, S, H, D), or packed (total, H, D) with --varlen), checked
 // element by element against the float64 reference with its per-dtype tolerances.
 struct AttnOptions {
@@ -303,24 +448,78 @@ std::vector<int> parse_lengths(const std::string& text) {
   return out;
 }
 
-int run_attn(const AttnOptions& a) {
-  const hk::scalar_type type = a.dtype == "f16" ? hk::scalar_type::f16 : hk::scalar_type::bf16;
-  attn_ref::Shape shape;
+// The options' shape, or false (with a message) if they do not make one.
+bool attn_shape(const AttnOptions& a, attn_ref::Shape& shape) {
   shape.hq = a.hq, shape.hkv = a.hkv, shape.d = a.d, shape.causal = a.causal;
   if (!a.window.empty()) {
     const std::vector<int> w = parse_lengths(a.window);
-    if (w.size() != 2) return std::fprintf(stderr, "--window takes L,R\n"), 2;
+    if (w.size() != 2) return std::fprintf(stderr, "--window takes L,R\n"), false;
     shape.left = w[0], shape.right = w[1];
   }
-  const bool varlen = !a.varlen.empty();
-  if (varlen) {
+  if (!a.varlen.empty()) {
     const size_t colon = a.varlen.find(':');
     shape.len_q = parse_lengths(a.varlen.substr(0, colon));
     shape.len_k = colon == std::string::npos ? shape.len_q : parse_lengths(a.varlen.substr(colon + 1));
-    if (shape.len_q.size() != shape.len_k.size()) return std::fprintf(stderr, "--varlen: as many key lengths as query lengths\n"), 2;
+    if (shape.len_q.size() != shape.len_k.size())
+      return std::fprintf(stderr, "--varlen: as many key lengths as query lengths\n"), false;
   } else {
     shape.len_q.assign(a.b, a.sq), shape.len_k.assign(a.b, a.sk);
   }
+  return true;
+}
+
+// Forward FLOPs: 4 * D per visible (query, key) pair and query head (the keys a query sees are one interval).
+double attn_flops(const attn_ref::Shape& shape) {
+  double pairs = 0;
+  for (size_t b = 0; b < shape.len_q.size(); ++b) {
+    const long sq = shape.len_q[b], sk = shape.len_k[b];
+    for (long i = 0; i < sq; ++i) {
+      long lo = 0, hi = sk - 1;
+      const long diag = i + sk - sq;
+      if (shape.causal || shape.right >= 0) hi = std::min(hi, diag + (shape.causal ? 0 : shape.right));
+      if (shape.left >= 0) lo = std::max(lo, diag - shape.left);
+      pairs += double(std::max(0L, hi - lo + 1));
+    }
+  }
+  return 4.0 * shape.d * shape.hq * pairs;
+}
+
+int model_attn(const AttnOptions& a, const std::string& product_name) {
+  attn_ref::Shape shape;
+  if (!attn_shape(a, shape)) return 2;
+  const hk::scalar_type type = a.dtype == "f16" ? hk::scalar_type::f16 : hk::scalar_type::bf16;
+  const long tq = shape.total_q(), tk = shape.total_k();
+  Untouched q(size_t(tq) * a.hq * a.d * 2), k(size_t(tk) * a.hkv * a.d * 2), v(size_t(tk) * a.hkv * a.d * 2),
+      o(size_t(tq) * a.hq * a.d * 2), lse(size_t(tq) * a.hq * 4);
+  if (!q.p || !k.p || !v.p || !o.p || !lse.p) return 1;
+  hk::AttentionProblem p;
+  p.batch = int(shape.len_q.size()), p.heads_q = a.hq, p.heads_kv = a.hkv, p.head_dim = a.d;
+  p.q = q.p, p.k = k.p, p.v = v.p, p.o = o.p, p.lse = static_cast<float*>(lse.p), p.type = type, p.causal = a.causal;
+  p.window_left = shape.left, p.window_right = shape.right;
+  std::vector<int> cu_q{0}, cu_k{0};
+  Untouched dev_cu_q((shape.len_q.size() + 1) * 4), dev_cu_k((shape.len_q.size() + 1) * 4);
+  if (!a.varlen.empty()) {
+    for (size_t b = 0; b < shape.len_q.size(); ++b)
+      cu_q.push_back(cu_q.back() + shape.len_q[b]), cu_k.push_back(cu_k.back() + shape.len_k[b]);
+    (void)hipMemcpy(dev_cu_q.p, cu_q.data(), cu_q.size() * 4, hipMemcpyHostToDevice);
+    (void)hipMemcpy(dev_cu_k.p, cu_k.data(), cu_k.size() * 4, hipMemcpyHostToDevice);
+    p.cu_seqlens_q = static_cast<int*>(dev_cu_q.p), p.cu_seqlens_k = static_cast<int*>(dev_cu_k.p);
+  } else {
+    p.seqlen_q = a.sq, p.seqlen_k = a.sk;
+  }
+  const vgpu::ProductInfo& product = *vgpu::find_product(product_name);
+  char what[200];
+  std::snprintf(what, sizeof what, "attn B=%zu Sq=%d Sk=%d Hq=%d Hkv=%d D=%d %s%s on %s", shape.len_q.size(), a.sq, a.sk,
+                a.hq, a.hkv, a.d, a.dtype.c_str(), a.causal ? " causal" : "", product_name.c_str());
+  return modelled(product_name, what, attn_flops(shape), product.peak.f16, 0, [&] { return hk::attention_forward(p); })
+             ? 0 : 1;
+}
+
+int run_attn(const AttnOptions& a) {
+  const hk::scalar_type type = a.dtype == "f16" ? hk::scalar_type::f16 : hk::scalar_type::bf16;
+  attn_ref::Shape shape;
+  if (!attn_shape(a, shape)) return 2;
+  const bool varlen = !a.varlen.empty();
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   const hk_host::Format format = device_format(type);  // the host toolkit's model of the element type
@@ -388,13 +587,7 @@ int run_attn(const AttnOptions& a) {
       }
     start += shape.len_q[b];
   }
-  const double flops = [&] {  // 4 * D per visible (query, key) pair and head
-    double pairs = 0;
-    for (size_t b = 0; b < shape.len_q.size(); ++b)
-      for (long i = 0; i < shape.len_q[b]; ++i)
-        for (long j = 0; j < shape.len_k[b]; ++j) pairs += attn_ref::visible(shape, i, j, shape.len_q[b], shape.len_k[b]);
-    return 4.0 * a.d * a.hq * pairs;
-  }();
+  const double flops = attn_flops(shape);
   std::printf("attn %s B=%zu Sq=%s Sk=%s Hq=%d Hkv=%d D=%d %s%s window %d,%d on %s: %s (%zu O and %zu LSE elements, "
               "%zu outside tolerance, worst error %.2f of its tolerance)\n",
               varlen ? "varlen" : "", shape.len_q.size(), varlen ? a.varlen.substr(0, a.varlen.find(':')).c_str() : std::to_string(a.sq).c_str(),
@@ -478,6 +671,39 @@ CLI::App* add_attn_command(CLI::App& app, AttnOptions& a, std::string& arch) {
   return attn;
 }
 
+// `hk-run report --model P`: the kernel report with a modelled column. Each kernel is timed on P by the standard
+// problem that launches it (the sizes of the published tables in cdna.md where they are quick to model): GEMMs at
+// 4096^3 (A*B^T bf16, f16 and fp8 with fp32 out, bf16 out, and A*B bf16), attention forward GQA B16 H64 Hkv8 N1024 at
+// D128 and D64, rotary of Q (B16 S2048 H16 D128) and LayerNorm with dropout (32768 x 2048), forward and backward.
+int run_report(const std::string& product) {
+  std::map<std::string, std::string> column;
+  g_report_model = &column;
+  int status = 0;
+  const auto problem = [&](const char* name, auto run) {
+    g_report_problem = std::string("[") + name + "]";
+    std::printf("modelling %s on %s\n", name, product.c_str());
+    std::fflush(stdout);
+    status |= run();
+  };
+  problem("gemm 4096^3 bf16 A*B^T", [&] { return run_gemm(4096, 4096, 4096, "bf16", "fp32", true, product); });
+  problem("gemm 4096^3 f16 A*B^T", [&] { return run_gemm(4096, 4096, 4096, "f16", "fp32", true, product); });
+  problem("gemm 4096^3 fp8 A*B^T", [&] { return run_gemm(4096, 4096, 4096, "fp8", "fp32", true, product); });
+  problem("gemm 4096^3 bf16 A*B^T bf16 out", [&] { return run_gemm(4096, 4096, 4096, "bf16", "bf16", true, product); });
+  problem("gemm 4096^3 bf16 A*B", [&] { return run_gemm(4096, 4096, 4096, "bf16", "fp32", false, product); });
+  for (int d : {128, 64}) {
+    AttnOptions a;
+    a.b = 16, a.sq = a.sk = 1024, a.hq = 64, a.hkv = 8, a.d = d;
+    const std::string name = "attn fwd GQA N1024 D" + std::to_string(d);
+    problem(name.c_str(), [&] { return model_attn(a, product); });
+  }
+  problem("rotary Q B16 S2048 H16 D128",
+          [&] { return model_rotary(16, 2048, 16, 128, 0, false, "bf16", true, product); });
+  problem("layer_norm 32768x2048 p=0.1", [&] { return model_norm(16 * 2048, 2048, false, 0.1f, 1, "bf16", product); });
+  print_report(nullptr, 256, false);
+  g_report_model = nullptr;
+  return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -514,8 +740,11 @@ int main(int argc, char** argv) {
     for (char& c : lower) c = char(std::tolower(c));
     product_names.push_back(lower);
   }
-  gemm->add_option("--model", model, "predict the time on this product with vgpu's timing model")
-      ->check(CLI::IsMember(product_names, CLI::ignore_case));
+  const auto add_model = [&](CLI::App* command) {
+    command->add_option("--model", model, "predict the time on this product with vgpu's timing model")
+        ->check(CLI::IsMember(product_names, CLI::ignore_case));
+  };
+  add_model(gemm);
   auto* rotary = app.add_subcommand("rotary", "rotary embedding of Q and K (and its backward) with hk::rotary");
   int rb = 2, rs = 128, rh = 4, rd = 128, rrot = 0;
   bool interleaved = false;
@@ -528,6 +757,9 @@ int main(int argc, char** argv) {
   rotary->add_flag("--interleaved", interleaved, "pairs (2i, 2i+1) (GPT-J) instead of (i, i + rotary_dim/2)");
   rotary->add_option("--dtype", rtype)->check(CLI::IsMember({"bf16", "f16", "fp32"}));
   rotary->add_option("--arch", arch)->check(is_target);
+  bool q_only = false;
+  rotary->add_flag("--q-only", q_only, "with --model: rotate Q alone");
+  add_model(rotary);
   auto* norm = app.add_subcommand("norm", "fused dropout + residual + LayerNorm / RMSNorm (and its backward)");
   int nrows = 256, ncols = 2048;
   bool rms = false;
@@ -541,10 +773,13 @@ int main(int argc, char** argv) {
   norm->add_option("--seed", seed, "dropout seed");
   norm->add_option("--dtype", ntype)->check(CLI::IsMember({"bf16", "f16", "fp32"}));
   norm->add_option("--arch", arch)->check(is_target);
+  add_model(norm);
   AttnOptions attn_options;
   auto* attn = add_attn_command(app, attn_options, arch);
+  add_model(attn);
   auto* report = app.add_subcommand("report", "resources of every kernel in this binary");
   report->add_option("--arch", arch)->check(is_target);
+  add_model(report);
   CLI11_PARSE(app, argc, argv);
   if (!model.empty()) {  // the model's product sets the device's arch and product
     const vgpu::ProductInfo& product = *vgpu::find_product(model);
@@ -557,9 +792,13 @@ int main(int argc, char** argv) {
   }
   if (!arch.empty()) setenv("HK_VGPU_ARCH", arch.c_str(), 1);  // before the runtime picks its device
   if (*gemm) return run_gemm(m, n, k, in, out, bt, model);
+  if (*rotary && !model.empty()) return model_rotary(rb, rs, rh, rd, rrot, interleaved, rtype, q_only, model);
   if (*rotary) return run_rotary(rb, rs, rh, rd, rrot, interleaved, rtype);
+  if (*norm && !model.empty()) return model_norm(nrows, ncols, rms, drop, seed, ntype, model);
   if (*norm) return run_norm(nrows, ncols, rms, drop, seed, ntype);
+  if (*attn && !model.empty()) return model_attn(attn_options, model);
   if (*attn) return run_attn(attn_options);
+  if (!model.empty()) return run_report(model);
   print_report(nullptr, 256, false);
   return 0;
 }

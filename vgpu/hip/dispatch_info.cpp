@@ -14,6 +14,7 @@ bool g_have_last = false;
 vgpuDispatchInfo g_last;
 vgpuTimingInfo g_last_timing;
 bool g_last_modelled = false;
+std::vector<vgpuTimingInfo> g_timing_log;  // modelled launches since the last vgpuSetTiming
 std::vector<vgpuInstructionProfile> g_last_instructions;
 
 }  // namespace
@@ -47,18 +48,23 @@ void remember_dispatch(const KernelInfo& kernel, Arch arch, const LaunchParams& 
   vgpuTimingInfo timing;
   std::memset(&timing, 0, sizeof timing);
   std::snprintf(timing.product, sizeof timing.product, "%s", t.product.c_str());
+  std::snprintf(timing.kernel, sizeof timing.kernel, "%s", kernel.name.c_str());
   std::snprintf(timing.limiter, sizeof timing.limiter, "%s", t.limiter);
   timing.seconds = t.seconds, timing.cycles = t.cycles, timing.clock_ghz = t.clock_ghz;
+  timing.peak_clock_ghz = t.peak_clock_ghz;
   timing.round_cycles = t.round_cycles, timing.rounds = t.rounds, timing.workgroups_per_cu = t.workgroups_per_cu;
   timing.sampled_workgroups = t.sampled_workgroups, timing.sample_only = t.sample_only;
+  timing.probed_workgroups = t.probed_workgroups, timing.work_weight = t.work_weight;
   timing.l2_floor_cycles = t.l2_floor_cycles, timing.hbm_floor_cycles = t.hbm_floor_cycles;
   timing.mfma_flops = t.mfma_flops, timing.vmem_bytes = t.vmem_bytes, timing.hbm_bytes = t.hbm_bytes;
   timing.mfma_busy = t.mfma_busy, timing.wait_memory = t.wait_memory, timing.wait_lds = t.wait_lds;
   timing.wait_barrier = t.wait_barrier, timing.wait_nop = t.wait_nop, timing.issue_bound = t.issue_bound;
+  timing.valu_busy = t.valu_busy;
   std::lock_guard lock(g_last_mu);
   g_last = info;
   g_last_timing = timing;
   g_last_modelled = t.modelled;
+  if (t.modelled) g_timing_log.push_back(timing);
   g_last_instructions = std::move(insts);
   g_have_last = true;
 }
@@ -99,6 +105,10 @@ extern "C" __attribute__((visibility("default"))) int vgpuGetLastDispatchInstruc
 
 extern "C" __attribute__((visibility("default"))) int vgpuSetTiming(const char* product, int sample_only) {
   vgpu::Device& dev = Runtime::get().device();
+  {
+    std::lock_guard lock(g_last_mu);
+    g_timing_log.clear();
+  }
   if (!product || !*product) return dev.set_timing(nullptr), 0;
   const vgpu::ProductInfo* p = vgpu::find_product(product);
   if (!p) return 1;
@@ -112,4 +122,11 @@ extern "C" __attribute__((visibility("default"))) int vgpuGetLastTiming(vgpuTimi
   if (!g_have_last || !g_last_modelled) return 1;
   *out = g_last_timing;
   return 0;
+}
+
+extern "C" __attribute__((visibility("default"))) int vgpuGetTimingLog(vgpuTimingInfo* out, int max) {
+  std::lock_guard lock(g_last_mu);
+  const int n = int(g_timing_log.size());
+  for (int i = 0; out && i < n && i < max; ++i) out[i] = g_timing_log[i];
+  return n;
 }

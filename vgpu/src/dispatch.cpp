@@ -129,18 +129,23 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
 
   // The timing model records the workgroups it samples; in sample-only mode those are the only ones that run.
   TimingSample sample;
-  std::vector<WorkgroupTrace> traces;
+  std::vector<WorkgroupTrace> traces, probes;
   if (timing_) {
     sample = plan_timing_sample(*timing_, *prog, lp, uint32_t(lds));
     traces.resize(sample.workgroups.size());
+    probes.resize(sample.probes.size());
   }
   const bool sample_only = timing_ && timing_sample_only_;
   const uint64_t groups = sample_only ? sample.workgroups.size() : lp.grid.count();
   auto group_id = [&](uint64_t i) { return sample_only ? sample.workgroups[i] : i; };
+  auto find = [](const std::vector<uint64_t>& ids, std::vector<WorkgroupTrace>& out, uint64_t g) -> WorkgroupTrace* {
+    auto it = std::lower_bound(ids.begin(), ids.end(), g);
+    return it != ids.end() && *it == g ? &out[size_t(it - ids.begin())] : nullptr;
+  };
   auto trace_of = [&](uint64_t g) -> WorkgroupTrace* {
     if (!timing_) return nullptr;
-    auto it = std::lower_bound(sample.workgroups.begin(), sample.workgroups.end(), g);
-    return it != sample.workgroups.end() && *it == g ? &traces[size_t(it - sample.workgroups.begin())] : nullptr;
+    WorkgroupTrace* t = find(sample.workgroups, traces, g);
+    return t ? t : find(sample.probes, probes, g);
   };
   const unsigned nthreads = unsigned(std::min<uint64_t>(threads_, groups));
   // printf and the other ockl services: a hostcall buffer with a packet for every wave that can wait at once.
@@ -161,14 +166,17 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
       std::memcpy(reinterpret_cast<uint8_t*>(kernarg.data()) + a.offset, &address, 8);
     }
   std::atomic<uint64_t> next{0};
-  auto worker = [&] {
-    WorkerStorage st;
+  auto prepare = [&](WorkerStorage& st) {
     const int nwaves = int((items + kLanes - 1) / kLanes);
     st.vgprs.assign(size_t(nwaves) * prog->vgprs * kLanes, 0);
     st.lds.assign(lds, 0);
     st.priv.assign(size_t(nwaves) * kLanes * ctx.private_bytes, 0);
     st.waves.resize(nwaves);
     if (ctx.profiling) st.profile.resize(prog->insts.size());
+  };
+  auto worker = [&] {
+    WorkerStorage st;
+    prepare(st);
     for (uint64_t g; !ctx.faulted.load(std::memory_order_relaxed) && (g = next.fetch_add(1)) < groups;)
       run_workgroup(ctx, group_id(g), st, trace_of(group_id(g)));
     if (ctx.profiling) {
@@ -178,6 +186,19 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
   };
   auto t0 = std::chrono::steady_clock::now();
   run_on_threads(nthreads, worker);
+  // Sample-only: the probes run after the sample, one at a time; two that match the sample's work end them.
+  if (sample_only && !probes.empty() && !ctx.faulted.load()) {
+    WorkerStorage st;
+    prepare(st);
+    for (size_t i = 0; i < probes.size() && !ctx.faulted.load(); ++i) {
+      if (i == 2 && probes_match_sample(traces, probes, 2)) break;
+      run_workgroup(ctx, sample.probes[i], st, &probes[i]);
+    }
+    if (ctx.profiling) {
+      std::lock_guard lock(ctx.profile_mu);
+      ctx.profile.add(st.profile);
+    }
+  }
   auto t1 = std::chrono::steady_clock::now();
   memory_.release(kernarg.data());
   memory_.release(&packet);
@@ -196,7 +217,7 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
     stats->racecheck = ctx.racecheck;
     report_profile(*prog, ctx.profile, *stats);  // empty unless profiled
     if (timing_ && !ctx.faulted.load()) {
-      stats->timing = model_dispatch(*timing_, *prog, lp, sample, traces);
+      stats->timing = model_dispatch(*timing_, *prog, lp, sample, traces, probes);
       stats->timing.sample_only = sample_only;
     }
   }

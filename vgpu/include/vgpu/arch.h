@@ -73,8 +73,14 @@ struct TimingFacts {
   uint32_t wait_state_cycles;      // one s_nop wait state
   uint32_t branch_cycles;          // a wave's next issue after a branch
   uint32_t barrier_cycles;         // s_barrier release after the last wave arrives
+  // The engine clock under sustained dense MFMA load, by the MFMA's input type: power management holds a chip running
+  // dense matrix code well below its peak clock. Measured at the MFMA use `mfma_clock_use_*` (the model scales
+  // between the peak clock at no MFMA activity and this clock at that use or more, timing/model.cpp).
+  uint32_t mfma_clock_mhz_f16 = 0, mfma_clock_mhz_bf16 = 0, mfma_clock_mhz_fp8 = 0;
+  double mfma_clock_use_16bit = 0, mfma_clock_use_fp8 = 0;
   std::string_view source;
   std::string_view hbm_source;     // of hbm_measured_tb_per_s
+  std::string_view clock_source;   // of the mfma_clock_* fields
 };
 
 // A product: the chip built on an arch.
@@ -140,6 +146,23 @@ constexpr TimingFacts with_hbm(TimingFacts t, double measured_tb_per_s, std::str
   t.hbm_source = hbm_source;
   return t;
 }
+// AMD's Max-Achievable FLOPs [MAF] (ROCm blog "Measuring Max-Achievable FLOPs - Part 2", Feb 2025): hipBLASLt at
+// 4096 x 4864 x 32896 (fp8: 4096 x 3648 x 32896) with random data on warm parts, the lowest XCD's median clock.
+// MI300X: f16 654 TF at 1115 MHz, bf16 708 at 1207, fp8 1273 at 1230; MI325X: 794 at 1354, 843 at 1447, 1519 at 1464.
+// Those kernels' MFMA use, TF / (data-sheet peak x clock / peak clock), is 0.94 for f16 and bf16 on both parts (AMD
+// quotes "up to 94%") and 0.83 for fp8 on both (M: derived).
+constexpr TimingFacts with_mfma_clock(TimingFacts t, uint32_t f16_mhz, uint32_t bf16_mhz, uint32_t fp8_mhz,
+                                      std::string_view clock_source) {
+  t.mfma_clock_mhz_f16 = f16_mhz, t.mfma_clock_mhz_bf16 = bf16_mhz, t.mfma_clock_mhz_fp8 = fp8_mhz;
+  t.mfma_clock_use_16bit = 0.94, t.mfma_clock_use_fp8 = 0.83;
+  t.clock_source = clock_source;
+  return t;
+}
+// CDNA4 parts: no sustained clock is published; MI325X's ratios to its peak clock (f16 0.645, bf16 0.689, fp8 0.697)
+// applied to the product's peak clock (chosen, L: MI325X is the nearest part with a measurement; the ratio ignores
+// MI35x's different board power and process).
+inline constexpr const char* clock_scaled = "chosen: MI325X's [MAF] clock-to-peak ratios applied to the peak clock "
+                                            "(no CDNA4 measurement found)";
 inline constexpr PeakTflops mi300x_peak{.f16 = 1307.4, .fp8 = 2614.9, .fp6_fp4 = 0, .xf32 = 653.7,
                                         .fp32_matrix = 163.4, .fp32_vector = 163.4, .fp64_matrix = 163.4,
                                         .fp64_vector = 81.7};
@@ -153,12 +176,14 @@ inline constexpr std::array<ProductInfo, 4> products{{
      .hbm_bytes = 192 * GiB, .hbm_pin_mbps = 5200, .hbm_bus_bits = 8192, .hbm_tb_per_s = 5.3,
      .l2_bytes_per_xcd = 4 * MiB, .llc_bytes = 256 * MiB, .peak = mi300x_peak, .pci_device_id = 0x74a1,
      .source = "CUs [SPEC]; clock [D300, B-MC]; HBM3, caches, peaks [WP3]; xf32 [D300, CALC] (WP3 prints 490.3: M)",
-     .timing = with_hbm(gfx942_timing, 4.11, "STREAM copy [AZ] M")},
+     .timing = with_mfma_clock(with_hbm(gfx942_timing, 4.11, "STREAM copy [AZ] M"), 1115, 1207, 1230,
+                               "[MAF] H (AMD's measurement)")},
     {.name = "MI325X", .arch = Arch::gfx942, .compute_units = 304, .xcds = 8, .peak_clock_mhz = 2100,
      .hbm_bytes = 256 * GiB, .hbm_pin_mbps = 6000, .hbm_bus_bits = 8192, .hbm_tb_per_s = 6.0,
      .l2_bytes_per_xcd = 4 * MiB, .llc_bytes = 256 * MiB, .peak = mi300x_peak, .pci_device_id = 0x74a5,
      .source = "[WP3] (MI325X edition): CUs, clock, HBM3E, caches, peaks; xf32 as MI300X (M); PCI id: the PCI id list",
-     .timing = with_hbm(gfx942_timing, 4.65, hbm_scaled)},
+     .timing = with_mfma_clock(with_hbm(gfx942_timing, 4.65, hbm_scaled), 1354, 1447, 1464,
+                               "[MAF] H (AMD's measurement)")},
     {.name = "MI350X", .arch = Arch::gfx950, .compute_units = 256, .xcds = 8, .peak_clock_mhz = 2200,
      .hbm_bytes = 288 * GiB, .hbm_pin_mbps = 8000, .hbm_bus_bits = 8192, .hbm_tb_per_s = 8.0,
      .l2_bytes_per_xcd = 4 * MiB, .llc_bytes = 256 * MiB,
@@ -167,7 +192,7 @@ inline constexpr std::array<ProductInfo, 4> products{{
      .pci_device_id = 0x75a3,
      .source = "[D350]: CUs, HBM3E, caches, peaks; clock derived from 144.2 TF / (256 CU x 256 FLOP/clk) (M); "
                "PCI id: the gfx950 die's, as MI355X's (no separate listing found)",
-     .timing = with_hbm(gfx950_timing, 6.2, hbm_scaled)},
+     .timing = with_mfma_clock(with_hbm(gfx950_timing, 6.2, hbm_scaled), 1418, 1516, 1534, clock_scaled)},
     {.name = "MI355X", .arch = Arch::gfx950, .compute_units = 256, .xcds = 8, .peak_clock_mhz = 2400,
      .hbm_bytes = 288 * GiB, .hbm_pin_mbps = 8000, .hbm_bus_bits = 8192, .hbm_tb_per_s = 8.0,
      .l2_bytes_per_xcd = 4 * MiB, .llc_bytes = 256 * MiB,
@@ -175,7 +200,7 @@ inline constexpr std::array<ProductInfo, 4> products{{
               .fp32_matrix = 157.3, .fp32_vector = 157.3, .fp64_matrix = 78.6, .fp64_vector = 78.6},
      .pci_device_id = 0x75a3,
      .source = "[D350]; clock 2400 MHz from Hot Chips 2025 coverage (agrees with 157.3 TF); HBM, caches as MI350X",
-     .timing = with_hbm(gfx950_timing, 6.2, hbm_scaled)},
+     .timing = with_mfma_clock(with_hbm(gfx950_timing, 6.2, hbm_scaled), 1547, 1654, 1673, clock_scaled)},
 }};
 }  // namespace facts
 

@@ -69,7 +69,8 @@ struct InstructionProfile {
 struct TimingReport {
   bool modelled = false;
   std::string product;
-  double clock_ghz = 0;
+  double clock_ghz = 0;             // the engine clock the model ran at (lower than the peak under MFMA load)
+  double peak_clock_ghz = 0;
   double seconds = 0;              // predicted kernel time
   double cycles = 0;               // the same in engine clocks
   double cu_cycles = 0;            // one CU's share of the grid: rounds x round_cycles
@@ -79,12 +80,15 @@ struct TimingReport {
   uint32_t workgroups_per_cu = 0;  // concurrent workgroups on a CU (waves, VGPRs, LDS)
   uint64_t rounds = 0;
   uint32_t sampled_workgroups = 0;
+  uint32_t probed_workgroups = 0;  // recorded to weigh the average workgroup's work against the sample's
+  double work_weight = 1;          // that average over the sample's mean (instructions issued); scales the round
   bool sample_only = false;        // workgroups outside the sample were not executed
   double mfma_flops = 0;           // matrix FLOPs of the whole grid
   double vmem_bytes = 0, hbm_bytes = 0;  // vector memory traffic of the grid, and what of it reaches HBM
   // Where the sampled CU's time went: matrix cores busy (of 4 x round_cycles), and the waves' time (of waves x
   // round_cycles) waiting on vector memory, on LDS / scalar memory, at barriers, in s_nop / s_sleep / branches, and
   // ready but not picked (issue-bound).
+  double valu_busy = 0;            // the SIMDs' vector units busy (of 4 x round_cycles), MFMA excluded
   double mfma_busy = 0, wait_memory = 0, wait_lds = 0, wait_barrier = 0, wait_nop = 0, issue_bound = 0;
 };
 

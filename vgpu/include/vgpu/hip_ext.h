@@ -59,13 +59,17 @@ int vgpuSetTiming(const char* product, int sample_only);
 
 typedef struct vgpuTimingInfo {
   char product[16];                 // "MI355X"
+  char kernel[256];                 // the kernel's symbol name
   double seconds;                   // predicted kernel time
-  double cycles;                    // the same in engine clocks at the product's peak clock
-  double clock_ghz;
+  double cycles;                    // the same in engine clocks at clock_ghz
+  double clock_ghz;                 // the modelled engine clock: below the peak under dense MFMA load
+  double peak_clock_ghz;
   double round_cycles;              // one round of concurrent workgroups on the sampled CU
   unsigned long long rounds;        // rounds of the busiest CU's share of the grid
   unsigned workgroups_per_cu;       // concurrent workgroups per CU
   unsigned sampled_workgroups;      // workgroups whose instruction streams were replayed
+  unsigned probed_workgroups;       // workgroups across the grid recorded to weigh the average workgroup's work
+  double work_weight;               // that average over the sampled workgroups' (1 for a uniform grid)
   int sample_only;                  // 1: the other workgroups were not executed
   char limiter[32];                 // "compute units", "L2 bandwidth" or "HBM bandwidth"
   double l2_floor_cycles, hbm_floor_cycles;
@@ -75,10 +79,15 @@ typedef struct vgpuTimingInfo {
   // waiting on vector memory, on LDS / scalar memory, at barriers, in s_nop / s_sleep / branches, and ready but not
   // picked because another wave took the unit (issue-bound).
   double mfma_busy, wait_memory, wait_lds, wait_barrier, wait_nop, issue_bound;
+  double valu_busy;                 // the SIMDs' vector units busy with VALU work (fraction of 4 SIMDs x round)
 } vgpuTimingInfo;
 
 // The timing model's prediction for the last launch. Returns 0, or 1 if that launch was not modelled.
 int vgpuGetLastTiming(vgpuTimingInfo* out);
+
+// Every modelled launch since the last vgpuSetTiming call, in launch order (a program that launches several kernels
+// per operation sums them): fills up to `max` entries and returns how many there are in all.
+int vgpuGetTimingLog(vgpuTimingInfo* out, int max);
 
 #ifdef __cplusplus
 }

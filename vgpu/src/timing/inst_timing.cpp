@@ -49,6 +49,10 @@ void mfma_shape(Arch arch, const Inst& I, std::string_view name, InstTiming& t) 
   if (f32_input) t.passes *= 2;
   if (f64) t.passes *= arch == Arch::gfx950 ? 4 : 2;  // 16x16x4: 32 cycles on gfx942, 64 on gfx950 (timing.md 3)
   if (has(name, "f8f6f4") && (I.cbsz <= 1 || I.blgp <= 1)) t.passes *= 2;
+  t.mfma_class = has(name, "bf16") ? MfmaClass::bf16
+                 : has(name, "f16") ? MfmaClass::f16
+                 : (has(name, "fp8") || has(name, "bf8") || has(name, "f8f6f4") || has(name, "i8")) ? MfmaClass::fp8
+                                                                                                   : MfmaClass::other;
 }
 
 uint32_t lane_bytes(std::string_view name) {

@@ -37,6 +37,8 @@ uint64_t settle(std::deque<uint64_t>& q, uint32_t keep) {
 struct CuResult {
   uint64_t cycles = 0;
   double mfma_busy = 0, mfma_flops = 0, vmem_bytes = 0;
+  double mfma_busy_by_class[4] = {};  // by MfmaClass
+  double valu_busy = 0;
   double wait_memory = 0, wait_lds = 0, wait_barrier = 0, wait_nop = 0, issue_bound = 0, wave_cycles = 0;
 };
 
@@ -123,11 +125,12 @@ CuResult simulate_cu(const ProductInfo& product, const Program& prog, const std:
       w.next++;
       w.ready = now + 1;
       switch (t.kind) {
-        case IssueKind::valu: valu_free[simd] = now + t.valu_cycles; break;
+        case IssueKind::valu: valu_free[simd] = now + t.valu_cycles, r.valu_busy += t.valu_cycles; break;
         case IssueKind::mfma:
           valu_free[simd] = now + 4;
           mfma_free[simd] = now + 4ull * t.passes;
           r.mfma_busy += 4.0 * t.passes, r.mfma_flops += t.flops;
+          r.mfma_busy_by_class[int(t.mfma_class)] += 4.0 * t.passes;
           break;
         case IssueKind::smem: w.lgkm.push_back(now + f.smem_latency); break;
         case IssueKind::vmem: {
@@ -213,20 +216,60 @@ TimingSample plan_timing_sample(const ProductInfo& product, const Program& progr
   const uint64_t groups = launch.grid.count();
   // Workgroups go to the XCDs round-robin, and within an XCD to its CUs in turn, so CU 0 of XCD 0 receives
   // workgroups 0, CUs, 2 x CUs, ...
+  // The sample is one round of concurrent workgroups taken from across that share (slot s holds its
+  // (2s+1)/(2 x workgroups_per_cu) quantile), so a grid whose workgroups differ in work (causal attention) is
+  // represented by its middle, not by its first workgroups; a uniform grid times the same either way.
   const uint64_t share = ceil_div(groups, product.compute_units);
   s.rounds = ceil_div(share, s.workgroups_per_cu);
-  for (uint64_t j = 0; j < s.workgroups_per_cu && j * product.compute_units < groups; ++j)
-    s.workgroups.push_back(j * product.compute_units);
+  const uint64_t slots = std::min<uint64_t>(s.workgroups_per_cu, share);
+  for (uint64_t slot = 0; slot < slots; ++slot) {
+    uint64_t j = share <= s.workgroups_per_cu ? slot : (2 * slot + 1) * share / (2 * slots);
+    while (j > 0 && j * product.compute_units >= groups) --j;  // the CU's last share may be short
+    if (s.workgroups.empty() || j * product.compute_units > s.workgroups.back())
+      s.workgroups.push_back(j * product.compute_units);
+  }
+  // Probes at golden-ratio steps through the grid: evenly spread, yet on no power-of-two stride that a kernel's own
+  // block-to-work mapping could alias with (quantiles at multiples of groups/32 all landed on one query tile).
+  for (uint64_t i = 0; i < kMaxTimingProbes && groups > s.workgroups.size(); ++i) {
+    const double position = std::fmod(0.5 + 0.6180339887498949 * double(i), 1.0);
+    const uint64_t id = std::min(groups - 1, uint64_t(position * double(groups)));
+    if (!std::binary_search(s.workgroups.begin(), s.workgroups.end(), id)) s.probes.push_back(id);
+  }
+  std::sort(s.probes.begin(), s.probes.end());
+  s.probes.erase(std::unique(s.probes.begin(), s.probes.end()), s.probes.end());
   return s;
 }
 
+namespace {
+// A workgroup's work: the instructions its waves issued.
+double work_of(const WorkgroupTrace& t) {
+  double n = 0;
+  for (const WaveTrace& w : t.waves) n += double(w.ops.size());
+  return n;
+}
+double mean_work(const std::vector<WorkgroupTrace>& traces) {
+  double sum = 0, n = 0;
+  for (const WorkgroupTrace& t : traces)
+    if (t.done) sum += work_of(t), ++n;
+  return n ? sum / n : 0;
+}
+}  // namespace
+
+bool probes_match_sample(const std::vector<WorkgroupTrace>& sample, const std::vector<WorkgroupTrace>& probes,
+                         size_t recorded) {
+  const double mean = mean_work(sample);
+  for (size_t i = 0; i < recorded && i < probes.size(); ++i)
+    if (work_of(probes[i]) != mean) return false;
+  return true;
+}
+
 TimingReport model_dispatch(const ProductInfo& product, const Program& program, const LaunchParams& launch,
-                            const TimingSample& sample, const std::vector<WorkgroupTrace>& traces) {
+                            const TimingSample& sample, const std::vector<WorkgroupTrace>& traces,
+                            const std::vector<WorkgroupTrace>& probes) {
   const TimingFacts& f = product.timing;
   TimingReport rep;
   rep.modelled = true;
   rep.product = std::string(product.name);
-  rep.clock_ghz = product.peak_clock_mhz * 1e-3;
   rep.workgroups_per_cu = sample.workgroups_per_cu;
   rep.rounds = sample.rounds;
   rep.sampled_workgroups = uint32_t(traces.size());
@@ -247,7 +290,16 @@ TimingReport model_dispatch(const ProductInfo& product, const Program& program, 
         if (it.kind == IssueKind::vmem) sample_bytes += double(op.lanes) * it.bytes_per_lane;
       }
   }
-  const double per_group = traces.empty() ? 0 : sample_bytes / double(traces.size());
+  // The average workgroup against the sampled ones, in instructions issued (1 for a uniform grid): the sample's
+  // round, traffic and FLOPs are scaled by it. The probes alone estimate the average (they are spread evenly over the
+  // grid; the sample is one CU's, which a kernel's own workgroup order can bias). The replay stays the sample's.
+  double weight = 1, probed = 0;
+  for (const WorkgroupTrace& t : probes) probed += t.done;
+  const double sample_work = mean_work(traces);
+  if (probed && sample_work > 0) weight = mean_work(probes) / sample_work;
+  rep.work_weight = weight;
+  rep.probed_workgroups = uint32_t(probed);
+  const double per_group = traces.empty() ? 0 : sample_bytes / double(traces.size()) * weight;
   rep.vmem_bytes = per_group * groups;
   double touched = 0;
   for (auto [base, bytes] : allocations) touched += double(bytes);
@@ -256,18 +308,37 @@ TimingReport model_dispatch(const ProductInfo& product, const Program& program, 
   const double latency = f.l2_latency + (double(f.hbm_latency) - f.l2_latency) * miss;
 
   const CuResult cu = simulate_cu(product, program, facts, traces, latency);
-  rep.round_cycles = double(cu.cycles);
+  rep.round_cycles = double(cu.cycles) * weight;
   rep.cu_cycles = rep.round_cycles * double(sample.rounds);
-  const double clock_hz = product.peak_clock_mhz * 1e6;
+  const double simds = double(arch_info(product.arch).simds_per_cu);
+  if (cu.cycles) rep.mfma_busy = cu.mfma_busy / (simds * double(cu.cycles));
+  if (cu.cycles) rep.valu_busy = cu.valu_busy / (simds * double(cu.cycles));
+  // The engine clock: power management lowers it under dense MFMA load. Between the peak clock (no MFMA activity)
+  // and the measured sustained clock of the dominant MFMA type (at the MFMA use it was measured at), linearly in the
+  // device's MFMA use: the sampled CU's, times the share of CUs the grid occupies (power is the chip's, so a grid
+  // of 16 workgroups on 304 CUs runs near the peak clock). The interpolation is chosen: no source says how the clock
+  // scales with partial load.
+  const double* by_class = cu.mfma_busy_by_class;
+  const int dominant = int(std::max_element(by_class, by_class + 4) - by_class);
+  const uint32_t sustained = dominant == int(MfmaClass::f16)   ? f.mfma_clock_mhz_f16
+                             : dominant == int(MfmaClass::fp8) ? f.mfma_clock_mhz_fp8
+                                                               : f.mfma_clock_mhz_bf16;
+  const double peak_mhz = product.peak_clock_mhz;
+  const double use = dominant == int(MfmaClass::fp8) ? f.mfma_clock_use_fp8 : f.mfma_clock_use_16bit;
+  const double busy_cus = std::min(1.0, groups / double(product.compute_units));
+  const double load = use > 0 ? std::min(1.0, rep.mfma_busy * busy_cus / use) : 0;
+  const double clock_mhz = sustained ? peak_mhz - (peak_mhz - sustained) * load : peak_mhz;
+  rep.clock_ghz = clock_mhz * 1e-3;
+  rep.peak_clock_ghz = peak_mhz * 1e-3;
+  const double clock_hz = clock_mhz * 1e6;
   rep.l2_floor_cycles = rep.vmem_bytes / (double(f.l2_bytes_per_clk_xcd) * product.xcds);
   rep.hbm_floor_cycles = rep.hbm_bytes / (f.hbm_measured_tb_per_s * 1e12) * clock_hz;
   rep.cycles = std::max({rep.cu_cycles, rep.l2_floor_cycles, rep.hbm_floor_cycles});
   rep.limiter = rep.cycles == rep.cu_cycles ? "compute units"
                 : rep.cycles == rep.hbm_floor_cycles ? "HBM bandwidth" : "L2 bandwidth";
   rep.seconds = rep.cycles / clock_hz;
-  rep.mfma_flops = traces.empty() ? 0 : cu.mfma_flops / double(traces.size()) * groups;
+  rep.mfma_flops = traces.empty() ? 0 : cu.mfma_flops / double(traces.size()) * groups * weight;
   if (cu.cycles) {
-    rep.mfma_busy = cu.mfma_busy / (double(arch_info(product.arch).simds_per_cu) * double(cu.cycles));
     rep.wait_memory = cu.wait_memory / cu.wave_cycles, rep.wait_lds = cu.wait_lds / cu.wave_cycles;
     rep.wait_barrier = cu.wait_barrier / cu.wave_cycles, rep.wait_nop = cu.wait_nop / cu.wave_cycles;
     rep.issue_bound = cu.issue_bound / cu.wave_cycles;

@@ -16,20 +16,35 @@ struct TimingSample {
   uint32_t workgroups_per_cu = 1;
   uint64_t rounds = 1;
   std::vector<uint64_t> workgroups;  // linear ids, ascending
+  // Probes: workgroups spread over the whole grid, recorded only to weigh how much work a workgroup does on average
+  // against the sample (their instruction counts), for grids whose workgroups differ (causal attention). In
+  // sample-only mode they run after the sample, one at a time, and stop early when the first two match it.
+  std::vector<uint64_t> probes;      // linear ids, ascending, none of them sampled
 };
+
+// Probes a dispatch records at most.
+inline constexpr size_t kMaxTimingProbes = 16;
+
+// Whether the probes recorded so far match the sample's mean work exactly (a uniform grid: no more are needed).
+bool probes_match_sample(const std::vector<WorkgroupTrace>& sample, const std::vector<WorkgroupTrace>& probes,
+                         size_t recorded);
 
 TimingSample plan_timing_sample(const ProductInfo& product, const Program& program, const LaunchParams& launch,
                                 uint32_t lds_bytes);
 
 // Replays the traces on one CU of `product` and scales the result to the grid.
 TimingReport model_dispatch(const ProductInfo& product, const Program& program, const LaunchParams& launch,
-                            const TimingSample& sample, const std::vector<WorkgroupTrace>& traces);
+                            const TimingSample& sample, const std::vector<WorkgroupTrace>& traces,
+                            const std::vector<WorkgroupTrace>& probes);
 
 // Static timing facts of one instruction, from its mnemonic (exposed for tests).
 enum class IssueKind : uint8_t { valu, mfma, salu, smem, vmem, lds, branch, waitcnt, barrier, nop, sleep, setprio, end,
                                  internal };
+// The input type class of an MFMA, which picks the sustained clock under dense matrix load (TimingFacts).
+enum class MfmaClass : uint8_t { f16, bf16, fp8, other };
 struct InstTiming {
   IssueKind kind = IssueKind::valu;
+  MfmaClass mfma_class = MfmaClass::other;
   uint32_t passes = 0;       // MFMA: 4-cycle passes the matrix core is busy
   double flops = 0;          // MFMA: 2*M*N*K*blocks
   uint32_t bytes_per_lane = 0;  // VMEM / LDS

@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""The modelled benchmark table: hk's kernels timed by vgpu's timing model (docs/vgpu-timing.md) on each product,
+next to the published figures of other libraries (../shared/reference/cdna.md, copied into PUBLISHED below with the
+date they were gathered).
+
+Run inside the toolchain root, after `./hk build`:
+    tools/toolchain run python3 bench/model_table.py [--only gemm|attn|memory] [--products mi300x,mi355x] [--quick]
+Writes bench/results/model_table.md, model_table.png and model_table.json (the raw predictions; cases already in it
+are reused unless --fresh, so an interrupted run resumes). Every prediction is one `hk-run ... --model P` process in
+the model's sample-only mode (only the sampled workgroups execute).
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+BUILD = os.environ.get("HK_BUILD", os.path.join(REPO, "build"))
+HK_RUN = os.path.join(BUILD, "tools", "hk-run")
+RESULTS = os.path.join(HERE, "results")
+PRODUCTS = ["mi300x", "mi325x", "mi350x", "mi355x"]
+
+# Published figures (TFLOP/s, or ms for the memory-bound kernels), cdna.md as of 2026-12-01: MI355X from the
+# HipKittens repository (Nov 2025), MI325X 8192^3 bf16 from the same, MI300X fp8 8192^3 hipBLASLt from Azure's
+# benchmarking guide [AZ], MI300X/MI325X max-achievable FLOPs from AMD's ROCm blog [MAF] (hipBLASLt, 4096 x 4864 x
+# 32896, not a cube: listed beside 8192^3 as the best a tuned library reaches).
+PUBLISHED = {
+    ("gemm", "bf16", 8192, "mi355x"): {"HipKittens": 1610, "AITER": 1591, "hipBLASLt": 1575, "PyTorch": 1521,
+                                         "Triton": 1091, "CK": 504},
+    ("gemm", "bf16", 4096, "mi355x"): {"HipKittens": 1413, "AITER": 1114, "hipBLASLt": 1433, "PyTorch": 1139,
+                                         "Triton": 934, "CK": 931},
+    ("gemm", "fp8", 8192, "mi355x"): {"HipKittens": 3327, "hipBLASLt": 3233},
+    ("gemm", "bf16", 8192, "mi325x"): {"HipKittens": 749, "PyTorch": 785, "hipBLASLt MAF": 843},
+    ("gemm", "fp8", 8192, "mi325x"): {"hipBLASLt MAF": 1519},
+    ("gemm", "bf16", 8192, "mi300x"): {"hipBLASLt MAF": 708},
+    ("gemm", "fp8", 8192, "mi300x"): {"hipBLASLt": 1159, "hipBLASLt MAF": 1273},
+}
+# Attention forward on MI355X, TFLOP/s (HipKittens / AITER and others), keyed by (variant, D, N).
+ATTN_PUBLISHED = {
+    ("gqa", 128, 8192): {"HipKittens": 1298, "AITER": 1281, "PyTorch": 841, "Triton": 994, "CK": 896},
+    ("gqa_causal", 128, 8192): {"HipKittens": 1216, "AITER": 1205, "PyTorch": 705, "Triton": 594, "CK": 866},
+    ("gqa", 64, 4096): {"HipKittens": 934, "AITER": 782, "PyTorch": 681, "Triton": 858, "CK": 795},
+    ("mha", 128, 1024): {"HipKittens": 953, "AITER": 828},
+    ("mha_causal", 128, 1024): {"HipKittens": 634, "AITER": 555},
+    ("gqa", 128, 1024): {"HipKittens": 1000, "AITER": 1032},
+    ("gqa_causal", 128, 1024): {"HipKittens": 718, "AITER": 715},
+    ("mha", 128, 4096): {"HipKittens": 1228, "AITER": 1211},
+    ("mha_causal", 128, 4096): {"HipKittens": 1048, "AITER": 1069},
+    ("gqa", 128, 4096): {"HipKittens": 1262, "AITER": 1231},
+    ("gqa_causal", 128, 4096): {"HipKittens": 1085, "AITER": 1101},
+    ("mha", 64, 1024): {"HipKittens": 739, "AITER": 483},
+    ("gqa", 64, 1024): {"HipKittens": 770, "AITER": 679},
+    ("mha", 64, 4096): {"HipKittens": 941, "AITER": 720},
+    ("gqa_causal", 64, 4096): {"HipKittens": 821, "AITER": 392},
+}
+# Memory-bound kernels on MI355X, ms.
+MEMORY_PUBLISHED = {
+    ("rotary", 2048): {"HipKittens": 0.072, "AITER": 0.072},
+    ("rotary", 16384): {"HipKittens": 0.629, "AITER": 0.903, "torch.compile": 0.907},
+    ("norm", 16384): {"HipKittens": 1.104, "torch.compile": 1.579},
+}
+
+MODEL_LINE = re.compile(r"^  model (\S+) (\S+): ([0-9.]+) ms(?:, ([0-9.]+) TFLOP/s)?(?:, ([0-9.]+) GB/s)?")
+
+
+def run_case(args, timeout=300):
+    """One hk-run --model process: its modelled launches (product, kernel, ms, TFLOP/s, GB/s) and wall seconds."""
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(BUILD, "vgpu", "hip"))
+    start = time.time()
+    proc = subprocess.run([HK_RUN] + args, capture_output=True, text=True, env=env, timeout=timeout)
+    wall = time.time() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"hk-run {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+    launches = []
+    section = ""
+    for line in proc.stdout.splitlines():
+        if not line.startswith(" "):
+            section = line
+        m = MODEL_LINE.match(line)
+        if m:
+            launches.append({"section": section, "kernel": m.group(2), "ms": float(m.group(3)),
+                             "tflops": float(m.group(4)) if m.group(4) else None,
+                             "gbs": float(m.group(5)) if m.group(5) else None})
+    return {"launches": launches, "wall_s": round(wall, 1), "stdout": proc.stdout}
+
+
+def cases(only, products, quick):
+    sizes = [1024, 2048, 4096] if quick else [1024, 2048, 4096, 8192]
+    out = []
+    if only in (None, "gemm"):
+        for product in products:
+            for dtype in ("bf16", "fp8"):
+                for n in sizes:
+                    out.append((("gemm", dtype, n, product),
+                                ["gemm", "--m", str(n), "--n", str(n), "--k", str(n), "--bt", "--dtype", dtype,
+                                 "--model", product]))
+    if only in (None, "attn"):
+        for (variant, d, n) in ATTN_PUBLISHED:
+            if quick and n > 4096:
+                continue
+            heads = ["--hq", "64", "--hkv", "8"] if variant.startswith("gqa") else ["--hq", "16", "--hkv", "16"]
+            causal = ["--causal"] if variant.endswith("causal") else []
+            for product in products:
+                out.append((("attn", variant, d, n, product),
+                            ["attn", "--b", "16", "--sq", str(n), "--sk", str(n), "--d", str(d)] + heads + causal +
+                            ["--model", product]))
+    if only in (None, "memory"):
+        for product in products:
+            for n in (2048, 16384):
+                out.append((("rotary", n, product),
+                            ["rotary", "--b", "16", "--s", str(n), "--h", "16", "--d", "128", "--q-only", "--model",
+                             product]))
+            out.append((("norm", 16384, product),
+                        ["norm", "--rows", str(16 * 16384), "--cols", "2048", "--p", "0.1", "--model", product]))
+    return out
+
+
+def pct(model, published):
+    return f"{100 * (model / published - 1):+.0f}%"
+
+
+def write_markdown(results, products, path):
+    names = {p: p.upper() for p in products}
+    lines = ["# hk's kernels modelled by vgpu's timing model, next to published figures", "",
+             "Generated by `bench/model_table.py` (docs/vgpu-timing.md says what the model does). Modelled figures are "
+             "predictions for hk's kernels, which have never run on these GPUs; published figures are measurements of "
+             "other libraries (cdna.md). Δ = modelled / published - 1.", ""]
+
+    def get(key):
+        r = results.get(json.dumps(key))
+        return r["launches"] if r else None
+
+    lines += ["## GEMM, A*B^T, fp32 out, TFLOP/s (% of the data-sheet dense peak)", "",
+              "| size | dtype | " + " | ".join(names[p] for p in products) + " | published (Δ of the model) |",
+              "|---|---|" + "---|" * len(products) + "---|"]
+    for dtype in ("bf16", "fp8"):
+        for n in (1024, 2048, 4096, 8192):
+            cells, pubs = [], []
+            for p in products:
+                launches = get(("gemm", dtype, n, p))
+                cells.append(f"{launches[0]['tflops']:.0f}" if launches else "")
+                for lib, fig in PUBLISHED.get(("gemm", dtype, n, p), {}).items():
+                    delta = pct(launches[0]["tflops"], fig) if launches else "?"
+                    pubs.append(f"{names[p]} {lib} {fig} ({delta})")
+            if any(cells):
+                lines.append(f"| {n}^3 | {dtype} | " + " | ".join(cells) + " | " + "; ".join(pubs) + " |")
+    lines += ["", "## Attention forward, bf16, B16 (MHA H16; GQA H64 Hkv8), TFLOP/s (4·B·N²·H·D, causal: visible "
+              "pairs)", "",
+              "| variant | D | N | " + " | ".join(names[p] for p in products) + " | published MI355X (Δ of the model) |",
+              "|---|---|---|" + "---|" * len(products) + "---|"]
+    for (variant, d, n), pub in ATTN_PUBLISHED.items():
+        cells = []
+        for p in products:
+            launches = get(("attn", variant, d, n, p))
+            cells.append(f"{launches[0]['tflops']:.0f}" if launches else "")
+        mi355 = get(("attn", variant, d, n, "mi355x"))
+        pubs = "; ".join(f"{lib} {fig} ({pct(mi355[0]['tflops'], fig) if mi355 else '?'})" for lib, fig in pub.items())
+        if any(cells):
+            lines.append(f"| {variant} | {d} | {n} | " + " | ".join(cells) + f" | {pubs} |")
+    lines += ["", "## Memory-bound kernels, bf16, forward: ms (GB/s)", "",
+              "rotary: Q alone, B16 S=N H16 D128 (read and written once); LayerNorm: dropout p=0.1 + residual, "
+              "B16 x N rows of 2048 (x, residual in; y, r, mask, statistics out).", "",
+              "| kernel | N | " + " | ".join(names[p] for p in products) + " | published MI355X (Δ of the model's time) |",
+              "|---|---|" + "---|" * len(products) + "---|"]
+    for (kind, n), pub in MEMORY_PUBLISHED.items():
+        cells = []
+        for p in products:
+            launches = get((kind, n, p))
+            if launches:
+                cells.append(f"{launches[0]['ms']:.3f} ({launches[0]['gbs']:.0f})")
+            else:
+                cells.append("")
+        mi355 = get((kind, n, "mi355x"))
+        pubs = "; ".join(f"{lib} {fig} ms ({pct(mi355[0]['ms'], fig) if mi355 else '?'})" for lib, fig in pub.items())
+        if any(cells):
+            lines.append(f"| {kind} | {n} | " + " | ".join(cells) + f" | {pubs} |")
+    walls = [r["wall_s"] for r in results.values()]
+    lines += ["", f"{len(walls)} predictions; wall time per prediction on this machine (2 shared cores): "
+              f"{min(walls):.0f}-{max(walls):.0f} s." if walls else ""]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def write_plot(results, products, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5))
+    sizes = [1024, 2048, 4096, 8192]
+    for ax, dtype in zip(axes, ("bf16", "fp8")):
+        for p in products:
+            xs, ys = [], []
+            for n in sizes:
+                r = results.get(json.dumps(("gemm", dtype, n, p)))
+                if r:
+                    xs.append(n), ys.append(r["launches"][0]["tflops"])
+            if xs:
+                ax.plot(xs, ys, marker="o", label=f"hk, modelled {p.upper()}")
+        markers = iter("sv^DPX*<>")
+        for (kind, dt, n, p), pub in PUBLISHED.items():
+            if dt != dtype:
+                continue
+            for lib, fig_value in pub.items():
+                ax.scatter([n], [fig_value], marker=next(markers, "x"), label=f"{lib} {p.upper()} (published)")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sizes, [f"{n}^3" for n in sizes])
+        ax.set_ylabel("TFLOP/s")
+        ax.set_title(f"GEMM {dtype} A*B^T")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", choices=["gemm", "attn", "memory"])
+    parser.add_argument("--products", default=",".join(PRODUCTS))
+    parser.add_argument("--quick", action="store_true", help="skip the largest sizes")
+    parser.add_argument("--fresh", action="store_true", help="ignore predictions already in model_table.json")
+    parser.add_argument("--timeout", type=int, default=300, help="seconds per prediction before it counts as failed")
+    args = parser.parse_args()
+    products = args.products.split(",")
+    os.makedirs(RESULTS, exist_ok=True)
+    store = os.path.join(RESULTS, "model_table.json")
+    results = {}
+    if os.path.exists(store) and not args.fresh:
+        with open(store) as f:
+            results = json.load(f)
+    failed = 0
+    for key, argv in cases(args.only, products, args.quick):
+        k = json.dumps(key)
+        if k in results:
+            continue
+        try:
+            r = run_case(argv, args.timeout)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            print(f"{key}: {e}", file=sys.stderr)
+            failed += 1
+            continue
+        del r["stdout"]
+        results[k] = r
+        first = r["launches"][0] if r["launches"] else {}
+        print(f"{key}: {first.get('ms')} ms, {first.get('tflops')} TFLOP/s, {first.get('gbs')} GB/s "
+              f"({r['wall_s']} s)", flush=True)
+        with open(store, "w") as f:
+            json.dump(results, f, indent=1)
+    all_products = [p for p in PRODUCTS if any(json.loads(k)[-1] == p for k in results)]
+    write_markdown(results, all_products, os.path.join(RESULTS, "model_table.md"))
+    write_plot(results, all_products, os.path.join(RESULTS, "model_table.png"))
+    print(f"wrote {RESULTS}/model_table.md and model_table.png ({len(results)} predictions, {failed} failed)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
