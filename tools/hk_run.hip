@@ -511,8 +511,24 @@ int model_attn(const AttnOptions& a, const std::string& product_name) {
   char what[200];
   std::snprintf(what, sizeof what, "attn B=%zu Sq=%d Sk=%d Hq=%d Hkv=%d D=%d %s%s on %s", shape.len_q.size(), a.sq, a.sk,
                 a.hq, a.hkv, a.d, a.dtype.c_str(), a.causal ? " causal" : "", product_name.c_str());
-  return modelled(product_name, what, attn_flops(shape), product.peak.f16, 0, [&] { return hk::attention_forward(p); })
-             ? 0 : 1;
+  if (!modelled(product_name, what, attn_flops(shape), product.peak.f16, 0, [&] { return hk::attention_forward(p); }))
+    return 1;
+  if (!a.bwd) return 0;
+  // The backward: its three launches, charged with flash-attention's count (2.5x the forward's FLOPs).
+  Untouched dout(size_t(tq) * a.hq * a.d * 2), dq(size_t(tq) * a.hq * a.d * 2), dk(size_t(tk) * a.hkv * a.d * 2),
+      dv(size_t(tk) * a.hkv * a.d * 2), workspace(size_t(tq) * a.hq * 4);
+  if (!dout.p || !dq.p || !dk.p || !dv.p || !workspace.p) return 1;
+  hk::AttentionBackwardProblem bp;
+  bp.batch = p.batch, bp.seqlen_q = p.seqlen_q, bp.seqlen_k = p.seqlen_k, bp.heads_q = a.hq, bp.heads_kv = a.hkv;
+  bp.head_dim = a.d, bp.q = q.p, bp.k = k.p, bp.v = v.p, bp.o = o.p, bp.dout = dout.p, bp.lse = p.lse;
+  bp.dq = dq.p, bp.dk = dk.p, bp.dv = dv.p, bp.type = type, bp.causal = a.causal;
+  bp.window_left = p.window_left, bp.window_right = p.window_right;
+  bp.cu_seqlens_q = p.cu_seqlens_q, bp.cu_seqlens_k = p.cu_seqlens_k;
+  bp.workspace = workspace.p, bp.workspace_bytes = size_t(tq) * a.hq * 4;
+  std::snprintf(what, sizeof what, "attn backward B=%zu Sq=%d Sk=%d Hq=%d Hkv=%d D=%d %s%s on %s", shape.len_q.size(),
+                a.sq, a.sk, a.hq, a.hkv, a.d, a.dtype.c_str(), a.causal ? " causal" : "", product_name.c_str());
+  return modelled(product_name, what, 2.5 * attn_flops(shape), product.peak.f16, 0,
+                  [&] { return hk::attention_backward(bp); }) ? 0 : 1;
 }
 
 int run_attn(const AttnOptions& a) {
