@@ -155,8 +155,6 @@ void bind_attention(py::module_& m) {
   bind_call(m, "attention_forward", &hk::attention_forward);
 }
 
-#ifdef HK_PYTHON_ATTENTION_BACKWARD
-// Built when kernels/attention/attention.h declares hk::attention_backward (python/CMakeLists.txt looks).
 void bind_attention_backward(py::module_& m) {
   using P = hk::AttentionBackwardProblem;
   py::class_<P> c(m, "AttentionBackwardProblem");
@@ -196,7 +194,6 @@ void bind_attention_backward(py::module_& m) {
   pointer(c, "stream", &P::stream);
   bind_call(m, "attention_backward", &hk::attention_backward);
 }
-#endif
 
 void bind_rotary(py::module_& m) {
   using T = hk::RotaryTensor;
@@ -309,9 +306,7 @@ PYBIND11_MODULE(_C, m) {
       .value("fp8_e5m2", hk::scalar_type::fp8_e5m2);
   bind_gemm(m);
   bind_attention(m);
-#ifdef HK_PYTHON_ATTENTION_BACKWARD
   bind_attention_backward(m);
-#endif
   bind_rotary(m);
   bind_norm(m);
 }

@@ -5,7 +5,7 @@
 
 Run with `./hk python python/examples/transformer_step.py`; it prints the loss of both blocks and the largest gradient
 error, and exits non-zero if they disagree. On vgpu (the default build) every hk op runs the gfx942 or gfx950 machine
-code of HK_VGPU_ARCH. Without hk's attention backward in the build, it checks the forward only.
+code of HK_VGPU_ARCH.
 """
 import math
 import sys
@@ -83,10 +83,8 @@ def loss_of(y, target):
     return (y.float() - target).pow(2).mean()
 
 
-def step(block, params, x, target, cos, sin, lr, backward):
+def step(block, params, x, target, cos, sin, lr):
     loss = loss_of(block(x, params, cos, sin), target)
-    if not backward:
-        return loss.detach(), None, None
     loss.backward()
     grads = {k: v.grad.detach().float().clone() for k, v in params.items()}
     with torch.no_grad():
@@ -95,35 +93,29 @@ def step(block, params, x, target, cos, sin, lr, backward):
 
 
 def run(lr=0.1):
-    """(loss_hk, loss_torch, worst relative gradient error or None). Raises AssertionError if they disagree."""
+    """(loss_hk, loss_torch, worst relative gradient error). Raises AssertionError if they disagree."""
     torch.manual_seed(0)
     x = torch.randn(BATCH, SEQ, MODEL).to(DTYPE)
     target = torch.randn(BATCH, SEQ, MODEL)
     cos, sin = tables()
-    backward = hk.attention_backward_available()
-    loss_hk, grads_hk, new_hk = step(hk_block, parameters(), x, target, cos, sin, lr, backward)
-    loss_ref, grads_ref, new_ref = step(torch_block, parameters(), x, target, cos, sin, lr, backward)
+    loss_hk, grads_hk, new_hk = step(hk_block, parameters(), x, target, cos, sin, lr)
+    loss_ref, grads_ref, new_ref = step(torch_block, parameters(), x, target, cos, sin, lr)
     assert math.isclose(loss_hk.item(), loss_ref.item(), rel_tol=1e-2), f"loss {loss_hk.item()} vs {loss_ref.item()}"
-    worst = None
-    if backward:
-        worst = 0.0
-        for name in grads_ref:
-            g, ref = grads_hk[name], grads_ref[name]
-            err = ((g - ref).norm() / ref.norm()).item()
-            worst = max(worst, err)
-            assert err < 5e-2, f"gradient of {name}: relative error {err:.3g}"
-            # The updated weights differ by the step's gradient difference, plus one rounding to their type.
-            change = (new_hk[name].float() - new_ref[name].float()).abs().max().item()
-            bound = lr * (g - ref).abs().max().item() + 2 ** -7 * new_ref[name].float().abs().max().item()
-            assert change <= bound, f"updated {name} differs by {change} > {bound}"
+    worst = 0.0
+    for name in grads_ref:
+        g, ref = grads_hk[name], grads_ref[name]
+        err = ((g - ref).norm() / ref.norm()).item()
+        worst = max(worst, err)
+        assert err < 5e-2, f"gradient of {name}: relative error {err:.3g}"
+        # The updated weights differ by the step's gradient difference, plus one rounding to their type.
+        change = (new_hk[name].float() - new_ref[name].float()).abs().max().item()
+        bound = lr * (g - ref).abs().max().item() + 2 ** -7 * new_ref[name].float().abs().max().item()
+        assert change <= bound, f"updated {name} differs by {change} > {bound}"
     return loss_hk.item(), loss_ref.item(), worst
 
 
 if __name__ == "__main__":
     loss_hk, loss_ref, worst = run()
     print(f"loss: hk {loss_hk:.6f}, torch {loss_ref:.6f}")
-    if worst is None:
-        print("gradients: not checked (this build has no hk::attention_backward)")
-    else:
-        print(f"gradients: largest relative error {worst:.3g}; SGD step applied to both blocks")
+    print(f"gradients: largest relative error {worst:.3g}; SGD step applied to both blocks")
     sys.exit(0)

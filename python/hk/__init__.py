@@ -3,11 +3,11 @@
 Built with vgpu (the default) the ops take CPU tensors and run hk's gfx942 / gfx950 machine code on the virtual GPU
 (HK_VGPU_ARCH picks the arch); built with -DHK_USE_ROCM=ON they take HIP tensors of a ROCm torch.
 """
-from .attention import attention, attention_varlen, backward_available as attention_backward_available
+from .attention import attention, attention_varlen
 from .gemm import gemm
 from .norm import layer_norm, rms_norm
 from .rotary import rotary
 from ._runtime import USE_ROCM
 
 __all__ = ["gemm", "attention", "attention_varlen", "rotary", "layer_norm", "rms_norm",
-           "attention_backward_available", "USE_ROCM"]
+           "USE_ROCM"]

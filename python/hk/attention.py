@@ -72,18 +72,9 @@ def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, w
     return q.new_empty(q.shape), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
 
 
-def backward_available():
-    """Whether this build has hk's attention backward (hk::attention_backward) wired to the ops' autograd."""
-    return hasattr(_C, "attention_backward")
-
-
 def _attention_backward(q, k, v, out, lse, grad_out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
                         window_left, window_right, scale):
     """dQ, dK, dV from hk::attention_backward. The one place the attention ops' autograd reaches the kernels."""
-    if not backward_available():
-        raise NotImplementedError(
-            "hk.attention: the backward pass needs hk::attention_backward, which this build does not have yet; "
-            "the forward works, gradients through hk.attention / hk.attention_varlen are not available")
     return _attention_bwd(q, k, v, out, lse, grad_out.to(q.dtype), cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                           max_seqlen_k, causal, window_left, window_right, scale)
 

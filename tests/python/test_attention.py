@@ -56,7 +56,6 @@ def test_acceptance_example_shape():
     assert hk.attention(q, q, q, causal=True).shape == torch.Size([1, 100, 4, 64])
 
 
-@pytest.mark.skipif(not hk.attention_backward_available(), reason="hk::attention_backward is not in this build")
 @pytest.mark.parametrize("causal,sq,sk,hkv", [(True, 48, 80, 1), (False, 64, 64, 2)])
 def test_gradients(causal, sq, sk, hkv):
     dtype = torch.bfloat16
@@ -71,7 +70,6 @@ def test_gradients(causal, sq, sk, hkv):
         assert_close(t.grad, ref.grad, dtype, ulps=8 * math.sqrt(sk), what=name)
 
 
-@pytest.mark.skipif(not hk.attention_backward_available(), reason="hk::attention_backward is not in this build")
 def test_varlen_gradients():
     lens_q, lens_k, hq, hkv, d = [20, 0, 33], [30, 5, 33], 2, 1, 64
     dtype = torch.bfloat16
@@ -91,13 +89,6 @@ def test_varlen_gradients():
     for name, t, ref in (("dQ", q, q64), ("dK", k, k64), ("dV", v, v64)):
         assert_close(t.grad, ref.grad if ref.grad is not None else torch.zeros_like(ref), dtype,
                      ulps=8 * math.sqrt(max(lens_k)), what=name)
-
-
-@pytest.mark.skipif(hk.attention_backward_available(), reason="hk::attention_backward is in this build")
-def test_backward_missing_raises_not_implemented():
-    q = rand(1, 16, 1, 64, dtype=torch.bfloat16).requires_grad_()
-    with pytest.raises(NotImplementedError, match="attention_backward"):
-        hk.attention(q, q, q).sum().backward()
 
 
 def test_bad_inputs():
