@@ -253,6 +253,7 @@ TEST_P(FastMatchesReference, EveryFusedForm) {
     GTEST_SKIP() << "this CPU lacks " << mfma_simd_name(path);
   const MfmaSimd before = mfma_simd();
   set_mfma_simd(path);
+  ASSERT_EQ(mfma_simd(), path) << "the arithmetic did not switch to " << mfma_simd_name(path);
   const ArchInfo& arch = arch_info(arch_id);
   uint64_t seed = arch.version_major * 100 + arch.version_minor * 10 + arch.version_stepping;  // 942, 950
   int total = 0;
