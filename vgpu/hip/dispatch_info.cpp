@@ -20,6 +20,7 @@ std::vector<vgpuInstructionProfile> g_last_instructions;
 }  // namespace
 
 void remember_dispatch(const KernelInfo& kernel, Arch arch, const LaunchParams& lp, const DispatchStats& stats) {
+  count_dispatch(stats);
   vgpuDispatchInfo info;
   std::memset(&info, 0, sizeof info);
   std::snprintf(info.kernel, sizeof info.kernel, "%s", kernel.name.c_str());

@@ -227,6 +227,8 @@ struct LaunchRequest {
 hipError_t launch(const LaunchRequest& request);
 // Keeps the measurements of the latest dispatch for vgpuGetLastDispatch (dispatch_info.cpp).
 void remember_dispatch(const KernelInfo& kernel, Arch arch, const LaunchParams& lp, const DispatchStats& stats);
+// Adds a launch to the process's totals (HK_VGPU_TOTALS, totals.cpp); remember_dispatch calls it.
+void count_dispatch(const DispatchStats& stats);
 // hipExtModuleLaunchKernel / hipHccModuleLaunchKernel count the grid in work-items. vgpu runs whole workgroups
 // only, so the global size must be a multiple of the block.
 hipError_t global_size_launch(hipFunction_t f, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by,

@@ -1,0 +1,370 @@
+#!/usr/bin/env python3
+"""Runs Debian's builds of AMD's ROCm library test suites (rocPRIM, hipCUB, rocRAND) on vgpu; `./hk suites` calls it
+inside the toolchain root.
+
+The packages (tools/suites.packages, pinned versions) are fetched with the root's apt into a cache outside the
+repository and extracted there with dpkg-deb; nothing is installed into the root. Every test program (googletest) runs
+against vgpu's libamdhip64 with one emulation thread, several programs at once, each within a time budget: a program
+past its budget is killed and the tests it finished still count (they are read from its output as it goes).
+
+The filter lists (tests/suites/SUITE.filter) name what is not run and why (`exclude`), the failures vgpu is known not to
+model and why (`explain`, the same reasons as docs/vgpu.md), and the budgets. Exit status: 1 if any test failed (or a
+program died) that no `explain` entry covers.
+"""
+import argparse
+import fnmatch
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = REPO / "tools" / "suites.packages"
+FILTERS = REPO / "tests" / "suites"
+SUITES = ("rocprim", "rocrand", "hipcub")
+
+
+# --- packages ---------------------------------------------------------------------------------------------------
+
+@dataclass
+class Package:
+    name: str
+    version: str
+    suite: str  # "-" for a library the programs load
+
+    @property
+    def deb(self):
+        return f"{self.name}_{self.version.split(':')[-1]}_amd64.deb"
+
+
+def read_packages():
+    packages = []
+    for line in PACKAGES.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        spec, suite = line.split()
+        name, version = spec.split("=", 1)
+        packages.append(Package(name, version, suite))
+    return packages
+
+
+def fetch(cache: Path, pkg: Package) -> Path:
+    """The package extracted under the cache (downloaded first if its .deb is not there yet)."""
+    debs, tree = cache / "debs", cache / "x" / f"{pkg.name}_{pkg.version}"
+    stamp = tree / ".extracted"
+    if stamp.exists():
+        return tree
+    debs.mkdir(parents=True, exist_ok=True)
+    deb = debs / pkg.deb
+    if not deb.exists():
+        print(f"[suites] downloading {pkg.name}={pkg.version}", flush=True)
+        # Downloaded as the (namespace's) root: apt's _apt user may not exist in a user namespace.
+        cmd = ["apt-get", "download", "-q", "-o", "APT::Sandbox::User=root", f"{pkg.name}={pkg.version}"]
+        if subprocess.run(cmd, cwd=debs).returncode != 0 or not deb.exists():
+            sys.exit(f"[suites] could not download {pkg.name}={pkg.version}: the root's package lists may be older or "
+                     f"newer than that version (tools/toolchain run apt-get update, as the root's owner), or put "
+                     f"{pkg.deb} into {debs} by hand")
+    print(f"[suites] extracting {pkg.deb}", flush=True)
+    if tree.exists():
+        shutil.rmtree(tree)
+    tmp = tree.with_name(tree.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp)], check=True)
+    tmp.rename(tree)
+    stamp.touch()
+    return tree
+
+
+# --- filter lists -------------------------------------------------------------------------------------------------
+
+@dataclass
+class Rule:
+    program: str  # fnmatch pattern over program names
+    tests: str    # googletest positive pattern(s), ':'-separated
+    reason: str
+
+
+@dataclass
+class Filters:
+    budget: float = 60
+    budgets: dict = field(default_factory=dict)  # program pattern -> seconds
+    excludes: list = field(default_factory=list)
+    explains: list = field(default_factory=list)
+
+    def budget_for(self, program):
+        for pattern, seconds in self.budgets.items():
+            if fnmatch.fnmatchcase(program, pattern):
+                return seconds
+        return self.budget
+
+
+def read_filters(suite) -> Filters:
+    f = Filters()
+    path = FILTERS / f"{suite}.filter"
+    if not path.exists():
+        return f
+    for number, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        words = line.split(None, 3)
+        kind = words[0]
+        if kind == "budget" and len(words) == 2:
+            f.budget = float(words[1])
+        elif kind == "budget" and len(words) == 3:
+            f.budgets[words[1]] = float(words[2])
+        elif kind in ("exclude", "explain") and len(words) == 4:
+            (f.excludes if kind == "exclude" else f.explains).append(Rule(words[1], words[2], words[3]))
+        else:
+            sys.exit(f"{path}:{number}: expected 'budget [PROGRAM] SECONDS' or "
+                     f"'exclude|explain PROGRAM TESTS REASON', got: {raw}")
+    return f
+
+
+def gtest_match(name, patterns):
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns.split(":") if p)
+
+
+# --- one program ----------------------------------------------------------------------------------------------------
+
+@dataclass
+class Result:
+    suite: str
+    program: str
+    listed: int = 0       # tests the program has (within --filter)
+    excluded: int = 0
+    passed: int = 0
+    failed: list = field(default_factory=list)      # unexplained
+    explained: list = field(default_factory=list)   # failed, with an explain entry
+    skipped: int = 0
+    timed_out: int = 0    # not finished when the budget ran out (the one running and those not reached)
+    instructions: int = 0
+    launches: int = 0
+    seconds: float = 0
+    status: str = "ok"
+    log: str = ""
+
+
+RESULT_LINE = re.compile(r"^\[\s*(OK|FAILED|SKIPPED)\s*\] (\S+)(?:, where .*)? \(\d+ ms\)$")
+RUN_LINE = re.compile(r"^\[ RUN      \] (\S+)$")
+
+
+def list_tests(binary, env, gtest_filter, cwd):
+    out = subprocess.run([binary, "--gtest_list_tests", f"--gtest_filter={gtest_filter}"], env=env, cwd=cwd,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, errors="replace",
+                         timeout=120, start_new_session=True).stdout
+    tests, case = [], None
+    for line in out.splitlines():
+        if not line.strip():
+            continue
+        if not line.startswith(" "):
+            # A test case's line ends with '.'; anything else is the program's own chatter.
+            stripped = line.split("#")[0].strip()
+            case = stripped if stripped.endswith(".") else None
+        elif case:
+            tests.append(case + line.split("#")[0].strip())
+    return tests
+
+
+def combine_filter(user_filter, negative):
+    positive, _, user_negative = (user_filter or "*").partition("-")
+    negatives = [n for n in (user_negative, negative) if n]
+    return (positive or "*") + ("-" + ":".join(negatives) if negatives else "")
+
+
+def run_program(suite, binary: Path, filters: Filters, args, env, logs: Path) -> Result:
+    program = binary.name
+    r = Result(suite, program)
+    log = logs / f"{suite}.{program}.log"
+    r.log = str(log)
+    excludes = ":".join(rule.tests for rule in filters.excludes if fnmatch.fnmatchcase(program, rule.program))
+    explains = [rule for rule in filters.explains if fnmatch.fnmatchcase(program, rule.program)]
+    budget = args.budget if args.budget else filters.budget_for(program)
+    with tempfile.TemporaryDirectory(prefix=f"hk-suite-{program}-") as cwd:
+        totals = Path(cwd) / "vgpu-totals"
+        penv = dict(env, HK_VGPU_TOTALS=str(totals))
+        try:
+            everything = list_tests(binary, penv, combine_filter(args.filter, ""), cwd)
+            to_run = list_tests(binary, penv, combine_filter(args.filter, excludes), cwd) if excludes else everything
+        except subprocess.TimeoutExpired:
+            r.status = "list timeout"
+            return r
+        r.listed, r.excluded = len(everything), len(everything) - len(to_run)
+        if not to_run:
+            r.status = "excluded" if r.excluded else "no tests"
+            log.write_text("")
+            return r
+        t0 = time.monotonic()
+        cmd = [str(binary), "--gtest_color=no", f"--gtest_filter={combine_filter(args.filter, excludes)}"]
+        with open(log, "w") as out:
+            proc = subprocess.Popen(cmd, env=penv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+            try:
+                rc = proc.wait(timeout=budget)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                rc = None
+        r.seconds = time.monotonic() - t0
+        if totals.exists():
+            words = totals.read_text().split()
+            fields = dict(zip(words[::2], words[1::2]))
+            r.instructions = int(fields.get("wave_instructions", 0))
+            r.launches = int(fields.get("launches", 0))
+
+    done, running = set(), None
+    for line in log.read_text(errors="replace").splitlines():
+        if m := RUN_LINE.match(line):
+            running = m.group(1)
+        elif m := RESULT_LINE.match(line):
+            kind, name = m.groups()
+            if name in done:
+                continue
+            done.add(name)
+            running = None
+            if kind == "OK":
+                r.passed += 1
+            elif kind == "SKIPPED":
+                r.skipped += 1
+            else:
+                (r.explained if any(gtest_match(name, e.tests) for e in explains) else r.failed).append(name)
+    if rc is None:
+        r.status = "budget"
+        r.timed_out = len(to_run) - len(done)
+    elif rc != 0 and running:
+        # Died inside a test: that test failed; the ones after it never ran.
+        r.status = f"died ({signal.Signals(-rc).name})" if rc < 0 else f"died (exit {rc})"
+        (r.explained if any(gtest_match(running, e.tests) for e in explains) else r.failed).append(running + " (died)")
+        r.timed_out = len(to_run) - len(done) - 1
+    elif rc != 0 and not r.failed and not r.explained:
+        r.status = f"exit {rc}"
+        if not any(gtest_match("*", e.tests) for e in explains if e.tests == "*"):
+            r.failed.append(f"(program exited with {rc} outside any test)")
+    elif r.failed:
+        r.status = "FAILED"
+    return r
+
+
+# --- the table ----------------------------------------------------------------------------------------------------
+
+COLUMNS = ("program", "tests", "passed", "failed", "explained", "skipped", "excluded", "budget cut",
+           "instructions", "wall s", "status")
+
+
+def row(r: Result):
+    return (f"{r.suite}/{r.program}", r.listed, r.passed, len(r.failed), len(r.explained), r.skipped, r.excluded,
+            r.timed_out, f"{r.instructions:.3g}" if r.instructions else "0", f"{r.seconds:.0f}", r.status)
+
+
+def print_table(results, elapsed):
+    rows = [row(r) for r in results]
+    total = Result("all", f"{len(results)} programs")
+    for r in results:
+        for attr in ("listed", "passed", "skipped", "excluded", "timed_out", "instructions", "seconds"):
+            setattr(total, attr, getattr(total, attr) + getattr(r, attr))
+        total.failed += r.failed
+        total.explained += r.explained
+    total.status = f"{elapsed:.0f} s elapsed"
+    rows.append(row(total))
+    widths = [max(len(str(x[i])) for x in rows + [COLUMNS]) for i in range(len(COLUMNS))]
+    line = lambda cells: "  ".join(str(c).ljust(w) if i in (0, 10) else str(c).rjust(w)
+                                   for i, (c, w) in enumerate(zip(cells, widths)))
+    print(line(COLUMNS))
+    for x in rows[:-1]:
+        print(line(x))
+    print(line(["-" * w for w in widths]))
+    print(line(rows[-1]), flush=True)
+
+
+def main():
+    p = argparse.ArgumentParser(prog="./hk suites", description=__doc__.split("\n\n")[0])
+    p.add_argument("names", nargs="*", metavar="NAME", help=f"suites to run: {', '.join(SUITES)} (default: all)")
+    p.add_argument("--filter", default="", help="googletest filter applied to every program (PATTERNS[-PATTERNS])")
+    p.add_argument("--budget", type=float, default=0, help="seconds per program (default: the filter list's)")
+    p.add_argument("--programs", default="*", help="only the programs matching this pattern (e.g. 'test_block_*')")
+    p.add_argument("--jobs", type=int, default=os.cpu_count(), help="programs run at once (default: the core count)")
+    p.add_argument("--cache", required=True, type=Path)
+    p.add_argument("--hip-lib", required=True, type=Path, help="directory of vgpu's libamdhip64.so.6")
+    p.add_argument("--json", type=Path, help="write the results here too")
+    args = p.parse_args()
+    names = args.names or list(SUITES)
+    for n in names:
+        if n not in SUITES:
+            p.error(f"unknown suite {n} (one of {', '.join(SUITES)})")
+
+    if not (args.hip_lib / "libamdhip64.so.6").exists():
+        sys.exit(f"[suites] vgpu's runtime is not built: {args.hip_lib}/libamdhip64.so.6 is missing")
+    packages = read_packages()
+    libdirs = [str(args.hip_lib)]
+    for pkg in packages:
+        if pkg.suite == "-":
+            libdirs.append(str(fetch(args.cache, pkg) / "usr" / "lib" / "x86_64-linux-gnu"))
+    jobs = []
+    for pkg in packages:
+        if pkg.suite in names:
+            tree = fetch(args.cache, pkg)
+            filters = read_filters(pkg.suite)
+            for binary in sorted((tree / "usr" / "libexec" / "rocm" / pkg.name).glob("test_*")):
+                if fnmatch.fnmatchcase(binary.name, args.programs):
+                    jobs.append((pkg.suite, binary, filters))
+    if not jobs:
+        sys.exit("[suites] no test programs match")
+
+    # Longest first (by the last run's times), so the tail of the run stays short.
+    logs = args.cache / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    last_times = {}
+    try:
+        last_times = {f"{r['suite']}/{r['program']}": r["seconds"]
+                      for r in json.loads((args.cache / "last-run.json").read_text())}
+    except (OSError, ValueError, KeyError):
+        pass
+    jobs.sort(key=lambda j: -last_times.get(f"{j[0]}/{j[1].name}", 1e9))
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HK_VGPU_")}
+    env.update(LD_LIBRARY_PATH=":".join(libdirs), HK_VGPU_THREADS="1")
+    print(f"[suites] {len(jobs)} programs, {args.jobs} at a time, one emulation thread each; logs in {logs}",
+          flush=True)
+    t0 = time.monotonic()
+    lock = threading.Lock()
+
+    def one(job):
+        r = run_program(*job, args, env, logs)
+        with lock:
+            print(f"[suites] {r.suite}/{r.program}: {r.passed} passed, {len(r.failed)} failed, "
+                  f"{len(r.explained)} explained, {r.skipped} skipped, {r.excluded} excluded, {r.timed_out} cut by "
+                  f"the budget, {r.seconds:.0f} s ({r.status})", flush=True)
+        return r
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        results = list(pool.map(one, jobs))
+    results.sort(key=lambda r: (SUITES.index(r.suite), r.program))
+    elapsed = time.monotonic() - t0
+    print()
+    print_table(results, elapsed)
+    failures = [(r, name) for r in results for name in r.failed]
+    if failures:
+        print("\nunexplained failures:")
+        for r, name in failures:
+            print(f"  {r.suite}/{r.program}: {name}   (log: {r.log})")
+    data = [vars(r) for r in results]
+    if args.programs == "*" and not args.filter:
+        (args.cache / "last-run.json").write_text(json.dumps(data, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(data, indent=1))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
