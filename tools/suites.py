@@ -58,12 +58,19 @@ def read_packages():
     return packages
 
 
-def fetch(cache: Path, pkg: Package) -> Path:
+SKIP = 77  # ctest's SKIP_RETURN_CODE for the smoke subset
+
+
+def fetch(cache: Path, pkg: Package, offline=False) -> Path:
     """The package extracted under the cache (downloaded first if its .deb is not there yet)."""
     debs, tree = cache / "debs", cache / "x" / f"{pkg.name}_{pkg.version}"
     stamp = tree / ".extracted"
     if stamp.exists():
         return tree
+    if offline:
+        print(f"[suites] skipped: {pkg.name}={pkg.version} is not in the cache {cache} (./hk suites fetches it; "
+              f"this check never downloads)")
+        sys.exit(SKIP)
     debs.mkdir(parents=True, exist_ok=True)
     deb = debs / pkg.deb
     if not deb.exists():
@@ -148,7 +155,7 @@ class Result:
     failed: list = field(default_factory=list)      # unexplained
     explained: list = field(default_factory=list)   # failed, with an explain entry
     skipped: int = 0
-    timed_out: int = 0    # not finished when the budget ran out (the one running and those not reached)
+    timed_out: int = 0    # not finished: the budget ran out or the program died (the one running and those not reached)
     instructions: int = 0
     launches: int = 0
     seconds: float = 0
@@ -183,7 +190,7 @@ def combine_filter(user_filter, negative):
     return (positive or "*") + ("-" + ":".join(negatives) if negatives else "")
 
 
-def run_program(suite, binary: Path, filters: Filters, args, env, logs: Path) -> Result:
+def run_program(suite, binary: Path, filters: Filters, user_filter, args, env, logs: Path) -> Result:
     program = binary.name
     r = Result(suite, program)
     log = logs / f"{suite}.{program}.log"
@@ -195,8 +202,8 @@ def run_program(suite, binary: Path, filters: Filters, args, env, logs: Path) ->
         totals = Path(cwd) / "vgpu-totals"
         penv = dict(env, HK_VGPU_TOTALS=str(totals))
         try:
-            everything = list_tests(binary, penv, combine_filter(args.filter, ""), cwd)
-            to_run = list_tests(binary, penv, combine_filter(args.filter, excludes), cwd) if excludes else everything
+            everything = list_tests(binary, penv, combine_filter(user_filter, ""), cwd)
+            to_run = list_tests(binary, penv, combine_filter(user_filter, excludes), cwd) if excludes else everything
         except subprocess.TimeoutExpired:
             r.status = "list timeout"
             return r
@@ -206,7 +213,7 @@ def run_program(suite, binary: Path, filters: Filters, args, env, logs: Path) ->
             log.write_text("")
             return r
         t0 = time.monotonic()
-        cmd = [str(binary), "--gtest_color=no", f"--gtest_filter={combine_filter(args.filter, excludes)}"]
+        cmd = [str(binary), "--gtest_color=no", f"--gtest_filter={combine_filter(user_filter, excludes)}"]
         with open(log, "w") as out:
             proc = subprocess.Popen(cmd, env=penv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
                                     start_new_session=True)
@@ -258,7 +265,7 @@ def run_program(suite, binary: Path, filters: Filters, args, env, logs: Path) ->
 
 # --- the table ----------------------------------------------------------------------------------------------------
 
-COLUMNS = ("program", "tests", "passed", "failed", "explained", "skipped", "excluded", "budget cut",
+COLUMNS = ("program", "tests", "passed", "failed", "explained", "skipped", "excluded", "not run",
            "instructions", "wall s", "status")
 
 
@@ -294,10 +301,29 @@ def main():
     p.add_argument("--budget", type=float, default=0, help="seconds per program (default: the filter list's)")
     p.add_argument("--programs", default="*", help="only the programs matching this pattern (e.g. 'test_block_*')")
     p.add_argument("--jobs", type=int, default=os.cpu_count(), help="programs run at once (default: the core count)")
-    p.add_argument("--cache", required=True, type=Path)
+    p.add_argument("--smoke", action="store_true",
+                   help="only the fixed subset in tests/suites/smoke.list (under two minutes; a ctest entry)")
+    p.add_argument("--offline", action="store_true",
+                   help=f"never download: exit {SKIP} (skipped) when a package is not in the cache")
+    p.add_argument("--cache", type=Path, default=os.environ.get("HK_SUITES_CACHE"),
+                   help="where the packages are kept (default: $HK_SUITES_CACHE)")
     p.add_argument("--hip-lib", required=True, type=Path, help="directory of vgpu's libamdhip64.so.6")
     p.add_argument("--json", type=Path, help="write the results here too")
     args = p.parse_args()
+    if not args.cache:
+        if args.offline:
+            print("[suites] skipped: no package cache (HK_SUITES_CACHE is not set; ./hk test sets it when "
+                  "./hk suites has filled one)")
+            sys.exit(SKIP)
+        p.error("--cache or HK_SUITES_CACHE is needed")
+    smoke = {}  # (suite, program) -> googletest filter
+    if args.smoke:
+        for line in (FILTERS / "smoke.list").read_text().splitlines():
+            line = line.split("#", 1)[0].strip()
+            if line:
+                suite, program, gtest_filter = line.split()
+                smoke[(suite, program)] = gtest_filter
+        args.names = sorted({suite for suite, _ in smoke})
     names = args.names or list(SUITES)
     for n in names:
         if n not in SUITES:
@@ -309,27 +335,29 @@ def main():
     libdirs = [str(args.hip_lib)]
     for pkg in packages:
         if pkg.suite == "-":
-            libdirs.append(str(fetch(args.cache, pkg) / "usr" / "lib" / "x86_64-linux-gnu"))
+            libdirs.append(str(fetch(args.cache, pkg, args.offline) / "usr" / "lib" / "x86_64-linux-gnu"))
     jobs = []
     for pkg in packages:
         if pkg.suite in names:
-            tree = fetch(args.cache, pkg)
+            tree = fetch(args.cache, pkg, args.offline)
             filters = read_filters(pkg.suite)
             for binary in sorted((tree / "usr" / "libexec" / "rocm" / pkg.name).glob("test_*")):
+                if args.smoke and (pkg.suite, binary.name) not in smoke:
+                    continue
                 if fnmatch.fnmatchcase(binary.name, args.programs):
-                    jobs.append((pkg.suite, binary, filters))
+                    jobs.append((pkg.suite, binary, filters, smoke.get((pkg.suite, binary.name), args.filter)))
     if not jobs:
         sys.exit("[suites] no test programs match")
 
     # Longest first (by the last run's times), so the tail of the run stays short.
     logs = args.cache / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    last_times = {}
+    last_run, last_times = [], {}
     try:
-        last_times = {f"{r['suite']}/{r['program']}": r["seconds"]
-                      for r in json.loads((args.cache / "last-run.json").read_text())}
-    except (OSError, ValueError, KeyError):
-        pass
+        last_run = json.loads((args.cache / "last-run.json").read_text())
+        last_times = {f"{r['suite']}/{r['program']}": r["seconds"] for r in last_run}
+    except (OSError, ValueError, KeyError, TypeError):
+        last_run = []
     jobs.sort(key=lambda j: -last_times.get(f"{j[0]}/{j[1].name}", 1e9))
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("HK_VGPU_")}
@@ -343,8 +371,8 @@ def main():
         r = run_program(*job, args, env, logs)
         with lock:
             print(f"[suites] {r.suite}/{r.program}: {r.passed} passed, {len(r.failed)} failed, "
-                  f"{len(r.explained)} explained, {r.skipped} skipped, {r.excluded} excluded, {r.timed_out} cut by "
-                  f"the budget, {r.seconds:.0f} s ({r.status})", flush=True)
+                  f"{len(r.explained)} explained, {r.skipped} skipped, {r.excluded} excluded, {r.timed_out} not run, "
+                  f"{r.seconds:.0f} s ({r.status})", flush=True)
         return r
 
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
@@ -356,11 +384,18 @@ def main():
     failures = [(r, name) for r in results for name in r.failed]
     if failures:
         print("\nunexplained failures:")
-        for r, name in failures:
-            print(f"  {r.suite}/{r.program}: {name}   (log: {r.log})")
+        for r in results:
+            for name in r.failed[:5]:
+                print(f"  {r.suite}/{r.program}: {name}")
+            if len(r.failed) > 5:
+                print(f"  {r.suite}/{r.program}: ... and {len(r.failed) - 5} more")
+            if r.failed:
+                print(f"    (log: {r.log})")
     data = [vars(r) for r in results]
-    if args.programs == "*" and not args.filter:
-        (args.cache / "last-run.json").write_text(json.dumps(data, indent=1))
+    if not args.filter and not args.smoke:  # the times order the next run
+        last = {f"{r['suite']}/{r['program']}": r for r in last_run}
+        last.update({f"{r['suite']}/{r['program']}": r for r in data})
+        (args.cache / "last-run.json").write_text(json.dumps(list(last.values()), indent=1))
     if args.json:
         args.json.write_text(json.dumps(data, indent=1))
     return 1 if failures else 0
