@@ -187,6 +187,18 @@ TEST(Arch, Table) {
   EXPECT_EQ(b.lds_banks, 64u);
   EXPECT_EQ(b.fp8, vgpu::Fp8Flavour::ocp);
   EXPECT_EQ(b.lds_dma_m0_mask(), 0x3ffffu);
+  const vgpu::ArchInfo& c = vgpu::arch_info(Arch::gfx90a);
+  EXPECT_EQ(c.name, "gfx90a");
+  EXPECT_EQ(c.family, "CDNA2");
+  EXPECT_EQ(c.default_product, "MI210");
+  EXPECT_EQ(c.elf_mach, 0x03fu);
+  EXPECT_EQ(c.version_major * 100 + c.version_minor * 10 + c.version_stepping, 910u);  // HIP's gcnArch
+  EXPECT_EQ(c.lds_bytes, 65536u);
+  EXPECT_EQ(c.lds_banks, 32u);
+  EXPECT_EQ(c.registers_per_lane, 512u);
+  EXPECT_EQ(c.fp8, vgpu::Fp8Flavour::none);
+  EXPECT_EQ(c.lds_dma_m0_mask(), 0xffffu);
+  EXPECT_EQ(c.lds_dma_max_bytes, 4u);
 }
 
 TEST(Arch, Products) {
@@ -202,6 +214,24 @@ TEST(Arch, Products) {
   EXPECT_EQ(b.xcds, 8u);
   EXPECT_EQ(b.peak_clock_mhz, 2400u);
   EXPECT_EQ(b.memory_clock_khz(), 2000000u);
+  const vgpu::ProductInfo& c = vgpu::default_product(Arch::gfx90a);
+  EXPECT_EQ(c.name, "MI210");
+  EXPECT_EQ(c.compute_units, 104u);
+  EXPECT_EQ(c.xcds, 1u);
+  EXPECT_EQ(c.llc_bytes, 0u);
+  EXPECT_EQ(c.memory_clock_khz(), 800000u);
+  // MI250X: one of its two dies, as HIP sees it.
+  ASSERT_NE(vgpu::find_product("mi250x"), nullptr);
+  EXPECT_EQ(vgpu::find_product("mi250x")->arch, Arch::gfx90a);
+  EXPECT_EQ(vgpu::find_product("mi250x")->compute_units, 110u);
+  EXPECT_EQ(vgpu::find_product("mi250x")->hbm_bytes, uint64_t(64) << 30);
+  // The data-sheet peaks are CUs x FLOP per clock per CU x the clock (CDNA2: 1024 for f16, 256 for f64 matrix).
+  for (const char* name : {"MI210", "MI250X"}) {
+    const vgpu::ProductInfo& p = *vgpu::find_product(name);
+    EXPECT_NEAR(p.peak.f16, p.compute_units * 1024.0 * p.peak_clock_mhz * 1e-6, 0.5) << name;
+    EXPECT_NEAR(p.peak.fp64_matrix, p.compute_units * 256.0 * p.peak_clock_mhz * 1e-6, 0.1) << name;
+    EXPECT_EQ(p.peak.fp8, 0.0) << name;
+  }
   // Lookup by name, any case; each product is built on the arch its row names.
   ASSERT_NE(vgpu::find_product("mi325x"), nullptr);
   EXPECT_EQ(vgpu::find_product("mi325x")->arch, Arch::gfx942);
@@ -226,7 +256,11 @@ TEST(Arch, Parse) {
   EXPECT_EQ(vgpu::parse_arch("amdgcn-amd-amdhsa--gfx942"), Arch::gfx942);
   EXPECT_EQ(vgpu::parse_arch("amdgcn-amd-amdhsa--gfx950:xnack-"), Arch::gfx950);
   EXPECT_EQ(vgpu::parse_arch("hipv4-amdgcn-amd-amdhsa--gfx942"), Arch::gfx942);
-  EXPECT_EQ(vgpu::parse_arch("gfx90a"), std::nullopt);
+  EXPECT_EQ(vgpu::parse_arch("gfx90a"), Arch::gfx90a);
+  EXPECT_EQ(vgpu::parse_arch("hipv4-amdgcn-amd-amdhsa--gfx90a"), Arch::gfx90a);
+  EXPECT_EQ(vgpu::parse_arch("gfx90a:sramecc+:xnack-"), Arch::gfx90a);
+  EXPECT_EQ(vgpu::parse_arch("gfx908"), std::nullopt);
+  EXPECT_EQ(vgpu::parse_arch("gfx90"), std::nullopt);
   EXPECT_EQ(vgpu::parse_arch("gfx9500"), std::nullopt);
   EXPECT_EQ(vgpu::parse_arch(""), std::nullopt);
   EXPECT_EQ(vgpu::parse_arch("host-x86_64-unknown-linux-gnu-"), std::nullopt);
@@ -289,7 +323,8 @@ TEST_P(CodeObjectTest, MatchesReadelf) {
     EXPECT_EQ(k.entry % 256, 0u) << "kernel entries are 256-byte aligned";
     EXPECT_FALSE(k.kd.wavefront_size32());
     EXPECT_TRUE(k.kd.enable_kernarg_segment_ptr());
-    EXPECT_FALSE(k.kd.enable_private_segment_buffer()) << "gfx942/gfx950 have architected flat scratch";
+    // gfx942/gfx950 have architected flat scratch; gfx90a's kernels take a private segment buffer V# (MUBUF scratch).
+    EXPECT_EQ(k.kd.enable_private_segment_buffer(), GetParam() == Arch::gfx90a);
     EXPECT_GT(k.kd.user_sgpr_count(), 0u);
     EXPECT_GE(k.kd.accum_offset(), 4u);
     EXPECT_EQ(co->find(k.name), &k);
@@ -335,7 +370,7 @@ TEST_P(CodeObjectTest, LoadAnyTakesAPlainCodeObject) {
   EXPECT_EQ(cos[0]->arch, GetParam());
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, CodeObjectTest, testing::Values(Arch::gfx942, Arch::gfx950),
+INSTANTIATE_TEST_SUITE_P(Archs, CodeObjectTest, testing::Values(Arch::gfx90a, Arch::gfx942, Arch::gfx950),
                          [](const auto& info) { return std::string(vgpu::arch_info(info.param).name); });
 
 // --- offload bundles ---
@@ -409,18 +444,28 @@ TEST(Bundle, CompressedFromClang) {
 }
 
 TEST(Bundle, SkipsArchsVgpuDoesNotModel) {
+  Bytes gfx908 = read_file("loader_kernels.gfx908.co");
   Bytes gfx90a = read_file("loader_kernels.gfx90a.co");
   Bytes gfx942 = read_file("loader_kernels.gfx942.co");
   Bytes mixed = make_bundle({{"host-x86_64-unknown-linux-gnu-", {}},
-                             {"hipv4-amdgcn-amd-amdhsa--gfx90a", gfx90a},
+                             {"hipv4-amdgcn-amd-amdhsa--gfx908", gfx908},
                              {"hipv4-amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-", gfx942}});
   auto cos = vgpu::load_any(mixed);
   ASSERT_EQ(cos.size(), 1u);
   EXPECT_EQ(cos[0]->arch, Arch::gfx942);
 
-  Bytes only_90a = make_bundle({{"host-x86_64-unknown-linux-gnu-", {}}, {"hipv4-amdgcn-amd-amdhsa--gfx90a", gfx90a}});
-  expect_error([&] { vgpu::load_any(only_90a); }, "gfx90a");
-  expect_error([&] { vgpu::load_code_object(gfx90a); }, "gfx90a");
+  // As Debian's ROCm test programs carry them: gfx908 beside gfx90a (and no gfx942/gfx950) loads the gfx90a code.
+  Bytes debian_like = make_bundle({{"host-x86_64-unknown-linux-gnu-", {}},
+                                   {"hipv4-amdgcn-amd-amdhsa--gfx908", gfx908},
+                                   {"hipv4-amdgcn-amd-amdhsa--gfx90a", gfx90a}});
+  cos = vgpu::load_any(debian_like);
+  ASSERT_EQ(cos.size(), 1u);
+  EXPECT_EQ(cos[0]->arch, Arch::gfx90a);
+  EXPECT_EQ(kernel_names(*cos[0]), kTestKernels);
+
+  Bytes only_908 = make_bundle({{"host-x86_64-unknown-linux-gnu-", {}}, {"hipv4-amdgcn-amd-amdhsa--gfx908", gfx908}});
+  expect_error([&] { vgpu::load_any(only_908); }, "gfx908");
+  expect_error([&] { vgpu::load_code_object(gfx908); }, "gfx908");
 
   // An entry whose triple and code object disagree.
   Bytes lying = make_bundle({{"hipv4-amdgcn-amd-amdhsa--gfx950", gfx942}});

@@ -431,6 +431,11 @@ std::shared_ptr<Program> decode_kernel(const CodeObject& co, const KernelInfo& i
             break;
           }
         const OpInfo* known = table.find(mnem);
+        // The 8-bit float instructions read the arch's fp8 flavour; an arch without one (gfx90a) must not run them.
+        // (LLVM decodes none for such an arch; this keeps a hand-assembled or misdecoded one from picking a flavour.)
+        if (known && arch_info(co.arch).fp8 == Fp8Flavour::none &&
+            (mnem.find("fp8") != std::string::npos || mnem.find("bf8") != std::string::npos))
+          known = nullptr;
         bool ok = known != nullptr;
         if (ok) {
           I.fn = known->fn;

@@ -14,7 +14,8 @@ using u32 = uint32_t;
 using u64 = uint64_t;
 using f32 = float;
 
-// The e4m3 (fp8) or e5m2 (bf8) format of the arch: FNUZ on gfx942, OCP on gfx950.
+// The e4m3 (fp8) or e5m2 (bf8) format of the arch: FNUZ on gfx942, OCP on gfx950 (gfx90a has no fp8 instructions: the
+// decoder refuses them there).
 Fp8 format_of(const Wave& w, bool bf8) {
   const bool ocp = w.ctx->arch->fp8 == Fp8Flavour::ocp;
   return bf8 ? bf8_format(ocp) : fp8_format(ocp);

@@ -1,4 +1,5 @@
-// Matrix cores (MFMA): D = A x B + C for the v_mfma_* forms of gfx942 and gfx950 that accumulate in f32 or i32.
+// Matrix cores (MFMA): D = A x B + C for the v_mfma_* forms of gfx90a, gfx942 and gfx950 that accumulate in f32 or i32
+// (the f64 forms: exec_mfma_f64.cpp).
 //
 // Every instruction is one Shape: per block an M x K matrix A times a K x N matrix B plus C, `blocks` independent
 // blocks side by side. Execution gathers A, B and C from the registers into dense arrays (the lane layout is the
@@ -84,6 +85,13 @@ constexpr Loc out_loc(int M, int N, int i, int j, int b) {
 static_assert(out_loc(32, 32, 13, 5, 0).reg == 5 && out_loc(32, 32, 13, 5, 0).lane == 5 + 32);
 static_assert(out_loc(16, 16, 13, 5, 0).reg == 1 && out_loc(16, 16, 13, 5, 0).lane == 5 + 48);
 static_assert(in_loc(16, 128, 1, 3, 100, 0, 8).lane == 3 + 16 * 2 && in_loc(16, 128, 1, 3, 100, 0, 8).reg == 5);
+// gfx90a's own forms, rows of the calculator's CDNA2 tables: 32x32x2bf16 A[5][1] of block 1 in lane 37, bits 31:16;
+// 4x4x2bf16 A[1][1] of block 9 in lane 37, bits 31:16; 16x16x8bf16 A[3][5] in lane 35, bits 31:16; 32x32x8i8
+// A[7][6] in lane 39, bits 23:16; 16x16x16i8 A[2][13] in lane 50, bits 15:8.
+constexpr bool at(Loc l, int reg, int lane, int sub) { return l.reg == reg && l.lane == lane && l.sub == sub; }
+static_assert(at(in_loc(32, 2, 2, 5, 1, 1, 16), 0, 37, 1) && at(in_loc(4, 2, 16, 1, 1, 9, 16), 0, 37, 1));
+static_assert(at(in_loc(16, 8, 1, 3, 5, 0, 16), 0, 35, 1));
+static_assert(at(in_loc(32, 8, 1, 7, 6, 0, 8), 0, 39, 2) && at(in_loc(16, 16, 1, 2, 13, 0, 8), 0, 50, 1));
 
 // Layout tables, computed at compile time per instruction: for each element of A (b, i, k), B (b, j, k) or C/D
 // (b, i, j) in row-major order, its word in the register file (register offset * 64 + lane) and bit shift. KMajor:
@@ -791,6 +799,12 @@ void register_all(IsaTable& t) {
   add<Shape{4, 4, 4, 16, bf16, bf16}, R>(t, "v_mfma_f32_4x4x4_16b_bf16", "v_mfma_f32_4x4x4bf16_1k");
   add<Shape{32, 32, 8, 1, bf16, bf16}, R>(t, "v_mfma_f32_32x32x8_bf16", "v_mfma_f32_32x32x8bf16_1k");
   add<Shape{16, 16, 16, 1, bf16, bf16}, R>(t, "v_mfma_f32_16x16x16_bf16", "v_mfma_f32_16x16x16bf16_1k");
+  // gfx90a: bf16 with two elements per register (the forms the "_1k" ones followed; half their rate).
+  add<Shape{32, 32, 2, 2, bf16, bf16}, R>(t, "v_mfma_f32_32x32x2bf16");
+  add<Shape{16, 16, 2, 4, bf16, bf16}, R>(t, "v_mfma_f32_16x16x2bf16");
+  add<Shape{4, 4, 2, 16, bf16, bf16}, R>(t, "v_mfma_f32_4x4x2bf16");
+  add<Shape{32, 32, 4, 1, bf16, bf16}, R>(t, "v_mfma_f32_32x32x4bf16");
+  add<Shape{16, 16, 8, 1, bf16, bf16}, R>(t, "v_mfma_f32_16x16x8bf16");
   // gfx950: twice the k per instruction.
   add<Shape{16, 16, 32, 1, f16, f16}, R>(t, "v_mfma_f32_16x16x32_f16");
   add<Shape{32, 32, 16, 1, f16, f16}, R>(t, "v_mfma_f32_32x32x16_f16");
@@ -819,6 +833,8 @@ void register_all(IsaTable& t) {
   add<Shape{4, 4, 4, 16, i8, i8}, R>(t, "v_mfma_i32_4x4x4_16b_i8", "v_mfma_i32_4x4x4i8");
   add<Shape{32, 32, 16, 1, i8, i8}, R>(t, "v_mfma_i32_32x32x16_i8", "v_mfma_i32_32x32x16i8");
   add<Shape{16, 16, 32, 1, i8, i8}, R>(t, "v_mfma_i32_16x16x32_i8", "v_mfma_i32_16x16x32i8");
+  add<Shape{32, 32, 8, 1, i8, i8}, R>(t, "v_mfma_i32_32x32x8i8");  // gfx90a
+  add<Shape{16, 16, 16, 1, i8, i8}, R>(t, "v_mfma_i32_16x16x16i8");  // gfx90a
   add<Shape{32, 32, 32, 1, i8, i8}, R>(t, "v_mfma_i32_32x32x32_i8");
   add<Shape{16, 16, 64, 1, i8, i8}, R>(t, "v_mfma_i32_16x16x64_i8");
 }

@@ -20,6 +20,7 @@ struct Rsrc {
   uint64_t base = 0;         // bits 47:0
   uint32_t stride = 0;       // bits 61:48
   uint32_t num_records = 0;  // bits 95:64: bytes for raw access, records for indexed access with a stride
+  bool private_segment = false;  // the private segment buffer vgpu handed the kernel (wave.h kPrivateBufferRsrc)
 };
 
 // The operands of a MUBUF instruction, in assembler order: `vdata, vaddr, srsrc, soffset`, or without vdata for the
@@ -35,6 +36,13 @@ bool read_rsrc(Wave& w, const Inst& I, const Operand& o, Rsrc& r) {
     return false;
   }
   const uint32_t* s = &w.s[o.reg];
+  r.base = uint64_t(s[0]) | uint64_t(s[1] & 0xffff) << 32;
+  // The private segment buffer (its base moved by the kernel's wave offset, which vgpu gives as 0, or by a frame
+  // offset): swizzled, thread-id addressed, resolved to the lanes' private memory by buffer_lanes.
+  if (r.base - kPrivateBufferBase < kPrivateBufferSpan && (s[3] >> 23 & 1) && (s[1] >> 31)) {
+    r.private_segment = true;
+    return true;
+  }
   // SWIZZLE_ENABLE (bit 63): kernel libraries set it, with bit 62 and the tile's row stride, on V#s they use for raw
   // (offen-only) access, and read linearly on MI300X and MI355X: raw access is linear here too. Indexed access would
   // follow the guides' swizzled formula, which vgpu does not model (docs/vgpu-memory.md).
@@ -50,7 +58,6 @@ bool read_rsrc(Wave& w, const Inst& I, const Operand& o, Rsrc& r) {
     return false;
   }
   // Bit 62 (cache swizzle) only spreads accesses over the L1 cache banks: no effect on addresses or data.
-  r.base = uint64_t(s[0]) | uint64_t(s[1] & 0xffff) << 32;
   r.stride = (s[1] >> 16) & 0x3fff;
   r.num_records = s[2];
   return true;
@@ -64,10 +71,42 @@ bool read_rsrc(Wave& w, const Inst& I, const Operand& o, Rsrc& r) {
 //   addr   = base + index * stride + offset + soffset                (64-bit)
 //   in range: idxen && stride != 0 ? index < num_records
 //                                  : offset + soffset + (k + 1) * Elem <= num_records for element k
+//
+// The private segment buffer instead (wave.h): with ADD_TID_ENABLE, SWIZZLE_ENABLE, element size 4 and index stride 64,
+// lane t's byte at offset o lies at wave byte P = base - kPrivateBufferBase + soffset + (o / 4) * 256 + 4 t + o % 4,
+// i.e. dword P / 256 of lane (P mod 256) / 4: addr[l] is then the host address of that byte of that lane's private
+// memory (a frame offset in soffset is a multiple of 256, so it is the lane's own). No range check (num_records is
+// all ones); a byte past the private segment faults. idxen is not used with it.
+template <uint32_t Elem, uint32_t N>
+bool private_lanes(Wave& w, const Inst& I, const Rsrc& r, const Layout& L, uint64_t* addr, uint32_t* ok) {
+  const bool offen = I.flags & mod::offen;
+  const Operand& va = I.op[L.vaddr];
+  if ((I.flags & mod::idxen) || (offen && va.kind != OpKind::vgpr)) {
+    w.fault(I, FaultKind::unknown_instruction, -1, "private segment buffer access with idxen or without its offset VGPR");
+    return false;
+  }
+  const uint64_t wave_base = r.base - kPrivateBufferBase + read_s32(w, I.op[L.soffset]);
+  const uint64_t exec = w.exec();
+  for (int l = 0; l < kLanes; ++l) {
+    ok[l] = N;
+    addr[l] = 0;
+    if (!(exec >> l & 1)) continue;
+    const uint32_t o = (offen ? w.v[va.reg][l] : 0) + uint32_t(I.offset);
+    const uint64_t P = wave_base + uint64_t(o / 4) * 256 + 4 * uint64_t(l) + o % 4;
+    const int lane = int(P % 256 / 4);
+    uint8_t* p = private_ptr(w, I, P / 256 * 4 + P % 4, Elem * N, lane);
+    if (!p) return false;
+    addr[l] = reinterpret_cast<uint64_t>(p);
+  }
+  return true;
+}
+
 template <uint32_t Elem, uint32_t N, bool PerElem>
-bool buffer_lanes(Wave& w, const Inst& I, const Layout& L, uint64_t* addr, uint32_t* ok) {
+bool buffer_lanes(Wave& w, const Inst& I, const Layout& L, uint64_t* addr, uint32_t* ok, bool* is_private = nullptr) {
   Rsrc r;
   if (!read_rsrc(w, I, I.op[L.srsrc], r)) return false;
+  if (is_private) *is_private = r.private_segment;
+  if (r.private_segment) return private_lanes<Elem, N>(w, I, r, L, addr, ok);
   const bool idxen = I.flags & mod::idxen, offen = I.flags & mod::offen;
   const Operand& va = I.op[L.vaddr];
   if ((idxen || offen) && (va.kind != OpKind::vgpr || va.width < (idxen && offen ? 2 : 1))) {
@@ -161,10 +200,11 @@ void buffer_load(Wave& w, const Inst& I) {
   const Layout L = layout(I);
   alignas(64) uint64_t addr[kLanes];
   alignas(64) uint32_t ok[kLanes];
-  if (!buffer_lanes<Elem, N, true>(w, I, L, addr, ok)) return;
+  bool priv = false;
+  if (!buffer_lanes<Elem, N, true>(w, I, L, addr, ok, &priv)) return;
   const uint64_t exec = w.exec();
   const uint16_t d = I.op[0].reg;
-  const bool global_fits = lanes_in_cached_allocation<Elem>(w, exec, addr, ok);
+  const bool global_fits = priv || lanes_in_cached_allocation<Elem>(w, exec, addr, ok);
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
     if (!global_fits && ok[l] && !check_global(w, I, addr[l], ok[l] * Elem, l)) return;
@@ -195,12 +235,13 @@ void buffer_store(Wave& w, const Inst& I) {
   const Layout L = layout(I);
   alignas(64) uint64_t addr[kLanes];
   alignas(64) uint32_t ok[kLanes];
-  if (!buffer_lanes<Elem, N, true>(w, I, L, addr, ok)) return;
+  bool priv = false;
+  if (!buffer_lanes<Elem, N, true>(w, I, L, addr, ok, &priv)) return;
   const uint64_t exec = w.exec();
   const uint16_t d = I.op[0].reg;
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1) || !ok[l]) continue;
-    if (!check_global(w, I, addr[l], ok[l] * Elem, l)) return;
+    if (!priv && !check_global(w, I, addr[l], ok[l] * Elem, l)) return;
     uint8_t* dst = reinterpret_cast<uint8_t*>(addr[l]);
     if constexpr (Bytes >= 4) {
       for (uint32_t i = 0; i < ok[l]; ++i) std::memcpy(dst + 4 * i, &w.v[d + i][l], 4);
@@ -224,7 +265,8 @@ void buffer_atomic(Wave& w, const Inst& I) {
   const Layout L = layout(I);
   alignas(64) uint64_t addr[kLanes];
   alignas(64) uint32_t ok[kLanes];
-  if (!buffer_lanes<sizeof(T), 1, false>(w, I, L, addr, ok)) return;
+  bool priv = false;
+  if (!buffer_lanes<sizeof(T), 1, false>(w, I, L, addr, ok, &priv)) return;
   const uint64_t exec = w.exec();
   constexpr uint32_t words = sizeof(T) / 4;
   const uint16_t d = I.op[0].reg;
@@ -232,7 +274,7 @@ void buffer_atomic(Wave& w, const Inst& I) {
     if (!(exec >> l & 1)) continue;
     T old = 0;
     if (ok[l]) {
-      if (!check_global(w, I, addr[l], sizeof(T), l)) return;
+      if (!priv && !check_global(w, I, addr[l], sizeof(T), l)) return;
       auto word = [&](uint32_t r) {
         uint64_t x = w.v[r][l];
         if constexpr (words == 2) x |= uint64_t(w.v[r + 1][l]) << 32;

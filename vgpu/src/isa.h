@@ -53,6 +53,7 @@ void register_vcmp(IsaTable&);
 void register_vmem(IsaTable&);
 void register_ds(IsaTable&);
 void register_mfma(IsaTable&);    // matrix cores (exec_mfma.cpp)
+void register_mfma_f64(IsaTable&);  // matrix cores in double precision (exec_mfma_f64.cpp)
 // The fused-model MFMAs (bf16/f16/xf32/fp8) computed by the literal, slow reference model: what the fast path is
 // tested against bit for bit (tests/vgpu/mfma_model_test.cpp). Not used for execution.
 const IsaTable& mfma_reference_table();

@@ -25,6 +25,7 @@ const IsaTable& isa_table() {
     register_vmem(t);
     register_ds(t);
     register_mfma(t);
+    register_mfma_f64(t);
     register_mubuf(t);
     register_cvt(t);
     register_vop3p(t);

@@ -52,7 +52,11 @@ const ArchBankModels& models_of(Arch arch) {
   static const BankModel g950_b64_write{32, consecutive(16)};
   static const BankModel g950_b96_read{32, g942_b128_read.phases};
   static const BankModel g950_b128_read{64, both_halves({{{0, 3}, {12, 15}, {20, 27}}, {{4, 11}, {16, 19}, {28, 31}}})};
+  // gfx90a: the 32 banks of CDNA1-3; the gfx942 phases are assumed for every width (no CDNA2 measurement).
   static const ArchBankModels table[] = {
+      {Arch::gfx90a,
+       {&g942_b32, &g942_b64, &g942_b128_read, &g942_b128_read},
+       {&g942_b32, &g942_b64, &g942_b128_write, &g942_b128_write}},
       {Arch::gfx942,
        {&g942_b32, &g942_b64, &g942_b128_read, &g942_b128_read},
        {&g942_b32, &g942_b64, &g942_b128_write, &g942_b128_write}},

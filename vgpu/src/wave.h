@@ -22,6 +22,13 @@ inline constexpr int kLanes = 64;
 inline constexpr uint64_t kCyclesPerInstruction = 4;
 // Flat-address apertures (high 32 bits of a 64-bit address). Host user addresses stay below 2^47.
 inline constexpr uint32_t kSharedApertureHi = 0x10000, kPrivateApertureHi = 0x20000;
+// The private segment buffer (gfx90a's MUBUF scratch): the base of the V# vgpu hands a kernel that asks for one. Above
+// every host user address and 2^40 wide; buffer accesses through it reach the lanes' private memory (exec_mubuf.cpp).
+inline constexpr uint64_t kPrivateBufferBase = 0xff0000000000ull, kPrivateBufferSpan = 1ull << 40;
+// Its V# words: that base, SWIZZLE_ENABLE (bit 63), every record in range; dword 3 with ADD_TID_ENABLE (bit 23), index
+// stride 64 (bits 22:21 = 3), element size 4 (bits 20:19 = 1) and a 32-bit data format, as the hardware's own is.
+inline constexpr uint32_t kPrivateBufferRsrc[4] = {uint32_t(kPrivateBufferBase), uint32_t(kPrivateBufferBase >> 32) |
+                                                   0x80000000u, 0xffffffffu, 1u << 23 | 3u << 21 | 1u << 19 | 4u << 15};
 
 // State shared by every workgroup of one dispatch.
 struct DispatchCtx {

@@ -28,7 +28,9 @@ void init_wave(Wave& w, const DispatchCtx& ctx, const Workgroup& wg, int index, 
   // User SGPRs, packed from s0 in the order AMDGPUUsage lists them.
   uint32_t s = 0;
   auto put64 = [&](uint64_t x) { w.s[s++] = uint32_t(x), w.s[s++] = uint32_t(x >> 32); };
-  if (kd.enable_private_segment_buffer()) s += 4;  // not used with architected flat scratch
+  // The private segment buffer (code without architected flat scratch: gfx90a): a V# over the lanes' private memory.
+  if (kd.enable_private_segment_buffer())
+    for (uint32_t word : kPrivateBufferRsrc) w.s[s++] = word;
   if (kd.enable_dispatch_ptr()) put64(ctx.dispatch_packet_addr);
   if (kd.enable_queue_ptr()) put64(0);
   if (kd.enable_kernarg_segment_ptr()) put64(ctx.kernarg_addr);

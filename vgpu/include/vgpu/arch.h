@@ -1,6 +1,6 @@
 // The one table of facts about the targets vgpu models: per arch, what the instruction set and the compute unit are
-// (gfx942 = CDNA3, gfx950 = CDNA4); per product, what the chip built on it has (MI300X, MI325X on gfx942; MI350X,
-// MI355X on gfx950). The emulator and the HIP runtime's device properties read these fields (the timing model will
+// (gfx90a = CDNA2, gfx942 = CDNA3, gfx950 = CDNA4); per product, what the chip built on it has (MI210, MI250X on
+// gfx90a; MI300X, MI325X on gfx942; MI350X, MI355X on gfx950). The emulator and the HIP runtime's device properties read these fields (the timing model will
 // too); nothing else in vgpu compares Arch values where the difference is a fact. Sources:
 // ../shared/reference/cdna.md and timing.md (its short source names, [WP3], [D350]... are quoted in each row's
 // `source`).
@@ -13,10 +13,11 @@
 
 namespace vgpu {
 
-enum class Arch : uint8_t { gfx942, gfx950 };
+enum class Arch : uint8_t { gfx90a, gfx942, gfx950 };
 
 // The variant of the 8-bit float formats (e4m3 "fp8", e5m2 "bf8") an arch's instructions use.
 enum class Fp8Flavour : uint8_t {
+  none,  // the arch has no 8-bit float instructions (gfx90a): nothing may read this field's formats for it
   fnuz,  // e4m3fnuz / e5m2fnuz: no negative zero, 0x80 is the only NaN, no infinities (gfx942)
   ocp,   // OCP e4m3fn / e5m2: e4m3 has no infinities and S.1111.111 is NaN; e5m2 is IEEE-like (gfx950)
 };
@@ -29,7 +30,7 @@ struct ArchInfo {
   std::string_view family;        // "CDNA3"
   // The GFX version: 9.4.2 / 9.5.0. HIP reports major.minor as the compute capability, major*100 + minor*10 + stepping
   // as the old gcnArch, and major*10 + minor as a kernel's binary version.
-  uint32_t version_major, version_minor, version_stepping;
+  uint32_t version_major, version_minor, version_stepping;  // gfx90a: 9.0.10 (stepping 0xa, the "a")
   uint32_t wave_size;             // lanes per wave
   uint32_t simds_per_cu;
   uint32_t waves_per_simd;        // wave slots of one SIMD
@@ -38,7 +39,7 @@ struct ArchInfo {
   uint32_t lds_banks;             // 4-byte banks for b32 reads (lds_banks.cpp models the other widths)
   Fp8Flavour fp8;
   // Loads straight into LDS (buffer_load_* ... lds, global_load_lds_*): the low bits of M0 that hold the LDS base
-  // address, and the widest load per lane (gfx942: dword; gfx950 adds dwordx3 and dwordx4).
+  // address, and the widest load per lane (gfx90a, gfx942: dword; gfx950 adds dwordx3 and dwordx4).
   uint32_t lds_dma_m0_bits;
   uint32_t lds_dma_max_bytes;
   std::string_view default_product;  // the product vgpu stands in for unless HK_VGPU_PRODUCT names another
@@ -108,7 +109,16 @@ struct ProductInfo {
 namespace facts {
 inline constexpr uint64_t GiB = uint64_t(1) << 30, MiB = uint64_t(1) << 20;
 
-inline constexpr std::array<ArchInfo, 2> archs{{
+inline constexpr std::array<ArchInfo, 3> archs{{
+    {.arch = Arch::gfx90a, .name = "gfx90a", .elf_mach = 0x03f, .family = "CDNA2",
+     .version_major = 9, .version_minor = 0, .version_stepping = 10,
+     .wave_size = 64, .simds_per_cu = 4, .waves_per_simd = 8, .registers_per_lane = 512,
+     .lds_bytes = 64 * 1024, .lds_banks = 32, .fp8 = Fp8Flavour::none,
+     .lds_dma_m0_bits = 16, .lds_dma_max_bytes = 4, .default_product = "MI210",
+     .source = "[ISA2] (AMD Instinct MI200 ISA guide, as LLVM's AMDGPUUsage cites it): 512 unified VGPRs+AGPRs split "
+               "by ACCUM_OFFSET, 64 KiB LDS in 32 banks, no fp8/bf8 instructions, LDS DMA of one dword with the base "
+               "in M0[15:0] (the CDNA1-3 text); ELF mach and version 9.0.10 from LLVM's AMDGPUUsage (EF_AMDGPU_MACH_"
+               "AMDGCN_GFX90A = 0x03f); 8 waves per SIMD: timing.md (CDNA2/3, H [RPC])"},
     {.arch = Arch::gfx942, .name = "gfx942", .elf_mach = 0x04c, .family = "CDNA3",
      .version_major = 9, .version_minor = 4, .version_stepping = 2,
      .wave_size = 64, .simds_per_cu = 4, .waves_per_simd = 8, .registers_per_lane = 512,
@@ -133,6 +143,12 @@ inline constexpr TimingFacts gfx942_timing{
     .source = "LDS port 64 B/clk [RPC] H; latencies LDS 52, sL1 48, L2 288 p50, HBM 876 p50 [MT4G] M;"
               " vL1 128 B/clk [SOL] M; L2 2 KB/clk/XCD [WP3] H; wait state 4 clk (timing.md 3, M); branch 8 and "
               "barrier 16 clk chosen (no source: two issue slots; four slots after the last arrival)"};
+inline constexpr TimingFacts gfx90a_timing = [] {
+  TimingFacts t = gfx942_timing;
+  t.source = "chosen (no CDNA2 measurement): every CU and cache row as gfx942's (LDS port 64 B/clk, latencies in "
+             "cycles, vL1 128 B/clk, L2 2 KB/clk per die)";
+  return t;
+}();
 inline constexpr TimingFacts gfx950_timing = [] {
   TimingFacts t = gfx942_timing;
   t.lds_port_bytes_per_clk = 128;
@@ -170,8 +186,37 @@ inline constexpr PeakTflops mi300x_peak{.f16 = 1307.4, .fp8 = 2614.9, .fp6_fp4 =
 inline constexpr const char* hbm_scaled = "chosen: MI300X's measured 77.5 % of peak applied to the data-sheet peak "
                                           "(no measurement found)";
 
-// Rows of timing.md section 1. Peaks are dense (no sparsity). PCI ids as lspci lists them.
-inline constexpr std::array<ProductInfo, 4> products{{
+// CDNA2 parts: no sustained MFMA clock is published; the peak clock stands in (chosen, L).
+inline constexpr const char* clock_peak = "chosen: the peak clock (no CDNA2 measurement found)";
+
+// Rows of timing.md section 1 (the CDNA2 rows: [D210], AMD's MI210 launch table as AnandTech printed it, "AMD Releases
+// Instinct MI210 Accelerator", March 2022, and [D250X], AMD's MI250X launch figures, November 2021). Every CDNA2 peak
+// agrees with CUs x FLOP/clk/CU x 1.7 GHz (f16/bf16 1024, f32/f64 matrix 256, vector 128: [CALC]). Peaks are dense (no
+// sparsity). PCI ids as lspci lists them.
+inline constexpr std::array<ProductInfo, 6> products{{
+    {.name = "MI210", .arch = Arch::gfx90a, .compute_units = 104, .xcds = 1, .peak_clock_mhz = 1700,
+     .hbm_bytes = 64 * GiB, .hbm_pin_mbps = 3200, .hbm_bus_bits = 4096, .hbm_tb_per_s = 1.6,
+     .l2_bytes_per_xcd = 8 * MiB, .llc_bytes = 0,
+     .peak = {.f16 = 181.0, .fp8 = 0, .fp6_fp4 = 0, .xf32 = 0,
+              .fp32_matrix = 45.3, .fp32_vector = 22.6, .fp64_matrix = 45.3, .fp64_vector = 22.6},
+     .pci_device_id = 0x740f,
+     .source = "[D210]: 104 CUs, 1700 MHz, 64 GB HBM2e at 3.2 Gbps on 4096 bits (1.6 TB/s), peaks H; L2 8 MiB per "
+               "die (spec listings give MI250X 16 MB for two dies; the CDNA2 white paper's figure, not found in the "
+               "searchable sources: M); no Infinity Cache (AMD's Linux patch, March 2021: M); PCI id: the PCI id "
+               "list (Aldebaran/MI210)",
+     .timing = with_mfma_clock(with_hbm(gfx90a_timing, 1.27, hbm_scaled), 1700, 1700, 0, clock_peak)},
+    // HIP sees each of MI250X's two dies (GCDs) as a device of its own: the row is one GCD, half the package's
+    // 220 CUs, 128 GB, 3.2 TB/s and peaks.
+    {.name = "MI250X", .arch = Arch::gfx90a, .compute_units = 110, .xcds = 1, .peak_clock_mhz = 1700,
+     .hbm_bytes = 64 * GiB, .hbm_pin_mbps = 3200, .hbm_bus_bits = 4096, .hbm_tb_per_s = 1.6,
+     .l2_bytes_per_xcd = 8 * MiB, .llc_bytes = 0,
+     .peak = {.f16 = 191.5, .fp8 = 0, .fp6_fp4 = 0, .xf32 = 0,
+              .fp32_matrix = 47.9, .fp32_vector = 23.9, .fp64_matrix = 47.9, .fp64_vector = 23.9},
+     .pci_device_id = 0x740c,
+     .source = "[D250X] per GCD (half of: 220 CUs, 1700 MHz, 128 GB HBM2e on 8192 bits, 3.2 TB/s, 383 TF f16/bf16, "
+               "95.7 TF f32/f64 matrix, 47.9 TF f32/f64 vector) H; L2 and Infinity Cache as MI210; PCI id: the PCI id "
+               "list (Aldebaran/MI200)",
+     .timing = with_mfma_clock(with_hbm(gfx90a_timing, 1.27, hbm_scaled), 1700, 1700, 0, clock_peak)},
     {.name = "MI300X", .arch = Arch::gfx942, .compute_units = 304, .xcds = 8, .peak_clock_mhz = 2100,
      .hbm_bytes = 192 * GiB, .hbm_pin_mbps = 5200, .hbm_bus_bits = 8192, .hbm_tb_per_s = 5.3,
      .l2_bytes_per_xcd = 4 * MiB, .llc_bytes = 256 * MiB, .peak = mi300x_peak, .pci_device_id = 0x74a1,
@@ -226,7 +271,7 @@ constexpr const ProductInfo* find_product(std::string_view name) {
 
 constexpr const ProductInfo& default_product(Arch a) { return *find_product(arch_info(a).default_product); }
 
-// "gfx942" / "gfx950", also with feature suffixes such as "gfx950:sramecc+:xnack-". nullopt if neither.
+// "gfx90a" / "gfx942" / "gfx950", also with feature suffixes such as "gfx950:sramecc+:xnack-". nullopt if none.
 std::optional<Arch> parse_arch(std::string_view s);
 
 }  // namespace vgpu

@@ -138,7 +138,7 @@ size_t offload_bundle_size(const uint8_t* bundle);
 
 // All device code objects reachable from a blob that is a plain ELF code object, an offload bundle, or several
 // bundles back to back with zero padding between them (the .hip_fatbin section of a program linked from several
-// HIP sources). Bundle entries for archs vgpu does not model (e.g. gfx90a) are skipped; if nothing is left,
+// HIP sources). Bundle entries for archs vgpu does not model (e.g. gfx908) are skipped; if nothing is left,
 // vgpu::Error names them.
 std::vector<std::shared_ptr<const CodeObject>> load_any(std::span<const uint8_t> blob);
 

@@ -58,6 +58,7 @@ std::string_view processor_of(std::string_view target) {
   return target.substr(begin, colon == std::string_view::npos ? std::string_view::npos : colon - begin);
 }
 
+static_assert(arch_info(Arch::gfx90a).elf_mach == ELF::EF_AMDGPU_MACH_AMDGCN_GFX90A);
 static_assert(arch_info(Arch::gfx942).elf_mach == ELF::EF_AMDGPU_MACH_AMDGCN_GFX942);
 static_assert(arch_info(Arch::gfx950).elf_mach == ELF::EF_AMDGPU_MACH_AMDGCN_GFX950);
 

@@ -1,7 +1,10 @@
 // The timing facts of one instruction, from its mnemonic: what unit issues it, MFMA passes and FLOPs, bytes per lane
 // of a memory access. The pass counts follow LLVM's scheduling model and the ISA guides as timing.md section 3
 // tabulates them: 4 passes (16 cycles) for 16x16 shapes, 8 for 32x32, 2 for 4x4; fp32-input shapes twice that; f64
-// 16x16x4 8 passes on gfx942 and 16 on gfx950; gfx950's f8f6f4 shapes twice the base when A or B is fp8/bf8.
+// 16x16x4 8 passes on gfx942 and 16 on gfx950; gfx950's f8f6f4 shapes twice the base when A or B is fp8/bf8. gfx90a
+// (CDNA2, half gfx942's 16- and 8-bit matrix rate per CU) takes twice the base for every non-f64 shape: the cycle
+// counts of AMD's matrix instruction calculator for CDNA2 (32x32 64, 16x16 32, 4x4 8 cycles; f64 as gfx942).
+#include <algorithm>
 #include <charconv>
 #include <string_view>
 
@@ -42,11 +45,17 @@ void mfma_shape(Arch arch, const Inst& I, std::string_view name, InstTiming& t) 
     uint32_t v = number_at(tail, j);
     if (j < tail.size() && tail[j] == 'b') blocks = v;
   }
+  // gfx90a's names ("v_mfma_f32_32x32x1f32") carry no block count: D's registers give it (M x N per block, one
+  // register per 64 elements; f64 takes two).
+  if (blocks == 1 && I.nops > 0 && m * n > 0) {
+    const uint32_t dwords = uint32_t(I.op[0].width) * 64 / (starts(name, "v_mfma_f64") ? 2 : 1);
+    blocks = std::max<uint32_t>(1, dwords / (m * n));
+  }
   t.flops = 2.0 * m * n * k * blocks;
   t.passes = m >= 32 ? 8 : m >= 16 ? 4 : 2;
   const bool f64 = starts(name, "v_mfma_f64");
   const bool f32_input = !f64 && (starts(tail, "_f32") || starts(tail, "f32"));
-  if (f32_input) t.passes *= 2;
+  if (f32_input || (!f64 && arch == Arch::gfx90a)) t.passes *= 2;
   if (f64) t.passes *= arch == Arch::gfx950 ? 4 : 2;  // 16x16x4: 32 cycles on gfx942, 64 on gfx950 (timing.md 3)
   if (has(name, "f8f6f4") && (I.cbsz <= 1 || I.blgp <= 1)) t.passes *= 2;
   t.mfma_class = has(name, "bf16") ? MfmaClass::bf16
