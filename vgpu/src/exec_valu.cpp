@@ -40,6 +40,18 @@ void addv(IsaTable& t, std::string_view name) {
   t.add(name, valu<F, first>, imm_type<F>());
 }
 
+// Integer add and subtract, whose VOP3 clamp bit saturates the result to R's range (unsigned: [0, max]) instead of
+// wrapping; `Exact` returns the exact result.
+template <class R, class A, class B, auto Exact>
+void valu_int_clamp(Wave& w, const Inst& I) {
+  if (I.flags & mod::clamp)
+    valu<[](A a, B b) {
+      return R(std::clamp<int64_t>(Exact(a, b), std::numeric_limits<R>::min(), std::numeric_limits<R>::max()));
+    }>(w, I);
+  else
+    valu<[](A a, B b) { return R(Exact(a, b)); }>(w, I);
+}
+
 // D = F(S0, S1, D): the accumulating forms (v_mac, v_fmac).
 template <auto F>
 void valu_acc(Wave& w, const Inst& I) {
@@ -411,14 +423,19 @@ void register_valu(IsaTable& t) {
   V("v_pack_b32_f16", (f16 a, f16 b) { return u32(std::bit_cast<u16>(a)) | u32(std::bit_cast<u16>(b)) << 16; });
 
   // Integer arithmetic.
-  V("v_add_u32", (u32 a, u32 b) { return a + b; });
-  V("v_sub_u32", (u32 a, u32 b) { return a - b; });
-  V("v_subrev_u32", (u32 a, u32 b) { return b - a; });
-  V("v_add_i32", (i32 a, i32 b) { return i32(u32(a) + u32(b)); });
-  V("v_sub_i32", (i32 a, i32 b) { return i32(u32(a) - u32(b)); });
-  V("v_add_u16", (u16 a, u16 b) { return u16(a + b); });
-  V("v_sub_u16", (u16 a, u16 b) { return u16(a - b); });
-  V("v_subrev_u16", (u16 a, u16 b) { return u16(b - a); });
+#define VCLAMP(name, R, A, B, exact) \
+  t.add(name, valu_int_clamp<R, A, B, [](A a, B b) { return int64_t(exact); }>, ImmType::b32)
+  VCLAMP("v_add_u32", u32, u32, u32, i64(a) + b);
+  VCLAMP("v_sub_u32", u32, u32, u32, i64(a) - b);
+  VCLAMP("v_subrev_u32", u32, u32, u32, i64(b) - a);
+  VCLAMP("v_add_i32", i32, i32, i32, i64(a) + b);
+  VCLAMP("v_sub_i32", i32, i32, i32, i64(a) - b);
+  VCLAMP("v_add_u16", u16, u16, u16, i64(a) + b);
+  VCLAMP("v_sub_u16", u16, u16, u16, i64(a) - b);
+  VCLAMP("v_subrev_u16", u16, u16, u16, i64(b) - a);
+  VCLAMP("v_add_i16", i16, i16, i16, i64(a) + b);
+  VCLAMP("v_sub_i16", i16, i16, i16, i64(a) - b);
+#undef VCLAMP
   V("v_mul_lo_u16", (u16 a, u16 b) { return u16(a * b); });
   V("v_add3_u32", (u32 a, u32 b, u32 c) { return a + b + c; });
   V("v_mul_lo_u32", (u32 a, u32 b) { return a * b; });
@@ -448,6 +465,12 @@ void register_valu(IsaTable& t) {
   V("v_max3_u32", (u32 a, u32 b, u32 c) { return std::max({a, b, c}); });
   V("v_med3_i32", (i32 a, i32 b, i32 c) { return med3(a, b, c); });
   V("v_med3_u32", (u32 a, u32 b, u32 c) { return med3(a, b, c); });
+  V("v_min3_i16", (i16 a, i16 b, i16 c) { return std::min({a, b, c}); });
+  V("v_max3_i16", (i16 a, i16 b, i16 c) { return std::max({a, b, c}); });
+  V("v_min3_u16", (u16 a, u16 b, u16 c) { return std::min({a, b, c}); });
+  V("v_max3_u16", (u16 a, u16 b, u16 c) { return std::max({a, b, c}); });
+  V("v_med3_i16", (i16 a, i16 b, i16 c) { return med3(a, b, c); });
+  V("v_med3_u16", (u16 a, u16 b, u16 c) { return med3(a, b, c); });
   V("v_sad_u32", (u32 a, u32 b, u32 c) { return (a > b ? a - b : b - a) + c; });
   t.add("v_add_co_u32", valu_carry<[](u32 a, u32 b, bool& c) { u64 r = u64(a) + b; c = r >> 32; return u32(r); }, false>);
   t.add("v_sub_co_u32", valu_carry<[](u32 a, u32 b, bool& c) { c = b > a; return a - b; }, false>);
@@ -525,6 +548,9 @@ void register_valu(IsaTable& t) {
   V("v_mul_f16", (f16 a, f16 b) { return f16(a * b); });
   V("v_min_f16", (f16 a, f16 b) { return fmin_(a, b); });
   V("v_max_f16", (f16 a, f16 b) { return fmax_(a, b); });
+  V("v_min3_f16", (f16 a, f16 b, f16 c) { return fmin_(fmin_(a, b), c); });
+  V("v_max3_f16", (f16 a, f16 b, f16 c) { return fmax_(fmax_(a, b), c); });
+  V("v_med3_f16", (f16 a, f16 b, f16 c) { return fmax_(fmin_(a, b), fmin_(fmax_(a, b), c)); });
   V("v_fma_f16", (f16 a, f16 b, f16 c) { return f16(std::fma(float(a), float(b), float(c))); });
   V("v_mad_f16", (f16 a, f16 b, f16 c) { return f16(f16(a * b) + c); });
   t.add("v_mac_f16", valu_acc<[](f16 a, f16 b, f16 d) { return f16(f16(a * b) + d); }>, ImmType::f16);

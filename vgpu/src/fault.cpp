@@ -65,8 +65,9 @@ void Wave::fault(const Inst& at, FaultKind kind, int lane, std::string detail) {
 void warn_hardware_defect(const Wave& w, const Inst& at, HardwareDefect defect, const std::string& why) {
   const uint32_t bit = uint32_t(defect);
   if (w.ctx->prog->defects_warned.fetch_or(bit, std::memory_order_relaxed) & bit) return;
-  std::fprintf(stderr, "vgpu: warning: hardware defect in kernel %s at pc 0x%llx: '%s' (workgroup (%u,%u,%u), wave %d): %s\n",
-               w.ctx->prog->kernel.c_str(), (unsigned long long)at.pc, w.ctx->prog->texts[at.text].c_str(),
+  const char* what = defect == HardwareDefect::lds_read_out_of_range ? "hardware behaviour" : "hardware defect";
+  std::fprintf(stderr, "vgpu: warning: %s in kernel %s at pc 0x%llx: '%s' (workgroup (%u,%u,%u), wave %d): %s\n",
+               what, w.ctx->prog->kernel.c_str(), (unsigned long long)at.pc, w.ctx->prog->texts[at.text].c_str(),
                w.wg->id[0], w.wg->id[1], w.wg->id[2], w.id, why.c_str());
 }
 

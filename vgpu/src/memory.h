@@ -18,8 +18,20 @@ inline void retire_vmem(Wave& w, uint32_t outstanding) {
 // Host pointer for `bytes` at LDS offset `addr` accessed as `use`, or nullptr after raising an LDS fault (out of
 // bounds, or a hazard in race-check mode). Loads into LDS and, once one was issued or with the race check on, every
 // access are watched for hazards (lds_watch.h); otherwise this costs one test.
+// A read past the allocation returns zeros, as the hardware's LDS range check makes it (compiled code reads a
+// neighbour's slot speculatively, e.g. lane 0's index - 1, and discards it); it is warned about once per kernel.
+// Writes and atomics there, and every out-of-range access in race-check mode, are faults: they are bugs.
 inline uint8_t* lds_ptr(Wave& w, const Inst& I, uint64_t addr, uint32_t bytes, int lane, LdsUse use) {
   if (addr + bytes > w.wg->lds_bytes) {
+    if (use == LdsUse::read && !w.ctx->racecheck && bytes <= 16) {
+      alignas(16) static const uint8_t zeros[16] = {};
+      char why[160];
+      std::snprintf(why, sizeof why, "lane %d reads LDS address 0x%llx (%u bytes), past the workgroup's %u-byte "
+                    "allocation: it reads 0 as on the hardware", lane, (unsigned long long)addr, bytes,
+                    w.wg->lds_bytes);
+      warn_hardware_defect(w, I, HardwareDefect::lds_read_out_of_range, why);
+      return const_cast<uint8_t*>(zeros);  // read only: LdsUse::read never writes through it
+    }
     char buf[160];
     std::snprintf(buf, sizeof buf, "LDS address 0x%llx (%u bytes) is past the workgroup's %u-byte allocation",
                   (unsigned long long)addr, bytes, w.wg->lds_bytes);

@@ -88,6 +88,9 @@ struct Program {
 // Hardware defects vgpu models as the hardware behaves, reported once per kernel when a kernel meets one.
 enum class HardwareDefect : uint32_t {
   constant_mfma_scale = 1,  // v_mfma_scale_*: an SGPR or inline-constant scale is read from bits 30:23
+  // Not a defect but hardware behaviour a kernel may rely on, reported the same way: a DS read past the workgroup's
+  // LDS allocation returns 0 (the LDS range check discards it) instead of faulting.
+  lds_read_out_of_range = 2,
 };
 
 // Decodes the kernel at `info.entry` of `co` with LLVM's MC disassembler. Never fails on unknown instructions: they
