@@ -299,7 +299,7 @@ def main():
     p.add_argument("names", nargs="*", metavar="NAME", help=f"suites to run: {', '.join(SUITES)} (default: all)")
     p.add_argument("--filter", default="", help="googletest filter applied to every program (PATTERNS[-PATTERNS])")
     p.add_argument("--budget", type=float, default=0, help="seconds per program (default: the filter list's)")
-    p.add_argument("--programs", default="*", help="only the programs matching this pattern (e.g. 'test_block_*')")
+    p.add_argument("--programs", default="*", help="only the programs matching these patterns (comma-separated, e.g. 'test_block_*,test_warp_*')")
     p.add_argument("--jobs", type=int, default=os.cpu_count(), help="programs run at once (default: the core count)")
     p.add_argument("--smoke", action="store_true",
                    help="only the fixed subset in tests/suites/smoke.list (under two minutes; a ctest entry)")
@@ -344,7 +344,7 @@ def main():
             for binary in sorted((tree / "usr" / "libexec" / "rocm" / pkg.name).glob("test_*")):
                 if args.smoke and (pkg.suite, binary.name) not in smoke:
                     continue
-                if fnmatch.fnmatchcase(binary.name, args.programs):
+                if any(fnmatch.fnmatchcase(binary.name, pat) for pat in args.programs.split(",")):
                     jobs.append((pkg.suite, binary, filters, smoke.get((pkg.suite, binary.name), args.filter)))
     if not jobs:
         sys.exit("[suites] no test programs match")
