@@ -42,8 +42,8 @@ struct ArchInfo {
   uint32_t lds_dma_m0_bits;
   uint32_t lds_dma_max_bytes;
   // Image (texture) support as HIP reports it (hipDeviceAttributeImageSupport): texture objects and the image paths of
-  // HIP's device headers. The gfx94x and gfx950 targets have none (__HIP_NO_IMAGE_SUPPORT); gfx90a has.
-  bool image_support = false;
+  // HIP's device headers. CDNA targets before gfx94x have it; gfx94x and gfx950 have none (__HIP_NO_IMAGE_SUPPORT).
+  bool image_support = true;
   std::string_view default_product;  // the product vgpu stands in for unless HK_VGPU_PRODUCT names another
   std::string_view source;
 
