@@ -65,7 +65,7 @@ bool read_rsrc(Wave& w, const Inst& I, const Operand& o, Rsrc& r) {
 //   in range: idxen && stride != 0 ? index < num_records
 //                                  : offset + soffset + (k + 1) * Elem <= num_records for element k
 template <uint32_t Elem, uint32_t N, bool PerElem>
-bool buffer_lanes(Wave& w, const Inst& I, const Layout& L, uint64_t* addr, uint32_t* ok, uint32_t elem_bytes = Elem) {
+bool buffer_lanes(Wave& w, const Inst& I, const Layout& L, uint64_t* addr, uint32_t* ok) {
   Rsrc r;
   if (!read_rsrc(w, I, I.op[L.srsrc], r)) return false;
   const bool idxen = I.flags & mod::idxen, offen = I.flags & mod::offen;
@@ -85,7 +85,7 @@ bool buffer_lanes(Wave& w, const Inst& I, const Layout& L, uint64_t* addr, uint3
     addr[l] = r.base + uint64_t(index) * r.stride + off;
     uint32_t n;
     if (indexed) n = index < r.num_records ? N : 0;
-    else n = off >= r.num_records ? 0 : uint32_t(std::min<uint64_t>(N, (r.num_records - off) / elem_bytes));
+    else n = off >= r.num_records ? 0 : uint32_t(std::min<uint64_t>(N, (r.num_records - off) / Elem));
     ok[l] = PerElem || n == N ? n : 0;
   }
   return true;
@@ -251,8 +251,18 @@ void buffer_load_format(Wave& w, const Inst& I) {
                 std::to_string(num) + ": vgpu models the 8/16/32-bit channel formats only");
     return;
   }
+  // One element per lane, range-checked whole: 1, 2, 4, 8, 12 or 16 bytes.
   const uint32_t bytes = f.channels * f.bits / 8;
-  if (!buffer_lanes<1, 1, false>(w, I, L, addr, ok, bytes)) return;
+  bool lanes_ok = false;
+  switch (bytes) {
+    case 1: lanes_ok = buffer_lanes<1, 1, false>(w, I, L, addr, ok); break;
+    case 2: lanes_ok = buffer_lanes<2, 1, false>(w, I, L, addr, ok); break;
+    case 4: lanes_ok = buffer_lanes<4, 1, false>(w, I, L, addr, ok); break;
+    case 8: lanes_ok = buffer_lanes<8, 1, false>(w, I, L, addr, ok); break;
+    case 12: lanes_ok = buffer_lanes<12, 1, false>(w, I, L, addr, ok); break;
+    default: lanes_ok = buffer_lanes<16, 1, false>(w, I, L, addr, ok); break;
+  }
+  if (!lanes_ok) return;
   const bool float_one = num != 4 && num != 5;
   const uint64_t exec = w.exec();
   const uint16_t d = I.op[0].reg;
