@@ -238,8 +238,8 @@ TEST(Api, FillsAndTwoDimensionalCopies) {
 }
 
 TEST(Api, UnsupportedFunctionsSayNotSupported) {
-  hipGraph_t graph = nullptr;
-  EXPECT_EQ(hipGraphCreate(&graph, 0), hipErrorNotSupported);
-  EXPECT_NE(std::string(hipGetErrorString(hipErrorNotSupported)).find("hipGraphCreate"), std::string::npos);
+  hipSurfaceObject_t surface = 0;
+  EXPECT_EQ(hipCreateSurfaceObject(&surface, nullptr), hipErrorNotSupported);
+  EXPECT_NE(std::string(hipGetErrorString(hipErrorNotSupported)).find("hipCreateSurfaceObject"), std::string::npos);
   EXPECT_EQ(hipGetLastError(), hipErrorNotSupported);
 }

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "runtime.h"
+#include "graph.h"
 // After runtime.h, which brings in hip_runtime_api.h first.
 #include <hip/hip_deprecated.h>
 
@@ -195,7 +195,7 @@ bool attribute(hipDeviceAttribute_t attr, int& v) {
     case hipDeviceAttributeIsLargeBar: v = p.isLargeBar; break;
     case hipDeviceAttributeAsicRevision: v = p.asicRevision; break;
     case hipDeviceAttributeCanUseStreamWaitValue: v = 0; break;
-    case hipDeviceAttributeImageSupport: v = 0; break;
+    case hipDeviceAttributeImageSupport: v = arch_info(Runtime::get().arch()).image_support; break;
     case hipDeviceAttributeFineGrainSupport: v = 1; break;
     case hipDeviceAttributeWallClockRate: v = p.clockInstructionRate; break;
     default: return false;
@@ -399,6 +399,7 @@ HK_HIP_API hipError_t hipDeviceDisablePeerAccess(int) { return done(hipErrorPeer
 
 HK_HIP_API hipError_t hipDeviceSynchronize() {
   // Work finished when it was enqueued; what is left to report is a fault not yet seen by a synchronisation.
+  if (hipError_t e = check_unsafe_call(); e != hipSuccess) return e;
   return resurface(Runtime::get().take_all_pending());
 }
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime.h"
+#include "graph.h"
 // After runtime.h, which brings in hip_runtime_api.h first.
 #include <hip/hip_ext.h>
 
@@ -61,15 +61,23 @@ const char* stringify(Dim3 d, char* buf, size_t n) {
 
 }  // namespace
 
-hipError_t launch(const LaunchRequest& r) {
+namespace {
+
+// A launch checked and resolved, with its kernarg segment built (explicit and hidden arguments).
+struct PreparedLaunch {
+  ResolvedKernel kernel;
+  std::vector<uint8_t> segment;
+  uint32_t segment_size = 0;
+};
+
+// Everything a launch checks before it runs, and the kernarg segment. The stream is checked by the caller.
+hipError_t prepare(const LaunchRequest& r, PreparedLaunch& p) {
   Runtime& rt = Runtime::get();
   // HIP's runtime launches report bad shapes as "invalid configuration", its module launches as "invalid value".
   const hipError_t bad_shape = r.module_api ? hipErrorInvalidValue : hipErrorInvalidConfiguration;
   char g[48], b[48];
 
   if (!r.function) return done(r.module_api ? hipErrorInvalidResourceHandle : hipErrorInvalidDeviceFunction);
-  ihipStream_t* stream = rt.stream(r.stream);
-  if (!stream) return done(hipErrorInvalidHandle);
   if (r.grid.count() == 0 || r.block.count() == 0)
     return fail(bad_shape, "launch of " + r.function->name + " with an empty grid " + stringify(r.grid, g, sizeof g) +
                                " or block " + stringify(r.block, b, sizeof b));
@@ -82,7 +90,7 @@ hipError_t launch(const LaunchRequest& r) {
     return fail(bad_shape, "launch of " + r.function->name + ": grid " + stringify(r.grid, g, sizeof g) +
                                " of blocks " + stringify(r.block, b, sizeof b) + " exceeds 2^32-1 work-items in a dimension");
 
-  ResolvedKernel k;
+  ResolvedKernel& k = p.kernel;
   if (hipError_t e = resolve(*r.function, k); e != hipSuccess) return e;
   const KernelInfo& info = *k.info;
   const uint32_t lds_bytes = rt.device().info().lds_bytes;
@@ -104,7 +112,8 @@ hipError_t launch(const LaunchRequest& r) {
     if (!is_hidden(a)) ++explicit_count;
   }
   // Padded so that a wide scalar load at the end of the segment stays inside registered memory.
-  std::vector<uint8_t> segment((segment_size + 63) / 64 * 64 + 64, 0);
+  std::vector<uint8_t>& segment = p.segment;
+  segment.assign((segment_size + 63) / 64 * 64 + 64, 0);
   if (explicit_count && !r.args && !r.arg_buffer)
     return fail(hipErrorInvalidValue, "kernel " + info.name + " takes " + std::to_string(explicit_count) +
                                           " arguments but none were passed");
@@ -121,6 +130,63 @@ hipError_t launch(const LaunchRequest& r) {
   }
   for (const KernelArg& a : info.args)
     if (is_hidden(a)) put(segment, a.offset, a.size, hidden_value(a.value_kind, r));
+
+  p.segment_size = segment_size;
+  return hipSuccess;
+}
+
+// The node a prepared launch becomes: its explicit arguments (the hidden ones are filled again at each launch).
+void to_work(const LaunchRequest& r, const PreparedLaunch& p, KernelWork& out) {
+  out.function = r.function;
+  out.grid = r.grid;
+  out.block = r.block;
+  out.dynamic_shared = r.dynamic_shared;
+  out.module_api = r.module_api;
+  out.args.assign(p.segment.begin(), p.segment.begin() + p.segment_size);
+  out.arg_offsets.clear();
+  for (const KernelArg& a : p.kernel.info->args)
+    if (!is_hidden(a)) out.arg_offsets.push_back(a.offset);
+}
+
+}  // namespace
+
+hipError_t pack_kernel(const LaunchRequest& r, KernelWork& out) {
+  PreparedLaunch p;
+  if (hipError_t e = prepare(r, p); e != hipSuccess) return e;
+  to_work(r, p, out);
+  return hipSuccess;
+}
+
+hipError_t run_kernel(const KernelWork& work, hipStream_t stream) {
+  LaunchRequest r;
+  r.function = work.function;
+  r.grid = work.grid;
+  r.block = work.block;
+  r.dynamic_shared = work.dynamic_shared;
+  r.module_api = work.module_api;
+  r.stream = stream;
+  static const uint8_t kNoArgs = 0;
+  r.arg_buffer = work.args.empty() ? &kNoArgs : work.args.data();
+  r.arg_buffer_size = work.args.size();
+  return launch(r);
+}
+
+hipError_t launch(const LaunchRequest& r) {
+  Runtime& rt = Runtime::get();
+  if (!r.function) return done(r.module_api ? hipErrorInvalidResourceHandle : hipErrorInvalidDeviceFunction);
+  ihipStream_t* stream = rt.stream(r.stream);
+  if (!stream) return done(hipErrorInvalidHandle);
+  PreparedLaunch p;
+  if (hipError_t e = prepare(r, p); e != hipSuccess) return e;
+  if (capturing(stream)) {
+    KernelWork work;
+    to_work(r, p, work);
+    return capture_work(stream, hipGraphNodeTypeKernel, std::move(work));
+  }
+  const ResolvedKernel& k = p.kernel;
+  const KernelInfo& info = *k.info;
+  std::vector<uint8_t>& segment = p.segment;
+  const uint32_t segment_size = p.segment_size;
 
   LaunchParams lp;
   lp.grid = r.grid;

@@ -6,13 +6,14 @@
 #include <algorithm>
 #include <cstring>
 
-#include "runtime.h"
+#include "graph.h"
 
 namespace vgpu::hiprt {
 namespace {
 
 hipError_t allocate(void** ptr, size_t size, hipMemoryType type, unsigned flags) {
   if (!ptr) return done(hipErrorInvalidValue);
+  if (hipError_t e = check_unsafe_call(); e != hipSuccess) return e;
   *ptr = nullptr;
   if (size == 0) return hipSuccess;  // as HIP: a null pointer and success
   *ptr = Runtime::get().allocate(size, type, flags);
@@ -22,6 +23,7 @@ hipError_t allocate(void** ptr, size_t size, hipMemoryType type, unsigned flags)
 
 hipError_t free_memory(void* p) {
   if (!p) return hipSuccess;
+  if (hipError_t e = check_unsafe_call(); e != hipSuccess) return e;
   return done(Runtime::get().release(p));
 }
 
@@ -38,48 +40,125 @@ hipError_t check_range(const void* p, size_t bytes, const char* what) {
   return hipSuccess;
 }
 
-hipError_t copy(void* dst, const void* src, size_t bytes, hipMemcpyKind kind) {
-  if (bytes == 0) return hipSuccess;
-  if (!dst || !src) return done(hipErrorInvalidValue);
-  if ((kind < hipMemcpyHostToHost || kind > hipMemcpyDefault) && kind != hipMemcpyDeviceToDeviceNoCU)
-    return done(hipErrorInvalidMemcpyDirection);
-  if (hipError_t e = check_range(dst, bytes, "destination"); e != hipSuccess) return e;
-  if (hipError_t e = check_range(src, bytes, "source"); e != hipSuccess) return e;
-  std::memmove(dst, src, bytes);
+bool valid_kind(hipMemcpyKind kind) {
+  return (kind >= hipMemcpyHostToHost && kind <= hipMemcpyDefault) || kind == hipMemcpyDeviceToDeviceNoCU;
+}
+
+// The last byte past a pitched region of `depth` slices of `height` rows of `width` bytes.
+size_t extent_of(size_t pitch, size_t rows, size_t width, size_t height, size_t depth) {
+  return (depth - 1) * rows * pitch + (height - 1) * pitch + width;
+}
+
+}  // namespace
+
+hipError_t check_copy(const CopyWork& w) {
+  if (w.width == 0 || w.height == 0 || w.depth == 0) return hipSuccess;
+  if (!w.dst || !w.src) return done(hipErrorInvalidValue);
+  if (!valid_kind(w.kind)) return done(hipErrorInvalidMemcpyDirection);
+  if (hipError_t e = check_range(w.dst, extent_of(w.dst_pitch, w.dst_rows, w.width, w.height, w.depth), "destination");
+      e != hipSuccess)
+    return e;
+  return check_range(w.src, extent_of(w.src_pitch, w.src_rows, w.width, w.height, w.depth), "source");
+}
+
+hipError_t run_copy(const CopyWork& w) {
+  if (hipError_t e = check_copy(w); e != hipSuccess) return e;
+  if (w.width == 0) return hipSuccess;
+  for (size_t z = 0; z < w.depth; ++z)
+    for (size_t y = 0; y < w.height; ++y)
+      std::memmove(static_cast<uint8_t*>(w.dst) + (z * w.dst_rows + y) * w.dst_pitch,
+                   static_cast<const uint8_t*>(w.src) + (z * w.src_rows + y) * w.src_pitch, w.width);
   return hipSuccess;
+}
+
+hipError_t check_fill(const FillWork& w) {
+  if (w.width == 0 || w.height == 0) return hipSuccess;
+  if (!w.dst) return done(hipErrorInvalidValue);
+  return check_range(w.dst, (w.height - 1) * w.pitch + w.width * w.element_size, "memset");
+}
+
+hipError_t run_fill(const FillWork& w) {
+  if (hipError_t e = check_fill(w); e != hipSuccess) return e;
+  for (size_t y = 0; y < w.height && w.width; ++y) {
+    auto* p = static_cast<uint8_t*>(w.dst) + y * w.pitch;
+    if (w.element_size == 1) {
+      std::memset(p, int(w.value & 0xff), w.width);
+    } else {
+      for (size_t i = 0; i < w.width; ++i) std::memcpy(p + i * w.element_size, &w.value, w.element_size);
+    }
+  }
+  return hipSuccess;
+}
+
+namespace {
+
+// A copy or fill on a stream: checked, then run, or captured as a node when the stream is capturing.
+hipError_t enqueue(const CopyWork& w, hipStream_t stream) {
+  ihipStream_t* s = Runtime::get().stream(stream);
+  if (!s) return done(hipErrorInvalidHandle);
+  if (hipError_t e = check_copy(w); e != hipSuccess) return e;
+  if (capturing(s)) return capture_work(s, hipGraphNodeTypeMemcpy, w);
+  return run_copy(w);
+}
+hipError_t enqueue(const FillWork& w, hipStream_t stream) {
+  ihipStream_t* s = Runtime::get().stream(stream);
+  if (!s) return done(hipErrorInvalidHandle);
+  if (hipError_t e = check_fill(w); e != hipSuccess) return e;
+  if (capturing(s)) return capture_work(s, hipGraphNodeTypeMemset, w);
+  return run_fill(w);
+}
+
+CopyWork linear_copy(void* dst, const void* src, size_t bytes, hipMemcpyKind kind) {
+  CopyWork w;
+  w.dst = dst;
+  w.src = src;
+  w.width = w.dst_pitch = w.src_pitch = bytes;
+  w.dst_rows = w.src_rows = 1;
+  w.kind = kind;
+  return w;
+}
+
+// The synchronous operations are illegal while a capture forbids them (check_unsafe_call).
+hipError_t copy(void* dst, const void* src, size_t bytes, hipMemcpyKind kind) {
+  if (hipError_t e = check_unsafe_call(); e != hipSuccess) return e;
+  return enqueue(linear_copy(dst, src, bytes, kind), nullptr);
 }
 
 hipError_t copy_on(void* dst, const void* src, size_t bytes, hipMemcpyKind kind, hipStream_t stream) {
-  if (!Runtime::get().stream(stream)) return done(hipErrorInvalidHandle);
-  return copy(dst, src, bytes, kind);
+  return enqueue(linear_copy(dst, src, bytes, kind), stream);
 }
 
-// Fills `count` elements of `size` bytes with `value`.
-hipError_t fill(void* dst, uint32_t value, size_t size, size_t count, hipStream_t stream = nullptr) {
-  if (!Runtime::get().stream(stream)) return done(hipErrorInvalidHandle);
-  if (count == 0) return hipSuccess;
-  if (!dst) return done(hipErrorInvalidValue);
-  if (hipError_t e = check_range(dst, size * count, "memset"); e != hipSuccess) return e;
-  auto* p = static_cast<uint8_t*>(dst);
-  if (size == 1) {
-    std::memset(p, int(value & 0xff), count);
-  } else {
-    for (size_t i = 0; i < count; ++i) std::memcpy(p + i * size, &value, size);
-  }
-  return hipSuccess;
+FillWork fill_rows(void* dst, size_t pitch, uint32_t value, uint32_t size, size_t width, size_t height) {
+  FillWork w;
+  w.dst = dst;
+  w.pitch = pitch;
+  w.value = size == 1 ? (value & 0xff) : size == 2 ? (value & 0xffff) : value;
+  w.element_size = size;
+  w.width = width;
+  w.height = height;
+  return w;
+}
+
+// Fills `count` elements of `size` bytes with `value`, synchronously or on a stream.
+hipError_t fill(void* dst, uint32_t value, uint32_t size, size_t count) {
+  if (hipError_t e = check_unsafe_call(); e != hipSuccess) return e;
+  return enqueue(fill_rows(dst, count * size, value, size, count, 1), nullptr);
+}
+hipError_t fill_on(void* dst, uint32_t value, uint32_t size, size_t count, hipStream_t stream) {
+  return enqueue(fill_rows(dst, count * size, value, size, count, 1), stream);
 }
 
 hipError_t copy_2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
-                   hipMemcpyKind kind, hipStream_t stream) {
-  if (!Runtime::get().stream(stream)) return done(hipErrorInvalidHandle);
-  if (width == 0 || height == 0) return hipSuccess;
+                   hipMemcpyKind kind, hipStream_t stream, bool sync) {
+  if (sync)
+    if (hipError_t e = check_unsafe_call(); e != hipSuccess) return e;
+  if (width == 0 || height == 0) return Runtime::get().stream(stream) ? hipSuccess : done(hipErrorInvalidHandle);
   if (width > dpitch || width > spitch) return done(hipErrorInvalidPitchValue);
-  for (size_t row = 0; row < height; ++row) {
-    hipError_t e = copy(static_cast<uint8_t*>(dst) + row * dpitch, static_cast<const uint8_t*>(src) + row * spitch,
-                        width, kind);
-    if (e != hipSuccess) return e;
-  }
-  return hipSuccess;
+  CopyWork w = linear_copy(dst, src, width, kind);
+  w.dst_pitch = dpitch;
+  w.src_pitch = spitch;
+  w.dst_rows = w.src_rows = w.height = height;
+  return enqueue(w, stream);
 }
 
 hipError_t pitched(void** ptr, size_t* pitch, size_t width, size_t height) {
@@ -116,9 +195,16 @@ HK_HIP_API hipError_t hipExtMallocWithFlags(void** ptr, size_t size, unsigned in
 HK_HIP_API hipError_t hipMallocManaged(void** ptr, size_t size, unsigned int flags) {
   return allocate(ptr, size, hipMemoryTypeManaged, flags);
 }
+// Stream-ordered allocation is immediate. On a capturing stream the memory is allocated at capture time and lives
+// on (a hipFreeAsync captured with it frees nothing), so that every launch of the graph finds it.
 HK_HIP_API hipError_t hipMallocAsync(void** ptr, size_t size, hipStream_t stream) {
-  if (!Runtime::get().stream(stream)) return done(hipErrorInvalidHandle);
-  return allocate(ptr, size, hipMemoryTypeDevice, 0);
+  ihipStream_t* s = Runtime::get().stream(stream);
+  if (!s) return done(hipErrorInvalidHandle);
+  if (!ptr) return done(hipErrorInvalidValue);
+  *ptr = nullptr;
+  if (size == 0) return hipSuccess;
+  *ptr = Runtime::get().allocate(size, hipMemoryTypeDevice, 0);
+  return *ptr ? hipSuccess : fail(hipErrorOutOfMemory, "cannot allocate " + std::to_string(size) + " bytes");
 }
 HK_HIP_API hipError_t hipHostMalloc(void** ptr, size_t size, unsigned int flags) {
   return allocate(ptr, size, hipMemoryTypeHost, flags);
@@ -139,8 +225,10 @@ HK_HIP_API hipError_t hipMemAllocPitch(hipDeviceptr_t* ptr, size_t* pitch, size_
 // Any pointer the runtime allocated may be freed with any of the free functions: they all name the same memory.
 HK_HIP_API hipError_t hipFree(void* p) { return free_memory(p); }
 HK_HIP_API hipError_t hipFreeAsync(void* p, hipStream_t stream) {
-  if (!Runtime::get().stream(stream)) return done(hipErrorInvalidHandle);
-  return free_memory(p);
+  ihipStream_t* s = Runtime::get().stream(stream);
+  if (!s) return done(hipErrorInvalidHandle);
+  if (!p || capturing(s)) return hipSuccess;
+  return done(Runtime::get().release(p));
 }
 HK_HIP_API hipError_t hipHostFree(void* p) { return free_memory(p); }
 HK_HIP_API hipError_t hipFreeHost(void* p) { return free_memory(p); }
@@ -274,11 +362,11 @@ HK_HIP_API hipError_t hipMemcpyPeerAsync(void* dst, int dst_device, const void* 
 }
 HK_HIP_API hipError_t hipMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                                   size_t height, hipMemcpyKind kind) {
-  return copy_2d(dst, dpitch, src, spitch, width, height, kind, nullptr);
+  return copy_2d(dst, dpitch, src, spitch, width, height, kind, nullptr, true);
 }
 HK_HIP_API hipError_t hipMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                                        size_t height, hipMemcpyKind kind, hipStream_t stream) {
-  return copy_2d(dst, dpitch, src, spitch, width, height, kind, stream);
+  return copy_2d(dst, dpitch, src, spitch, width, height, kind, stream, false);
 }
 
 HK_HIP_API hipError_t hipMemcpyToSymbol(const void* symbol, const void* src, size_t bytes, size_t offset,
@@ -321,49 +409,48 @@ HK_HIP_API hipError_t hipMemset_spt(void* dst, int value, size_t bytes) {
   return fill(dst, uint8_t(value), 1, bytes);
 }
 HK_HIP_API hipError_t hipMemsetAsync(void* dst, int value, size_t bytes, hipStream_t stream) {
-  return fill(dst, uint8_t(value), 1, bytes, stream);
+  return fill_on(dst, uint8_t(value), 1, bytes, stream);
 }
 HK_HIP_API hipError_t hipMemsetAsync_spt(void* dst, int value, size_t bytes, hipStream_t stream) {
-  return fill(dst, uint8_t(value), 1, bytes, stream);
+  return fill_on(dst, uint8_t(value), 1, bytes, stream);
 }
 HK_HIP_API hipError_t hipMemsetD8(hipDeviceptr_t dst, unsigned char value, size_t count) {
   return fill(dst, value, 1, count);
 }
 HK_HIP_API hipError_t hipMemsetD8Async(hipDeviceptr_t dst, unsigned char value, size_t count, hipStream_t stream) {
-  return fill(dst, value, 1, count, stream);
+  return fill_on(dst, value, 1, count, stream);
 }
 HK_HIP_API hipError_t hipMemsetD16(hipDeviceptr_t dst, unsigned short value, size_t count) {
   return fill(dst, value, 2, count);
 }
 HK_HIP_API hipError_t hipMemsetD16Async(hipDeviceptr_t dst, unsigned short value, size_t count, hipStream_t stream) {
-  return fill(dst, value, 2, count, stream);
+  return fill_on(dst, value, 2, count, stream);
 }
 HK_HIP_API hipError_t hipMemsetD32(hipDeviceptr_t dst, int value, size_t count) {
   return fill(dst, uint32_t(value), 4, count);
 }
 HK_HIP_API hipError_t hipMemsetD32Async(hipDeviceptr_t dst, int value, size_t count, hipStream_t stream) {
-  return fill(dst, uint32_t(value), 4, count, stream);
+  return fill_on(dst, uint32_t(value), 4, count, stream);
 }
 HK_HIP_API hipError_t hipMemset2D(void* dst, size_t pitch, int value, size_t width, size_t height) {
-  for (size_t row = 0; row < height; ++row)
-    if (hipError_t e = fill(static_cast<uint8_t*>(dst) + row * pitch, uint8_t(value), 1, width); e != hipSuccess)
-      return e;
-  return hipSuccess;
+  if (hipError_t e = check_unsafe_call(); e != hipSuccess) return e;
+  if (height > 1 && pitch < width) return done(hipErrorInvalidValue);
+  return enqueue(fill_rows(dst, pitch, uint32_t(value), 1, width, height), nullptr);
 }
 HK_HIP_API hipError_t hipMemset2DAsync(void* dst, size_t pitch, int value, size_t width, size_t height,
                                        hipStream_t stream) {
-  if (!Runtime::get().stream(stream)) return done(hipErrorInvalidHandle);
-  return hipMemset2D(dst, pitch, value, width, height);
+  if (height > 1 && pitch < width) return done(hipErrorInvalidValue);
+  return enqueue(fill_rows(dst, pitch, uint32_t(value), 1, width, height), stream);
 }
 
 // Per-thread-default-stream variants: every stream is synchronous, so they are the same operations.
 HK_HIP_API hipError_t hipMemcpy2D_spt(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                                       size_t height, hipMemcpyKind kind) {
-  return copy_2d(dst, dpitch, src, spitch, width, height, kind, nullptr);
+  return copy_2d(dst, dpitch, src, spitch, width, height, kind, nullptr, true);
 }
 HK_HIP_API hipError_t hipMemcpy2DAsync_spt(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                                            size_t height, hipMemcpyKind kind, hipStream_t stream) {
-  return copy_2d(dst, dpitch, src, spitch, width, height, kind, stream);
+  return copy_2d(dst, dpitch, src, spitch, width, height, kind, stream, false);
 }
 HK_HIP_API hipError_t hipMemset2D_spt(void* dst, size_t pitch, int value, size_t width, size_t height) {
   return hipMemset2D(dst, pitch, value, width, height);

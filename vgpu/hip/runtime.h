@@ -78,11 +78,18 @@ struct ihipModule_t final : vgpu::hiprt::CodeSource {
   const vgpu::hiprt::CodeSet& code() override { return set; }
 };
 
+namespace vgpu::hiprt {
+struct CaptureSession;  // graph.h
+}
+
 // An in-order stream. Work runs to completion when it is enqueued, which is a valid in-order schedule.
 struct ihipStream_t {
   unsigned flags = 0;
   int priority = 0;
   hipError_t pending = hipSuccess;  // a fault not yet reported by a synchronisation on this stream
+  // While capturing: the capture sequence, and the nodes the stream's next captured work depends on.
+  std::shared_ptr<vgpu::hiprt::CaptureSession> capture;
+  std::vector<hipGraphNode*> capture_tail;
 };
 
 // An event: a host timestamp taken when it is recorded (all earlier work has finished by then).
@@ -90,6 +97,10 @@ struct ihipEvent_t {
   unsigned flags = 0;
   bool recorded = false;
   std::chrono::steady_clock::time_point time{};
+  // Recorded on a capturing stream: the capture and that stream's tail nodes then, which a stream waiting on the
+  // event depends on.
+  std::shared_ptr<vgpu::hiprt::CaptureSession> capture;
+  std::vector<hipGraphNode*> capture_nodes;
 };
 
 namespace vgpu::hiprt {

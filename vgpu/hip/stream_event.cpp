@@ -1,6 +1,6 @@
 // Streams and events. Every operation runs to completion when it is enqueued, so streams are trivially in order,
 // queries always find the work done, and an event's timestamp is the host time at which it was recorded.
-#include "runtime.h"
+#include "graph.h"
 
 using namespace vgpu;
 using namespace vgpu::hiprt;
@@ -29,24 +29,31 @@ HK_HIP_API hipError_t hipExtStreamCreateWithCUMask(hipStream_t* stream, uint32_t
 }
 
 HK_HIP_API hipError_t hipStreamDestroy(hipStream_t stream) {
-  if (!stream || !Runtime::get().destroy_stream(stream)) return done(hipErrorInvalidHandle);
+  if (!stream || !Runtime::get().stream(stream)) return done(hipErrorInvalidHandle);
+  leave_capture(stream);
+  if (!Runtime::get().destroy_stream(stream)) return done(hipErrorInvalidHandle);
   return hipSuccess;
 }
 
 HK_HIP_API hipError_t hipStreamSynchronize(hipStream_t stream) {
   ihipStream_t* s = Runtime::get().stream(stream);
   if (!s) return done(hipErrorInvalidHandle);
+  if (hipError_t e = check_stream_sync(s); e != hipSuccess) return e;
   return resurface(Runtime::get().take_pending(s));
 }
 HK_HIP_API hipError_t hipStreamSynchronize_spt(hipStream_t stream) { return hipStreamSynchronize(stream); }
 
 HK_HIP_API hipError_t hipStreamQuery(hipStream_t stream) {
-  return Runtime::get().stream(stream) ? hipSuccess : done(hipErrorInvalidHandle);
+  ihipStream_t* s = Runtime::get().stream(stream);
+  if (!s) return done(hipErrorInvalidHandle);
+  return check_stream_sync(s);
 }
 HK_HIP_API hipError_t hipStreamQuery_spt(hipStream_t stream) { return hipStreamQuery(stream); }
 
 HK_HIP_API hipError_t hipStreamWaitEvent(hipStream_t stream, hipEvent_t event, unsigned int) {
-  if (!Runtime::get().stream(stream) || !Runtime::get().valid_event(event)) return done(hipErrorInvalidHandle);
+  ihipStream_t* s = Runtime::get().stream(stream);
+  if (!s || !Runtime::get().valid_event(event)) return done(hipErrorInvalidHandle);
+  (void)capture_event_wait(s, event);  // otherwise met at once: the event's work has finished
   return hipSuccess;
 }
 HK_HIP_API hipError_t hipStreamWaitEvent_spt(hipStream_t stream, hipEvent_t event, unsigned int flags) {
@@ -90,6 +97,7 @@ HK_HIP_API hipError_t hipStreamAddCallback(hipStream_t stream, hipStreamCallback
   ihipStream_t* s = Runtime::get().stream(stream);
   if (!callback || flags != 0) return done(hipErrorInvalidValue);
   if (!s) return done(hipErrorInvalidHandle);
+  if (capturing(s)) return fail(hipErrorStreamCaptureUnsupported, "hipStreamAddCallback on a capturing stream");
   callback(stream, s->pending, user_data);
   return hipSuccess;
 }
@@ -100,23 +108,14 @@ HK_HIP_API hipError_t hipStreamAddCallback_spt(hipStream_t stream, hipStreamCall
 
 HK_HIP_API hipError_t hipLaunchHostFunc(hipStream_t stream, hipHostFn_t fn, void* user_data) {
   if (!fn) return done(hipErrorInvalidValue);
-  if (!Runtime::get().stream(stream)) return done(hipErrorInvalidHandle);
+  ihipStream_t* s = Runtime::get().stream(stream);
+  if (!s) return done(hipErrorInvalidHandle);
+  if (capturing(s)) return capture_work(s, hipGraphNodeTypeHost, HostWork{fn, user_data});
   fn(user_data);
   return hipSuccess;
 }
 HK_HIP_API hipError_t hipLaunchHostFunc_spt(hipStream_t stream, hipHostFn_t fn, void* user_data) {
   return hipLaunchHostFunc(stream, fn, user_data);
-}
-
-// Stream capture (graphs) is not implemented; a stream is never capturing.
-HK_HIP_API hipError_t hipStreamIsCapturing(hipStream_t stream, hipStreamCaptureStatus* status) {
-  if (!status) return done(hipErrorInvalidValue);
-  if (!Runtime::get().stream(stream)) return done(hipErrorInvalidHandle);
-  *status = hipStreamCaptureStatusNone;
-  return hipSuccess;
-}
-HK_HIP_API hipError_t hipStreamIsCapturing_spt(hipStream_t stream, hipStreamCaptureStatus* status) {
-  return hipStreamIsCapturing(stream, status);
 }
 
 // --- events ----------------------------------------------------------------------------------------------------
@@ -134,7 +133,9 @@ HK_HIP_API hipError_t hipEventDestroy(hipEvent_t event) {
 }
 
 HK_HIP_API hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream) {
-  if (!Runtime::get().valid_event(event) || !Runtime::get().stream(stream)) return done(hipErrorInvalidHandle);
+  ihipStream_t* s = Runtime::get().stream(stream);
+  if (!Runtime::get().valid_event(event) || !s) return done(hipErrorInvalidHandle);
+  if (capture_event_record(s, event)) return hipSuccess;  // marks a point of the capture, no timestamp
   event->time = std::chrono::steady_clock::now();
   event->recorded = true;
   return hipSuccess;
@@ -144,12 +145,15 @@ HK_HIP_API hipError_t hipEventRecordWithFlags(hipEvent_t event, hipStream_t stre
   return hipEventRecord(event, stream);
 }
 
+// An event recorded in a capture stands for work that has not run: waiting for it from the host is illegal.
 HK_HIP_API hipError_t hipEventSynchronize(hipEvent_t event) {
-  return Runtime::get().valid_event(event) ? hipSuccess : done(hipErrorInvalidHandle);
+  if (!Runtime::get().valid_event(event)) return done(hipErrorInvalidHandle);
+  return event_in_capture(event) ? done(hipErrorStreamCaptureUnsupported) : hipSuccess;
 }
 
 HK_HIP_API hipError_t hipEventQuery(hipEvent_t event) {
-  return Runtime::get().valid_event(event) ? hipSuccess : done(hipErrorInvalidHandle);
+  if (!Runtime::get().valid_event(event)) return done(hipErrorInvalidHandle);
+  return event_in_capture(event) ? done(hipErrorStreamCaptureUnsupported) : hipSuccess;
 }
 
 HK_HIP_API hipError_t hipEventElapsedTime(float* ms, hipEvent_t start, hipEvent_t stop) {

@@ -14,8 +14,8 @@
 namespace vgpu {
 namespace {
 
-// Buffer resource (V#) fields that shape the address; everything else of dword 3 (dst_sel, formats) only matters to
-// the typed and format instructions, which vgpu does not implement.
+// Buffer resource (V#) fields that shape the address; the rest of dword 3 (dst_sel, formats) only matters to the
+// format instructions (buffer_load_format_*), which read it themselves.
 struct Rsrc {
   uint64_t base = 0;         // bits 47:0
   uint32_t stride = 0;       // bits 61:48
@@ -223,6 +223,114 @@ void buffer_load(Wave& w, const Inst& I) {
   }
 }
 
+// buffer_load_format_{x,xy,xyz,xyzw}: each lane reads one element of the V#'s data format (dword 3 bits 18:15) and
+// returns N components converted by its number format (bits 14:12) and chosen by dst_sel (bits 11:0, three bits per
+// component: 0 zero, 1 one, 4..7 the element's x..w). This is how HIP's texture fetches on linear memory read
+// (vgpu/hip/texture.cpp). The formats modelled are the plain ones of 1, 2, 3 or 4 channels of 8, 16 or 32 bits;
+// a channel the format lacks reads 0 (1 for w), and an element out of range reads 0 in every component.
+struct ElementFormat {
+  uint32_t channels, bits;
+};
+bool element_format(uint32_t data_format, ElementFormat& f) {
+  switch (data_format) {
+    case 1: f = {1, 8}; return true;     // 8
+    case 2: f = {1, 16}; return true;    // 16
+    case 3: f = {2, 8}; return true;     // 8_8
+    case 4: f = {1, 32}; return true;    // 32
+    case 5: f = {2, 16}; return true;    // 16_16
+    case 10: f = {4, 8}; return true;    // 8_8_8_8
+    case 11: f = {2, 32}; return true;   // 32_32
+    case 12: f = {4, 16}; return true;   // 16_16_16_16
+    case 13: f = {3, 32}; return true;   // 32_32_32
+    case 14: f = {4, 32}; return true;   // 32_32_32_32
+    default: return false;               // invalid, or packed (10_11_11, 2_10_10_10, ...): not modelled
+  }
+}
+
+// One channel's raw bits to the 32-bit value the instruction returns. Number formats: 0 unorm, 1 snorm, 2 uscaled,
+// 3 sscaled, 4 uint, 5 sint, 7 float.
+bool convert_channel(uint32_t raw, uint32_t bits, uint32_t num, uint32_t& out) {
+  if (bits == 32 && num != 4 && num != 5 && num != 7) return false;  // 32-bit channels: uint, sint, float only
+  const uint32_t mask = bits == 32 ? ~0u : (1u << bits) - 1;
+  const uint32_t u = raw & mask;
+  const int32_t s = bits == 32 ? int32_t(u) : int32_t(u << (32 - bits)) >> (32 - bits);
+  switch (num) {
+    case 0: out = std::bit_cast<uint32_t>(float(u) / float(mask)); return true;
+    case 1: out = std::bit_cast<uint32_t>(std::max(float(s) / float(mask >> 1), -1.0f)); return true;
+    case 2: out = std::bit_cast<uint32_t>(float(u)); return true;
+    case 3: out = std::bit_cast<uint32_t>(float(s)); return true;
+    case 4: out = u; return true;
+    case 5: out = uint32_t(s); return true;
+    case 7:
+      if (bits == 32) out = u;
+      else if (bits == 16) out = std::bit_cast<uint32_t>(float(std::bit_cast<f16>(uint16_t(u))));
+      else return false;  // no 8-bit float format
+      return true;
+    default: return false;
+  }
+}
+
+template <uint32_t N>
+void buffer_load_format(Wave& w, const Inst& I) {
+  if (I.flags & mod::lds) {
+    w.fault(I, FaultKind::unknown_instruction, -1, "format loads to LDS are not modelled");
+    return;
+  }
+  const Layout L = layout(I);
+  alignas(64) uint64_t addr[kLanes];
+  alignas(64) uint32_t ok[kLanes];
+  const Operand& rs = I.op[L.srsrc];
+  // read_rsrc (in buffer_lanes) checks the operand before dword 3 is read.
+  const uint32_t word3 = rs.kind == OpKind::sgpr && rs.reg + 4 <= sreg::count ? w.s[rs.reg + 3] : 0;
+  ElementFormat f;
+  const uint32_t num = word3 >> 12 & 7;
+  uint32_t probe;
+  if (!element_format(word3 >> 15 & 15, f) || !convert_channel(0, f.bits, num, probe)) {
+    w.fault(I, FaultKind::unknown_instruction, -1,
+            "buffer resource with data format " + std::to_string(word3 >> 15 & 15) + " and number format " +
+                std::to_string(num) + ": vgpu models the 8/16/32-bit channel formats only");
+    return;
+  }
+  // One element per lane, range-checked whole: 1, 2, 4, 8, 12 or 16 bytes.
+  const uint32_t bytes = f.channels * f.bits / 8;
+  bool lanes_ok = false;
+  switch (bytes) {
+    case 1: lanes_ok = buffer_lanes<1, 1, false>(w, I, L, addr, ok); break;
+    case 2: lanes_ok = buffer_lanes<2, 1, false>(w, I, L, addr, ok); break;
+    case 4: lanes_ok = buffer_lanes<4, 1, false>(w, I, L, addr, ok); break;
+    case 8: lanes_ok = buffer_lanes<8, 1, false>(w, I, L, addr, ok); break;
+    case 12: lanes_ok = buffer_lanes<12, 1, false>(w, I, L, addr, ok); break;
+    default: lanes_ok = buffer_lanes<16, 1, false>(w, I, L, addr, ok); break;
+  }
+  if (!lanes_ok) return;
+  const bool float_one = num != 4 && num != 5;
+  const uint64_t exec = w.exec();
+  const uint16_t d = I.op[0].reg;
+  alignas(64) uint32_t ok_bytes[kLanes];
+  for (int l = 0; l < kLanes; ++l) ok_bytes[l] = ok[l] ? bytes : 0;
+  const bool global_fits = lanes_in_cached_allocation<1>(w, exec, addr, ok_bytes);
+  for (int l = 0; l < kLanes; ++l) {
+    if (!(exec >> l & 1)) continue;
+    if (!global_fits && ok[l] && !check_global(w, I, addr[l], bytes, l)) return;
+    uint32_t channel[4] = {0, 0, 0, float_one ? 0x3f800000u : 1u};
+    if (ok[l]) {
+      uint8_t raw[16] = {};
+      std::memcpy(raw, reinterpret_cast<const uint8_t*>(addr[l]), bytes);
+      for (uint32_t c = 0; c < f.channels; ++c) {
+        uint32_t bitsc = 0;
+        std::memcpy(&bitsc, raw + c * f.bits / 8, f.bits / 8);
+        convert_channel(bitsc, f.bits, num, channel[c]);
+      }
+    } else {
+      channel[3] = 0;
+    }
+    for (uint32_t i = 0; i < N; ++i) {
+      const uint32_t sel = word3 >> (3 * i) & 7;
+      w.v[d + i][l] = sel >= 4 ? channel[sel - 4] : sel == 1 && ok[l] ? (float_one ? 0x3f800000u : 1u) : 0;
+    }
+  }
+}
+
 // Stores `Bytes` from the data VGPRs; `hi` stores the high 16 bits of the first register (the *_d16_hi forms).
 // Out-of-range elements are dropped.
 template <uint32_t Bytes, bool hi = false>
@@ -344,6 +452,10 @@ void register_mubuf(IsaTable& t) {
   add("buffer_load_ubyte_d16_hi", buffer_load<1, Ext::u8_d16_hi>);
   add("buffer_load_sbyte_d16_hi", buffer_load<1, Ext::i8_d16_hi>);
   add("buffer_load_short_d16_hi", buffer_load<2, Ext::u16_d16_hi>);
+  add("buffer_load_format_x", buffer_load_format<1>);
+  add("buffer_load_format_xy", buffer_load_format<2>);
+  add("buffer_load_format_xyz", buffer_load_format<3>);
+  add("buffer_load_format_xyzw", buffer_load_format<4>);
   add("buffer_store_byte", buffer_store<1>);
   add("buffer_store_byte_d16_hi", buffer_store<1, true>);
   add("buffer_store_short", buffer_store<2>);

@@ -42,6 +42,9 @@ struct ArchInfo {
   // address, and the widest load per lane (gfx90a, gfx942: dword; gfx950 adds dwordx3 and dwordx4).
   uint32_t lds_dma_m0_bits;
   uint32_t lds_dma_max_bytes;
+  // Image (texture) support as HIP reports it (hipDeviceAttributeImageSupport): texture objects and the image paths of
+  // HIP's device headers. CDNA targets before gfx94x have it; gfx94x and gfx950 have none (__HIP_NO_IMAGE_SUPPORT).
+  bool image_support = true;
   std::string_view default_product;  // the product vgpu stands in for unless HK_VGPU_PRODUCT names another
   std::string_view source;
 
@@ -123,14 +126,16 @@ inline constexpr std::array<ArchInfo, 3> archs{{
      .version_major = 9, .version_minor = 4, .version_stepping = 2,
      .wave_size = 64, .simds_per_cu = 4, .waves_per_simd = 8, .registers_per_lane = 512,
      .lds_bytes = 64 * 1024, .lds_banks = 32, .fp8 = Fp8Flavour::fnuz,
-     .lds_dma_m0_bits = 16, .lds_dma_max_bytes = 4, .default_product = "MI300X",
+     .lds_dma_m0_bits = 16, .lds_dma_max_bytes = 4, .image_support = false,
+     .default_product = "MI300X",
      .source = "cdna.md Targets, LDS and LDS DMA; M0[15:0] for LDS DMA: the CDNA1-3 text, assumed "
                "(docs/vgpu-memory.md)"},
     {.arch = Arch::gfx950, .name = "gfx950", .elf_mach = 0x04f, .family = "CDNA4",
      .version_major = 9, .version_minor = 5, .version_stepping = 0,
      .wave_size = 64, .simds_per_cu = 4, .waves_per_simd = 8, .registers_per_lane = 512,
      .lds_bytes = 160 * 1024, .lds_banks = 64, .fp8 = Fp8Flavour::ocp,
-     .lds_dma_m0_bits = 18, .lds_dma_max_bytes = 16, .default_product = "MI355X",
+     .lds_dma_m0_bits = 18, .lds_dma_max_bytes = 16, .image_support = false,
+     .default_product = "MI355X",
      .source = "cdna.md Targets, LDS (64 banks measured, M) and LDS DMA; M0[17:0] from the CDNA4 ISA guide "
                "(docs/vgpu-memory.md)"},
 }};
