@@ -61,6 +61,17 @@ __global__ void wave_writes_other_reads(u32* out, int barrier) {
   }
 }
 
+// Each lane reads its left neighbour's slot of a 64-word LDS table with a plain DS read: lane 0's address is 4 bytes
+// before the allocation (wraps to 0xfffffffc), as compiled code reads a neighbour speculatively and discards it.
+__global__ void read_left_neighbour(u32* out) {
+  __shared__ u32 table[kLanes];
+  table[threadIdx.x] = threadIdx.x + 100;
+  __syncthreads();
+  u32 left, address = (threadIdx.x - 1) * 4u + u32(reinterpret_cast<uintptr_t>(table));
+  asm volatile("ds_read_b32 %0, %1\n s_waitcnt lgkmcnt(0)" : "=v"(left) : "v"(address) : "memory");
+  out[threadIdx.x] = left;
+}
+
 namespace {
 
 // vgpu's extension API, looked up at run time as programs that may also run on ROCm do (vgpu/hip_ext.h).
@@ -221,4 +232,22 @@ TEST(LdsHazard, PlainRaceBetweenWavesIsFoundInRaceCheckMode) {
   EXPECT_EQ(fixed.info.lds_races, 0u);
   const std::vector<u32> got = b.result();
   for (int l = 0; l < kLanes; ++l) EXPECT_EQ(got[l], u32(l) * 3) << "lane " << l;
+}
+
+TEST(LdsBounds, ReadPastTheAllocationReadsZeroOutsideRaceCheckMode) {
+  DeviceBuffer<u32> out(kLanes);
+  set_racecheck(false);
+  read_left_neighbour<<<1, kLanes>>>(out.ptr);
+  ASSERT_EQ(hipDeviceSynchronize(), hipSuccess) << hipGetErrorString(hipGetLastError());
+  std::vector<u32> got(kLanes);
+  ASSERT_EQ(hipMemcpy(got.data(), out.ptr, out.bytes(), hipMemcpyDeviceToHost), hipSuccess);
+  EXPECT_EQ(got[0], 0u) << "the hardware's LDS range check returns 0";
+  for (int l = 1; l < kLanes; ++l) EXPECT_EQ(got[l], u32(l - 1 + 100)) << "lane " << l;
+
+  // Race-check mode treats it as the bug it usually is.
+  set_racecheck(true);
+  read_left_neighbour<<<1, kLanes>>>(out.ptr);
+  EXPECT_EQ(hipGetLastError(), hipErrorIllegalAddress);
+  EXPECT_EQ(hipDeviceSynchronize(), hipErrorIllegalAddress);
+  expect_contains(hipGetErrorString(hipErrorIllegalAddress), "past the workgroup's 256-byte allocation");
 }
