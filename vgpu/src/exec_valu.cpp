@@ -448,6 +448,13 @@ void register_valu(IsaTable& t) {
   V("v_max3_u32", (u32 a, u32 b, u32 c) { return std::max({a, b, c}); });
   V("v_med3_i32", (i32 a, i32 b, i32 c) { return med3(a, b, c); });
   V("v_med3_u32", (u32 a, u32 b, u32 c) { return med3(a, b, c); });
+  // 16-bit three-operand forms (GFX9; rocPRIM's gfx90a reductions use them).
+  V("v_min3_i16", (i16 a, i16 b, i16 c) { return std::min({a, b, c}); });
+  V("v_max3_i16", (i16 a, i16 b, i16 c) { return std::max({a, b, c}); });
+  V("v_min3_u16", (u16 a, u16 b, u16 c) { return std::min({a, b, c}); });
+  V("v_max3_u16", (u16 a, u16 b, u16 c) { return std::max({a, b, c}); });
+  V("v_med3_i16", (i16 a, i16 b, i16 c) { return med3(a, b, c); });
+  V("v_med3_u16", (u16 a, u16 b, u16 c) { return med3(a, b, c); });
   V("v_sad_u32", (u32 a, u32 b, u32 c) { return (a > b ? a - b : b - a) + c; });
   t.add("v_add_co_u32", valu_carry<[](u32 a, u32 b, bool& c) { u64 r = u64(a) + b; c = r >> 32; return u32(r); }, false>);
   t.add("v_sub_co_u32", valu_carry<[](u32 a, u32 b, bool& c) { c = b > a; return a - b; }, false>);
@@ -525,6 +532,9 @@ void register_valu(IsaTable& t) {
   V("v_mul_f16", (f16 a, f16 b) { return f16(a * b); });
   V("v_min_f16", (f16 a, f16 b) { return fmin_(a, b); });
   V("v_max_f16", (f16 a, f16 b) { return fmax_(a, b); });
+  V("v_min3_f16", (f16 a, f16 b, f16 c) { return fmin_(fmin_(a, b), c); });
+  V("v_max3_f16", (f16 a, f16 b, f16 c) { return fmax_(fmax_(a, b), c); });
+  V("v_med3_f16", (f16 a, f16 b, f16 c) { return fmax_(fmin_(a, b), fmin_(fmax_(a, b), c)); });
   V("v_fma_f16", (f16 a, f16 b, f16 c) { return f16(std::fma(float(a), float(b), float(c))); });
   V("v_mad_f16", (f16 a, f16 b, f16 c) { return f16(f16(a * b) + c); });
   t.add("v_mac_f16", valu_acc<[](f16 a, f16 b, f16 d) { return f16(f16(a * b) + d); }>, ImmType::f16);
