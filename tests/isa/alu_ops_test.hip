@@ -293,3 +293,52 @@ TEST(AluOps, MinMaxMedian3Of16Bits) {
   EXPECT_EQ(bad, 0);
   hipFree(da), hipFree(db), hipFree(dc), hipFree(dout);
 }
+
+// Integer add/sub with the VOP3 clamp bit: saturating instead of wrapping (clang's __builtin_elementwise_sub_sat and
+// rocPRIM's merge-path searches compile to `v_sub_u32_e64 ... clamp`).
+__global__ void saturating(const uint32_t* a, const uint32_t* b, uint32_t* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  uint32_t r[7];
+  asm volatile("v_add_u32_e64 %0, %1, %2 clamp" : "=v"(r[0]) : "v"(a[i]), "v"(b[i]));
+  asm volatile("v_sub_u32_e64 %0, %1, %2 clamp" : "=v"(r[1]) : "v"(a[i]), "v"(b[i]));
+  asm volatile("v_subrev_u32_e64 %0, %1, %2 clamp" : "=v"(r[2]) : "v"(a[i]), "v"(b[i]));
+  asm volatile("v_add_i32 %0, %1, %2 clamp" : "=v"(r[3]) : "v"(a[i]), "v"(b[i]));
+  asm volatile("v_sub_i32 %0, %1, %2 clamp" : "=v"(r[4]) : "v"(a[i]), "v"(b[i]));
+  asm volatile("v_sub_u32_e64 %0, %1, %2" : "=v"(r[5]) : "v"(a[i]), "v"(b[i]));  // no clamp: wraps
+  asm volatile("v_sub_u16_e64 %0, %1, %2 clamp" : "=v"(r[6]) : "v"(a[i]), "v"(b[i]));
+  for (int k = 0; k < 7; ++k) out[7 * i + k] = r[k];
+}
+
+TEST(AluOps, IntegerClampSaturates) {
+  const auto a = u32_inputs(31), b = u32_inputs(32);
+  const int n = int(a.size());
+  uint32_t *da, *db, *dout;
+  HIP_OK(hipMalloc(&da, n * 4));
+  HIP_OK(hipMalloc(&db, n * 4));
+  HIP_OK(hipMalloc(&dout, n * 28));
+  HIP_OK(hipMemcpy(da, a.data(), n * 4, hipMemcpyHostToDevice));
+  HIP_OK(hipMemcpy(db, b.data(), n * 4, hipMemcpyHostToDevice));
+  hipLaunchKernelGGL(saturating, dim3((n + 255) / 256), dim3(256), 0, 0, da, db, dout, n);
+  HIP_OK(hipDeviceSynchronize());
+  std::vector<uint32_t> out(7 * n);
+  HIP_OK(hipMemcpy(out.data(), dout, n * 28, hipMemcpyDeviceToHost));
+  int bad = 0;
+  for (int i = 0; i < n; ++i) {
+    const uint64_t x = a[i], y = b[i];
+    const int64_t sx = int32_t(a[i]), sy = int32_t(b[i]);
+    const uint32_t want[7] = {uint32_t(std::min<uint64_t>(x + y, 0xffffffffu)), uint32_t(x >= y ? x - y : 0),
+                              uint32_t(y >= x ? y - x : 0),
+                              uint32_t(int32_t(std::clamp<int64_t>(sx + sy, INT32_MIN, INT32_MAX))),
+                              uint32_t(int32_t(std::clamp<int64_t>(sx - sy, INT32_MIN, INT32_MAX))),
+                              a[i] - b[i],
+                              uint32_t(uint16_t(a[i]) >= uint16_t(b[i]) ? uint16_t(a[i]) - uint16_t(b[i]) : 0)};
+    for (int k = 0; k < 7; ++k) {
+      const uint32_t got = k == 6 ? uint16_t(out[7 * i + k]) : out[7 * i + k];  // 16-bit: the low half
+      if (got != want[k] && bad++ < 5)
+        ADD_FAILURE() << "form " << k << " of " << a[i] << ", " << b[i] << ": got " << got << " want " << want[k];
+    }
+  }
+  EXPECT_EQ(bad, 0);
+  hipFree(da), hipFree(db), hipFree(dout);
+}

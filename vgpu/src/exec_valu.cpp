@@ -40,6 +40,18 @@ void addv(IsaTable& t, std::string_view name) {
   t.add(name, valu<F, first>, imm_type<F>());
 }
 
+// Integer add/sub whose VOP3 clamp bit saturates to the type's range instead of wrapping (LLVM's usubsat/uaddsat on
+// GFX9: `v_sub_u32_e64 ... clamp`): Sat when the bit is set, Wrap otherwise.
+template <auto Wrap, auto Sat>
+void valu_clamped(Wave& w, const Inst& I) {
+  if (I.flags & mod::clamp) valu<Sat, 1>(w, I);
+  else valu<Wrap, 1>(w, I);
+}
+template <auto Wrap, auto Sat>
+void addv_clamped(IsaTable& t, std::string_view name) {
+  t.add(name, valu_clamped<Wrap, Sat>, imm_type<Wrap>());
+}
+
 // D = F(S0, S1, D): the accumulating forms (v_mac, v_fmac).
 template <auto F>
 void valu_acc(Wave& w, const Inst& I) {
@@ -411,14 +423,19 @@ void register_valu(IsaTable& t) {
   V("v_pack_b32_f16", (f16 a, f16 b) { return u32(std::bit_cast<u16>(a)) | u32(std::bit_cast<u16>(b)) << 16; });
 
   // Integer arithmetic.
-  V("v_add_u32", (u32 a, u32 b) { return a + b; });
-  V("v_sub_u32", (u32 a, u32 b) { return a - b; });
-  V("v_subrev_u32", (u32 a, u32 b) { return b - a; });
-  V("v_add_i32", (i32 a, i32 b) { return i32(u32(a) + u32(b)); });
-  V("v_sub_i32", (i32 a, i32 b) { return i32(u32(a) - u32(b)); });
-  V("v_add_u16", (u16 a, u16 b) { return u16(a + b); });
-  V("v_sub_u16", (u16 a, u16 b) { return u16(a - b); });
-  V("v_subrev_u16", (u16 a, u16 b) { return u16(b - a); });
+  // Wrapping, or saturating with the clamp bit.
+#define VC(name, wrap, sat) addv_clamped<[] wrap, [] sat>(t, name)
+  VC("v_add_u32", (u32 a, u32 b) { return a + b; }, (u32 a, u32 b) { return u32(std::min<u64>(u64(a) + b, 0xffffffffu)); });
+  VC("v_sub_u32", (u32 a, u32 b) { return a - b; }, (u32 a, u32 b) { return a >= b ? a - b : 0u; });
+  VC("v_subrev_u32", (u32 a, u32 b) { return b - a; }, (u32 a, u32 b) { return b >= a ? b - a : 0u; });
+  VC("v_add_i32", (i32 a, i32 b) { return i32(u32(a) + u32(b)); },
+     (i32 a, i32 b) { return i32(std::clamp<i64>(i64(a) + b, INT32_MIN, INT32_MAX)); });
+  VC("v_sub_i32", (i32 a, i32 b) { return i32(u32(a) - u32(b)); },
+     (i32 a, i32 b) { return i32(std::clamp<i64>(i64(a) - b, INT32_MIN, INT32_MAX)); });
+  VC("v_add_u16", (u16 a, u16 b) { return u16(a + b); }, (u16 a, u16 b) { return u16(std::min(a + b, 0xffff)); });
+  VC("v_sub_u16", (u16 a, u16 b) { return u16(a - b); }, (u16 a, u16 b) { return u16(a >= b ? a - b : 0); });
+  VC("v_subrev_u16", (u16 a, u16 b) { return u16(b - a); }, (u16 a, u16 b) { return u16(b >= a ? b - a : 0); });
+#undef VC
   V("v_mul_lo_u16", (u16 a, u16 b) { return u16(a * b); });
   V("v_add3_u32", (u32 a, u32 b, u32 c) { return a + b + c; });
   V("v_mul_lo_u32", (u32 a, u32 b) { return a * b; });
