@@ -1,10 +1,15 @@
 // How the virtual device's arch is chosen, seen from a program built for gfx942 only (see CMakeLists.txt):
 // without HK_VGPU_ARCH the device takes the arch of the registered code; with HK_VGPU_ARCH=gfx950 the program's
-// kernels have no code object for the device and launches fail with hipErrorNoBinaryForGpu.
+// kernels have no code object for the device and launches fail with hipErrorNoBinaryForGpu. Built a second time for
+// gfx908 and gfx90a (as Debian's ROCm test programs are): the device is gfx90a.
 #include <cstdlib>
 #include <string>
 
 #include "hip_check.h"
+#if __has_include("vgpu/arch.h")
+#include "vgpu/arch.h"
+#define HK_HAVE_VGPU_ARCH 1
+#endif
 
 __global__ void store_seven(int* out) { out[threadIdx.x] = 7; }
 
@@ -31,6 +36,15 @@ TEST(ArchChoice, FollowsTheRegisteredCodeOrTheEnvironment) {
     int host[64];
     HIP_ASSERT(hipMemcpy(host, d.ptr, sizeof host, hipMemcpyDeviceToHost));
     for (int v : host) ASSERT_EQ(v, 7);
+#if defined(HK_HAVE_VGPU_ARCH)
+  } else if (expectation() == "registered_gfx90a") {
+    EXPECT_EQ(std::getenv("HK_VGPU_ARCH"), nullptr);
+    EXPECT_EQ(vgpu::parse_arch(arch), vgpu::Arch::gfx90a) << arch;
+    HIP_ASSERT(launched);
+    int host[64];
+    HIP_ASSERT(hipMemcpy(host, d.ptr, sizeof host, hipMemcpyDeviceToHost));
+    for (int v : host) ASSERT_EQ(v, 7);
+#endif
   } else if (expectation() == "no_binary") {
     ASSERT_NE(hk::arch::find_target(arch), nullptr) << arch;
     EXPECT_EQ(hk::arch::find_target(arch)->id, hk::arch::target_id::gfx950) << arch;

@@ -3,6 +3,7 @@
 // independent host computation over fixed-seed inputs that include edge values.
 #include <hip/hip_runtime.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -245,4 +246,99 @@ TEST(AluOps, CrossLane) {
     }
   }
   hipFree(din), hipFree(dout);
+}
+
+// The 16-bit three-operand min/max/median (VOP3, every arch here), by exact inline asm: the low 16 bits of each result
+// against the host's (the high half of a 16-bit VOP3 result is not asserted). Signed forms read the halves as int16.
+__global__ void min_max3_16(const uint32_t* a, const uint32_t* b, const uint32_t* c, uint32_t* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  uint32_t r[6];
+  asm volatile("v_min3_u16 %0, %1, %2, %3" : "=v"(r[0]) : "v"(a[i]), "v"(b[i]), "v"(c[i]));
+  asm volatile("v_max3_u16 %0, %1, %2, %3" : "=v"(r[1]) : "v"(a[i]), "v"(b[i]), "v"(c[i]));
+  asm volatile("v_med3_u16 %0, %1, %2, %3" : "=v"(r[2]) : "v"(a[i]), "v"(b[i]), "v"(c[i]));
+  asm volatile("v_min3_i16 %0, %1, %2, %3" : "=v"(r[3]) : "v"(a[i]), "v"(b[i]), "v"(c[i]));
+  asm volatile("v_max3_i16 %0, %1, %2, %3" : "=v"(r[4]) : "v"(a[i]), "v"(b[i]), "v"(c[i]));
+  asm volatile("v_med3_i16 %0, %1, %2, %3" : "=v"(r[5]) : "v"(a[i]), "v"(b[i]), "v"(c[i]));
+  for (int k = 0; k < 6; ++k) out[6 * i + k] = r[k];
+}
+
+TEST(AluOps, MinMaxMedian3Of16Bits) {
+  const auto a = u32_inputs(21), b = u32_inputs(22), c = u32_inputs(23);
+  const int n = int(a.size());
+  uint32_t *da, *db, *dc, *dout;
+  HIP_OK(hipMalloc(&da, n * 4));
+  HIP_OK(hipMalloc(&db, n * 4));
+  HIP_OK(hipMalloc(&dc, n * 4));
+  HIP_OK(hipMalloc(&dout, n * 24));
+  HIP_OK(hipMemcpy(da, a.data(), n * 4, hipMemcpyHostToDevice));
+  HIP_OK(hipMemcpy(db, b.data(), n * 4, hipMemcpyHostToDevice));
+  HIP_OK(hipMemcpy(dc, c.data(), n * 4, hipMemcpyHostToDevice));
+  hipLaunchKernelGGL(min_max3_16, dim3((n + 255) / 256), dim3(256), 0, 0, da, db, dc, dout, n);
+  HIP_OK(hipDeviceSynchronize());
+  std::vector<uint32_t> out(6 * n);
+  HIP_OK(hipMemcpy(out.data(), dout, n * 24, hipMemcpyDeviceToHost));
+  auto median = [](int x, int y, int z) { return std::max(std::min(x, y), std::min(std::max(x, y), z)); };
+  int bad = 0;
+  for (int i = 0; i < n; ++i) {
+    const int ua = uint16_t(a[i]), ub = uint16_t(b[i]), uc = uint16_t(c[i]);
+    const int sa = int16_t(a[i]), sb = int16_t(b[i]), sc = int16_t(c[i]);
+    const int want[6] = {std::min({ua, ub, uc}), std::max({ua, ub, uc}), median(ua, ub, uc),
+                         std::min({sa, sb, sc}), std::max({sa, sb, sc}), median(sa, sb, sc)};
+    for (int k = 0; k < 6; ++k)
+      if (uint16_t(out[6 * i + k]) != uint16_t(want[k]) && bad++ < 5)
+        ADD_FAILURE() << "form " << k << " of " << a[i] << ", " << b[i] << ", " << c[i] << ": got "
+                      << uint16_t(out[6 * i + k]) << " want " << uint16_t(want[k]);
+  }
+  EXPECT_EQ(bad, 0);
+  hipFree(da), hipFree(db), hipFree(dc), hipFree(dout);
+}
+
+// Integer add/sub with the VOP3 clamp bit: saturating instead of wrapping (clang's __builtin_elementwise_sub_sat and
+// rocPRIM's merge-path searches compile to `v_sub_u32_e64 ... clamp`).
+__global__ void saturating(const uint32_t* a, const uint32_t* b, uint32_t* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  uint32_t r[7];
+  asm volatile("v_add_u32_e64 %0, %1, %2 clamp" : "=v"(r[0]) : "v"(a[i]), "v"(b[i]));
+  asm volatile("v_sub_u32_e64 %0, %1, %2 clamp" : "=v"(r[1]) : "v"(a[i]), "v"(b[i]));
+  asm volatile("v_subrev_u32_e64 %0, %1, %2 clamp" : "=v"(r[2]) : "v"(a[i]), "v"(b[i]));
+  asm volatile("v_add_i32 %0, %1, %2 clamp" : "=v"(r[3]) : "v"(a[i]), "v"(b[i]));
+  asm volatile("v_sub_i32 %0, %1, %2 clamp" : "=v"(r[4]) : "v"(a[i]), "v"(b[i]));
+  asm volatile("v_sub_u32_e64 %0, %1, %2" : "=v"(r[5]) : "v"(a[i]), "v"(b[i]));  // no clamp: wraps
+  asm volatile("v_sub_u16_e64 %0, %1, %2 clamp" : "=v"(r[6]) : "v"(a[i]), "v"(b[i]));
+  for (int k = 0; k < 7; ++k) out[7 * i + k] = r[k];
+}
+
+TEST(AluOps, IntegerClampSaturates) {
+  const auto a = u32_inputs(31), b = u32_inputs(32);
+  const int n = int(a.size());
+  uint32_t *da, *db, *dout;
+  HIP_OK(hipMalloc(&da, n * 4));
+  HIP_OK(hipMalloc(&db, n * 4));
+  HIP_OK(hipMalloc(&dout, n * 28));
+  HIP_OK(hipMemcpy(da, a.data(), n * 4, hipMemcpyHostToDevice));
+  HIP_OK(hipMemcpy(db, b.data(), n * 4, hipMemcpyHostToDevice));
+  hipLaunchKernelGGL(saturating, dim3((n + 255) / 256), dim3(256), 0, 0, da, db, dout, n);
+  HIP_OK(hipDeviceSynchronize());
+  std::vector<uint32_t> out(7 * n);
+  HIP_OK(hipMemcpy(out.data(), dout, n * 28, hipMemcpyDeviceToHost));
+  int bad = 0;
+  for (int i = 0; i < n; ++i) {
+    const uint64_t x = a[i], y = b[i];
+    const int64_t sx = int32_t(a[i]), sy = int32_t(b[i]);
+    const uint32_t want[7] = {uint32_t(std::min<uint64_t>(x + y, 0xffffffffu)), uint32_t(x >= y ? x - y : 0),
+                              uint32_t(y >= x ? y - x : 0),
+                              uint32_t(int32_t(std::clamp<int64_t>(sx + sy, INT32_MIN, INT32_MAX))),
+                              uint32_t(int32_t(std::clamp<int64_t>(sx - sy, INT32_MIN, INT32_MAX))),
+                              a[i] - b[i],
+                              uint32_t(uint16_t(a[i]) >= uint16_t(b[i]) ? uint16_t(a[i]) - uint16_t(b[i]) : 0)};
+    for (int k = 0; k < 7; ++k) {
+      const uint32_t got = k == 6 ? uint16_t(out[7 * i + k]) : out[7 * i + k];  // 16-bit: the low half
+      if (got != want[k] && bad++ < 5)
+        ADD_FAILURE() << "form " << k << " of " << a[i] << ", " << b[i] << ": got " << got << " want " << want[k];
+    }
+  }
+  EXPECT_EQ(bad, 0);
+  hipFree(da), hipFree(db), hipFree(dout);
 }

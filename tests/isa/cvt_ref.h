@@ -18,13 +18,16 @@
 
 #include "fp8_ref.h"
 #include "host/device.h"
+#include "isa_arch.h"
 
 namespace cvt_ref {
 
 // --- Test plumbing ---------------------------------------------------------------------------------------------------
 
-// The arch of the device (the host toolkit's one lookup).
-inline bool gfx950() { return hk_host::device_arch() == hk_host::Arch::gfx950; }
+// The arch of the device (vgpu's lookup: the ISA tests also run on gfx90a, which hk's does not know).
+inline bool gfx950() { return isa_arch::gfx950(); }
+// The 8-bit float instructions exist (not on gfx90a).
+inline bool has_fp8() { return isa_arch::has_fp8(); }
 
 // A device copy of a host vector.
 template <class T>

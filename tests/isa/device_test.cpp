@@ -122,8 +122,9 @@ TEST_P(Core, LdsBankConflictProfile) {
   Fixture fx(GetParam());
   fx.dev.set_profiling(true);
   float* out = fx.alloc<float>(64);
-  const bool g950 = GetParam() == vgpu::Arch::gfx950;
-  // stride -> extra cycles of one ds_read_b32: gfx942 has 32 banks and two phases of 32 lanes, gfx950 64 banks, one phase.
+  const bool g950 = vgpu::arch_info(GetParam()).lds_banks == 64;
+  // stride -> extra cycles of one ds_read_b32: gfx90a and gfx942 have 32 banks and two phases of 32 lanes, gfx950 64
+  // banks, one phase.
   const std::pair<int, uint64_t> cases[] = {{1, 0}, {2, g950 ? 1u : 2u}, {32, g950 ? 31u : 62u}, {64, g950 ? 63u : 62u}};
   for (auto [stride, extra] : cases) {
     vgpu::DispatchStats st;
@@ -141,7 +142,7 @@ TEST_P(Core, LdsBankConflictProfile) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, Core, testing::Values(vgpu::Arch::gfx942, vgpu::Arch::gfx950),
+INSTANTIATE_TEST_SUITE_P(Archs, Core, testing::Values(vgpu::Arch::gfx90a, vgpu::Arch::gfx942, vgpu::Arch::gfx950),
                          [](const auto& info) { return std::string(vgpu::arch_info(info.param).name); });
 
 }  // namespace

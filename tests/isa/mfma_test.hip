@@ -13,7 +13,8 @@
 // What D = A x B + C can reveal: rows, columns and which slot of A meets which slot of B are pinned exactly, but a
 // renumbering of k applied alike to A and B leaves every product sum unchanged, so the absolute k of a slot is only
 // observable through the 32-k scale blocks of the scaled forms (the Scale* and random scaled tests pin it there).
-// Cases for one arch are skipped on the other (the host toolkit's device_arch() decides).
+// Cases an arch lacks are skipped on it (isa_arch.h, vgpu's lookup of the device, decides: these tests also run on
+// gfx90a, which hk does not target). The f64 forms have their own tests at the end (one f64 per register pair).
 #include <hip/hip_runtime.h>
 
 #include <algorithm>
@@ -30,6 +31,7 @@
 #include <gtest/gtest.h>
 
 #include "host/device.h"
+#include "isa_arch.h"
 
 #define HIP_OK(x) ASSERT_EQ((x), hipSuccess) << hipGetErrorString(x)
 
@@ -39,12 +41,14 @@ typedef float f32x2 __attribute__((ext_vector_type(2)));
 typedef float f32x4 __attribute__((ext_vector_type(4)));
 typedef float f32x16 __attribute__((ext_vector_type(16)));
 typedef float f32x32 __attribute__((ext_vector_type(32)));
+typedef double f64x4 __attribute__((ext_vector_type(4)));
 typedef int i32x4 __attribute__((ext_vector_type(4)));
 typedef int i32x8 __attribute__((ext_vector_type(8)));
 typedef int i32x16 __attribute__((ext_vector_type(16)));
 typedef int i32x32 __attribute__((ext_vector_type(32)));
 typedef _Float16 f16x4 __attribute__((ext_vector_type(4)));
 typedef _Float16 f16x8 __attribute__((ext_vector_type(8)));
+typedef short i16x2 __attribute__((ext_vector_type(2)));
 typedef short i16x4 __attribute__((ext_vector_type(4)));
 typedef __bf16 bf16x8 __attribute__((ext_vector_type(8)));
 
@@ -60,6 +64,16 @@ __device__ void st(uint32_t* p, T x) {
 }
 
 // The builtins exist only in the device compilation for the arch that has them.
+#if defined(__gfx90a__) || defined(__gfx942__) || defined(__gfx950__)
+#define ON_ALL(...) __VA_ARGS__
+#else
+#define ON_ALL(...)
+#endif
+#if defined(__gfx90a__)
+#define ON_GFX90A(...) __VA_ARGS__
+#else
+#define ON_GFX90A(...)
+#endif
 #if defined(__gfx942__) || defined(__gfx950__)
 #define ON_BOTH(...) __VA_ARGS__
 #else
@@ -91,23 +105,23 @@ __device__ void st(uint32_t* p, T x) {
 #define B(T) ld<T>(b)
 #define C(T) ld<T>(c)
 // clang-format off
-OP(F16_16x16x16, ON_BOTH, 2, 2, 4, __builtin_amdgcn_mfma_f32_16x16x16f16(A(f16x4), B(f16x4), C(f32x4), 0, 0, 0))
-OP(BF16_16x16x16, ON_BOTH, 2, 2, 4, __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(A(i16x4), B(i16x4), C(f32x4), 0, 0, 0))
-OP(F16_32x32x8, ON_BOTH, 2, 2, 16, __builtin_amdgcn_mfma_f32_32x32x8f16(A(f16x4), B(f16x4), C(f32x16), 0, 0, 0))
-OP(BF16_32x32x8, ON_BOTH, 2, 2, 16, __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(A(i16x4), B(i16x4), C(f32x16), 0, 0, 0))
-OP(F16_4x4x4_16B, ON_BOTH, 2, 2, 4, __builtin_amdgcn_mfma_f32_4x4x4f16(A(f16x4), B(f16x4), C(f32x4), 0, 0, 0))
-OP(BF16_4x4x4_16B, ON_BOTH, 2, 2, 4, __builtin_amdgcn_mfma_f32_4x4x4bf16_1k(A(i16x4), B(i16x4), C(f32x4), 0, 0, 0))
-OP(F16_16x16x4_4B, ON_BOTH, 2, 2, 16, __builtin_amdgcn_mfma_f32_16x16x4f16(A(f16x4), B(f16x4), C(f32x16), 0, 0, 0))
-OP(BF16_32x32x4_2B, ON_BOTH, 2, 2, 32, __builtin_amdgcn_mfma_f32_32x32x4bf16_1k(A(i16x4), B(i16x4), C(f32x32), 0, 0, 0))
-OP(F32_16x16x4, ON_BOTH, 1, 1, 4, __builtin_amdgcn_mfma_f32_16x16x4f32(A(float), B(float), C(f32x4), 0, 0, 0))
-OP(F32_32x32x2, ON_BOTH, 1, 1, 16, __builtin_amdgcn_mfma_f32_32x32x2f32(A(float), B(float), C(f32x16), 0, 0, 0))
-OP(F32_4x4x1_16B, ON_BOTH, 1, 1, 4, __builtin_amdgcn_mfma_f32_4x4x1f32(A(float), B(float), C(f32x4), 0, 0, 0))
-OP(F32_16x16x1_4B, ON_BOTH, 1, 1, 16, __builtin_amdgcn_mfma_f32_16x16x1f32(A(float), B(float), C(f32x16), 0, 0, 0))
-OP(F32_32x32x1_2B, ON_BOTH, 1, 1, 32, __builtin_amdgcn_mfma_f32_32x32x1f32(A(float), B(float), C(f32x32), 0, 0, 0))
+OP(F16_16x16x16, ON_ALL, 2, 2, 4, __builtin_amdgcn_mfma_f32_16x16x16f16(A(f16x4), B(f16x4), C(f32x4), 0, 0, 0))
+OP(BF16_16x16x16, ON_ALL, 2, 2, 4, __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(A(i16x4), B(i16x4), C(f32x4), 0, 0, 0))
+OP(F16_32x32x8, ON_ALL, 2, 2, 16, __builtin_amdgcn_mfma_f32_32x32x8f16(A(f16x4), B(f16x4), C(f32x16), 0, 0, 0))
+OP(BF16_32x32x8, ON_ALL, 2, 2, 16, __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(A(i16x4), B(i16x4), C(f32x16), 0, 0, 0))
+OP(F16_4x4x4_16B, ON_ALL, 2, 2, 4, __builtin_amdgcn_mfma_f32_4x4x4f16(A(f16x4), B(f16x4), C(f32x4), 0, 0, 0))
+OP(BF16_4x4x4_16B, ON_ALL, 2, 2, 4, __builtin_amdgcn_mfma_f32_4x4x4bf16_1k(A(i16x4), B(i16x4), C(f32x4), 0, 0, 0))
+OP(F16_16x16x4_4B, ON_ALL, 2, 2, 16, __builtin_amdgcn_mfma_f32_16x16x4f16(A(f16x4), B(f16x4), C(f32x16), 0, 0, 0))
+OP(BF16_32x32x4_2B, ON_ALL, 2, 2, 32, __builtin_amdgcn_mfma_f32_32x32x4bf16_1k(A(i16x4), B(i16x4), C(f32x32), 0, 0, 0))
+OP(F32_16x16x4, ON_ALL, 1, 1, 4, __builtin_amdgcn_mfma_f32_16x16x4f32(A(float), B(float), C(f32x4), 0, 0, 0))
+OP(F32_32x32x2, ON_ALL, 1, 1, 16, __builtin_amdgcn_mfma_f32_32x32x2f32(A(float), B(float), C(f32x16), 0, 0, 0))
+OP(F32_4x4x1_16B, ON_ALL, 1, 1, 4, __builtin_amdgcn_mfma_f32_4x4x1f32(A(float), B(float), C(f32x4), 0, 0, 0))
+OP(F32_16x16x1_4B, ON_ALL, 1, 1, 16, __builtin_amdgcn_mfma_f32_16x16x1f32(A(float), B(float), C(f32x16), 0, 0, 0))
+OP(F32_32x32x1_2B, ON_ALL, 1, 1, 32, __builtin_amdgcn_mfma_f32_32x32x1f32(A(float), B(float), C(f32x32), 0, 0, 0))
 OP(I8_16x16x32, ON_BOTH, 2, 2, 4, __builtin_amdgcn_mfma_i32_16x16x32_i8(A(long), B(long), C(i32x4), 0, 0, 0))
 OP(I8_32x32x16, ON_BOTH, 2, 2, 16, __builtin_amdgcn_mfma_i32_32x32x16_i8(A(long), B(long), C(i32x16), 0, 0, 0))
-OP(I8_4x4x4_16B, ON_BOTH, 1, 1, 4, __builtin_amdgcn_mfma_i32_4x4x4i8(A(int), B(int), C(i32x4), 0, 0, 0))
-OP(I8_32x32x4_2B, ON_BOTH, 1, 1, 32, __builtin_amdgcn_mfma_i32_32x32x4i8(A(int), B(int), C(i32x32), 0, 0, 0))
+OP(I8_4x4x4_16B, ON_ALL, 1, 1, 4, __builtin_amdgcn_mfma_i32_4x4x4i8(A(int), B(int), C(i32x4), 0, 0, 0))
+OP(I8_32x32x4_2B, ON_ALL, 1, 1, 32, __builtin_amdgcn_mfma_i32_32x32x4i8(A(int), B(int), C(i32x32), 0, 0, 0))
 OP(FP8_FP8_16x16x32, ON_BOTH, 2, 2, 4, __builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8(A(long), B(long), C(f32x4), 0, 0, 0))
 OP(FP8_BF8_16x16x32, ON_BOTH, 2, 2, 4, __builtin_amdgcn_mfma_f32_16x16x32_fp8_bf8(A(long), B(long), C(f32x4), 0, 0, 0))
 OP(BF8_FP8_16x16x32, ON_BOTH, 2, 2, 4, __builtin_amdgcn_mfma_f32_16x16x32_bf8_fp8(A(long), B(long), C(f32x4), 0, 0, 0))
@@ -117,10 +131,22 @@ OP(FP8_BF8_32x32x16, ON_BOTH, 2, 2, 16, __builtin_amdgcn_mfma_f32_32x32x16_fp8_b
 OP(BF8_FP8_32x32x16, ON_BOTH, 2, 2, 16, __builtin_amdgcn_mfma_f32_32x32x16_bf8_fp8(A(long), B(long), C(f32x16), 0, 0, 0))
 OP(BF8_BF8_32x32x16, ON_BOTH, 2, 2, 16, __builtin_amdgcn_mfma_f32_32x32x16_bf8_bf8(A(long), B(long), C(f32x16), 0, 0, 0))
 // Broadcast modifiers: cbsz/abid on A, blgp on B.
-OP(F16_16x16x16_BLGP3, ON_BOTH, 2, 2, 4, __builtin_amdgcn_mfma_f32_16x16x16f16(A(f16x4), B(f16x4), C(f32x4), 0, 0, 3))
-OP(BF16_32x32x8_CBSZ1_ABID1_BLGP2, ON_BOTH, 2, 2, 16, __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(A(i16x4), B(i16x4), C(f32x16), 1, 1, 2))
-OP(F16_4x4x4_16B_CBSZ4_ABID5_BLGP5, ON_BOTH, 2, 2, 4, __builtin_amdgcn_mfma_f32_4x4x4f16(A(f16x4), B(f16x4), C(f32x4), 4, 5, 5))
-OP(F32_16x16x1_4B_CBSZ2_ABID3_BLGP6, ON_BOTH, 1, 1, 16, __builtin_amdgcn_mfma_f32_16x16x1f32(A(float), B(float), C(f32x16), 2, 3, 6))
+OP(F16_16x16x16_BLGP3, ON_ALL, 2, 2, 4, __builtin_amdgcn_mfma_f32_16x16x16f16(A(f16x4), B(f16x4), C(f32x4), 0, 0, 3))
+OP(BF16_32x32x8_CBSZ1_ABID1_BLGP2, ON_ALL, 2, 2, 16, __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(A(i16x4), B(i16x4), C(f32x16), 1, 1, 2))
+OP(F16_4x4x4_16B_CBSZ4_ABID5_BLGP5, ON_ALL, 2, 2, 4, __builtin_amdgcn_mfma_f32_4x4x4f16(A(f16x4), B(f16x4), C(f32x4), 4, 5, 5))
+OP(F32_16x16x1_4B_CBSZ2_ABID3_BLGP6, ON_ALL, 1, 1, 16, __builtin_amdgcn_mfma_f32_16x16x1f32(A(float), B(float), C(f32x16), 2, 3, 6))
+// gfx90a only: bf16 with two elements per register, i8 with k = 8 / 16.
+OP(BF16_32x32x2_2B, ON_GFX90A, 1, 1, 32, __builtin_amdgcn_mfma_f32_32x32x2bf16(A(i16x2), B(i16x2), C(f32x32), 0, 0, 0))
+OP(BF16_16x16x2_4B, ON_GFX90A, 1, 1, 16, __builtin_amdgcn_mfma_f32_16x16x2bf16(A(i16x2), B(i16x2), C(f32x16), 0, 0, 0))
+OP(BF16_4x4x2_16B, ON_GFX90A, 1, 1, 4, __builtin_amdgcn_mfma_f32_4x4x2bf16(A(i16x2), B(i16x2), C(f32x4), 0, 0, 0))
+OP(BF16_32x32x4, ON_GFX90A, 1, 1, 16, __builtin_amdgcn_mfma_f32_32x32x4bf16(A(i16x2), B(i16x2), C(f32x16), 0, 0, 0))
+OP(BF16_16x16x8, ON_GFX90A, 1, 1, 4, __builtin_amdgcn_mfma_f32_16x16x8bf16(A(i16x2), B(i16x2), C(f32x4), 0, 0, 0))
+OP(I8_32x32x8, ON_GFX90A, 1, 1, 16, __builtin_amdgcn_mfma_i32_32x32x8i8(A(int), B(int), C(i32x16), 0, 0, 0))
+OP(I8_16x16x16, ON_GFX90A, 1, 1, 4, __builtin_amdgcn_mfma_i32_16x16x16i8(A(int), B(int), C(i32x4), 0, 0, 0))
+// f64 (all three archs): one element per register pair; C as registers or the inline constant 0.
+OP(F64_16x16x4, ON_ALL, 2, 2, 8, __builtin_amdgcn_mfma_f64_16x16x4f64(A(double), B(double), C(f64x4), 0, 0, 0))
+OP(F64_4x4x4_4B, ON_ALL, 2, 2, 2, __builtin_amdgcn_mfma_f64_4x4x4f64(A(double), B(double), C(double), 0, 0, 0))
+OP(F64_16x16x4_C0, ON_ALL, 2, 2, 8, __builtin_amdgcn_mfma_f64_16x16x4f64(A(double), B(double), f64x4{}, 0, 0, 0))
 // gfx942 only.
 OP(XF32_16x16x8, ON_GFX942, 2, 2, 4, __builtin_amdgcn_mfma_f32_16x16x8_xf32(A(f32x2), B(f32x2), C(f32x4), 0, 0, 0))
 OP(XF32_32x32x4, ON_GFX942, 2, 2, 16, __builtin_amdgcn_mfma_f32_32x32x4_xf32(A(f32x2), B(f32x2), C(f32x16), 0, 0, 0))
@@ -147,9 +173,9 @@ OP(F8F6F4_BF8_FP8_32x32x64, ON_GFX950, 8, 8, 16, __builtin_amdgcn_mfma_scale_f32
 OP(SCALE_SGPR_127, ON_GFX950, 8, 8, 4, __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(A(i32x8), B(i32x8), C(f32x4), 0, 0, 0, 127, 0, 127))
 OP(SCALE_INLINE_2F_1F, ON_GFX950, 8, 8, 4, __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(A(i32x8), B(i32x8), C(f32x4), 0, 0, 0, 0x40000000, 0, 0x3f800000))
 // Accumulator as an inline constant (C ignored): 0 and 1.0.
-OP(F16_16x16x16_C0, ON_BOTH, 2, 2, 4, __builtin_amdgcn_mfma_f32_16x16x16f16(A(f16x4), B(f16x4), f32x4{}, 0, 0, 0))
+OP(F16_16x16x16_C0, ON_ALL, 2, 2, 4, __builtin_amdgcn_mfma_f32_16x16x16f16(A(f16x4), B(f16x4), f32x4{}, 0, 0, 0))
 OP(I8_32x32x16_C0, ON_BOTH, 2, 2, 16, __builtin_amdgcn_mfma_i32_32x32x16_i8(A(long), B(long), i32x16{}, 0, 0, 0))
-OP(BF16_32x32x8_C1, ON_BOTH, 2, 2, 16, __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(A(i16x4), B(i16x4), f32x16(1.0f), 0, 0, 0))
+OP(BF16_32x32x8_C1, ON_ALL, 2, 2, 16, __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(A(i16x4), B(i16x4), f32x16(1.0f), 0, 0, 0))
 // clang-format on
 // A, B and C/D in AGPRs (inline asm with the "a" constraint).
 struct F16_16x16x16_AGPR {
@@ -159,6 +185,10 @@ struct F16_16x16x16_AGPR {
     ON_BOTH(f32x4 acc = ld<f32x4>(c); f16x4 x = ld<f16x4>(a), y = ld<f16x4>(b);
             asm volatile("v_mfma_f32_16x16x16_f16 %0, %1, %2, %0" : "+a"(acc) : "a"(x), "a"(y));
             st(d, acc);)
+    // gfx90a spells it without the '_' before the type.
+    ON_GFX90A(f32x4 acc = ld<f32x4>(c); f16x4 x = ld<f16x4>(a), y = ld<f16x4>(b);
+              asm volatile("v_mfma_f32_16x16x16f16 %0, %1, %2, %0" : "+a"(acc) : "a"(x), "a"(y));
+              st(d, acc);)
   }
 };
 #undef A
@@ -186,7 +216,7 @@ int bits_of(El e) {
   }
 }
 
-bool is_gfx950() { return hk_host::device_arch() == hk_host::Arch::gfx950; }
+bool is_gfx950() { return isa_arch::gfx950(); }
 
 // 8-bit floats: e4m3 / e5m2, FNUZ on gfx942, OCP on gfx950 (the host toolkit's model, tests/fp8_ref.h).
 double decode8(uint8_t x, bool e5m2, bool ocp) {
@@ -263,7 +293,7 @@ struct Case {
   std::string name;
   int M, N, K, blocks;
   El ea, eb;
-  bool on942, on950;
+  bool on942, on950, on90a;
   int na, nb, nc;
   void (*launch)(int waves, const uint32_t*, const uint32_t*, const uint32_t*, const uint32_t*, const uint32_t*,
                  uint32_t*);
@@ -271,6 +301,7 @@ struct Case {
   bool scaled = false;
   int sel_a = 0, sel_b = 0;
   bool integer() const { return ea == El::i8; }
+  bool exists_here() const { return isa_arch::gfx90a() ? on90a : isa_arch::gfx950() ? on950 : on942; }
   bool permuted() const { return cbsz || blgp; }
 };
 
@@ -363,31 +394,31 @@ void launch(int waves, const uint32_t* a, const uint32_t* b, const uint32_t* c, 
 }
 
 template <class Op>
-Case mk(std::string name, int M, int N, int K, int blocks, El ea, El eb, bool on942, bool on950) {
-  Case c{name, M, N, K, blocks, ea, eb, on942, on950, Op::na, Op::nb, Op::nc, launch<Op>};
+Case mk(std::string name, int M, int N, int K, int blocks, El ea, El eb, bool on942, bool on950, bool on90a = false) {
+  Case c{name, M, N, K, blocks, ea, eb, on942, on950, on90a, Op::na, Op::nb, Op::nc, launch<Op>};
   return c;
 }
 
 std::vector<Case> all_cases() {
   using enum El;
   std::vector<Case> v = {
-      mk<F16_16x16x16>("f16_16x16x16", 16, 16, 16, 1, f16, f16, true, true),
-      mk<BF16_16x16x16>("bf16_16x16x16", 16, 16, 16, 1, bf16, bf16, true, true),
-      mk<F16_32x32x8>("f16_32x32x8", 32, 32, 8, 1, f16, f16, true, true),
-      mk<BF16_32x32x8>("bf16_32x32x8", 32, 32, 8, 1, bf16, bf16, true, true),
-      mk<F16_4x4x4_16B>("f16_4x4x4_16b", 4, 4, 4, 16, f16, f16, true, true),
-      mk<BF16_4x4x4_16B>("bf16_4x4x4_16b", 4, 4, 4, 16, bf16, bf16, true, true),
-      mk<F16_16x16x4_4B>("f16_16x16x4_4b", 16, 16, 4, 4, f16, f16, true, true),
-      mk<BF16_32x32x4_2B>("bf16_32x32x4_2b", 32, 32, 4, 2, bf16, bf16, true, true),
-      mk<F32_16x16x4>("f32_16x16x4", 16, 16, 4, 1, f32, f32, true, true),
-      mk<F32_32x32x2>("f32_32x32x2", 32, 32, 2, 1, f32, f32, true, true),
-      mk<F32_4x4x1_16B>("f32_4x4x1_16b", 4, 4, 1, 16, f32, f32, true, true),
-      mk<F32_16x16x1_4B>("f32_16x16x1_4b", 16, 16, 1, 4, f32, f32, true, true),
-      mk<F32_32x32x1_2B>("f32_32x32x1_2b", 32, 32, 1, 2, f32, f32, true, true),
+      mk<F16_16x16x16>("f16_16x16x16", 16, 16, 16, 1, f16, f16, true, true, true),
+      mk<BF16_16x16x16>("bf16_16x16x16", 16, 16, 16, 1, bf16, bf16, true, true, true),
+      mk<F16_32x32x8>("f16_32x32x8", 32, 32, 8, 1, f16, f16, true, true, true),
+      mk<BF16_32x32x8>("bf16_32x32x8", 32, 32, 8, 1, bf16, bf16, true, true, true),
+      mk<F16_4x4x4_16B>("f16_4x4x4_16b", 4, 4, 4, 16, f16, f16, true, true, true),
+      mk<BF16_4x4x4_16B>("bf16_4x4x4_16b", 4, 4, 4, 16, bf16, bf16, true, true, true),
+      mk<F16_16x16x4_4B>("f16_16x16x4_4b", 16, 16, 4, 4, f16, f16, true, true, true),
+      mk<BF16_32x32x4_2B>("bf16_32x32x4_2b", 32, 32, 4, 2, bf16, bf16, true, true, true),
+      mk<F32_16x16x4>("f32_16x16x4", 16, 16, 4, 1, f32, f32, true, true, true),
+      mk<F32_32x32x2>("f32_32x32x2", 32, 32, 2, 1, f32, f32, true, true, true),
+      mk<F32_4x4x1_16B>("f32_4x4x1_16b", 4, 4, 1, 16, f32, f32, true, true, true),
+      mk<F32_16x16x1_4B>("f32_16x16x1_4b", 16, 16, 1, 4, f32, f32, true, true, true),
+      mk<F32_32x32x1_2B>("f32_32x32x1_2b", 32, 32, 1, 2, f32, f32, true, true, true),
       mk<I8_16x16x32>("i8_16x16x32", 16, 16, 32, 1, i8, i8, true, true),
       mk<I8_32x32x16>("i8_32x32x16", 32, 32, 16, 1, i8, i8, true, true),
-      mk<I8_4x4x4_16B>("i8_4x4x4_16b", 4, 4, 4, 16, i8, i8, true, true),
-      mk<I8_32x32x4_2B>("i8_32x32x4_2b", 32, 32, 4, 2, i8, i8, true, true),
+      mk<I8_4x4x4_16B>("i8_4x4x4_16b", 4, 4, 4, 16, i8, i8, true, true, true),
+      mk<I8_32x32x4_2B>("i8_32x32x4_2b", 32, 32, 4, 2, i8, i8, true, true, true),
       mk<FP8_FP8_16x16x32>("fp8_fp8_16x16x32", 16, 16, 32, 1, fp8, fp8, true, true),
       mk<FP8_BF8_16x16x32>("fp8_bf8_16x16x32", 16, 16, 32, 1, fp8, bf8, true, true),
       mk<BF8_FP8_16x16x32>("bf8_fp8_16x16x32", 16, 16, 32, 1, bf8, fp8, true, true),
@@ -406,21 +437,28 @@ std::vector<Case> all_cases() {
       mk<I8_32x32x32>("i8_32x32x32", 32, 32, 32, 1, i8, i8, false, true),
       mk<F8F6F4_FP8_BF8_16x16x128>("f8f6f4_fp8_bf8_16x16x128", 16, 16, 128, 1, fp8, bf8, false, true),
       mk<F8F6F4_BF8_FP8_32x32x64>("f8f6f4_bf8_fp8_32x32x64", 32, 32, 64, 1, bf8, fp8, false, true),
+      mk<BF16_32x32x2_2B>("bf16_32x32x2_2b", 32, 32, 2, 2, bf16, bf16, false, false, true),
+      mk<BF16_16x16x2_4B>("bf16_16x16x2_4b", 16, 16, 2, 4, bf16, bf16, false, false, true),
+      mk<BF16_4x4x2_16B>("bf16_4x4x2_16b", 4, 4, 2, 16, bf16, bf16, false, false, true),
+      mk<BF16_32x32x4>("bf16_32x32x4", 32, 32, 4, 1, bf16, bf16, false, false, true),
+      mk<BF16_16x16x8>("bf16_16x16x8", 16, 16, 8, 1, bf16, bf16, false, false, true),
+      mk<I8_32x32x8>("i8_32x32x8", 32, 32, 8, 1, i8, i8, false, false, true),
+      mk<I8_16x16x16>("i8_16x16x16", 16, 16, 16, 1, i8, i8, false, false, true),
   };
   auto perm = [](Case c, int cbsz, int abid, int blgp) {
     c.cbsz = cbsz, c.abid = abid, c.blgp = blgp;
     return c;
   };
-  v.push_back(mk<F16_16x16x16_AGPR>("f16_16x16x16_agpr", 16, 16, 16, 1, f16, f16, true, true));
-  v.push_back(perm(mk<F16_16x16x16_BLGP3>("f16_16x16x16_blgp3", 16, 16, 16, 1, f16, f16, true, true), 0, 0, 3));
+  v.push_back(mk<F16_16x16x16_AGPR>("f16_16x16x16_agpr", 16, 16, 16, 1, f16, f16, true, true, true));
+  v.push_back(perm(mk<F16_16x16x16_BLGP3>("f16_16x16x16_blgp3", 16, 16, 16, 1, f16, f16, true, true, true), 0, 0, 3));
   v.push_back(perm(mk<BF16_32x32x8_CBSZ1_ABID1_BLGP2>("bf16_32x32x8_cbsz1_abid1_blgp2", 32, 32, 8, 1, bf16, bf16, true,
-                                                      true),
+                                                      true, true),
                    1, 1, 2));
   v.push_back(perm(mk<F16_4x4x4_16B_CBSZ4_ABID5_BLGP5>("f16_4x4x4_16b_cbsz4_abid5_blgp5", 4, 4, 4, 16, f16, f16, true,
-                                                       true),
+                                                       true, true),
                    4, 5, 5));
   v.push_back(perm(mk<F32_16x16x1_4B_CBSZ2_ABID3_BLGP6>("f32_16x16x1_4b_cbsz2_abid3_blgp6", 16, 16, 1, 4, f32, f32,
-                                                        true, true),
+                                                        true, true, true),
                    2, 3, 6));
   auto scaled = [](Case c, int sel_a, int sel_b) {
     c.scaled = true, c.sel_a = sel_a, c.sel_b = sel_b;
@@ -446,7 +484,7 @@ class Mfma : public testing::TestWithParam<Case> {
   void SetUp() override {
     gfx950 = is_gfx950();
     const Case& c = GetParam();
-    if (!(gfx950 ? c.on950 : c.on942)) GTEST_SKIP() << c.name << " does not exist on this arch";
+    if (!c.exists_here()) GTEST_SKIP() << c.name << " does not exist on this arch";
   }
 };
 
@@ -636,7 +674,7 @@ INSTANTIATE_TEST_SUITE_P(All, Mfma, testing::ValuesIn(all_cases()),
 // small product truncates to 2^-24 and 1 + 2^-24 rounds (tie to even) to 1; a chain of f32 fmas would give 1 + 2^-23.
 TEST(MfmaModel, FusedDotProductTruncatesThenRoundsOnce) {
   const bool gfx950 = is_gfx950();
-  const Case c = mk<BF16_16x16x16>("bf16", 16, 16, 16, 1, El::bf16, El::bf16, true, true);
+  const Case c = mk<BF16_16x16x16>("bf16", 16, 16, 16, 1, El::bf16, El::bf16, true, true, true);
   Images im(c, 1);
   auto set_a = [&](int i, int k, double v) {
     const Slot s = doc_in(c, 16, i, k, 0);
@@ -690,12 +728,13 @@ TEST(MfmaModel, InlineConstantAccumulator) {
     double c_value;
   };
   const Variant variants[] = {
-      {mk<F16_16x16x16_C0>("f16_c0", 16, 16, 16, 1, El::f16, El::f16, true, true), 0.0},
+      {mk<F16_16x16x16_C0>("f16_c0", 16, 16, 16, 1, El::f16, El::f16, true, true, true), 0.0},
       {mk<I8_32x32x16_C0>("i8_c0", 32, 32, 16, 1, El::i8, El::i8, true, true), 0.0},
-      {mk<BF16_32x32x8_C1>("bf16_c1", 32, 32, 8, 1, El::bf16, El::bf16, true, true), 1.0},
+      {mk<BF16_32x32x8_C1>("bf16_c1", 32, 32, 8, 1, El::bf16, El::bf16, true, true, true), 1.0},
   };
   for (const Variant& v : variants) {
     const Case& c = v.c;
+    if (!c.exists_here()) continue;
     std::mt19937 rng(5);
     Images im(c, 1);
     const int ba = bits_of(c.ea);
@@ -719,3 +758,106 @@ TEST(MfmaModel, InlineConstantAccumulator) {
       }
   }
 }
+
+// --- f64 ----------------------------------------------------------------------------------------------------------
+// The layouts of AMD's matrix instruction calculator (CDNA2 and CDNA3 tables), in its terms: A[i][k] of block b in
+// lane M*b + 16k + i (B[k][j] likewise with j), one f64 per lane in the operand's register pair; C/D[i][j] of block b
+// in register pair floor(i/4), lane 16 (i mod 4) + N b + j.
+namespace f64 {
+
+struct Form {
+  Case c;
+  bool c_zero;  // C is the inline constant 0
+};
+int in_lane(const Case& c, int i, int k, int b) { return c.M * b + 16 * k + i; }
+Out out_at(const Case& c, int i, int j, int b) { return {16 * (i % 4) + c.N * b + j, 2 * (i / 4)}; }
+
+double get(const std::vector<uint32_t>& img, int regs, int wave, int lane, int reg) {
+  const size_t at = (size_t(wave) * 64 + lane) * regs + reg;
+  return std::bit_cast<double>(uint64_t(img[at + 1]) << 32 | img[at]);
+}
+void put(std::vector<uint32_t>& img, int regs, int wave, int lane, int reg, double v) {
+  const size_t at = (size_t(wave) * 64 + lane) * regs + reg;
+  const uint64_t u = std::bit_cast<uint64_t>(v);
+  img[at] = uint32_t(u), img[at + 1] = uint32_t(u >> 32);
+}
+
+std::vector<Form> forms() {
+  using enum El;
+  return {{mk<F64_16x16x4>("f64_16x16x4", 16, 16, 4, 1, f32, f32, true, true, true), false},
+          {mk<F64_4x4x4_4B>("f64_4x4x4_4b", 4, 4, 4, 4, f32, f32, true, true, true), false},
+          {mk<F64_16x16x4_C0>("f64_16x16x4_c0", 16, 16, 4, 1, f32, f32, true, true, true), true}};
+}
+
+// Random A, B and C against a host sum in long double: within (K + 2) units of 2^-52 of the sum of |terms|.
+TEST(MfmaF64, RandomMatchesHostMatmul) {
+  for (const Form& f : forms()) {
+    const Case& c = f.c;
+    const int waves = 3;
+    std::mt19937 rng(std::hash<std::string>{}(c.name));
+    std::uniform_real_distribution<double> u(-2, 2);
+    Images im(c, waves);
+    for (int w = 0; w < waves; ++w)
+      for (int l = 0; l < 64; ++l) {
+        put(im.a, c.na, w, l, 0, u(rng)), put(im.b, c.nb, w, l, 0, u(rng));
+        for (int r = 0; r < c.nc; r += 2) put(im.c, c.nc, w, l, r, 4 * u(rng));
+      }
+    const std::vector<uint32_t> d = run(c, waves, im);
+    int bad = 0;
+    for (int w = 0; w < waves; ++w)
+      for (int b = 0; b < c.blocks; ++b)
+        for (int i = 0; i < c.M; ++i)
+          for (int j = 0; j < c.N; ++j) {
+            const Out o = out_at(c, i, j, b);
+            long double want = f.c_zero ? 0 : get(im.c, c.nc, w, o.lane, o.reg), mag = std::fabs(want);
+            for (int k = 0; k < c.K; ++k) {
+              const long double t = (long double)get(im.a, c.na, w, in_lane(c, i, k, b), 0) *
+                                    get(im.b, c.nb, w, in_lane(c, j, k, b), 0);
+              want += t, mag += std::fabs(t);
+            }
+            const double got = get(d, c.nc, w, o.lane, o.reg);
+            if (!(std::fabs(got - double(want)) <= (c.K + 2) * std::ldexp(double(mag), -52)) && bad++ < 5)
+              ADD_FAILURE() << c.name << " wave " << w << " block " << b << " D[" << i << "][" << j << "] = " << got
+                            << ", want " << double(want);
+          }
+    EXPECT_EQ(bad, 0) << c.name;
+  }
+}
+
+// One wave per lane of A (B): that lane holds 1, the other operand holds k + 1 at every documented A[.][k] (B[k][.]),
+// C = 0: D must be k + 1 on exactly the documented row (column) and block of the lane, 0 elsewhere.
+TEST(MfmaF64, LayoutProbes) {
+  for (const Form& f : forms()) {
+    const Case& c = f.c;
+    for (bool is_a : {true, false}) {
+      Images im(c, 64);
+      for (int w = 0; w < 64; ++w) {
+        for (int b = 0; b < c.blocks; ++b)
+          for (int r = 0; r < (is_a ? c.N : c.M); ++r)
+            for (int k = 0; k < c.K; ++k)
+              put(is_a ? im.b : im.a, 2, w, in_lane(c, r, k, b), 0, k + 1);
+        put(is_a ? im.a : im.b, 2, w, w, 0, 1.0);
+      }
+      const std::vector<uint32_t> d = run(c, 64, im);
+      int bad = 0;
+      for (int w = 0; w < 64; ++w) {
+        const int dim = is_a ? c.M : c.N, b_of = (w % 16) / dim, r_of = w % 16 % dim, k_of = w / 16;
+        ASSERT_EQ(in_lane(c, r_of, k_of, b_of), w);
+        for (int b = 0; b < c.blocks; ++b)
+          for (int i = 0; i < c.M; ++i)
+            for (int j = 0; j < c.N; ++j) {
+              const Out o = out_at(c, i, j, b);
+              const bool lit = b == b_of && (is_a ? i : j) == r_of;
+              const double got = get(d, c.nc, w, o.lane, o.reg);
+              if (got != (lit ? k_of + 1 : 0.0) && bad++ < 5)
+                ADD_FAILURE() << c.name << ": " << (is_a ? "A" : "B") << " lane " << w << " (row/column " << r_of
+                              << ", k " << k_of << ", block " << b_of << "): D[" << i << "][" << j << "] of block "
+                              << b << " = " << got;
+            }
+      }
+      EXPECT_EQ(bad, 0) << c.name << (is_a ? " A" : " B");
+    }
+  }
+}
+
+}  // namespace f64

@@ -40,16 +40,16 @@ void addv(IsaTable& t, std::string_view name) {
   t.add(name, valu<F, first>, imm_type<F>());
 }
 
-// Integer add and subtract, whose VOP3 clamp bit saturates the result to R's range (unsigned: [0, max]) instead of
-// wrapping; `Exact` returns the exact result.
-template <class R, class A, class B, auto Exact>
-void valu_int_clamp(Wave& w, const Inst& I) {
-  if (I.flags & mod::clamp)
-    valu<[](A a, B b) {
-      return R(std::clamp<int64_t>(Exact(a, b), std::numeric_limits<R>::min(), std::numeric_limits<R>::max()));
-    }>(w, I);
-  else
-    valu<[](A a, B b) { return R(Exact(a, b)); }>(w, I);
+// Integer add/sub whose VOP3 clamp bit saturates to the type's range instead of wrapping (LLVM's usubsat/uaddsat on
+// GFX9: `v_sub_u32_e64 ... clamp`): Sat when the bit is set, Wrap otherwise.
+template <auto Wrap, auto Sat>
+void valu_clamped(Wave& w, const Inst& I) {
+  if (I.flags & mod::clamp) valu<Sat, 1>(w, I);
+  else valu<Wrap, 1>(w, I);
+}
+template <auto Wrap, auto Sat>
+void addv_clamped(IsaTable& t, std::string_view name) {
+  t.add(name, valu_clamped<Wrap, Sat>, imm_type<Wrap>());
 }
 
 // D = F(S0, S1, D): the accumulating forms (v_mac, v_fmac).
@@ -423,19 +423,23 @@ void register_valu(IsaTable& t) {
   V("v_pack_b32_f16", (f16 a, f16 b) { return u32(std::bit_cast<u16>(a)) | u32(std::bit_cast<u16>(b)) << 16; });
 
   // Integer arithmetic.
-#define VCLAMP(name, R, A, B, exact) \
-  t.add(name, valu_int_clamp<R, A, B, [](A a, B b) { return int64_t(exact); }>, ImmType::b32)
-  VCLAMP("v_add_u32", u32, u32, u32, i64(a) + b);
-  VCLAMP("v_sub_u32", u32, u32, u32, i64(a) - b);
-  VCLAMP("v_subrev_u32", u32, u32, u32, i64(b) - a);
-  VCLAMP("v_add_i32", i32, i32, i32, i64(a) + b);
-  VCLAMP("v_sub_i32", i32, i32, i32, i64(a) - b);
-  VCLAMP("v_add_u16", u16, u16, u16, i64(a) + b);
-  VCLAMP("v_sub_u16", u16, u16, u16, i64(a) - b);
-  VCLAMP("v_subrev_u16", u16, u16, u16, i64(b) - a);
-  VCLAMP("v_add_i16", i16, i16, i16, i64(a) + b);
-  VCLAMP("v_sub_i16", i16, i16, i16, i64(a) - b);
-#undef VCLAMP
+  // Wrapping, or saturating with the clamp bit.
+#define VC(name, wrap, sat) addv_clamped<[] wrap, [] sat>(t, name)
+  VC("v_add_u32", (u32 a, u32 b) { return a + b; }, (u32 a, u32 b) { return u32(std::min<u64>(u64(a) + b, 0xffffffffu)); });
+  VC("v_sub_u32", (u32 a, u32 b) { return a - b; }, (u32 a, u32 b) { return a >= b ? a - b : 0u; });
+  VC("v_subrev_u32", (u32 a, u32 b) { return b - a; }, (u32 a, u32 b) { return b >= a ? b - a : 0u; });
+  VC("v_add_i32", (i32 a, i32 b) { return i32(u32(a) + u32(b)); },
+     (i32 a, i32 b) { return i32(std::clamp<i64>(i64(a) + b, INT32_MIN, INT32_MAX)); });
+  VC("v_sub_i32", (i32 a, i32 b) { return i32(u32(a) - u32(b)); },
+     (i32 a, i32 b) { return i32(std::clamp<i64>(i64(a) - b, INT32_MIN, INT32_MAX)); });
+  VC("v_add_u16", (u16 a, u16 b) { return u16(a + b); }, (u16 a, u16 b) { return u16(std::min(a + b, 0xffff)); });
+  VC("v_sub_u16", (u16 a, u16 b) { return u16(a - b); }, (u16 a, u16 b) { return u16(a >= b ? a - b : 0); });
+  VC("v_subrev_u16", (u16 a, u16 b) { return u16(b - a); }, (u16 a, u16 b) { return u16(b >= a ? b - a : 0); });
+  VC("v_add_i16", (i16 a, i16 b) { return i16(u16(a) + u16(b)); },
+     (i16 a, i16 b) { return i16(std::clamp<i32>(i32(a) + b, INT16_MIN, INT16_MAX)); });
+  VC("v_sub_i16", (i16 a, i16 b) { return i16(u16(a) - u16(b)); },
+     (i16 a, i16 b) { return i16(std::clamp<i32>(i32(a) - b, INT16_MIN, INT16_MAX)); });
+#undef VC
   V("v_mul_lo_u16", (u16 a, u16 b) { return u16(a * b); });
   V("v_add3_u32", (u32 a, u32 b, u32 c) { return a + b + c; });
   V("v_mul_lo_u32", (u32 a, u32 b) { return a * b; });
@@ -465,6 +469,7 @@ void register_valu(IsaTable& t) {
   V("v_max3_u32", (u32 a, u32 b, u32 c) { return std::max({a, b, c}); });
   V("v_med3_i32", (i32 a, i32 b, i32 c) { return med3(a, b, c); });
   V("v_med3_u32", (u32 a, u32 b, u32 c) { return med3(a, b, c); });
+  // 16-bit three-operand forms (GFX9; rocPRIM's gfx90a reductions use them).
   V("v_min3_i16", (i16 a, i16 b, i16 c) { return std::min({a, b, c}); });
   V("v_max3_i16", (i16 a, i16 b, i16 c) { return std::max({a, b, c}); });
   V("v_min3_u16", (u16 a, u16 b, u16 c) { return std::min({a, b, c}); });

@@ -2,8 +2,8 @@
 // of a memory access. The pass counts follow LLVM's scheduling model and the ISA guides as timing.md section 3
 // tabulates them: 4 passes (16 cycles) for 16x16 shapes, 8 for 32x32, 2 for 4x4; fp32-input shapes twice that; f64
 // 16x16x4 8 passes on gfx942 and 16 on gfx950; gfx950's f8f6f4 shapes twice the base when A or B is fp8/bf8. gfx90a
-// (CDNA2, half gfx942's 16- and 8-bit matrix rate per CU) takes twice the base for every non-f64 shape: the cycle
-// counts of AMD's matrix instruction calculator for CDNA2 (32x32 64, 16x16 32, 4x4 8 cycles; f64 as gfx942).
+// (CDNA2, half gfx942's 16- and 8-bit matrix rate per CU) follows the cycle counts of AMD's matrix instruction
+// calculator for CDNA2: 32x32 forms 64 cycles, 16x16 32, 4x4 8 whatever the input type; f64 as gfx942.
 #include <algorithm>
 #include <charconv>
 #include <string_view>
@@ -55,8 +55,12 @@ void mfma_shape(Arch arch, const Inst& I, std::string_view name, InstTiming& t) 
   t.passes = m >= 32 ? 8 : m >= 16 ? 4 : 2;
   const bool f64 = starts(name, "v_mfma_f64");
   const bool f32_input = !f64 && (starts(tail, "_f32") || starts(tail, "f32"));
-  if (f32_input || (!f64 && arch == Arch::gfx90a)) t.passes *= 2;
-  if (f64) t.passes *= arch == Arch::gfx950 ? 4 : 2;  // 16x16x4: 32 cycles on gfx942, 64 on gfx950 (timing.md 3)
+  if (arch == Arch::gfx90a) {
+    if (f64 || m >= 16) t.passes *= 2;  // the calculator's CDNA2 cycles: 4x4 forms as gfx942's, the others twice
+  } else {
+    if (f32_input) t.passes *= 2;
+    if (f64) t.passes *= arch == Arch::gfx950 ? 4 : 2;  // 16x16x4: 32 cycles on gfx942, 64 on gfx950 (timing.md 3)
+  }
   if (has(name, "f8f6f4") && (I.cbsz <= 1 || I.blgp <= 1)) t.passes *= 2;
   t.mfma_class = has(name, "bf16") ? MfmaClass::bf16
                  : has(name, "f16") ? MfmaClass::f16
