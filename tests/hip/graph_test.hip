@@ -80,6 +80,9 @@ TEST(Capture, WorkBecomesNodesAndRunsOnlyAtLaunch) {
   void* args[] = {&dev, &n, &term};
   HIP_ASSERT(hipLaunchKernel(reinterpret_cast<const void*>(add), dim3(kGrid), dim3(kBlock), args, 0, s));
   HIP_ASSERT(hipLaunchHostFunc(s, count_call, &host_calls));
+  hipEvent_t marker;
+  HIP_ASSERT(hipEventCreate(&marker));
+  HIP_ASSERT(hipEventRecordWithFlags(marker, s, hipEventRecordExternal));  // a node: recorded at each launch
   HIP_ASSERT(hipMemcpyAsync(out.data(), dev, kN * sizeof(int), hipMemcpyDeviceToHost, s));
 
   unsigned long long id = 0;
@@ -104,6 +107,10 @@ TEST(Capture, WorkBecomesNodesAndRunsOnlyAtLaunch) {
 
   // Nothing ran during capture.
   EXPECT_EQ(host_calls, 0);
+  EXPECT_EQ(hipEventQuery(marker), hipSuccess);  // an external record is not a capture point
+  float ms = 0;
+  EXPECT_EQ(hipEventElapsedTime(&ms, marker, marker), hipErrorInvalidHandle);  // never recorded yet
+  (void)hipGetLastError();
   EXPECT_EQ(out, std::vector<int>(kN, 0));
   std::vector<int> now(kN);
   HIP_ASSERT(hipMemcpy(now.data(), dev, kN * sizeof(int), hipMemcpyDeviceToHost));
@@ -111,11 +118,17 @@ TEST(Capture, WorkBecomesNodesAndRunsOnlyAtLaunch) {
 
   size_t count = 0;
   HIP_ASSERT(hipGraphGetNodes(graph, nullptr, &count));
-  ASSERT_EQ(count, 5u);
+  ASSERT_EQ(count, 6u);
   std::vector<hipGraphNode_t> nodes(count);
   HIP_ASSERT(hipGraphGetNodes(graph, nodes.data(), &count));
   const hipGraphNodeType expected_types[] = {hipGraphNodeTypeMemcpy, hipGraphNodeTypeKernel, hipGraphNodeTypeKernel,
-                                             hipGraphNodeTypeHost, hipGraphNodeTypeMemcpy};
+                                             hipGraphNodeTypeHost, hipGraphNodeTypeEventRecord,
+                                             hipGraphNodeTypeMemcpy};
+  hipKernelNodeParams kp{};
+  HIP_ASSERT(hipGraphKernelNodeGetParams(nodes[2], &kp));
+  EXPECT_EQ(kp.func, reinterpret_cast<void*>(add));
+  EXPECT_EQ(kp.blockDim.x, unsigned(kBlock));
+  EXPECT_EQ(*static_cast<int*>(kp.kernelParams[2]), 5);
   for (size_t i = 0; i < count; ++i) {
     hipGraphNodeType type;
     HIP_ASSERT(hipGraphNodeGetType(nodes[i], &type));
@@ -135,7 +148,10 @@ TEST(Capture, WorkBecomesNodesAndRunsOnlyAtLaunch) {
     HIP_ASSERT(hipStreamSynchronize(s));
     for (int i = 0; i < kN; ++i) ASSERT_EQ(out[i], in[i] * 3 + 5) << "round " << round << " element " << i;
     EXPECT_EQ(host_calls, round + 1);
+    HIP_ASSERT(hipEventElapsedTime(&ms, marker, marker));  // recorded by the graph's node
+    EXPECT_EQ(ms, 0.0f);
   }
+  HIP_ASSERT(hipEventDestroy(marker));
   HIP_ASSERT(hipGraphExecDestroy(exec));
   HIP_ASSERT(hipGraphDestroy(graph));
   HIP_ASSERT(hipFree(dev));
@@ -231,13 +247,30 @@ TEST(Capture, ModuleLaunchesAreCaptured) {
   HIP_ASSERT(hipModuleLaunchKernel(scale_add, kGrid, 1, 1, kBlock, 1, 1, 0, s, params, nullptr));
   hipGraph_t graph;
   HIP_ASSERT(hipStreamEndCapture(s, &graph));
+  hipGraphNode_t captured;
+  size_t one = 1;
+  HIP_ASSERT(hipGraphGetNodes(graph, &captured, &one));
+  hipKernelNodeParams kp{};
+  HIP_ASSERT(hipGraphKernelNodeGetParams(captured, &kp));
+  EXPECT_EQ(kp.func, static_cast<void*>(scale_add));  // a module's kernel is named by its hipFunction_t
+  // The same kernel as an explicit node, named the same way, with a = 3 (the captured node keeps a = 2).
+  float a3 = 3.0f;
+  void* params3[] = {&in.ptr, &in.ptr, &a3, &n};  // in place: in = 3 * in + 1, after the captured node
+  kp.kernelParams = params3;
+  hipGraphNode_t added;
+  HIP_ASSERT(hipGraphAddKernelNode(&added, graph, &captured, 1, &kp));
   hipGraphExec_t exec;
   HIP_ASSERT(hipGraphInstantiate(&exec, graph, nullptr, nullptr, 0));
   HIP_ASSERT(hipGraphLaunch(exec, s));
   HIP_ASSERT(hipStreamSynchronize(s));
   std::vector<float> got(kN);
   HIP_ASSERT(hipMemcpy(got.data(), out.ptr, kN * sizeof(float), hipMemcpyDeviceToHost));
-  for (int i = 0; i < kN; ++i) ASSERT_EQ(got[i], 2.0f * host[i] + 1.0f) << i;  // exact: small binary fractions
+  std::vector<float> got_in(kN);
+  HIP_ASSERT(hipMemcpy(got_in.data(), in.ptr, kN * sizeof(float), hipMemcpyDeviceToHost));
+  for (int i = 0; i < kN; ++i) {  // exact: small binary fractions
+    ASSERT_EQ(got[i], 2.0f * host[i] + 1.0f) << i;
+    ASSERT_EQ(got_in[i], 3.0f * host[i] + 1.0f) << i;
+  }
   HIP_ASSERT(hipGraphExecDestroy(exec));
   HIP_ASSERT(hipGraphDestroy(graph));
   HIP_ASSERT(hipStreamDestroy(s));
@@ -550,4 +583,23 @@ TEST(Graph, BadArgumentsAreRefused) {
   (void)hipGetLastError();
   HIP_ASSERT(hipGraphDestroy(g));
   HIP_ASSERT(hipGraphDestroy(other));
+}
+
+// Last in the program: a device reset destroys every stream and allocation.
+TEST(Capture, DeviceResetEndsCaptures) {
+  hipStream_t s;
+  HIP_ASSERT(hipStreamCreate(&s));
+  HIP_ASSERT(hipStreamBeginCapture(s, hipStreamCaptureModeGlobal));
+  void* p = nullptr;
+  EXPECT_EQ(hipMalloc(&p, 64), hipErrorStreamCaptureUnsupported);
+  (void)hipGetLastError();
+  HIP_ASSERT(hipDeviceReset());
+  HIP_ASSERT(hipMalloc(&p, 64));  // no capture forbids it any more
+  HIP_ASSERT(hipFree(p));
+  hipStream_t fresh;
+  HIP_ASSERT(hipStreamCreate(&fresh));
+  hipStreamCaptureStatus status;
+  HIP_ASSERT(hipStreamIsCapturing(fresh, &status));
+  EXPECT_EQ(status, hipStreamCaptureStatusNone);
+  HIP_ASSERT(hipStreamDestroy(fresh));
 }

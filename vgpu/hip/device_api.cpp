@@ -406,6 +406,7 @@ HK_HIP_API hipError_t hipDeviceSynchronize() {
 HK_HIP_API hipError_t hipCtxSynchronize() { return hipDeviceSynchronize(); }
 
 HK_HIP_API hipError_t hipDeviceReset() {
+  abandon_captures();  // before the streams taking part are destroyed
   Runtime::get().reset();
   return hipSuccess;
 }

@@ -74,8 +74,14 @@ hipError_t add_checked(hipGraphNode_t* out, hipGraph_t graph, const hipGraphNode
 hipError_t kernel_from_params(const hipKernelNodeParams* p, KernelWork& out) {
   if (!p || !p->func) return done(hipErrorInvalidValue);
   LaunchRequest r;
+  // func is a registered host stub, or a hipFunction_t from hipModuleGetFunction (HIP accepts both).
   r.function = Runtime::get().find_function(p->func);
-  if (!r.function) return fail(hipErrorInvalidDeviceFunction, "the kernel node's func is not a registered kernel");
+  if (!r.function) {
+    r.function = module_function(p->func);
+    r.module_api = r.function != nullptr;
+  }
+  if (!r.function)
+    return fail(hipErrorInvalidDeviceFunction, "the kernel node's func is neither a registered kernel nor a module's");
   r.grid = Dim3{p->gridDim.x, p->gridDim.y, p->gridDim.z};
   r.block = Dim3{p->blockDim.x, p->blockDim.y, p->blockDim.z};
   r.dynamic_shared = p->sharedMemBytes;
@@ -360,6 +366,18 @@ void leave_capture(ihipStream_t* s) {
   c->members.erase(std::remove(c->members.begin(), c->members.end(), s), c->members.end());
   s->capture.reset();
   s->capture_tail.clear();
+}
+
+void abandon_captures() {
+  std::lock_guard lock(g_capture_mu);
+  const std::vector<std::shared_ptr<CaptureSession>> all = sessions();
+  for (const auto& c : all) {
+    delete c->graph;
+    c->graph = nullptr;
+    finish_session(c);
+  }
+  // Captures another thread began in a strict mode counted in that thread's own tally; a reset ends them all.
+  g_global_captures = 0;
 }
 
 }  // namespace vgpu::hiprt

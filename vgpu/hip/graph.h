@@ -102,6 +102,8 @@ bool capture_event_wait(ihipStream_t* s, ihipEvent_t* e);
 bool event_in_capture(ihipEvent_t* e);
 // A stream being destroyed leaves its capture.
 void leave_capture(ihipStream_t* s);
+// hipDeviceReset: every capture under way ends, its graph discarded.
+void abandon_captures();
 
 }  // namespace vgpu::hiprt
 

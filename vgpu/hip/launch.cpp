@@ -142,6 +142,7 @@ void to_work(const LaunchRequest& r, const PreparedLaunch& p, KernelWork& out) {
   out.block = r.block;
   out.dynamic_shared = r.dynamic_shared;
   out.module_api = r.module_api;
+  out.host_function = r.host_function ? r.host_function : r.function;
   out.args.assign(p.segment.begin(), p.segment.begin() + p.segment_size);
   out.arg_offsets.clear();
   for (const KernelArg& a : p.kernel.info->args)
@@ -164,6 +165,7 @@ hipError_t run_kernel(const KernelWork& work, hipStream_t stream) {
   r.block = work.block;
   r.dynamic_shared = work.dynamic_shared;
   r.module_api = work.module_api;
+  r.host_function = work.host_function;
   r.stream = stream;
   static const uint8_t kNoArgs = 0;
   r.arg_buffer = work.args.empty() ? &kNoArgs : work.args.data();
@@ -249,6 +251,7 @@ HK_HIP_API hipError_t hipLaunchKernel(const void* host_function, dim3 grid, dim3
     std::snprintf(address, sizeof address, "%p", host_function);
     return fail(hipErrorInvalidDeviceFunction, std::string("no kernel is registered for host function ") + address);
   }
+  r.host_function = host_function;
   r.grid = to_dim3(grid);
   r.block = to_dim3(block);
   r.dynamic_shared = shared;
@@ -305,6 +308,7 @@ HK_HIP_API hipError_t hipLaunchByPtr(const void* host_function) {
   LaunchRequest r;
   r.function = host_function ? Runtime::get().find_function(host_function) : nullptr;
   if (!r.function) return done(hipErrorInvalidDeviceFunction);
+  r.host_function = host_function;
   r.grid = to_dim3(c.grid);
   r.block = to_dim3(c.block);
   r.dynamic_shared = c.shared;

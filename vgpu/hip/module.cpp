@@ -135,6 +135,16 @@ HK_HIP_API hipError_t hipModuleUnload(hipModule_t module) {
   return hipSuccess;
 }
 
+namespace vgpu::hiprt {
+ihipModuleSymbol_t* module_function(const void* handle) {
+  std::lock_guard lock(g_modules_mu);
+  for (ihipModule_t* m : modules())
+    for (auto& [name, fn] : m->functions)
+      if (fn.get() == handle) return fn.get();
+  return nullptr;
+}
+}  // namespace vgpu::hiprt
+
 HK_HIP_API hipError_t hipModuleGetFunction(hipFunction_t* function, hipModule_t module, const char* name) {
   if (!function || !name) return done(hipErrorInvalidValue);
   if (!valid_module(module)) return done(hipErrorInvalidResourceHandle);

@@ -234,8 +234,11 @@ struct LaunchRequest {
   const void* arg_buffer = nullptr;  // the explicit arguments already packed (the `extra` form)
   size_t arg_buffer_size = 0;
   bool module_api = false;   // hipModuleLaunchKernel reports bad dimensions as hipErrorInvalidValue
+  const void* host_function = nullptr;  // the host stub or hipFunction_t launched, for graph kernel nodes
 };
 hipError_t launch(const LaunchRequest& request);
+// The kernel a hipFunction_t from hipModuleGetFunction stands for, or nullptr if `handle` is none (module.cpp).
+ihipModuleSymbol_t* module_function(const void* handle);
 // Keeps the measurements of the latest dispatch for vgpuGetLastDispatch (dispatch_info.cpp).
 void remember_dispatch(const KernelInfo& kernel, Arch arch, const LaunchParams& lp, const DispatchStats& stats);
 // Adds a launch to the process's totals (HK_VGPU_TOTALS, totals.cpp); remember_dispatch calls it.

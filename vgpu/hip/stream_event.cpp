@@ -50,10 +50,13 @@ HK_HIP_API hipError_t hipStreamQuery(hipStream_t stream) {
 }
 HK_HIP_API hipError_t hipStreamQuery_spt(hipStream_t stream) { return hipStreamQuery(stream); }
 
-HK_HIP_API hipError_t hipStreamWaitEvent(hipStream_t stream, hipEvent_t event, unsigned int) {
+HK_HIP_API hipError_t hipStreamWaitEvent(hipStream_t stream, hipEvent_t event, unsigned int flags) {
   ihipStream_t* s = Runtime::get().stream(stream);
   if (!s || !Runtime::get().valid_event(event)) return done(hipErrorInvalidHandle);
-  (void)capture_event_wait(s, event);  // otherwise met at once: the event's work has finished
+  // On a capturing stream an external wait becomes a wait node; otherwise the wait joins the event's capture, or
+  // is met at once (the event's work has finished).
+  if (capturing(s) && (flags & hipEventWaitExternal)) return capture_work(s, hipGraphNodeTypeWaitEvent, EventWaitWork{event});
+  (void)capture_event_wait(s, event);
   return hipSuccess;
 }
 HK_HIP_API hipError_t hipStreamWaitEvent_spt(hipStream_t stream, hipEvent_t event, unsigned int flags) {
@@ -141,7 +144,12 @@ HK_HIP_API hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream) {
   return hipSuccess;
 }
 HK_HIP_API hipError_t hipEventRecord_spt(hipEvent_t event, hipStream_t stream) { return hipEventRecord(event, stream); }
-HK_HIP_API hipError_t hipEventRecordWithFlags(hipEvent_t event, hipStream_t stream, unsigned int) {
+// On a capturing stream, an external record becomes an event record node (the event is recorded at each launch).
+HK_HIP_API hipError_t hipEventRecordWithFlags(hipEvent_t event, hipStream_t stream, unsigned int flags) {
+  ihipStream_t* s = Runtime::get().stream(stream);
+  if (!Runtime::get().valid_event(event) || !s) return done(hipErrorInvalidHandle);
+  if (capturing(s) && (flags & hipEventRecordExternal))
+    return capture_work(s, hipGraphNodeTypeEventRecord, EventRecordWork{event});
   return hipEventRecord(event, stream);
 }
 
