@@ -71,6 +71,10 @@ void add_span(LdsWatch& x, const LdsWatch::DmaSpan& s, int by) {
 void commit_open(LdsWatch& x) {
   if (!x.has_open) return;
   x.has_open = false;
+  if (x.spans.size() >= LdsWatch::kMaxSpans) {
+    x.saturated = true;
+    return;
+  }
   x.spans.push_back(x.open);
   add_span(x, x.open, 1);
 }
@@ -103,7 +107,7 @@ bool watch_lds(Wave& w, const Inst& I, uint32_t addr, uint32_t bytes, int lane, 
     // The workgroup's first load into LDS: from here on every LDS access is watched.
     const size_t dwords = (wg.lds_bytes + 3) / 4;
     if (x.dma.size() < dwords) x.dma.resize(dwords);
-    x.spans.clear(), x.has_open = false;
+    x.spans.clear(), x.has_open = false, x.saturated = false;
     x.spans_over.assign(dwords / LdsWatch::kBlock + 1, 0);
     wg.watching = wg.watching_dma = true;
   }
@@ -113,7 +117,7 @@ bool watch_lds(Wave& w, const Inst& I, uint32_t addr, uint32_t bytes, int lane, 
       if (!x.has_open) x.open = {w.vm_issued, uint32_t(w.id), first, last}, x.open_insts = w.insts, x.has_open = true;
       x.open.lo = std::min(x.open.lo, first), x.open.hi = std::max(x.open.hi, last);
     }
-    bool meets = false;
+    bool meets = x.saturated;
     for (uint32_t b = first / LdsWatch::kBlock; b <= last / LdsWatch::kBlock; ++b) meets |= x.spans_over[b] != 0;
     if (!meets) {  // no mark in flight here: only a load's own marks to write
       if (dma)

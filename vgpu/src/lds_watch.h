@@ -42,6 +42,10 @@ struct LdsWatch {
   DmaSpan open;
   uint64_t open_insts = 0;  // the open span's wave instruction count (Wave::insts)
   bool has_open = false;
+  // Past kMaxSpans spans in flight (a workgroup that loads into LDS without barriers): every access takes the
+  // per-dword check until the next workgroup (the counts stay far below their 16-bit limit).
+  static constexpr size_t kMaxSpans = 8192;
+  bool saturated = false;
   std::vector<uint64_t> writer, reader;  // race check, per LDS dword: epoch << 32 | wave << 24 | instruction index
   uint32_t serial = 0;                   // bumped per workgroup
   uint32_t epoch = 0;                    // bumped per workgroup and per barrier opening

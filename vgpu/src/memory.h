@@ -23,7 +23,7 @@ inline bool watch_lds_inline(Wave& w, const Inst& I, uint32_t addr, uint32_t byt
   Workgroup& wg = *w.wg;
   LdsWatch& x = *wg.watch;
   const bool dma = use == LdsUse::dma;
-  if (x.racecheck || !wg.watching_dma || (x.has_open && (x.open.wave != uint32_t(w.id) || x.open_insts != w.insts)) ||
+  if (x.racecheck || !wg.watching_dma || x.saturated || (x.has_open && (x.open.wave != uint32_t(w.id) || x.open_insts != w.insts)) ||
       (dma && !x.has_open))
     return watch_lds(w, I, addr, bytes, lane, use);
   const uint32_t first = addr / 4, last = (addr + bytes - 1) / 4;
