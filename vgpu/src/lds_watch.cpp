@@ -64,7 +64,37 @@ bool report(Wave& w, const Inst& I, int lane, FaultKind kind, uint32_t other_ins
   return true;
 }
 
+void add_span(LdsWatch& x, const LdsWatch::DmaSpan& s, int by) {
+  for (uint32_t b = s.lo / LdsWatch::kBlock; b <= s.hi / LdsWatch::kBlock; ++b) x.spans_over[b] = uint16_t(x.spans_over[b] + by);
+}
+
+void commit_open(LdsWatch& x) {
+  if (!x.has_open) return;
+  x.has_open = false;
+  if (x.spans.size() >= LdsWatch::kMaxSpans) {
+    x.saturated = true;
+    return;
+  }
+  x.spans.push_back(x.open);
+  add_span(x, x.open, 1);
+}
+
 }  // namespace
+
+void retire_lds_spans(Workgroup& wg) {
+  if (!wg.watching_dma || wg.watch->racecheck) return;
+  LdsWatch& x = *wg.watch;
+  commit_open(x);
+  for (size_t i = 0; i < x.spans.size();) {
+    if (x.spans[i].seq <= wg.waves[x.spans[i].wave].vm_retired_at_barrier) {
+      add_span(x, x.spans[i], -1);
+      x.spans[i] = x.spans.back();
+      x.spans.pop_back();
+    } else {
+      ++i;
+    }
+  }
+}
 
 bool watch_lds(Wave& w, const Inst& I, uint32_t addr, uint32_t bytes, int lane, LdsUse use) {
   Workgroup& wg = *w.wg;
@@ -72,10 +102,28 @@ bool watch_lds(Wave& w, const Inst& I, uint32_t addr, uint32_t bytes, int lane, 
   const Program& p = *w.ctx->prog;
   const uint32_t inst = uint32_t(&I - p.insts.data());
   const uint32_t first = addr / 4, last = (addr + bytes - 1) / 4;
-  if (use == LdsUse::dma && !wg.watching_dma) {
+  const bool dma = use == LdsUse::dma;
+  if (dma && !wg.watching_dma) {
     // The workgroup's first load into LDS: from here on every LDS access is watched.
-    if (x.dma.size() < (wg.lds_bytes + 3) / 4) x.dma.resize((wg.lds_bytes + 3) / 4);
+    const size_t dwords = (wg.lds_bytes + 3) / 4;
+    if (x.dma.size() < dwords) x.dma.resize(dwords);
+    x.spans.clear(), x.has_open = false, x.saturated = false;
+    x.spans_over.assign(dwords / LdsWatch::kBlock + 1, 0);
     wg.watching = wg.watching_dma = true;
+  }
+  if (!x.racecheck && wg.watching_dma) {
+    if (x.has_open && (x.open.wave != uint32_t(w.id) || x.open_insts != w.insts)) commit_open(x);
+    if (dma) {  // this load's span: its lanes extend it
+      if (!x.has_open) x.open = {w.vm_issued, uint32_t(w.id), first, last}, x.open_insts = w.insts, x.has_open = true;
+      x.open.lo = std::min(x.open.lo, first), x.open.hi = std::max(x.open.hi, last);
+    }
+    bool meets = x.saturated;
+    for (uint32_t b = first / LdsWatch::kBlock; b <= last / LdsWatch::kBlock; ++b) meets |= x.spans_over[b] != 0;
+    if (!meets) {  // no mark in flight here: only a load's own marks to write
+      if (dma)
+        for (uint32_t d = first; d <= last; ++d) x.dma[d] = {x.serial, w.vm_issued, inst, uint32_t(w.id)};
+      return true;
+    }
   }
   for (uint32_t d = first; d <= last; ++d) {
     if (wg.watching_dma) {

@@ -27,6 +27,25 @@ struct LdsWatch {
     uint32_t wave = 0;
   };
   std::vector<DmaMark> dma;              // per LDS dword; sized when a workgroup first loads into LDS
+  // A filter in front of the per-dword marks (outside race-check mode): the dwords each load into LDS wrote (one
+  // wave's instruction) as one span, and per block of kBlock dwords the number of spans that may still be in flight
+  // for some wave (not yet completed by a barrier after the loader's wait) covering it. An access that meets no such
+  // block meets no mark in flight and skips the per-dword check. The span of the load being issued is `open` until
+  // the next watched access of another instruction.
+  struct DmaSpan {
+    uint32_t seq = 0, wave = 0;
+    uint32_t lo = 0, hi = 0;  // dwords, inclusive
+  };
+  static constexpr uint32_t kBlock = 16;
+  std::vector<DmaSpan> spans;
+  std::vector<uint16_t> spans_over;  // per block
+  DmaSpan open;
+  uint64_t open_insts = 0;  // the open span's wave instruction count (Wave::insts)
+  bool has_open = false;
+  // Past kMaxSpans spans in flight (a workgroup that loads into LDS without barriers): every access takes the
+  // per-dword check until the next workgroup (the counts stay far below their 16-bit limit).
+  static constexpr size_t kMaxSpans = 8192;
+  bool saturated = false;
   std::vector<uint64_t> writer, reader;  // race check, per LDS dword: epoch << 32 | wave << 24 | instruction index
   uint32_t serial = 0;                   // bumped per workgroup
   uint32_t epoch = 0;                    // bumped per workgroup and per barrier opening
@@ -36,6 +55,11 @@ struct LdsWatch {
 // Called for each lane's access once it is inside the allocation (lds_ptr). Returns false after raising a fault
 // (race-check mode). Records the lane's write when `use` is dma.
 bool watch_lds(Wave& w, const Inst& I, uint32_t addr, uint32_t bytes, int lane, LdsUse use);
+
+// At a barrier's opening (after the waves' vm_retired_at_barrier moved): drops the filter's spans no wave can see in
+// flight any more.
+struct Workgroup;
+void retire_lds_spans(Workgroup& wg);
 
 // After the dispatch: one line per kind of finding that was only warned about, with the count.
 struct DispatchCtx;

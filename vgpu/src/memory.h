@@ -1,5 +1,6 @@
 // Per-lane memory access for vector memory and LDS instructions: address spaces, bounds checks, atomics.
 #pragma once
+#include <algorithm>
 #include <cstdio>
 
 #include "lds_banks.h"
@@ -13,6 +14,27 @@ enum class Space : uint8_t { global, flat, scratch };
 inline void retire_vmem(Wave& w, uint32_t outstanding) {
   const uint32_t done = w.vm_issued > outstanding ? w.vm_issued - outstanding : 0;
   if (done > w.vm_retired) w.vm_retired = done;
+}
+
+// The hazard watch's common case inline: outside race-check mode, an access that meets no block with a load into
+// LDS in flight (LdsWatch::spans_over) and, for a load, continues the span its instruction opened, only writes the
+// load's marks. Everything else goes to watch_lds.
+inline bool watch_lds_inline(Wave& w, const Inst& I, uint32_t addr, uint32_t bytes, int lane, LdsUse use) {
+  Workgroup& wg = *w.wg;
+  LdsWatch& x = *wg.watch;
+  const bool dma = use == LdsUse::dma;
+  if (x.racecheck || !wg.watching_dma || x.saturated || (x.has_open && (x.open.wave != uint32_t(w.id) || x.open_insts != w.insts)) ||
+      (dma && !x.has_open))
+    return watch_lds(w, I, addr, bytes, lane, use);
+  const uint32_t first = addr / 4, last = (addr + bytes - 1) / 4;
+  for (uint32_t b = first / LdsWatch::kBlock; b <= last / LdsWatch::kBlock; ++b)
+    if (x.spans_over[b] != 0) return watch_lds(w, I, addr, bytes, lane, use);
+  if (dma) {
+    x.open.lo = std::min(x.open.lo, first), x.open.hi = std::max(x.open.hi, last);
+    const uint32_t inst = uint32_t(&I - w.ctx->prog->insts.data());
+    for (uint32_t d = first; d <= last; ++d) x.dma[d] = {x.serial, w.vm_issued, inst, uint32_t(w.id)};
+  }
+  return true;
 }
 
 // Host pointer for `bytes` at LDS offset `addr` accessed as `use`, or nullptr after raising an LDS fault (out of
@@ -38,7 +60,7 @@ inline uint8_t* lds_ptr(Wave& w, const Inst& I, uint64_t addr, uint32_t bytes, i
     w.fault(I, FaultKind::lds_out_of_bounds, lane, buf);
     return nullptr;
   }
-  if ((w.wg->watching || use == LdsUse::dma) && !watch_lds(w, I, uint32_t(addr), bytes, lane, use)) [[unlikely]]
+  if ((w.wg->watching || use == LdsUse::dma) && !watch_lds_inline(w, I, uint32_t(addr), bytes, lane, use)) [[unlikely]]
     return nullptr;
   return w.wg->lds + addr;
 }

@@ -26,6 +26,7 @@ struct Sse41 {
   static I add(I a, I b) { return _mm_add_epi32(a, b); }
   static I sub(I a, I b) { return _mm_sub_epi32(a, b); }
   static I max(I a, I b) { return _mm_max_epi32(a, b); }
+  static I min_u(I a, I b) { return _mm_min_epu32(a, b); }  // unsigned
   static I and_i(I a, I b) { return _mm_and_si128(a, b); }
   static I srl(I a, int n) { return _mm_srli_epi32(a, n); }
   static I sll(I a, int n) { return _mm_slli_epi32(a, n); }
@@ -95,6 +96,7 @@ struct Avx2 {
   static I add(I a, I b) { return _mm256_add_epi32(a, b); }
   static I sub(I a, I b) { return _mm256_sub_epi32(a, b); }
   static I max(I a, I b) { return _mm256_max_epi32(a, b); }
+  static I min_u(I a, I b) { return _mm256_min_epu32(a, b); }
   static I and_i(I a, I b) { return _mm256_and_si256(a, b); }
   static I srl(I a, int n) { return _mm256_srli_epi32(a, n); }
   static I sll(I a, int n) { return _mm256_slli_epi32(a, n); }
@@ -168,6 +170,7 @@ struct Avx512 {
   static I add(I a, I b) { return _mm512_add_epi32(a, b); }
   static I sub(I a, I b) { return _mm512_sub_epi32(a, b); }
   static I max(I a, I b) { return _mm512_max_epi32(a, b); }
+  static I min_u(I a, I b) { return _mm512_min_epu32(a, b); }
   static I and_i(I a, I b) { return _mm512_and_si512(a, b); }
   static I srl(I a, int n) { return _mm512_srli_epi32(a, unsigned(n)); }
   static I sll(I a, int n) { return _mm512_slli_epi32(a, unsigned(n)); }

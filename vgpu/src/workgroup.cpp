@@ -171,6 +171,7 @@ void run_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& st, Workgro
         if (w.state == WaveState::barrier) w.state = WaveState::running;
         w.vm_retired_at_barrier = w.vm_retired;
       }
+      retire_lds_spans(wg);
       ++watch.epoch;
       spent_while_waiting = 0;
       continue;
