@@ -83,8 +83,8 @@ struct TimingFacts {
   uint32_t mfma_clock_mhz_f16 = 0, mfma_clock_mhz_bf16 = 0, mfma_clock_mhz_fp8 = 0;
   double mfma_clock_use_16bit = 0, mfma_clock_use_fp8 = 0;
   std::string_view source;
-  std::string_view hbm_source;     // of hbm_measured_tb_per_s
-  std::string_view clock_source;   // of the mfma_clock_* fields
+  std::string_view hbm_source = {};    // of hbm_measured_tb_per_s
+  std::string_view clock_source = {};  // of the mfma_clock_* fields
 };
 
 // A product: the chip built on an arch.

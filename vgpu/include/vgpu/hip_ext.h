@@ -8,7 +8,7 @@ extern "C" {
 
 typedef struct vgpuDispatchInfo {
   char kernel[256];                       // the kernel's symbol name
-  char arch[16];                          // "gfx942" or "gfx950"
+  char arch[16];                          // "gfx90a", "gfx942" or "gfx950"
   unsigned grid[3];                       // workgroups
   unsigned block[3];                      // work-items per workgroup
   unsigned long long waves;
