@@ -14,11 +14,7 @@
 
 #include <gtest/gtest.h>
 
-#define HIP_OK(x)                                                                             \
-  do {                                                                                        \
-    hipError_t hip_ok_status_ = (x);                                                          \
-    ASSERT_EQ(hip_ok_status_, hipSuccess) << #x << ": " << hipGetErrorString(hip_ok_status_); \
-  } while (0)
+#include "hip/hip_check.h"
 
 using u32 = uint32_t;
 typedef int v4i __attribute__((ext_vector_type(4)));
@@ -126,12 +122,12 @@ void run_case(const Case& c, int components) {
 
   uint8_t* dmem;
   u32 *dindex, *dout;
-  HIP_OK(hipMalloc(&dmem, mem.size()));
-  HIP_OK(hipMalloc(&dindex, kLanes * 4));
-  HIP_OK(hipMalloc(&dout, kLanes * 16));
-  HIP_OK(hipMemcpy(dmem, mem.data(), mem.size(), hipMemcpyHostToDevice));
-  HIP_OK(hipMemcpy(dindex, index.data(), kLanes * 4, hipMemcpyHostToDevice));
-  HIP_OK(hipMemset(dout, 0, kLanes * 16));
+  HIP_ASSERT(hipMalloc(&dmem, mem.size()));
+  HIP_ASSERT(hipMalloc(&dindex, kLanes * 4));
+  HIP_ASSERT(hipMalloc(&dout, kLanes * 16));
+  HIP_ASSERT(hipMemcpy(dmem, mem.data(), mem.size(), hipMemcpyHostToDevice));
+  HIP_ASSERT(hipMemcpy(dindex, index.data(), kLanes * 4, hipMemcpyHostToDevice));
+  HIP_ASSERT(hipMemset(dout, 0, kLanes * 16));
 
   Args a{};
   const uint64_t base = reinterpret_cast<uint64_t>(dmem);
@@ -143,10 +139,10 @@ void run_case(const Case& c, int components) {
   a.out = dout;
   void (*kernels[])(const Args) = {load_x, load_xy, load_xyz, load_xyzw};
   hipLaunchKernelGGL(kernels[components - 1], dim3(1), dim3(kLanes), 0, 0, a);
-  HIP_OK(hipGetLastError());
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipGetLastError());
+  HIP_ASSERT(hipDeviceSynchronize());
   std::vector<u32> out(kLanes * 4);
-  HIP_OK(hipMemcpy(out.data(), dout, out.size() * 4, hipMemcpyDeviceToHost));
+  HIP_ASSERT(hipMemcpy(out.data(), dout, out.size() * 4, hipMemcpyDeviceToHost));
 
   const bool float_one = c.num != uint_ && c.num != sint_;
   for (int l = 0; l < kLanes; ++l) {
@@ -167,9 +163,9 @@ void run_case(const Case& c, int components) {
       ASSERT_EQ(out[4 * l + i], want) << "lane " << l << " component " << i << " index " << index[l];
     }
   }
-  HIP_OK(hipFree(dmem));
-  HIP_OK(hipFree(dindex));
-  HIP_OK(hipFree(dout));
+  HIP_ASSERT(hipFree(dmem));
+  HIP_ASSERT(hipFree(dindex));
+  HIP_ASSERT(hipFree(dout));
 }
 
 constexpr u32 sel(u32 x, u32 y, u32 z, u32 w) { return x | y << 3 | z << 6 | w << 9; }
@@ -200,9 +196,9 @@ TEST(BufferLoadFormat, NarrowFormsAndSwizzles) {
 TEST(BufferLoadFormat, UnmodelledFormatsFault) {
   u32* dindex;
   u32* dout;
-  HIP_OK(hipMalloc(&dindex, kLanes * 4));
-  HIP_OK(hipMalloc(&dout, kLanes * 16));
-  HIP_OK(hipMemset(dindex, 0, kLanes * 4));
+  HIP_ASSERT(hipMalloc(&dindex, kLanes * 4));
+  HIP_ASSERT(hipMalloc(&dout, kLanes * 16));
+  HIP_ASSERT(hipMemset(dindex, 0, kLanes * 4));
   Args a{};
   const uint64_t base = reinterpret_cast<uint64_t>(dout);
   a.rsrc[0] = u32(base);
@@ -215,6 +211,6 @@ TEST(BufferLoadFormat, UnmodelledFormatsFault) {
   EXPECT_EQ(hipGetLastError(), hipErrorLaunchFailure);
   (void)hipDeviceSynchronize();
   (void)hipGetLastError();
-  HIP_OK(hipFree(dindex));
-  HIP_OK(hipFree(dout));
+  HIP_ASSERT(hipFree(dindex));
+  HIP_ASSERT(hipFree(dout));
 }
