@@ -38,7 +38,7 @@ void check_pv_transposed() {
   hktest::Buffer<float> o(D * M);
   const bool profiled = hktest::set_profiling(true);
   hipLaunchKernelGGL((pv_transposed<T, M, N, D>), dim3(1), dim3(64), 0, 0, pt.dev, v.dev, o.dev);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   hktest::set_profiling(false);
   std::vector<float> want(D * M);
   for (int x = 0; x < D; ++x)

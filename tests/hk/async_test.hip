@@ -29,14 +29,14 @@ void check(int rows, int cols, int ld, int tr, int tc) {
   std::vector<uint8_t> mem(size_t(rows - 1) * ld * sizeof(T) + cols * sizeof(T));
   for (auto& b : mem) b = uint8_t(rng());
   void *din = nullptr, *dout = nullptr;
-  HIP_OK(hipMalloc(&din, mem.size()));
-  HIP_OK(hipMalloc(&dout, R * C * sizeof(T)));
-  HIP_OK(hipMemcpy(din, mem.data(), mem.size(), hipMemcpyHostToDevice));
+  HIP_ASSERT(hipMalloc(&din, mem.size()));
+  HIP_ASSERT(hipMalloc(&dout, R * C * sizeof(T)));
+  HIP_ASSERT(hipMemcpy(din, mem.data(), mem.size(), hipMemcpyHostToDevice));
   hipLaunchKernelGGL((async_tile<T, R, C, Waves>), dim3(1), dim3(64 * Waves), 0, 0, static_cast<const T*>(din), rows,
                      cols, ld, tr, tc, static_cast<T*>(dout));
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   std::vector<uint8_t> got(R * C * sizeof(T));
-  HIP_OK(hipMemcpy(got.data(), dout, got.size(), hipMemcpyDeviceToHost));
+  HIP_ASSERT(hipMemcpy(got.data(), dout, got.size(), hipMemcpyDeviceToHost));
   (void)hipFree(din);
   (void)hipFree(dout);
   int bad = 0;
@@ -85,15 +85,15 @@ void check_staged(int rows, int cols, int ld, int tr, int tc) {
   std::vector<uint8_t> mem(bytes), canary(bytes, 0xa5);
   for (auto& b : mem) b = uint8_t(rng());
   void *din = nullptr, *dout = nullptr;
-  HIP_OK(hipMalloc(&din, bytes));
-  HIP_OK(hipMalloc(&dout, bytes));
-  HIP_OK(hipMemcpy(din, mem.data(), bytes, hipMemcpyHostToDevice));
-  HIP_OK(hipMemcpy(dout, canary.data(), bytes, hipMemcpyHostToDevice));
+  HIP_ASSERT(hipMalloc(&din, bytes));
+  HIP_ASSERT(hipMalloc(&dout, bytes));
+  HIP_ASSERT(hipMemcpy(din, mem.data(), bytes, hipMemcpyHostToDevice));
+  HIP_ASSERT(hipMemcpy(dout, canary.data(), bytes, hipMemcpyHostToDevice));
   hipLaunchKernelGGL((staged_round_trip<T, R, C, Waves>), dim3(1), dim3(64 * Waves), 0, 0, static_cast<const T*>(din),
                      static_cast<T*>(dout), rows, cols, ld, tr, tc);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   std::vector<uint8_t> got(bytes);
-  HIP_OK(hipMemcpy(got.data(), dout, bytes, hipMemcpyDeviceToHost));
+  HIP_ASSERT(hipMemcpy(got.data(), dout, bytes, hipMemcpyDeviceToHost));
   (void)hipFree(din);
   (void)hipFree(dout);
   int bad = 0;

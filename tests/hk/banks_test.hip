@@ -54,17 +54,17 @@ void check_reads() {
     constexpr int waves = 4;
     const auto bytes = round_trip_bytes<T>(R * C, 7 + R + C);
     void *in = nullptr, *out = nullptr;
-    HIP_OK(hipMalloc(&in, bytes.size()));
-    HIP_OK(hipMalloc(&out, bytes.size()));
-    HIP_OK(hipMemcpy(in, bytes.data(), bytes.size(), hipMemcpyHostToDevice));
-    HIP_OK(hipMemset(out, 0, bytes.size()));
+    HIP_ASSERT(hipMalloc(&in, bytes.size()));
+    HIP_ASSERT(hipMalloc(&out, bytes.size()));
+    HIP_ASSERT(hipMemcpy(in, bytes.data(), bytes.size(), hipMemcpyHostToDevice));
+    HIP_ASSERT(hipMemset(out, 0, bytes.size()));
     const bool profiled = hktest::set_profiling(true);
     hipLaunchKernelGGL((read_every_tile<T, R, C, RT, waves>), dim3(1), dim3(64 * waves), 0, 0, static_cast<const T*>(in),
                        static_cast<T*>(out));
-    HIP_OK(hipDeviceSynchronize());
+    HIP_ASSERT(hipDeviceSynchronize());
     hktest::set_profiling(false);
     std::vector<uint8_t> got(bytes.size());
-    HIP_OK(hipMemcpy(got.data(), out, got.size(), hipMemcpyDeviceToHost));
+    HIP_ASSERT(hipMemcpy(got.data(), out, got.size(), hipMemcpyDeviceToHost));
     (void)hipFree(in);
     (void)hipFree(out);
     EXPECT_EQ(got, bytes) << "round trip through shared and registers";

@@ -34,7 +34,7 @@ TEST(Example, AttentionScores) {
   hktest::Buffer<bf16> q(N * D, 1), k(M * D, 2);
   hktest::Buffer<float> p(N * M);
   hipLaunchKernelGGL(attention_scores, dim3(1), dim3(64), 0, 0, q.dev, k.dev, p.dev);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   std::vector<float> want(N * M);
   for (int i = 0; i < N; ++i) {
     std::vector<double> s(M);

@@ -65,7 +65,7 @@ void check_convert() {
   din.upload();
   hktest::Buffer<T> stored(CM * CN), operand(CM * CN);
   hipLaunchKernelGGL(convert<T>, dim3(1), dim3(64), 0, 0, din.dev, stored.dev, operand.dev, decoded.dev);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   const auto s = stored.read(), o = operand.read(), d = decoded.read();  // values of the stored codes
   int bad = 0;
   for (int i = 0; i < CM * CN; ++i) {
@@ -101,7 +101,7 @@ __global__ void format_probe(float* out) {
 TEST(Fp8, ArchFormat) {
   hktest::Buffer<float> out(12);
   hipLaunchKernelGGL(format_probe, dim3(1), dim3(1), 0, 0, out.dev);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   const auto o = out.read();
   EXPECT_EQ(o[5], 57344.f);
   EXPECT_EQ(o[6], 57344.f);

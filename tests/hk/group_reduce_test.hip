@@ -25,7 +25,7 @@ void check() {
   SCOPED_TRACE("group of " + std::to_string(W) + " waves");
   hktest::Buffer<float> in(threads, 7, 3.f), out(4 * threads);
   hipLaunchKernelGGL(sums<W>, dim3(1), dim3(threads), 0, nullptr, in.dev, out.dev);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   const std::vector<float> got = out.read();
   constexpr int n = 64 * W;
   for (int g = 0; g < threads / n; ++g) {

@@ -20,8 +20,7 @@
 #include "host/device.h"
 #include "host/gtest.h"
 #include "vgpu/hip_ext.h"
-
-#define HIP_OK(x) ASSERT_EQ((x), hipSuccess) << hipGetErrorString(x)
+#include "hip/hip_check.h"
 
 namespace hktest {
 

@@ -30,7 +30,7 @@ void check_acc_to_op() {
   hktest::Buffer<T> out(M * N);
   const bool profiled = hktest::set_profiling(true);
   hipLaunchKernelGGL((acc_to_op<T, M, N, Shape>), dim3(1), dim3(64), 0, 0, in.dev, out.dev);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   hktest::set_profiling(false);
   std::vector<float> want(M * N);
   for (int i = 0; i < M * N; ++i) want[i] = hktest::quantize<T>(in.host[i]);
@@ -111,7 +111,7 @@ void check_swap() {
   hktest::Buffer<Ts> in(R * C, 51, 3.f);
   hktest::Buffer<Td> out(R * C);
   hipLaunchKernelGGL((swap_kernel<Ts, Td, R, C, Ls, Ld, Scratch>), dim3(1), dim3(64), 0, 0, in.dev, out.dev);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   std::vector<float> want(R * C);
   for (int i = 0; i < R * C; ++i) want[i] = hktest::quantize<Td>(in.host[i]);
   hktest::expect_close(out.read(), want, 0, 0, "swap_layout");
@@ -121,7 +121,7 @@ template <class T, int R, int C, layout Ls, layout Ld, bool Scratch>
 void check_transpose() {
   hktest::Buffer<T> in(R * C, 52, 3.f), out(R * C);
   hipLaunchKernelGGL((transpose_kernel<T, R, C, Ls, Ld, Scratch>), dim3(1), dim3(64), 0, 0, in.dev, out.dev);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   std::vector<float> want(R * C);
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) want[c * R + r] = in.host[r * C + c];

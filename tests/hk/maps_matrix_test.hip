@@ -43,7 +43,7 @@ template <class T, int R, int C, layout L>
 void check() {
   hktest::Buffer<T> a(R * C, 21, 2.f), b(R * C, 22, 2.f), out(R * C);
   hipLaunchKernelGGL((map_chain<T, R, C, L>), dim3(1), dim3(64), 0, 0, a.dev, b.dev, out.dev);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   std::vector<float> want(R * C);
   for (int i = 0; i < R * C; ++i) want[i] = host_chain<T>(a.host[i], b.host[i]);
   // exp2 on the device is within a couple of ulps of the host's: one step of the type's precision.
@@ -89,7 +89,7 @@ void check_more() {
   }
   hipLaunchKernelGGL((more_maps<T, R, C, L, S>), dim3(1), dim3(64), 0, 0, a.dev, b.dev, logs.dev, quotients.dev, ones.dev,
                      neg_inf.dev);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   auto q = [](float v) { return hktest::quantize<T>(v); };
   std::vector<float> want_log(R * C), want_quotient(R * C);
   for (int i = 0; i < R * C; ++i) {

@@ -48,7 +48,7 @@ template <class S, int M, int N>
 void check_softmax() {
   hktest::Buffer<float> x(M * N, 7 + M, 4.f), out(M * N), rows(3 * M), cols(3 * N);
   hipLaunchKernelGGL((softmax_rows<S, M, N>), dim3(1), dim3(64), 0, 0, x.dev, out.dev, rows.dev, cols.dev);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   auto at = [&](int i, int j) { return double(x.host[i * N + j]); };
   const std::vector<float> got_rows = rows.read(), got_cols = cols.read(), got = out.read();
   // max and min are exact; sums are within the bound of fp32 accumulation; exp within a few ulps.
@@ -103,7 +103,7 @@ template <class S, int M, int N>
 void check_maps() {
   hktest::Buffer<float> a(M * N, 8, 3.f), b(M * N, 9, 3.f), out(M * N), copied(M * N);
   hipLaunchKernelGGL((maps_kernel<S, M, N>), dim3(1), dim3(64), 0, 0, a.dev, b.dev, out.dev, copied.dev);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   std::vector<float> want(M * N);
   for (int i = 0; i < M * N; ++i) {
     const float x = a.host[i], y = b.host[i];
@@ -153,7 +153,7 @@ void check_broadcast_mask() {
   for (auto& d : cd.host) d = 0.5f + std::fabs(d);  // divisors away from zero
   cd.upload();
   hipLaunchKernelGGL((broadcast_mask<S, M, N>), dim3(1), dim3(64), 0, 0, a.dev, b.dev, cs.dev, rs.dev, cd.dev, out.dev, low.dev);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   std::vector<float> want(M * N), want_low(M * N);
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {

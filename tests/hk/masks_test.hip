@@ -48,7 +48,7 @@ template <class T, int M, int N, layout L, Op O>
 void check(const Args& a) {
   hktest::Buffer<T> in(M * N, 21, 8.f), out(M * N);
   hipLaunchKernelGGL((apply_mask<T, M, N, L, O>), dim3(1), dim3(64), 0, 0, in.dev, out.dev, a);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   std::vector<float> want(M * N);
   int n_masked = 0;
   for (int r = 0; r < M; ++r)

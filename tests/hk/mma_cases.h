@@ -114,7 +114,7 @@ void check_mma(float limit) {
   hktest::Buffer<float> c(M * N, seed + 2, 4.f), d(M * N);
   const bool profiled = hktest::set_profiling(true);
   hipLaunchKernelGGL((mma_kernel<TA, TB, S, O, From, M, N, K>), dim3(1), dim3(64), 0, 0, a.dev, b.dev, c.dev, d.dev);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   if (profiled) hktest::set_profiling(false);
   const hk_host::Matrix A(at ? K : M, at ? M : K, a.host), B(bt ? N : K, bt ? K : N, b.host), C(M, N, c.host);
   const hk_host::Matmul ref{{A, at}, {B, bt}, &C, 1, 1};
@@ -158,7 +158,7 @@ void check_pv() {
   hktest::Buffer<TV> v(N * D, 92, is_fp8<TV> ? 8.f : 1.f);
   const bool profiled = hktest::set_profiling(true);
   hipLaunchKernelGGL((pv_kernel<TP, TV, S, How, M, N, D>), dim3(1), dim3(64), 0, 0, p.dev, v.dev, o.dev);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   if (profiled) hktest::set_profiling(false);
   // P as the device rounds it to TP (fp8: saturating), then the exact product.
   hk_host::Matrix P(M, N, p.host), V(N, D, v.host);

@@ -33,9 +33,9 @@ void check() {
   std::vector<float> v = x.host;
   for (int i = 0; i < M * N; ++i) v[i] = i % 7 == 0 ? std::ldexp(v[i], i % 13 - 6) : i % 11 == 0 ? -0.f : v[i];
   for (int i = 5; i < M * N; i += 9) v[i] = v[i - 5];
-  HIP_OK(hipMemcpy(x.dev, v.data(), v.size() * sizeof(float), hipMemcpyHostToDevice));
+  HIP_ASSERT(hipMemcpy(x.dev, v.data(), v.size() * sizeof(float), hipMemcpyHostToDevice));
   hipLaunchKernelGGL((reduce_and_broadcast<M, N, S, R>), dim3(1), dim3(64), 0, 0, x.dev, by_row.dev, by_col.dev);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   auto fold = [&](int n, auto at) {
     double acc = R == Red::sum ? 0.0 : at(0);
     for (int k = 0; k < n; ++k) {

@@ -59,11 +59,11 @@ __global__ void remap_ids(int* out) {
 TEST(Sync, XcdRemapOnDevice) {
   for (int count : {1, 7, 8, 9, 100, 257, 1000}) {
     int* d;
-    HIP_OK(hipMalloc(&d, count * sizeof(int)));
+    HIP_ASSERT(hipMalloc(&d, count * sizeof(int)));
     hipLaunchKernelGGL(remap_ids, dim3(count), dim3(64), 0, 0, d);
-    HIP_OK(hipDeviceSynchronize());
+    HIP_ASSERT(hipDeviceSynchronize());
     std::vector<int> logical(count);
-    HIP_OK(hipMemcpy(logical.data(), d, count * sizeof(int), hipMemcpyDeviceToHost));
+    HIP_ASSERT(hipMemcpy(logical.data(), d, count * sizeof(int), hipMemcpyDeviceToHost));
     (void)hipFree(d);
     check_remap(count, 8, logical);  // both archs have 8 XCDs
   }
@@ -104,7 +104,7 @@ TEST(Sync, WaitcntHelpers) {
   hktest::Buffer<float> in(256, 3), out(64);
   const bool profiled = hktest::set_profiling(true);
   hipLaunchKernelGGL(waits, dim3(1), dim3(64), 0, 0, in.dev, out.dev);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   hktest::set_profiling(false);
   std::vector<float> want(64);
   for (int t = 0; t < 64; ++t) {
@@ -163,7 +163,7 @@ TEST(Sync, SchedGroupBarrierMma) {
   hktest::Buffer<bf16> a(M * K, 5), b(N * K, 6);
   hktest::Buffer<float> c(M * N);
   hipLaunchKernelGGL((scheduled_mma<M, N, K>), dim3(1), dim3(64), 0, 0, a.dev, b.dev, c.dev);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   std::vector<float> want(M * N);
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {

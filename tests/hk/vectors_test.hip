@@ -46,7 +46,7 @@ void check(int n, int at) {
   hktest::Buffer<T> direct(n), shared(n);
   hipLaunchKernelGGL((vectors<T, N, A, S>), dim3(1), dim3(64), 0, 0, src.dev, n, at, tile.dev, direct.dev, shared.dev,
                      reduced.dev);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   auto v = [&](int i) { const int c = at * N + i; return c < n ? src.host[c] : 0.f; };
   std::vector<float> want_tile(M * K), want_out(n, 0.f), want_sum(n, 0.f);
   for (int i = 0; i < M; ++i)

@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#define HIP_OK(x) ASSERT_EQ((x), hipSuccess) << hipGetErrorString(x)
+#include "hip/hip_check.h"
 
 constexpr int kN = 1000;  // not a multiple of the block: the tail lanes run with a partial EXEC
 
@@ -226,13 +226,13 @@ TEST(AluOps, CrossLane) {
   auto in = u32_inputs(11);
   in.resize(n);
   uint32_t *din, *dout;
-  HIP_OK(hipMalloc(&din, n * 4));
-  HIP_OK(hipMalloc(&dout, n * 16));
-  HIP_OK(hipMemcpy(din, in.data(), n * 4, hipMemcpyHostToDevice));
+  HIP_ASSERT(hipMalloc(&din, n * 4));
+  HIP_ASSERT(hipMalloc(&dout, n * 16));
+  HIP_ASSERT(hipMemcpy(din, in.data(), n * 4, hipMemcpyHostToDevice));
   hipLaunchKernelGGL(shuffles, dim3(n / 128), dim3(128), 0, 0, din, dout);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   std::vector<uint32_t> out(4 * n);
-  HIP_OK(hipMemcpy(out.data(), dout, n * 16, hipMemcpyDeviceToHost));
+  HIP_ASSERT(hipMemcpy(out.data(), dout, n * 16, hipMemcpyDeviceToHost));
   for (int w = 0; w < n / 64; ++w) {
     uint32_t sum = 0;
     uint64_t ballot = 0;
@@ -267,17 +267,17 @@ TEST(AluOps, MinMaxMedian3Of16Bits) {
   const auto a = u32_inputs(21), b = u32_inputs(22), c = u32_inputs(23);
   const int n = int(a.size());
   uint32_t *da, *db, *dc, *dout;
-  HIP_OK(hipMalloc(&da, n * 4));
-  HIP_OK(hipMalloc(&db, n * 4));
-  HIP_OK(hipMalloc(&dc, n * 4));
-  HIP_OK(hipMalloc(&dout, n * 24));
-  HIP_OK(hipMemcpy(da, a.data(), n * 4, hipMemcpyHostToDevice));
-  HIP_OK(hipMemcpy(db, b.data(), n * 4, hipMemcpyHostToDevice));
-  HIP_OK(hipMemcpy(dc, c.data(), n * 4, hipMemcpyHostToDevice));
+  HIP_ASSERT(hipMalloc(&da, n * 4));
+  HIP_ASSERT(hipMalloc(&db, n * 4));
+  HIP_ASSERT(hipMalloc(&dc, n * 4));
+  HIP_ASSERT(hipMalloc(&dout, n * 24));
+  HIP_ASSERT(hipMemcpy(da, a.data(), n * 4, hipMemcpyHostToDevice));
+  HIP_ASSERT(hipMemcpy(db, b.data(), n * 4, hipMemcpyHostToDevice));
+  HIP_ASSERT(hipMemcpy(dc, c.data(), n * 4, hipMemcpyHostToDevice));
   hipLaunchKernelGGL(min_max3_16, dim3((n + 255) / 256), dim3(256), 0, 0, da, db, dc, dout, n);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   std::vector<uint32_t> out(6 * n);
-  HIP_OK(hipMemcpy(out.data(), dout, n * 24, hipMemcpyDeviceToHost));
+  HIP_ASSERT(hipMemcpy(out.data(), dout, n * 24, hipMemcpyDeviceToHost));
   auto median = [](int x, int y, int z) { return std::max(std::min(x, y), std::min(std::max(x, y), z)); };
   int bad = 0;
   for (int i = 0; i < n; ++i) {
@@ -314,15 +314,15 @@ TEST(AluOps, IntegerClampSaturates) {
   const auto a = u32_inputs(31), b = u32_inputs(32);
   const int n = int(a.size());
   uint32_t *da, *db, *dout;
-  HIP_OK(hipMalloc(&da, n * 4));
-  HIP_OK(hipMalloc(&db, n * 4));
-  HIP_OK(hipMalloc(&dout, n * 28));
-  HIP_OK(hipMemcpy(da, a.data(), n * 4, hipMemcpyHostToDevice));
-  HIP_OK(hipMemcpy(db, b.data(), n * 4, hipMemcpyHostToDevice));
+  HIP_ASSERT(hipMalloc(&da, n * 4));
+  HIP_ASSERT(hipMalloc(&db, n * 4));
+  HIP_ASSERT(hipMalloc(&dout, n * 28));
+  HIP_ASSERT(hipMemcpy(da, a.data(), n * 4, hipMemcpyHostToDevice));
+  HIP_ASSERT(hipMemcpy(db, b.data(), n * 4, hipMemcpyHostToDevice));
   hipLaunchKernelGGL(saturating, dim3((n + 255) / 256), dim3(256), 0, 0, da, db, dout, n);
-  HIP_OK(hipDeviceSynchronize());
+  HIP_ASSERT(hipDeviceSynchronize());
   std::vector<uint32_t> out(7 * n);
-  HIP_OK(hipMemcpy(out.data(), dout, n * 28, hipMemcpyDeviceToHost));
+  HIP_ASSERT(hipMemcpy(out.data(), dout, n * 28, hipMemcpyDeviceToHost));
   int bad = 0;
   for (int i = 0; i < n; ++i) {
     const uint64_t x = a[i], y = b[i];

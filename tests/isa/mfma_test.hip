@@ -32,8 +32,7 @@
 
 #include "host/device.h"
 #include "isa_arch.h"
-
-#define HIP_OK(x) ASSERT_EQ((x), hipSuccess) << hipGetErrorString(x)
+#include "hip/hip_check.h"
 
 // --- Device side -------------------------------------------------------------------------------------------------
 

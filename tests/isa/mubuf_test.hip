@@ -19,12 +19,7 @@
 
 #include "host/device.h"
 #include "isa_arch.h"
-
-#define HIP_OK(x)                                                                   \
-  do {                                                                              \
-    hipError_t hip_ok_status_ = (x);                                                \
-    ASSERT_EQ(hip_ok_status_, hipSuccess) << #x << ": " << hipGetErrorString(hip_ok_status_); \
-  } while (0)
+#include "hip/hip_check.h"
 
 using u32 = uint32_t;
 using u64 = uint64_t;
