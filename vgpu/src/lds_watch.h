@@ -56,6 +56,10 @@ struct LdsWatch {
 // (race-check mode). Records the lane's write when `use` is dma.
 bool watch_lds(Wave& w, const Inst& I, uint32_t addr, uint32_t bytes, int lane, LdsUse use);
 
+// Ends the open span (the load into LDS being issued): from here on it counts in spans_over like the others. What
+// the first watched access of another instruction does.
+void commit_open_span(LdsWatch& x);
+
 // At a barrier's opening (after the waves' vm_retired_at_barrier moved): drops the filter's spans no wave can see in
 // flight any more.
 struct Workgroup;
