@@ -39,6 +39,7 @@ struct LdsWatch {
   static constexpr uint32_t kBlock = 16;
   std::vector<DmaSpan> spans;
   std::vector<uint16_t> spans_over;  // per block
+  uint32_t spans_lo = ~0u, spans_hi = 0;  // the dwords of all `spans` lie in [spans_lo, spans_hi] (none: lo > hi)
   DmaSpan open;
   uint64_t open_insts = 0;  // the open span's wave instruction count (Wave::insts)
   bool has_open = false;

@@ -73,16 +73,25 @@ inline uint8_t* lds_ptr(Wave& w, const Inst& I, uint64_t addr, uint32_t bytes, i
 // lds_ptr as before, which finds the same faults and hazards in the same order.
 inline bool lds_lanes_clear(Wave& w, uint64_t exec, const uint32_t* base, uint64_t offset, uint32_t bytes) {
   const Workgroup& wg = *w.wg;
-  uint32_t highest = 0;
-  for (int l = 0; l < kLanes; ++l) highest = std::max(highest, (exec >> l & 1) ? base[l] : 0u);
+  uint32_t highest = 0, lowest = ~0u;
+  for (int l = 0; l < kLanes; ++l) {
+    const bool on = exec >> l & 1;
+    highest = std::max(highest, on ? base[l] : 0u), lowest = std::min(lowest, on ? base[l] : ~0u);
+  }
   if (uint64_t(highest) + offset + bytes > wg.lds_bytes) return false;
   if (!wg.watching) return true;
   LdsWatch& x = *wg.watch;
-  if (x.racecheck || !wg.watching_dma || x.saturated) return false;
+  if (x.racecheck || !wg.watching_dma) return false;
   if (x.has_open && (x.open.wave != uint32_t(w.id) || x.open_insts != w.insts)) commit_open_span(x);
+  if (x.saturated) return false;  // (committing may have saturated the filter)
+  // No block counted between the lowest and the highest lane's blocks (every counted block lies between the blocks
+  // of spans_lo and spans_hi): no lane meets one.
+  constexpr uint32_t block_bytes = 4 * LdsWatch::kBlock;
+  if (lowest > highest || (highest + offset + bytes - 1) / block_bytes < x.spans_lo / LdsWatch::kBlock ||
+      (lowest + offset) / block_bytes > x.spans_hi / LdsWatch::kBlock)
+    return true;
   // bytes <= 64 reach at most two blocks of 16 dwords: the first and the last.
   const uint16_t* over = x.spans_over.data();
-  constexpr uint32_t block_bytes = 4 * LdsWatch::kBlock;
   uint32_t meets = 0;
   for (int l = 0; l < kLanes; ++l) {
     const bool on = exec >> l & 1;
