@@ -23,10 +23,7 @@ void ds_read(Wave& w, const Inst& I) {
   alignas(64) uint32_t a[kLanes];
   ds_addresses(w, I, 1, uint32_t(I.offset), Bytes, false, a);
   const uint16_t d = I.op[0].reg;
-  for (int l = 0; l < kLanes; ++l) {
-    if (!(exec >> l & 1)) continue;
-    const uint8_t* p = lds_ptr(w, I, a[l], Bytes, l, LdsUse::read);
-    if (!p) return;
+  auto load = [&](int l, const uint8_t* p) {
     if constexpr (E == Ext::dwords) {
       for (uint32_t i = 0; i < Bytes / 4; ++i) std::memcpy(&w.v[d + i][l], p + 4 * i, 4);
     } else {
@@ -34,6 +31,18 @@ void ds_read(Wave& w, const Inst& I) {
       std::memcpy(&x, p, Bytes);
       w.v[d][l] = extend(x, E);
     }
+  };
+  if (lds_lanes_clear(w, exec, a, 0, Bytes)) {
+    const uint8_t* lds = w.wg->lds;
+    for (int l = 0; l < kLanes; ++l)
+      if (exec >> l & 1) load(l, lds + a[l]);
+    return;
+  }
+  for (int l = 0; l < kLanes; ++l) {
+    if (!(exec >> l & 1)) continue;
+    const uint8_t* p = lds_ptr(w, I, a[l], Bytes, l, LdsUse::read);
+    if (!p) return;
+    load(l, p);
   }
 }
 
@@ -43,16 +52,25 @@ void ds_write(Wave& w, const Inst& I) {
   alignas(64) uint32_t a[kLanes];
   ds_addresses(w, I, 0, uint32_t(I.offset), Bytes, true, a);
   const uint16_t d = I.op[1].reg;
-  for (int l = 0; l < kLanes; ++l) {
-    if (!(exec >> l & 1)) continue;
-    uint8_t* p = lds_ptr(w, I, a[l], Bytes, l, LdsUse::write);
-    if (!p) return;
+  auto store = [&](int l, uint8_t* p) {
     if constexpr (Bytes >= 4) {
       for (uint32_t i = 0; i < Bytes / 4; ++i) std::memcpy(p + 4 * i, &w.v[d + i][l], 4);
     } else {
       uint32_t x = hi ? w.v[d][l] >> 16 : w.v[d][l];
       std::memcpy(p, &x, Bytes);
     }
+  };
+  if (lds_lanes_clear(w, exec, a, 0, Bytes)) {
+    uint8_t* lds = w.wg->lds;
+    for (int l = 0; l < kLanes; ++l)
+      if (exec >> l & 1) store(l, lds + a[l]);
+    return;
+  }
+  for (int l = 0; l < kLanes; ++l) {
+    if (!(exec >> l & 1)) continue;
+    uint8_t* p = lds_ptr(w, I, a[l], Bytes, l, LdsUse::write);
+    if (!p) return;
+    store(l, p);
   }
 }
 
@@ -74,11 +92,20 @@ void ds_read2(Wave& w, const Inst& I) {
   std::memcpy(a, w.v[I.op[1].reg], sizeof a);
   const uint16_t d = I.op[0].reg;
   constexpr uint32_t words = Bytes / 4;
+  const uint32_t offs[2] = {uint32_t(I.offset) * Bytes * Stride, uint32_t(I.offset1) * Bytes * Stride};
+  if (lds_lanes_clear(w, exec, a, offs[0], Bytes) && lds_lanes_clear(w, exec, a, offs[1], Bytes)) {
+    const uint8_t* lds = w.wg->lds;
+    for (int l = 0; l < kLanes; ++l) {
+      if (!(exec >> l & 1)) continue;
+      for (int k = 0; k < 2; ++k)
+        for (uint32_t i = 0; i < words; ++i) std::memcpy(&w.v[d + k * words + i][l], lds + a[l] + offs[k] + 4 * i, 4);
+    }
+    return;
+  }
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
     for (int k = 0; k < 2; ++k) {
-      uint32_t off = uint32_t(k ? I.offset1 : I.offset) * Bytes * Stride;
-      const uint8_t* p = lds_ptr(w, I, uint64_t(a[l]) + off, Bytes, l, LdsUse::read);
+      const uint8_t* p = lds_ptr(w, I, uint64_t(a[l]) + offs[k], Bytes, l, LdsUse::read);
       if (!p) return;
       for (uint32_t i = 0; i < words; ++i) std::memcpy(&w.v[d + k * words + i][l], p + 4 * i, 4);
     }
@@ -91,11 +118,12 @@ void ds_write2(Wave& w, const Inst& I) {
   profile_pair(w, I, 0, Bytes, Stride, true);
   const uint32_t* a = w.v[I.op[0].reg];
   constexpr uint32_t words = Bytes / 4;
+  const uint32_t offs[2] = {uint32_t(I.offset) * Bytes * Stride, uint32_t(I.offset1) * Bytes * Stride};
+  const bool clear = lds_lanes_clear(w, exec, a, offs[0], Bytes) && lds_lanes_clear(w, exec, a, offs[1], Bytes);
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
     for (int k = 0; k < 2; ++k) {
-      uint32_t off = uint32_t(k ? I.offset1 : I.offset) * Bytes * Stride;
-      uint8_t* p = lds_ptr(w, I, uint64_t(a[l]) + off, Bytes, l, LdsUse::write);
+      uint8_t* p = clear ? w.wg->lds + a[l] + offs[k] : lds_ptr(w, I, uint64_t(a[l]) + offs[k], Bytes, l, LdsUse::write);
       if (!p) return;
       const uint16_t d = I.op[1 + k].reg;
       for (uint32_t i = 0; i < words; ++i) std::memcpy(p + 4 * i, &w.v[d + i][l], 4);

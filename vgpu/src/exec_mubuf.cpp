@@ -130,11 +130,11 @@ bool buffer_lanes(Wave& w, const Inst& I, const Layout& L, uint64_t* addr, uint3
   return true;
 }
 
-// Whether every enabled lane's in-range elements lie in the allocation the wave last touched, checked once for the
-// instruction (the lowest and highest byte over the lanes): then the per-lane checks can be skipped. Otherwise each
-// lane is checked as before, which finds the allocation or raises the fault naming the lane.
+// Whether every enabled lane's in-range elements lie in one of the two allocations the wave last touched, checked
+// once for the instruction (the lowest and highest byte over the lanes): then the per-lane checks can be skipped.
+// Otherwise each lane is checked as before, which finds the allocation or raises the fault naming the lane.
 template <uint32_t Elem>
-bool lanes_in_cached_allocation(const Wave& w, uint64_t exec, const uint64_t* addr, const uint32_t* ok) {
+bool lanes_in_cached_allocation(Wave& w, uint64_t exec, const uint64_t* addr, const uint32_t* ok) {
   uint64_t lo = ~0ull, hi = 0;
   bool any = false, wraps = false;
   for (int l = 0; l < kLanes; ++l) {
@@ -145,7 +145,15 @@ bool lanes_in_cached_allocation(const Wave& w, uint64_t exec, const uint64_t* ad
     any |= on;
     wraps |= on && end < addr[l];
   }
-  return !any || (!wraps && lo >= w.mem_lo && hi <= w.mem_hi);
+  return !any || (!wraps && ((lo >= w.mem_lo && hi <= w.mem_hi) || w.use_prev_allocation(lo, hi)));
+}
+
+// Asks the host's caches for every enabled in-range lane's first byte before the copies: the lanes of a tile load
+// span a few cache lines that are often not cached, and a tight loop of prefetches has them fetched at once rather
+// than one miss after another in the copy loop.
+inline void prefetch_lanes(uint64_t exec, const uint64_t* addr, const uint32_t* ok) {
+  for (int l = 0; l < kLanes; ++l)
+    if ((exec >> l & 1) && ok[l]) __builtin_prefetch(reinterpret_cast<const void*>(addr[l]));
 }
 
 // buffer_load_* with the lds modifier: each lane's data goes to LDS at
@@ -175,10 +183,35 @@ void buffer_load_lds(Wave& w, const Inst& I) {
   const uint64_t lds_base = uint64_t(w.s[sreg::m0] & arch.lds_dma_m0_mask()) + uint32_t(I.offset);
   const uint64_t exec = w.exec();
   // Every lane's LDS slot goes through lds_ptr, which also records the bytes in flight for the hazard check.
+  // The common case short: when the global side fits the cached allocation and every slot lies inside LDS, the
+  // first enabled lane goes through lds_ptr (which opens the load's span) and, if no load in flight meets the
+  // instruction's slots, the others only extend the span and write their marks (what lds_ptr would do for them).
   const bool global_fits = lanes_in_cached_allocation<Elem>(w, exec, addr, ok);
+  if (global_fits) prefetch_lanes(exec, addr, ok);
+  int first_lane = -1;
+  uint8_t* first_dst = nullptr;
+  bool clear = false;
+  if (global_fits && exec) {
+    const int last_lane = 63 - std::countl_zero(exec);
+    first_lane = std::countr_zero(exec);
+    const uint64_t lo = lds_base + uint64_t(first_lane) * Slot, hi = lds_base + uint64_t(last_lane) * Slot + Written;
+    if (hi <= w.wg->lds_bytes) {
+      first_dst = lds_ptr(w, I, lo, Written, first_lane, LdsUse::dma);
+      if (!first_dst) return;
+      clear = dma_lanes_clear(w, lo, hi);
+    }
+  }
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
-    uint8_t* dst = lds_ptr(w, I, lds_base + uint64_t(l) * Slot, Written, l, LdsUse::dma);
+    uint8_t* dst;
+    if (first_dst && l == first_lane) {
+      dst = first_dst;
+    } else if (clear) {
+      dst = w.wg->lds + lds_base + uint64_t(l) * Slot;
+      mark_dma_lane(w, I, uint32_t(lds_base + uint64_t(l) * Slot), Written);
+    } else {
+      dst = lds_ptr(w, I, lds_base + uint64_t(l) * Slot, Written, l, LdsUse::dma);
+    }
     if (!dst) return;
     if (!global_fits && ok[l] && !check_global(w, I, addr[l], ok[l] * Elem, l)) return;
     const uint8_t* src = reinterpret_cast<const uint8_t*>(addr[l]);
@@ -205,6 +238,7 @@ void buffer_load(Wave& w, const Inst& I) {
   const uint64_t exec = w.exec();
   const uint16_t d = I.op[0].reg;
   const bool global_fits = priv || lanes_in_cached_allocation<Elem>(w, exec, addr, ok);
+  if (global_fits) prefetch_lanes(exec, addr, ok);
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
     if (!global_fits && ok[l] && !check_global(w, I, addr[l], ok[l] * Elem, l)) return;

@@ -354,6 +354,39 @@ u32 bfe32(u32 x, u32 off, u32 width, bool sign) {
   return v;
 }
 
+// v_perm_b32 D = {S0, S1} bytes chosen by S2: each selector byte picks a byte of the 64-bit {S0, S1} (0-7), a word's
+// sign (8-11), 0 (12) or 0xff (13 and up).
+constexpr auto perm_lane = [](u32 a, u32 b, u32 sel) {
+  u64 bytes = (u64(a) << 32) | b;
+  u32 r = 0;
+  for (int i = 0; i < 4; ++i) {
+    u32 s = sel >> (8 * i) & 0xff, x;
+    if (s < 8) x = u32(bytes >> (8 * s)) & 0xff;
+    else if (s < 12) { u32 hi_byte = u32(bytes >> (8 * (2 * (s - 8) + 1))) & 0xff; x = (hi_byte & 0x80) ? 0xff : 0; }
+    else x = s == 12 ? 0 : 0xff;
+    r |= x << (8 * i);
+  }
+  return r;
+};
+// Compiled code gives the selector as an SGPR or a constant, the same for every lane: when it only picks bytes, each
+// result byte is a fixed shift of {S0, S1} (a loop the compiler vectorizes). Other selectors go lane by lane.
+void v_perm_b32(Wave& w, const Inst& I) {
+  const Operand& so = I.op[3];
+  const bool uniform = so.kind != OpKind::vgpr && !so.abs && !so.neg && !(I.flags & (mod::dpp | mod::sdwa));
+  const u32 sel = uniform ? read_s32(w, so) : 0;
+  if (!uniform || (sel & 0xf8f8f8f8u) != 0) return valu<perm_lane>(w, I);
+  Lanes<u32> a, b, r;
+  fetch(w, I, 1, 0, a);
+  fetch(w, I, 2, 1, b);
+  const u32 shift[4] = {8 * (sel & 7), 8 * (sel >> 8 & 7), 8 * (sel >> 16 & 7), 8 * (sel >> 24 & 7)};
+  for (int l = 0; l < kLanes; ++l) {
+    const u64 bytes = (u64(a[l]) << 32) | b[l];
+    r[l] = (u32(bytes >> shift[0]) & 0xff) | (u32(bytes >> shift[1]) & 0xff) << 8 |
+           (u32(bytes >> shift[2]) & 0xff) << 16 | (u32(bytes >> shift[3]) & 0xff) << 24;
+  }
+  store(w, I, 0, r);
+}
+
 }  // namespace
 
 bool class_match_f32(float x, u32 mask) {
@@ -406,18 +439,7 @@ void register_valu(IsaTable& t) {
   V("v_lshl_add_u32", (u32 a, u32 s, u32 b) { return (a << (s & 31)) + b; });
   V("v_add_lshl_u32", (u32 a, u32 b, u32 s) { return (a + b) << (s & 31); });
   V("v_lshl_add_u64", (u64 a, u32 s, u64 b) { return (a << (s & 63)) + b; });
-  V("v_perm_b32", (u32 a, u32 b, u32 sel) {
-    u64 bytes = (u64(a) << 32) | b;
-    u32 r = 0;
-    for (int i = 0; i < 4; ++i) {
-      u32 s = sel >> (8 * i) & 0xff, x;
-      if (s < 8) x = u32(bytes >> (8 * s)) & 0xff;
-      else if (s < 12) { u32 hi_byte = u32(bytes >> (8 * (2 * (s - 8) + 1))) & 0xff; x = (hi_byte & 0x80) ? 0xff : 0; }
-      else x = s == 12 ? 0 : 0xff;
-      r |= x << (8 * i);
-    }
-    return r;
-  });
+  t.add("v_perm_b32", v_perm_b32, ImmType::b32);
   t.add("v_bitop3_b32", v_bitop3<u32>);
   t.add("v_bitop3_b16", v_bitop3<u16>);
   V("v_pack_b32_f16", (f16 a, f16 b) { return u32(std::bit_cast<u16>(a)) | u32(std::bit_cast<u16>(b)) << 16; });

@@ -68,7 +68,9 @@ void add_span(LdsWatch& x, const LdsWatch::DmaSpan& s, int by) {
   for (uint32_t b = s.lo / LdsWatch::kBlock; b <= s.hi / LdsWatch::kBlock; ++b) x.spans_over[b] = uint16_t(x.spans_over[b] + by);
 }
 
-void commit_open(LdsWatch& x) {
+}  // namespace
+
+void commit_open_span(LdsWatch& x) {
   if (!x.has_open) return;
   x.has_open = false;
   if (x.spans.size() >= LdsWatch::kMaxSpans) {
@@ -77,20 +79,21 @@ void commit_open(LdsWatch& x) {
   }
   x.spans.push_back(x.open);
   add_span(x, x.open, 1);
+  x.spans_lo = std::min(x.spans_lo, x.open.lo), x.spans_hi = std::max(x.spans_hi, x.open.hi);
 }
-
-}  // namespace
 
 void retire_lds_spans(Workgroup& wg) {
   if (!wg.watching_dma || wg.watch->racecheck) return;
   LdsWatch& x = *wg.watch;
-  commit_open(x);
+  commit_open_span(x);
+  x.spans_lo = ~0u, x.spans_hi = 0;
   for (size_t i = 0; i < x.spans.size();) {
     if (x.spans[i].seq <= wg.waves[x.spans[i].wave].vm_retired_at_barrier) {
       add_span(x, x.spans[i], -1);
       x.spans[i] = x.spans.back();
       x.spans.pop_back();
     } else {
+      x.spans_lo = std::min(x.spans_lo, x.spans[i].lo), x.spans_hi = std::max(x.spans_hi, x.spans[i].hi);
       ++i;
     }
   }
@@ -108,11 +111,12 @@ bool watch_lds(Wave& w, const Inst& I, uint32_t addr, uint32_t bytes, int lane, 
     const size_t dwords = (wg.lds_bytes + 3) / 4;
     if (x.dma.size() < dwords) x.dma.resize(dwords);
     x.spans.clear(), x.has_open = false, x.saturated = false;
+    x.spans_lo = ~0u, x.spans_hi = 0;
     x.spans_over.assign(dwords / LdsWatch::kBlock + 1, 0);
     wg.watching = wg.watching_dma = true;
   }
   if (!x.racecheck && wg.watching_dma) {
-    if (x.has_open && (x.open.wave != uint32_t(w.id) || x.open_insts != w.insts)) commit_open(x);
+    if (x.has_open && (x.open.wave != uint32_t(w.id) || x.open_insts != w.insts)) commit_open_span(x);
     if (dma) {  // this load's span: its lanes extend it
       if (!x.has_open) x.open = {w.vm_issued, uint32_t(w.id), first, last}, x.open_insts = w.insts, x.has_open = true;
       x.open.lo = std::min(x.open.lo, first), x.open.hi = std::max(x.open.hi, last);

@@ -39,6 +39,7 @@ struct LdsWatch {
   static constexpr uint32_t kBlock = 16;
   std::vector<DmaSpan> spans;
   std::vector<uint16_t> spans_over;  // per block
+  uint32_t spans_lo = ~0u, spans_hi = 0;  // the dwords of all `spans` lie in [spans_lo, spans_hi] (none: lo > hi)
   DmaSpan open;
   uint64_t open_insts = 0;  // the open span's wave instruction count (Wave::insts)
   bool has_open = false;
@@ -55,6 +56,10 @@ struct LdsWatch {
 // Called for each lane's access once it is inside the allocation (lds_ptr). Returns false after raising a fault
 // (race-check mode). Records the lane's write when `use` is dma.
 bool watch_lds(Wave& w, const Inst& I, uint32_t addr, uint32_t bytes, int lane, LdsUse use);
+
+// Ends the open span (the load into LDS being issued): from here on it counts in spans_over like the others. What
+// the first watched access of another instruction does.
+void commit_open_span(LdsWatch& x);
 
 // At a barrier's opening (after the waves' vm_retired_at_barrier moved): drops the filter's spans no wave can see in
 // flight any more.

@@ -65,6 +65,65 @@ inline uint8_t* lds_ptr(Wave& w, const Inst& I, uint64_t addr, uint32_t bytes, i
   return w.wg->lds + addr;
 }
 
+// Whether lds_ptr, called for each lane enabled in `exec` with LDS address base[l] + offset and `bytes` (at most 64)
+// as a read, write or atomic, would return lds + address for every one of them with no other effect, so that an
+// instruction can take its lanes' pointers straight: every address lies inside the allocation and, when the workgroup
+// is watched, the race check is off and the hazard filter shows no load into LDS in flight over any of them. Commits
+// the open span of an earlier load as the first watched lane would. When false, the caller takes every lane through
+// lds_ptr as before, which finds the same faults and hazards in the same order.
+inline bool lds_lanes_clear(Wave& w, uint64_t exec, const uint32_t* base, uint64_t offset, uint32_t bytes) {
+  const Workgroup& wg = *w.wg;
+  uint32_t highest = 0, lowest = ~0u;
+  for (int l = 0; l < kLanes; ++l) {
+    const bool on = exec >> l & 1;
+    highest = std::max(highest, on ? base[l] : 0u), lowest = std::min(lowest, on ? base[l] : ~0u);
+  }
+  if (uint64_t(highest) + offset + bytes > wg.lds_bytes) return false;
+  if (!wg.watching) return true;
+  LdsWatch& x = *wg.watch;
+  if (x.racecheck || !wg.watching_dma) return false;
+  if (x.has_open && (x.open.wave != uint32_t(w.id) || x.open_insts != w.insts)) commit_open_span(x);
+  if (x.saturated) return false;  // (committing may have saturated the filter)
+  // No block counted between the lowest and the highest lane's blocks (every counted block lies between the blocks
+  // of spans_lo and spans_hi): no lane meets one.
+  constexpr uint32_t block_bytes = 4 * LdsWatch::kBlock;
+  if (lowest > highest || (highest + offset + bytes - 1) / block_bytes < x.spans_lo / LdsWatch::kBlock ||
+      (lowest + offset) / block_bytes > x.spans_hi / LdsWatch::kBlock)
+    return true;
+  // bytes <= 64 reach at most two blocks of 16 dwords: the first and the last.
+  const uint16_t* over = x.spans_over.data();
+  uint32_t meets = 0;
+  for (int l = 0; l < kLanes; ++l) {
+    const bool on = exec >> l & 1;
+    const uint32_t a = on ? uint32_t(base[l] + offset) : 0u;  // a disabled lane's address may lie anywhere
+    const uint32_t counted = over[a / block_bytes] | over[(a + bytes - 1) / block_bytes];
+    meets |= on ? counted : 0u;
+  }
+  return meets == 0;
+}
+
+// For a load into LDS after its first enabled lane went through lds_ptr (which opened its span): whether lds_ptr
+// would, for each later lane writing inside LDS bytes [lo, hi), only extend the span and write the lane's marks,
+// which mark_dma_lane then does. True when the race check is off, the filter is on and no span in flight meets
+// [lo, hi).
+inline bool dma_lanes_clear(Wave& w, uint64_t lo, uint64_t hi) {
+  const Workgroup& wg = *w.wg;
+  const LdsWatch& x = *wg.watch;
+  if (x.racecheck || !wg.watching_dma || x.saturated || !x.has_open || x.open.wave != uint32_t(w.id) ||
+      x.open_insts != w.insts)
+    return false;
+  for (uint64_t b = lo / 4 / LdsWatch::kBlock; b <= (hi - 1) / 4 / LdsWatch::kBlock; ++b)
+    if (x.spans_over[b] != 0) return false;
+  return true;
+}
+inline void mark_dma_lane(Wave& w, const Inst& I, uint32_t addr, uint32_t bytes) {
+  LdsWatch& x = *w.wg->watch;
+  const uint32_t first = addr / 4, last = (addr + bytes - 1) / 4;
+  x.open.lo = std::min(x.open.lo, first), x.open.hi = std::max(x.open.hi, last);
+  const uint32_t inst = uint32_t(&I - w.ctx->prog->insts.data());
+  for (uint32_t d = first; d <= last; ++d) x.dma[d] = {x.serial, w.vm_issued, inst, uint32_t(w.id)};
+}
+
 inline uint8_t* private_ptr(Wave& w, const Inst& I, uint64_t addr, uint32_t bytes, int lane) {
   if (addr + bytes > w.ctx->private_bytes) {
     char buf[160];

@@ -130,6 +130,13 @@ inline void store(Wave& w, const Inst& I, int opi, const Lanes<T>& r, uint64_t m
   if constexpr (sizeof(T) == 8) {
     uint32_t* lo = w.v[d.reg];
     uint32_t* hi = w.v[d.reg + 1];
+    if (exec == ~0ull) {
+      for (int l = 0; l < kLanes; ++l) {
+        const uint64_t x = std::bit_cast<uint64_t>(r[l]);
+        lo[l] = uint32_t(x), hi[l] = uint32_t(x >> 32);
+      }
+      return;
+    }
     for (int l = 0; l < kLanes; ++l) {
       uint64_t x = std::bit_cast<uint64_t>(r[l]);
       bool on = exec >> l & 1;
@@ -150,6 +157,10 @@ inline void store(Wave& w, const Inst& I, int opi, const Lanes<T>& r, uint64_t m
         else if (I.dst_unused == 1 && (x >> (shift + width - 1) & 1)) x |= ~mask & ~((1u << shift) - 1);
         dst[l] = x;
       }
+      return;
+    }
+    if (exec == ~0ull) {  // a full wave: a plain copy (the blend below does not vectorize)
+      std::memcpy(dst, r.v, sizeof r.v);
       return;
     }
     for (int l = 0; l < kLanes; ++l) dst[l] = (exec >> l & 1) ? std::bit_cast<uint32_t>(r[l]) : dst[l];

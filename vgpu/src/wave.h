@@ -7,6 +7,7 @@
 #include <mutex>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hostcall.h"
@@ -79,7 +80,9 @@ struct alignas(64) Wave {
   uint64_t insts = 0;            // instructions executed by this wave (kept current: s_memtime reads it)
   uint32_t gpr_idx = 0;          // s_set_gpr_idx state: index and enabled operand mask
   uint8_t gpr_idx_mode = 0;
-  uint64_t mem_lo = 0, mem_hi = 0;
+  // The global allocations the wave touched last ([mem_lo, mem_hi)) and before that: a GEMM's loads alternate
+  // between two (A and B), and each miss is a locked lookup in the memory map.
+  uint64_t mem_lo = 0, mem_hi = 0, prev_mem_lo = 0, prev_mem_hi = 0;
   // vmcnt: vector memory instructions issued so far, and how many of them the wave's s_waitcnt has completed (at the
   // last barrier's opening, for other waves). Loads straight into LDS write it at issue; until they are completed,
   // other accesses to those bytes are hazards (lds_watch.h).
@@ -94,6 +97,13 @@ struct alignas(64) Wave {
   void set_vcc(uint64_t m) { set_s64(sreg::vcc, m); }
   uint64_t s64(uint16_t r) const { return uint64_t(s[r]) | uint64_t(s[r + 1]) << 32; }
   void set_s64(uint16_t r, uint64_t x) { s[r] = uint32_t(x); s[r + 1] = uint32_t(x >> 32); }
+
+  // Whether [lo, hi) lies in the allocation before the last one; if so, that one becomes the last.
+  bool use_prev_allocation(uint64_t lo, uint64_t hi) {
+    if (!(lo >= prev_mem_lo && hi <= prev_mem_hi && hi >= lo)) return false;
+    std::swap(mem_lo, prev_mem_lo), std::swap(mem_hi, prev_mem_hi);
+    return true;
+  }
 
   // Records a fault (the first one of the dispatch wins) and stops this wave.
   void fault(const Inst& at, FaultKind kind, int lane, std::string detail);
@@ -148,8 +158,10 @@ inline void write_s64(Wave& w, const Operand& o, uint64_t x) {
 // Checks that [addr, addr + bytes) lies in one allocation; raises a fault naming the lane otherwise.
 inline bool check_global(Wave& w, const Inst& I, uint64_t addr, uint64_t bytes, int lane) {
   if (addr >= w.mem_lo && addr + bytes <= w.mem_hi && addr + bytes >= addr) return true;
+  if (w.use_prev_allocation(addr, addr + bytes)) return true;
   const MemoryRange r = w.ctx->memory->find(addr);
   if (r && addr + bytes <= r.base + r.size) {
+    w.prev_mem_lo = w.mem_lo, w.prev_mem_hi = w.mem_hi;
     w.mem_lo = r.base, w.mem_hi = r.base + r.size;
     return true;
   }

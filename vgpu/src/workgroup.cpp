@@ -22,7 +22,7 @@ void init_wave(Wave& w, const DispatchCtx& ctx, const Workgroup& wg, int index, 
   w.id = index;
   w.insts = 0;
   w.gpr_idx = 0, w.gpr_idx_mode = 0;
-  w.mem_lo = w.mem_hi = 0;
+  w.mem_lo = w.mem_hi = w.prev_mem_lo = w.prev_mem_hi = 0;
   w.vm_issued = w.vm_retired = w.vm_retired_at_barrier = 0;
   w.hazard_at = ~uint64_t(0);
   // User SGPRs, packed from s0 in the order AMDGPUUsage lists them.
