@@ -169,6 +169,7 @@ hipError_t error_for(FaultKind kind) {
     case FaultKind::private_out_of_bounds: return hipErrorIllegalAddress;
     // A kernel that can never finish: on hardware the dispatch would hang until a timeout kills it.
     case FaultKind::barrier_deadlock:
+    case FaultKind::workgroup_deadlock:
     case FaultKind::watchdog: return hipErrorLaunchTimeOut;
     // Launch parameters the kernel cannot take.
     case FaultKind::bad_launch: return hipErrorInvalidConfiguration;

@@ -41,11 +41,8 @@ void fill_attributes(hipFuncAttributes& a, const ihipModuleSymbol_t& fn, const K
 int blocks_per_cu(const KernelInfo& info, int block, size_t dynamic_shared) {
   if (block <= 0) return 0;
   const ArchInfo& arch = Runtime::get().device().info();
-  const int waves = (block + int(arch.wave_size) - 1) / int(arch.wave_size);
-  int by_waves = int(arch.max_waves_per_cu()) / waves;
-  size_t lds = info.group_segment_fixed_size + dynamic_shared;
-  int by_lds = lds ? int(arch.lds_bytes / lds) : INT_MAX;
-  return std::max(0, std::min(by_waves, by_lds));
+  const uint32_t waves = (uint32_t(block) + arch.wave_size - 1) / arch.wave_size;
+  return int(arch.workgroups_per_cu(waves, info.group_segment_fixed_size + dynamic_shared));
 }
 
 hipError_t occupancy(int* blocks, const KernelInfo& info, int block, size_t dynamic_shared) {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <thread>
 #include <vector>
 
@@ -21,6 +22,16 @@ namespace {
 // Buffered printf's buffer per dispatch: what a kernel prints beyond it is dropped (by the kernel's own check).
 constexpr uint32_t kPrintfBufferBytes = 1u << 20;
 
+// Workgroups run one at a time to the end. One still running after kLongWorkgroup wave instructions is checked: if its
+// waves spin (workgroup_waits), it waits on another workgroup (a grid barrier, a flag another block sets) that
+// hardware would be running beside it. From then on the worker keeps more workgroups in flight, up to its share of
+// what the device holds at once, and runs them in turn, up to kSlice instructions per wave each time. Workgroups that
+// wait on nobody give the same results either way.
+constexpr uint64_t kLongWorkgroup = uint64_t(1) << 20;
+constexpr uint64_t kSlice = uint64_t(1) << 10;
+// The memory all of one dispatch's workgroups in flight may take (register files, LDS, private memory).
+constexpr uint64_t kInFlightBytes = uint64_t(4) << 30;
+
 uint64_t env_u64(const char* name, uint64_t fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::strtoull(v, nullptr, 0) : fallback;
@@ -33,6 +44,25 @@ struct DispatchPacket {
   uint64_t kernel_object, kernarg_address, reserved2, completion_signal;
 };
 static_assert(sizeof(DispatchPacket) == 64);
+
+// The fault for workgroups that wait on each other forever: named at the oldest one's first live wave.
+void report_workgroup_deadlock(DispatchCtx& ctx, const std::deque<WorkerStorage*>& in_flight, uint64_t resident,
+                               uint64_t stalled) {
+  WorkerStorage* oldest = *std::min_element(in_flight.begin(), in_flight.end(), [](auto* a, auto* b) {
+    return a->wg.linear < b->wg.linear;
+  });
+  Wave* w = &oldest->waves[0];
+  for (int i = 0; i < oldest->nwaves; ++i)
+    if (oldest->waves[i].state == WaveState::running || oldest->waves[i].state == WaveState::barrier) {
+      w = &oldest->waves[i];
+      break;
+    }
+  const Inst& at = ctx.prog->insts[size_t(std::max(w->pc, 1) - 1)];
+  w->fault(at, FaultKind::workgroup_deadlock, -1,
+           std::to_string(ctx.launch.grid.count()) + " workgroups, " + std::to_string(resident) +
+               " resident at once on this device: the resident ones ran " + std::to_string(stalled) +
+               " instructions and none ended (waiting for a workgroup that cannot start?)");
+}
 
 // Runs `worker` on `n` threads (on the calling thread when n <= 1) and waits for all of them.
 template <class F>
@@ -148,11 +178,20 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
     return t ? t : find(sample.probes, probes, g);
   };
   const unsigned nthreads = unsigned(std::min<uint64_t>(threads_, groups));
+  // Workgroups in flight per worker (see kLongWorkgroup): its share of the device's resident workgroups, as many as
+  // fit kInFlightBytes.
+  const uint32_t waves_per_group = uint32_t((items + kLanes - 1) / kLanes);
+  const uint64_t group_bytes =
+      uint64_t(waves_per_group) * kLanes * (uint64_t(prog->vgprs) * 4 + ctx.private_bytes) + lds + 1;
+  const uint64_t resident = std::max<uint64_t>(
+      1, std::min<uint64_t>(uint64_t(info().workgroups_per_cu(waves_per_group, lds)) * product_.compute_units,
+                            kInFlightBytes / group_bytes));
+  const size_t in_flight_cap = size_t((resident + nthreads - 1) / nthreads);
   // printf and the other ockl services: a hostcall buffer with a packet for every wave that can wait at once.
   std::unique_ptr<HostcallBuffer> hostcall;
   for (const KernelArg& a : kernel.args)
     if (a.value_kind == "hidden_hostcall_buffer" && a.size == 8 && a.offset + 8 <= kernarg.size() * 8) {
-      hostcall = std::make_unique<HostcallBuffer>(memory_, nthreads * uint32_t((items + kLanes - 1) / kLanes));
+      hostcall = std::make_unique<HostcallBuffer>(memory_, uint32_t(nthreads * in_flight_cap * waves_per_group));
       const uint64_t address = hostcall->device_address();
       std::memcpy(reinterpret_cast<uint8_t*>(kernarg.data()) + a.offset, &address, 8);
       ctx.hostcall = hostcall.get();
@@ -174,14 +213,67 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
     st.waves.resize(nwaves);
     if (ctx.profiling) st.profile.resize(prog->insts.size());
   };
+  std::atomic<uint64_t> finished{0};  // workgroups ended, for the deadlock check below
   auto worker = [&] {
-    WorkerStorage st;
-    prepare(st);
-    for (uint64_t g; !ctx.faulted.load(std::memory_order_relaxed) && (g = next.fetch_add(1)) < groups;)
-      run_workgroup(ctx, group_id(g), st, trace_of(group_id(g)));
+    std::vector<std::unique_ptr<WorkerStorage>> slots;
+    std::vector<WorkerStorage*> idle;
+    std::deque<WorkerStorage*> in_flight;
+    auto take_slot = [&] {
+      if (idle.empty()) {
+        slots.push_back(std::make_unique<WorkerStorage>());
+        prepare(*slots.back());
+        idle.push_back(slots.back().get());
+      }
+      WorkerStorage* st = idle.back();
+      idle.pop_back();
+      return st;
+    };
+    bool interleave = false, all_taken = false;  // all_taken: every workgroup of the grid has been handed out
+    uint64_t stalled = 0, finished_seen = 0;  // instructions run since a workgroup of the dispatch last ended
+    while (!ctx.faulted.load(std::memory_order_relaxed)) {
+      if (!all_taken && (in_flight.empty() || (interleave && in_flight.size() < in_flight_cap))) {
+        const uint64_t g = next.fetch_add(1);
+        all_taken = g + 1 >= groups;
+        if (g < groups) {
+          WorkerStorage* st = take_slot();
+          if (WorkgroupTrace* t = trace_of(group_id(g))) {
+            run_workgroup(ctx, group_id(g), *st, t);  // a workgroup the timing model records runs alone
+            idle.push_back(st);
+            continue;
+          }
+          start_workgroup(ctx, group_id(g), *st);
+          in_flight.push_back(st);
+        }
+      }
+      if (in_flight.empty()) break;
+      WorkerStorage* st = in_flight.front();
+      in_flight.pop_front();
+      uint64_t ran = 0;
+      if (step_workgroup(ctx, *st, interleave ? kSlice : kLongWorkgroup, ran)) {
+        idle.push_back(st);
+        finished.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      if (!interleave && !workgroup_waits(ctx, *st)) {
+        in_flight.push_front(st);  // long, not waiting: it keeps running alone
+        continue;
+      }
+      interleave = true;
+      in_flight.push_back(st);
+      // Waits hardware would never satisfy either: every slot is taken by a workgroup waiting for one that cannot
+      // start until some of them ends, and none has ended while each of their waves ran, on average, the barrier
+      // watchdog's budget (HK_VGPU_BARRIER_WATCHDOG).
+      if (const uint64_t f = finished.load(std::memory_order_relaxed); f != finished_seen) finished_seen = f, stalled = 0;
+      stalled += ran;
+      if (next.load(std::memory_order_relaxed) < groups && in_flight.size() >= in_flight_cap &&
+          stalled > ctx.watchdog * waves_per_group * in_flight.size()) {
+        report_workgroup_deadlock(ctx, in_flight, resident, stalled);
+        break;
+      }
+    }
     if (ctx.profiling) {
       std::lock_guard lock(ctx.profile_mu);
-      ctx.profile.add(st.profile);
+      for (auto& st : slots) ctx.profile.add(st->profile);
     }
   };
   auto t0 = std::chrono::steady_clock::now();

@@ -20,6 +20,7 @@ const char* to_string(FaultKind k) {
     case FaultKind::trap: return "device trap (assert, abort or __builtin_trap)";
     case FaultKind::lds_dma_hazard: return "LDS-DMA hazard";
     case FaultKind::lds_race: return "LDS race between waves";
+    case FaultKind::workgroup_deadlock: return "workgroup deadlock";
   }
   return "fault";
 }

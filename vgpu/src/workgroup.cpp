@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "timing/trace.h"
 
@@ -99,12 +100,41 @@ inline uint64_t run_wave(Wave& w, const Inst* insts, uint64_t budget) {
   return w.profile ? run_wave_loop<true>(w, insts, budget) : run_wave_loop<false>(w, insts, budget);
 }
 
+// A wave's registers: what must repeat for a loop to be making no progress.
+std::vector<uint32_t> wave_registers(const Wave& w, uint32_t vgprs) {
+  std::vector<uint32_t> r(std::begin(w.s), std::end(w.s));
+  r.push_back(w.scc);
+  r.insert(r.end(), &w.v[0][0], &w.v[0][0] + size_t(vgprs) * kLanes);
+  return r;
+}
+
 }  // namespace
 
-void run_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& st, WorkgroupTrace* trace) {
+bool workgroup_waits(DispatchCtx& ctx, WorkerStorage& st) {
+  constexpr int kProbe = 4096;  // instructions a wave may take to come back to where it was
+  const Program& p = *ctx.prog;
+  int running = 0;
+  for (int i = 0; i < st.nwaves; ++i) {
+    Wave& w = st.waves[i];
+    if (w.state != WaveState::running) continue;
+    ++running;
+    const int pc = w.pc;
+    const std::vector<uint32_t> before = wave_registers(w, p.vgprs);
+    bool back = false;
+    for (int n = 0; n < kProbe && w.state == WaveState::running && !back; ++n) {
+      run_wave(w, p.insts.data(), 1);
+      back = w.pc == pc;
+    }
+    if (!back || w.state != WaveState::running || wave_registers(w, p.vgprs) != before) return false;
+  }
+  return running > 0;
+}
+
+void start_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& st, WorkgroupTrace* trace) {
   const Program& p = *ctx.prog;
   const LaunchParams& lp = ctx.launch;
-  Workgroup wg;
+  Workgroup& wg = st.wg;
+  wg = Workgroup{};
   wg.id[0] = uint32_t(linear % lp.grid.x);
   wg.id[1] = uint32_t(linear / lp.grid.x % lp.grid.y);
   wg.id[2] = uint32_t(linear / (uint64_t(lp.grid.x) * lp.grid.y));
@@ -127,6 +157,9 @@ void run_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& st, Workgro
 
   const uint32_t items = uint32_t(lp.block.count());
   const int nwaves = int((items + kLanes - 1) / kLanes);
+  st.nwaves = nwaves;
+  st.spent_while_waiting = 0;
+  st.trace = trace;
   if (trace) {
     trace->linear = linear;
     trace->waves.assign(nwaves, {});
@@ -142,10 +175,18 @@ void run_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& st, Workgro
     w.trace = trace;
     init_wave(w, ctx, wg, i, items);
   }
+}
 
+bool step_workgroup(DispatchCtx& ctx, WorkerStorage& st, uint64_t budget, uint64_t& ran_total) {
+  const Program& p = *ctx.prog;
+  const int nwaves = st.nwaves;
+  LdsWatch& watch = st.lds_watch;
+  Workgroup& wg = st.wg;
+  WorkgroupTrace* trace = st.trace;
+  ran_total = 0;
   const Inst* insts = p.insts.data();
-  constexpr uint64_t quantum = 2048;
-  uint64_t spent_while_waiting = 0;  // instructions run while some wave waits at a barrier
+  const uint64_t quantum = std::min<uint64_t>(2048, budget);  // a short slice is shared out finer
+  uint64_t& spent_while_waiting = st.spent_while_waiting;
   for (;;) {
     int running = 0, waiting = 0;
     uint64_t ran = 0;
@@ -157,11 +198,12 @@ void run_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& st, Workgro
         w.fault(insts[std::max(w.pc, 1) - 1], FaultKind::watchdog, -1,
                 "the wave ran more than HK_VGPU_INSTRUCTION_LIMIT=" + std::to_string(ctx.instruction_limit) +
                     " instructions");
-      if (w.state == WaveState::faulted) return;
+      if (w.state == WaveState::faulted) return true;
       running += w.state == WaveState::running;
       waiting += w.state == WaveState::barrier;
     }
-    if (ctx.faulted.load(std::memory_order_relaxed)) return;
+    ran_total += ran;
+    if (ctx.faulted.load(std::memory_order_relaxed)) return true;
     if (running == 0 && waiting == 0) break;
     if (running == 0) {
       // Every wave still alive has arrived: the barrier opens (ended waves do not count, as on hardware). Loads into
@@ -189,8 +231,9 @@ void run_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& st, Workgro
                   " ran " + std::to_string(spent_while_waiting) + " instructions without reaching it (now at pc 0x" +
                   [&] { char b[32]; std::snprintf(b, sizeof b, "%x", insts[s.pc].pc); return std::string(b); }() +
                   ": '" + p.texts[insts[s.pc].text] + "')");
-      return;
+      return true;
     }
+    if (ran_total >= budget) return false;
   }
   uint64_t total = 0;
   for (int i = 0; i < nwaves; ++i) total += st.waves[i].insts;
@@ -199,6 +242,7 @@ void run_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& st, Workgro
     if (ctx.profiling) st.profile.add(trace->conflicts);  // a recorded workgroup counts in the profile too
   }
   ctx.instructions.fetch_add(total, std::memory_order_relaxed);
+  return true;
 }
 
 }  // namespace vgpu

@@ -5,6 +5,7 @@
 // ../shared/reference/cdna.md and timing.md (its short source names, [WP3], [D350]... are quoted in each row's
 // `source`).
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -49,6 +50,13 @@ struct ArchInfo {
   std::string_view source;
 
   uint32_t max_waves_per_cu() const { return simds_per_cu * waves_per_simd; }
+  // Workgroups of `waves` waves and `lds` bytes of LDS one CU holds at once (wave slots and LDS; registers are not
+  // modelled): the occupancy HIP reports, and how many the dispatch keeps in flight per CU.
+  uint32_t workgroups_per_cu(uint32_t waves, uint64_t lds) const {
+    if (waves == 0) return 0;
+    const uint64_t by_lds = lds ? lds_bytes / lds : ~uint64_t(0);
+    return uint32_t(std::min<uint64_t>(max_waves_per_cu() / waves, by_lds));
+  }
   uint32_t lds_dma_m0_mask() const { return (1u << lds_dma_m0_bits) - 1; }
 };
 

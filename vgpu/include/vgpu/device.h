@@ -33,6 +33,8 @@ enum class FaultKind : uint8_t {
   trap,                  // the kernel executed s_trap: a failed assert, abort() or __builtin_trap()
   lds_dma_hazard,        // an LDS access to bytes a load into LDS may still be writing (race-check mode)
   lds_race,              // waves access the same LDS bytes, one writing, with no barrier between (race-check mode)
+  workgroup_deadlock,    // resident workgroups wait on each other and none can finish (e.g. a grid barrier wider
+                         // than the workgroups the device holds at once)
 };
 const char* to_string(FaultKind k);
 
