@@ -28,11 +28,9 @@ struct Sse41 {
   static I sub(I a, I b) { return _mm_sub_epi32(a, b); }
   static I max(I a, I b) { return _mm_max_epi32(a, b); }
   static I min_u(I a, I b) { return _mm_min_epu32(a, b); }  // unsigned
-  static I sllv(I a, I n) {  // per-lane shift counts in [0, 31]; SSE4.1 has none
-    alignas(16) int32_t x[4], c[4];
-    _mm_store_si128((__m128i*)x, a), _mm_store_si128((__m128i*)c, n);
-    for (int l = 0; l < 4; ++l) x[l] = int32_t(uint32_t(x[l]) << c[l]);
-    return _mm_load_si128((const __m128i*)x);
+  // -1 << n per lane, n in [0, 30]: -(2^n), 2^n built as a float (SSE4.1 has no per-lane shifts).
+  static I ones_from(I n) {
+    return _mm_sub_epi32(_mm_setzero_si128(), _mm_cvttps_epi32(_mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(n, _mm_set1_epi32(127)), 23))));
   }
   static I and_i(I a, I b) { return _mm_and_si128(a, b); }
   static I srl(I a, int n) { return _mm_srli_epi32(a, n); }
@@ -130,7 +128,7 @@ struct Avx2 {
   static I sub(I a, I b) { return _mm256_sub_epi32(a, b); }
   static I max(I a, I b) { return _mm256_max_epi32(a, b); }
   static I min_u(I a, I b) { return _mm256_min_epu32(a, b); }
-  static I sllv(I a, I n) { return _mm256_sllv_epi32(a, n); }
+  static I ones_from(I n) { return _mm256_sllv_epi32(_mm256_set1_epi32(-1), n); }
   static I and_i(I a, I b) { return _mm256_and_si256(a, b); }
   static I srl(I a, int n) { return _mm256_srli_epi32(a, n); }
   static I sll(I a, int n) { return _mm256_slli_epi32(a, n); }
@@ -232,7 +230,7 @@ struct Avx512 {
   static I sub(I a, I b) { return _mm512_sub_epi32(a, b); }
   static I max(I a, I b) { return _mm512_max_epi32(a, b); }
   static I min_u(I a, I b) { return _mm512_min_epu32(a, b); }
-  static I sllv(I a, I n) { return _mm512_sllv_epi32(a, n); }
+  static I ones_from(I n) { return _mm512_sllv_epi32(_mm512_set1_epi32(-1), n); }
   static I and_i(I a, I b) { return _mm512_and_si512(a, b); }
   static I srl(I a, int n) { return _mm512_srli_epi32(a, unsigned(n)); }
   static I sll(I a, int n) { return _mm512_slli_epi32(a, unsigned(n)); }
