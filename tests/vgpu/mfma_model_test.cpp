@@ -92,9 +92,10 @@ Recipe random_recipe(std::mt19937_64& rng, const Fmt& f) {
   return r;
 }
 
-// f32 C values: mostly around a random binade, some of every kind.
+// f32 C values: mostly around a random binade, some of every kind; a quarter of them powers of two (the bounds of
+// the fast path's ranges).
 uint32_t c_value(std::mt19937_64& rng, int center, int spread) {
-  const uint32_t sign = uint32_t(rng() & 1) << 31, man = uint32_t(rng()) & 0x7fffff;
+  const uint32_t sign = uint32_t(rng() & 1) << 31, man = rng() % 4 == 0 ? 0 : uint32_t(rng()) & 0x7fffff;
   switch (rng() % 16) {
     case 0: return sign;
     case 1: return sign | 0x7f800000;

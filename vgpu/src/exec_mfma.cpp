@@ -140,10 +140,14 @@ constexpr int kZeroE = -20000, kZeroQ = 20000;  // exponents of a zero: below / 
 // Decoded elements, one array per field. A finite nonzero element is m * 2^q, with e the exponent of its leading
 // digit clamped to the format's minimum normal exponent (the convention of the fused model below); a zero has m = 0,
 // e = kZeroE, q = kZeroQ. `v` is the exact value (every element type is exactly a float; inf/NaN for the special ones).
+// e16 and e_pair are e again for the fused arithmetic's 16-bit lanes: e16 as loaded for B's columns, e_pair twice in
+// one 32-bit word (a broadcast of A's element is then one 32-bit load).
 template <int N>
 struct Elems {
   float v[N];
   int32_t m[N], e[N], q[N];
+  int16_t e16[N];
+  int32_t e_pair[N];
   uint8_t special[N];
   bool any_special;  // some element is inf/NaN
 };
@@ -602,7 +606,11 @@ inline void decode_all(const uint32_t* raw, int fmt, Elems<N>& out) {
     for (int x = 0; x < N; ++x) one(x);
   }
   uint8_t any = 0;
-  for (int x = 0; x < N; ++x) any |= out.special[x];
+  for (int x = 0; x < N; ++x) {
+    any |= out.special[x];
+    out.e16[x] = int16_t(out.e[x]);
+    out.e_pair[x] = int32_t(uint32_t(uint16_t(out.e16[x])) * 0x10001u);
+  }
   out.any_special = any != 0;
 }
 

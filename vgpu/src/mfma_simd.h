@@ -1,5 +1,6 @@
 // Vector types for the fused MFMA arithmetic (mfma_fused_simd.inc), one per x86 instruction set: W int32 lanes (I),
-// W floats (F), lane masks (M), and W doubles as two halves (D). Each set's functions are compiled for that set only
+// W floats (F), lane masks (M), and W doubles as two halves (D); Ih holds the exponents of Wh columns in 16-bit lanes
+// (twice W where the set has room, so that one operation serves twice the columns). Each set's functions are compiled for that set only
 // (target attributes), so the binary runs anywhere x86-64-v2 does and the wider ones are used where the CPU has them.
 #pragma once
 #include <immintrin.h>
@@ -27,6 +28,10 @@ struct Sse41 {
   static I sub(I a, I b) { return _mm_sub_epi32(a, b); }
   static I max(I a, I b) { return _mm_max_epi32(a, b); }
   static I min_u(I a, I b) { return _mm_min_epu32(a, b); }  // unsigned
+  // -1 << n per lane, n in [0, 30]: -(2^n), 2^n built as a float (SSE4.1 has no per-lane shifts).
+  static I ones_from(I n) {
+    return _mm_sub_epi32(_mm_setzero_si128(), _mm_cvttps_epi32(_mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(n, _mm_set1_epi32(127)), 23))));
+  }
   static I and_i(I a, I b) { return _mm_and_si128(a, b); }
   static I srl(I a, int n) { return _mm_srli_epi32(a, n); }
   static I sll(I a, int n) { return _mm_slli_epi32(a, n); }
@@ -72,6 +77,32 @@ struct Sse41 {
   static D floor_d(D a) { return _mm_floor_pd(a); }
   // 2^-x for a power of two 2^x, x in [-1023, 1022] (2^1023 gives 0): the exponent field negated.
   static D inv_pow2(D a) { return _mm_castsi128_pd(_mm_sub_epi64(_mm_set1_epi64x(0x7fe0000000000000), _mm_castpd_si128(a))); }
+  static F as_f(I a) { return _mm_castsi128_ps(a); }
+  static F to_f(I a) { return _mm_cvtepi32_ps(a); }
+  static F floor_f(F a) { return _mm_floor_ps(a); }
+  static M eq_f(F a, F b) { return _mm_castps_si128(_mm_cmpeq_ps(a, b)); }
+  // 16-bit lanes: Wh = 2W columns.
+  static constexpr int Wh = 8;
+  using Ih = __m128i;
+  static Ih h_load(const int16_t* p) { return _mm_loadu_si128((const __m128i*)p); }
+  static Ih h_set1(int x) { return _mm_set1_epi16(short(x)); }
+  static Ih h_pair(const int32_t* p) { return _mm_set1_epi32(*p); }  // a 32-bit word holding the same value twice
+  static Ih h_adds(Ih a, Ih b) { return _mm_adds_epi16(a, b); }
+  static Ih h_sub(Ih a, Ih b) { return _mm_sub_epi16(a, b); }
+  static Ih h_max(Ih a, Ih b) { return _mm_max_epi16(a, b); }
+  static Ih h_sll(Ih a, int n) { return _mm_slli_epi16(a, n); }
+  static Ih h_lt(Ih a, Ih b) { return _mm_cmplt_epi16(a, b); }
+  static Ih h_gt(Ih a, Ih b) { return _mm_cmpgt_epi16(a, b); }
+  static Ih h_and(Ih a, Ih b) { return _mm_and_si128(a, b); }
+  static Ih h_or(Ih a, Ih b) { return _mm_or_si128(a, b); }
+  static Ih h_andnot(Ih a, Ih b) { return _mm_andnot_si128(a, b); }
+  static bool h_all(Ih m) { return _mm_movemask_epi8(m) == 0xffff; }
+  // The Wh / W vectors of 32-bit lanes holding x << 16 (a float whose high half is x), in column order.
+  static void widen_hi(Ih x, I* out) {
+    out[0] = _mm_unpacklo_epi16(_mm_setzero_si128(), x), out[1] = _mm_unpackhi_epi16(_mm_setzero_si128(), x);
+  }
+  // Columns v * W .. v * W + W - 1 of x, sign-extended.
+  static I widen_s(Ih x, int v) { return _mm_cvtepi16_epi32(v ? _mm_unpackhi_epi64(x, x) : x); }
 };
 #ifdef __clang__
 #pragma clang attribute pop
@@ -97,6 +128,7 @@ struct Avx2 {
   static I sub(I a, I b) { return _mm256_sub_epi32(a, b); }
   static I max(I a, I b) { return _mm256_max_epi32(a, b); }
   static I min_u(I a, I b) { return _mm256_min_epu32(a, b); }
+  static I ones_from(I n) { return _mm256_sllv_epi32(_mm256_set1_epi32(-1), n); }
   static I and_i(I a, I b) { return _mm256_and_si256(a, b); }
   static I srl(I a, int n) { return _mm256_srli_epi32(a, n); }
   static I sll(I a, int n) { return _mm256_slli_epi32(a, n); }
@@ -146,6 +178,33 @@ struct Avx2 {
   static D inv_pow2(D a) {
     return _mm256_castsi256_pd(_mm256_sub_epi64(_mm256_set1_epi64x(0x7fe0000000000000), _mm256_castpd_si256(a)));
   }
+  static F as_f(I a) { return _mm256_castsi256_ps(a); }
+  static F to_f(I a) { return _mm256_cvtepi32_ps(a); }
+  static F floor_f(F a) { return _mm256_floor_ps(a); }
+  static M eq_f(F a, F b) { return _mm256_castps_si256(_mm256_cmp_ps(a, b, _CMP_EQ_OQ)); }
+  static constexpr int Wh = 16;
+  using Ih = __m256i;
+  static Ih h_load(const int16_t* p) { return _mm256_loadu_si256((const __m256i*)p); }
+  static Ih h_set1(int x) { return _mm256_set1_epi16(short(x)); }
+  static Ih h_pair(const int32_t* p) { return _mm256_set1_epi32(*p); }
+  static Ih h_adds(Ih a, Ih b) { return _mm256_adds_epi16(a, b); }
+  static Ih h_sub(Ih a, Ih b) { return _mm256_sub_epi16(a, b); }
+  static Ih h_max(Ih a, Ih b) { return _mm256_max_epi16(a, b); }
+  static Ih h_sll(Ih a, int n) { return _mm256_slli_epi16(a, n); }
+  static Ih h_lt(Ih a, Ih b) { return _mm256_cmpgt_epi16(b, a); }
+  static Ih h_gt(Ih a, Ih b) { return _mm256_cmpgt_epi16(a, b); }
+  static Ih h_and(Ih a, Ih b) { return _mm256_and_si256(a, b); }
+  static Ih h_or(Ih a, Ih b) { return _mm256_or_si256(a, b); }
+  static Ih h_andnot(Ih a, Ih b) { return _mm256_andnot_si256(a, b); }
+  static bool h_all(Ih m) { return _mm256_movemask_epi8(m) == -1; }
+  // The unpacks work within 128-bit halves: the quadwords are put in order 0, 2, 1, 3 first.
+  static void widen_hi(Ih x, I* out) {
+    const __m256i q = _mm256_permute4x64_epi64(x, 0xd8);
+    out[0] = _mm256_unpacklo_epi16(_mm256_setzero_si256(), q), out[1] = _mm256_unpackhi_epi16(_mm256_setzero_si256(), q);
+  }
+  static I widen_s(Ih x, int v) {
+    return _mm256_cvtepi16_epi32(v ? _mm256_extracti128_si256(x, 1) : _mm256_castsi256_si128(x));
+  }
 };
 #ifdef __clang__
 #pragma clang attribute pop
@@ -171,6 +230,7 @@ struct Avx512 {
   static I sub(I a, I b) { return _mm512_sub_epi32(a, b); }
   static I max(I a, I b) { return _mm512_max_epi32(a, b); }
   static I min_u(I a, I b) { return _mm512_min_epu32(a, b); }
+  static I ones_from(I n) { return _mm512_sllv_epi32(_mm512_set1_epi32(-1), n); }
   static I and_i(I a, I b) { return _mm512_and_si512(a, b); }
   static I srl(I a, int n) { return _mm512_srli_epi32(a, unsigned(n)); }
   static I sll(I a, int n) { return _mm512_slli_epi32(a, unsigned(n)); }
@@ -225,6 +285,28 @@ struct Avx512 {
   static D inv_pow2(D a) {
     return _mm512_castsi512_pd(_mm512_sub_epi64(_mm512_set1_epi64(0x7fe0000000000000), _mm512_castpd_si512(a)));
   }
+  static F as_f(I a) { return _mm512_castsi512_ps(a); }
+  static F to_f(I a) { return _mm512_cvtepi32_ps(a); }
+  static F floor_f(F a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
+  static M eq_f(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
+  // 16-bit lanes in a 256-bit vector (AVX-512F has no 16-bit operations on 512): Wh = W, the 16-column forms fit.
+  static constexpr int Wh = 16;
+  using Ih = __m256i;
+  static Ih h_load(const int16_t* p) { return _mm256_loadu_si256((const __m256i*)p); }
+  static Ih h_set1(int x) { return _mm256_set1_epi16(short(x)); }
+  static Ih h_pair(const int32_t* p) { return _mm256_set1_epi32(*p); }
+  static Ih h_adds(Ih a, Ih b) { return _mm256_adds_epi16(a, b); }
+  static Ih h_sub(Ih a, Ih b) { return _mm256_sub_epi16(a, b); }
+  static Ih h_max(Ih a, Ih b) { return _mm256_max_epi16(a, b); }
+  static Ih h_sll(Ih a, int n) { return _mm256_slli_epi16(a, n); }
+  static Ih h_lt(Ih a, Ih b) { return _mm256_cmpgt_epi16(b, a); }
+  static Ih h_gt(Ih a, Ih b) { return _mm256_cmpgt_epi16(a, b); }
+  static Ih h_and(Ih a, Ih b) { return _mm256_and_si256(a, b); }
+  static Ih h_or(Ih a, Ih b) { return _mm256_or_si256(a, b); }
+  static Ih h_andnot(Ih a, Ih b) { return _mm256_andnot_si256(a, b); }
+  static bool h_all(Ih m) { return _mm256_movemask_epi8(m) == -1; }
+  static void widen_hi(Ih x, I* out) { out[0] = _mm512_slli_epi32(_mm512_cvtepu16_epi32(x), 16); }
+  static I widen_s(Ih x, int) { return _mm512_cvtepi16_epi32(x); }
 };
 #ifdef __clang__
 #pragma clang attribute pop
