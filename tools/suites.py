@@ -110,10 +110,9 @@ class Filters:
     explains: list = field(default_factory=list)
 
     def budget_for(self, program):
-        for pattern, seconds in self.budgets.items():
-            if fnmatch.fnmatchcase(program, pattern):
-                return seconds
-        return self.budget
+        """The last budget entry whose pattern matches the program (so a specific line can follow a general one)."""
+        matching = [seconds for pattern, seconds in self.budgets.items() if fnmatch.fnmatchcase(program, pattern)]
+        return matching[-1] if matching else self.budget
 
 
 def read_filters(suite) -> Filters:
@@ -140,7 +139,17 @@ def read_filters(suite) -> Filters:
 
 
 def gtest_match(name, patterns):
-    return any(fnmatch.fnmatchcase(name, p) for p in patterns.split(":") if p)
+    """Like --gtest_filter: POSITIVE[-NEGATIVE], each ':'-separated shell patterns (googletest's '*' and '?', and
+    also '[...]'; test names have no brackets)."""
+    depth, split = 0, len(patterns)
+    for i, c in enumerate(patterns):  # the first '-' outside a [...] class starts the negative part
+        depth += (c == "[") - (c == "]")
+        if c == "-" and depth == 0:
+            split = i
+            break
+    positive, negative = patterns[:split], patterns[split + 1:]
+    matches = lambda pats: any(fnmatch.fnmatchcase(name, p) for p in pats.split(":") if p)
+    return matches(positive or "*") and not matches(negative)
 
 
 # --- one program ----------------------------------------------------------------------------------------------------
@@ -161,9 +170,11 @@ class Result:
     seconds: float = 0
     status: str = "ok"
     log: str = ""
+    excluded_by: dict = field(default_factory=dict)  # exclude reason -> tests
+    milliseconds: dict = field(default_factory=dict)  # finished test -> its time as googletest reports it
 
 
-RESULT_LINE = re.compile(r"^\[\s*(OK|FAILED|SKIPPED)\s*\] (\S+)(?:, where .*)? \(\d+ ms\)$")
+RESULT_LINE = re.compile(r"^\[\s*(OK|FAILED|SKIPPED)\s*\] (\S+)(?:, where .*)? \((\d+) ms\)$")
 RUN_LINE = re.compile(r"^\[ RUN      \] (\S+)$")
 
 
@@ -197,7 +208,7 @@ def run_program(suite, binary: Path, filters: Filters, user_filter, args, env, l
     r = Result(suite, program)
     log = logs / f"{suite}.{program}.log"
     r.log = str(log)
-    excludes = ":".join(rule.tests for rule in filters.excludes if fnmatch.fnmatchcase(program, rule.program))
+    excludes = [rule for rule in filters.excludes if fnmatch.fnmatchcase(program, rule.program)]
     explains = [rule for rule in filters.explains if fnmatch.fnmatchcase(program, rule.program)]
     budget = args.budget if args.budget else filters.budget_for(program)
     with tempfile.TemporaryDirectory(prefix=f"hk-suite-{program}-") as cwd:
@@ -205,17 +216,26 @@ def run_program(suite, binary: Path, filters: Filters, user_filter, args, env, l
         penv = dict(env, HK_VGPU_TOTALS=str(totals))
         try:
             everything = list_tests(binary, penv, combine_filter(user_filter, ""), cwd)
-            to_run = list_tests(binary, penv, combine_filter(user_filter, excludes), cwd) if excludes else everything
         except subprocess.TimeoutExpired:
             r.status = "list timeout"
             return r
+        # The exclusions are applied here, by name, so an entry may be a whole googletest filter (POSITIVE-NEGATIVE:
+        # everything but...); the program gets the names left.
+        to_run = []
+        for name in everything:
+            rule = next((rule for rule in excludes if gtest_match(name, rule.tests)), None)
+            if rule:
+                r.excluded_by[rule.reason] = r.excluded_by.get(rule.reason, 0) + 1
+            else:
+                to_run.append(name)
         r.listed, r.excluded = len(everything), len(everything) - len(to_run)
         if not to_run:
             r.status = "excluded" if r.excluded else "no tests"
             log.write_text("")
             return r
         t0 = time.monotonic()
-        cmd = [str(binary), "--gtest_color=no", f"--gtest_filter={combine_filter(user_filter, excludes)}"]
+        gtest_filter = ":".join(to_run) if r.excluded else combine_filter(user_filter, "")
+        cmd = [str(binary), "--gtest_color=no", f"--gtest_filter={gtest_filter}"]
         with open(log, "w") as out:
             proc = subprocess.Popen(cmd, env=penv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
                                     start_new_session=True)
@@ -237,10 +257,11 @@ def run_program(suite, binary: Path, filters: Filters, user_filter, args, env, l
         if m := RUN_LINE.match(line):
             running = m.group(1)
         elif m := RESULT_LINE.match(line):
-            kind, name = m.groups()
+            kind, name, ms = m.groups()
             if name in done:
                 continue
             done.add(name)
+            r.milliseconds[name] = int(ms)
             running = None
             if kind == "OK":
                 r.passed += 1
@@ -309,8 +330,11 @@ def main():
                    help=f"never download: exit {SKIP} (skipped) when a package is not in the cache")
     p.add_argument("--cache", type=Path, default=os.environ.get("HK_SUITES_CACHE"),
                    help="where the packages are kept (default: $HK_SUITES_CACHE)")
-    p.add_argument("--hip-lib", required=True, type=Path, help="directory of vgpu's libamdhip64.so.6")
-    p.add_argument("--json", type=Path, help="write the results here too")
+    p.add_argument("--hip-lib", required=True, type=lambda a: Path(a).resolve(),
+                   help="directory of vgpu's libamdhip64.so.6")
+    p.add_argument("--json", type=Path, help="write the results here too (with each finished test's time)")
+    p.add_argument("--slowest", type=int, default=0, metavar="N",
+                   help="also list the N slowest finished tests (what to exclude when a program outgrows its budget)")
     args = p.parse_args()
     if not args.cache:
         if args.offline:
@@ -393,6 +417,12 @@ def main():
                 print(f"  {r.suite}/{r.program}: ... and {len(r.failed) - 5} more")
             if r.failed:
                 print(f"    (log: {r.log})")
+    if args.slowest:
+        timed = sorted(((ms, r.suite, r.program, name) for r in results for name, ms in r.milliseconds.items()),
+                       reverse=True)
+        print(f"\nthe {min(args.slowest, len(timed))} slowest tests:")
+        for ms, suite, program, name in timed[:args.slowest]:
+            print(f"  {ms / 1000:7.1f} s  {suite}/{program}  {name}")
     data = [vars(r) for r in results]
     if not args.filter and not args.smoke:  # the times order the next run
         last = {f"{r['suite']}/{r['program']}": r for r in last_run}
