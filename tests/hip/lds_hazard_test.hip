@@ -72,6 +72,15 @@ __global__ void read_left_neighbour(u32* out) {
   out[threadIdx.x] = left;
 }
 
+// Reads 16 bytes at element `at` of `in` (a vectorised load of a buffer's last elements may run past its end), or
+// writes them when `write`.
+__global__ void read_or_write_vector(u32* in, u32* out, int at, int write) {
+  if (threadIdx.x != 0) return;
+  uint4* p = reinterpret_cast<uint4*>(in + at);
+  if (write) *p = uint4{1, 2, 3, 4};
+  else reinterpret_cast<uint4*>(out)[0] = *p;
+}
+
 namespace {
 
 // vgpu's extension API, looked up at run time as programs that may also run on ROCm do (vgpu/hip_ext.h).
@@ -250,4 +259,28 @@ TEST(LdsBounds, ReadPastTheAllocationReadsZeroOutsideRaceCheckMode) {
   EXPECT_EQ(hipGetLastError(), hipErrorIllegalAddress);
   EXPECT_EQ(hipDeviceSynchronize(), hipErrorIllegalAddress);
   expect_contains(hipGetErrorString(hipErrorIllegalAddress), "past the workgroup's 256-byte allocation");
+}
+
+TEST(GlobalBounds, ReadPastTheEndInsideThePageReadsZeroOutsideRaceCheckMode) {
+  DeviceBuffer<u32> in(10), out(4);  // 40 bytes: a 16-byte load at element 8 reads 8 bytes past the end
+  const std::vector<u32> values = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19};
+  ASSERT_EQ(hipMemcpy(in.ptr, values.data(), in.bytes(), hipMemcpyHostToDevice), hipSuccess);
+  set_racecheck(false);
+  read_or_write_vector<<<1, kLanes>>>(in.ptr, out.ptr, 8, 0);
+  ASSERT_EQ(hipDeviceSynchronize(), hipSuccess) << hipGetErrorString(hipGetLastError());
+  std::vector<u32> got(4);
+  ASSERT_EQ(hipMemcpy(got.data(), out.ptr, out.bytes(), hipMemcpyDeviceToHost), hipSuccess);
+  EXPECT_EQ(got, (std::vector<u32>{18, 19, 0, 0})) << "the bytes past the end, inside the page, read 0";
+
+  // Past the page, and any write past the end, still fault; race-check mode faults on the read too.
+  read_or_write_vector<<<1, kLanes>>>(in.ptr, out.ptr, 1024, 0);
+  EXPECT_EQ(hipDeviceSynchronize(), hipErrorIllegalAddress);
+  expect_contains(hipGetErrorString(hipErrorIllegalAddress), "outside every allocation");
+  read_or_write_vector<<<1, kLanes>>>(in.ptr, out.ptr, 8, 1);
+  EXPECT_EQ(hipDeviceSynchronize(), hipErrorIllegalAddress);
+  expect_contains(hipGetErrorString(hipErrorIllegalAddress), "its last 8 bytes lie past the end of the 40-byte allocation");
+  set_racecheck(true);
+  read_or_write_vector<<<1, kLanes>>>(in.ptr, out.ptr, 8, 0);
+  EXPECT_EQ(hipDeviceSynchronize(), hipErrorIllegalAddress);
+  expect_contains(hipGetErrorString(hipErrorIllegalAddress), "outside every allocation");
 }

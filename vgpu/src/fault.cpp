@@ -66,10 +66,24 @@ void Wave::fault(const Inst& at, FaultKind kind, int lane, std::string detail) {
 void warn_hardware_defect(const Wave& w, const Inst& at, HardwareDefect defect, const std::string& why) {
   const uint32_t bit = uint32_t(defect);
   if (w.ctx->prog->defects_warned.fetch_or(bit, std::memory_order_relaxed) & bit) return;
-  const char* what = defect == HardwareDefect::lds_read_out_of_range ? "hardware behaviour" : "hardware defect";
+  const char* what = defect == HardwareDefect::constant_mfma_scale ? "hardware defect" : "hardware behaviour";
   std::fprintf(stderr, "vgpu: warning: %s in kernel %s at pc 0x%llx: '%s' (workgroup (%u,%u,%u), wave %d): %s\n",
                what, w.ctx->prog->kernel.c_str(), (unsigned long long)at.pc, w.ctx->prog->texts[at.text].c_str(),
                w.wg->id[0], w.wg->id[1], w.wg->id[2], w.id, why.c_str());
+}
+
+bool read_past_allocation_ok(Wave& w, const Inst& I, uint64_t addr, uint64_t bytes, int lane) {
+  if (w.ctx->racecheck) return false;  // there it is the bug it usually is
+  const MemoryRange r = w.ctx->memory->nearest_below(addr);
+  const uint64_t end = r.base + r.size, page_end = (end + kPageBytes - 1) / kPageBytes * kPageBytes;
+  if (!r || !r.owned || addr >= end || addr + bytes > page_end || addr + bytes < addr) return false;
+  char why[200];
+  std::snprintf(why, sizeof why, "lane %d reads %llu bytes at 0x%llx, %llu of them past the end of the %llu-byte "
+                "allocation at 0x%llx but inside its last page: they read 0 (the hardware maps whole pages)", lane,
+                (unsigned long long)bytes, (unsigned long long)addr, (unsigned long long)(addr + bytes - end),
+                (unsigned long long)r.size, (unsigned long long)r.base);
+  warn_hardware_defect(w, I, HardwareDefect::global_read_past_allocation, why);
+  return true;
 }
 
 void exec_unknown(Wave& w, const Inst& I) {

@@ -155,7 +155,7 @@ inline uint8_t* lane_ptr(Wave& w, const Inst& I, Space space, uint64_t addr, uin
     if (hi == kSharedApertureHi) return lds_ptr(w, I, uint32_t(addr), bytes, lane, use);
     if (hi == kPrivateApertureHi) return private_ptr(w, I, uint32_t(addr), bytes, lane);
   }
-  if (!check_global(w, I, addr, bytes, lane)) return nullptr;
+  if (!check_global(w, I, addr, bytes, lane, use == LdsUse::read)) return nullptr;
   return reinterpret_cast<uint8_t*>(addr);
 }
 

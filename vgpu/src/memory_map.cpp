@@ -2,14 +2,20 @@
 #include "vgpu/memory_map.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 
 namespace vgpu {
 
 void* MemoryMap::allocate(size_t bytes, size_t align, MemoryKind kind, uint32_t flags) {
-  size_t size = std::max<size_t>((bytes + align - 1) / align * align, align);
+  // Whole pages, as the hardware maps them, the tail zeroed: a read past the end within the page reads 0 (see
+  // kPageBytes).
+  const size_t unit = std::max<size_t>(align, kPageBytes);
+  size_t size = std::max<size_t>((bytes + unit - 1) / unit * unit, unit);
   void* p = std::aligned_alloc(align, size);
   if (!p) return nullptr;
+  std::memset(static_cast<uint8_t*>(p) + bytes, 0, size - bytes);
   std::lock_guard lock(mu_);
   ranges_[uint64_t(p)] = MemoryRange{uint64_t(p), bytes ? bytes : 1, kind, flags, true};
   return p;
@@ -35,6 +41,12 @@ MemoryRange MemoryMap::find(uint64_t addr) const {
   if (it == ranges_.begin()) return {};
   --it;
   return addr - it->first < it->second.size ? it->second : MemoryRange{};
+}
+
+MemoryRange MemoryMap::nearest_below(uint64_t addr) const {
+  std::lock_guard lock(mu_);
+  auto it = ranges_.upper_bound(addr);
+  return it == ranges_.begin() ? MemoryRange{} : std::prev(it)->second;
 }
 
 MemoryRange MemoryMap::at(const void* p) const {

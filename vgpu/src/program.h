@@ -91,6 +91,9 @@ enum class HardwareDefect : uint32_t {
   // Not a defect but hardware behaviour a kernel may rely on, reported the same way: a DS read past the workgroup's
   // LDS allocation returns 0 (the LDS range check discards it) instead of faulting.
   lds_read_out_of_range = 2,
+  // Likewise: a global read that runs past the end of an allocation but stays inside its last page reads what is
+  // mapped there (vgpu: 0) instead of faulting.
+  global_read_past_allocation = 4,
 };
 
 // Decodes the kernel at `info.entry` of `co` with LLVM's MC disassembler. Never fails on unknown instructions: they

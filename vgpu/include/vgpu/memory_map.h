@@ -23,6 +23,10 @@ enum class MemoryKind : uint8_t {
 };
 constexpr bool belongs_to_program(MemoryKind k) { return k <= MemoryKind::registered_host; }
 
+// The granularity the GPU maps memory in. An allocation the map makes covers whole pages, so a read that runs past its
+// end stays inside mapped memory, as on the hardware (vectorised loads of a buffer's last bytes rely on it).
+inline constexpr uint64_t kPageBytes = 4096;
+
 struct MemoryRange {
   uint64_t base = 0;
   uint64_t size = 0;  // 0: no range
@@ -42,6 +46,8 @@ class MemoryMap {
   bool release(const void* p);
   // The range containing addr, or an empty range.
   MemoryRange find(uint64_t addr) const;
+  // The allocation that starts nearest below addr (whether or not it holds addr): for fault messages.
+  MemoryRange nearest_below(uint64_t addr) const;
   // The range that starts at p, or an empty range.
   MemoryRange at(const void* p) const;
   // True if [addr, addr+bytes) lies inside one range.
