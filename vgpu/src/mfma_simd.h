@@ -114,7 +114,27 @@ struct Sse41 {
 #ifdef __clang__
 #pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
 #endif
-struct Avx2 {
+// The exponent maximum's 16-bit lanes in a 256-bit vector (16 columns), for AVX2 and AVX-512 alike: AVX-512F has no
+// 16-bit operations on 512 bits. Compiled for AVX2, which AVX-512F includes.
+struct Lanes16x16 {
+  static constexpr int Wh = 16;
+  using Ih = __m256i;
+  static Ih h_load(const int16_t* p) { return _mm256_loadu_si256((const __m256i*)p); }
+  static Ih h_set1(int x) { return _mm256_set1_epi16(short(x)); }
+  static Ih h_pair(const int32_t* p) { return _mm256_set1_epi32(*p); }
+  static Ih h_adds(Ih a, Ih b) { return _mm256_adds_epi16(a, b); }
+  static Ih h_sub(Ih a, Ih b) { return _mm256_sub_epi16(a, b); }
+  static Ih h_max(Ih a, Ih b) { return _mm256_max_epi16(a, b); }
+  static Ih h_sll(Ih a, int n) { return _mm256_slli_epi16(a, n); }
+  static Ih h_lt(Ih a, Ih b) { return _mm256_cmpgt_epi16(b, a); }
+  static Ih h_gt(Ih a, Ih b) { return _mm256_cmpgt_epi16(a, b); }
+  static Ih h_and(Ih a, Ih b) { return _mm256_and_si256(a, b); }
+  static Ih h_or(Ih a, Ih b) { return _mm256_or_si256(a, b); }
+  static Ih h_andnot(Ih a, Ih b) { return _mm256_andnot_si256(a, b); }
+  static bool h_all(Ih m) { return _mm256_movemask_epi8(m) == -1; }
+};
+
+struct Avx2 : Lanes16x16 {
   static constexpr int W = 8;
   static constexpr const char* name = "avx2";
   using I = __m256i;
@@ -182,21 +202,6 @@ struct Avx2 {
   static F to_f(I a) { return _mm256_cvtepi32_ps(a); }
   static F floor_f(F a) { return _mm256_floor_ps(a); }
   static M eq_f(F a, F b) { return _mm256_castps_si256(_mm256_cmp_ps(a, b, _CMP_EQ_OQ)); }
-  static constexpr int Wh = 16;
-  using Ih = __m256i;
-  static Ih h_load(const int16_t* p) { return _mm256_loadu_si256((const __m256i*)p); }
-  static Ih h_set1(int x) { return _mm256_set1_epi16(short(x)); }
-  static Ih h_pair(const int32_t* p) { return _mm256_set1_epi32(*p); }
-  static Ih h_adds(Ih a, Ih b) { return _mm256_adds_epi16(a, b); }
-  static Ih h_sub(Ih a, Ih b) { return _mm256_sub_epi16(a, b); }
-  static Ih h_max(Ih a, Ih b) { return _mm256_max_epi16(a, b); }
-  static Ih h_sll(Ih a, int n) { return _mm256_slli_epi16(a, n); }
-  static Ih h_lt(Ih a, Ih b) { return _mm256_cmpgt_epi16(b, a); }
-  static Ih h_gt(Ih a, Ih b) { return _mm256_cmpgt_epi16(a, b); }
-  static Ih h_and(Ih a, Ih b) { return _mm256_and_si256(a, b); }
-  static Ih h_or(Ih a, Ih b) { return _mm256_or_si256(a, b); }
-  static Ih h_andnot(Ih a, Ih b) { return _mm256_andnot_si256(a, b); }
-  static bool h_all(Ih m) { return _mm256_movemask_epi8(m) == -1; }
   // The unpacks work within 128-bit halves: the quadwords are put in order 0, 2, 1, 3 first.
   static void widen_hi(Ih x, I* out) {
     const __m256i q = _mm256_permute4x64_epi64(x, 0xd8);
@@ -216,7 +221,7 @@ struct Avx2 {
 #ifdef __clang__
 #pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
 #endif
-struct Avx512 {
+struct Avx512 : Lanes16x16 {  // Wh = W: the 16-column forms fit
   static constexpr int W = 16;
   static constexpr const char* name = "avx512";
   using I = __m512i;
@@ -289,22 +294,6 @@ struct Avx512 {
   static F to_f(I a) { return _mm512_cvtepi32_ps(a); }
   static F floor_f(F a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
   static M eq_f(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
-  // 16-bit lanes in a 256-bit vector (AVX-512F has no 16-bit operations on 512): Wh = W, the 16-column forms fit.
-  static constexpr int Wh = 16;
-  using Ih = __m256i;
-  static Ih h_load(const int16_t* p) { return _mm256_loadu_si256((const __m256i*)p); }
-  static Ih h_set1(int x) { return _mm256_set1_epi16(short(x)); }
-  static Ih h_pair(const int32_t* p) { return _mm256_set1_epi32(*p); }
-  static Ih h_adds(Ih a, Ih b) { return _mm256_adds_epi16(a, b); }
-  static Ih h_sub(Ih a, Ih b) { return _mm256_sub_epi16(a, b); }
-  static Ih h_max(Ih a, Ih b) { return _mm256_max_epi16(a, b); }
-  static Ih h_sll(Ih a, int n) { return _mm256_slli_epi16(a, n); }
-  static Ih h_lt(Ih a, Ih b) { return _mm256_cmpgt_epi16(b, a); }
-  static Ih h_gt(Ih a, Ih b) { return _mm256_cmpgt_epi16(a, b); }
-  static Ih h_and(Ih a, Ih b) { return _mm256_and_si256(a, b); }
-  static Ih h_or(Ih a, Ih b) { return _mm256_or_si256(a, b); }
-  static Ih h_andnot(Ih a, Ih b) { return _mm256_andnot_si256(a, b); }
-  static bool h_all(Ih m) { return _mm256_movemask_epi8(m) == -1; }
   static void widen_hi(Ih x, I* out) { out[0] = _mm512_slli_epi32(_mm512_cvtepu16_epi32(x), 16); }
   static I widen_s(Ih x, int) { return _mm512_cvtepi16_epi32(x); }
 };
