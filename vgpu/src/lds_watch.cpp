@@ -116,7 +116,7 @@ bool watch_lds(Wave& w, const Inst& I, uint32_t addr, uint32_t bytes, int lane, 
     wg.watching = wg.watching_dma = true;
   }
   if (!x.racecheck && wg.watching_dma) {
-    if (x.has_open && (x.open.wave != uint32_t(w.id) || x.open_insts != w.insts)) commit_open_span(x);
+    if (x.open_is_other(uint32_t(w.id), w.insts)) commit_open_span(x);
     if (dma) {  // this load's span: its lanes extend it
       if (!x.has_open) x.open = {w.vm_issued, uint32_t(w.id), first, last}, x.open_insts = w.insts, x.has_open = true;
       x.open.lo = std::min(x.open.lo, first), x.open.hi = std::max(x.open.hi, last);

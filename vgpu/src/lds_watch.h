@@ -43,6 +43,10 @@ struct LdsWatch {
   DmaSpan open;
   uint64_t open_insts = 0;  // the open span's wave instruction count (Wave::insts)
   bool has_open = false;
+  // Whether a span is open and belongs to the instruction wave `wave` is executing after `insts` instructions.
+  bool open_is(uint32_t wave, uint64_t insts) const { return has_open && open.wave == wave && open_insts == insts; }
+  // Whether the open span belongs to another instruction (it is committed before that one's accesses are checked).
+  bool open_is_other(uint32_t wave, uint64_t insts) const { return has_open && !open_is(wave, insts); }
   // Past kMaxSpans spans in flight (a workgroup that loads into LDS without barriers): every access takes the
   // per-dword check until the next workgroup (the counts stay far below their 16-bit limit).
   static constexpr size_t kMaxSpans = 8192;

@@ -19,21 +19,31 @@ inline void retire_vmem(Wave& w, uint32_t outstanding) {
 // The hazard watch's common case inline: outside race-check mode, an access that meets no block with a load into
 // LDS in flight (LdsWatch::spans_over) and, for a load, continues the span its instruction opened, only writes the
 // load's marks. Everything else goes to watch_lds.
+// A load into LDS's lane whose bytes meet no span in flight: extends the instruction's open span over them and writes
+// their marks (what watch_lds does for it).
+inline void mark_dma_lane(Wave& w, const Inst& I, uint32_t addr, uint32_t bytes) {
+  LdsWatch& x = *w.wg->watch;
+  const uint32_t first = addr / 4, last = (addr + bytes - 1) / 4;
+  x.open.lo = std::min(x.open.lo, first), x.open.hi = std::max(x.open.hi, last);
+  const uint32_t inst = uint32_t(&I - w.ctx->prog->insts.data());
+  for (uint32_t d = first; d <= last; ++d) x.dma[d] = {x.serial, w.vm_issued, inst, uint32_t(w.id)};
+}
+
+// Whether LDS bytes [lo, hi) meet a block with a load into LDS in flight (LdsWatch::spans_over).
+inline bool meets_spans_in_flight(const LdsWatch& x, uint64_t lo, uint64_t hi) {
+  for (uint64_t b = lo / 4 / LdsWatch::kBlock; b <= (hi - 1) / 4 / LdsWatch::kBlock; ++b)
+    if (x.spans_over[b] != 0) return true;
+  return false;
+}
+
 inline bool watch_lds_inline(Wave& w, const Inst& I, uint32_t addr, uint32_t bytes, int lane, LdsUse use) {
   Workgroup& wg = *w.wg;
   LdsWatch& x = *wg.watch;
   const bool dma = use == LdsUse::dma;
-  if (x.racecheck || !wg.watching_dma || x.saturated || (x.has_open && (x.open.wave != uint32_t(w.id) || x.open_insts != w.insts)) ||
-      (dma && !x.has_open))
+  if (x.racecheck || !wg.watching_dma || x.saturated || x.open_is_other(uint32_t(w.id), w.insts) ||
+      (dma && !x.has_open) || meets_spans_in_flight(x, addr, uint64_t(addr) + bytes))
     return watch_lds(w, I, addr, bytes, lane, use);
-  const uint32_t first = addr / 4, last = (addr + bytes - 1) / 4;
-  for (uint32_t b = first / LdsWatch::kBlock; b <= last / LdsWatch::kBlock; ++b)
-    if (x.spans_over[b] != 0) return watch_lds(w, I, addr, bytes, lane, use);
-  if (dma) {
-    x.open.lo = std::min(x.open.lo, first), x.open.hi = std::max(x.open.hi, last);
-    const uint32_t inst = uint32_t(&I - w.ctx->prog->insts.data());
-    for (uint32_t d = first; d <= last; ++d) x.dma[d] = {x.serial, w.vm_issued, inst, uint32_t(w.id)};
-  }
+  if (dma) mark_dma_lane(w, I, addr, bytes);
   return true;
 }
 
@@ -82,7 +92,7 @@ inline bool lds_lanes_clear(Wave& w, uint64_t exec, const uint32_t* base, uint64
   if (!wg.watching) return true;
   LdsWatch& x = *wg.watch;
   if (x.racecheck || !wg.watching_dma) return false;
-  if (x.has_open && (x.open.wave != uint32_t(w.id) || x.open_insts != w.insts)) commit_open_span(x);
+  if (x.open_is_other(uint32_t(w.id), w.insts)) commit_open_span(x);
   if (x.saturated) return false;  // (committing may have saturated the filter)
   // No block counted between the lowest and the highest lane's blocks (every counted block lies between the blocks
   // of spans_lo and spans_hi): no lane meets one.
@@ -109,19 +119,8 @@ inline bool lds_lanes_clear(Wave& w, uint64_t exec, const uint32_t* base, uint64
 inline bool dma_lanes_clear(Wave& w, uint64_t lo, uint64_t hi) {
   const Workgroup& wg = *w.wg;
   const LdsWatch& x = *wg.watch;
-  if (x.racecheck || !wg.watching_dma || x.saturated || !x.has_open || x.open.wave != uint32_t(w.id) ||
-      x.open_insts != w.insts)
-    return false;
-  for (uint64_t b = lo / 4 / LdsWatch::kBlock; b <= (hi - 1) / 4 / LdsWatch::kBlock; ++b)
-    if (x.spans_over[b] != 0) return false;
-  return true;
-}
-inline void mark_dma_lane(Wave& w, const Inst& I, uint32_t addr, uint32_t bytes) {
-  LdsWatch& x = *w.wg->watch;
-  const uint32_t first = addr / 4, last = (addr + bytes - 1) / 4;
-  x.open.lo = std::min(x.open.lo, first), x.open.hi = std::max(x.open.hi, last);
-  const uint32_t inst = uint32_t(&I - w.ctx->prog->insts.data());
-  for (uint32_t d = first; d <= last; ++d) x.dma[d] = {x.serial, w.vm_issued, inst, uint32_t(w.id)};
+  return !x.racecheck && wg.watching_dma && !x.saturated && x.open_is(uint32_t(w.id), w.insts) &&
+         !meets_spans_in_flight(x, lo, hi);
 }
 
 inline uint8_t* private_ptr(Wave& w, const Inst& I, uint64_t addr, uint32_t bytes, int lane) {
