@@ -72,18 +72,31 @@ void warn_hardware_defect(const Wave& w, const Inst& at, HardwareDefect defect, 
                w.wg->id[0], w.wg->id[1], w.wg->id[2], w.id, why.c_str());
 }
 
-bool read_past_allocation_ok(Wave& w, const Inst& I, uint64_t addr, uint64_t bytes, int lane) {
-  if (w.ctx->racecheck) return false;  // there it is the bug it usually is
+bool global_access_outside(Wave& w, const Inst& I, uint64_t addr, uint64_t bytes, int lane, bool read) {
   const MemoryRange r = w.ctx->memory->nearest_below(addr);
   const uint64_t end = r.base + r.size, page_end = (end + kPageBytes - 1) / kPageBytes * kPageBytes;
-  if (!r || !r.owned || addr >= end || addr + bytes > page_end || addr + bytes < addr) return false;
-  char why[200];
-  std::snprintf(why, sizeof why, "lane %d reads %llu bytes at 0x%llx, %llu of them past the end of the %llu-byte "
-                "allocation at 0x%llx but inside its last page: they read 0 (the hardware maps whole pages)", lane,
-                (unsigned long long)bytes, (unsigned long long)addr, (unsigned long long)(addr + bytes - end),
-                (unsigned long long)r.size, (unsigned long long)r.base);
-  warn_hardware_defect(w, I, HardwareDefect::global_read_past_allocation, why);
-  return true;
+  // In race-check mode the over-read is the bug it usually is.
+  if (read && !w.ctx->racecheck && r && r.owned && addr < end && addr + bytes <= page_end && addr + bytes >= addr) {
+    char why[200];
+    std::snprintf(why, sizeof why, "lane %d reads %llu bytes at 0x%llx, %llu of them past the end of the %llu-byte "
+                  "allocation at 0x%llx but inside its last page: they read 0 (the hardware maps whole pages)", lane,
+                  (unsigned long long)bytes, (unsigned long long)addr, (unsigned long long)(addr + bytes - end),
+                  (unsigned long long)r.size, (unsigned long long)r.base);
+    warn_hardware_defect(w, I, HardwareDefect::global_read_past_allocation, why);
+    return true;
+  }
+  char buf[256];
+  int n = std::snprintf(buf, sizeof buf, "address 0x%llx (%llu bytes) is outside every allocation",
+                        (unsigned long long)addr, (unsigned long long)bytes);
+  // Where the access ends past an allocation, say by how much: over-reads of a few bytes and wild addresses differ.
+  if (r && n > 0 && size_t(n) < sizeof buf)
+    std::snprintf(buf + n, sizeof buf - n,
+                  addr >= end ? " (it starts %llu bytes past the end of the %llu-byte allocation at 0x%llx)"
+                              : " (its last %llu bytes lie past the end of the %llu-byte allocation at 0x%llx)",
+                  (unsigned long long)(addr >= end ? addr - end : addr + bytes - end), (unsigned long long)r.size,
+                  (unsigned long long)r.base);
+  w.fault(I, FaultKind::memory_out_of_bounds, lane, buf);
+  return false;
 }
 
 void exec_unknown(Wave& w, const Inst& I) {

@@ -155,7 +155,9 @@ inline void write_s64(Wave& w, const Operand& o, uint64_t x) {
   if (o.kind == OpKind::sgpr) w.set_s64(o.reg, x);
 }
 
-bool read_past_allocation_ok(Wave& w, const Inst& I, uint64_t addr, uint64_t bytes, int lane);
+// check_global's slow end (fault.cpp): an access in no allocation. A read past an allocation's end inside its last
+// page is allowed (see check_global); anything else raises the fault, saying how far past which allocation it lies.
+bool global_access_outside(Wave& w, const Inst& I, uint64_t addr, uint64_t bytes, int lane, bool read);
 
 // Checks that [addr, addr + bytes) lies in one allocation; raises a fault naming the lane otherwise. A read (`read`)
 // that starts in an allocation vgpu made and ends past it but inside its last page is allowed outside race-check mode
@@ -169,20 +171,7 @@ inline bool check_global(Wave& w, const Inst& I, uint64_t addr, uint64_t bytes, 
     w.mem_lo = r.base, w.mem_hi = r.base + r.size;
     return true;
   }
-  if (read && read_past_allocation_ok(w, I, addr, bytes, lane)) return true;
-  char buf[256];
-  int n = std::snprintf(buf, sizeof buf, "address 0x%llx (%llu bytes) is outside every allocation",
-                        (unsigned long long)addr, (unsigned long long)bytes);
-  // Where the access ends past an allocation, say by how much: over-reads of a few bytes and wild addresses differ.
-  if (const MemoryRange below = w.ctx->memory->nearest_below(addr); below && n > 0 && size_t(n) < sizeof buf) {
-    const uint64_t end = below.base + below.size;
-    std::snprintf(buf + n, sizeof buf - n, addr >= end ? " (it starts %llu bytes past the end of the %llu-byte allocation at 0x%llx)"
-                                                       : " (its last %llu bytes lie past the end of the %llu-byte allocation at 0x%llx)",
-                  (unsigned long long)(addr >= end ? addr - end : addr + bytes - end), (unsigned long long)below.size,
-                  (unsigned long long)below.base);
-  }
-  w.fault(I, FaultKind::memory_out_of_bounds, lane, buf);
-  return false;
+  return global_access_outside(w, I, addr, bytes, lane, read);
 }
 
 }  // namespace vgpu
