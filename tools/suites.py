@@ -4,8 +4,9 @@ inside the toolchain root.
 
 The packages (tools/suites.packages, pinned versions) are fetched with the root's apt into a cache outside the
 repository and extracted there with dpkg-deb; nothing is installed into the root. Every test program (googletest) runs
-against vgpu's libamdhip64 with one emulation thread, several programs at once, each within a time budget: a program
-past its budget is killed and the tests it finished still count (they are read from its output as it goes).
+against vgpu's libamdhip64 with one emulation thread, several programs at once, each within a budget of CPU seconds
+(so a loaded machine cuts no more than an idle one): a program past its budget, or past four times it in wall time
+without using the CPU, is killed and the tests it finished still count (they are read from its output as it goes).
 
 The filter lists (tests/suites/SUITE.filter) name what is not run and why (`exclude`), the failures vgpu is known not to
 model and why (`explain`, the same reasons as docs/vgpu.md), and the budgets. Exit status: 1 if any test failed (or a
@@ -168,6 +169,7 @@ class Result:
     instructions: int = 0
     launches: int = 0
     seconds: float = 0
+    cpu_seconds: float = 0  # the program's CPU time (its budget counts this)
     status: str = "ok"
     log: str = ""
     excluded_by: dict = field(default_factory=dict)  # exclude reason -> tests
@@ -201,6 +203,40 @@ def combine_filter(user_filter, negative):
     positive, _, user_negative = (user_filter or "*").partition("-")
     negatives = [n for n in (user_negative, negative) if n]
     return (positive or "*") + ("-" + ":".join(negatives) if negatives else "")
+
+
+STALL_FACTOR = 4  # a program using no CPU is stopped at this many times its budget in wall time
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    """The CPU time a running process (all its threads) has used so far (0 if it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+
+
+def wait_within(proc, budget, t0):
+    """Waits for the program while its CPU time is within the budget. The budget counts CPU seconds, so a loaded
+    machine (other programs, other work) does not cut tests that finish within it on an idle one; a program that uses
+    no CPU while waiting (a host-side wait that never ends) is stopped by the wall clock at STALL_FACTOR times the
+    budget. Returns (exit status, or None when stopped; status; the program's CPU seconds)."""
+    pause = 0.02
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, "ok", usage.ru_utime + usage.ru_stime
+        used = cpu_seconds(proc.pid)
+        if used > budget or time.monotonic() - t0 > STALL_FACTOR * budget:
+            os.killpg(proc.pid, signal.SIGKILL)
+            _, _, usage = os.wait4(proc.pid, 0)
+            proc.returncode = -signal.SIGKILL
+            return None, "budget" if used > budget else "stalled", usage.ru_utime + usage.ru_stime
+        time.sleep(pause)
+        pause = min(pause * 2, 0.5)
 
 
 def run_program(suite, binary: Path, filters: Filters, user_filter, args, env, logs: Path) -> Result:
@@ -239,12 +275,7 @@ def run_program(suite, binary: Path, filters: Filters, user_filter, args, env, l
         with open(log, "w") as out:
             proc = subprocess.Popen(cmd, env=penv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
                                     start_new_session=True)
-            try:
-                rc = proc.wait(timeout=budget)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                rc = None
+            rc, r.status, r.cpu_seconds = wait_within(proc, budget, t0)
         r.seconds = time.monotonic() - t0
         if totals.exists():
             words = totals.read_text().split()
@@ -270,7 +301,6 @@ def run_program(suite, binary: Path, filters: Filters, user_filter, args, env, l
             else:
                 (r.explained if any(gtest_match(name, e.tests) for e in explains) else r.failed).append(name)
     if rc is None:
-        r.status = "budget"
         r.timed_out = len(to_run) - len(done)
     elif rc != 0 and running:
         # Died inside a test: that test failed; the ones after it never ran.
@@ -289,26 +319,26 @@ def run_program(suite, binary: Path, filters: Filters, user_filter, args, env, l
 # --- the table ----------------------------------------------------------------------------------------------------
 
 COLUMNS = ("program", "tests", "passed", "failed", "explained", "skipped", "excluded", "not run",
-           "instructions", "wall s", "status")
+           "instructions", "wall s", "cpu s", "status")
 
 
 def row(r: Result):
     return (f"{r.suite}/{r.program}", r.listed, r.passed, len(r.failed), len(r.explained), r.skipped, r.excluded,
-            r.timed_out, f"{r.instructions:.3g}" if r.instructions else "0", f"{r.seconds:.0f}", r.status)
+            r.timed_out, f"{r.instructions:.3g}" if r.instructions else "0", f"{r.seconds:.0f}", f"{r.cpu_seconds:.0f}", r.status)
 
 
 def print_table(results, elapsed):
     rows = [row(r) for r in results]
     total = Result("all", f"{len(results)} programs")
     for r in results:
-        for attr in ("listed", "passed", "skipped", "excluded", "timed_out", "instructions", "seconds"):
+        for attr in ("listed", "passed", "skipped", "excluded", "timed_out", "instructions", "seconds", "cpu_seconds"):
             setattr(total, attr, getattr(total, attr) + getattr(r, attr))
         total.failed += r.failed
         total.explained += r.explained
     total.status = f"{elapsed:.0f} s elapsed"
     rows.append(row(total))
     widths = [max(len(str(x[i])) for x in rows + [COLUMNS]) for i in range(len(COLUMNS))]
-    line = lambda cells: "  ".join(str(c).ljust(w) if i in (0, 10) else str(c).rjust(w)
+    line = lambda cells: "  ".join(str(c).ljust(w) if i in (0, 11) else str(c).rjust(w)
                                    for i, (c, w) in enumerate(zip(cells, widths)))
     print(line(COLUMNS))
     for x in rows[:-1]:
@@ -321,7 +351,7 @@ def main():
     p = argparse.ArgumentParser(prog="./hk suites", description=__doc__.split("\n\n")[0])
     p.add_argument("names", nargs="*", metavar="NAME", help=f"suites to run: {', '.join(SUITES)} (default: all)")
     p.add_argument("--filter", default="", help="googletest filter applied to every program (PATTERNS[-PATTERNS])")
-    p.add_argument("--budget", type=float, default=0, help="seconds per program (default: the filter list's)")
+    p.add_argument("--budget", type=float, default=0, help="CPU seconds per program (default: the filter list's)")
     p.add_argument("--programs", default="*", help="only the programs matching these patterns (comma-separated, e.g. 'test_block_*,test_warp_*')")
     p.add_argument("--jobs", type=int, default=os.cpu_count(), help="programs run at once (default: the core count)")
     p.add_argument("--smoke", action="store_true",
@@ -398,7 +428,7 @@ def main():
         with lock:
             print(f"[suites] {r.suite}/{r.program}: {r.passed} passed, {len(r.failed)} failed, "
                   f"{len(r.explained)} explained, {r.skipped} skipped, {r.excluded} excluded, {r.timed_out} not run, "
-                  f"{r.seconds:.0f} s ({r.status})", flush=True)
+                  f"{r.seconds:.0f} s, {r.cpu_seconds:.0f} CPU s ({r.status})", flush=True)
         return r
 
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
@@ -424,7 +454,7 @@ def main():
         for ms, suite, program, name in timed[:args.slowest]:
             print(f"  {ms / 1000:7.1f} s  {suite}/{program}  {name}")
     data = [vars(r) for r in results]
-    if not args.filter and not args.smoke:  # the times order the next run
+    if not (args.filter or args.smoke or args.budget):  # the times order the next run (whole programs only)
         last = {f"{r['suite']}/{r['program']}": r for r in last_run}
         last.update({f"{r['suite']}/{r['program']}": r for r in data})
         (args.cache / "last-run.json").write_text(json.dumps(list(last.values()), indent=1))
