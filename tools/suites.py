@@ -5,8 +5,8 @@ inside the toolchain root.
 The packages (tools/suites.packages, pinned versions) are fetched with the root's apt into a cache outside the
 repository and extracted there with dpkg-deb; nothing is installed into the root. Every test program (googletest) runs
 against vgpu's libamdhip64 with one emulation thread, several programs at once, each within a budget of CPU seconds
-(so a loaded machine cuts no more than an idle one): a program past its budget, or past four times it in wall time
-without using the CPU, is killed and the tests it finished still count (they are read from its output as it goes).
+(so a loaded machine cuts no more than an idle one): a program past its budget, or stalled (no CPU used for a minute,
+or little for four times its budget in wall time), is killed and the tests it finished still count (they are read from its output as it goes).
 
 The filter lists (tests/suites/SUITE.filter) name what is not run and why (`exclude`), the failures vgpu is known not to
 model and why (`explain`, the same reasons as docs/vgpu.md), and the budgets. Exit status: 1 if any test failed (or a
@@ -205,7 +205,8 @@ def combine_filter(user_filter, negative):
     return (positive or "*") + ("-" + ":".join(negatives) if negatives else "")
 
 
-STALL_FACTOR = 4  # a program using no CPU is stopped at this many times its budget in wall time
+STALL_SECONDS = 60  # a program that uses no CPU for this long is waiting for something that does not come
+STALL_FACTOR = 4  # a program using little CPU is stopped at this many times its budget in wall time
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -220,17 +221,19 @@ def cpu_seconds(pid):
 
 def wait_within(proc, budget, t0):
     """Waits for the program while its CPU time is within the budget. The budget counts CPU seconds, so a loaded
-    machine (other programs, other work) does not cut tests that finish within it on an idle one; a program that uses
-    no CPU while waiting (a host-side wait that never ends) is stopped by the wall clock at STALL_FACTOR times the
-    budget. Returns (exit status, or None when stopped; status; the program's CPU seconds)."""
-    pause = 0.02
+    machine (other programs, other work) does not cut tests that finish within it on an idle one. A program that uses
+    no CPU for STALL_SECONDS (a host-side wait that never ends), or little CPU for STALL_FACTOR times its budget in
+    wall time, is stopped as stalled. Returns (exit status, or None when stopped; status; the program's CPU seconds)."""
+    pause, last_used, last_progress = 0.02, -1, t0
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             proc.returncode = os.waitstatus_to_exitcode(status)
             return proc.returncode, "ok", usage.ru_utime + usage.ru_stime
-        used = cpu_seconds(proc.pid)
-        if used > budget or time.monotonic() - t0 > STALL_FACTOR * budget:
+        used, now = cpu_seconds(proc.pid), time.monotonic()
+        if used != last_used:
+            last_used, last_progress = used, now
+        if used > budget or now - last_progress > STALL_SECONDS or now - t0 > STALL_FACTOR * budget:
             os.killpg(proc.pid, signal.SIGKILL)
             _, _, usage = os.wait4(proc.pid, 0)
             proc.returncode = -signal.SIGKILL
