@@ -469,6 +469,9 @@ std::shared_ptr<Program> decode_kernel(const CodeObject& co, const KernelInfo& i
           }
         }
         if (!ok) I.fn = exec_unknown, I.name = "";
+        bool plain = !(I.flags & (mod::dpp | mod::sdwa | mod::clamp)) && I.omod == 0;
+        for (int k = 0; k < I.nops; ++k) plain = plain && !I.op[k].abs && !I.op[k].neg && !I.op[k].sext;
+        if (plain) I.flags |= mod::plain;
       }
       prog->offsets.push_back(int64_t(off) - int64_t(start));
       prog->insts.push_back(I);

@@ -34,6 +34,17 @@ void ds_read(Wave& w, const Inst& I) {
   };
   if (lds_lanes_clear(w, exec, a, 0, Bytes)) {
     const uint8_t* lds = w.wg->lds;
+    if (exec == ~0ull) {  // a full wave: destination register by register, its lanes in order
+      if constexpr (E == Ext::dwords) {
+        for (uint32_t i = 0; i < Bytes / 4; ++i) {
+          uint32_t* dst = w.v[d + i];
+          for (int l = 0; l < kLanes; ++l) std::memcpy(&dst[l], lds + a[l] + 4 * i, 4);
+        }
+      } else {
+        for (int l = 0; l < kLanes; ++l) load(l, lds + a[l]);
+      }
+      return;
+    }
     for (int l = 0; l < kLanes; ++l)
       if (exec >> l & 1) load(l, lds + a[l]);
     return;
@@ -62,6 +73,10 @@ void ds_write(Wave& w, const Inst& I) {
   };
   if (lds_lanes_clear(w, exec, a, 0, Bytes)) {
     uint8_t* lds = w.wg->lds;
+    if (exec == ~0ull) {
+      for (int l = 0; l < kLanes; ++l) store(l, lds + a[l]);
+      return;
+    }
     for (int l = 0; l < kLanes; ++l)
       if (exec >> l & 1) store(l, lds + a[l]);
     return;
@@ -95,6 +110,15 @@ void ds_read2(Wave& w, const Inst& I) {
   const uint32_t offs[2] = {uint32_t(I.offset) * Bytes * Stride, uint32_t(I.offset1) * Bytes * Stride};
   if (lds_lanes_clear(w, exec, a, offs[0], Bytes) && lds_lanes_clear(w, exec, a, offs[1], Bytes)) {
     const uint8_t* lds = w.wg->lds;
+    if (exec == ~0ull) {  // a full wave: destination register by register, its lanes in order
+      for (int k = 0; k < 2; ++k)
+        for (uint32_t i = 0; i < words; ++i) {
+          uint32_t* dst = w.v[d + k * words + i];
+          const uint8_t* src = lds + offs[k] + 4 * i;
+          for (int l = 0; l < kLanes; ++l) std::memcpy(&dst[l], src + a[l], 4);
+        }
+      return;
+    }
     for (int l = 0; l < kLanes; ++l) {
       if (!(exec >> l & 1)) continue;
       for (int k = 0; k < 2; ++k)

@@ -151,9 +151,17 @@ bool lanes_in_cached_allocation(Wave& w, uint64_t exec, const uint64_t* addr, co
 // Asks the host's caches for every enabled in-range lane's first byte before the copies: the lanes of a tile load
 // span a few cache lines that are often not cached, and a tight loop of prefetches has them fetched at once rather
 // than one miss after another in the copy loop.
+// One prefetch per cache line: neighbouring lanes mostly share one, and prefetches of a line already asked for
+// only queue up behind the misses.
 inline void prefetch_lanes(uint64_t exec, const uint64_t* addr, const uint32_t* ok) {
-  for (int l = 0; l < kLanes; ++l)
-    if ((exec >> l & 1) && ok[l]) __builtin_prefetch(reinterpret_cast<const void*>(addr[l]));
+  uint64_t last_line = ~0ull;
+  for (int l = 0; l < kLanes; ++l) {
+    const uint64_t line = addr[l] >> 6;
+    if ((exec >> l & 1) && ok[l] && line != last_line) {
+      __builtin_prefetch(reinterpret_cast<const void*>(addr[l]));
+      last_line = line;
+    }
+  }
 }
 
 // buffer_load_* with the lds modifier: each lane's data goes to LDS at
@@ -200,6 +208,33 @@ void buffer_load_lds(Wave& w, const Inst& I) {
       if (!first_dst) return;
       clear = dma_lanes_clear(w, lo, hi);
     }
+  }
+  if (clear) {
+    // What mark_dma_lane does for each lane, with what is the same for all of them made once: the span grows to the
+    // slots' bounds, and every lane after the first writes the same mark over its dwords.
+    LdsWatch& x = *w.wg->watch;
+    const uint32_t lo_dword = uint32_t((lds_base + uint64_t(first_lane) * Slot) / 4);
+    const uint32_t hi_dword = uint32_t((lds_base + uint64_t(63 - std::countl_zero(exec)) * Slot + Written - 1) / 4);
+    x.open.lo = std::min(x.open.lo, lo_dword), x.open.hi = std::max(x.open.hi, hi_dword);
+    const LdsWatch::DmaMark mark{x.serial, w.vm_issued, uint32_t(&I - w.ctx->prog->insts.data()), uint32_t(w.id)};
+    LdsWatch::DmaMark* marks = x.dma.data();
+    uint8_t* lds = w.wg->lds;
+    for (uint64_t e = exec; e; e &= e - 1) {
+      const int l = std::countr_zero(e);
+      const uint32_t slot = uint32_t(lds_base + uint64_t(l) * Slot);
+      if (l != first_lane)
+        for (uint32_t d = slot / 4; d <= (slot + Written - 1) / 4; ++d) marks[d] = mark;
+      const uint8_t* src = reinterpret_cast<const uint8_t*>(addr[l]);
+      uint32_t v[4] = {};
+      if constexpr (E == Ext::dwords) {
+        for (uint32_t i = 0; i < N && i < ok[l]; ++i) std::memcpy(&v[i], src + 4 * i, 4);
+      } else {
+        if (ok[l]) std::memcpy(&v[0], src, Bytes);
+        v[0] = extend(v[0], E);
+      }
+      std::memcpy(lds + slot, v, Written);  // lands at issue; the marks say in flight
+    }
+    return;
   }
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;

@@ -107,6 +107,16 @@ void mad64(Wave& w, const Inst& I) {
 }
 
 void v_cndmask_b32(Wave& w, const Inst& I) {
+  if (I.flags & mod::plain) {  // sources read in place
+    alignas(64) uint32_t bcast[2][kLanes];
+    const uint32_t* a = plain_source(w, I.op[1], bcast[0]);
+    const uint32_t* b = plain_source(w, I.op[2], bcast[1]);
+    const uint64_t m = read_mask(w, I.op[3]);
+    Lanes<u32> r;
+    for (int l = 0; l < kLanes; ++l) r[l] = (m >> l & 1) ? b[l] : a[l];
+    store(w, I, 0, r);
+    return;
+  }
   Lanes<u32> a, b, r;
   fetch(w, I, 1, 0, a);
   fetch(w, I, 2, 1, b);

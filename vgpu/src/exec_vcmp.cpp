@@ -16,6 +16,19 @@ void vcmp(Wave& w, const Inst& I) {
   using Tr = traits_of<F>;
   using A = std::tuple_element_t<0, typename Tr::args>;
   using B = std::tuple_element_t<1, typename Tr::args>;
+  if constexpr (sizeof(A) == 4 && sizeof(B) == 4) {
+    if (I.flags & mod::plain) {  // sources read in place (ops.h plain_source)
+      alignas(64) uint32_t bcast[2][kLanes];
+      const uint32_t* a = plain_source(w, I.op[1], bcast[0]);
+      const uint32_t* b = plain_source(w, I.op[2], bcast[1]);
+      uint64_t m = 0;
+      for (int l = 0; l < kLanes; ++l) m |= uint64_t(F(std::bit_cast<A>(a[l]), std::bit_cast<B>(b[l]))) << l;
+      m &= w.exec();
+      write_s64(w, I.op[0], m);
+      if constexpr (writes_exec) w.set_exec(m);
+      return;
+    }
+  }
   Lanes<A> a;
   Lanes<B> b;
   fetch(w, I, 1, 0, a);

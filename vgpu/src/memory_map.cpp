@@ -6,15 +6,27 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <sys/mman.h>
+
 namespace vgpu {
+
+namespace {
+constexpr size_t kHugePageBytes = size_t(2) << 20;
+}  // namespace
 
 void* MemoryMap::allocate(size_t bytes, size_t align, MemoryKind kind, uint32_t flags) {
   // Whole pages, as the hardware maps them, the tail zeroed: a read past the end within the page reads 0 (see
   // kPageBytes).
   const size_t unit = std::max<size_t>(align, kPageBytes);
   size_t size = std::max<size_t>((bytes + unit - 1) / unit * unit, unit);
-  void* p = std::aligned_alloc(align, size);
+  // A large allocation starts on a huge page and asks for huge pages: a kernel's loads walk its rows page after page
+  // (a 1024-wide bf16 matrix crosses a 4 KiB page every two rows), and each TLB miss costs a page walk, two-level
+  // under a hypervisor.
+  const bool huge = size >= kHugePageBytes;
+  void* p = std::aligned_alloc(huge ? std::max(align, kHugePageBytes) : align,
+                               huge ? (size + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes : size);
   if (!p) return nullptr;
+  if (huge) madvise(p, size, MADV_HUGEPAGE);  // a hint: without it (or where refused) the pages are small
   std::memset(static_cast<uint8_t*>(p) + bytes, 0, size - bytes);
   std::lock_guard lock(mu_);
   ranges_[uint64_t(p)] = MemoryRange{uint64_t(p), bytes ? bytes : 1, kind, flags, true};

@@ -57,10 +57,30 @@ void dpp_permute(const Wave& w, const Inst& I, const uint32_t* src, uint32_t* ou
 // DPP: the lanes that write (row_mask, bank_mask, and valid sources unless bound_ctrl).
 uint64_t dpp_write_mask(const Wave& w, const Inst& I);
 
+// A 32-bit source of an instruction with mod::plain, read in place: the VGPR's lanes, or `bcast` filled with the
+// scalar operand's value.
+inline const uint32_t* plain_source(const Wave& w, const Operand& o, uint32_t* bcast) {
+  if (o.kind == OpKind::vgpr) return w.v[o.reg];
+  const uint32_t x = read_s32(w, o);
+  for (int l = 0; l < kLanes; ++l) bcast[l] = x;
+  return bcast;
+}
+
 // Reads source `k` of the instruction (operand index `opi`) for all lanes as type T.
 template <class T>
 inline void fetch(const Wave& w, const Inst& I, int opi, int k, Lanes<T>& out) {
   const Operand& o = I.op[opi];
+  if constexpr (sizeof(T) == 4) {
+    if (I.flags & mod::plain) {  // nothing to apply: one copy
+      if (o.kind == OpKind::vgpr) {
+        std::memcpy(out.v, w.v[o.reg], sizeof out.v);
+      } else {
+        const T x = std::bit_cast<T>(read_s32(w, o));
+        for (int l = 0; l < kLanes; ++l) out[l] = x;
+      }
+      return;
+    }
+  }
   if constexpr (sizeof(T) == 8) {
     if (o.kind == OpKind::vgpr) {
       const uint32_t* lo = w.v[o.reg];
@@ -185,6 +205,21 @@ template <auto F, int first = 1>
 inline void valu(Wave& w, const Inst& I) {
   using Tr = traits_of<F>;
   using R = typename Tr::ret;
+  if constexpr (Tr::arity > 0 && sizeof(R) == 4 &&
+                []<size_t... Is>(std::index_sequence<Is...>) {
+                  return ((sizeof(std::tuple_element_t<Is, typename Tr::args>) == 4) && ...);
+                }(std::make_index_sequence<Tr::arity>{})) {
+    if (I.flags & mod::plain) {  // 32-bit sources read in place, the result stored as it is
+      [&]<size_t... Is>(std::index_sequence<Is...>) {
+        alignas(64) uint32_t bcast[Tr::arity][kLanes];
+        const uint32_t* src[Tr::arity] = {plain_source(w, I.op[first + int(Is)], bcast[Is])...};
+        Lanes<R> r;
+        for (int l = 0; l < kLanes; ++l) r[l] = F(std::bit_cast<std::tuple_element_t<Is, typename Tr::args>>(src[Is][l])...);
+        store(w, I, 0, r);
+      }(std::make_index_sequence<Tr::arity>{});
+      return;
+    }
+  }
   [&]<size_t... Is>(std::index_sequence<Is...>) {
     std::tuple<Lanes<std::tuple_element_t<Is, typename Tr::args>>...> src;
     (fetch(w, I, first + int(Is), int(Is), std::get<Is>(src)), ...);

@@ -47,7 +47,10 @@ namespace mod {
 inline constexpr uint32_t offen = 1u << 0, idxen = 1u << 1, glc = 1u << 2, slc = 1u << 3, nt = 1u << 4,
                           lds = 1u << 5, clamp = 1u << 6, gds = 1u << 7, sc0 = 1u << 8, sc1 = 1u << 9,
                           addr64 = 1u << 10, bound_ctrl = 1u << 11, dpp = 1u << 12, sdwa = 1u << 13,
-                          vop3 = 1u << 14, op_sel_hi_given = 1u << 15;
+                          vop3 = 1u << 14, op_sel_hi_given = 1u << 15,
+                          // Set by the decoder: no DPP, SDWA, abs/neg on an operand, omod or clamp. A VALU operation
+                          // may then read its 32-bit sources in place and write its result unchanged (ops.h).
+                          plain = 1u << 16;
 }
 
 struct Inst {
