@@ -44,7 +44,9 @@ void formats_of(const std::string& name, int cbsz, int blgp, Fmt& a, Fmt& b) {
 struct Recipe {
   int center, spread;
   double special;
-  bool raw;  // uniform random bits (every code equally likely)
+  bool raw;             // uniform random bits (every code equally likely)
+  bool finite = false;  // the special codes only zeros, subnormals and the smallest normal (no inf/NaN: the
+                        // whole-block fast path then runs, and its exponent range bounds are met)
 };
 
 uint32_t element(std::mt19937_64& rng, const Fmt& f, const Recipe& r) {
@@ -53,7 +55,7 @@ uint32_t element(std::mt19937_64& rng, const Fmt& f, const Recipe& r) {
   const uint32_t sign = uint32_t(rng() & 1) << (f.bits - 1);
   uint32_t man = uint32_t(rng()) & ((1u << f.man_bits) - 1);
   if (std::uniform_real_distribution<>(0, 1)(rng) < r.special) {
-    switch (rng() % 6) {
+    switch (r.finite ? (rng() % 2 ? 0 : 3 + 2 * (rng() % 2)) : rng() % 6) {
       case 0: return sign;                                          // +-0
       case 1: return sign | emax << f.man_bits;                     // inf (or NaN / largest value in fp8)
       case 2: return sign | emax << f.man_bits | 1;                 // NaN (or a large finite fp8)
@@ -64,7 +66,7 @@ uint32_t element(std::mt19937_64& rng, const Fmt& f, const Recipe& r) {
   }
   if (rng() % 4 == 0) man = 0;  // powers of two: exact cancellations and ties
   const int e = r.center + int(rng() % uint64_t(2 * r.spread + 1)) - r.spread;
-  const uint32_t ex = uint32_t(std::clamp(e, 0, int(emax)));
+  const uint32_t ex = uint32_t(std::clamp(e, 0, int(emax) - (r.finite ? 1 : 0)));
   return sign | ex << f.man_bits | man;
 }
 
@@ -81,7 +83,9 @@ void fill(std::vector<uint32_t>& file, int first, int regs, std::mt19937_64& rng
 Recipe random_recipe(std::mt19937_64& rng, const Fmt& f) {
   const int emax = (1 << f.exp_bits) - 1;
   Recipe r{};
-  switch (rng() % 6) {
+  switch (rng() % 8) {
+    case 6: r = {int(rng() % (emax + 1)), int(1 + rng() % 12), 0.03, false, true}; break;  // a few binades, finite
+    case 7: r = {emax / 2, emax / 2 + 1, 0.03, false, true}; break;                       // whole range, finite
     case 0: r.raw = true; break;
     case 1: r = {int(rng() % (emax + 1)), 0, 0.0, false}; break;                            // one binade
     case 2: r = {int(rng() % (emax + 1)), int(1 + rng() % 12), 0.02, false}; break;         // a few binades
