@@ -260,6 +260,52 @@ TEST(MfmaModel, ReferenceCoversEveryFusedForm) {
     EXPECT_NE(std::find(want.begin(), want.end(), n), want.end()) << n;
 }
 
+// The bounds of the int32 final step of the whole-block path: every product 1.5 * 1.5 (E = 0, so the truncated sum t
+// is 8 * 2.25 * 2^24, about 2^28.2) and C just below and above 2^6 and 2^7 (C * 2^24 around 2^30 and 2^31), with
+// both signs: floor(C * u) + t overflows int32 in some lanes and not in others, and some vectors mix lanes inside and
+// outside the step's range.
+TEST(MfmaModel, Int32FinalStepBounds) {
+  const MfmaSimd before = mfma_simd();
+  for (MfmaSimd path : mfma_simd_supported()) {
+    set_mfma_simd(path);
+    for (const char* name : {"v_mfma_f32_16x16x16_bf16", "v_mfma_f32_16x16x32_bf16", "v_mfma_f32_32x32x8_bf16"}) {
+      const OpInfo* fast = isa_table().find(name);
+      const OpInfo* ref = mfma_reference_table().find(name);
+      ASSERT_TRUE(fast && ref) << name;
+      const Case cs = case_of(name, kBf16);
+      Machine mc(Arch::gfx950);
+      std::mt19937_64 rng(7);
+      for (int trial = 0; trial < 40; ++trial) {
+        const bool negative_products = trial % 2;
+        const uint32_t a = negative_products ? 0xbfc0u : 0x3fc0u;
+        for (int x = kA * kLanes; x < (kA + cs.a_regs) * kLanes; ++x) mc.file[x] = a | a << 16;
+        for (int x = kB * kLanes; x < (kB + cs.b_regs) * kLanes; ++x) mc.file[x] = 0x3fc03fc0u;
+        for (int x = kC * kLanes; x < (kC + cs.c_regs) * kLanes; ++x) {
+          const uint32_t sign = uint32_t(rng() & 1) << 31, binade = 127 + 5 + uint32_t(rng() % 3);  // 2^5 .. 2^7
+          const uint32_t man = rng() % 2 ? 0x7fffff - uint32_t(rng() % 0x40000) : uint32_t(rng() % 0x40000);
+          mc.file[x] = sign | binade << 23 | man;
+        }
+        Inst I;
+        I.name = name;
+        I.nops = 4;
+        for (int o = 0; o < 4; ++o) I.op[o].kind = OpKind::vgpr;
+        I.op[1].reg = kA, I.op[2].reg = kB, I.op[3].reg = kC;
+        I.op[1].width = I.op[2].width = uint8_t(cs.a_regs), I.op[3].width = uint8_t(cs.c_regs);
+        mc.w.state = WaveState::running;
+        I.op[0].reg = kDFast, I.op[0].width = uint8_t(cs.c_regs);
+        fast->fn(mc.w, I);
+        I.op[0].reg = kDRef;
+        ref->fn(mc.w, I);
+        int bad = 0;
+        for (int x = 0; x < cs.c_regs * kLanes; ++x)
+          bad += mc.file[kDFast * kLanes + x] != mc.file[kDRef * kLanes + x];
+        EXPECT_EQ(bad, 0) << name << " " << mfma_simd_name(path) << " trial " << trial;
+      }
+    }
+  }
+  set_mfma_simd(before);
+}
+
 // Per arch (fp8/bf8 are FNUZ on gfx942, OCP on gfx950; the other forms do not depend on it, so gfx90a, which has no
 // fp8, adds nothing: its own bf16 forms run under both) and per instruction set
 // the arithmetic is compiled for: each one this CPU has runs, the others are skipped (and say so).
