@@ -44,7 +44,9 @@ void formats_of(const std::string& name, int cbsz, int blgp, Fmt& a, Fmt& b) {
 struct Recipe {
   int center, spread;
   double special;
-  bool raw;  // uniform random bits (every code equally likely)
+  bool raw;             // uniform random bits (every code equally likely)
+  bool finite = false;  // the special codes only zeros, subnormals and the smallest normal (no inf/NaN: the
+                        // whole-block fast path then runs, and its exponent range bounds are met)
 };
 
 uint32_t element(std::mt19937_64& rng, const Fmt& f, const Recipe& r) {
@@ -53,7 +55,7 @@ uint32_t element(std::mt19937_64& rng, const Fmt& f, const Recipe& r) {
   const uint32_t sign = uint32_t(rng() & 1) << (f.bits - 1);
   uint32_t man = uint32_t(rng()) & ((1u << f.man_bits) - 1);
   if (std::uniform_real_distribution<>(0, 1)(rng) < r.special) {
-    switch (rng() % 6) {
+    switch (r.finite ? (rng() % 2 ? 0 : 3 + 2 * (rng() % 2)) : rng() % 6) {
       case 0: return sign;                                          // +-0
       case 1: return sign | emax << f.man_bits;                     // inf (or NaN / largest value in fp8)
       case 2: return sign | emax << f.man_bits | 1;                 // NaN (or a large finite fp8)
@@ -64,7 +66,7 @@ uint32_t element(std::mt19937_64& rng, const Fmt& f, const Recipe& r) {
   }
   if (rng() % 4 == 0) man = 0;  // powers of two: exact cancellations and ties
   const int e = r.center + int(rng() % uint64_t(2 * r.spread + 1)) - r.spread;
-  const uint32_t ex = uint32_t(std::clamp(e, 0, int(emax)));
+  const uint32_t ex = uint32_t(std::clamp(e, 0, int(emax) - (r.finite ? 1 : 0)));
   return sign | ex << f.man_bits | man;
 }
 
@@ -81,7 +83,9 @@ void fill(std::vector<uint32_t>& file, int first, int regs, std::mt19937_64& rng
 Recipe random_recipe(std::mt19937_64& rng, const Fmt& f) {
   const int emax = (1 << f.exp_bits) - 1;
   Recipe r{};
-  switch (rng() % 6) {
+  switch (rng() % 8) {
+    case 6: r = {int(rng() % (emax + 1)), int(1 + rng() % 12), 0.03, false, true}; break;  // a few binades, finite
+    case 7: r = {emax / 2, emax / 2 + 1, 0.03, false, true}; break;                       // whole range, finite
     case 0: r.raw = true; break;
     case 1: r = {int(rng() % (emax + 1)), 0, 0.0, false}; break;                            // one binade
     case 2: r = {int(rng() % (emax + 1)), int(1 + rng() % 12), 0.02, false}; break;         // a few binades
@@ -254,6 +258,52 @@ TEST(MfmaModel, ReferenceCoversEveryFusedForm) {
   for (const char* n : {"v_mfma_f32_32x32x2bf16", "v_mfma_f32_16x16x2bf16", "v_mfma_f32_4x4x2bf16",
                         "v_mfma_f32_32x32x4bf16", "v_mfma_f32_16x16x8bf16"})
     EXPECT_NE(std::find(want.begin(), want.end(), n), want.end()) << n;
+}
+
+// The bounds of the int32 final step of the whole-block path: every product 1.5 * 1.5 (E = 0, so the truncated sum t
+// is 8 * 2.25 * 2^24, about 2^28.2) and C just below and above 2^6 and 2^7 (C * 2^24 around 2^30 and 2^31), with
+// both signs: floor(C * u) + t overflows int32 in some lanes and not in others, and some vectors mix lanes inside and
+// outside the step's range.
+TEST(MfmaModel, Int32FinalStepBounds) {
+  const MfmaSimd before = mfma_simd();
+  for (MfmaSimd path : mfma_simd_supported()) {
+    set_mfma_simd(path);
+    for (const char* name : {"v_mfma_f32_16x16x16_bf16", "v_mfma_f32_16x16x32_bf16", "v_mfma_f32_32x32x8_bf16"}) {
+      const OpInfo* fast = isa_table().find(name);
+      const OpInfo* ref = mfma_reference_table().find(name);
+      ASSERT_TRUE(fast && ref) << name;
+      const Case cs = case_of(name, kBf16);
+      Machine mc(Arch::gfx950);
+      std::mt19937_64 rng(7);
+      for (int trial = 0; trial < 40; ++trial) {
+        const bool negative_products = trial % 2;
+        const uint32_t a = negative_products ? 0xbfc0u : 0x3fc0u;
+        for (int x = kA * kLanes; x < (kA + cs.a_regs) * kLanes; ++x) mc.file[x] = a | a << 16;
+        for (int x = kB * kLanes; x < (kB + cs.b_regs) * kLanes; ++x) mc.file[x] = 0x3fc03fc0u;
+        for (int x = kC * kLanes; x < (kC + cs.c_regs) * kLanes; ++x) {
+          const uint32_t sign = uint32_t(rng() & 1) << 31, binade = 127 + 5 + uint32_t(rng() % 3);  // 2^5 .. 2^7
+          const uint32_t man = rng() % 2 ? 0x7fffff - uint32_t(rng() % 0x40000) : uint32_t(rng() % 0x40000);
+          mc.file[x] = sign | binade << 23 | man;
+        }
+        Inst I;
+        I.name = name;
+        I.nops = 4;
+        for (int o = 0; o < 4; ++o) I.op[o].kind = OpKind::vgpr;
+        I.op[1].reg = kA, I.op[2].reg = kB, I.op[3].reg = kC;
+        I.op[1].width = I.op[2].width = uint8_t(cs.a_regs), I.op[3].width = uint8_t(cs.c_regs);
+        mc.w.state = WaveState::running;
+        I.op[0].reg = kDFast, I.op[0].width = uint8_t(cs.c_regs);
+        fast->fn(mc.w, I);
+        I.op[0].reg = kDRef;
+        ref->fn(mc.w, I);
+        int bad = 0;
+        for (int x = 0; x < cs.c_regs * kLanes; ++x)
+          bad += mc.file[kDFast * kLanes + x] != mc.file[kDRef * kLanes + x];
+        EXPECT_EQ(bad, 0) << name << " " << mfma_simd_name(path) << " trial " << trial;
+      }
+    }
+  }
+  set_mfma_simd(before);
 }
 
 // Per arch (fp8/bf8 are FNUZ on gfx942, OCP on gfx950; the other forms do not depend on it, so gfx90a, which has no

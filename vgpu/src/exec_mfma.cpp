@@ -732,6 +732,10 @@ void mfma(Wave& w, const Inst& I) {
     static_assert(K % G == 0 && G <= 16);
     constexpr int kblocks = S.scaled ? K / 32 : 1;
     static_assert(B * M * K == B * N * K);
+    // C is read only after the operand lookups below: fetching its lines now overlaps their misses with that work
+    // (a GEMM wave's accumulators, tens of KiB, are mostly out of L1 by the time an MFMA comes back to them).
+    if (I.op[3].kind == OpKind::vgpr)
+      for (int x = 0; x < B * M * N; x += 16) _mm_prefetch(reinterpret_cast<const char*>(w.v[I.op[3].reg] + x), _MM_HINT_T0);
     const Elems<B * M * K>& a = decoded<S, true>(w, I, s);
     const Elems<B * M * K>& bt = decoded<S, false>(w, I, s);
     // Scale exponents (E8M0) per row of A / column of B and 32-k block; 255 is NaN.
