@@ -2,7 +2,8 @@
 // before its s_waitcnt vmcnt or by another wave without a barrier after that wait, is reported with both PCs: a
 // warning counted in the dispatch info by default (the data lands at issue), a fault with vgpuSetRaceCheck(1)
 // (HK_VGPU_RACECHECK=1). The same kernels with the wait / barrier in place are clean. A plain race between waves
-// (a write and a read of the same LDS bytes with no barrier between) is found in race-check mode.
+// (a write and a read of the same LDS bytes with no barrier between) is found in race-check mode; outside it, the
+// waves leave a barrier together, so a read right after it comes before another wave's later overwrite.
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -59,6 +60,20 @@ __global__ void wave_writes_other_reads(u32* out, int barrier) {
     asm volatile("ds_read_b32 %0, %1\n\ts_waitcnt lgkmcnt(0)" : "=v"(x) : "v"(4u * u32(l - kLanes)) : "memory");
     out[l - kLanes] = x;
   }
+}
+
+// rocPRIM's adjacent_find shape: work-item 0 publishes a value in an LDS word, every work-item reads it after a
+// barrier, and work-item 0 then overwrites the word with what it loads from global memory, without a second barrier
+// before the others' reads. A race, which race-check mode reports; on hardware the waves leave the barrier together
+// and the others' reads reach LDS long before the global load returns, so they see the first value.
+__global__ void one_word_reused_after_barrier(const u32* next, u32* seen) {
+  __shared__ u32 word;
+  if (threadIdx.x == 0) word = 1000u + blockIdx.x;
+  __syncthreads();
+  const u32 first = word;
+  if (threadIdx.x == 0) word = __hip_atomic_load(next, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+  __syncthreads();
+  seen[blockIdx.x * blockDim.x + threadIdx.x] = first * 10000u + word;
 }
 
 // Each lane reads its left neighbour's slot of a 64-word LDS table with a plain DS read: lane 0's address is 4 bytes
@@ -241,6 +256,24 @@ TEST(LdsHazard, PlainRaceBetweenWavesIsFoundInRaceCheckMode) {
   EXPECT_EQ(fixed.info.lds_races, 0u);
   const std::vector<u32> got = b.result();
   for (int l = 0; l < kLanes; ++l) EXPECT_EQ(got[l], u32(l) * 3) << "lane " << l;
+}
+
+TEST(LdsRace, WavesLeaveABarrierTogether) {
+  constexpr int kBlock = 4 * kLanes, kBlocks = 3;
+  DeviceBuffer<u32> next(1), seen(kBlock * kBlocks);
+  const u32 next_value = 42;
+  ASSERT_EQ(hipMemcpy(next.ptr, &next_value, sizeof next_value, hipMemcpyHostToDevice), hipSuccess);
+  Launch plain = launch(false, [&] { one_word_reused_after_barrier<<<kBlocks, kBlock>>>(next.ptr, seen.ptr); });
+  ASSERT_EQ(plain.error, hipSuccess) << hipGetErrorString(plain.error);
+  std::vector<u32> got(kBlock * kBlocks);
+  ASSERT_EQ(hipMemcpy(got.data(), seen.ptr, seen.bytes(), hipMemcpyDeviceToHost), hipSuccess);
+  for (int b = 0; b < kBlocks; ++b)
+    for (int t = 0; t < kBlock; ++t)
+      ASSERT_EQ(got[b * kBlock + t], (1000u + b) * 10000u + next_value) << "workgroup " << b << ", work-item " << t;
+
+  Launch faulted = launch(true, [&] { one_word_reused_after_barrier<<<kBlocks, kBlock>>>(next.ptr, seen.ptr); });
+  EXPECT_EQ(faulted.error, hipErrorLaunchFailure) << hipGetErrorName(faulted.error);
+  EXPECT_EQ(faulted.info.lds_races, 1u);
 }
 
 TEST(LdsBounds, ReadPastTheAllocationReadsZeroOutsideRaceCheckMode) {

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "graph.h"
+#include "stream_queue.h"
 // After runtime.h, which brings in hip_runtime_api.h first.
 #include <hip/hip_deprecated.h>
 
@@ -398,14 +399,17 @@ HK_HIP_API hipError_t hipDeviceEnablePeerAccess(int, unsigned int) { return done
 HK_HIP_API hipError_t hipDeviceDisablePeerAccess(int) { return done(hipErrorPeerAccessNotEnabled); }
 
 HK_HIP_API hipError_t hipDeviceSynchronize() {
-  // Work finished when it was enqueued; what is left to report is a fault not yet seen by a synchronisation.
+  // Work finished when it was enqueued, but for what is queued behind host functions (stream_queue.h); what is left
+  // to report is a fault not yet seen by a synchronisation.
   if (hipError_t e = check_unsafe_call(); e != hipSuccess) return e;
+  drain_all();
   return resurface(Runtime::get().take_all_pending());
 }
 
 HK_HIP_API hipError_t hipCtxSynchronize() { return hipDeviceSynchronize(); }
 
 HK_HIP_API hipError_t hipDeviceReset() {
+  drain_all();         // work queued behind host functions still runs, as it would have before the reset
   abandon_captures();  // before the streams taking part are destroyed
   Runtime::get().reset();
   return hipSuccess;

@@ -3,6 +3,7 @@
 // runs its nodes one after the other on the launch stream, ordered with the other work on that stream.
 // Stream capture turns the work enqueued on a capturing stream into nodes of a graph instead of running it.
 #include "graph.h"
+#include "stream_queue.h"
 
 #include <algorithm>
 #include <atomic>
@@ -170,6 +171,8 @@ hipError_t instantiate(hipGraphExec_t* out, hipGraph_t graph) {
   return hipSuccess;
 }
 
+}  // namespace
+
 hipError_t run_step(const Work& work, hipStream_t stream) {
   return std::visit(
       [&](const auto& w) -> hipError_t {
@@ -186,6 +189,8 @@ hipError_t run_step(const Work& work, hipStream_t stream) {
       work);
 }
 
+namespace {
+
 hipError_t graph_launch(hipGraphExec_t exec, hipStream_t stream) {
   if (!exec) return done(hipErrorInvalidValue);
   ihipStream_t* s = Runtime::get().stream(stream);
@@ -195,6 +200,10 @@ hipError_t graph_launch(hipGraphExec_t exec, hipStream_t stream) {
   for (const hipGraphExec::Step& step : exec->steps) {
     if (capturing(s)) {
       if (hipError_t e = capture_work(s, step.type, step.work); e != hipSuccess) return e;
+      continue;
+    }
+    if (behind_host_work(s)) {
+      queue_work(s, step.work);
       continue;
     }
     if (hipError_t e = run_step(step.work, stream); e != hipSuccess) return e;

@@ -60,6 +60,7 @@ struct EmptyWork {};
 using Work = std::variant<EmptyWork, KernelWork, CopyWork, FillWork, HostWork, EventRecordWork, EventWaitWork>;
 
 // Runs one piece of work on `stream`, as the matching stream operation would (launch.cpp, memory.cpp, graph.cpp).
+hipError_t run_step(const Work& work, hipStream_t stream);
 hipError_t run_kernel(const KernelWork& work, hipStream_t stream);
 hipError_t run_copy(const CopyWork& work);
 hipError_t run_fill(const FillWork& work);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph.h"
+#include "stream_queue.h"
 // After runtime.h, which brings in hip_runtime_api.h first.
 #include <hip/hip_ext.h>
 
@@ -184,6 +185,12 @@ hipError_t launch(const LaunchRequest& r) {
     KernelWork work;
     to_work(r, p, work);
     return capture_work(stream, hipGraphNodeTypeKernel, std::move(work));
+  }
+  if (behind_host_work(stream)) {
+    KernelWork work;
+    to_work(r, p, work);
+    queue_work(stream, std::move(work));
+    return hipSuccess;
   }
   const ResolvedKernel& k = p.kernel;
   const KernelInfo& info = *k.info;

@@ -1,12 +1,13 @@
 // Memory: allocation, copies and fills. vgpu's global memory is host memory recorded in the device's MemoryMap (the
 // one ledger of allocations), so every copy direction is a plain memcpy, and "async" copies complete before they
-// return.
+// return (unless queued behind a host function, stream_queue.h; the synchronous ones and frees wait for those).
 #include <sys/sysinfo.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "graph.h"
+#include "stream_queue.h"
 
 namespace vgpu::hiprt {
 namespace {
@@ -24,6 +25,7 @@ hipError_t allocate(void** ptr, size_t size, hipMemoryType type, unsigned flags)
 hipError_t free_memory(void* p) {
   if (!p) return hipSuccess;
   if (hipError_t e = check_unsafe_call(); e != hipSuccess) return e;
+  drain_all();  // as HIP's free, it waits for the device: work queued behind a host function may use the memory
   return done(Runtime::get().release(p));
 }
 
@@ -98,6 +100,10 @@ hipError_t enqueue(const CopyWork& w, hipStream_t stream) {
   if (!s) return done(hipErrorInvalidHandle);
   if (hipError_t e = check_copy(w); e != hipSuccess) return e;
   if (capturing(s)) return capture_work(s, hipGraphNodeTypeMemcpy, w);
+  if (behind_host_work(s)) {
+    queue_work(s, w);
+    return hipSuccess;
+  }
   return run_copy(w);
 }
 hipError_t enqueue(const FillWork& w, hipStream_t stream) {
@@ -105,6 +111,10 @@ hipError_t enqueue(const FillWork& w, hipStream_t stream) {
   if (!s) return done(hipErrorInvalidHandle);
   if (hipError_t e = check_fill(w); e != hipSuccess) return e;
   if (capturing(s)) return capture_work(s, hipGraphNodeTypeMemset, w);
+  if (behind_host_work(s)) {
+    queue_work(s, w);
+    return hipSuccess;
+  }
   return run_fill(w);
 }
 
@@ -121,6 +131,7 @@ CopyWork linear_copy(void* dst, const void* src, size_t bytes, hipMemcpyKind kin
 // The synchronous operations are illegal while a capture forbids them (check_unsafe_call).
 hipError_t copy(void* dst, const void* src, size_t bytes, hipMemcpyKind kind) {
   if (hipError_t e = check_unsafe_call(); e != hipSuccess) return e;
+  drain_all();
   return enqueue(linear_copy(dst, src, bytes, kind), nullptr);
 }
 
@@ -142,6 +153,7 @@ FillWork fill_rows(void* dst, size_t pitch, uint32_t value, uint32_t size, size_
 // Fills `count` elements of `size` bytes with `value`, synchronously or on a stream.
 hipError_t fill(void* dst, uint32_t value, uint32_t size, size_t count) {
   if (hipError_t e = check_unsafe_call(); e != hipSuccess) return e;
+  drain_all();
   return enqueue(fill_rows(dst, count * size, value, size, count, 1), nullptr);
 }
 hipError_t fill_on(void* dst, uint32_t value, uint32_t size, size_t count, hipStream_t stream) {
@@ -150,8 +162,10 @@ hipError_t fill_on(void* dst, uint32_t value, uint32_t size, size_t count, hipSt
 
 hipError_t copy_2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
                    hipMemcpyKind kind, hipStream_t stream, bool sync) {
-  if (sync)
+  if (sync) {
     if (hipError_t e = check_unsafe_call(); e != hipSuccess) return e;
+    drain_all();
+  }
   if (width == 0 || height == 0) return Runtime::get().stream(stream) ? hipSuccess : done(hipErrorInvalidHandle);
   if (width > dpitch || width > spitch) return done(hipErrorInvalidPitchValue);
   CopyWork w = linear_copy(dst, src, width, kind);
@@ -228,6 +242,7 @@ HK_HIP_API hipError_t hipFreeAsync(void* p, hipStream_t stream) {
   ihipStream_t* s = Runtime::get().stream(stream);
   if (!s) return done(hipErrorInvalidHandle);
   if (!p || capturing(s)) return hipSuccess;
+  drain(s);
   return done(Runtime::get().release(p));
 }
 HK_HIP_API hipError_t hipHostFree(void* p) { return free_memory(p); }

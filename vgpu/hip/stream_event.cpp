@@ -1,6 +1,9 @@
 // Streams and events. Every operation runs to completion when it is enqueued, so streams are trivially in order,
-// queries always find the work done, and an event's timestamp is the host time at which it was recorded.
+// queries find the work done, and an event's timestamp is the host time at which it was recorded. The exception is a
+// host function and what is enqueued behind it on its stream (stream_queue.h): synchronisations wait for those,
+// queries report them not ready, and an event recorded behind one is recorded when its queue reaches it.
 #include "graph.h"
+#include "stream_queue.h"
 
 using namespace vgpu;
 using namespace vgpu::hiprt;
@@ -31,6 +34,7 @@ HK_HIP_API hipError_t hipExtStreamCreateWithCUMask(hipStream_t* stream, uint32_t
 HK_HIP_API hipError_t hipStreamDestroy(hipStream_t stream) {
   if (!stream || !Runtime::get().stream(stream)) return done(hipErrorInvalidHandle);
   leave_capture(stream);
+  forget_queue(stream);  // as HIP: the work already enqueued still runs
   if (!Runtime::get().destroy_stream(stream)) return done(hipErrorInvalidHandle);
   return hipSuccess;
 }
@@ -39,6 +43,9 @@ HK_HIP_API hipError_t hipStreamSynchronize(hipStream_t stream) {
   ihipStream_t* s = Runtime::get().stream(stream);
   if (!s) return done(hipErrorInvalidHandle);
   if (hipError_t e = check_stream_sync(s); e != hipSuccess) return e;
+  // The default stream (legacy) waits for the other streams too.
+  if (s == Runtime::get().stream(nullptr)) drain_all();
+  else drain(s);
   return resurface(Runtime::get().take_pending(s));
 }
 HK_HIP_API hipError_t hipStreamSynchronize_spt(hipStream_t stream) { return hipStreamSynchronize(stream); }
@@ -46,7 +53,8 @@ HK_HIP_API hipError_t hipStreamSynchronize_spt(hipStream_t stream) { return hipS
 HK_HIP_API hipError_t hipStreamQuery(hipStream_t stream) {
   ihipStream_t* s = Runtime::get().stream(stream);
   if (!s) return done(hipErrorInvalidHandle);
-  return check_stream_sync(s);
+  if (hipError_t e = check_stream_sync(s); e != hipSuccess) return e;
+  return queue_busy(s) ? hipErrorNotReady : hipSuccess;
 }
 HK_HIP_API hipError_t hipStreamQuery_spt(hipStream_t stream) { return hipStreamQuery(stream); }
 
@@ -56,7 +64,12 @@ HK_HIP_API hipError_t hipStreamWaitEvent(hipStream_t stream, hipEvent_t event, u
   // On a capturing stream an external wait becomes a wait node; otherwise the wait joins the event's capture, or
   // is met at once (the event's work has finished).
   if (capturing(s) && (flags & hipEventWaitExternal)) return capture_work(s, hipGraphNodeTypeWaitEvent, EventWaitWork{event});
-  (void)capture_event_wait(s, event);
+  if (capture_event_wait(s, event)) return hipSuccess;
+  // A record still queued behind a host function: the stream's next work waits for it.
+  if (event_pending(event)) {
+    if (behind_host_work(s)) queue_work(s, EventWaitWork{event});
+    else wait_event(event);
+  }
   return hipSuccess;
 }
 HK_HIP_API hipError_t hipStreamWaitEvent_spt(hipStream_t stream, hipEvent_t event, unsigned int flags) {
@@ -94,14 +107,30 @@ HK_HIP_API hipError_t hipStreamGetDevice(hipStream_t stream, hipDevice_t* device
 
 HK_HIP_API int hipGetStreamDeviceId(hipStream_t stream) { return Runtime::get().stream(stream) ? 0 : -1; }
 
-// Host callbacks run at once: everything enqueued before them has already finished.
+namespace {
+
+// A stream callback as a host function: it gets its stream and the stream's error status when it runs.
+struct StreamCallback {
+  hipStreamCallback_t callback;
+  hipStream_t stream;
+  void* user_data;
+  static void run(void* self) {
+    std::unique_ptr<StreamCallback> c(static_cast<StreamCallback*>(self));
+    ihipStream_t* s = Runtime::get().stream(c->stream);
+    c->callback(c->stream, s ? s->pending : hipErrorInvalidHandle, c->user_data);
+  }
+};
+
+}  // namespace
+
+// Host functions and callbacks run on another thread, after the stream's earlier work (stream_queue.h).
 HK_HIP_API hipError_t hipStreamAddCallback(hipStream_t stream, hipStreamCallback_t callback, void* user_data,
                                            unsigned int flags) {
   ihipStream_t* s = Runtime::get().stream(stream);
   if (!callback || flags != 0) return done(hipErrorInvalidValue);
   if (!s) return done(hipErrorInvalidHandle);
   if (capturing(s)) return fail(hipErrorStreamCaptureUnsupported, "hipStreamAddCallback on a capturing stream");
-  callback(stream, s->pending, user_data);
+  queue_work(s, HostWork{&StreamCallback::run, new StreamCallback{callback, stream, user_data}});
   return hipSuccess;
 }
 HK_HIP_API hipError_t hipStreamAddCallback_spt(hipStream_t stream, hipStreamCallback_t callback, void* user_data,
@@ -114,7 +143,7 @@ HK_HIP_API hipError_t hipLaunchHostFunc(hipStream_t stream, hipHostFn_t fn, void
   ihipStream_t* s = Runtime::get().stream(stream);
   if (!s) return done(hipErrorInvalidHandle);
   if (capturing(s)) return capture_work(s, hipGraphNodeTypeHost, HostWork{fn, user_data});
-  fn(user_data);
+  queue_work(s, HostWork{fn, user_data});
   return hipSuccess;
 }
 HK_HIP_API hipError_t hipLaunchHostFunc_spt(hipStream_t stream, hipHostFn_t fn, void* user_data) {
@@ -139,6 +168,10 @@ HK_HIP_API hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream) {
   ihipStream_t* s = Runtime::get().stream(stream);
   if (!Runtime::get().valid_event(event) || !s) return done(hipErrorInvalidHandle);
   if (capture_event_record(s, event)) return hipSuccess;  // marks a point of the capture, no timestamp
+  if (behind_host_work(s)) {
+    queue_work(s, EventRecordWork{event});
+    return hipSuccess;
+  }
   event->time = std::chrono::steady_clock::now();
   event->recorded = true;
   return hipSuccess;
@@ -156,18 +189,22 @@ HK_HIP_API hipError_t hipEventRecordWithFlags(hipEvent_t event, hipStream_t stre
 // An event recorded in a capture stands for work that has not run: waiting for it from the host is illegal.
 HK_HIP_API hipError_t hipEventSynchronize(hipEvent_t event) {
   if (!Runtime::get().valid_event(event)) return done(hipErrorInvalidHandle);
-  return event_in_capture(event) ? done(hipErrorStreamCaptureUnsupported) : hipSuccess;
+  if (event_in_capture(event)) return done(hipErrorStreamCaptureUnsupported);
+  wait_event(event);
+  return hipSuccess;
 }
 
 HK_HIP_API hipError_t hipEventQuery(hipEvent_t event) {
   if (!Runtime::get().valid_event(event)) return done(hipErrorInvalidHandle);
-  return event_in_capture(event) ? done(hipErrorStreamCaptureUnsupported) : hipSuccess;
+  if (event_in_capture(event)) return done(hipErrorStreamCaptureUnsupported);
+  return event_pending(event) ? hipErrorNotReady : hipSuccess;
 }
 
 HK_HIP_API hipError_t hipEventElapsedTime(float* ms, hipEvent_t start, hipEvent_t stop) {
   if (!ms) return done(hipErrorInvalidValue);
   Runtime& rt = Runtime::get();
   if (!rt.valid_event(start) || !rt.valid_event(stop)) return done(hipErrorInvalidHandle);
+  if (event_pending(start) || event_pending(stop)) return hipErrorNotReady;
   // As HIP: both events must have been recorded and must keep timing.
   if (!start->recorded || !stop->recorded) return done(hipErrorInvalidHandle);
   if ((start->flags | stop->flags) & hipEventDisableTiming) return done(hipErrorInvalidHandle);

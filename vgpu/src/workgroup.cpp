@@ -13,6 +13,10 @@
 namespace vgpu {
 namespace {
 
+// After a barrier opens, each wave's first kReleasedTurns * kReleasedSlice instructions run in turns of kReleasedSlice.
+constexpr uint64_t kReleasedSlice = 4;
+constexpr int kReleasedTurns = 8;
+
 void init_wave(Wave& w, const DispatchCtx& ctx, const Workgroup& wg, int index, uint32_t items) {
   const Program& p = *ctx.prog;
   const KernelDescriptor& kd = p.info.kd;
@@ -159,6 +163,7 @@ void start_workgroup(DispatchCtx& ctx, uint64_t linear, WorkerStorage& st, Workg
   const int nwaves = int((items + kLanes - 1) / kLanes);
   st.nwaves = nwaves;
   st.spent_while_waiting = 0;
+  st.released_turns = 0;
   st.trace = trace;
   if (trace) {
     trace->linear = linear;
@@ -190,9 +195,14 @@ bool step_workgroup(DispatchCtx& ctx, WorkerStorage& st, uint64_t budget, uint64
   for (;;) {
     int running = 0, waiting = 0;
     uint64_t ran = 0;
+    // Waves leave a barrier together, as on hardware, where they issue interleaved: the first instructions after it
+    // run in short turns. Otherwise wave 0 could run a whole quantum ahead and overwrite LDS the others have yet to
+    // read after the barrier (rocPRIM's adjacent_find reuses one LDS word for its tile id and its running result).
+    const uint64_t slice = st.released_turns > 0 ? std::min(kReleasedSlice, quantum) : quantum;
+    st.released_turns -= st.released_turns > 0;
     for (int i = 0; i < nwaves; ++i) {
       Wave& w = st.waves[i];
-      if (w.state == WaveState::running) ran += run_wave(w, insts, quantum);
+      if (w.state == WaveState::running) ran += run_wave(w, insts, slice);
       if (ctx.instruction_limit && w.insts > ctx.instruction_limit && w.state != WaveState::done &&
           w.state != WaveState::faulted)
         w.fault(insts[std::max(w.pc, 1) - 1], FaultKind::watchdog, -1,
@@ -216,6 +226,7 @@ bool step_workgroup(DispatchCtx& ctx, WorkerStorage& st, uint64_t budget, uint64
       retire_lds_spans(wg);
       ++watch.epoch;
       spent_while_waiting = 0;
+      st.released_turns = kReleasedTurns;
       continue;
     }
     if (waiting > 0 && (spent_while_waiting += ran) > ctx.watchdog) {

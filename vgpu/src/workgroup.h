@@ -21,6 +21,7 @@ struct WorkerStorage {
   Workgroup wg;
   int nwaves = 0;
   uint64_t spent_while_waiting = 0;  // instructions run while some wave waits at a barrier
+  int released_turns = 0;            // short turns left since the last barrier opened (workgroup.cpp)
   WorkgroupTrace* trace = nullptr;
 };
 
