@@ -120,16 +120,10 @@ void bind_gemm(py::module_& m) {
   bind_call(m, "gemm", &hk::gemm);
 }
 
-void bind_attention(py::module_& m) {
-  using P = hk::AttentionProblem;
-  py::class_<P::Strides>(m, "Strides")
-      .def(py::init<long, long, long>(), py::arg("batch"), py::arg("row"), py::arg("head"))
-      .def_readwrite("batch", &P::Strides::batch)
-      .def_readwrite("row", &P::Strides::row)
-      .def_readwrite("head", &P::Strides::head);
-  py::class_<P> c(m, "AttentionProblem");
-  c.def(py::init<>())
-      .def_readwrite("batch", &P::batch)
+// The fields the forward and backward problems share (the same names in both structs).
+template <class P>
+void bind_attention_common(py::class_<P>& c) {
+  c.def_readwrite("batch", &P::batch)
       .def_readwrite("seqlen_q", &P::seqlen_q)
       .def_readwrite("seqlen_k", &P::seqlen_k)
       .def_readwrite("heads_q", &P::heads_q)
@@ -152,6 +146,18 @@ void bind_attention(py::module_& m) {
   pointer(c, "cu_seqlens_q", &P::cu_seqlens_q);
   pointer(c, "cu_seqlens_k", &P::cu_seqlens_k);
   pointer(c, "stream", &P::stream);
+}
+
+void bind_attention(py::module_& m) {
+  using P = hk::AttentionProblem;
+  py::class_<P::Strides>(m, "Strides")
+      .def(py::init<long, long, long>(), py::arg("batch"), py::arg("row"), py::arg("head"))
+      .def_readwrite("batch", &P::Strides::batch)
+      .def_readwrite("row", &P::Strides::row)
+      .def_readwrite("head", &P::Strides::head);
+  py::class_<P> c(m, "AttentionProblem");
+  c.def(py::init<>());
+  bind_attention_common(c);
   bind_call(m, "attention_forward", &hk::attention_forward);
 }
 
@@ -159,39 +165,17 @@ void bind_attention_backward(py::module_& m) {
   using P = hk::AttentionBackwardProblem;
   py::class_<P> c(m, "AttentionBackwardProblem");
   c.def(py::init<>())
-      .def_readwrite("batch", &P::batch)
-      .def_readwrite("seqlen_q", &P::seqlen_q)
-      .def_readwrite("seqlen_k", &P::seqlen_k)
-      .def_readwrite("heads_q", &P::heads_q)
-      .def_readwrite("heads_kv", &P::heads_kv)
-      .def_readwrite("head_dim", &P::head_dim)
-      .def_readwrite("q_strides", &P::q_strides)
-      .def_readwrite("k_strides", &P::k_strides)
-      .def_readwrite("v_strides", &P::v_strides)
-      .def_readwrite("o_strides", &P::o_strides)
       .def_readwrite("do_strides", &P::do_strides)
       .def_readwrite("dq_strides", &P::dq_strides)
       .def_readwrite("dk_strides", &P::dk_strides)
       .def_readwrite("dv_strides", &P::dv_strides)
-      .def_readwrite("type", &P::type)
-      .def_readwrite("softmax_scale", &P::softmax_scale)
-      .def_readwrite("causal", &P::causal)
-      .def_readwrite("window_left", &P::window_left)
-      .def_readwrite("window_right", &P::window_right)
       .def_readwrite("workspace_bytes", &P::workspace_bytes);
-  pointer(c, "q", &P::q);
-  pointer(c, "k", &P::k);
-  pointer(c, "v", &P::v);
-  pointer(c, "o", &P::o);
+  bind_attention_common(c);
   pointer(c, "dout", &P::dout);
-  pointer(c, "lse", &P::lse);
   pointer(c, "dq", &P::dq);
   pointer(c, "dk", &P::dk);
   pointer(c, "dv", &P::dv);
-  pointer(c, "cu_seqlens_q", &P::cu_seqlens_q);
-  pointer(c, "cu_seqlens_k", &P::cu_seqlens_k);
   pointer(c, "workspace", &P::workspace);
-  pointer(c, "stream", &P::stream);
   bind_call(m, "attention_backward", &hk::attention_backward);
 }
 
