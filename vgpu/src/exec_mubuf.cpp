@@ -194,6 +194,18 @@ void buffer_load_lds(Wave& w, const Inst& I) {
   // The common case short: when the global side fits the cached allocation and every slot lies inside LDS, the
   // first enabled lane goes through lds_ptr (which opens the load's span) and, if no load in flight meets the
   // instruction's slots, the others only extend the span and write their marks (what lds_ptr would do for them).
+  // Lane l's element (its in-range dwords, or its byte/short extended) written to its LDS slot.
+  const auto copy_lane = [&](int l, uint8_t* dst) {
+    const uint8_t* src = reinterpret_cast<const uint8_t*>(addr[l]);
+    uint32_t v[4] = {};
+    if constexpr (E == Ext::dwords) {
+      for (uint32_t i = 0; i < N && i < ok[l]; ++i) std::memcpy(&v[i], src + 4 * i, 4);
+    } else {
+      if (ok[l]) std::memcpy(&v[0], src, Bytes);
+      v[0] = extend(v[0], E);
+    }
+    std::memcpy(dst, v, Written);
+  };
   const bool global_fits = lanes_in_cached_allocation<Elem>(w, exec, addr, ok);
   if (global_fits) prefetch_lanes(exec, addr, ok);
   int first_lane = -1;
@@ -224,15 +236,7 @@ void buffer_load_lds(Wave& w, const Inst& I) {
       const uint32_t slot = uint32_t(lds_base + uint64_t(l) * Slot);
       if (l != first_lane)
         for (uint32_t d = slot / 4; d <= (slot + Written - 1) / 4; ++d) marks[d] = mark;
-      const uint8_t* src = reinterpret_cast<const uint8_t*>(addr[l]);
-      uint32_t v[4] = {};
-      if constexpr (E == Ext::dwords) {
-        for (uint32_t i = 0; i < N && i < ok[l]; ++i) std::memcpy(&v[i], src + 4 * i, 4);
-      } else {
-        if (ok[l]) std::memcpy(&v[0], src, Bytes);
-        v[0] = extend(v[0], E);
-      }
-      std::memcpy(lds + slot, v, Written);  // lands at issue; the marks say in flight
+      copy_lane(l, lds + slot);  // lands at issue; the marks say in flight
     }
     return;
   }
@@ -249,15 +253,7 @@ void buffer_load_lds(Wave& w, const Inst& I) {
     }
     if (!dst) return;
     if (!global_fits && ok[l] && !check_global(w, I, addr[l], ok[l] * Elem, l)) return;
-    const uint8_t* src = reinterpret_cast<const uint8_t*>(addr[l]);
-    uint32_t x[4] = {};
-    if constexpr (E == Ext::dwords) {
-      for (uint32_t i = 0; i < N && i < ok[l]; ++i) std::memcpy(&x[i], src + 4 * i, 4);
-    } else {
-      if (ok[l]) std::memcpy(&x[0], src, Bytes);
-      x[0] = extend(x[0], E);
-    }
-    std::memcpy(dst, x, Written);  // lands at issue; lds_ptr marked the bytes in flight
+    copy_lane(l, dst);  // lands at issue; lds_ptr marked the bytes in flight
   }
 }
 
