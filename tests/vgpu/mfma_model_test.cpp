@@ -244,7 +244,8 @@ std::vector<std::string> canonical_mfmas(const IsaTable& table) {
   return names;
 }
 
-// The fast operand decoder against the scalar one, exhaustively (both the executed forms and the reference use it).
+// The vector operand decoders (SSE4.1 four at a time, and the AVX2 gather's eight at a time with every field) against
+// the scalar one, exhaustively. The reference gathers and decodes on its own, lane by lane with the scalar decoders.
 TEST(MfmaModel, VectorDecoderMatchesScalarOnEveryF16AndBf16Code) { EXPECT_EQ(vgpu::mfma_decode_mismatches(), 0); }
 
 TEST(MfmaModel, ReferenceCoversEveryFusedForm) {

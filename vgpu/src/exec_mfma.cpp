@@ -17,6 +17,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <immintrin.h>
 
@@ -583,28 +584,9 @@ inline int decode16x4(const uint32_t* raw, int x, Elems<N>& out) {
   return _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(ex, _mm_set1_epi32(emax))));
 }
 
-// Decodes the raw elements, in the order given; 16-bit floats four at a time.
-template <Ty t, int N>
-inline void decode_all(const uint32_t* raw, int fmt, Elems<N>& out) {
-  const Decoded* table = fmt >= 0 ? fp8_tables().t[fmt] : nullptr;
-  auto one = [&](int x) {
-    Decoded d;
-    if constexpr (t == Ty::f16) d = decode_f16(raw[x]);
-    else if constexpr (t == Ty::bf16) d = decode_bf16(raw[x]);
-    else if constexpr (t == Ty::xf32) d = decode_tf32(raw[x]);
-    else d = table[raw[x]];
-    out.v[x] = d.f, out.m[x] = d.m, out.e[x] = d.e, out.q[x] = d.q, out.special[x] = d.special;
-  };
-  if constexpr (t == Ty::f16 || t == Ty::bf16) {
-    static_assert(N % 4 == 0);
-    for (int x = 0; x < N; x += 4) {
-      const int special = t == Ty::f16 ? decode16x4<5, 10>(raw, x, out) : decode16x4<8, 7>(raw, x, out);
-      for (int l = 0; l < 4; ++l)
-        if (special >> l & 1) one(x + l);
-    }
-  } else {
-    for (int x = 0; x < N; ++x) one(x);
-  }
+// The fields the fused arithmetic reads besides e (e16, e_pair) and the any-special flag, from e and special.
+template <int N>
+inline void finish_elems(Elems<N>& out) {
   uint8_t any = 0;
   for (int x = 0; x < N; ++x) {
     any |= out.special[x];
@@ -613,6 +595,148 @@ inline void decode_all(const uint32_t* raw, int fmt, Elems<N>& out) {
   }
   out.any_special = any != 0;
 }
+
+// One element decoded by the scalar decoder of its type into every field.
+template <Ty t, int N>
+inline void decode_one(uint32_t raw, const Decoded* fp8_table, int x, Elems<N>& out) {
+  Decoded d;
+  if constexpr (t == Ty::f16) d = decode_f16(raw);
+  else if constexpr (t == Ty::bf16) d = decode_bf16(raw);
+  else if constexpr (t == Ty::xf32) d = decode_tf32(raw);
+  else d = fp8_table[raw];
+  out.v[x] = d.f, out.m[x] = d.m, out.e[x] = d.e, out.q[x] = d.q, out.special[x] = d.special;
+}
+
+// Decodes the raw elements, in the order given; 16-bit floats four at a time unless Scalar (the reference's decode:
+// one element at a time, the scalar decoders only).
+template <Ty t, int N, bool Scalar = false>
+inline void decode_all(const uint32_t* raw, int fmt, Elems<N>& out) {
+  const Decoded* table = fmt >= 0 ? fp8_tables().t[fmt] : nullptr;
+  if constexpr (!Scalar && (t == Ty::f16 || t == Ty::bf16)) {
+    static_assert(N % 4 == 0);
+    for (int x = 0; x < N; x += 4) {
+      const int special = t == Ty::f16 ? decode16x4<5, 10>(raw, x, out) : decode16x4<8, 7>(raw, x, out);
+      for (int l = 0; l < 4; ++l)
+        if (special >> l & 1) decode_one<t>(raw[x + l], table, x + l, out);
+    }
+  } else {
+    for (int x = 0; x < N; ++x) decode_one<t>(raw[x], table, x, out);
+  }
+  finish_elems(out);
+}
+
+// Where the elements of each chunk of eight (in in_table order) of a 16-bit operand lie in the register file: eight
+// consecutive words at one shift (B in (block, k, column) order: 16 lanes of one register per k), four words of two
+// consecutive elements each, low half first (A in (block, row, k) order), or anywhere (read one by one).
+enum class Chunk : uint8_t { run, pairs, scattered };
+template <Shape S, bool IsA, bool KMajor>
+struct ChunkTable {
+  static constexpr auto& T = in_table<S, IsA, KMajor>;
+  static constexpr int count = T.count / 8;
+  Chunk kind[count]{};
+  constexpr ChunkTable() {
+    for (int c = 0; c < count; ++c) {
+      const int x = 8 * c;
+      bool run = true, pairs = true;
+      for (int j = 0; j < 8; ++j) {
+        run = run && T.word[x + j] == T.word[x] + j && T.shift[x + j] == T.shift[x];
+        pairs = pairs && T.word[x + j] == T.word[x + (j & ~1)] && T.shift[x + j] == (j & 1) * 16;
+      }
+      kind[c] = run ? Chunk::run : pairs ? Chunk::pairs : Chunk::scattered;
+    }
+  }
+};
+template <Shape S, bool IsA, bool KMajor>
+inline constexpr ChunkTable<S, IsA, KMajor> chunk_table{};
+
+// Gather and decode of a 16-bit operand eight elements at a time with AVX2, in one pass that also writes e16, e_pair
+// and special (decode_all makes a second pass for them): the elements of a chunk come from the register file as one
+// load (a run) or four (pairs), not eight table lookups. Same fields, bit for bit, as gather + decode_all
+// (mfma_decode_mismatches checks the decoder on every code, the model test the gather of every form).
+namespace gather_avx2 {
+#pragma GCC push_options
+#pragma GCC target("avx2")
+
+// Eight 16-bit floats (the low halves of h's lanes; the high halves are ignored) with EB exponent and MB mantissa
+// bits, decoded as decode16x4 does into elements x..x+7, inf/NaN lanes by the scalar decoder. Returns whether any
+// lane was inf/NaN.
+template <Ty t, int N>
+inline bool decode16x8(__m256i h, int x, Elems<N>& out) {
+  constexpr int EB = t == Ty::f16 ? 5 : 8, MB = t == Ty::f16 ? 10 : 7;
+  constexpr int bias = (1 << (EB - 1)) - 1, emax = (1 << EB) - 1;
+  const __m256i ex = _mm256_and_si256(_mm256_srli_epi32(h, MB), _mm256_set1_epi32(emax));
+  const __m256i denorm = _mm256_cmpeq_epi32(ex, _mm256_setzero_si256());
+  const __m256i mag = _mm256_or_si256(_mm256_and_si256(h, _mm256_set1_epi32((1 << MB) - 1)),
+                                      _mm256_andnot_si256(denorm, _mm256_set1_epi32(1 << MB)));
+  const __m256i e = _mm256_blendv_epi8(_mm256_sub_epi32(ex, _mm256_set1_epi32(bias)), _mm256_set1_epi32(1 - bias), denorm);
+  const __m256i q = _mm256_sub_epi32(e, _mm256_set1_epi32(MB));
+  const __m256i neg = _mm256_srai_epi32(_mm256_slli_epi32(h, 16), 31);
+  const __m256i zero = _mm256_cmpeq_epi32(mag, _mm256_setzero_si256());
+  const __m256i ez = _mm256_blendv_epi8(e, _mm256_set1_epi32(kZeroE), zero);
+  _mm256_storeu_si256((__m256i*)&out.m[x], _mm256_sub_epi32(_mm256_xor_si256(mag, neg), neg));
+  _mm256_storeu_si256((__m256i*)&out.e[x], ez);
+  _mm256_storeu_si256((__m256i*)&out.q[x], _mm256_blendv_epi8(q, _mm256_set1_epi32(kZeroQ), zero));
+  if constexpr (EB == 8) {
+    _mm256_storeu_ps(&out.v[x], _mm256_castsi256_ps(_mm256_slli_epi32(h, 16)));
+  } else {
+    const __m256 p = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(q, _mm256_set1_epi32(127)), 23));
+    _mm256_storeu_ps(&out.v[x], _mm256_or_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(mag), p),
+                                             _mm256_castsi256_ps(_mm256_slli_epi32(neg, 31))));
+  }
+  // e fits int16 (kZeroE included), so the saturating pack is exact.
+  _mm_storeu_si128((__m128i*)&out.e16[x], _mm_packs_epi32(_mm256_castsi256_si128(ez), _mm256_extracti128_si256(ez, 1)));
+  _mm256_storeu_si256((__m256i*)&out.e_pair[x],
+                      _mm256_or_si256(_mm256_and_si256(ez, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(ez, 16)));
+  std::memset(&out.special[x], 0, 8);
+  const int special = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(ex, _mm256_set1_epi32(emax))));
+  if (special) [[unlikely]] {
+    alignas(32) uint32_t raw[8];
+    _mm256_store_si256((__m256i*)raw, h);
+    for (int l = 0; l < 8; ++l)
+      if (special >> l & 1) {
+        decode_one<t>(raw[l] & 0xffff, nullptr, x + l, out);
+        out.e16[x + l] = int16_t(out.e[x + l]);
+        out.e_pair[x + l] = int32_t(uint32_t(uint16_t(out.e16[x + l])) * 0x10001u);
+      }
+  }
+  return special != 0;
+}
+
+// A (IsA) or B of a 16-bit form without broadcast modifiers, in the order `decoded` keeps it.
+template <Shape S, bool IsA, int N>
+[[gnu::noinline]] void gather_decode(const uint32_t* file, Elems<N>& out) {
+  constexpr auto& T = in_table<S, IsA, !IsA>;
+  constexpr auto& C = chunk_table<S, IsA, !IsA>;
+  constexpr Ty t = IsA ? S.a : S.b;
+  bool any = false;
+  for (int c = 0; c < C.count; ++c) {
+    const int x = 8 * c;
+    __m256i h;
+    if (C.kind[c] == Chunk::run) {
+      h = _mm256_srl_epi32(_mm256_loadu_si256((const __m256i*)(file + T.word[x])), _mm_cvtsi32_si128(T.shift[x]));
+    } else if (C.kind[c] == Chunk::pairs) {
+      h = _mm256_cvtepu16_epi32(_mm_setr_epi32(int(file[T.word[x]]), int(file[T.word[x + 2]]),
+                                               int(file[T.word[x + 4]]), int(file[T.word[x + 6]])));
+    } else {
+      alignas(32) uint32_t raw[8];
+      for (int j = 0; j < 8; ++j) raw[j] = file[T.word[x + j]] >> T.shift[x + j];
+      h = _mm256_load_si256((const __m256i*)raw);
+    }
+    any |= decode16x8<t>(h, x, out);
+  }
+  out.any_special = any;
+}
+
+// decode16x8 over `count` raw codes (a multiple of 8), for the decoder's exhaustive test.
+template <Ty t, int N>
+void decode_codes(const uint32_t* raw, Elems<N>& out) {
+  bool any = false;
+  for (int x = 0; x < N; x += 8) any |= decode16x8<t>(_mm256_loadu_si256((const __m256i*)(raw + x)), x, out);
+  out.any_special = any;
+}
+
+#pragma GCC pop_options
+}  // namespace gather_avx2
 
 // The decoded elements of the last few A (IsA) or B operands of one form on this thread, keyed by the operand's
 // register words, format and broadcast modifiers: a GEMM feeds each A and B fragment to several MFMAs, and they are
@@ -645,10 +769,29 @@ const Elems<S.blocks * S.m * S.k>& decoded(const Wave& w, const Inst& I, const S
   c.next = (x + 1) % ways;
   std::memcpy(c.regs[x], file, sizeof c.regs[x]);
   c.tag[x] = tag, c.first[x] = file[0];
+  constexpr Ty t = IsA ? S.a : S.b;
+  if constexpr ((t == Ty::bf16 || t == Ty::f16) && N % 8 == 0) {
+    if (!s.permuted && active_simd().load(std::memory_order_relaxed) != MfmaSimd::sse41) {
+      gather_avx2::gather_decode<S, IsA>(file, c.el[x]);
+      return c.el[x];
+    }
+  }
   alignas(64) uint32_t raw[N];
   gather<S, IsA, !IsA>(w, I, s, raw);
-  decode_all<IsA ? S.a : S.b>(raw, fmt, c.el[x]);
+  decode_all<t>(raw, fmt, c.el[x]);
   return c.el[x];
+}
+
+// The reference's operands: gathered through the layout table element by element and decoded one at a time by the
+// scalar decoders, with no cache, so that the model test checks `decoded`'s gather and decode as well.
+template <Shape S, bool IsA>
+std::unique_ptr<Elems<S.blocks * S.m * S.k>> decoded_reference(const Wave& w, const Inst& I, const Setup& s) {
+  constexpr int N = S.blocks * S.m * S.k;
+  auto out = std::make_unique<Elems<N>>();
+  std::vector<uint32_t> raw(N);
+  gather<S, IsA, !IsA>(w, I, s, raw.data());
+  decode_all<IsA ? S.a : S.b, N, true>(raw.data(), IsA ? s.fmt_a : s.fmt_b, *out);
+  return out;
 }
 
 // Whether each row of C/D (block, i) is consecutive words of the register file (16x16 and 32x32 single-block forms):
@@ -736,8 +879,10 @@ void mfma(Wave& w, const Inst& I) {
     // (a GEMM wave's accumulators, tens of KiB, are mostly out of L1 by the time an MFMA comes back to them).
     if (I.op[3].kind == OpKind::vgpr)
       for (int x = 0; x < B * M * N; x += 16) _mm_prefetch(reinterpret_cast<const char*>(w.v[I.op[3].reg] + x), _MM_HINT_T0);
-    const Elems<B * M * K>& a = decoded<S, true>(w, I, s);
-    const Elems<B * M * K>& bt = decoded<S, false>(w, I, s);
+    std::unique_ptr<Elems<B * M * K>> a_ref, b_ref;
+    if constexpr (Reference) a_ref = decoded_reference<S, true>(w, I, s), b_ref = decoded_reference<S, false>(w, I, s);
+    const Elems<B * M * K>& a = Reference ? *a_ref : decoded<S, true>(w, I, s);
+    const Elems<B * M * K>& bt = Reference ? *b_ref : decoded<S, false>(w, I, s);
     // Scale exponents (E8M0) per row of A / column of B and 32-k block; 255 is NaN.
     int sa[M * kblocks], sb[N * kblocks];
     for (int x = 0; x < M * kblocks; ++x) sa[x] = 127;
@@ -886,6 +1031,32 @@ int mfma_decode_mismatches() {
   };
   check.operator()<5, 10>(decode_f16);
   check.operator()<8, 7>(decode_bf16);
+  // The AVX2 gather's decoder, every field, against the scalar decoders (codes in the high half too: it must
+  // ignore them).
+  auto check8 = [&]<Ty t>(Decoded (*scalar)(uint32_t)) {
+    constexpr int N = 1024;
+    std::vector<uint32_t> raw(N);
+    auto out = std::make_unique<Elems<N>>();
+    for (uint32_t base = 0; base < 65536; base += N) {
+      for (int x = 0; x < N; ++x) raw[x] = (base + uint32_t(x)) | (uint32_t(x) * 0x9e37u) << 16;
+      gather_avx2::decode_codes<t>(raw.data(), *out);
+      bool any = false;
+      for (int x = 0; x < N; ++x) {
+        const Decoded d = scalar(raw[x] & 0xffff);
+        const Elems<N>& v = *out;
+        any |= d.special;
+        if (std::bit_cast<uint32_t>(v.v[x]) != std::bit_cast<uint32_t>(d.f) || v.m[x] != d.m || v.e[x] != d.e ||
+            v.q[x] != d.q || v.special[x] != d.special || v.e16[x] != d.e ||
+            v.e_pair[x] != int32_t(uint32_t(uint16_t(d.e)) * 0x10001u))
+          ++bad;
+      }
+      if (out->any_special != any) ++bad;
+    }
+  };
+  if (cpu_has(MfmaSimd::avx2)) {
+    check8.operator()<Ty::f16>(decode_f16);
+    check8.operator()<Ty::bf16>(decode_bf16);
+  }
   return bad;
 }
 

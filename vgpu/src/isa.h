@@ -57,8 +57,8 @@ void register_mfma_f64(IsaTable&);  // matrix cores in double precision (exec_mf
 // The fused-model MFMAs (bf16/f16/xf32/fp8) computed by the literal, slow reference model: what the fast path is
 // tested against bit for bit (tests/vgpu/mfma_model_test.cpp). Not used for execution.
 const IsaTable& mfma_reference_table();
-// Elements where the four-at-a-time f16/bf16 operand decoder of the fused MFMA forms differs from the scalar one, over
-// all 65536 codes of each (the reference model shares the decoder, so this is its check).
+// Elements where the vector f16/bf16 operand decoders of the fused MFMA forms (four at a time; eight at a time in the
+// AVX2 gather, where the CPU has AVX2) differ from the scalar one, over all 65536 codes of each.
 int mfma_decode_mismatches();
 // The instruction sets the fused MFMA arithmetic is compiled for (the same results bit for bit). The widest the CPU
 // has is used unless HK_VGPU_MFMA_SIMD=sse4.1|avx2|avx512 or set_mfma_simd picks another (tests run each in turn).
