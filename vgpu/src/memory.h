@@ -84,9 +84,13 @@ inline uint8_t* lds_ptr(Wave& w, const Inst& I, uint64_t addr, uint32_t bytes, i
 inline bool lds_lanes_clear(Wave& w, uint64_t exec, const uint32_t* base, uint64_t offset, uint32_t bytes) {
   const Workgroup& wg = *w.wg;
   uint32_t highest = 0, lowest = ~0u;
-  for (int l = 0; l < kLanes; ++l) {
-    const bool on = exec >> l & 1;
-    highest = std::max(highest, on ? base[l] : 0u), lowest = std::min(lowest, on ? base[l] : ~0u);
+  if (exec == ~0ull) {  // a full wave: no per-lane test, so the loop runs in vectors
+    for (int l = 0; l < kLanes; ++l) highest = std::max(highest, base[l]), lowest = std::min(lowest, base[l]);
+  } else {
+    for (int l = 0; l < kLanes; ++l) {
+      const bool on = exec >> l & 1;
+      highest = std::max(highest, on ? base[l] : 0u), lowest = std::min(lowest, on ? base[l] : ~0u);
+    }
   }
   if (uint64_t(highest) + offset + bytes > wg.lds_bytes) return false;
   if (!wg.watching) return true;
