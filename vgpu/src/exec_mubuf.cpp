@@ -208,6 +208,15 @@ void buffer_load_lds(Wave& w, const Inst& I) {
   };
   const bool global_fits = lanes_in_cached_allocation<Elem>(w, exec, addr, ok);
   if (global_fits) prefetch_lanes(exec, addr, ok);
+  if (exec && w.wg->watching_dma && !w.wg->watch->dma.empty()) {
+    // The per-dword marks this load will write (16 bytes per LDS dword, a quarter of a MiB for 64 KiB of LDS: mostly
+    // out of the host's caches), asked for with the global lines so that their misses overlap too.
+    const uint64_t lo = (lds_base + uint64_t(std::countr_zero(exec)) * Slot) / 4;
+    const uint64_t hi = std::min<uint64_t>((lds_base + uint64_t(63 - std::countl_zero(exec)) * Slot + Written - 1) / 4,
+                                           w.wg->watch->dma.size() - 1);
+    const LdsWatch::DmaMark* marks = w.wg->watch->dma.data();
+    for (uint64_t d = lo; d <= hi; d += 64 / sizeof(LdsWatch::DmaMark)) __builtin_prefetch(marks + d, 1);
+  }
   int first_lane = -1;
   uint8_t* first_dst = nullptr;
   bool clear = false;
