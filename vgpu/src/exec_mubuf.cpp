@@ -101,8 +101,16 @@ bool private_lanes(Wave& w, const Inst& I, const Rsrc& r, const Layout& L, uint6
   return true;
 }
 
+// The lowest and highest byte over the enabled lanes' in-range elements, where buffer_lanes found them on its way
+// (a full wave with every lane in range): lanes_in_cached_allocation then needs no pass over the lanes.
+struct LaneBounds {
+  uint64_t lo = 0, hi = 0;
+  bool known = false;
+};
+
 template <uint32_t Elem, uint32_t N, bool PerElem>
-bool buffer_lanes(Wave& w, const Inst& I, const Layout& L, uint64_t* addr, uint32_t* ok, bool* is_private = nullptr) {
+bool buffer_lanes(Wave& w, const Inst& I, const Layout& L, uint64_t* addr, uint32_t* ok, bool* is_private = nullptr,
+                  LaneBounds* bounds = nullptr) {
   Rsrc r;
   if (!read_rsrc(w, I, I.op[L.srsrc], r)) return false;
   if (is_private) *is_private = r.private_segment;
@@ -117,6 +125,21 @@ bool buffer_lanes(Wave& w, const Inst& I, const Layout& L, uint64_t* addr, uint3
   const uint32_t* vi = idxen ? w.v[va.reg] : nullptr;
   const uint32_t* vo = offen ? w.v[va.reg + (idxen ? 1 : 0)] : nullptr;
   const bool indexed = idxen && r.stride != 0;
+  if (bounds && !idxen && vo && w.exec() == ~0ull) {
+    // A full wave of offsets (a tile load): when the largest offset's N elements are in range, so is every lane's,
+    // and the loops below reduce to vector ones with the same addresses and counts.
+    uint32_t lowest = ~0u, highest = 0;
+    for (int l = 0; l < kLanes; ++l) {
+      const uint32_t part = vo[l] + uint32_t(I.offset);
+      lowest = std::min(lowest, part), highest = std::max(highest, part);
+    }
+    if (uint64_t(highest) + soffset + uint64_t(N) * Elem <= r.num_records) {
+      const uint64_t at = r.base + soffset;
+      for (int l = 0; l < kLanes; ++l) addr[l] = at + (vo[l] + uint32_t(I.offset)), ok[l] = N;
+      *bounds = {at + lowest, at + highest + uint64_t(N) * Elem, true};
+      return true;
+    }
+  }
   for (int l = 0; l < kLanes; ++l) {
     const uint32_t index = vi ? vi[l] : 0;
     const uint32_t part = (vo ? vo[l] : 0) + uint32_t(I.offset);
@@ -134,7 +157,10 @@ bool buffer_lanes(Wave& w, const Inst& I, const Layout& L, uint64_t* addr, uint3
 // once for the instruction (the lowest and highest byte over the lanes): then the per-lane checks can be skipped.
 // Otherwise each lane is checked as before, which finds the allocation or raises the fault naming the lane.
 template <uint32_t Elem>
-bool lanes_in_cached_allocation(Wave& w, uint64_t exec, const uint64_t* addr, const uint32_t* ok) {
+bool lanes_in_cached_allocation(Wave& w, uint64_t exec, const uint64_t* addr, const uint32_t* ok,
+                                const LaneBounds& bounds = {}) {
+  if (bounds.known)
+    return (bounds.lo >= w.mem_lo && bounds.hi <= w.mem_hi) || w.use_prev_allocation(bounds.lo, bounds.hi);
   uint64_t lo = ~0ull, hi = 0;
   bool any = false, wraps = false;
   for (int l = 0; l < kLanes; ++l) {
@@ -153,8 +179,13 @@ bool lanes_in_cached_allocation(Wave& w, uint64_t exec, const uint64_t* addr, co
 // than one miss after another in the copy loop.
 // One prefetch per cache line: neighbouring lanes mostly share one, and prefetches of a line already asked for
 // only queue up behind the misses.
-inline void prefetch_lanes(uint64_t exec, const uint64_t* addr, const uint32_t* ok) {
+inline void prefetch_lanes(uint64_t exec, const uint64_t* addr, const uint32_t* ok, const LaneBounds& bounds) {
   uint64_t last_line = ~0ull;
+  if (bounds.known) {  // every lane enabled and in range
+    for (int l = 0; l < kLanes; ++l)
+      if (addr[l] >> 6 != last_line) __builtin_prefetch(reinterpret_cast<const void*>(addr[l])), last_line = addr[l] >> 6;
+    return;
+  }
   for (int l = 0; l < kLanes; ++l) {
     const uint64_t line = addr[l] >> 6;
     if ((exec >> l & 1) && ok[l] && line != last_line) {
@@ -187,7 +218,8 @@ void buffer_load_lds(Wave& w, const Inst& I) {
   const Layout L = layout(I);
   alignas(64) uint64_t addr[kLanes];
   alignas(64) uint32_t ok[kLanes];
-  if (!buffer_lanes<Elem, N, true>(w, I, L, addr, ok)) return;
+  LaneBounds bounds;
+  if (!buffer_lanes<Elem, N, true>(w, I, L, addr, ok, nullptr, &bounds)) return;
   const uint64_t lds_base = uint64_t(w.s[sreg::m0] & arch.lds_dma_m0_mask()) + uint32_t(I.offset);
   const uint64_t exec = w.exec();
   // Every lane's LDS slot goes through lds_ptr, which also records the bytes in flight for the hazard check.
@@ -206,8 +238,8 @@ void buffer_load_lds(Wave& w, const Inst& I) {
     }
     std::memcpy(dst, v, Written);
   };
-  const bool global_fits = lanes_in_cached_allocation<Elem>(w, exec, addr, ok);
-  if (global_fits) prefetch_lanes(exec, addr, ok);
+  const bool global_fits = lanes_in_cached_allocation<Elem>(w, exec, addr, ok, bounds);
+  if (global_fits) prefetch_lanes(exec, addr, ok, bounds);
   if (exec && w.wg->watching_dma && !w.wg->watch->dma.empty()) {
     // The per-dword marks this load will write (16 bytes per LDS dword, a quarter of a MiB for 64 KiB of LDS: mostly
     // out of the host's caches), asked for with the global lines so that their misses overlap too.
@@ -274,11 +306,12 @@ void buffer_load(Wave& w, const Inst& I) {
   alignas(64) uint64_t addr[kLanes];
   alignas(64) uint32_t ok[kLanes];
   bool priv = false;
-  if (!buffer_lanes<Elem, N, true>(w, I, L, addr, ok, &priv)) return;
+  LaneBounds bounds;
+  if (!buffer_lanes<Elem, N, true>(w, I, L, addr, ok, &priv, &bounds)) return;
   const uint64_t exec = w.exec();
   const uint16_t d = I.op[0].reg;
-  const bool global_fits = priv || lanes_in_cached_allocation<Elem>(w, exec, addr, ok);
-  if (global_fits) prefetch_lanes(exec, addr, ok);
+  const bool global_fits = priv || lanes_in_cached_allocation<Elem>(w, exec, addr, ok, bounds);
+  if (global_fits) prefetch_lanes(exec, addr, ok, bounds);
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
     if (!global_fits && ok[l] && !check_global(w, I, addr[l], ok[l] * Elem, l)) return;
