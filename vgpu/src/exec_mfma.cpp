@@ -762,9 +762,18 @@ const Elems<S.blocks * S.m * S.k>& decoded(const Wave& w, const Inst& I, const S
   const int fmt = IsA ? s.fmt_a : s.fmt_b;
   const uint32_t modifiers = !s.permuted ? 0 : IsA ? 1 + (I.cbsz << 4 | I.abid) : 1 + I.blgp;
   const uint32_t tag = uint32_t(fmt + 2) << 16 | modifiers;
-  for (int x = 0; x < ways; ++x)
-    if (c.first[x] == file[0] && c.tag[x] == tag && std::memcmp(c.regs[x], file, sizeof c.regs[x]) == 0)
-      return c.el[x];
+  // The ways whose first word matches, four compares at a time; the tag and the whole span only for those.
+  static_assert(ways % 4 == 0 && ways <= 32);
+  const __m128i word0 = _mm_set1_epi32(int(file[0]));
+  uint32_t candidates = 0;
+  for (int x = 0; x < ways; x += 4)
+    candidates |= uint32_t(_mm_movemask_ps(_mm_castsi128_ps(
+                      _mm_cmpeq_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c.first + x)), word0))))
+                  << x;
+  for (; candidates; candidates &= candidates - 1) {
+    const int x = std::countr_zero(candidates);
+    if (c.tag[x] == tag && std::memcmp(c.regs[x], file, sizeof c.regs[x]) == 0) return c.el[x];
+  }
   const int x = c.next;
   c.next = (x + 1) % ways;
   std::memcpy(c.regs[x], file, sizeof c.regs[x]);
