@@ -112,8 +112,12 @@ void v_cndmask_b32(Wave& w, const Inst& I) {
     const uint32_t* a = plain_source(w, I.op[1], bcast[0]);
     const uint32_t* b = plain_source(w, I.op[2], bcast[1]);
     const uint64_t m = read_mask(w, I.op[3]);
+    if (w.exec() == ~0ull) {  // a full wave: straight into D
+      select_lanes(m, a, b, w.v[I.op[0].reg]);
+      return;
+    }
     Lanes<u32> r;
-    for (int l = 0; l < kLanes; ++l) r[l] = (m >> l & 1) ? b[l] : a[l];
+    select_lanes(m, a, b, r.v);
     store(w, I, 0, r);
     return;
   }

@@ -21,9 +21,9 @@ void vcmp(Wave& w, const Inst& I) {
       alignas(64) uint32_t bcast[2][kLanes];
       const uint32_t* a = plain_source(w, I.op[1], bcast[0]);
       const uint32_t* b = plain_source(w, I.op[2], bcast[1]);
-      uint64_t m = 0;
-      for (int l = 0; l < kLanes; ++l) m |= uint64_t(F(std::bit_cast<A>(a[l]), std::bit_cast<B>(b[l]))) << l;
-      m &= w.exec();
+      alignas(16) uint8_t on[kLanes];
+      for (int l = 0; l < kLanes; ++l) on[l] = F(std::bit_cast<A>(a[l]), std::bit_cast<B>(b[l]));
+      const uint64_t m = mask_of(on) & w.exec();
       write_s64(w, I.op[0], m);
       if constexpr (writes_exec) w.set_exec(m);
       return;

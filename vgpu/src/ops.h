@@ -10,6 +10,8 @@
 #include <type_traits>
 #include <utility>
 
+#include <immintrin.h>
+
 #include "wave.h"
 
 namespace vgpu {
@@ -64,6 +66,29 @@ inline const uint32_t* plain_source(const Wave& w, const Operand& o, uint32_t* b
   const uint32_t x = read_s32(w, o);
   for (int l = 0; l < kLanes; ++l) bcast[l] = x;
   return bcast;
+}
+
+// The mask of the lanes whose byte in `on` is 1 (each 0 or 1), sixteen lanes per step: the per-lane shift and or
+// of a compare's result do not vectorize.
+inline uint64_t mask_of(const uint8_t* on) {
+  uint64_t m = 0;
+  for (int l = 0; l < kLanes; l += 16) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(on + l));
+    m |= uint64_t(uint32_t(_mm_movemask_epi8(_mm_cmpgt_epi8(x, _mm_setzero_si128())))) << l;
+  }
+  return m;
+}
+
+// r[l] = bit l of m ? b[l] : a[l], four lanes per step. Each step reads its lanes of a and b before it writes them
+// in r, so r may be a or b.
+inline void select_lanes(uint64_t m, const uint32_t* a, const uint32_t* b, uint32_t* r) {
+  const __m128i bit = _mm_setr_epi32(1, 2, 4, 8);
+  for (int l = 0; l < kLanes; l += 4) {
+    const __m128i sel = _mm_cmpeq_epi32(_mm_and_si128(_mm_set1_epi32(int(m >> l)), bit), bit);
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + l));
+    const __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + l));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(r + l), _mm_blendv_epi8(x, y, sel));
+  }
 }
 
 // Reads source `k` of the instruction (operand index `opi`) for all lanes as type T.
