@@ -2,6 +2,8 @@
 // crossbar. A workgroup runs on one host thread, so LDS atomics need no host atomics.
 #include <string>
 
+#include <immintrin.h>
+
 #include "isa.h"
 #include "mem_ops.h"
 #include "memory.h"
@@ -15,6 +17,43 @@ inline void ds_addresses(Wave& w, const Inst& I, int addr_op, uint32_t offset, u
   const uint32_t* a = w.v[I.op[addr_op].reg];
   for (int l = 0; l < kLanes; ++l) out[l] = a[l] + offset;
   if (w.profile) profile_lds(w, I, out, bytes, write);
+}
+
+// A full wave's reads of Words (1, 2 or 4) consecutive dwords per lane, lane l's at lds + a[l] + offset, into the
+// registers first..first + Words - 1. Two and four dwords go four lanes at a time: each lane's dwords in one load,
+// then a transpose (moves only), rather than one pass over the lanes per register.
+template <uint32_t Words>
+inline void read_full_wave(Wave& w, uint32_t first, const uint8_t* lds, const uint32_t* a, uint32_t offset) {
+  const uint8_t* base = lds + offset;
+  if constexpr (Words == 4) {
+    uint32_t *d0 = w.v[first], *d1 = w.v[first + 1], *d2 = w.v[first + 2], *d3 = w.v[first + 3];
+    for (int l = 0; l < kLanes; l += 4) {
+      __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(base + a[l]));
+      __m128 r1 = _mm_loadu_ps(reinterpret_cast<const float*>(base + a[l + 1]));
+      __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(base + a[l + 2]));
+      __m128 r3 = _mm_loadu_ps(reinterpret_cast<const float*>(base + a[l + 3]));
+      _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+      _mm_storeu_ps(reinterpret_cast<float*>(d0 + l), r0);
+      _mm_storeu_ps(reinterpret_cast<float*>(d1 + l), r1);
+      _mm_storeu_ps(reinterpret_cast<float*>(d2 + l), r2);
+      _mm_storeu_ps(reinterpret_cast<float*>(d3 + l), r3);
+    }
+  } else if constexpr (Words == 2) {
+    uint32_t *d0 = w.v[first], *d1 = w.v[first + 1];
+    for (int l = 0; l < kLanes; l += 4) {
+      const __m128i t0 = _mm_unpacklo_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(base + a[l])),
+                                            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(base + a[l + 1])));
+      const __m128i t1 = _mm_unpacklo_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(base + a[l + 2])),
+                                            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(base + a[l + 3])));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d0 + l), _mm_unpacklo_epi64(t0, t1));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d1 + l), _mm_unpackhi_epi64(t0, t1));
+    }
+  } else {
+    for (uint32_t i = 0; i < Words; ++i) {
+      uint32_t* dst = w.v[first + i];
+      for (int l = 0; l < kLanes; ++l) std::memcpy(&dst[l], base + a[l] + 4 * i, 4);
+    }
+  }
 }
 
 template <uint32_t Bytes, Ext E>
@@ -36,10 +75,7 @@ void ds_read(Wave& w, const Inst& I) {
     const uint8_t* lds = w.wg->lds;
     if (exec == ~0ull) {  // a full wave: destination register by register, its lanes in order
       if constexpr (E == Ext::dwords) {
-        for (uint32_t i = 0; i < Bytes / 4; ++i) {
-          uint32_t* dst = w.v[d + i];
-          for (int l = 0; l < kLanes; ++l) std::memcpy(&dst[l], lds + a[l] + 4 * i, 4);
-        }
+        read_full_wave<Bytes / 4>(w, d, lds, a, 0);
       } else {
         for (int l = 0; l < kLanes; ++l) load(l, lds + a[l]);
       }
@@ -111,12 +147,7 @@ void ds_read2(Wave& w, const Inst& I) {
   if (lds_lanes_clear(w, exec, a, offs[0], Bytes) && lds_lanes_clear(w, exec, a, offs[1], Bytes)) {
     const uint8_t* lds = w.wg->lds;
     if (exec == ~0ull) {  // a full wave: destination register by register, its lanes in order
-      for (int k = 0; k < 2; ++k)
-        for (uint32_t i = 0; i < words; ++i) {
-          uint32_t* dst = w.v[d + k * words + i];
-          const uint8_t* src = lds + offs[k] + 4 * i;
-          for (int l = 0; l < kLanes; ++l) std::memcpy(&dst[l], src + a[l], 4);
-        }
+      for (int k = 0; k < 2; ++k) read_full_wave<words>(w, d + k * words, lds, a, offs[k]);
       return;
     }
     for (int l = 0; l < kLanes; ++l) {
