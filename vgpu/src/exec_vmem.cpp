@@ -1,4 +1,6 @@
 // Vector memory through the GLOBAL, FLAT and SCRATCH instructions: per-lane loads, stores and atomics.
+#include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "isa.h"
@@ -58,6 +60,20 @@ void vstore(Wave& w, const Inst& I) {
   lane_addresses(w, I, S, L, addr);
   const uint64_t exec = w.exec();
   const uint16_t d = I.op[1].reg;
+  if constexpr (S == Space::global && Bytes >= 4) {
+    if (exec == ~0ull) {
+      // A full wave whose bytes all lie in the allocation the wave last touched (or the one before): check_global
+      // would pass every lane, so it is asked once for the lanes' bounds.
+      uint64_t lowest = addr[0], highest = addr[0];
+      for (int l = 0; l < kLanes; ++l) lowest = std::min(lowest, addr[l]), highest = std::max(highest, addr[l]);
+      const uint64_t end = highest + Bytes;
+      if (end > highest && ((lowest >= w.mem_lo && end <= w.mem_hi) || w.use_prev_allocation(lowest, end))) {
+        for (int l = 0; l < kLanes; ++l)  // lane by lane, as below: where lanes overlap, the last one wins
+          for (uint32_t i = 0; i < Bytes / 4; ++i) std::memcpy(reinterpret_cast<uint8_t*>(addr[l]) + 4 * i, &w.v[d + i][l], 4);
+        return;
+      }
+    }
+  }
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
     uint8_t* p = lane_ptr(w, I, S, addr[l], Bytes, l, LdsUse::write);
