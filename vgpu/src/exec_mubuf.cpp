@@ -272,6 +272,18 @@ void buffer_load_lds(Wave& w, const Inst& I) {
     const LdsWatch::DmaMark mark{x.serial, w.vm_issued, uint32_t(&I - w.ctx->prog->insts.data()), uint32_t(w.id)};
     LdsWatch::DmaMark* marks = x.dma.data();
     uint8_t* lds = w.wg->lds;
+    if (Written == Slot && bounds.known) {
+      // A full wave, every lane in range, slots back to back: the marks are one run of dwords (the first lane's
+      // were written by lds_ptr with the same mark), and each lane copies its N dwords or extended element.
+      std::fill(marks + lo_dword, marks + hi_dword + 1, mark);
+      uint8_t* dst = lds + uint32_t(lds_base);
+      if constexpr (E == Ext::dwords) {
+        for (int l = 0; l < kLanes; ++l) std::memcpy(dst + l * Slot, reinterpret_cast<const uint8_t*>(addr[l]), Bytes);
+      } else {
+        for (int l = 0; l < kLanes; ++l) copy_lane(l, dst + l * Slot);
+      }
+      return;
+    }
     for (uint64_t e = exec; e; e &= e - 1) {
       const int l = std::countr_zero(e);
       const uint32_t slot = uint32_t(lds_base + uint64_t(l) * Slot);
