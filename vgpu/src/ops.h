@@ -238,6 +238,18 @@ inline void valu(Wave& w, const Inst& I) {
       [&]<size_t... Is>(std::index_sequence<Is...>) {
         alignas(64) uint32_t bcast[Tr::arity][kLanes];
         const uint32_t* src[Tr::arity] = {plain_source(w, I.op[first + int(Is)], bcast[Is])...};
+        if (w.exec() == ~0ull) {
+          // A full wave: straight into D, eight lanes at a time (each group's sources are read before its results
+          // are written, so D may be one of them).
+          uint32_t* dst = w.v[I.op[0].reg];
+          for (int l = 0; l < kLanes; l += 8) {
+            uint32_t group[8];
+            for (int j = 0; j < 8; ++j)
+              group[j] = std::bit_cast<uint32_t>(F(std::bit_cast<std::tuple_element_t<Is, typename Tr::args>>(src[Is][l + j])...));
+            std::memcpy(dst + l, group, sizeof group);
+          }
+          return;
+        }
         Lanes<R> r;
         for (int l = 0; l < kLanes; ++l) r[l] = F(std::bit_cast<std::tuple_element_t<Is, typename Tr::args>>(src[Is][l])...);
         store(w, I, 0, r);
