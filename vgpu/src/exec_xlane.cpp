@@ -1,4 +1,8 @@
 // gfx950 cross-lane operations: the permlane swaps and the transposing LDS reads.
+#include <cstring>
+
+#include <immintrin.h>
+
 #include "isa.h"
 #include "memory.h"
 
@@ -40,17 +44,40 @@ void ds_read_b64_tr(Wave& w, const Inst& I) {
   alignas(64) uint32_t addr[kLanes];
   for (int l = 0; l < kLanes; ++l) addr[l] = a[l] + uint32_t(I.offset);
   if (w.profile) profile_lds(w, I, addr, 8, false);
-  uint64_t raw[kLanes] = {};
-  for (int l = 0; l < kLanes; ++l) {
-    if (!(exec >> l & 1)) continue;
-    const uint8_t* p = lds_ptr(w, I, addr[l], 8, l, LdsUse::read);
-    if (!p) return;
-    std::memcpy(&raw[l], p, 8);
+  alignas(16) uint64_t raw[kLanes] = {};
+  const uint16_t d = I.op[0].reg;
+  if (exec == ~0ull && lds_lanes_clear(w, exec, addr, 0, 8)) {
+    // A full wave inside LDS with no hazard possible (lds_lanes_clear, as the other DS reads): no per-lane check.
+    const uint8_t* lds = w.wg->lds;
+    for (int l = 0; l < kLanes; ++l) std::memcpy(&raw[l], lds + addr[l], 8);
+    if constexpr (ElemBits == 16) {
+      // Row r of a group is the 32 bytes of its lanes 4r..4r+3; register d + h of lane i holds column i of rows 2h
+      // and 2h + 1, i.e. the two rows' 16-bit elements interleaved.
+      for (int g = 0; g < kLanes; g += 16)
+        for (int h = 0; h < 2; ++h) {
+          const __m128i* r0 = reinterpret_cast<const __m128i*>(&raw[g + 8 * h]);
+          const __m128i* r1 = reinterpret_cast<const __m128i*>(&raw[g + 8 * h + 4]);
+          const __m128i x0 = _mm_load_si128(r0), x1 = _mm_load_si128(r0 + 1);
+          const __m128i y0 = _mm_load_si128(r1), y1 = _mm_load_si128(r1 + 1);
+          __m128i* out = reinterpret_cast<__m128i*>(w.v[d + h] + g);
+          _mm_storeu_si128(out, _mm_unpacklo_epi16(x0, y0));
+          _mm_storeu_si128(out + 1, _mm_unpackhi_epi16(x0, y0));
+          _mm_storeu_si128(out + 2, _mm_unpacklo_epi16(x1, y1));
+          _mm_storeu_si128(out + 3, _mm_unpackhi_epi16(x1, y1));
+        }
+      return;
+    }
+  } else {
+    for (int l = 0; l < kLanes; ++l) {
+      if (!(exec >> l & 1)) continue;
+      const uint8_t* p = lds_ptr(w, I, addr[l], 8, l, LdsUse::read);
+      if (!p) return;
+      std::memcpy(&raw[l], p, 8);
+    }
   }
   constexpr int per = 64 / ElemBits;  // elements per lane
   constexpr int lanes_per_row = 16 / per;
   constexpr uint64_t mask = (uint64_t(1) << ElemBits) - 1;
-  const uint16_t d = I.op[0].reg;
   for (int l = 0; l < kLanes; ++l) {
     if (!(exec >> l & 1)) continue;
     const int g = l & ~15, i = l & 15;
