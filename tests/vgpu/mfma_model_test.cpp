@@ -261,11 +261,12 @@ TEST(MfmaModel, ReferenceCoversEveryFusedForm) {
     EXPECT_NE(std::find(want.begin(), want.end(), n), want.end()) << n;
 }
 
-// The bounds of the int32 final step of the whole-block path: every product 1.5 * 1.5 (E = 0, so the truncated sum t
-// is 8 * 2.25 * 2^24, about 2^28.2) and C just below and above 2^6 and 2^7 (C * 2^24 around 2^30 and 2^31), with
-// both signs: floor(C * u) + t overflows int32 in some lanes and not in others, and some vectors mix lanes inside and
-// outside the step's range.
-TEST(MfmaModel, Int32FinalStepBounds) {
+// Runs the whole-block path's final step on products all a * b (bf16 bits, A and B filled with them; trials alternate
+// a_neg and a_pos, or with `cancel` a_pos and a word of a_pos and a_neg, whose products cancel in pairs of k so that
+// the truncated sum is 0) against C from `c_of`, for the bf16 forms that take the path and every instruction set the
+// CPU has; D must match the reference bit for bit.
+template <class CValue>
+void final_step_case(const char* what, uint32_t a_neg, uint32_t a_pos, uint32_t b, bool cancel, CValue c_of) {
   const MfmaSimd before = mfma_simd();
   for (MfmaSimd path : mfma_simd_supported()) {
     set_mfma_simd(path);
@@ -277,15 +278,10 @@ TEST(MfmaModel, Int32FinalStepBounds) {
       Machine mc(Arch::gfx950);
       std::mt19937_64 rng(7);
       for (int trial = 0; trial < 40; ++trial) {
-        const bool negative_products = trial % 2;
-        const uint32_t a = negative_products ? 0xbfc0u : 0x3fc0u;
-        for (int x = kA * kLanes; x < (kA + cs.a_regs) * kLanes; ++x) mc.file[x] = a | a << 16;
-        for (int x = kB * kLanes; x < (kB + cs.b_regs) * kLanes; ++x) mc.file[x] = 0x3fc03fc0u;
-        for (int x = kC * kLanes; x < (kC + cs.c_regs) * kLanes; ++x) {
-          const uint32_t sign = uint32_t(rng() & 1) << 31, binade = 127 + 5 + uint32_t(rng() % 3);  // 2^5 .. 2^7
-          const uint32_t man = rng() % 2 ? 0x7fffff - uint32_t(rng() % 0x40000) : uint32_t(rng() % 0x40000);
-          mc.file[x] = sign | binade << 23 | man;
-        }
+        const uint32_t a_word = trial % 2 == 0 ? a_pos | a_pos << 16 : cancel ? a_pos | a_neg << 16 : a_neg | a_neg << 16;
+        for (int x = kA * kLanes; x < (kA + cs.a_regs) * kLanes; ++x) mc.file[x] = a_word;
+        for (int x = kB * kLanes; x < (kB + cs.b_regs) * kLanes; ++x) mc.file[x] = b | b << 16;
+        for (int x = kC * kLanes; x < (kC + cs.c_regs) * kLanes; ++x) mc.file[x] = c_of(rng);
         Inst I;
         I.name = name;
         I.nops = 4;
@@ -300,11 +296,38 @@ TEST(MfmaModel, Int32FinalStepBounds) {
         int bad = 0;
         for (int x = 0; x < cs.c_regs * kLanes; ++x)
           bad += mc.file[kDFast * kLanes + x] != mc.file[kDRef * kLanes + x];
-        EXPECT_EQ(bad, 0) << name << " " << mfma_simd_name(path) << " trial " << trial;
+        EXPECT_EQ(bad, 0) << what << ": " << name << " " << mfma_simd_name(path) << " trial " << trial;
       }
     }
   }
   set_mfma_simd(before);
+}
+
+// The bounds of the int32 final step of the whole-block path: every product 1.5 * 1.5 (E = 0, so the truncated sum t
+// is 8 * 2.25 * 2^24, about 2^28.2) and C just below and above 2^6 and 2^7 (C * 2^24 around 2^30 and 2^31), with
+// both signs: floor(C * u) + t overflows int32 in some lanes and not in others, and some vectors mix lanes inside and
+// outside the step's range.
+TEST(MfmaModel, Int32FinalStepBounds) {
+  final_step_case("C near 2^6 and 2^7", 0xbfc0u, 0x3fc0u, 0x3fc0u, false, [](std::mt19937_64& rng) {
+    const uint32_t sign = uint32_t(rng() & 1) << 31, binade = 127 + 5 + uint32_t(rng() % 3);  // 2^5 .. 2^7
+    const uint32_t man = rng() % 2 ? 0x7fffff - uint32_t(rng() % 0x40000) : uint32_t(rng() % 0x40000);
+    return sign | binade << 23 | man;
+  });
+}
+
+// The int32 step's low end: products near 2^121 (1.5 * 2^60 squared, E = 120, u = 2^-96) against C from the
+// subnormals up to 2^-20, both signs, and zeros: C * u is exact, subnormal (inexact, floor still 0 or -1) or
+// underflows to 0 (a negative C's floor -1 lost: such vectors take the other step), and some vectors mix them. Half
+// the trials have products that cancel (a truncated sum of 0), so that C's floor alone decides D.
+TEST(MfmaModel, Int32FinalStepTinyC) {
+  final_step_case("C far below the products", 0xddc0u, 0x5dc0u, 0x5dc0u, true, [](std::mt19937_64& rng) {
+    const uint32_t sign = uint32_t(rng() & 1) << 31;
+    switch (rng() % 6) {
+      case 0: return sign;                                              // +-0
+      case 1: return sign | uint32_t(1 + rng() % 0x7fffff);            // subnormal
+      default: return sign | uint32_t(1 + rng() % 107) << 23 | uint32_t(rng() % 0x800000);  // 2^-126 .. 2^-20
+    }
+  });
 }
 
 // Per arch (fp8/bf8 are FNUZ on gfx942, OCP on gfx950; the other forms do not depend on it, so gfx90a, which has no
