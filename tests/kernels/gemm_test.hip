@@ -101,6 +101,13 @@ TEST(Gemm, RaggedEveryDimension) {
   run({200, 130, 200, false, dtype::f16, dtype::fp32});
 }
 
+// Operands larger than the ping-pong kernel's 256 x 256 tiles: the same run loads tiles that lie inside A and B (the
+// unchecked loads) and tiles on their edges in every dimension (the checked ones), with padded leading dimensions.
+TEST(Gemm, InsideAndEdgeTilesInOneRun) {
+  run({512, 300, 200, true, dtype::bf16, dtype::fp32});
+  run({300, 512, 136, false, dtype::f16, dtype::fp32});
+}
+
 TEST(Gemm, KNotAWholeDmaUnit) {  // k = 20, 10: the registers feed serves these
   run({45, 50, 20, false, dtype::bf16, dtype::fp32});
   run({70, 33, 10, true, dtype::f16, dtype::fp32});
