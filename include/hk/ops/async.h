@@ -47,6 +47,14 @@ __device__ inline async_source async_source_of(int i, int wave, int lane_bytes) 
 
 }  // namespace detail
 
+// The wave's index within group G, read into a scalar register. It is the same for the whole wave, but the compiler
+// cannot know that from threadIdx; as a scalar, every LDS address and row offset of load_async is scalar work, and a
+// loop that reads it once, ahead of its loads, keeps their per-lane part in registers across the iterations.
+template <class G>
+struct async_wave {
+  int index = __builtin_amdgcn_readfirstlane(G::wave());
+};
+
 // Shared tile `dst` <- the tile at `at` of `src`, by the waves of group G; parts outside the tensor read as zero (the
 // buffer's range check). `src` must satisfy async_loadable.
 //
@@ -56,7 +64,7 @@ __device__ inline async_source async_source_of(int i, int wave, int lane_bytes) 
 // tile to the next (a K loop keeps them in registers). An edge tile takes the checked path: a lane outside the tensor
 // gets an offset past the buffer's range, which reads zeros.
 template <class G, shared_tile ST, class GL>
-__device__ inline void load_async(ST& dst, const GL& src, coord at) {
+__device__ inline void load_async(ST& dst, const GL& src, coord at, async_wave<G> wave) {
   using T = typename ST::dtype;
   constexpr int unit = arch::current::lds_dma_bytes, per_inst = unit * 64, waves = G::waves, chunk = ST::chunk_bytes;
   constexpr int row_bytes = ST::cols * int(sizeof(T)), total = ST::rows * row_bytes;
@@ -67,12 +75,9 @@ __device__ inline void load_async(ST& dst, const GL& src, coord at) {
   const int num_records = int(((rows - 1) * ld + cols) * long(sizeof(T)));
   __amdgpu_buffer_rsrc_t rsrc = __builtin_amdgcn_make_buffer_rsrc(base, 0, num_records, 0x00020000);
   const int r0 = at.r * ST::rows, c0 = at.c * ST::cols;
-  // The wave's index within the group is uniform, but the compiler cannot know it from threadIdx: read it into an
-  // SGPR once, so that the LDS addresses and uniform offsets below are scalar instructions.
-  const int wave = __builtin_amdgcn_readfirstlane(G::wave());
   // An address-space cast (not a bit cast): the LDS offset of a generic pointer into shared memory.
   auto lds = [&](int i) __attribute__((always_inline)) {
-    return (__attribute__((address_space(3))) void*)(reinterpret_cast<char*>(dst.data) + (i * waves + wave) * per_inst);
+    return (__attribute__((address_space(3))) void*)(reinterpret_cast<char*>(dst.data) + (i * waves + wave.index) * per_inst);
   };
   if (r0 + ST::rows <= rows && c0 + ST::cols <= cols) {
     const int ld_bytes = int(ld * long(sizeof(T))), origin = int((r0 * ld + c0) * long(sizeof(T)));
@@ -82,7 +87,7 @@ __device__ inline void load_async(ST& dst, const GL& src, coord at) {
       // and the row, the slot and the swizzle are all linear in p's bits: each part's share is separate. Load i's own
       // share is a constant, the wave's is scalar, and the lane's vector part is one register for every load whose
       // constant leaves the slot alone.
-      const int lane_bytes = unit * lane_id(), wave_bytes = wave * per_inst;
+      const int lane_bytes = unit * lane_id(), wave_bytes = wave.index * per_inst;
       const int r_lane = lane_bytes / row_bytes, r_wave = wave_bytes / row_bytes;
       const int lane_slot = (lane_bytes % row_bytes / chunk ^ ST::swizzle(r_lane)) ^
                             (wave_bytes % row_bytes / chunk ^ ST::swizzle(r_wave));
@@ -106,7 +111,7 @@ __device__ inline void load_async(ST& dst, const GL& src, coord at) {
       const int lane_bytes = unit * lane_id();
 #pragma unroll
       for (int i = 0; i < async_loads<G, ST>; ++i) {
-        const auto s = detail::async_source_of<G, ST>(i, wave, lane_bytes);
+        const auto s = detail::async_source_of<G, ST>(i, wave.index, lane_bytes);
         arch::current::lds_dma(rsrc, lds(i), s.r_lane * ld_bytes + s.col_bytes, origin + s.r_inst * ld_bytes);
       }
     }
@@ -118,12 +123,17 @@ __device__ inline void load_async(ST& dst, const GL& src, coord at) {
     lane &= 63;  // (it is, but the compiler no longer sees it)
 #pragma unroll
     for (int i = 0; i < async_loads<G, ST>; ++i) {
-      const auto s = detail::async_source_of<G, ST>(i, wave, unit * lane);
+      const auto s = detail::async_source_of<G, ST>(i, wave.index, unit * lane);
       const long gr = r0 + s.r_inst + s.r_lane, gc = c0 + s.col_bytes / int(sizeof(T));
       const bool inside = gr < rows && gc < cols;
       arch::current::lds_dma(rsrc, lds(i), inside ? int((gr * ld + gc) * long(sizeof(T))) : num_records);  // past the range: zeros
     }
   }
+}
+
+template <class G, shared_tile ST, class GL>
+__device__ inline void load_async(ST& dst, const GL& src, coord at) {
+  load_async<G>(dst, src, at, async_wave<G>{});
 }
 
 }  // namespace hk
