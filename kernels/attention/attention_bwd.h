@@ -115,6 +115,7 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
 
   const int ratio = p.heads_q / p.heads_kv;
   const float c = p.scale_log2;
+  const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loops
   for (int g = 0; g < ratio; ++g) {
     const int h = blk.h_kv * ratio + g;
     const auto q_view = head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq);
@@ -122,8 +123,8 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
     const auto lse_view = lse_row(p, p.lse, blk, h), delta_view = lse_row(p, a.delta, blk, h);
     for (int qt = kb.qt_begin; qt < kb.qt_end; ++qt) {
       barrier();  // every wave is done with the previous tile (and with K and V)
-      load_async<G>(sq, q_view, {0, 0, qt, 0});
-      load_async<G>(sdo, do_view, {0, 0, qt, 0});
+      load_async<G>(sq, q_view, {0, 0, qt, 0}, dma_wave);
+      load_async<G>(sdo, do_view, {0, 0, qt, 0}, dma_wave);
       load<G>(slse, lse_view, {0, 0, 0, qt});  // 0 past the end
       load<G>(sdelta, delta_view, {0, 0, 0, qt});
       wait_vmcnt<0>();
@@ -217,10 +218,11 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
   rt_acc<D, WQ> dqt;
   zero(dqt);
   const float c = p.scale_log2;
+  const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
   for (int kt = view.kt_begin; kt < view.kt_end; ++kt) {
     barrier();  // every wave is done with the previous tile (and with Q and dO)
-    load_async<G>(sk, view.k, {0, 0, kt, 0});
-    load_async<G>(sv, view.v, {0, 0, kt, 0});
+    load_async<G>(sk, view.k, {0, 0, kt, 0}, dma_wave);
+    load_async<G>(sv, view.v, {0, 0, kt, 0}, dma_wave);
     wait_vmcnt<0>();
     barrier();
     // S^T = K Q^T (keys x queries), masked, and P^T.

@@ -31,9 +31,10 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_waves_
   if (view.empty) return;  // past the end of a shorter sequence (varlen)
   const int kt_begin = view.kt_begin, kt_end = view.kt_end;
   // Tile kt's K and V into stage `stage`, zeros past the last key.
+  const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
   auto fill = [&](int kt, int stage) __attribute__((always_inline)) {
-    load_async<G>(sk[stage], view.k, {0, 0, kt, 0});
-    load_async<G>(sv[stage], view.v, {0, 0, kt, 0});
+    load_async<G>(sk[stage], view.k, {0, 0, kt, 0}, dma_wave);
+    load_async<G>(sv[stage], view.v, {0, 0, kt, 0}, dma_wave);
   };
   if (kt_begin < kt_end) fill(kt_begin, 0);
   Tile& sq = sk[1];  // free until the first iteration's barrier

@@ -37,9 +37,10 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
     const int kt_begin = view.kt_begin, kt_end = view.kt_end;
     const int wave = wave_id(), grp = wave / 4;
     const bool loads = grp == 0;
+    const async_wave<Half> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
     auto fill = [&](int kt, int stage) __attribute__((always_inline)) {
-      load_async<Half>(sk[stage], view.k, {0, 0, kt, 0});
-      load_async<Half>(sv[stage], view.v, {0, 0, kt, 0});
+      load_async<Half>(sk[stage], view.k, {0, 0, kt, 0}, dma_wave);
+      load_async<Half>(sv[stage], view.v, {0, 0, kt, 0}, dma_wave);
     };
     load_bounded<Half>(sq[grp], view.q, {0, 0, 2 * view.blk.tile + grp, 0});
     if (loads && kt_begin < kt_end) fill(kt_begin, 0);

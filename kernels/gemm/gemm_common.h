@@ -50,25 +50,26 @@ struct GemmStages {
   ATile a[2];
   BTile b[2];
 
-  // Each operand alone (the ping-pong kernel gives A and B to different wave groups) or both.
+  // Each operand alone (the ping-pong kernel gives A and B to different wave groups) or both. A K loop passes the
+  // wave's index read once before it (async_wave), so that the loads' per-lane addressing stays out of the loop.
   template <bool LdsDma, class View>
-  __device__ __attribute__((always_inline)) void fill_a(const View& v, int kt, int stage) {
-    fill_one<LdsDma>(a[stage], v.a, coord{0, 0, v.tile_m, kt});
+  __device__ __attribute__((always_inline)) void fill_a(const View& v, int kt, int stage, async_wave<G> wave = {}) {
+    fill_one<LdsDma>(a[stage], v.a, coord{0, 0, v.tile_m, kt}, wave);
   }
   template <bool LdsDma, class View>
-  __device__ __attribute__((always_inline)) void fill_b(const View& v, int kt, int stage) {
-    fill_one<LdsDma>(b[stage], v.b, BIsNK ? coord{0, 0, v.tile_n, kt} : coord{0, 0, kt, v.tile_n});
+  __device__ __attribute__((always_inline)) void fill_b(const View& v, int kt, int stage, async_wave<G> wave = {}) {
+    fill_one<LdsDma>(b[stage], v.b, BIsNK ? coord{0, 0, v.tile_n, kt} : coord{0, 0, kt, v.tile_n}, wave);
   }
   template <bool LdsDma, class View>
-  __device__ __attribute__((always_inline)) void fill(const View& v, int kt, int stage) {
-    fill_a<LdsDma>(v, kt, stage);
-    fill_b<LdsDma>(v, kt, stage);
+  __device__ __attribute__((always_inline)) void fill(const View& v, int kt, int stage, async_wave<G> wave = {}) {
+    fill_a<LdsDma>(v, kt, stage, wave);
+    fill_b<LdsDma>(v, kt, stage, wave);
   }
 
  private:
   template <bool LdsDma, class ST, class GL>
-  __device__ __attribute__((always_inline)) static void fill_one(ST& dst, const GL& src, coord at) {
-    if constexpr (LdsDma) load_async<G>(dst, src, at);
+  __device__ __attribute__((always_inline)) static void fill_one(ST& dst, const GL& src, coord at, async_wave<G> wave) {
+    if constexpr (LdsDma) load_async<G>(dst, src, at, wave);
     else load_bounded<G>(dst, src, at);
   }
 };

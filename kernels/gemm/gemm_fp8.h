@@ -32,7 +32,8 @@ __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
   __shared__ GemmStages<T, BM, BN, BK, BIsNK, G> s;
 
   const GemmView<T, TOut, BIsNK, BM, BN> v(p);
-  auto issue = [&](int kt, int stage) __attribute__((always_inline)) { s.template fill<LdsDma>(v, kt, stage); };
+  const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
+  auto issue = [&](int kt, int stage) __attribute__((always_inline)) { s.template fill<LdsDma>(v, kt, stage, dma_wave); };
   constexpr int loads_per_stage = decltype(s)::async_loads_per_stage;
   constexpr int mfmas_per_step = (WM / 16) * (WN / 16) * (BK / arch::current::fp8_mfma_k);
   constexpr int mfma_per_load = mfmas_per_step / loads_per_stage > 0 ? mfmas_per_step / loads_per_stage : 1;

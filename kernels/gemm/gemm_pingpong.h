@@ -29,9 +29,10 @@ __device__ __attribute__((always_inline)) inline void pingpong(const GemmArgs& p
   constexpr int waves_n = BN / WN;
   using Half = group<4>;
   constexpr int b_loads = async_loads<Half, typename Stages::BTile>;
+  const async_wave<Half> wave;
   auto fill = [&](int kt) __attribute__((always_inline)) {
-    if constexpr (LoadsA) s.template fill_a<true>(v, kt, kt & 1);
-    else s.template fill_b<true>(v, kt, kt & 1);
+    if constexpr (LoadsA) s.template fill_a<true>(v, kt, kt & 1, wave);
+    else s.template fill_b<true>(v, kt, kt & 1, wave);
   };
   const int wr = wave_id() / waves_n, wc = wave_id() % waves_n;
   rt_acc<WM, WN> acc;

@@ -1,6 +1,7 @@
 // Global -> shared straight into LDS (load_async, buffer loads with the lds modifier): every element lands where the
-// shared tile's swizzle says, for power-of-two and other row widths, 16-bit and fp8, whole and edge tiles (past the
-// tensor: zeros), groups of 1 to 4 waves. vgpu lands the data only at wait_vmcnt, so the wait is exercised too.
+// shared tile's swizzle says, for power-of-two and other row widths, 16-bit and fp8, every tile position of ragged
+// tensors with padded row strides (inside tiles take the unchecked path, edge tiles the checked one; past the tensor:
+// zeros), groups of 1 to 4 waves. vgpu lands the data only at wait_vmcnt, so the wait is exercised too.
 #include <cstdint>
 #include <random>
 
@@ -54,15 +55,33 @@ void check(int rows, int cols, int ld, int tr, int tc) {
   EXPECT_EQ(bad, 0);
 }
 
+// Every tile position over a tensor whose sides are not multiples of the tile's, and one row and one column of tiles
+// wholly past it: inside tiles (the unchecked path), the bottom and right edges, the corner, and tiles that read
+// nothing but zeros. The row stride is padded past the columns.
+template <class T, int R, int C, int Waves>
+void check_every_tile(int rows, int cols, int ld) {
+  for (int tr = 0; tr <= (rows + R - 1) / R; ++tr)
+    for (int tc = 0; tc <= (cols + C - 1) / C; ++tc) check<T, R, C, Waves>(rows, cols, ld, tr, tc);
+}
+
 TEST(Async, Bf16PowerOfTwoRows) {
   check<bf16, 64, 64, 4>(64, 64, 64, 0, 0);
-  check<bf16, 64, 64, 4>(200, 136, 136, 3, 2);  // an edge tile: rows and columns past the tensor read as zero
+  check_every_tile<bf16, 64, 64, 4>(200, 136, 152);
 }
-TEST(Async, Bf16WideRowsFewWaves) { check<bf16, 32, 256, 2>(96, 512, 520, 1, 1); }
-TEST(Async, Bf16RowsOf192Bytes) { check<bf16, 64, 96, 4>(128, 96, 104, 1, 0); }
+TEST(Async, Bf16WideRowsFewWaves) {  // a row spans several loads
+  check<bf16, 32, 256, 2>(96, 512, 520, 1, 1);
+  check_every_tile<bf16, 32, 256, 2>(100, 520, 536);
+}
+TEST(Async, Bf16RowsOf192Bytes) {  // rows that are not a power of two: the general lane mapping
+  check<bf16, 64, 96, 4>(128, 96, 104, 1, 0);
+  check_every_tile<bf16, 64, 96, 4>(150, 200, 208);
+}
+TEST(Async, Bf16GroupOfThreeWaves) { check_every_tile<bf16, 64, 96, 3>(130, 104, 112); }
 TEST(Async, Fp8) {
   check<fp8e4m3, 128, 128, 4>(256, 256, 256, 1, 1);
   check<fp8e4m3, 128, 64, 1>(160, 80, 96, 1, 1);
+  check_every_tile<fp8e4m3, 128, 128, 4>(300, 272, 288);
+  check_every_tile<fp8e4m3, 128, 64, 1>(160, 80, 96);
 }
 
 // The staged paths: global -> shared (load / load_bounded, through registers) and shared -> global (store /

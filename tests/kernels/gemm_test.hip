@@ -101,6 +101,15 @@ TEST(Gemm, RaggedEveryDimension) {
   run({200, 130, 200, false, dtype::f16, dtype::fp32});
 }
 
+// Operands larger than the kernels' tiles: the same run loads and stores tiles that lie inside A, B and C (the
+// unchecked paths) and tiles on their edges in every dimension (the checked ones), with padded leading dimensions.
+TEST(Gemm, InsideAndEdgeTilesInOneRun) {
+  run({512, 300, 200, true, dtype::bf16, dtype::fp32});
+  run({300, 512, 136, false, dtype::f16, dtype::fp32});
+  run({256, 260, 64, true, dtype::bf16, dtype::fp32, -2.f, 0.75f});  // C read back (beta) in inside and edge tiles
+  run({260, 512, 40, false, dtype::f16, dtype::bf16, 0.5f, -1.f});
+}
+
 TEST(Gemm, KNotAWholeDmaUnit) {  // k = 20, 10: the registers feed serves these
   run({45, 50, 20, false, dtype::bf16, dtype::fp32});
   run({70, 33, 10, true, dtype::f16, dtype::fp32});

@@ -71,12 +71,14 @@ struct gfx9 {
     else return __builtin_amdgcn_cvt_f32_bf8(int(word), B);
   }
 
-  // One load straight into LDS: Target::lds_dma_bytes from `offset` in the buffer `rsrc` (zeros past its range) into
-  // lane l's slot at `lds` + l * lds_dma_bytes; `lds` must be the same for the whole wave. (A template so that the
-  // size is checked only for the target that uses it.)
+  // One load straight into LDS: Target::lds_dma_bytes from `offset` + `uniform_offset` in the buffer `rsrc` (zeros
+  // past its range) into lane l's slot at `lds` + l * lds_dma_bytes; `lds` and `uniform_offset` (the instruction's
+  // soffset, an SGPR) must be the same for the whole wave. GFX9 range-checks the sum: offset + uniform_offset + bytes
+  // <= num_records. (A template so that the size is checked only for the target that uses it.)
   template <class Rsrc>
-  __device__ static void lds_dma(Rsrc rsrc, __attribute__((address_space(3))) void* lds, int offset) {
-    if constexpr (device_pass) __builtin_amdgcn_raw_ptr_buffer_load_lds(rsrc, lds, Target::lds_dma_bytes, offset, 0, 0, 0);
+  __device__ static void lds_dma(Rsrc rsrc, __attribute__((address_space(3))) void* lds, int offset, int uniform_offset = 0) {
+    if constexpr (device_pass)
+      __builtin_amdgcn_raw_ptr_buffer_load_lds(rsrc, lds, Target::lds_dma_bytes, offset, uniform_offset, 0, 0);
   }
 
   // Operand fragments of one MFMA, from the target's K: 16-bit elements, K/4 per lane in the 16x16 family and K/2 in

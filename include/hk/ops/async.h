@@ -25,40 +25,115 @@ __host__ __device__ inline bool async_loadable(const GL& src, int lds_dma_bytes)
          bytes < (1l << 31);
 }
 
+namespace detail {
+
+// Where the data of load i of group wave `wave` comes from, for the lane whose slot starts at byte `lane_bytes` of
+// the instruction: the instruction's first row of the tile (uniform), the lane's row below it, and the byte within
+// the tile's row. Each instruction fills per_inst consecutive bytes of the swizzled image, so the lane's bytes hold
+// chunk slot ^ swizzle(row) of its row.
+struct async_source {
+  int r_inst, r_lane, col_bytes;
+};
+template <class G, shared_tile ST>
+__device__ inline async_source async_source_of(int i, int wave, int lane_bytes) {
+  constexpr int per_inst = arch::current::lds_dma_bytes * 64, chunk = ST::chunk_bytes;
+  constexpr int row_bytes = ST::cols * int(sizeof(typename ST::dtype));
+  // Unsigned: the divisions by constants become shifts where the row is a power of two.
+  const unsigned inst = unsigned(i * G::waves + wave) * per_inst;
+  const unsigned r_inst = inst / row_bytes, bytes = inst % row_bytes + unsigned(lane_bytes);
+  const unsigned r_lane = bytes / row_bytes, within = bytes % row_bytes;
+  return {int(r_inst), int(r_lane), int(within / chunk ^ ST::swizzle(int(r_inst + r_lane))) * chunk + int(within % chunk)};
+}
+
+}  // namespace detail
+
+// The wave's index within group G, read into a scalar register. It is the same for the whole wave, but the compiler
+// cannot know that from threadIdx; as a scalar, every LDS address and row offset of load_async is scalar work, and a
+// loop that reads it once, ahead of its loads, keeps their per-lane part in registers across the iterations.
+template <class G>
+struct async_wave {
+  int index = __builtin_amdgcn_readfirstlane(G::wave());
+};
+
 // Shared tile `dst` <- the tile at `at` of `src`, by the waves of group G; parts outside the tensor read as zero (the
 // buffer's range check). `src` must satisfy async_loadable.
+//
+// Every load's LDS address (M0) and the row part of its global offset (soffset) are wave-uniform, computed in SGPRs
+// from the wave's index; only the lane's part of the offset is vector work. A tile inside the tensor (the common
+// case) needs no per-lane test, and the tile's origin rides in soffset, so the lane parts do not change from one
+// tile to the next (a K loop keeps them in registers). An edge tile takes the checked path: a lane outside the tensor
+// gets an offset past the buffer's range, which reads zeros.
 template <class G, shared_tile ST, class GL>
-__device__ inline void load_async(ST& dst, const GL& src, coord at) {
+__device__ inline void load_async(ST& dst, const GL& src, coord at, async_wave<G> wave) {
   using T = typename ST::dtype;
-  constexpr int unit = arch::current::lds_dma_bytes, per_inst = unit * 64;
+  constexpr int unit = arch::current::lds_dma_bytes, per_inst = unit * 64, waves = G::waves, chunk = ST::chunk_bytes;
   constexpr int row_bytes = ST::cols * int(sizeof(T)), total = ST::rows * row_bytes;
-  static_assert(total % (per_inst * G::waves) == 0, "load_async: the tile must split evenly over the group's loads");
-  static_assert(ST::chunk_bytes % unit == 0 || unit % ST::chunk_bytes == 0, "load_async: DMA unit and swizzle granule");
+  static_assert(total % (per_inst * waves) == 0, "load_async: the tile must split evenly over the group's loads");
+  static_assert(chunk % unit == 0 || unit % chunk == 0, "load_async: DMA unit and swizzle granule");
   const long rows = src.rows(), cols = src.cols(), ld = src.row_stride();
   T* base = src.at(at.b, at.d, 0, 0);
   const int num_records = int(((rows - 1) * ld + cols) * long(sizeof(T)));
   __amdgpu_buffer_rsrc_t rsrc = __builtin_amdgcn_make_buffer_rsrc(base, 0, num_records, 0x00020000);
-  const int lane = lane_id(), wave = G::wave();
   const int r0 = at.r * ST::rows, c0 = at.c * ST::cols;
+  // An address-space cast (not a bit cast): the LDS offset of a generic pointer into shared memory.
+  auto lds = [&](int i) __attribute__((always_inline)) {
+    return (__attribute__((address_space(3))) void*)(reinterpret_cast<char*>(dst.data) + (i * waves + wave.index) * per_inst);
+  };
+  if (r0 + ST::rows <= rows && c0 + ST::cols <= cols) {
+    const int ld_bytes = int(ld * long(sizeof(T))), origin = int((r0 * ld + c0) * long(sizeof(T)));
+    constexpr auto pow2 = [](int x) { return (x & (x - 1)) == 0; };
+    if constexpr (pow2(row_bytes) && pow2(waves)) {
+      // Tile byte p of load i is inst_i + wave_w + lane_l, three parts with no set bit in common (all powers of two),
+      // and the row, the slot and the swizzle are all linear in p's bits: each part's share is separate. Load i's own
+      // share is a constant, the wave's is scalar, and the lane's vector part is one register for every load whose
+      // constant leaves the slot alone.
+      const int lane_bytes = unit * lane_id(), wave_bytes = wave.index * per_inst;
+      const int r_lane = lane_bytes / row_bytes, r_wave = wave_bytes / row_bytes;
+      const int lane_slot = (lane_bytes % row_bytes / chunk ^ ST::swizzle(r_lane)) ^
+                            (wave_bytes % row_bytes / chunk ^ ST::swizzle(r_wave));
+      const int lane_part = r_lane * ld_bytes + lane_bytes % chunk;
+      // The rows advance by a constant from one load to the next: a running sum, at most one scalar add per load.
+      // (The empty asms make each sum opaque; the compiler would otherwise rebuild every offset from its factors.)
+      int uniform_offset = origin + r_wave * ld_bytes;
 #pragma unroll
-  for (int i = 0; i < async_loads<G, ST>; ++i) {
-    const int inst = (i * G::waves + wave) * per_inst;  // this instruction's LDS bytes, the same for the whole wave
-    // The lane's row: the instruction's first row plus the lane's row within it (none when a row spans more than one
-    // instruction). With power-of-two rows the two share no set bit, so they are swizzled apart and only the lane's
-    // part is vector work.
-    const int r_inst = inst / row_bytes, lane_bytes = inst % row_bytes + unit * lane;
-    const int r_lane = lane_bytes / row_bytes, r = r_inst + r_lane, within = lane_bytes % row_bytes;
-    const int slot = within / ST::chunk_bytes, sub = within % ST::chunk_bytes;
-    constexpr bool split = (row_bytes & (row_bytes - 1)) == 0;
-    const int swz = split ? ST::swizzle(r_inst) ^ ST::swizzle(r_lane) : ST::swizzle(r);
-    const int col = ((slot ^ swz) * ST::chunk_bytes + sub) / int(sizeof(T));
-    const long gr = r0 + r, gc = c0 + col;
-    const bool inside = gr < rows && gc < cols;
-    const int offset = inside ? int((gr * ld + gc) * long(sizeof(T))) : num_records;  // past the range: zeros
-    // An address-space cast (not a bit cast): the LDS offset of a generic pointer into shared memory.
-    auto* lds = (__attribute__((address_space(3))) void*)(reinterpret_cast<char*>(dst.data) + inst);
-    arch::current::lds_dma(rsrc, lds, offset);
+      for (int i = 0; i < async_loads<G, ST>; ++i) {
+        constexpr auto inst_row = [](int i) { return i * waves * per_inst / row_bytes; };
+        const int inst_bytes = i * waves * per_inst;
+        const int inst_slot = inst_bytes % row_bytes / chunk ^ ST::swizzle(inst_row(i));
+        const int this_offset = uniform_offset;
+        if (inst_row(i + 1) != inst_row(i)) {
+          uniform_offset += (inst_row(i + 1) - inst_row(i)) * ld_bytes;
+          asm("" : "+s"(uniform_offset));
+        }
+        arch::current::lds_dma(rsrc, lds(i), lane_part + (lane_slot ^ inst_slot) * chunk, this_offset);
+      }
+    } else {
+      const int lane_bytes = unit * lane_id();
+#pragma unroll
+      for (int i = 0; i < async_loads<G, ST>; ++i) {
+        const auto s = detail::async_source_of<G, ST>(i, wave.index, lane_bytes);
+        arch::current::lds_dma(rsrc, lds(i), s.r_lane * ld_bytes + s.col_bytes, origin + s.r_inst * ld_bytes);
+      }
+    }
+  } else {
+    // The lane index passes through an empty asm: nothing here is computed ahead of a loop around the call, so the
+    // edge path holds no registers while the common path runs.
+    int lane = lane_id();
+    asm volatile("" : "+v"(lane));
+    lane &= 63;  // (it is, but the compiler no longer sees it)
+#pragma unroll
+    for (int i = 0; i < async_loads<G, ST>; ++i) {
+      const auto s = detail::async_source_of<G, ST>(i, wave.index, unit * lane);
+      const long gr = r0 + s.r_inst + s.r_lane, gc = c0 + s.col_bytes / int(sizeof(T));
+      const bool inside = gr < rows && gc < cols;
+      arch::current::lds_dma(rsrc, lds(i), inside ? int((gr * ld + gc) * long(sizeof(T))) : num_records);  // past the range: zeros
+    }
   }
+}
+
+template <class G, shared_tile ST, class GL>
+__device__ inline void load_async(ST& dst, const GL& src, coord at) {
+  load_async<G>(dst, src, at, async_wave<G>{});
 }
 
 }  // namespace hk

@@ -53,6 +53,35 @@ __device__ inline void store_global(const GL& dst, const RT& src, coord at, floa
   using T = typename GL::dtype;
   const int lane = lane_id();
   const int r0 = at.r * RT::rows, c0 = at.c * RT::cols;
+  const long ld = dst.row_stride();
+  // A tile inside the tensor (the common case) needs no per-element test. Each element's address is then a part the
+  // wave shares (the tile's origin, the element's row and column within the tile) plus the lane's own 32-bit offset:
+  // one store with a scalar base (saddr) and no vector address arithmetic. The tile's origin is the same for the
+  // whole wave (a register tile is the wave's); reading it from the first lane tells the compiler so.
+  const int r0_uniform = __builtin_amdgcn_readfirstlane(r0), c0_uniform = __builtin_amdgcn_readfirstlane(c0);
+  if ((!bounded || (r0_uniform + RT::rows <= dst.rows() && c0_uniform + RT::cols <= dst.cols())) &&
+      ld * RT::rows < (1l << 31) / long(sizeof(T))) {
+    char* tile = reinterpret_cast<char*>(dst.at(__builtin_amdgcn_readfirstlane(at.b), __builtin_amdgcn_readfirstlane(at.d),
+                                                r0_uniform, c0_uniform));
+    const unsigned lane_offset = unsigned((RT::row_lane_part(lane) * ld + RT::col_lane_part(lane)) * long(sizeof(T)));
+    auto each = [&]<bool ReadDst>() __attribute__((always_inline)) {
+#pragma unroll
+      for (int i = 0; i < RT::tiles_r; ++i)
+#pragma unroll
+        for (int j = 0; j < RT::tiles_c; ++j)
+#pragma unroll
+          for (int e = 0; e < RT::E; ++e) {
+            char* element = tile + (RT::row_tile_part(i, e) * ld + RT::col_tile_part(j, e)) * long(sizeof(T));
+            T* p = reinterpret_cast<T*>(element + lane_offset);
+            float v = alpha * static_cast<float>(src.data[i][j][e]);
+            if constexpr (ReadDst) v += beta * static_cast<float>(*p);
+            *p = static_cast<T>(v);
+          }
+    };
+    if (beta != 0.f) each.template operator()<true>();
+    else each.template operator()<false>();
+    return;
+  }
 #pragma unroll
   for (int i = 0; i < RT::tiles_r; ++i)
 #pragma unroll

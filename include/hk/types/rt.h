@@ -75,6 +75,11 @@ struct rt {
     return tr * base_rows + (L == layout::row ? 0 : (e / run) * (groups * run) + e % run);
   }
   __host__ __device__ static constexpr int row_lane_part(int lane) { return L == layout::row ? lane % dim : (lane / dim) * run; }
+  // The same split of col_of.
+  __host__ __device__ static constexpr int col_tile_part(int tc, int e) {
+    return tc * base_cols + (L == layout::col ? 0 : (e / run) * (groups * run) + e % run);
+  }
+  __host__ __device__ static constexpr int col_lane_part(int lane) { return L == layout::col ? lane % dim : (lane / dim) * run; }
 };
 
 template <class X>
