@@ -46,6 +46,28 @@ __device__ inline void load(RT& dst, const GL& src, coord at) {
 
 namespace detail {
 
+// *address(i, j, e) = alpha * element (+ beta * *address when beta != 0) for every element of the lane; with Checked, a
+// null address (outside the tensor) is skipped. The beta test is made once, not per element.
+template <bool Checked, register_tile RT, class Address>
+__device__ inline void store_elements(const RT& src, float alpha, float beta, Address address) {
+  auto each = [&]<bool ReadDst>() __attribute__((always_inline)) {
+#pragma unroll
+    for (int i = 0; i < RT::tiles_r; ++i)
+#pragma unroll
+      for (int j = 0; j < RT::tiles_c; ++j)
+#pragma unroll
+        for (int e = 0; e < RT::E; ++e) {
+          auto* p = address(i, j, e);
+          if (Checked && p == nullptr) continue;
+          float v = alpha * static_cast<float>(src.data[i][j][e]);
+          if constexpr (ReadDst) v += beta * static_cast<float>(*p);
+          *p = static_cast<std::remove_reference_t<decltype(*p)>>(v);
+        }
+  };
+  if (beta != 0.f) each.template operator()<true>();
+  else each.template operator()<false>();
+}
+
 // Register tile to global memory: dst = alpha * src (+ beta * dst when beta != 0), converted to the tensor's type.
 // When `bounded`, elements outside the tensor are skipped.
 template <bool bounded, class GL, register_tile RT>
@@ -64,37 +86,16 @@ __device__ inline void store_global(const GL& dst, const RT& src, coord at, floa
     char* tile = reinterpret_cast<char*>(dst.at(__builtin_amdgcn_readfirstlane(at.b), __builtin_amdgcn_readfirstlane(at.d),
                                                 r0_uniform, c0_uniform));
     const unsigned lane_offset = unsigned((RT::row_lane_part(lane) * ld + RT::col_lane_part(lane)) * long(sizeof(T)));
-    auto each = [&]<bool ReadDst>() __attribute__((always_inline)) {
-#pragma unroll
-      for (int i = 0; i < RT::tiles_r; ++i)
-#pragma unroll
-        for (int j = 0; j < RT::tiles_c; ++j)
-#pragma unroll
-          for (int e = 0; e < RT::E; ++e) {
-            char* element = tile + (RT::row_tile_part(i, e) * ld + RT::col_tile_part(j, e)) * long(sizeof(T));
-            T* p = reinterpret_cast<T*>(element + lane_offset);
-            float v = alpha * static_cast<float>(src.data[i][j][e]);
-            if constexpr (ReadDst) v += beta * static_cast<float>(*p);
-            *p = static_cast<T>(v);
-          }
-    };
-    if (beta != 0.f) each.template operator()<true>();
-    else each.template operator()<false>();
+    store_elements<false>(src, alpha, beta, [&](int i, int j, int e) __attribute__((always_inline)) {
+      return reinterpret_cast<T*>(tile + (RT::row_tile_part(i, e) * ld + RT::col_tile_part(j, e)) * long(sizeof(T)) +
+                                  lane_offset);
+    });
     return;
   }
-#pragma unroll
-  for (int i = 0; i < RT::tiles_r; ++i)
-#pragma unroll
-    for (int j = 0; j < RT::tiles_c; ++j)
-#pragma unroll
-      for (int e = 0; e < RT::E; ++e) {
-        const int r = r0 + RT::row_of(i, lane, e), c = c0 + RT::col_of(j, lane, e);
-        if (bounded && !dst.inside(r, c)) continue;
-        T* p = dst.at(at.b, at.d, r, c);
-        float v = alpha * static_cast<float>(src.data[i][j][e]);
-        if (beta != 0.f) v += beta * static_cast<float>(*p);
-        *p = static_cast<T>(v);
-      }
+  store_elements<bounded>(src, alpha, beta, [&](int i, int j, int e) __attribute__((always_inline)) -> T* {
+    const int r = r0 + RT::row_of(i, lane, e), c = c0 + RT::col_of(j, lane, e);
+    return !bounded || dst.inside(r, c) ? dst.at(at.b, at.d, r, c) : nullptr;
+  });
 }
 
 }  // namespace detail
