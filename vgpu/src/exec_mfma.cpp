@@ -556,32 +556,21 @@ inline void gather(const Wave& w, const Inst& I, const Setup& s, uint32_t* out) 
   }
 }
 
-// Four 16-bit floats (the low halves of raw[x..x+3]) with EB exponent and MB mantissa bits decoded at once, as
-// decode_bf16 / decode_f16 do (v is the exact value m * 2^q with the sign bit put back, so zeros keep their sign).
-// Returns the lanes with an all-ones exponent (inf/NaN), which the caller decodes one by one instead.
+// Four 16-bit floats (the low halves of raw[x..x+3]) decoded at once (decode16_simd.inc). Returns the lanes with an
+// all-ones exponent (inf/NaN), which the caller decodes one by one instead.
+namespace decode_sse41 {
+#pragma GCC push_options
+#pragma GCC target("sse4.1")
+using V = simd::Sse41;
+#include "decode16_simd.inc"
+#pragma GCC pop_options
+}  // namespace decode_sse41
 template <int EB, int MB, int N>
 inline int decode16x4(const uint32_t* raw, int x, Elems<N>& out) {
-  constexpr int bias = (1 << (EB - 1)) - 1, emax = (1 << EB) - 1;
-  const __m128i h = _mm_loadu_si128((const __m128i*)(raw + x));
-  const __m128i ex = _mm_and_si128(_mm_srli_epi32(h, MB), _mm_set1_epi32(emax));
-  const __m128i denorm = _mm_cmpeq_epi32(ex, _mm_setzero_si128());
-  const __m128i mag = _mm_or_si128(_mm_and_si128(h, _mm_set1_epi32((1 << MB) - 1)),
-                                   _mm_andnot_si128(denorm, _mm_set1_epi32(1 << MB)));
-  const __m128i e = _mm_blendv_epi8(_mm_sub_epi32(ex, _mm_set1_epi32(bias)), _mm_set1_epi32(1 - bias), denorm);
-  const __m128i q = _mm_sub_epi32(e, _mm_set1_epi32(MB));
-  const __m128i neg = _mm_srai_epi32(_mm_slli_epi32(h, 16), 31);  // all ones where bit 15 (the sign) is set
-  const __m128i zero = _mm_cmpeq_epi32(mag, _mm_setzero_si128());
-  _mm_storeu_si128((__m128i*)&out.m[x], _mm_sub_epi32(_mm_xor_si128(mag, neg), neg));
-  _mm_storeu_si128((__m128i*)&out.e[x], _mm_blendv_epi8(e, _mm_set1_epi32(kZeroE), zero));
-  _mm_storeu_si128((__m128i*)&out.q[x], _mm_blendv_epi8(q, _mm_set1_epi32(kZeroQ), zero));
-  if constexpr (EB == 8) {  // bf16 is the high half of a float
-    _mm_storeu_ps(&out.v[x], _mm_castsi128_ps(_mm_slli_epi32(h, 16)));
-  } else {  // m * 2^q, exact in float (2^q >= 2^-24 is normal), with the sign bit
-    const __m128 p = _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(q, _mm_set1_epi32(127)), 23));
-    _mm_storeu_ps(&out.v[x], _mm_or_ps(_mm_mul_ps(_mm_cvtepi32_ps(mag), p), _mm_castsi128_ps(_mm_slli_epi32(neg, 31))));
-  }
+  unsigned special;
+  decode_sse41::decode16<EB, MB>(simd::Sse41::load(reinterpret_cast<const int32_t*>(raw + x)), x, out, special);
   std::memset(&out.special[x], 0, 4);
-  return _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(ex, _mm_set1_epi32(emax))));
+  return int(special);
 }
 
 // The fields the fused arithmetic reads besides e (e16, e_pair) and the any-special flag, from e and special.
@@ -656,39 +645,22 @@ inline constexpr ChunkTable<S, IsA, KMajor> chunk_table{};
 namespace gather_avx2 {
 #pragma GCC push_options
 #pragma GCC target("avx2")
+using V = simd::Avx2;
+#include "decode16_simd.inc"
 
-// Eight 16-bit floats (the low halves of h's lanes; the high halves are ignored) with EB exponent and MB mantissa
-// bits, decoded as decode16x4 does into elements x..x+7, inf/NaN lanes by the scalar decoder. Returns whether any
-// lane was inf/NaN.
+// Eight 16-bit floats (the low halves of h's lanes; the high halves are ignored) of type t, decoded by decode16
+// (decode16_simd.inc) into elements x..x+7 with e16 and e_pair, inf/NaN lanes by the scalar decoder. Returns whether
+// any lane was inf/NaN.
 template <Ty t, int N>
 inline bool decode16x8(__m256i h, int x, Elems<N>& out) {
   constexpr int EB = t == Ty::f16 ? 5 : 8, MB = t == Ty::f16 ? 10 : 7;
-  constexpr int bias = (1 << (EB - 1)) - 1, emax = (1 << EB) - 1;
-  const __m256i ex = _mm256_and_si256(_mm256_srli_epi32(h, MB), _mm256_set1_epi32(emax));
-  const __m256i denorm = _mm256_cmpeq_epi32(ex, _mm256_setzero_si256());
-  const __m256i mag = _mm256_or_si256(_mm256_and_si256(h, _mm256_set1_epi32((1 << MB) - 1)),
-                                      _mm256_andnot_si256(denorm, _mm256_set1_epi32(1 << MB)));
-  const __m256i e = _mm256_blendv_epi8(_mm256_sub_epi32(ex, _mm256_set1_epi32(bias)), _mm256_set1_epi32(1 - bias), denorm);
-  const __m256i q = _mm256_sub_epi32(e, _mm256_set1_epi32(MB));
-  const __m256i neg = _mm256_srai_epi32(_mm256_slli_epi32(h, 16), 31);
-  const __m256i zero = _mm256_cmpeq_epi32(mag, _mm256_setzero_si256());
-  const __m256i ez = _mm256_blendv_epi8(e, _mm256_set1_epi32(kZeroE), zero);
-  _mm256_storeu_si256((__m256i*)&out.m[x], _mm256_sub_epi32(_mm256_xor_si256(mag, neg), neg));
-  _mm256_storeu_si256((__m256i*)&out.e[x], ez);
-  _mm256_storeu_si256((__m256i*)&out.q[x], _mm256_blendv_epi8(q, _mm256_set1_epi32(kZeroQ), zero));
-  if constexpr (EB == 8) {
-    _mm256_storeu_ps(&out.v[x], _mm256_castsi256_ps(_mm256_slli_epi32(h, 16)));
-  } else {
-    const __m256 p = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(q, _mm256_set1_epi32(127)), 23));
-    _mm256_storeu_ps(&out.v[x], _mm256_or_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(mag), p),
-                                             _mm256_castsi256_ps(_mm256_slli_epi32(neg, 31))));
-  }
+  unsigned special;
+  const __m256i ez = decode16<EB, MB>(h, x, out, special);
   // e fits int16 (kZeroE included), so the saturating pack is exact.
   _mm_storeu_si128((__m128i*)&out.e16[x], _mm_packs_epi32(_mm256_castsi256_si128(ez), _mm256_extracti128_si256(ez, 1)));
   _mm256_storeu_si256((__m256i*)&out.e_pair[x],
                       _mm256_or_si256(_mm256_and_si256(ez, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(ez, 16)));
   std::memset(&out.special[x], 0, 8);
-  const int special = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(ex, _mm256_set1_epi32(emax))));
   if (special) [[unlikely]] {
     alignas(32) uint32_t raw[8];
     _mm256_store_si256((__m256i*)raw, h);

@@ -34,6 +34,8 @@ struct Sse41 {
   }
   static I and_i(I a, I b) { return _mm_and_si128(a, b); }
   static I xor_i(I a, I b) { return _mm_xor_si128(a, b); }
+  static I or_i(I a, I b) { return _mm_or_si128(a, b); }
+  static I sra(I a, int n) { return _mm_srai_epi32(a, n); }
   static M sign_clear(I a) { return _mm_cmpgt_epi32(a, _mm_set1_epi32(-1)); }  // lanes whose sign bit is 0
   static M sign_set(I a) { return a; }  // lanes whose sign bit is 1 (a mask here is read by its sign bits)
   static I srl(I a, int n) { return _mm_srli_epi32(a, n); }
@@ -154,6 +156,8 @@ struct Avx2 : Lanes16x16 {
   static I ones_from(I n) { return _mm256_sllv_epi32(_mm256_set1_epi32(-1), n); }
   static I and_i(I a, I b) { return _mm256_and_si256(a, b); }
   static I xor_i(I a, I b) { return _mm256_xor_si256(a, b); }
+  static I or_i(I a, I b) { return _mm256_or_si256(a, b); }
+  static I sra(I a, int n) { return _mm256_srai_epi32(a, n); }
   static M sign_clear(I a) { return _mm256_cmpgt_epi32(a, _mm256_set1_epi32(-1)); }
   static M sign_set(I a) { return a; }
   static I srl(I a, int n) { return _mm256_srli_epi32(a, n); }
@@ -244,6 +248,8 @@ struct Avx512 : Lanes16x16 {  // Wh = W: the 16-column forms fit
   static I ones_from(I n) { return _mm512_sllv_epi32(_mm512_set1_epi32(-1), n); }
   static I and_i(I a, I b) { return _mm512_and_si512(a, b); }
   static I xor_i(I a, I b) { return _mm512_xor_si512(a, b); }
+  static I or_i(I a, I b) { return _mm512_or_si512(a, b); }
+  static I sra(I a, int n) { return _mm512_srai_epi32(a, unsigned(n)); }
   static M sign_clear(I a) { return _mm512_cmpgt_epi32_mask(a, _mm512_set1_epi32(-1)); }
   static M sign_set(I a) { return _mm512_cmplt_epi32_mask(a, _mm512_setzero_si512()); }
   static I srl(I a, int n) { return _mm512_srli_epi32(a, unsigned(n)); }
