@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "isa.h"
+#include "isa/isa.h"
 #include "wave.h"
 
 namespace {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "hk/arch/target.h"
-#include "lds_banks.h"
+#include "memory/lds_banks.h"
 #include "vgpu/arch.h"
 
 namespace {

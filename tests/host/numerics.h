@@ -1,6 +1,6 @@
 // The host model of the device's element types: rounding to bf16, f16 and the fp8 formats, and their bytes as the
 // device stores them. Plain C++ (no HIP, no googletest), so tests, tools and benchmarks share one model. It is written
-// from the format definitions and is independent of hk's conversions and of vgpu's (vgpu/src/formats.h): fp8 goes
+// from the format definitions and is independent of hk's conversions and of vgpu's (vgpu/src/isa/formats.h): fp8 goes
 // through the fp8 model in tests/fp8_ref.h.
 #pragma once
 #include <bit>

@@ -9,8 +9,8 @@
 
 #include "cvt_ref.h"
 
-#if __has_include("../../vgpu/src/formats.h") && !defined(__HIP_DEVICE_COMPILE__)
-#include "../../vgpu/src/formats.h"
+#if __has_include("../../vgpu/src/isa/formats.h") && !defined(__HIP_DEVICE_COMPILE__)
+#include "../../vgpu/src/isa/formats.h"
 #define HK_HAVE_VGPU_FORMATS 1
 #endif
 

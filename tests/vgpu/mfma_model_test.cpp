@@ -15,7 +15,7 @@
 #include <tuple>
 #include <vector>
 
-#include "isa.h"
+#include "isa/isa.h"
 #include "wave.h"
 
 namespace vgpu {

@@ -2,7 +2,7 @@
 // (12 dwords) and the sampler (8 dwords), the layout HIP's device headers read. For a linear resource the device code
 // of the gfx9 family (tex1Dfetch -> __ockl_image_load_1Db) loads the first four dwords as a buffer resource (V#) and
 // reads with buffer_load_format_* idxen: the V# carries the element stride, the element count and the data and number
-// formats that convert an element to the 32-bit components the instruction returns (vgpu/src/exec_mubuf.cpp).
+// formats that convert an element to the 32-bit components the instruction returns (vgpu/src/isa/exec_mubuf.cpp).
 // Archs whose HIP has no image support (gfx94x, gfx950: __HIP_NO_IMAGE_SUPPORT) refuse texture objects, as HIP does.
 #include <algorithm>
 #include <cstring>

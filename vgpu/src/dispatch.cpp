@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "printf_buffer.h"
+#include "host/printf_buffer.h"
 #include "timing/model.h"
 #include "vgpu/device.h"
 #include "workgroup.h"

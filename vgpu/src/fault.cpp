@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "isa.h"
+#include "isa/isa.h"
 #include "wave.h"
 
 namespace vgpu {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "isa.h"
+#include "isa/isa.h"
 
 namespace vgpu {
 

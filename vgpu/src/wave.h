@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "hostcall.h"
-#include "lds_watch.h"
-#include "profile.h"
+#include "host/hostcall.h"
+#include "memory/lds_watch.h"
+#include "timing/profile.h"
 #include "program.h"
 #include "vgpu/device.h"
 

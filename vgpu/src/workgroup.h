@@ -5,7 +5,7 @@
 #pragma once
 #include <vector>
 
-#include "profile.h"
+#include "timing/profile.h"
 #include "wave.h"
 
 namespace vgpu {

@@ -8,7 +8,7 @@
 #include <charconv>
 #include <string_view>
 
-#include "model.h"
+#include "timing/model.h"
 
 namespace vgpu {
 namespace {

@@ -3,7 +3,7 @@
 // instruction per wave and one per category (VALU or MFMA, SALU/SMEM, VMEM, LDS, branch/message), waves taken by
 // {s_setprio priority, age} (timing.md 4, [RPC]). Every latency is known when an instruction issues (fixed
 // latencies behind bandwidth-limited pipes), so s_waitcnt resolves at once to the cycle its counters allow.
-#include "model.h"
+#include "timing/model.h"
 
 #include <algorithm>
 #include <cmath>

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "../program.h"
-#include "trace.h"
+#include "program.h"
+#include "timing/trace.h"
 #include "vgpu/device.h"
 
 namespace vgpu {

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "../profile.h"
+#include "timing/profile.h"
 
 namespace vgpu {
 

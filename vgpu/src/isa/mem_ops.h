@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "formats.h"
-#include "ops.h"
+#include "isa/formats.h"
+#include "isa/ops.h"
 
 namespace vgpu {
 

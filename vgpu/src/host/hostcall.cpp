@@ -6,7 +6,7 @@
 //   payload: 8 words per lane; word 0 a message descriptor, words 1..7 its arguments; the host answers in words 0-1
 // A message descriptor: bit 0 begins a message, bit 1 ends it, bits 7:5 count the argument words, bits 63:8 the
 // message id the host handed out when it began. Index 0 is never a packet: it ends both stacks.
-#include "hostcall.h"
+#include "host/hostcall.h"
 
 #include <atomic>
 #include <cstdio>

@@ -3,9 +3,9 @@
 #include <cmath>
 #include <limits>
 
-#include "formats.h"
-#include "isa.h"
-#include "ops.h"
+#include "isa/formats.h"
+#include "isa/isa.h"
+#include "isa/ops.h"
 
 namespace vgpu {
 namespace {

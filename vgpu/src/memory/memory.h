@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "lds_banks.h"
-#include "ops.h"
+#include "memory/lds_banks.h"
+#include "isa/ops.h"
 
 namespace vgpu {
 

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <mutex>
 
-#include "isa.h"
+#include "isa/isa.h"
 #include "wave.h"
 #include "llvm/MC/MCAsmInfo.h"
 #include "llvm/MC/MCContext.h"

@@ -1,9 +1,9 @@
 // Program control (SOPP): branches, the end of the program, barriers, waits. vgpu completes every memory operation
 // before the next instruction; s_waitcnt vmcnt only tells the LDS hazard watch which loads into LDS the wave has
 // completed (memory.h, lds_watch.h). Other waits, priorities and scheduling hints have no functional effect.
-#include "isa.h"
-#include "memory.h"
-#include "ops.h"
+#include "isa/isa.h"
+#include "memory/memory.h"
+#include "isa/ops.h"
 
 namespace vgpu {
 namespace {

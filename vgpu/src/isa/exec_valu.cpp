@@ -5,8 +5,8 @@
 #include <cmath>
 #include <limits>
 
-#include "isa.h"
-#include "ops.h"
+#include "isa/isa.h"
+#include "isa/ops.h"
 
 namespace vgpu {
 namespace {

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "isa.h"
+#include "isa/isa.h"
 #include "vgpu/device.h"
 #include "wave.h"
 

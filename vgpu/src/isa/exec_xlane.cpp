@@ -3,8 +3,8 @@
 
 #include <immintrin.h>
 
-#include "isa.h"
-#include "memory.h"
+#include "isa/isa.h"
+#include "memory/memory.h"
 
 namespace vgpu {
 namespace {

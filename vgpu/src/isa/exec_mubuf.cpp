@@ -6,10 +6,10 @@
 #include <cmath>
 #include <string>
 
-#include "formats.h"
-#include "isa.h"
-#include "mem_ops.h"
-#include "memory.h"
+#include "isa/formats.h"
+#include "isa/isa.h"
+#include "isa/mem_ops.h"
+#include "memory/memory.h"
 
 namespace vgpu {
 namespace {

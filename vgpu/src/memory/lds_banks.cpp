@@ -1,6 +1,6 @@
 // Phase groupings per arch and access width come from ../shared/reference/cdna.md (gfx942 from the ISA guide;
 // gfx950 from hardware measurements). Where a row is not settled, the assumption is named below.
-#include "lds_banks.h"
+#include "memory/lds_banks.h"
 
 #include <algorithm>
 #include <initializer_list>

@@ -1,5 +1,5 @@
 // The instruction table: every class file's registrations (exec_*.cpp), gathered once.
-#include "isa.h"
+#include "isa/isa.h"
 
 namespace vgpu {
 

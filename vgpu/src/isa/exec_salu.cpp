@@ -1,8 +1,8 @@
 // Scalar ALU: SOP1, SOP2, SOPC and SOPK. Each operation is a lambda over its operands and SCC.
 #include <bit>
 
-#include "isa.h"
-#include "ops.h"
+#include "isa/isa.h"
+#include "isa/ops.h"
 
 namespace vgpu {
 namespace {

@@ -21,11 +21,11 @@
 
 #include <immintrin.h>
 
-#include "formats.h"
+#include "isa/formats.h"
 #include "vgpu/device.h"
-#include "mfma_simd.h"
-#include "isa.h"
-#include "ops.h"
+#include "isa/mfma_simd.h"
+#include "isa/isa.h"
+#include "isa/ops.h"
 
 namespace vgpu {
 namespace {
@@ -374,21 +374,21 @@ namespace fused_sse41 {
 #pragma GCC push_options
 #pragma GCC target("sse4.1")
 using V = simd::Sse41;
-#include "mfma_fused_simd.inc"
+#include "isa/mfma_fused_simd.inc"
 #pragma GCC pop_options
 }  // namespace fused_sse41
 namespace fused_avx2 {
 #pragma GCC push_options
 #pragma GCC target("avx2")
 using V = simd::Avx2;
-#include "mfma_fused_simd.inc"
+#include "isa/mfma_fused_simd.inc"
 #pragma GCC pop_options
 }  // namespace fused_avx2
 namespace fused_avx512 {
 #pragma GCC push_options
 #pragma GCC target("avx512f")
 using V = simd::Avx512;
-#include "mfma_fused_simd.inc"
+#include "isa/mfma_fused_simd.inc"
 #pragma GCC pop_options
 }  // namespace fused_avx512
 
@@ -562,7 +562,7 @@ namespace decode_sse41 {
 #pragma GCC push_options
 #pragma GCC target("sse4.1")
 using V = simd::Sse41;
-#include "decode16_simd.inc"
+#include "isa/decode16_simd.inc"
 #pragma GCC pop_options
 }  // namespace decode_sse41
 template <int EB, int MB, int N>
@@ -646,7 +646,7 @@ namespace gather_avx2 {
 #pragma GCC push_options
 #pragma GCC target("avx2")
 using V = simd::Avx2;
-#include "decode16_simd.inc"
+#include "isa/decode16_simd.inc"
 
 // Eight 16-bit floats (the low halves of h's lanes; the high halves are ignored) of type t, decoded by decode16
 // (decode16_simd.inc) into elements x..x+7 with e16 and e_pair, inf/NaN lanes by the scalar decoder. Returns whether

@@ -1,6 +1,6 @@
 // Data-parallel primitives (DPP): src0 of a VOP1/VOP2/VOPC instruction read from another lane of the wave.
-#include "isa.h"
-#include "ops.h"
+#include "isa/isa.h"
+#include "isa/ops.h"
 
 namespace vgpu {
 namespace {

@@ -1,5 +1,5 @@
 // Profile merging and reporting (see profile.h).
-#include "profile.h"
+#include "timing/profile.h"
 
 namespace vgpu {
 

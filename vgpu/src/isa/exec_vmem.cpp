@@ -3,9 +3,9 @@
 #include <cstring>
 #include <string>
 
-#include "isa.h"
-#include "mem_ops.h"
-#include "memory.h"
+#include "isa/isa.h"
+#include "isa/mem_ops.h"
+#include "memory/memory.h"
 
 namespace vgpu {
 namespace {

@@ -4,9 +4,9 @@
 
 #include <immintrin.h>
 
-#include "isa.h"
-#include "mem_ops.h"
-#include "memory.h"
+#include "isa/isa.h"
+#include "isa/mem_ops.h"
+#include "memory/memory.h"
 
 namespace vgpu {
 namespace {

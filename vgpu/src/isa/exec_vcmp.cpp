@@ -1,7 +1,7 @@
 // Vector compares (VOPC): one result bit per lane into VCC or an SGPR pair; the v_cmpx forms also write EXEC.
-#include "isa.h"
-#include "mem_ops.h"
-#include "ops.h"
+#include "isa/isa.h"
+#include "isa/mem_ops.h"
+#include "isa/ops.h"
 
 namespace vgpu {
 

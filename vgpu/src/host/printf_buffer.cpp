@@ -1,11 +1,11 @@
 // Buffered printf records (printf_buffer.h), formatted by the hostcall printf's formatter.
-#include "printf_buffer.h"
+#include "host/printf_buffer.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 
-#include "hostcall.h"
+#include "host/hostcall.h"
 
 namespace vgpu {
 

@@ -1,8 +1,8 @@
 // Scalar memory: loads through the scalar cache from global memory (kernel arguments, uniform data).
 #include <chrono>
 
-#include "isa.h"
-#include "ops.h"
+#include "isa/isa.h"
+#include "isa/ops.h"
 
 namespace vgpu {
 namespace {

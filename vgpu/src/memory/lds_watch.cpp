@@ -1,5 +1,5 @@
 // The LDS hazard watch (lds_watch.h): LDS DMA bytes still in flight, and races between waves in race-check mode.
-#include "lds_watch.h"
+#include "memory/lds_watch.h"
 
 #include <algorithm>
 #include <cstdio>
