@@ -27,6 +27,19 @@ __host__ __device__ inline bool async_loadable(const GL& src, int lds_dma_bytes)
 
 namespace detail {
 
+// `x` as a wave-uniform value the optimizer cannot see through (an empty asm on an SGPR). Optimized, `x` is already
+// in an SGPR; at -O0 it comes back from the stack per lane, so it is read from the first lane straight into the asm.
+__device__ inline int opaque_uniform(int x) {
+#if defined(__OPTIMIZE__)
+  asm("" : "+s"(x));
+  return x;
+#else
+  int r;
+  asm("" : "=s"(r) : "0"(__builtin_amdgcn_readfirstlane(x)));
+  return r;
+#endif
+}
+
 // Where the data of load i of group wave `wave` comes from, for the lane whose slot starts at byte `lane_bytes` of
 // the instruction: the instruction's first row of the tile (uniform), the lane's row below it, and the byte within
 // the tile's row. Each instruction fills per_inst consecutive bytes of the swizzled image, so the lane's bytes hold
@@ -102,8 +115,7 @@ __device__ inline void load_async(ST& dst, const GL& src, coord at, async_wave<G
         const int inst_slot = inst_bytes % row_bytes / chunk ^ ST::swizzle(inst_row(i));
         const int this_offset = uniform_offset;
         if (inst_row(i + 1) != inst_row(i)) {
-          uniform_offset += (inst_row(i + 1) - inst_row(i)) * ld_bytes;
-          asm("" : "+s"(uniform_offset));
+          uniform_offset = detail::opaque_uniform(uniform_offset + (inst_row(i + 1) - inst_row(i)) * ld_bytes);
         }
         arch::current::lds_dma(rsrc, lds(i), lane_part + (lane_slot ^ inst_slot) * chunk, this_offset);
       }
