@@ -228,9 +228,9 @@ __global__ void contend(T* word_or_finals, const T* values, T* olds, T init, con
 }
 
 #define HK_ATOMIC_OP(NAME, EXPR)                             \
-  struct NAME {                                              \
-    template <class T>                                       \
-    __device__ static T apply(T* p, T v) { return EXPR; }    \
+  struct NAME {                                                                                          \
+    template <class T>                                                                                   \
+    __device__ static T apply(T* p, T v) { return EXPR; }                                                \
   };
 HK_ATOMIC_OP(Add, atomicAdd(p, v))
 HK_ATOMIC_OP(Sub, atomicSub(p, v))
@@ -422,18 +422,18 @@ TEST(AtomicsEveryOp, Bfloat162) { check_packed_add<__hip_bfloat162>("bfloat162 a
 // Buffer atomics: clang-21 has no builtins for them, so kernel libraries write them as inline assembly, as here (the
 // returning form, sc0, on a raw buffer over the word). Packed halves travel as their 32-bit patterns.
 using v4i = int __attribute__((ext_vector_type(4)));
-// The V# lives in SGPRs: the word's address (the same in every lane) is read from the first lane.
-__device__ inline v4i raw_buffer_over(const void* p) {
-  const uint64_t a = reinterpret_cast<uint64_t>(p);
-  const int lo = __builtin_amdgcn_readfirstlane(int(uint32_t(a))), hi = __builtin_amdgcn_readfirstlane(int(a >> 32));
-  return v4i{lo, hi & 0xffff, 16, 0x00020000};
-}
+// The V# lives in SGPRs: the word's address (the same in every lane) is read from the first lane. A macro, so that
+// the asm's "s" operand is the readfirstlanes' result itself at every optimization level (at -O0 a function's result
+// comes back per lane, in VGPRs).
+#define HK_RAW_BUFFER_OVER(p)                                                                            \
+  (v4i{__builtin_amdgcn_readfirstlane(int(uint32_t(reinterpret_cast<uint64_t>(p)))),                     \
+       __builtin_amdgcn_readfirstlane(int(reinterpret_cast<uint64_t>(p) >> 32)) & 0xffff, 16, 0x00020000})
 #define HK_BUFFER_ATOMIC(NAME, INSN)                                                                     \
   struct NAME {                                                                                          \
     template <class T>                                                                                   \
     __device__ static T apply(T* p, T v) {                                                               \
       asm volatile(INSN " %0, %1, %2, 0 offen sc0\n\ts_waitcnt vmcnt(0)"                                 \
-                   : "+v"(v) : "v"(0u), "s"(raw_buffer_over(p)) : "memory");                            \
+                   : "+v"(v) : "v"(0u), "s"(HK_RAW_BUFFER_OVER(p)) : "memory");                          \
       return v;                                                                                          \
     }                                                                                                    \
   };
@@ -468,10 +468,10 @@ struct BufferCasAdd {
       Pair d{T(seen + v), seen};
       if constexpr (sizeof(T) == 4)
         asm volatile("buffer_atomic_cmpswap %0, %1, %2, 0 offen sc0\n\ts_waitcnt vmcnt(0)"
-                     : "+v"(d) : "v"(0u), "s"(raw_buffer_over(p)) : "memory");
+                     : "+v"(d) : "v"(0u), "s"(HK_RAW_BUFFER_OVER(p)) : "memory");
       else
         asm volatile("buffer_atomic_cmpswap_x2 %0, %1, %2, 0 offen sc0\n\ts_waitcnt vmcnt(0)"
-                     : "+v"(d) : "v"(0u), "s"(raw_buffer_over(p)) : "memory");
+                     : "+v"(d) : "v"(0u), "s"(HK_RAW_BUFFER_OVER(p)) : "memory");
       if (d.x == seen) return seen;
       seen = d.x;
     }
