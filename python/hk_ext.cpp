@@ -6,7 +6,10 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -24,7 +27,84 @@ using Range = std::pair<uintptr_t, size_t>;  // [start, start + bytes) of host m
 
 std::string hip_message(const char* what, hipError_t e) { return std::string("hk: ") + what + ": " + hipGetErrorString(e); }
 
-// Registers the union of `ranges` with the runtime (skipping what it already knows) and unregisters it on scope exit.
+// The host memory registered with the runtime on behalf of calls in flight, process-wide: each registration counts
+// the calls using it and is unregistered when the last one ends. Calls run from many Python threads at once (the GIL
+// is released while kernels run), and several may pass the same tensor (or views of one storage, whose ranges are
+// the same): the first registers it, the others share it, and none pulls it from under another's kernel. A range
+// that overlaps a registration without matching it (storages over one buffer, from_numpy say) waits until that
+// registration ends; a call waits holding nothing, so calls never wait on each other in a cycle.
+class HostRegistry {
+ public:
+  static HostRegistry& instance() {
+    static HostRegistry registry;
+    return registry;
+  }
+
+  // Registers (or shares) every range of `merged` (sorted, disjoint); returns those this call holds.
+  std::vector<Range> acquire(const std::vector<Range>& merged) {
+    std::unique_lock lock(mutex_);
+    released_.wait(lock, [&] { return std::none_of(merged.begin(), merged.end(), [&](const Range& r) { return conflicts(r); }); });
+    std::vector<Range> held;
+    for (const Range& r : merged) {
+      if (Entry* e = covering(r)) {
+        ++e->calls, held.push_back(e->range);
+        continue;
+      }
+      void* p = reinterpret_cast<void*>(r.first);
+      if (hk::api::inside_allocation(p, r.second)) continue;  // device memory, or registered by the program itself
+      if (hipError_t e = hipHostRegister(p, r.second, hipHostRegisterDefault); e != hipSuccess) {
+        (void)hipGetLastError();
+        release_locked(held);
+        throw std::runtime_error(hip_message("cannot register a tensor's memory with the HIP runtime", e));
+      }
+      entries_.emplace(r.first, Entry{r, 1});
+      held.push_back(r);
+    }
+    return held;
+  }
+
+  void release(const std::vector<Range>& held) {
+    {
+      std::lock_guard lock(mutex_);
+      release_locked(held);
+    }
+    released_.notify_all();
+  }
+
+ private:
+  struct Entry {
+    Range range;
+    int calls;
+  };
+  // The registration holding all of `r`, if any.
+  Entry* covering(const Range& r) {
+    auto it = entries_.upper_bound(r.first);
+    if (it == entries_.begin()) return nullptr;
+    Entry& e = std::prev(it)->second;
+    return r.first + r.second <= e.range.first + e.range.second ? &e : nullptr;
+  }
+  // True if `r` overlaps a registration that does not hold all of it.
+  bool conflicts(const Range& r) {
+    if (covering(r)) return false;
+    auto it = entries_.upper_bound(r.first);
+    if (it != entries_.begin() && std::prev(it)->second.range.first + std::prev(it)->second.range.second > r.first) return true;
+    return it != entries_.end() && it->first < r.first + r.second;
+  }
+  void release_locked(const std::vector<Range>& held) {
+    for (const Range& r : held) {
+      auto it = entries_.find(r.first);
+      if (it == entries_.end() || --it->second.calls > 0) continue;
+      (void)hipHostUnregister(reinterpret_cast<void*>(r.first));
+      entries_.erase(it);
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable released_;
+  std::map<uintptr_t, Entry> entries_;  // by start
+};
+
+// The host memory of one call, registered for its duration: the union of its ranges (overlapping ones merged).
 class HostRegistration {
  public:
   explicit HostRegistration(std::vector<Range> ranges) {
@@ -32,33 +112,20 @@ class HostRegistration {
     std::vector<Range> merged;
     for (const Range& r : ranges) {
       if (r.first == 0 || r.second == 0) continue;
-      if (!merged.empty() && r.first <= merged.back().first + merged.back().second) {
+      if (!merged.empty() && r.first < merged.back().first + merged.back().second) {
         merged.back().second = std::max(merged.back().second, r.first + r.second - merged.back().first);
       } else {
         merged.push_back(r);
       }
     }
-    for (const Range& r : merged) {
-      void* p = reinterpret_cast<void*>(r.first);
-      if (hk::api::inside_allocation(p, r.second)) continue;
-      if (hipError_t e = hipHostRegister(p, r.second, hipHostRegisterDefault); e != hipSuccess) {
-        (void)hipGetLastError();
-        release();
-        throw std::runtime_error(hip_message("cannot register a tensor's memory with the HIP runtime", e));
-      }
-      registered_.push_back(p);
-    }
+    held_ = HostRegistry::instance().acquire(merged);
   }
-  ~HostRegistration() { release(); }
+  ~HostRegistration() { HostRegistry::instance().release(held_); }
   HostRegistration(const HostRegistration&) = delete;
   HostRegistration& operator=(const HostRegistration&) = delete;
 
  private:
-  void release() {
-    for (void* p : registered_) (void)hipHostUnregister(p);
-    registered_.clear();
-  }
-  std::vector<void*> registered_;
+  std::vector<Range> held_;
 };
 
 // Runs `launch` with `ranges` registered. With host ranges (vgpu) the call waits for the stream, since torch may free

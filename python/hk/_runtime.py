@@ -57,8 +57,17 @@ def ptr(t):
     return 0 if t is None or t.numel() == 0 else t.data_ptr()
 
 
+def bind(struct, **tensors):
+    """Sets each pointer field of `struct` named in `tensors` to its tensor's address (0 for None or empty) and
+    returns the tensors: a call's pointer fields and the memory it registers (launch) come from one list."""
+    for name, t in tensors.items():
+        setattr(struct, name, ptr(t))
+    return list(tensors.values())
+
+
 def launch(call, problem, tensors):
-    """Runs `call(problem, ranges)` with every tensor in `tensors` (None skipped) reachable by the kernels."""
+    """Runs `call(problem, ranges)` with every tensor in `tensors` (None skipped; the list bind returns) reachable
+    by the kernels."""
     if USE_ROCM:
         problem.stream = torch.cuda.current_stream().cuda_stream
         ranges = []

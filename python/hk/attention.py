@@ -33,18 +33,17 @@ def _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, ca
         p.batch = cu_seqlens_q.shape[0] - 1
         p.seqlen_q, p.seqlen_k = max_seqlen_q, max_seqlen_k
         lse = torch.empty((q.shape[1], q.shape[0]), dtype=torch.float32, device=q.device)
-        p.cu_seqlens_q, p.cu_seqlens_k = rt.ptr(cu_seqlens_q), rt.ptr(cu_seqlens_k)
     else:
         p.batch, p.seqlen_q, p.seqlen_k = q.shape[0], q.shape[1], k.shape[1]
         lse = torch.empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32, device=q.device)
     p.heads_q, p.heads_kv, p.head_dim = q.shape[-2], k.shape[-2], q.shape[-1]
-    p.q, p.k, p.v, p.o, p.lse = rt.ptr(q), rt.ptr(k), rt.ptr(v), rt.ptr(out), rt.ptr(lse)
     p.q_strides, p.k_strides, p.v_strides = _strides(q, varlen), _strides(k, varlen), _strides(v, varlen)
     p.o_strides = _strides(out, varlen)
     p.type, p.softmax_scale, p.causal = ty, scale, causal
     p.window_left, p.window_right = window_left, window_right
+    tensors = rt.bind(p, q=q, k=k, v=v, o=out, lse=lse, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
     if q.numel() > 0:
-        rt.launch(_C.attention_forward, p, (q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k))
+        rt.launch(_C.attention_forward, p, tensors)
     return out, lse
 
 
@@ -91,21 +90,19 @@ def _attention_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch
     p = _C.AttentionBackwardProblem()
     if varlen:
         p.batch, p.seqlen_q, p.seqlen_k = cu_seqlens_q.shape[0] - 1, max_seqlen_q, max_seqlen_k
-        p.cu_seqlens_q, p.cu_seqlens_k = rt.ptr(cu_seqlens_q), rt.ptr(cu_seqlens_k)
     else:
         p.batch, p.seqlen_q, p.seqlen_k = q.shape[0], q.shape[1], k.shape[1]
     p.heads_q, p.heads_kv, p.head_dim = q.shape[-2], k.shape[-2], q.shape[-1]
-    p.q, p.k, p.v, p.o, p.dout, p.lse = (rt.ptr(t) for t in (q, k, v, out, grad_out, lse))
-    p.dq, p.dk, p.dv = rt.ptr(dq), rt.ptr(dk), rt.ptr(dv)
     p.q_strides, p.k_strides, p.v_strides = (_strides(t, varlen) for t in (q, k, v))
     p.o_strides, p.do_strides = _strides(out, varlen), _strides(grad_out, varlen)
     p.dq_strides, p.dk_strides, p.dv_strides = (_strides(t, varlen) for t in (dq, dk, dv))
     p.type = rt.scalar_type("attention", "q", q.dtype, _TYPES)
     p.softmax_scale, p.causal, p.window_left, p.window_right = scale, causal, window_left, window_right
-    p.workspace, p.workspace_bytes = rt.ptr(workspace), workspace.numel() * 4
+    p.workspace_bytes = workspace.numel() * 4
+    tensors = rt.bind(p, q=q, k=k, v=v, o=out, dout=grad_out, lse=lse, dq=dq, dk=dk, dv=dv, workspace=workspace,
+                      cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
     if q.numel() > 0:
-        rt.launch(_C.attention_backward, p,
-                  (q, k, v, out, grad_out, lse, dq, dk, dv, workspace, cu_seqlens_q, cu_seqlens_k))
+        rt.launch(_C.attention_backward, p, tensors)
     else:
         dk.zero_()
         dv.zero_()
@@ -134,8 +131,9 @@ def _setup(ctx, inputs, output):
 def _grads(ctx, grad_out, grad_lse):
     q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
     max_q, max_k, causal, wl, wr, scale = ctx.args
-    if grad_lse is not None and bool(grad_lse.ne(0).any()):
-        raise NotImplementedError("hk.attention: gradients through the returned LSE are not supported")
+    if grad_lse is not None:
+        # Checked where the gradient lives, without waiting for it on the host (a device assert on a ROCm build).
+        torch._assert_async(grad_lse.eq(0).all(), "hk.attention: gradients through the returned LSE are not supported")
     return _attention_backward(q, k, v, out, lse, grad_out, cu_q, cu_k, max_q, max_k, causal, wl, wr, scale)
 
 

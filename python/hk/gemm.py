@@ -33,12 +33,10 @@ def _gemm(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype, alpha: float
     b_mem, ldb, b_is_nk = _b_operand(b)
     p = _C.GemmProblem()
     p.m, p.n, p.k = m, n, k
-    p.a, p.lda = rt.ptr(a_mem), lda
-    p.b, p.ldb, p.b_is_nk = rt.ptr(b_mem), ldb, b_is_nk
-    p.c, p.ldc = rt.ptr(out), max(n, 1)
+    p.lda, p.ldb, p.b_is_nk, p.ldc = lda, ldb, b_is_nk, max(n, 1)
     p.ab_type, p.c_type = ab_type, c_type
     p.alpha, p.beta = alpha, (beta if c is not None else 0.0)
-    rt.launch(_C.gemm, p, (a_mem, b_mem, out))
+    rt.launch(_C.gemm, p, rt.bind(p, a=a_mem, b=b_mem, c=out))
     return out
 
 

@@ -38,18 +38,14 @@ def _norm(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], r
     p.weight_type = rt.scalar_type("norm", "weight", weight.dtype, _TYPES)
     weight = weight.contiguous()
     bias = bias.contiguous() if bias is not None else None
-    p.x, p.ldx = rt.ptr(x2), ldx
     if residual is not None:
         residual, p.ld_residual = _rows(residual, cols)
-        p.residual = rt.ptr(residual)
-    p.weight, p.bias = rt.ptr(weight), rt.ptr(bias)
-    p.y, p.ldy = rt.ptr(y), cols
-    p.residual_out, p.ld_residual_out = rt.ptr(r), cols
-    p.mean, p.rstd = rt.ptr(mean), rt.ptr(rstd)
-    p.mask, p.ld_mask = rt.ptr(mask), cols
+    p.ldx, p.ldy, p.ld_residual_out, p.ld_mask = ldx, cols, cols, cols
     p.eps, p.p, p.seed, p.offset = eps, dropout_p, seed, offset
+    tensors = rt.bind(p, x=x2, residual=residual, weight=weight, bias=bias, y=y, residual_out=r, mean=mean, rstd=rstd,
+                      mask=mask)
     if rows > 0:
-        rt.launch(_C.rms_norm if rms else _C.layer_norm, p, (x2, residual, weight, bias, y, r, mean, rstd, mask))
+        rt.launch(_C.rms_norm if rms else _C.layer_norm, p, tensors)
     return y, r, mean, rstd, mask
 
 
@@ -84,18 +80,13 @@ def _norm_backward(dy: torch.Tensor, dr: Optional[torch.Tensor], r: torch.Tensor
     p.rows, p.cols = rows, cols
     p.type = rt.scalar_type("norm", "x", r.dtype, _TYPES)
     p.weight_type = rt.scalar_type("norm", "weight", weight.dtype, _TYPES)
-    p.dy, p.ldy = rt.ptr(dy2), ldy
-    p.r, p.ldr = rt.ptr(r2), ldr
-    p.dresidual_in, p.ld_dresidual_in = rt.ptr(dr2), ld_dr
-    p.mean, p.rstd, p.weight = rt.ptr(mean), rt.ptr(rstd), rt.ptr(weight)
-    p.dx, p.ldx = rt.ptr(dx), cols
-    p.dresidual, p.ld_dresidual = rt.ptr(dres), cols
-    p.dweight, p.dbias = rt.ptr(dweight), rt.ptr(dbias)
-    p.workspace, p.workspace_bytes = rt.ptr(workspace), workspace.numel()
+    p.ldy, p.ldr, p.ld_dresidual_in, p.ldx, p.ld_dresidual = ldy, ldr, ld_dr, cols, cols
+    p.workspace_bytes = workspace.numel()
     p.p, p.seed, p.offset = dropout_p, seed, offset
+    tensors = rt.bind(p, dy=dy2, dresidual_in=dr2, r=r2, mean=mean, rstd=rstd, weight=weight, dx=dx, dresidual=dres,
+                      dweight=dweight, dbias=dbias, workspace=workspace)
     if rows > 0:
-        rt.launch(_C.rms_norm_backward if rms else _C.layer_norm_backward, p,
-                  (dy2, dr2, r2, mean, rstd, weight, dx, dres, dweight, dbias, workspace))
+        rt.launch(_C.rms_norm_backward if rms else _C.layer_norm_backward, p, tensors)
     else:
         dweight.zero_()
         dbias.zero_()

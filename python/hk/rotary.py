@@ -21,7 +21,8 @@ def _rotary(x: torch.Tensor, cos: Optional[torch.Tensor], sin: Optional[torch.Te
     p.batch, p.seqlen, p.head_dim, p.rotary_dim = b, s, d, rotary_dim
     p.type = rt.scalar_type("rotary", "x", x.dtype, _TYPES)
     t = _C.RotaryTensor()
-    t.input, t.output, t.heads = rt.ptr(x), rt.ptr(out), h
+    tensors = rt.bind(t, input=x, output=out)
+    t.heads = h
     t.in_stride_b, t.in_stride_s, t.in_stride_h = x.stride(0), x.stride(1), x.stride(2)
     t.out_stride_b, t.out_stride_s, t.out_stride_h = out.stride(0), out.stride(1), out.stride(2)
     p.q = t
@@ -29,15 +30,14 @@ def _rotary(x: torch.Tensor, cos: Optional[torch.Tensor], sin: Optional[torch.Te
     if cos is not None:
         if cos.stride() != sin.stride() or cos.stride(-1) != 1:
             cos, sin = cos.contiguous(), sin.contiguous()
-        p.cos, p.sin = rt.ptr(cos), rt.ptr(sin)
         p.table_type = rt.scalar_type("rotary", "cos", cos.dtype, _TABLE_TYPES)
         p.table_rows, p.table_stride = cos.shape[0], cos.stride(0)
     else:
         p.base = base
-    p.positions = rt.ptr(positions)
+    tensors += rt.bind(p, cos=cos, sin=sin, positions=positions)
     p.position_offset = seqlen_offset
     if x.numel() > 0:
-        rt.launch(_C.rotary_backward if inverse else _C.rotary, p, (x, out, cos, sin, positions))
+        rt.launch(_C.rotary_backward if inverse else _C.rotary, p, tensors)
     return out
 
 
