@@ -4,19 +4,29 @@
 
 #include <string>
 
+#include "isa/isa.h"
 #include "timing/model.h"
 #include "wave.h"
 
 namespace vgpu {
 namespace {
 
+// An instruction as the decoder binds it from the instruction table (its mnemonic, issue class and flags).
+Inst from_table(const std::string& name) {
+  const OpInfo* op = isa_table().find(name);
+  EXPECT_NE(op, nullptr) << name;
+  Inst I;
+  if (!op) return I;
+  I.name = op->name.data(), I.issue = op->issue, I.op_flags = op->flags;
+  return I;
+}
+
 // An MFMA with D of `d_regs` registers, as the decoder leaves it.
 InstTiming timing_of(Arch arch, const std::string& name, int d_regs) {
-  Inst I;
-  I.name = name.c_str();
+  Inst I = from_table(name);
   I.nops = 4;
   I.op[0].kind = OpKind::vgpr, I.op[0].width = uint8_t(d_regs);
-  return inst_timing(arch, I);
+  return inst_timing(arch, I, default_product(arch).timing);
 }
 
 TEST(InstTiming, Gfx90aMfmaCyclesAndFlopsAreTheCalculators) {
@@ -42,6 +52,47 @@ TEST(InstTiming, Gfx90aMfmaCyclesAndFlopsAreTheCalculators) {
   }
   // gfx942 doubles the 16-bit rate: its 32x32x8 f16 takes 32 cycles (timing.md section 3).
   EXPECT_EQ(timing_of(Arch::gfx942, "v_mfma_f32_32x32x8_f16", 16).passes * 4, 32u);
+}
+
+// Each instruction's issue class is the instruction table's, registered beside its mnemonic; the s_waitcnt forms the
+// executor honours are waits on their counter.
+TEST(InstTiming, IssueClassesComeFromTheTable) {
+  const TimingFacts& f = default_product(Arch::gfx950).timing;
+  auto kind = [&](const char* name) { return inst_timing(Arch::gfx950, from_table(name), f).kind; };
+  const std::pair<const char*, IssueKind> rows[] = {
+      {"v_add_f32", IssueKind::valu},         {"v_accvgpr_read_b32", IssueKind::valu},
+      {"v_permlane32_swap_b32", IssueKind::valu}, {"v_mfma_f32_16x16x32_bf16", IssueKind::mfma},
+      {"v_mfma_f64_16x16x4_f64", IssueKind::mfma}, {"s_add_u32", IssueKind::salu},
+      {"s_load_dwordx4", IssueKind::smem},    {"s_memtime", IssueKind::smem},
+      {"s_dcache_wb", IssueKind::smem},       {"global_load_dwordx4", IssueKind::vmem},
+      {"buffer_load_dword", IssueKind::vmem}, {"ds_read_b128", IssueKind::lds},
+      {"ds_read_b64_tr_b16", IssueKind::lds}, {"s_cbranch_scc1", IssueKind::branch},
+      {"s_setpc_b64", IssueKind::branch},     {"s_sendmsg", IssueKind::branch},
+      {"s_waitcnt", IssueKind::waitcnt},      {"s_waitcnt_vmcnt", IssueKind::waitcnt},
+      {"s_waitcnt_lgkmcnt", IssueKind::waitcnt}, {"s_barrier", IssueKind::barrier},
+      {"s_nop", IssueKind::nop},              {"s_sleep", IssueKind::sleep},
+      {"s_setprio", IssueKind::setprio},      {"s_endpgm", IssueKind::end},
+      {"buffer_wbl2", IssueKind::internal},
+  };
+  for (auto [name, k] : rows) EXPECT_EQ(int(kind(name)), int(k)) << name;
+  EXPECT_EQ(inst_timing(Arch::gfx950, from_table("v_exp_f32"), f).valu_cycles, f.transcendental_cycles);
+  EXPECT_EQ(inst_timing(Arch::gfx950, from_table("v_fma_f32"), f).valu_cycles, f.valu_cycles);
+  // s_waitcnt vmcnt(2) lgkmcnt(1) (gfx9: vmcnt [3:0], [15:14]; lgkmcnt [11:8]); the single-counter forms.
+  Inst w = from_table("s_waitcnt");
+  w.simm = 0x0172;
+  InstTiming t = inst_timing(Arch::gfx950, w, f);
+  EXPECT_EQ(t.vmcnt, 2);
+  EXPECT_EQ(t.lgkmcnt, 1);
+  Inst vm = from_table("s_waitcnt_vmcnt");
+  vm.simm = 3;
+  t = inst_timing(Arch::gfx950, vm, f);
+  EXPECT_EQ(t.vmcnt, 3);
+  EXPECT_EQ(t.lgkmcnt, InstTiming::kNoWait);
+  Inst lgkm = from_table("s_waitcnt_lgkmcnt");
+  lgkm.simm = 0;
+  t = inst_timing(Arch::gfx950, lgkm, f);
+  EXPECT_EQ(t.vmcnt, InstTiming::kNoWait);
+  EXPECT_EQ(t.lgkmcnt, 0);
 }
 
 }  // namespace

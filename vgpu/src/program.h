@@ -13,6 +13,11 @@ namespace vgpu {
 
 struct Wave;
 struct Inst;
+
+// What unit issues an instruction, for the timing model (timing/model.h): registered beside each mnemonic in the
+// instruction table (isa/isa.h), copied to Inst::issue by the decoder.
+enum class IssueKind : uint8_t { valu, mfma, salu, smem, vmem, lds, branch, waitcnt, barrier, nop, sleep, setprio, end,
+                                 internal };
 using ExecFn = void (*)(Wave&, const Inst&);
 
 enum class OpKind : uint8_t {
@@ -73,6 +78,8 @@ struct Inst {
   uint32_t size = 0;        // bytes
   uint32_t text = 0;        // index into Program::texts
   const char* name = "";    // mnemonic (points into the instruction table)
+  IssueKind issue = IssueKind::internal;  // the table's issue class (unknown instructions: internal)
+  uint8_t op_flags = 0;     // the table's op:: flags (isa/isa.h)
 };
 
 struct Program {

@@ -98,6 +98,7 @@ void register_xlane(IsaTable& t) {
   t.add("v_permlane32_swap_b32", v_permlane_swap<32>);
   t.add("ds_read_b64_tr_b16", ds_read_b64_tr<16>);
   t.add("ds_read_b64_tr_b8", ds_read_b64_tr<8>);
+  t.mark({"ds_read_b64_tr_b16", "ds_read_b64_tr_b8"}, IssueKind::lds);
 }
 
 }  // namespace vgpu

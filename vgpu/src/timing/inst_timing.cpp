@@ -1,5 +1,6 @@
-// The timing facts of one instruction, from its mnemonic: what unit issues it, MFMA passes and FLOPs, bytes per lane
-// of a memory access. The pass counts follow LLVM's scheduling model and the ISA guides as timing.md section 3
+// The timing facts of one instruction: the unit that issues it, as the instruction table registers it (Inst::issue,
+// op::quarter_rate, the s_waitcnt forms' counters); MFMA passes and FLOPs and the bytes per lane of a memory access
+// from the mnemonic's shape and width. The pass counts follow LLVM's scheduling model and the ISA guides as timing.md section 3
 // tabulates them: 4 passes (16 cycles) for 16x16 shapes, 8 for 32x32, 2 for 4x4; fp32-input shapes twice that; f64
 // 16x16x4 8 passes on gfx942 and 16 on gfx950; gfx950's f8f6f4 shapes twice the base when A or B is fp8/bf8. gfx90a
 // (CDNA2, half gfx942's 16- and 8-bit matrix rate per CU) follows the cycle counts of AMD's matrix instruction
@@ -8,6 +9,7 @@
 #include <charconv>
 #include <string_view>
 
+#include "isa/isa.h"
 #include "timing/model.h"
 
 namespace vgpu {
@@ -79,45 +81,24 @@ uint32_t lane_bytes(std::string_view name) {
 
 }  // namespace
 
-InstTiming inst_timing(Arch arch, const Inst& I) {
+InstTiming inst_timing(Arch arch, const Inst& I, const TimingFacts& f) {
   const std::string_view name = I.name;
   InstTiming t;
-  if (starts(name, "v_mfma") || starts(name, "v_smfmac")) {
-    t.kind = IssueKind::mfma;
-    mfma_shape(arch, I, name, t);
-  } else if (starts(name, "v_")) {
-    t.kind = IssueKind::valu;
-    // Transcendentals run at quarter rate (timing.md 4).
-    for (std::string_view q : {"v_exp_", "v_log_", "v_rcp_", "v_rsq_", "v_sqrt_", "v_sin_", "v_cos_"})
-      if (starts(name, q)) t.valu_cycles = 16;
-  } else if (starts(name, "ds_")) {
-    t.kind = IssueKind::lds, t.bytes_per_lane = lane_bytes(name);
-  } else if (I.vmem_fn) {  // the instruction table's op::vector_memory, as the decoder bound it
-    t.kind = IssueKind::vmem, t.bytes_per_lane = lane_bytes(name);
-  } else if (name == "s_waitcnt") {
-    t.kind = IssueKind::waitcnt;
-  } else if (name == "s_barrier") {
-    t.kind = IssueKind::barrier;
-  } else if (name == "s_nop") {
-    t.kind = IssueKind::nop;
-  } else if (name == "s_sleep") {
-    t.kind = IssueKind::sleep;
-  } else if (name == "s_setprio") {
-    t.kind = IssueKind::setprio;
-  } else if (name == "s_endpgm") {
-    t.kind = IssueKind::end;
-  } else if (starts(name, "s_load") || starts(name, "s_buffer_load") || starts(name, "s_store") ||
-             starts(name, "s_buffer_store") || starts(name, "s_scratch") || starts(name, "s_atomic") ||
-             starts(name, "s_buffer_atomic") || starts(name, "s_dcache") || starts(name, "s_mem")) {
-    t.kind = IssueKind::smem;
-  } else if (I.target >= 0 || starts(name, "s_cbranch") || starts(name, "s_branch") || starts(name, "s_setpc") ||
-             starts(name, "s_swappc") || starts(name, "s_call") || starts(name, "s_sendmsg") ||
-             starts(name, "s_trap") || starts(name, "s_icache")) {
-    t.kind = IssueKind::branch;
-  } else if (starts(name, "s_")) {
-    t.kind = IssueKind::salu;
-  } else {
-    t.kind = IssueKind::internal;
+  t.kind = I.issue;  // the instruction table's class, registered beside the mnemonic (isa/isa_table.cpp)
+  switch (t.kind) {
+    case IssueKind::mfma: mfma_shape(arch, I, name, t); break;
+    case IssueKind::valu: t.valu_cycles = (I.op_flags & op::quarter_rate) ? f.transcendental_cycles : f.valu_cycles; break;
+    case IssueKind::lds: case IssueKind::vmem: t.bytes_per_lane = lane_bytes(name); break;
+    case IssueKind::waitcnt:
+      // The counts each form waits for (no wait on a counter: kNoWait). s_waitcnt, gfx9 encoding: vmcnt [3:0] and
+      // [15:14], lgkmcnt [11:8]; s_waitcnt_vmcnt / s_waitcnt_lgkmcnt null, simm16: the count is simm16 (the SGPR, null
+      // in compiled code, is not modelled, as the executor does not).
+      if (I.op_flags & op::waits_vmcnt) t.vmcnt = uint8_t(std::min<uint32_t>(I.simm & 0xffff, InstTiming::kNoWait));
+      else if (I.op_flags & op::waits_lgkmcnt) t.lgkmcnt = uint8_t(std::min<uint32_t>(I.simm & 0xffff, InstTiming::kNoWait));
+      else if (!(I.op_flags & op::waits_expcnt))
+        t.vmcnt = uint8_t((I.simm & 0xf) | ((I.simm >> 14) & 3) << 4), t.lgkmcnt = uint8_t((I.simm >> 8) & 0xf);
+      break;
+    default: break;
   }
   return t;
 }
