@@ -891,6 +891,7 @@ int main(int argc, char** argv) {
   if (!trace.empty() && status == 0) std::printf("timing trace: %s\n", trace.c_str());
   if (trace_png.empty() || status != 0) return status;
   // The picture, by the toolchain root's python3 (matplotlib).
+  std::fflush(stdout);  // the report first, then the script's line
   const std::string draw = std::string("python3 '") + HK_TOOLS_DIR + "/trace_png.py' '" + trace + "' '" + trace_png + "'";
   return std::system(draw.c_str()) == 0 ? 0 : 1;
 }

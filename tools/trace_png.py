@@ -117,7 +117,7 @@ def main():
             label = threads.get(pid, {}).get(tid, "wave %d" % tid).split(" (")[0]
             order.append(("wave", tid, label))
 
-    fig, ax = plt.subplots(figsize=(14, 1.2 + 0.28 * len(order)), dpi=100)
+    fig, ax = plt.subplots(figsize=(14, 1.6 + 0.28 * len(order)), dpi=100)
     used = set()
     for y, (kind, key, label) in enumerate(order):
         data = busy.get(key, []) if kind == "band" else rows.get(key, [])
@@ -137,12 +137,15 @@ def main():
     ax.set_xlim(lo, hi)
     ax.set_xlabel("cycle of the replayed round")
     ax.set_title(a.title or names.get(pid, "dispatch %d" % pid), fontsize=9)
-    legend = [Patch(color="#145214", label="matrix core busy (band)")]
-    legend += [Patch(color=COLOURS.get(n, "#000000"), label=n + (" (issued)" if n in ISSUED else ""))
-               for n in sorted(used, key=lambda n: (n not in ISSUED, n))]
-    ax.legend(handles=legend, fontsize=7, ncol=min(6, len(legend)), loc="upper center",
-              bbox_to_anchor=(0.5, -0.12 - 1.0 / (1.2 + 0.28 * len(order))), frameon=False)
-    fig.tight_layout()
+    legend, labels = [Patch(color="#145214", label="matrix core busy (band)")], set()
+    for n in sorted(used, key=lambda n: (n not in ISSUED, COLOURS.get(n, "") == "#7f7f7f", n)):
+        label = ("control: branch, s_waitcnt, s_barrier, ..." if COLOURS.get(n) == "#7f7f7f" else n) + \
+            (" (issued)" if n in ISSUED else "")
+        if label not in labels:
+            labels.add(label)
+            legend.append(Patch(color=COLOURS.get(n, "#000000"), label=label))
+    fig.legend(handles=legend, fontsize=7, ncol=min(7, len(legend)), loc="lower center", frameon=False)
+    fig.tight_layout(rect=(0, 0.09 if len(legend) <= 7 else 0.13, 1, 1))
     fig.savefig(a.png)
     print("trace_png: wrote %s (dispatch %d, cycles %g-%g)" % (a.png, pid, lo, hi))
 

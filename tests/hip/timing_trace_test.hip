@@ -163,17 +163,19 @@ TEST(TimingTrace, DependentMfmaChain) {
     // A 16x16 MFMA is 4 passes (timing.md 3): its issue turn, then the matrix core busy for the rest, then the next.
     const double mfma_cycles = 4.0 * f.mfma_pass_cycles;
     int mfmas = 0, waits = 0;
+    double last_issue = -1;  // the latest MFMA's issue cycle: the last cycle of its issued slice
     for (size_t i = 0; i < w.size(); ++i) {
       if (w[i].cat == "issue" && w[i].name == "MFMA") {
         mfmas += int(w[i].insts.size());
         EXPECT_EQ(w[i].insts.size(), 1u) << "dependent MFMAs never issue back to back";
+        last_issue = w[i].end() - 1;
       }
       if (w[i].name != "matrix core busy") continue;
       ++waits;
-      EXPECT_EQ(w[i].dur, mfma_cycles - simds) << "at " << w[i].ts;
-      ASSERT_GT(i, 0u);
+      ASSERT_GE(last_issue, 0) << "a wait for the matrix core before any MFMA";
       ASSERT_LT(i + 1, w.size());
-      EXPECT_EQ(w[i - 1].name, "MFMA");
+      // It ends where the SIMD's turn that issues the next MFMA begins, when the last one's passes are done.
+      EXPECT_EQ(w[i].end(), last_issue + mfma_cycles + 1 - simds) << "at " << w[i].ts;
       EXPECT_EQ(w[i + 1].name, "MFMA");
       EXPECT_EQ(w[i + 1].dur, double(simds)) << "the next MFMA issues on the SIMD's first turn after the passes";
       EXPECT_EQ(w[i].pc, pc_of(w[i + 1].insts[0])) << "the wait is the waiting MFMA's";

@@ -89,13 +89,15 @@ struct InstructionStall {
 };
 
 // The hot loop of the round: the innermost loop (a backward branch's body) that issued the most MFMAs, else the one
-// that issued the most instructions; per SIMD, what its waves issued between consecutive MFMAs of the loop.
+// that issued the most instructions. Per SIMD, over its time in the loop (its first to last issue of a loop
+// instruction): the matrix core's use and what its waves issued between consecutive MFMAs (from any code: a ping-pong
+// kernel's other wave group runs other code on the same SIMD).
 struct HotLoop {
   bool found = false;
   uint64_t begin_pc = 0, end_pc = 0;      // the loop's first instruction and its backward branch
   double mfma_util = 0;                   // matrix cores busy over the SIMDs' time in the loop (first to last issue)
   struct Simd {
-    uint64_t mfmas = 0;                   // MFMAs of the loop issued on this SIMD
+    uint64_t mfmas = 0;                   // MFMAs issued on this SIMD in that time
     double between = 0;                   // instructions issued between consecutive ones, on average
     // ...of which: VALU, SALU/SMEM, VMEM, LDS, waits/branches/other
     double between_valu = 0, between_salu = 0, between_vmem = 0, between_lds = 0, between_other = 0;

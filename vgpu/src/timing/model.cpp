@@ -104,12 +104,20 @@ HotLoop find_hot_loop(const ProductInfo& product, const Program& prog, const std
   double busy_all = 0, window_all = 0;
   std::vector<std::pair<uint64_t, uint32_t>> events;  // (issue cycle, instruction)
   for (uint32_t s = 0; s < simds; ++s) {
+    // The SIMD's time in the loop: from the first to the last issue of a loop instruction on it; everything its waves
+    // issued then counts (a ping-pong kernel's other wave group fills the matrix core from other code).
+    uint64_t first = UINT64_MAX, last = 0;
+    for (const SimWave& w : waves)
+      if (w.simd == int(s))
+        for (size_t k = 0; k < w.issued_at.size(); ++k)
+          if (const int i = int((*w.ops)[k].inst); i >= lo && i <= hi)
+            first = std::min(first, w.issued_at[k]), last = std::max(last, w.issued_at[k]);
+    if (first == UINT64_MAX) continue;
     events.clear();
     for (const SimWave& w : waves)
       if (w.simd == int(s))
         for (size_t k = 0; k < w.issued_at.size(); ++k)
-          if (const uint32_t i = (*w.ops)[k].inst; int(i) >= lo && int(i) <= hi) events.push_back({w.issued_at[k], i});
-    if (events.empty()) continue;
+          if (w.issued_at[k] >= first && w.issued_at[k] <= last) events.push_back({w.issued_at[k], (*w.ops)[k].inst});
     std::stable_sort(events.begin(), events.end(), [](auto& a, auto& b) { return a.first < b.first; });
     HotLoop::Simd& out = h.simds[s];
     uint64_t end = events.back().first + 1, last_free = 0;

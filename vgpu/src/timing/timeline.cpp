@@ -4,7 +4,10 @@
 // cause); "C" counters per SIMD (matrix core, VALU) and per LDS port, 1 while busy.
 #include "timing/timeline.h"
 
+#include <cxxabi.h>
+
 #include <cinttypes>
+#include <cstdlib>
 
 #include "timing/model.h"
 
@@ -81,6 +84,16 @@ void escape(std::string& out, std::string_view s) {
   }
 }
 
+// A kernel's readable name: its symbol demangled, without the argument list.
+std::string readable(const std::string& symbol) {
+  int status = 0;
+  char* plain = abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status);
+  std::string name = status == 0 && plain ? plain : symbol;
+  std::free(plain);
+  if (size_t cut = name.find('('); cut != std::string::npos) name.resize(cut);
+  return name;
+}
+
 // Instructions listed in a run's args at most (the rest are counted).
 constexpr uint32_t kListed = 16;
 
@@ -120,7 +133,7 @@ bool TimelineFile::append(const Program& prog, const TimingReport& report, const
     out += "}}";
   };
   std::snprintf(buf, sizeof buf, "%s on %s: round of %u workgroups, %zu waves, %" PRIu64 " cycles (1 us = 1 cycle)",
-                prog.kernel.c_str(), report.product.c_str(), report.sampled_workgroups, tl.waves.size(), tl.cycles);
+                readable(prog.kernel).c_str(), report.product.c_str(), report.sampled_workgroups, tl.waves.size(), tl.cycles);
   meta("process_name", 0, "name", buf, true);
   meta("process_sort_index", 0, "sort_index", std::to_string(pid), false);
   for (size_t w = 0; w < tl.waves.size(); ++w) {
