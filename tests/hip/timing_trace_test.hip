@@ -4,7 +4,7 @@
 //   - every wave's slices tile the round exactly, and their sums by cause are the report's wave-cycles;
 //   - a chain of dependent 16x16 MFMAs: issue, then "matrix core busy" for the rest of the 4 passes, MFMA after MFMA;
 //   - two waves meeting at a barrier: the early one waits from its arrival, both leave barrier_cycles after the last
-//     arrives (the late one after its s_nop waits);
+//     arrives (the late one after its s_nop waits); the stall table's top entry is that s_barrier, by both waits;
 //   - an LDS read waited on with s_waitcnt lgkmcnt(0): the wait ends the port's transfer plus lds_latency after the
 //     read issued, and is charged to the s_waitcnt.
 #include <dlfcn.h>
@@ -71,6 +71,7 @@ struct Slice {
 // One traced launch: the model's report and the trace's slices per wave (tid), in time order, and its counters.
 struct Traced {
   vgpuTimingInfo info{};
+  std::vector<vgpuTimingStall> stalls;  // the report's top stalls (vgpuGetTimingStalls)
   std::map<int, std::vector<Slice>> waves;
   std::map<std::string, double> counter_busy;  // per counter track: cycles at 1
 };
@@ -88,6 +89,10 @@ Traced trace(const vgpu::ProductInfo& product, const std::string& path, F launch
   launch();
   EXPECT_EQ(hipDeviceSynchronize(), hipSuccess);
   EXPECT_EQ(last(&t.info), 0);
+  if (auto stalls = ext<int (*)(int, vgpuTimingStall*, int)>("vgpuGetTimingStalls")) {
+    t.stalls.resize(size_t(stalls(-1, nullptr, 0)));
+    stalls(-1, t.stalls.data(), int(t.stalls.size()));
+  }
   set_timing(nullptr, 0);
   set_trace("");
   std::ifstream in(path);
@@ -213,6 +218,14 @@ TEST(TimingTrace, TwoWavesMeetAtABarrier) {
     EXPECT_EQ(b_early[0].end(), b_late[0].end()) << "both leave together";
     EXPECT_EQ(b_late[0].dur, double(f.barrier_cycles - 1)) << "barrier_cycles after the last arrival (its issue)";
     EXPECT_GT(b_early[0].dur, nops) << "the early wave waits out the late one's s_nops";
+    // The stall table: the s_barrier (one PC, both waves) stalled most, by exactly the two waits.
+    ASSERT_FALSE(t.stalls.empty());
+    char pc[32];
+    std::snprintf(pc, sizeof pc, "0x%llx", t.stalls[0].pc);
+    EXPECT_EQ(pc, b_late[0].pc);
+    EXPECT_EQ(t.stalls[0].cause, VGPU_STALL_BARRIER);
+    EXPECT_EQ(t.stalls[0].cycles, b_early[0].dur + b_late[0].dur);
+    EXPECT_EQ(t.stalls[0].issued, 2u);
   }
 }
 
