@@ -34,13 +34,17 @@ struct OpInfo {
   ImmType imm = ImmType::b32;
   uint8_t flags = 0;  // op::
   IssueKind issue = IssueKind::internal;  // the unit that issues it (timing model)
+  InstShape shape;                        // its MFMA shape or memory width (timing model)
   bool is(uint8_t flag) const { return (flags & flag) != 0; }
 };
 
 class IsaTable {
  public:
-  void add(std::string_view name, ExecFn fn, ImmType imm = ImmType::b32, uint8_t flags = 0);
-  void add(std::string_view name, ExecFn fn, uint8_t flags) { add(name, fn, ImmType::b32, flags); }
+  void add(std::string_view name, ExecFn fn, ImmType imm = ImmType::b32, uint8_t flags = 0, InstShape shape = {});
+  void add(std::string_view name, ExecFn fn, uint8_t flags, InstShape shape = {}) {
+    add(name, fn, ImmType::b32, flags, shape);
+  }
+  void add(std::string_view name, ExecFn fn, InstShape shape) { add(name, fn, ImmType::b32, 0, shape); }
   const OpInfo* find(std::string_view mnemonic) const;
   // Registrations from here on issue as `k`: isa_table.cpp sets each class file's class before calling it, and the
   // file marks its exceptions beside their registrations (mark throws for a mnemonic not registered).

@@ -4,9 +4,9 @@
 
 namespace vgpu {
 
-void IsaTable::add(std::string_view name, ExecFn fn, ImmType imm, uint8_t flags) {
+void IsaTable::add(std::string_view name, ExecFn fn, ImmType imm, uint8_t flags, InstShape shape) {
   // Each mnemonic has one home: a second registration is a bug in the instruction tables, caught at start-up.
-  if (!ops_.emplace(name, OpInfo{name, fn, imm, flags, issue_}).second)
+  if (!ops_.emplace(name, OpInfo{name, fn, imm, flags, issue_, shape}).second)
     throw Error("vgpu: instruction " + std::string(name) + " is registered twice");
 }
 
