@@ -12,7 +12,11 @@
 //   gemm|attn|rotary|norm ... --model mi300x|mi325x|mi350x|mi355x: vgpu's timing model predicts every launch's time
 //   on that product (docs/vgpu-timing.md); only the sampled workgroups run, on uninitialized inputs, so nothing is
 //   checked. rotary --q-only (model only) rotates Q alone, as single-tensor benchmarks do.
-//   report --model P: the report with a modelled column (hk-run's standard problems on P, see run_report)
+//   report --model P: the report with a modelled column (hk-run's standard problems on P, see run_report) and
+//   each kernel's top stall
+//   with --model: --trace FILE writes the replayed CU round of every launch as Chrome trace-event JSON (Perfetto,
+//   chrome://tracing); --trace-png FILE draws it (tools/trace_png.py); --stalls prints each launch's stall table:
+//   the wave-cycles by cause, the top instructions by stall cycles, and the hot loop's MFMA use
 #include <hip/hip_runtime.h>
 
 #include <dlfcn.h>
@@ -61,6 +65,7 @@ void* device_alloc(size_t bytes, const char* what) {
 // `./hk report --model P`: the modelled column, by kernel symbol (filled by print_model while run_report runs).
 std::map<std::string, std::string>* g_report_model = nullptr;
 std::string g_report_problem;  // the standard problem being modelled, for the column
+bool g_stalls = false;         // --stalls: each modelled launch's stall table
 
 void print_report(const char* kernel, unsigned block_threads, bool with_profile) {
   const vgpu::Arch arch = device_arch();
@@ -115,9 +120,61 @@ std::string short_name(const char* symbol) {
   return name;
 }
 
+// The top stalls of modelled launch `launch` (an index into the timing log).
+std::vector<vgpuTimingStall> model_stalls(int launch) {
+  auto get = ext<int (*)(int, vgpuTimingStall*, int)>("vgpuGetTimingStalls");
+  std::vector<vgpuTimingStall> out(get ? get(launch, nullptr, 0) : 0);
+  if (get) get(launch, out.data(), int(out.size()));
+  return out;
+}
+const char* cause_name(int cause) {
+  auto name = ext<const char* (*)(int)>("vgpuStallCauseName");
+  return name ? name(cause) : "?";
+}
+
+// --stalls: where the replayed round's wave-cycles went, the instructions that stalled most, and the hot loop.
+void print_stalls(const vgpuTimingInfo& t, int launch) {
+  const double all = double(t.waves) * t.replayed_cycles;
+  if (all <= 0) return;
+  std::printf("    stalls of the replayed round (%u waves x %.0f cycles; %.0f cycles skipped with every wave waiting):\n     ",
+              t.waves, t.replayed_cycles, t.skipped_cycles);
+  for (int c = 0; c < VGPU_STALL_CAUSES; ++c)
+    if (t.wave_cycles[c] > 0) std::printf(" %s %.1f%%", cause_name(c), 100 * t.wave_cycles[c] / all);
+  std::printf("\n    top instructions by stall cycles (share of the waves' time):\n");
+  std::printf("      %8s %12s %6s %8s  %-18s %s\n", "pc", "cycles", "share", "issued", "reason", "instruction");
+  const std::vector<vgpuTimingStall> stalls = model_stalls(launch);
+  for (size_t i = 0; i < stalls.size() && i < 16; ++i) {
+    const vgpuTimingStall& s = stalls[i];
+    std::printf("      %8llx %12.0f %5.1f%% %8llu  %-18s %s\n", s.pc, s.cycles, 100 * s.cycles / all, s.issued,
+                cause_name(s.cause), s.text);
+  }
+  if (!t.hot_loop_found) return (void)std::printf("    no loop\n");
+  std::printf("    hot loop 0x%llx-0x%llx: MFMA utilisation %.1f%% (matrix cores busy over the SIMDs' time in it)\n",
+              t.hot_loop_begin_pc, t.hot_loop_end_pc, 100 * t.hot_loop_mfma_util);
+  for (int s = 0; s < 4; ++s) {
+    const vgpuTimingHotLoopSimd& h = t.hot_loop_simd[s];
+    if (!h.mfmas) continue;
+    std::printf("      SIMD%d: %llu MFMAs, %.1f%% busy; between consecutive MFMAs %.2f instructions (VALU %.2f, "
+                "SALU/SMEM %.2f, VMEM %.2f, LDS %.2f, other %.2f), matrix core idle %.1f cycles\n",
+                s, h.mfmas, 100 * h.util, h.between, h.between_valu, h.between_salu, h.between_vmem, h.between_lds,
+                h.between_other, h.idle_between);
+  }
+}
+
+// The report's top-stall cell of modelled launch `launch`: the instruction, its reason and share of the round.
+std::string top_stall(const vgpuTimingInfo& t, int launch) {
+  const std::vector<vgpuTimingStall> stalls = model_stalls(launch);
+  if (stalls.empty() || t.waves == 0 || t.replayed_cycles <= 0) return "no stall";
+  char cell[192];
+  std::snprintf(cell, sizeof cell, "top stall %.1f%% %s at 0x%llx '%s'",
+                100 * stalls[0].cycles / (double(t.waves) * t.replayed_cycles), cause_name(stalls[0].cause),
+                stalls[0].pc, stalls[0].text);
+  return cell;
+}
+
 // What one modelled launch did: its time, the work it was charged with (`flops` against `peak_tflops`, or `bytes`
-// against the product's HBM), and where the sampled CU's time went.
-void print_model(const vgpuTimingInfo& t, double flops, double peak_tflops, double bytes = 0) {
+// against the product's HBM), and where the sampled CU's time went. `launch`: its index in the timing log.
+void print_model(const vgpuTimingInfo& t, int launch, double flops, double peak_tflops, double bytes = 0) {
   const vgpu::ProductInfo& product = *vgpu::find_product(t.product);
   std::printf("  model %s %s: %.4f ms", t.product, short_name(t.kernel).c_str(), t.seconds * 1e3);
   if (flops > 0) {
@@ -138,7 +195,7 @@ void print_model(const vgpuTimingInfo& t, double flops, double peak_tflops, doub
     else if (bytes > 0) std::snprintf(cell, sizeof cell, "%.0f GB/s (%.0f%% of HBM peak)", bytes / t.seconds * 1e-9,
                                       100 * bytes / t.seconds * 1e-12 / product.hbm_tb_per_s);
     else std::snprintf(cell, sizeof cell, "%.3f ms", t.seconds * 1e3);
-    (*g_report_model)[t.kernel] = std::string(cell) + " " + g_report_problem;
+    (*g_report_model)[t.kernel] = std::string(cell) + " " + g_report_problem + "; " + top_stall(t, launch);
     return;
   }
   std::printf("    %u workgroups per CU, %llu rounds of %.0f cycles at %.2f GHz (peak %.2f); bounds: L2 %.0f, HBM %.0f "
@@ -151,6 +208,7 @@ void print_model(const vgpuTimingInfo& t, double flops, double peak_tflops, doub
               "barriers %.1f%%, nop/branch %.1f%%, issue-bound %.1f%%\n",
               100 * t.mfma_busy, 100 * t.valu_busy, 100 * t.wait_memory, 100 * t.wait_lds, 100 * t.wait_barrier, 100 * t.wait_nop,
               100 * t.issue_bound);
+  if (g_stalls) print_stalls(t, launch);
 }
 
 // The modelled launches of one operation: each, then their sum when there are several.
@@ -160,7 +218,8 @@ void print_model_log(double flops, double peak_tflops, double bytes = 0) {
   double seconds = 0;
   for (const vgpuTimingInfo& t : log) seconds += t.seconds;
   // Work is charged to the whole operation; with one launch its line carries it.
-  for (const vgpuTimingInfo& t : log) print_model(t, log.size() == 1 ? flops : 0, peak_tflops, log.size() == 1 ? bytes : 0);
+  for (size_t i = 0; i < log.size(); ++i)
+    print_model(log[i], int(i), log.size() == 1 ? flops : 0, peak_tflops, log.size() == 1 ? bytes : 0);
   if (log.size() > 1) {
     std::printf("  model %s total of %zu launches: %.4f ms", log[0].product, log.size(), seconds * 1e3);
     if (flops > 0) std::printf(", %.1f TFLOP/s", flops / seconds * 1e-12);
@@ -756,9 +815,14 @@ int main(int argc, char** argv) {
     for (char& c : lower) c = char(std::tolower(c));
     product_names.push_back(lower);
   }
+  std::string trace, trace_png;
   const auto add_model = [&](CLI::App* command) {
     command->add_option("--model", model, "predict the time on this product with vgpu's timing model")
         ->check(CLI::IsMember(product_names, CLI::ignore_case));
+    if (command->get_name() == "report") return;
+    command->add_option("--trace", trace, "with --model: write each launch's replayed CU round as Chrome trace JSON");
+    command->add_option("--trace-png", trace_png, "with --model: draw the trace as a PNG (tools/trace_png.py)");
+    command->add_flag("--stalls", g_stalls, "with --model: print each launch's stall table and hot loop");
   };
   add_model(gemm);
   auto* rotary = app.add_subcommand("rotary", "rotary embedding of Q and K (and its backward) with hk::rotary");
@@ -807,14 +871,27 @@ int main(int argc, char** argv) {
     setenv("HK_VGPU_PRODUCT", std::string(product.name).c_str(), 1);
   }
   if (!arch.empty()) setenv("HK_VGPU_ARCH", arch.c_str(), 1);  // before the runtime picks its device
-  if (*gemm) return run_gemm(m, n, k, in, out, bt, model);
-  if (*rotary && !model.empty()) return model_rotary(rb, rs, rh, rd, rrot, interleaved, rtype, q_only, model);
-  if (*rotary) return run_rotary(rb, rs, rh, rd, rrot, interleaved, rtype);
-  if (*norm && !model.empty()) return model_norm(nrows, ncols, rms, drop, seed, ntype, model);
-  if (*norm) return run_norm(nrows, ncols, rms, drop, seed, ntype);
-  if (*attn && !model.empty()) return model_attn(attn_options, model);
-  if (*attn) return run_attn(attn_options);
-  if (!model.empty()) return run_report(model);
-  print_report(nullptr, 256, false);
-  return 0;
+  if ((!trace.empty() || !trace_png.empty() || g_stalls) && model.empty())
+    return std::fprintf(stderr, "hk-run: --trace, --trace-png and --stalls need --model\n"), 1;
+  if (!trace_png.empty() && trace.empty()) trace = trace_png + ".json";
+  if (!trace.empty()) setenv("HK_VGPU_TIMING_TRACE", trace.c_str(), 1);  // before the runtime starts
+  const auto run = [&] {
+    if (*gemm) return run_gemm(m, n, k, in, out, bt, model);
+    if (*rotary && !model.empty()) return model_rotary(rb, rs, rh, rd, rrot, interleaved, rtype, q_only, model);
+    if (*rotary) return run_rotary(rb, rs, rh, rd, rrot, interleaved, rtype);
+    if (*norm && !model.empty()) return model_norm(nrows, ncols, rms, drop, seed, ntype, model);
+    if (*norm) return run_norm(nrows, ncols, rms, drop, seed, ntype);
+    if (*attn && !model.empty()) return model_attn(attn_options, model);
+    if (*attn) return run_attn(attn_options);
+    if (!model.empty()) return run_report(model);
+    print_report(nullptr, 256, false);
+    return 0;
+  };
+  const int status = run();
+  if (!trace.empty() && status == 0) std::printf("timing trace: %s\n", trace.c_str());
+  if (trace_png.empty() || status != 0) return status;
+  // The picture, by the toolchain root's python3 (matplotlib).
+  std::fflush(stdout);  // the report first, then the script's line
+  const std::string draw = std::string("python3 '") + HK_TOOLS_DIR + "/trace_png.py' '" + trace + "' '" + trace_png + "'";
+  return std::system(draw.c_str()) == 0 ? 0 : 1;
 }

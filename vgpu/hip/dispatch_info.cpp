@@ -15,6 +15,7 @@ vgpuDispatchInfo g_last;
 vgpuTimingInfo g_last_timing;
 bool g_last_modelled = false;
 std::vector<vgpuTimingInfo> g_timing_log;  // modelled launches since the last vgpuSetTiming
+std::vector<std::vector<vgpuTimingStall>> g_stall_log;  // their top stalls
 std::vector<vgpuInstructionProfile> g_last_instructions;
 
 }  // namespace
@@ -61,11 +62,30 @@ void remember_dispatch(const KernelInfo& kernel, Arch arch, const LaunchParams& 
   timing.mfma_busy = t.mfma_busy, timing.wait_memory = t.wait_memory, timing.wait_lds = t.wait_lds;
   timing.wait_barrier = t.wait_barrier, timing.wait_nop = t.wait_nop, timing.issue_bound = t.issue_bound;
   timing.valu_busy = t.valu_busy;
+  timing.waves = t.waves, timing.replayed_cycles = t.replayed_cycles, timing.skipped_cycles = t.skipped_cycles;
+  static_assert(VGPU_STALL_CAUSES == int(kStallCauses));
+  for (size_t c = 0; c < kStallCauses; ++c) timing.wave_cycles[c] = t.wave_cycles[c];
+  timing.hot_loop_found = t.hot_loop.found;
+  timing.hot_loop_begin_pc = t.hot_loop.begin_pc, timing.hot_loop_end_pc = t.hot_loop.end_pc;
+  timing.hot_loop_mfma_util = t.hot_loop.mfma_util;
+  for (size_t s = 0; s < t.hot_loop.simds.size() && s < 4; ++s) {
+    const HotLoop::Simd& h = t.hot_loop.simds[s];
+    timing.hot_loop_simd[s] = {h.mfmas, h.between, h.between_valu, h.between_salu, h.between_vmem, h.between_lds,
+                               h.between_other, h.idle_between, h.util};
+  }
+  std::vector<vgpuTimingStall> stalls(t.top_stalls.size());
+  for (size_t i = 0; i < stalls.size(); ++i) {
+    const InstructionStall& s = t.top_stalls[i];
+    stalls[i].pc = s.pc;
+    std::snprintf(stalls[i].text, sizeof stalls[i].text, "%s", s.text.c_str());
+    stalls[i].issued = s.issued, stalls[i].cycles = s.cycles, stalls[i].cause = int(s.cause);
+    for (size_t c = 0; c < kStallCauses; ++c) stalls[i].by_cause[c] = s.by_cause[c];
+  }
   std::lock_guard lock(g_last_mu);
   g_last = info;
   g_last_timing = timing;
   g_last_modelled = t.modelled;
-  if (t.modelled) g_timing_log.push_back(timing);
+  if (t.modelled) g_timing_log.push_back(timing), g_stall_log.push_back(std::move(stalls));
   g_last_instructions = std::move(insts);
   g_have_last = true;
 }
@@ -109,6 +129,7 @@ extern "C" __attribute__((visibility("default"))) int vgpuSetTiming(const char* 
   {
     std::lock_guard lock(g_last_mu);
     g_timing_log.clear();
+    g_stall_log.clear();
   }
   if (!product || !*product) return dev.set_timing(nullptr), 0;
   const vgpu::ProductInfo* p = vgpu::find_product(product);
@@ -130,4 +151,22 @@ extern "C" __attribute__((visibility("default"))) int vgpuGetTimingLog(vgpuTimin
   const int n = int(g_timing_log.size());
   for (int i = 0; out && i < n && i < max; ++i) out[i] = g_timing_log[i];
   return n;
+}
+
+extern "C" __attribute__((visibility("default"))) int vgpuGetTimingStalls(int launch, vgpuTimingStall* out, int max) {
+  std::lock_guard lock(g_last_mu);
+  if (launch < 0) launch = int(g_stall_log.size()) - 1;
+  if (launch < 0 || launch >= int(g_stall_log.size())) return 0;
+  const std::vector<vgpuTimingStall>& s = g_stall_log[size_t(launch)];
+  for (int i = 0; out && i < int(s.size()) && i < max; ++i) out[i] = s[size_t(i)];
+  return int(s.size());
+}
+
+extern "C" __attribute__((visibility("default"))) const char* vgpuStallCauseName(int cause) {
+  return cause >= 0 && cause < VGPU_STALL_CAUSES ? vgpu::to_string(vgpu::StallCause(cause)) : "?";
+}
+
+extern "C" __attribute__((visibility("default"))) int vgpuSetTimingTrace(const char* path) {
+  Runtime::get().device().set_timing_trace(path ? path : "");
+  return 0;
 }

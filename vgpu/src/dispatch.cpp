@@ -13,6 +13,7 @@
 
 #include "host/printf_buffer.h"
 #include "timing/model.h"
+#include "timing/timeline.h"
 #include "vgpu/device.h"
 #include "workgroup.h"
 
@@ -86,9 +87,16 @@ Device::Device(const ProductInfo& product) : arch_(product.arch), product_(produ
     if (!timing_) std::fprintf(stderr, "vgpu: ignoring HK_VGPU_TIMING=%s (one of mi300x, mi325x, mi350x, mi355x)\n", t);
   }
   timing_sample_only_ = env_u64("HK_VGPU_TIMING_SAMPLE_ONLY", 0) != 0;
+  if (const char* t = std::getenv("HK_VGPU_TIMING_TRACE"); t && *t) timing_trace_ = t;
 }
 
 Device::~Device() = default;
+
+void Device::set_timing_trace(const std::string& path) {
+  std::lock_guard lock(cache_mu_);
+  timing_trace_ = path;
+  timeline_file_.reset();
+}
 
 Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const KernelInfo& kernel, const LaunchParams& lp,
                        DispatchStats* stats) {
@@ -309,8 +317,16 @@ Fault Device::dispatch(const std::shared_ptr<const CodeObject>& co, const Kernel
     stats->racecheck = ctx.racecheck;
     report_profile(*prog, ctx.profile, *stats);  // empty unless profiled
     if (timing_ && !ctx.faulted.load()) {
-      stats->timing = model_dispatch(*timing_, *prog, lp, sample, traces, probes);
+      // The timeline is recorded only when a trace file is asked for (simulate_cu's traced instantiation).
+      std::lock_guard lock(cache_mu_);
+      Timeline timeline;
+      const bool traced = !timing_trace_.empty();
+      stats->timing = model_dispatch(*timing_, *prog, lp, sample, traces, probes, traced ? &timeline : nullptr);
       stats->timing.sample_only = sample_only;
+      if (traced) {
+        if (!timeline_file_) timeline_file_ = std::make_unique<TimelineFile>(timing_trace_);
+        timeline_file_->append(*prog, stats->timing, timeline);
+      }
     }
   }
   if (ctx.faulted.load()) return ctx.fault;

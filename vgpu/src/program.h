@@ -13,7 +13,28 @@ namespace vgpu {
 
 struct Wave;
 struct Inst;
+
+// What unit issues an instruction, for the timing model (timing/model.h): registered beside each mnemonic in the
+// instruction table (isa/isa.h), copied to Inst::issue by the decoder.
+enum class IssueKind : uint8_t { valu, mfma, salu, smem, vmem, lds, branch, waitcnt, barrier, nop, sleep, setprio, end,
+                                 internal };
 using ExecFn = void (*)(Wave&, const Inst&);
+
+// The element types of an MFMA's A and B operands, as the matrix-core executors read them (isa/exec_mfma.cpp,
+// exec_mfma_f64.cpp): fp8/bf8 in the arch's flavour; f8f6f4 takes its formats from cbsz (A) and blgp (B).
+enum class MfmaType : uint8_t { f32, xf32, f16, bf16, fp8, bf8, i8, f8f6f4, f64 };
+
+// What the timing model reads of an instruction beyond its unit, registered beside its mnemonic from the same
+// template arguments that make its executor (isa/exec_*.cpp) and copied to Inst::shape by the decoder.
+struct InstShape {
+  uint8_t m = 0, n = 0, k = 0, blocks = 0;  // MFMA: one block's M x N x K, and the blocks
+  MfmaType input = MfmaType::f32;           // MFMA: A's element type
+  uint8_t lane_bytes = 0;  // memory and LDS access: bytes each lane moves (both of read2/write2's; an atomic's data)
+  static constexpr InstShape mfma(int m, int n, int k, int blocks, MfmaType a) {
+    return {uint8_t(m), uint8_t(n), uint8_t(k), uint8_t(blocks), a, 0};
+  }
+  static constexpr InstShape lanes(size_t bytes) { return {.lane_bytes = uint8_t(bytes)}; }
+};
 
 enum class OpKind : uint8_t {
   none,
@@ -73,6 +94,9 @@ struct Inst {
   uint32_t size = 0;        // bytes
   uint32_t text = 0;        // index into Program::texts
   const char* name = "";    // mnemonic (points into the instruction table)
+  IssueKind issue = IssueKind::internal;  // the table's issue class (unknown instructions: internal)
+  uint8_t op_flags = 0;     // the table's op:: flags (isa/isa.h)
+  InstShape shape;          // the table's MFMA shape or memory width
 };
 
 struct Program {

@@ -85,6 +85,21 @@ struct TimingFacts {
   uint32_t wait_state_cycles;      // one s_nop wait state
   uint32_t branch_cycles;          // a wave's next issue after a branch
   uint32_t barrier_cycles;         // s_barrier release after the last wave arrives
+  // The issue model's unit rates (timing/model.cpp; timing.md 4 and 3). The same on every CDNA product, so given once
+  // here with their sources rather than per table row.
+  uint32_t valu_cycles = 4;           // a wave64 VALU op on the SIMD's 16 lanes: 4 cycles (timing.md 4, H [RPC])
+  uint32_t transcendental_cycles = 16;  // quarter rate: 4 ops/SIMD/clk (timing.md 4, H [CC])
+  uint32_t mfma_pass_cycles = 4;      // one MFMA pass (timing.md 3, H)
+  // A VALU instruction may issue this many cycles after an 8- or 16-bit MFMA on the same SIMD (timing.md 3,
+  // co-execution [CALC], H); the model applies it to every MFMA (f32/f64 ones cannot co-execute at all: L).
+  uint32_t mfma_issue_cycles = 4;
+  uint32_t sleep_cycles = 64;         // s_sleep N: about 64 x N clocks (the CDNA3 ISA guide's S_SLEEP text, M)
+  // The backlog, in cycles of transfer, past which the vector memory pipe / an LDS port accepts no more requests
+  // (a wave trying to issue waits: StallCause::queue_full). Chosen, no source: hardware queues are finite, and these
+  // keep a wave from queueing unbounded work; 256 is about a dozen wave64 dwordx4 loads at vL1's 128 B/clk, 64 about
+  // four ds_read_b128 at 64 B/clk per port. Neither binds in the calibration kernels (tests/hip/timing_test.hip).
+  uint32_t vmem_queue_cycles = 256;
+  uint32_t lds_queue_cycles = 64;
   // The engine clock under sustained dense MFMA load, by the MFMA's input type: power management holds a chip running
   // dense matrix code well below its peak clock. Measured at the MFMA use `mfma_clock_use_*` (the model scales
   // between the peak clock at no MFMA activity and this clock at that use or more, timing/model.cpp).

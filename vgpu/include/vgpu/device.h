@@ -65,6 +65,48 @@ struct InstructionProfile {
   uint64_t lds_conflict_cycles = 0; // extra cycles its lanes' bank conflicts cost, summed over executions
 };
 
+// Where a wave's cycle of the replayed round went (the timing model attributes each one to exactly one cause,
+// docs/vgpu-timing.md "Stalls"): it issued; it waited for vector memory (s_waitcnt vmcnt), for LDS / scalar memory
+// (lgkmcnt), at a barrier; it was ready but its SIMD's matrix core or vector unit was busy, the memory pipe's queue
+// was full, or another wave took the unit (lost arbitration, or not its SIMD's turn); s_nop / s_sleep; a branch's
+// refetch; or it had ended.
+enum class StallCause : uint8_t {
+  issued, vmcnt, lgkmcnt, barrier, matrix_busy, valu_busy, queue_full, arbitration, nop, branch, idle, count
+};
+inline constexpr size_t kStallCauses = size_t(StallCause::count);
+const char* to_string(StallCause c);
+
+// The cycles one instruction of the kernel was charged in the replayed round, over all waves, by cause: a wait is
+// charged to the instruction that caused it (s_waitcnt, s_barrier, s_nop, the branch), a stall of a ready wave to the
+// instruction that could not issue.
+struct InstructionStall {
+  uint64_t pc = 0;
+  std::string text;
+  uint64_t issued = 0;                       // times a wave of the round issued it
+  double cycles = 0;                         // stall cycles: every cause but issued and idle
+  StallCause cause = StallCause::issued;     // the largest of them
+  std::array<double, kStallCauses> by_cause{};
+};
+
+// The hot loop of the round: the innermost loop (a backward branch's body) that issued the most MFMAs, else the one
+// that issued the most instructions. Per SIMD, over its time in the loop (its first to last issue of a loop
+// instruction): the matrix core's use and what its waves issued between consecutive MFMAs (from any code: a ping-pong
+// kernel's other wave group runs other code on the same SIMD).
+struct HotLoop {
+  bool found = false;
+  uint64_t begin_pc = 0, end_pc = 0;      // the loop's first instruction and its backward branch
+  double mfma_util = 0;                   // matrix cores busy over the SIMDs' time in the loop (first to last issue)
+  struct Simd {
+    uint64_t mfmas = 0;                   // MFMAs issued on this SIMD in that time
+    double between = 0;                   // instructions issued between consecutive ones, on average
+    // ...of which: VALU, SALU/SMEM, VMEM, LDS, waits/branches/other
+    double between_valu = 0, between_salu = 0, between_vmem = 0, between_lds = 0, between_other = 0;
+    double idle_between = 0;              // matrix core idle cycles between consecutive ones, on average
+    double util = 0;                      // this SIMD's matrix core busy over its time in the loop
+  };
+  std::vector<Simd> simds;
+};
+
 // The timing model's prediction for one dispatch (Device::set_timing, or HK_VGPU_TIMING=mi300x|mi325x|mi350x|mi355x):
 // the sampled workgroups of one CU replayed cycle by cycle (vgpu/src/timing), scaled to the whole grid and bounded by
 // the device's L2 and HBM bandwidth. docs/vgpu-timing.md says what is modelled and how.
@@ -92,6 +134,13 @@ struct TimingReport {
   // ready but not picked (issue-bound).
   double valu_busy = 0;            // the SIMDs' vector units busy (of 4 x round_cycles), MFMA excluded
   double mfma_busy = 0, wait_memory = 0, wait_lds = 0, wait_barrier = 0, wait_nop = 0, issue_bound = 0;
+  // The replayed round in full (before the work weight scales it): its waves, cycles, and every wave-cycle by cause
+  // (they sum to waves x replayed_cycles); the cycles the replay skipped with every wave waiting (no issue possible).
+  uint32_t waves = 0;
+  double replayed_cycles = 0, skipped_cycles = 0;
+  std::array<double, kStallCauses> wave_cycles{};
+  std::vector<InstructionStall> top_stalls;  // the instructions with the most stall cycles, most first (up to 32)
+  HotLoop hot_loop;
 };
 
 // Counters of one dispatch. The profile fields are filled only when profiling is on
@@ -119,6 +168,7 @@ struct Dim3 {
 };
 
 struct Program;  // a decoded kernel, opaque (see executor)
+class TimelineFile;  // the timing trace being written (src/timing/timeline.h)
 
 struct LaunchParams {
   Dim3 grid;                 // in workgroups
@@ -155,6 +205,10 @@ class Device {
     timing_ = product, timing_sample_only_ = sample_only;
   }
   const ProductInfo* timing() const { return timing_; }
+  // The replayed round of every later modelled dispatch as a timeline, appended to `path` (Chrome trace-event JSON,
+  // one process per dispatch; HK_VGPU_TIMING_TRACE=FILE sets the same); "" for none. Without one nothing is recorded.
+  void set_timing_trace(const std::string& path);
+  const std::string& timing_trace() const { return timing_trace_; }
 
   // Race-check mode for later dispatches (HK_VGPU_RACECHECK=1 sets it): the first LDS-DMA hazard faults instead of
   // being a warning, and races between waves on LDS are checked too.
@@ -177,6 +231,8 @@ class Device {
   bool profiling_ = false;
   const ProductInfo* timing_ = nullptr;
   bool timing_sample_only_ = false;
+  std::string timing_trace_;
+  std::unique_ptr<TimelineFile> timeline_file_;  // open while timing_trace_ is set
   bool racecheck_ = false;
   // The shader clock s_memtime reads: it advances by each dispatch's cycles, so clocks only grow (exec_smem.cpp).
   std::atomic<uint64_t> clock_{uint64_t(1) << 20};

@@ -57,6 +57,24 @@ const char* vgpuMfmaArithmetic(void);
 // product. The same as HK_VGPU_TIMING=PRODUCT and HK_VGPU_TIMING_SAMPLE_ONLY=1.
 int vgpuSetTiming(const char* product, int sample_only);
 
+// Where a wave's cycle of the replayed round went (vgpu::StallCause, docs/vgpu-timing.md "Stalls"): the indices of
+// vgpuTimingInfo::wave_cycles and vgpuTimingStall::by_cause. vgpuStallCauseName names them ("vmcnt wait", ...).
+enum {
+  VGPU_STALL_ISSUED, VGPU_STALL_VMCNT, VGPU_STALL_LGKMCNT, VGPU_STALL_BARRIER, VGPU_STALL_MATRIX_BUSY,
+  VGPU_STALL_VALU_BUSY, VGPU_STALL_QUEUE_FULL, VGPU_STALL_ARBITRATION, VGPU_STALL_NOP, VGPU_STALL_BRANCH,
+  VGPU_STALL_IDLE, VGPU_STALL_CAUSES
+};
+const char* vgpuStallCauseName(int cause);
+
+// The hot loop's MFMAs on one SIMD (vgpu::HotLoop::Simd): what its waves issued between consecutive ones.
+typedef struct vgpuTimingHotLoopSimd {
+  unsigned long long mfmas;
+  double between;                   // instructions between consecutive MFMAs, on average; of which:
+  double between_valu, between_salu, between_vmem, between_lds, between_other;  // (SALU includes SMEM)
+  double idle_between;              // matrix core idle cycles between consecutive MFMAs, on average
+  double util;                      // the matrix core busy over this SIMD's time in the loop
+} vgpuTimingHotLoopSimd;
+
 typedef struct vgpuTimingInfo {
   char product[16];                 // "MI355X"
   char kernel[256];                 // the kernel's symbol name
@@ -80,7 +98,29 @@ typedef struct vgpuTimingInfo {
   // picked because another wave took the unit (issue-bound).
   double mfma_busy, wait_memory, wait_lds, wait_barrier, wait_nop, issue_bound;
   double valu_busy;                 // the SIMDs' vector units busy with VALU work (fraction of 4 SIMDs x round)
+  // The replayed round (before work_weight scales it): waves x replayed_cycles wave-cycles, each attributed to one
+  // cause (wave_cycles, by VGPU_STALL_*); the cycles the replay skipped with no wave able to issue.
+  unsigned waves;
+  double replayed_cycles, skipped_cycles;
+  double wave_cycles[VGPU_STALL_CAUSES];
+  // The hot loop (the innermost loop that issued the most MFMAs): its PCs, MFMA use, and per SIMD what lies between
+  // consecutive MFMAs. hot_loop_found = 0 when the kernel has no loop.
+  int hot_loop_found;
+  unsigned long long hot_loop_begin_pc, hot_loop_end_pc;
+  double hot_loop_mfma_util;
+  vgpuTimingHotLoopSimd hot_loop_simd[4];
 } vgpuTimingInfo;
+
+// One instruction's stall cycles in the replayed round (vgpu::InstructionStall): a wait is charged to the instruction
+// that caused it (s_waitcnt, s_barrier, s_nop, a branch), a ready wave's stall to the instruction that could not issue.
+typedef struct vgpuTimingStall {
+  unsigned long long pc;            // byte offset from the kernel entry
+  char text[96];                    // disassembly (truncated)
+  unsigned long long issued;        // times the round's waves issued it
+  double cycles;                    // stall cycles (every cause but issued and idle), summed over the waves
+  int cause;                        // the largest of them (VGPU_STALL_*)
+  double by_cause[VGPU_STALL_CAUSES];
+} vgpuTimingStall;
 
 // The timing model's prediction for the last launch. Returns 0, or 1 if that launch was not modelled.
 int vgpuGetLastTiming(vgpuTimingInfo* out);
@@ -88,6 +128,15 @@ int vgpuGetLastTiming(vgpuTimingInfo* out);
 // Every modelled launch since the last vgpuSetTiming call, in launch order (a program that launches several kernels
 // per operation sums them): fills up to `max` entries and returns how many there are in all.
 int vgpuGetTimingLog(vgpuTimingInfo* out, int max);
+
+// The instructions that stalled most in modelled launch `launch` (an index into vgpuGetTimingLog's entries; -1: the
+// last modelled launch), most first: fills up to `max` and returns how many there are (at most 32; 0 if none).
+int vgpuGetTimingStalls(int launch, vgpuTimingStall* out, int max);
+
+// Writes the replayed round of every later modelled launch to `path` as Chrome trace-event JSON (Perfetto,
+// chrome://tracing; one process per launch), or stops with "" or NULL; returns 0. HK_VGPU_TIMING_TRACE=FILE sets the
+// same at start-up.
+int vgpuSetTimingTrace(const char* path);
 
 #ifdef __cplusplus
 }

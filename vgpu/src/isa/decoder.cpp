@@ -440,6 +440,7 @@ std::shared_ptr<Program> decode_kernel(const CodeObject& co, const KernelInfo& i
         if (ok) {
           I.fn = known->fn;
           I.name = known->name.data();
+          I.issue = known->issue, I.op_flags = known->flags, I.shape = known->shape;
           ends_program = known->is(op::ends_program);
           if (known->is(op::vector_memory)) I.vmem_fn = I.fn, I.fn = exec_vmem_counted;
           // SOPP/SOPK: simm16 in the low half of the first word, as encoded.

@@ -250,29 +250,29 @@ void register_cvt(IsaTable& t) {
   t.add("v_exp_f32", valu<[](f32 a) {
           if (std::isnan(a)) return quiet(a);
           return flush(f32(std::exp2(double(a))));
-        }>, ImmType::f32);
+        }>, ImmType::f32, op::quarter_rate);
   t.add("v_log_f32", valu<[](f32 a) {
           a = flush(a);
           if (std::isnan(a)) return quiet(a);
           if (a == 0) return -std::numeric_limits<f32>::infinity();
           if (a < 0) return invalid();
           return f32(std::log2(double(a)));
-        }>, ImmType::f32);
-  t.add("v_rcp_f32", v_rcp_f32, ImmType::f32);
-  t.add("v_rcp_iflag_f32", v_rcp_f32, ImmType::f32);
+        }>, ImmType::f32, op::quarter_rate);
+  t.add("v_rcp_f32", v_rcp_f32, ImmType::f32, op::quarter_rate);
+  t.add("v_rcp_iflag_f32", v_rcp_f32, ImmType::f32, op::quarter_rate);
   t.add("v_rsq_f32", valu<[](f32 a) {
           a = flush(a);
           if (std::isnan(a)) return quiet(a);
           if (a == 0) return std::copysign(std::numeric_limits<f32>::infinity(), a);
           if (a < 0) return invalid();
           return f32(1.0 / std::sqrt(double(a)));
-        }>, ImmType::f32);
+        }>, ImmType::f32, op::quarter_rate);
   t.add("v_sqrt_f32", valu<[](f32 a) {
           a = flush(a);
           if (std::isnan(a)) return quiet(a);
           if (a < 0) return invalid();
           return std::sqrt(a);
-        }>, ImmType::f32);
+        }>, ImmType::f32, op::quarter_rate);
 }
 
 }  // namespace vgpu

@@ -259,52 +259,67 @@ void ds_swizzle(Wave& w, const Inst& I) {
     if (exec >> l & 1) d[l] = out[l];
 }
 
+// Registrations, each with its bytes per lane for the timing model taken from the width its executor is made for
+// (read2/write2: both addresses'; an atomic: its data type's).
+template <uint32_t Bytes, Ext E>
+void read(IsaTable& t, std::string_view name) { t.add(name, ds_read<Bytes, E>, InstShape::lanes(Bytes)); }
+template <uint32_t Bytes, bool hi = false>
+void write(IsaTable& t, std::string_view name) { t.add(name, ds_write<Bytes, hi>, InstShape::lanes(Bytes)); }
+template <uint32_t Bytes, uint32_t Stride>
+void read2(IsaTable& t, std::string_view name) { t.add(name, ds_read2<Bytes, Stride>, InstShape::lanes(2 * Bytes)); }
+template <uint32_t Bytes, uint32_t Stride>
+void write2(IsaTable& t, std::string_view name) { t.add(name, ds_write2<Bytes, Stride>, InstShape::lanes(2 * Bytes)); }
+template <class T, auto Op, int ndata, bool rtn>
+void atomic(IsaTable& t, std::string_view name) {
+  t.add(name, ds_atomic<T, Op, ndata, rtn>, InstShape::lanes(sizeof(T)));
+}
+
 }  // namespace
 
 void register_ds(IsaTable& t) {
-  t.add("ds_read_u8", ds_read<1, Ext::u8>);
-  t.add("ds_read_i8", ds_read<1, Ext::i8>);
-  t.add("ds_read_u16", ds_read<2, Ext::u16>);
-  t.add("ds_read_i16", ds_read<2, Ext::i16>);
-  t.add("ds_read_b32", ds_read<4, Ext::dwords>);
-  t.add("ds_read_b64", ds_read<8, Ext::dwords>);
-  t.add("ds_read_b96", ds_read<12, Ext::dwords>);
-  t.add("ds_read_b128", ds_read<16, Ext::dwords>);
-  t.add("ds_read_u8_d16", ds_read<1, Ext::u8_d16>);
-  t.add("ds_read_i8_d16", ds_read<1, Ext::i8_d16>);
-  t.add("ds_read_u16_d16", ds_read<2, Ext::u16_d16>);
-  t.add("ds_read_u8_d16_hi", ds_read<1, Ext::u8_d16_hi>);
-  t.add("ds_read_i8_d16_hi", ds_read<1, Ext::i8_d16_hi>);
-  t.add("ds_read_u16_d16_hi", ds_read<2, Ext::u16_d16_hi>);
-  t.add("ds_write_b8", ds_write<1>);
-  t.add("ds_write_b16", ds_write<2>);
-  t.add("ds_write_b32", ds_write<4>);
-  t.add("ds_write_b64", ds_write<8>);
-  t.add("ds_write_b96", ds_write<12>);
-  t.add("ds_write_b128", ds_write<16>);
-  t.add("ds_write_b8_d16_hi", ds_write<1, true>);
-  t.add("ds_write_b16_d16_hi", ds_write<2, true>);
-  t.add("ds_read2_b32", ds_read2<4, 1>);
-  t.add("ds_read2_b64", ds_read2<8, 1>);
-  t.add("ds_read2st64_b32", ds_read2<4, 64>);
-  t.add("ds_read2st64_b64", ds_read2<8, 64>);
-  t.add("ds_write2_b32", ds_write2<4, 1>);
-  t.add("ds_write2_b64", ds_write2<8, 1>);
-  t.add("ds_write2st64_b32", ds_write2<4, 64>);
-  t.add("ds_write2st64_b64", ds_write2<8, 64>);
+  read<1, Ext::u8>(t, "ds_read_u8");
+  read<1, Ext::i8>(t, "ds_read_i8");
+  read<2, Ext::u16>(t, "ds_read_u16");
+  read<2, Ext::i16>(t, "ds_read_i16");
+  read<4, Ext::dwords>(t, "ds_read_b32");
+  read<8, Ext::dwords>(t, "ds_read_b64");
+  read<12, Ext::dwords>(t, "ds_read_b96");
+  read<16, Ext::dwords>(t, "ds_read_b128");
+  read<1, Ext::u8_d16>(t, "ds_read_u8_d16");
+  read<1, Ext::i8_d16>(t, "ds_read_i8_d16");
+  read<2, Ext::u16_d16>(t, "ds_read_u16_d16");
+  read<1, Ext::u8_d16_hi>(t, "ds_read_u8_d16_hi");
+  read<1, Ext::i8_d16_hi>(t, "ds_read_i8_d16_hi");
+  read<2, Ext::u16_d16_hi>(t, "ds_read_u16_d16_hi");
+  write<1>(t, "ds_write_b8");
+  write<2>(t, "ds_write_b16");
+  write<4>(t, "ds_write_b32");
+  write<8>(t, "ds_write_b64");
+  write<12>(t, "ds_write_b96");
+  write<16>(t, "ds_write_b128");
+  write<1, true>(t, "ds_write_b8_d16_hi");
+  write<2, true>(t, "ds_write_b16_d16_hi");
+  read2<4, 1>(t, "ds_read2_b32");
+  read2<8, 1>(t, "ds_read2_b64");
+  read2<4, 64>(t, "ds_read2st64_b32");
+  read2<8, 64>(t, "ds_read2st64_b64");
+  write2<4, 1>(t, "ds_write2_b32");
+  write2<8, 1>(t, "ds_write2_b64");
+  write2<4, 64>(t, "ds_write2st64_b32");
+  write2<8, 64>(t, "ds_write2st64_b64");
 
   using u32 = uint32_t;
   using u64 = uint64_t;
   using i32 = int32_t;
   using i64 = int64_t;
-  auto both = [&](const char* name, ExecFn plain, ExecFn rtn) {
+  auto both = [&](const char* name, ExecFn plain, ExecFn rtn, InstShape lanes) {
     std::string n(name), base = n.substr(0, n.rfind('_')), type = n.substr(n.rfind('_'));
-    t.add(intern(n), plain);
-    t.add(intern(base + "_rtn" + type), rtn);
+    t.add(intern(n), plain, lanes);
+    t.add(intern(base + "_rtn" + type), rtn, lanes);
   };
 #define HK_DS(name, T, n, expr) \
   both(name, ds_atomic<T, [](T o, T d, T e) -> T { (void)e; return (expr); }, n, false>, \
-       ds_atomic<T, [](T o, T d, T e) -> T { (void)e; return (expr); }, n, true>);
+       ds_atomic<T, [](T o, T d, T e) -> T { (void)e; return (expr); }, n, true>, InstShape::lanes(sizeof(T)));
   HK_DS("ds_add_u32", u32, 1, o + d)
   HK_DS("ds_sub_u32", u32, 1, o - d)
   HK_DS("ds_rsub_u32", u32, 1, d - o)
@@ -340,11 +355,11 @@ void register_ds(IsaTable& t) {
   HK_DS("ds_min_f64", u64, 1, minmax_f64<false>(o, d))
   HK_DS("ds_max_f64", u64, 1, minmax_f64<true>(o, d))
 #undef HK_DS
-  t.add("ds_wrxchg_rtn_b32", ds_atomic<u32, [](u32, u32 d, u32) { return d; }, 1, true>);
-  t.add("ds_wrxchg_rtn_b64", ds_atomic<u64, [](u64, u64 d, u64) { return d; }, 1, true>);
-  t.add("ds_bpermute_b32", ds_permute<true>);
-  t.add("ds_permute_b32", ds_permute<false>);
-  t.add("ds_swizzle_b32", ds_swizzle);
+  atomic<u32, [](u32, u32 d, u32) { return d; }, 1, true>(t, "ds_wrxchg_rtn_b32");
+  atomic<u64, [](u64, u64 d, u64) { return d; }, 1, true>(t, "ds_wrxchg_rtn_b64");
+  t.add("ds_bpermute_b32", ds_permute<true>, InstShape::lanes(4));  // a dword per lane
+  t.add("ds_permute_b32", ds_permute<false>, InstShape::lanes(4));
+  t.add("ds_swizzle_b32", ds_swizzle, InstShape::lanes(4));
   t.add("ds_nop", [](Wave&, const Inst&) {});
 }
 

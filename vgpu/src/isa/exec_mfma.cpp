@@ -30,9 +30,9 @@
 namespace vgpu {
 namespace {
 
-// Element types of the A and B operands. fp8/bf8 are e4m3/e5m2 in the arch's flavour (FNUZ on gfx942, OCP on
-// gfx950); f8f6f4 takes its format from cbsz (A) and blgp (B).
-enum class Ty : uint8_t { f32, xf32, f16, bf16, fp8, bf8, i8, f8f6f4 };
+// Element types of the A and B operands (program.h). fp8/bf8 are e4m3/e5m2 in the arch's flavour (FNUZ on gfx942,
+// OCP on gfx950); f8f6f4 takes its format from cbsz (A) and blgp (B).
+using Ty = MfmaType;
 
 struct Shape {
   int m, n, k, blocks;
@@ -906,14 +906,16 @@ void mfma(Wave& w, const Inst& I) {
   }
 }
 
-// Registers a form under its name(s); Reference: only the fused-model forms, with the reference arithmetic.
+// Registers a form under its name(s), with its shape for the timing model; Reference: only the fused-model forms,
+// with the reference arithmetic.
 template <Shape S, bool Reference>
 void add(IsaTable& t, std::string_view name, std::string_view alias = {}) {
   constexpr bool fused = S.a != Ty::i8 && S.a != Ty::f32;
   if constexpr (!Reference || fused) {
     const ImmType imm = S.a == Ty::i8 ? ImmType::b32 : ImmType::f32;
-    t.add(name, mfma<S, Reference>, imm);
-    if (!alias.empty()) t.add(alias, mfma<S, Reference>, imm);
+    constexpr InstShape shape = InstShape::mfma(S.m, S.n, S.k, S.blocks, S.a);
+    t.add(name, mfma<S, Reference>, imm, 0, shape);
+    if (!alias.empty()) t.add(alias, mfma<S, Reference>, imm, 0, shape);
   }
 }
 

@@ -76,14 +76,19 @@ void mfma_f64(Wave& w, const Inst& I) {
       for (int j = 0; j < S.n; ++j) store(w, I.op[0].reg + 2 * d_pair(i), d_lane(S, i, j, blk), d[blk][i][j]);
 }
 
+template <F64Shape S>
+void add(IsaTable& t, std::string_view name) {
+  t.add(name, mfma_f64<S>, ImmType::f64, 0, InstShape::mfma(S.m, S.n, S.k, S.blocks, MfmaType::f64));
+}
+
 }  // namespace
 
 void register_mfma_f64(IsaTable& t) {
   // gfx942/gfx950 spelling first, then gfx90a's.
-  t.add("v_mfma_f64_16x16x4_f64", mfma_f64<F64Shape{16, 16, 4, 1}>, ImmType::f64);
-  t.add("v_mfma_f64_16x16x4f64", mfma_f64<F64Shape{16, 16, 4, 1}>, ImmType::f64);
-  t.add("v_mfma_f64_4x4x4_4b_f64", mfma_f64<F64Shape{4, 4, 4, 4}>, ImmType::f64);
-  t.add("v_mfma_f64_4x4x4f64", mfma_f64<F64Shape{4, 4, 4, 4}>, ImmType::f64);
+  add<F64Shape{16, 16, 4, 1}>(t, "v_mfma_f64_16x16x4_f64");
+  add<F64Shape{16, 16, 4, 1}>(t, "v_mfma_f64_16x16x4f64");
+  add<F64Shape{4, 4, 4, 4}>(t, "v_mfma_f64_4x4x4_4b_f64");
+  add<F64Shape{4, 4, 4, 4}>(t, "v_mfma_f64_4x4x4f64");
 }
 
 }  // namespace vgpu

@@ -552,48 +552,66 @@ void global_load_lds(Wave& w, const Inst& I) {
   }
 }
 
+// Registrations, each a vector memory access counted by vmcnt, with its bytes per lane for the timing model taken
+// from the width its executor is made for (a format load: its dwords; an atomic: its data type's).
+template <uint32_t Bytes, Ext E>
+void load(IsaTable& t, std::string_view name) {
+  t.add(name, buffer_load<Bytes, E>, op::vector_memory, InstShape::lanes(Bytes));
+}
+template <uint32_t N>
+void load_format(IsaTable& t, std::string_view name) {
+  t.add(name, buffer_load_format<N>, op::vector_memory, InstShape::lanes(4 * N));
+}
+template <uint32_t Bytes, bool hi = false>
+void store(IsaTable& t, std::string_view name) {
+  t.add(name, buffer_store<Bytes, hi>, op::vector_memory, InstShape::lanes(Bytes));
+}
+template <uint32_t Bytes, Ext E>
+void load_lds(IsaTable& t, std::string_view name) {
+  t.add(name, global_load_lds<Bytes, E>, op::vector_memory, InstShape::lanes(Bytes));
+}
+
 }  // namespace
 
 void register_mubuf(IsaTable& t) {
-  // Every instruction here is a vector memory load, store or atomic, counted by vmcnt.
-  auto add = [&](std::string_view name, ExecFn fn) { t.add(name, fn, op::vector_memory); };
-  add("buffer_load_ubyte", buffer_load<1, Ext::u8>);
-  add("buffer_load_sbyte", buffer_load<1, Ext::i8>);
-  add("buffer_load_ushort", buffer_load<2, Ext::u16>);
-  add("buffer_load_sshort", buffer_load<2, Ext::i16>);
-  add("buffer_load_dword", buffer_load<4, Ext::dwords>);
-  add("buffer_load_dwordx2", buffer_load<8, Ext::dwords>);
-  add("buffer_load_dwordx3", buffer_load<12, Ext::dwords>);
-  add("buffer_load_dwordx4", buffer_load<16, Ext::dwords>);
-  add("buffer_load_ubyte_d16", buffer_load<1, Ext::u8_d16>);
-  add("buffer_load_sbyte_d16", buffer_load<1, Ext::i8_d16>);
-  add("buffer_load_short_d16", buffer_load<2, Ext::u16_d16>);
-  add("buffer_load_ubyte_d16_hi", buffer_load<1, Ext::u8_d16_hi>);
-  add("buffer_load_sbyte_d16_hi", buffer_load<1, Ext::i8_d16_hi>);
-  add("buffer_load_short_d16_hi", buffer_load<2, Ext::u16_d16_hi>);
-  add("buffer_load_format_x", buffer_load_format<1>);
-  add("buffer_load_format_xy", buffer_load_format<2>);
-  add("buffer_load_format_xyz", buffer_load_format<3>);
-  add("buffer_load_format_xyzw", buffer_load_format<4>);
-  add("buffer_store_byte", buffer_store<1>);
-  add("buffer_store_byte_d16_hi", buffer_store<1, true>);
-  add("buffer_store_short", buffer_store<2>);
-  add("buffer_store_short_d16_hi", buffer_store<2, true>);
-  add("buffer_store_dword", buffer_store<4>);
-  add("buffer_store_dwordx2", buffer_store<8>);
-  add("buffer_store_dwordx3", buffer_store<12>);
-  add("buffer_store_dwordx4", buffer_store<16>);
+  load<1, Ext::u8>(t, "buffer_load_ubyte");
+  load<1, Ext::i8>(t, "buffer_load_sbyte");
+  load<2, Ext::u16>(t, "buffer_load_ushort");
+  load<2, Ext::i16>(t, "buffer_load_sshort");
+  load<4, Ext::dwords>(t, "buffer_load_dword");
+  load<8, Ext::dwords>(t, "buffer_load_dwordx2");
+  load<12, Ext::dwords>(t, "buffer_load_dwordx3");
+  load<16, Ext::dwords>(t, "buffer_load_dwordx4");
+  load<1, Ext::u8_d16>(t, "buffer_load_ubyte_d16");
+  load<1, Ext::i8_d16>(t, "buffer_load_sbyte_d16");
+  load<2, Ext::u16_d16>(t, "buffer_load_short_d16");
+  load<1, Ext::u8_d16_hi>(t, "buffer_load_ubyte_d16_hi");
+  load<1, Ext::i8_d16_hi>(t, "buffer_load_sbyte_d16_hi");
+  load<2, Ext::u16_d16_hi>(t, "buffer_load_short_d16_hi");
+  load_format<1>(t, "buffer_load_format_x");
+  load_format<2>(t, "buffer_load_format_xy");
+  load_format<3>(t, "buffer_load_format_xyz");
+  load_format<4>(t, "buffer_load_format_xyzw");
+  store<1>(t, "buffer_store_byte");
+  store<1, true>(t, "buffer_store_byte_d16_hi");
+  store<2>(t, "buffer_store_short");
+  store<2, true>(t, "buffer_store_short_d16_hi");
+  store<4>(t, "buffer_store_dword");
+  store<8>(t, "buffer_store_dwordx2");
+  store<12>(t, "buffer_store_dwordx3");
+  store<16>(t, "buffer_store_dwordx4");
 
-  add("global_load_lds_ubyte", global_load_lds<1, Ext::u8>);
-  add("global_load_lds_sbyte", global_load_lds<1, Ext::i8>);
-  add("global_load_lds_ushort", global_load_lds<2, Ext::u16>);
-  add("global_load_lds_sshort", global_load_lds<2, Ext::i16>);
-  add("global_load_lds_dword", global_load_lds<4, Ext::dwords>);
-  add("global_load_lds_dwordx3", global_load_lds<12, Ext::dwords>);  // gfx950 (the disassembler decodes it only there)
-  add("global_load_lds_dwordx4", global_load_lds<16, Ext::dwords>);
+  load_lds<1, Ext::u8>(t, "global_load_lds_ubyte");
+  load_lds<1, Ext::i8>(t, "global_load_lds_sbyte");
+  load_lds<2, Ext::u16>(t, "global_load_lds_ushort");
+  load_lds<2, Ext::i16>(t, "global_load_lds_sshort");
+  load_lds<4, Ext::dwords>(t, "global_load_lds_dword");
+  load_lds<12, Ext::dwords>(t, "global_load_lds_dwordx3");  // gfx950 (the disassembler decodes it only there)
+  load_lds<16, Ext::dwords>(t, "global_load_lds_dwordx4");
 
   for_each_atomic([&]<class T, auto Op, bool cmpswap>(const char* name) {
-    add(intern(std::string("buffer_atomic_") + name), buffer_atomic<T, Op, cmpswap>);
+    t.add(intern(std::string("buffer_atomic_") + name), buffer_atomic<T, Op, cmpswap>, op::vector_memory,
+          InstShape::lanes(sizeof(T)));
   });
 }
 

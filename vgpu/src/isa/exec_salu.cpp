@@ -201,6 +201,7 @@ void register_salu(IsaTable& t) {
   t.add("s_setpc_b64", s_setpc);
   t.add("s_swappc_b64", s_swappc);
   t.add("s_call_b64", s_call);
+  t.mark({"s_setpc_b64", "s_swappc_b64", "s_call_b64"}, IssueKind::branch);  // jumps: the branch unit
   t.add("s_and_saveexec_b64", saveexec<[](u64 s, u64 e) { return s & e; }>);
   t.add("s_or_saveexec_b64", saveexec<[](u64 s, u64 e) { return s | e; }>);
   t.add("s_xor_saveexec_b64", saveexec<[](u64 s, u64 e) { return s ^ e; }>);

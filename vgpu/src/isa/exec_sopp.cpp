@@ -67,6 +67,22 @@ void register_sopp(IsaTable& t) {
   }, op::encoded_simm16);
   // s_sendmsg: the only message a compute kernel sends is MSG_DEALLOC_VGPRS before ending, which needs no model.
   t.add("s_sendmsg", nop);
+  // Issue classes (registered as SALU; timing/model.cpp): branches and messages take the branch unit; the waits, the
+  // barrier, s_nop, s_sleep, s_setprio and s_endpgm take no issue unit; the scalar cache's maintenance is scalar
+  // memory; the vector caches' is internal.
+  t.mark({"s_branch", "s_cbranch_scc0", "s_cbranch_scc1", "s_cbranch_vccz", "s_cbranch_vccnz", "s_cbranch_execz",
+          "s_cbranch_execnz", "s_trap", "s_sendmsg", "s_icache_inv"}, IssueKind::branch);
+  t.mark({"s_waitcnt", "s_waitcnt_vmcnt", "s_waitcnt_lgkmcnt", "s_waitcnt_expcnt"}, IssueKind::waitcnt);
+  t.mark({"s_waitcnt_vmcnt"}, op::waits_vmcnt);
+  t.mark({"s_waitcnt_lgkmcnt"}, uint8_t(op::waits_lgkmcnt | op::encoded_simm16));
+  t.mark({"s_waitcnt_expcnt"}, op::waits_expcnt);
+  t.mark({"s_barrier"}, IssueKind::barrier);
+  t.mark({"s_nop"}, IssueKind::nop);
+  t.mark({"s_sleep"}, IssueKind::sleep);
+  t.mark({"s_setprio"}, IssueKind::setprio);
+  t.mark({"s_endpgm"}, IssueKind::end);
+  t.mark({"s_dcache_wb", "s_dcache_inv", "s_dcache_wb_vol", "s_dcache_inv_vol"}, IssueKind::smem);
+  t.mark({"buffer_wbinvl1", "buffer_wbinvl1_vol", "buffer_inv", "buffer_wbl2", "buffer_invl2"}, IssueKind::internal);
 }
 
 }  // namespace vgpu

@@ -604,6 +604,9 @@ void register_valu(IsaTable& t) {
   V("v_div_fixup_f16", (f16 q, f16 d, f16 n) { return f16(div_fixup(float(q), float(d), float(n))); });
   V("v_rsq_f16", (f16 a) { return f16(1.0f / std::sqrt(float(a))); });
   V("v_sqrt_f16", (f16 a) { return f16(std::sqrt(float(a))); });
+  // The transcendentals above issue at a quarter of the VALU's rate (timing.md 4).
+  t.mark({"v_sin_f32", "v_cos_f32", "v_rcp_f64", "v_rsq_f64", "v_sqrt_f64", "v_exp_f16", "v_log_f16", "v_rcp_f16",
+          "v_rsq_f16", "v_sqrt_f16"}, op::quarter_rate);
   V("v_floor_f16", (f16 a) { return f16(std::floor(float(a))); });
   V("v_ceil_f16", (f16 a) { return f16(std::ceil(float(a))); });
   V("v_trunc_f16", (f16 a) { return f16(std::trunc(float(a))); });

@@ -115,35 +115,46 @@ void vatomic(Wave& w, const Inst& I) {
   }
 }
 
+// Registrations, each a vector memory access counted by vmcnt, with its bytes per lane for the timing model taken
+// from the width its executor is made for (an atomic: its data type's).
+template <Space S, uint32_t Bytes, Ext E>
+void load(IsaTable& t, const std::string& name) {
+  t.add(intern(name), vload<S, Bytes, E>, op::vector_memory, InstShape::lanes(Bytes));
+}
+template <Space S, uint32_t Bytes, bool hi = false>
+void store(IsaTable& t, const std::string& name) {
+  t.add(intern(name), vstore<S, Bytes, hi>, op::vector_memory, InstShape::lanes(Bytes));
+}
+
 template <Space S>
 void register_space(IsaTable& t, const std::string& prefix) {
-  auto add = [&](const char* suffix, ExecFn fn) { t.add(intern(prefix + suffix), fn, op::vector_memory); };
-  add("load_ubyte", vload<S, 1, Ext::u8>);
-  add("load_sbyte", vload<S, 1, Ext::i8>);
-  add("load_ushort", vload<S, 2, Ext::u16>);
-  add("load_sshort", vload<S, 2, Ext::i16>);
-  add("load_dword", vload<S, 4, Ext::dwords>);
-  add("load_dwordx2", vload<S, 8, Ext::dwords>);
-  add("load_dwordx3", vload<S, 12, Ext::dwords>);
-  add("load_dwordx4", vload<S, 16, Ext::dwords>);
-  add("load_ubyte_d16", vload<S, 1, Ext::u8_d16>);
-  add("load_sbyte_d16", vload<S, 1, Ext::i8_d16>);
-  add("load_short_d16", vload<S, 2, Ext::u16_d16>);
-  add("load_ubyte_d16_hi", vload<S, 1, Ext::u8_d16_hi>);
-  add("load_sbyte_d16_hi", vload<S, 1, Ext::i8_d16_hi>);
-  add("load_short_d16_hi", vload<S, 2, Ext::u16_d16_hi>);
-  add("store_byte", vstore<S, 1>);
-  add("store_byte_d16_hi", vstore<S, 1, true>);
-  add("store_short", vstore<S, 2>);
-  add("store_short_d16_hi", vstore<S, 2, true>);
-  add("store_dword", vstore<S, 4>);
-  add("store_dwordx2", vstore<S, 8>);
-  add("store_dwordx3", vstore<S, 12>);
-  add("store_dwordx4", vstore<S, 16>);
+  load<S, 1, Ext::u8>(t, prefix + "load_ubyte");
+  load<S, 1, Ext::i8>(t, prefix + "load_sbyte");
+  load<S, 2, Ext::u16>(t, prefix + "load_ushort");
+  load<S, 2, Ext::i16>(t, prefix + "load_sshort");
+  load<S, 4, Ext::dwords>(t, prefix + "load_dword");
+  load<S, 8, Ext::dwords>(t, prefix + "load_dwordx2");
+  load<S, 12, Ext::dwords>(t, prefix + "load_dwordx3");
+  load<S, 16, Ext::dwords>(t, prefix + "load_dwordx4");
+  load<S, 1, Ext::u8_d16>(t, prefix + "load_ubyte_d16");
+  load<S, 1, Ext::i8_d16>(t, prefix + "load_sbyte_d16");
+  load<S, 2, Ext::u16_d16>(t, prefix + "load_short_d16");
+  load<S, 1, Ext::u8_d16_hi>(t, prefix + "load_ubyte_d16_hi");
+  load<S, 1, Ext::i8_d16_hi>(t, prefix + "load_sbyte_d16_hi");
+  load<S, 2, Ext::u16_d16_hi>(t, prefix + "load_short_d16_hi");
+  store<S, 1>(t, prefix + "store_byte");
+  store<S, 1, true>(t, prefix + "store_byte_d16_hi");
+  store<S, 2>(t, prefix + "store_short");
+  store<S, 2, true>(t, prefix + "store_short_d16_hi");
+  store<S, 4>(t, prefix + "store_dword");
+  store<S, 8>(t, prefix + "store_dwordx2");
+  store<S, 12>(t, prefix + "store_dwordx3");
+  store<S, 16>(t, prefix + "store_dwordx4");
   if constexpr (S == Space::scratch) return;
 
   for_each_atomic([&]<class T, auto Op, bool cmpswap>(const char* name) {
-    add((std::string("atomic_") + name).c_str(), vatomic<S, T, Op, cmpswap>);
+    t.add(intern(prefix + "atomic_" + name), vatomic<S, T, Op, cmpswap>, op::vector_memory,
+          InstShape::lanes(sizeof(T)));
   });
 }
 

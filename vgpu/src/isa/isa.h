@@ -1,6 +1,7 @@
 // The instruction table: mnemonic -> executing function. Each exec_*.cpp file registers one class of instructions,
 // so adding an instruction is a local change next to its relatives.
 #pragma once
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -19,7 +20,12 @@ inline constexpr uint8_t
     vector_memory = 1u << 0,   // a load, store or atomic of the vector memory path: counted by vmcnt
     branch = 1u << 1,          // SOPP branch: the target is the next instruction + 4 * simm16
     encoded_simm16 = 1u << 2,  // simm16 is taken from the encoding (s_waitcnt: the text prints the counters by name)
-    ends_program = 1u << 3;    // s_endpgm: a kernel's code ends at the first one past every branch target
+    ends_program = 1u << 3,    // s_endpgm: a kernel's code ends at the first one past every branch target
+    // Timing (timing/inst_timing.cpp):
+    quarter_rate = 1u << 4,    // a transcendental VALU operation: a quarter of the VALU's rate (timing.md 4)
+    waits_vmcnt = 1u << 5,     // s_waitcnt_vmcnt null, simm16: waits for vmcnt <= simm16
+    waits_lgkmcnt = 1u << 6,   // s_waitcnt_lgkmcnt null, simm16: waits for lgkmcnt <= simm16
+    waits_expcnt = 1u << 7;    // s_waitcnt_expcnt: export counts, none in compute code (no wait)
 }  // namespace op
 
 struct OpInfo {
@@ -27,19 +33,31 @@ struct OpInfo {
   ExecFn fn = nullptr;
   ImmType imm = ImmType::b32;
   uint8_t flags = 0;  // op::
+  IssueKind issue = IssueKind::internal;  // the unit that issues it (timing model)
+  InstShape shape;                        // its MFMA shape or memory width (timing model)
   bool is(uint8_t flag) const { return (flags & flag) != 0; }
 };
 
 class IsaTable {
  public:
-  void add(std::string_view name, ExecFn fn, ImmType imm = ImmType::b32, uint8_t flags = 0);
-  void add(std::string_view name, ExecFn fn, uint8_t flags) { add(name, fn, ImmType::b32, flags); }
+  void add(std::string_view name, ExecFn fn, ImmType imm = ImmType::b32, uint8_t flags = 0, InstShape shape = {});
+  void add(std::string_view name, ExecFn fn, uint8_t flags, InstShape shape = {}) {
+    add(name, fn, ImmType::b32, flags, shape);
+  }
+  void add(std::string_view name, ExecFn fn, InstShape shape) { add(name, fn, ImmType::b32, 0, shape); }
   const OpInfo* find(std::string_view mnemonic) const;
+  // Registrations from here on issue as `k`: isa_table.cpp sets each class file's class before calling it, and the
+  // file marks its exceptions beside their registrations (mark throws for a mnemonic not registered).
+  void set_issue(IssueKind k) { issue_ = k; }
+  void mark(std::initializer_list<std::string_view> names, IssueKind k);
+  void mark(std::initializer_list<std::string_view> names, uint8_t flags);
   size_t size() const { return ops_.size(); }
   template <class F> void for_each(F&& f) const { for (auto& [k, v] : ops_) f(v); }
 
  private:
+  OpInfo& at(std::string_view mnemonic);
   std::unordered_map<std::string_view, OpInfo> ops_;
+  IssueKind issue_ = IssueKind::internal;
 };
 
 const IsaTable& isa_table();

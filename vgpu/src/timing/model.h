@@ -10,6 +10,8 @@
 
 namespace vgpu {
 
+struct Timeline;  // timeline.h
+
 // The sampled CU's first round: the workgroups the hardware deals to CU 0 of XCD 0 while it holds
 // `workgroups_per_cu` of them at once, and how many such rounds that CU runs for the whole grid.
 struct TimingSample {
@@ -33,23 +35,26 @@ TimingSample plan_timing_sample(const ProductInfo& product, const Program& progr
                                 uint32_t lds_bytes);
 
 // Replays the traces on one CU of `product` and scales the result to the grid.
+// Replays the traces on one CU of `product` and scales the result to the grid. With a `timeline`, the replayed round
+// is recorded into it too (timeline.h); without one nothing is recorded.
 TimingReport model_dispatch(const ProductInfo& product, const Program& program, const LaunchParams& launch,
                             const TimingSample& sample, const std::vector<WorkgroupTrace>& traces,
-                            const std::vector<WorkgroupTrace>& probes);
+                            const std::vector<WorkgroupTrace>& probes, Timeline* timeline = nullptr);
 
-// Static timing facts of one instruction, from its mnemonic (exposed for tests).
-enum class IssueKind : uint8_t { valu, mfma, salu, smem, vmem, lds, branch, waitcnt, barrier, nop, sleep, setprio, end,
-                                 internal };
+// Static timing facts of one instruction (exposed for tests). Its IssueKind is the instruction table's (program.h).
 // The input type class of an MFMA, which picks the sustained clock under dense matrix load (TimingFacts).
 enum class MfmaClass : uint8_t { f16, bf16, fp8, other };
 struct InstTiming {
+  static constexpr uint8_t kNoWait = 63;  // s_waitcnt: the counter is not waited on (the largest count it encodes)
   IssueKind kind = IssueKind::valu;
   MfmaClass mfma_class = MfmaClass::other;
+  uint8_t vmcnt = kNoWait, lgkmcnt = kNoWait;  // s_waitcnt forms: the counts they wait for
   uint32_t passes = 0;       // MFMA: 4-cycle passes the matrix core is busy
   double flops = 0;          // MFMA: 2*M*N*K*blocks
   uint32_t bytes_per_lane = 0;  // VMEM / LDS
-  uint32_t valu_cycles = 4;  // VALU: cycles the SIMD's vector unit is busy (wave64 on SIMD16)
+  uint32_t valu_cycles = 4;  // VALU: cycles the SIMD's vector unit is busy (TimingFacts::valu_cycles, transcendentals)
 };
-InstTiming inst_timing(Arch arch, const Inst& inst);
+InstTiming inst_timing(Arch arch, const Inst& inst, const TimingFacts& facts);
+const char* issue_kind_name(IssueKind k);  // "VALU", "MFMA", ... (timeline.cpp)
 
 }  // namespace vgpu
