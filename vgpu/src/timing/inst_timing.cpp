@@ -94,6 +94,7 @@ InstTiming inst_timing(Arch arch, const Inst& I) {
     t.kind = IssueKind::lds, t.bytes_per_lane = lane_bytes(name);
   } else if (I.vmem_fn) {  // the instruction table's op::vector_memory, as the decoder bound it
     t.kind = IssueKind::vmem, t.bytes_per_lane = lane_bytes(name);
+    t.atomic = has(name, "_atomic");
   } else if (name == "s_waitcnt") {
     t.kind = IssueKind::waitcnt;
   } else if (name == "s_barrier") {
