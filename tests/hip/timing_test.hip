@@ -7,7 +7,10 @@
 //   - LDS read bandwidth per CU: 128 B/clk on gfx942 [RPC], 256 B/clk on gfx950 [B-G4];
 //   - HBM streaming: a copy kernel. The model bounds HBM time by the table's sustained figure (MI300X's is the measured
 //     STREAM copy, 4.11 TB/s [AZ]; the others are chosen), so matching it only shows the bound is applied; what the
-//     test checks independently is the traffic: the copy must be limited by HBM with exactly its 2 x 256 MiB reaching it.
+//     test checks independently is the traffic: the copy must be limited by HBM with exactly its 2 x 256 MiB reaching it;
+//   - occupancy: a CU holds 32 one-wave workgroups as it holds 8 four-wave ones (LLVM's getMaxWorkGroupsPerCU), and a
+//     CU's short last round runs only the workgroups left for it;
+//   - a returning atomic takes the Infinity Cache's latency (atomics bypass the L2 on MI300; rocprofiler-compute).
 // Only the sampled workgroups are executed (sample-only mode), so each case takes well under a second.
 #include <dlfcn.h>
 
@@ -81,6 +84,43 @@ __global__ void lds_read_bandwidth(float* out, int iters) {
         : "=v"(v) : "v"(base) : "memory");
   }
   out[blockIdx.x * blockDim.x + threadIdx.x] = v.x + v.y + v.z + v.w;
+}
+
+// A chain of dependent global loads (each address comes from the previous value): latency-bound, so the time of a
+// grid is how many waves a CU overlaps.
+__global__ void load_chain(const int* in, int* out, int iters) {
+  int idx = threadIdx.x % 64, sum = 0;
+  for (int i = 0; i < iters; ++i) {
+    const int v = in[idx];
+    sum += v, idx = (idx + 64 + (v & 1)) & 4095;
+  }
+  out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}
+
+// A chain of returning atomics: each lane's next address depends on the value the previous one returned.
+__global__ void atomic_chain(int* counters, int* out, int iters) {
+  int idx = threadIdx.x % 64, sum = 0;
+  for (int i = 0; i < iters; ++i) {
+    const int v = atomicAdd(&counters[idx], 1);
+    sum += v, idx = (idx + 64 + ((v >> 30) & 1)) & 4095;
+  }
+  out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}
+
+// Independent FMA chains: VALU-bound (each wave64 FMA holds its SIMD's vector unit 4 cycles), so a round's time is
+// the waves per SIMD times one wave's work (a lone wave also issues its few scalar instructions in turns of its own).
+__global__ void valu_loop(float* out, int iters) {
+  float a[8];
+  for (int j = 0; j < 8; ++j) a[j] = float(threadIdx.x + j);
+  for (int i = 0; i < iters; i += 8) {  // 64 FMAs per loop branch: the loop's scalar work is a few percent
+#pragma unroll
+    for (int k = 0; k < 8; ++k)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) a[j] = a[j] * 1.0001f + 0.5f;
+  }
+  float sum = 0;
+  for (int j = 0; j < 8; ++j) sum += a[j];
+  out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
 }
 
 __global__ void copy_stream(const float4* in, float4* out, size_t n) {
@@ -202,6 +242,61 @@ TEST(TimingModel, HbmStreaming) {
     expect_within(2.0 * n * 16 / t.seconds * 1e-12, p->timing.hbm_measured_tb_per_s, 0.10, "copy TB/s");
     EXPECT_STREQ(t.limiter, "HBM bandwidth");
     EXPECT_NEAR(t.hbm_bytes / (2.0 * n * 16), 1.0, 0.01) << "HBM traffic of a 2 x 256 MiB copy";
+  }
+}
+
+// Occupancy (LLVM's getMaxWorkGroupsPerCU, AMDGPUBaseInfo.cpp): a CU holds 8 waves per SIMD on each of its 4
+// SIMDs, and a workgroup's waves take slots on any SIMD with room, so a CU holds 32 one-wave workgroups, as it holds
+// 8 four-wave ones. The same 32 latency-bound waves per CU therefore take the same time in either grouping (one round).
+TEST(TimingModel, OneWaveWorkgroupsFillTheCu) {
+  for (const vgpu::ProductInfo* p : products_of_device()) {
+    SCOPED_TRACE(std::string(p->name));
+    std::printf("%s\n", std::string(p->name).c_str());
+    const vgpu::ArchInfo& arch = vgpu::arch_info(p->arch);
+    DeviceBuffer<int> in(4096), out(size_t(p->compute_units) * arch.max_waves_per_cu() * 64);
+    HIP_ASSERT(hipMemset(in.ptr, 0, 4096 * sizeof(int)));
+    const int iters = 64;
+    const unsigned waves = p->compute_units * arch.max_waves_per_cu();
+    const auto one = modelled(*p, [&] { load_chain<<<waves, 64>>>(in.ptr, out.ptr, iters); });
+    const auto four = modelled(*p, [&] { load_chain<<<waves / 4, 256>>>(in.ptr, out.ptr, iters); });
+    EXPECT_EQ(one.workgroups_per_cu, arch.max_waves_per_cu());
+    EXPECT_EQ(four.workgroups_per_cu, arch.max_waves_per_cu() / 4);
+    EXPECT_EQ(one.rounds, 1u);
+    expect_within(one.seconds, four.seconds, 0.05, "one-wave workgroups against four-wave ones, s");
+  }
+}
+
+// The dispatcher gives a CU its next workgroup when one ends, so a CU's short last round runs only what is left: 36
+// one-wave workgroups per CU are a full round of 32 (8 per SIMD) and a round of 4 (1 per SIMD), which VALU-bound
+// takes about 1/8 of a full one, not a second full round.
+TEST(TimingModel, ShortLastRound) {
+  for (const vgpu::ProductInfo* p : products_of_device()) {
+    SCOPED_TRACE(std::string(p->name));
+    std::printf("%s\n", std::string(p->name).c_str());
+    const uint32_t per_cu = vgpu::arch_info(p->arch).max_waves_per_cu();
+    DeviceBuffer<float> out(size_t(p->compute_units) * (per_cu + 4) * 64);
+    const int iters = 512;
+    const auto full = modelled(*p, [&] { valu_loop<<<p->compute_units * per_cu, 64>>>(out.ptr, iters); });
+    const auto more = modelled(*p, [&] { valu_loop<<<p->compute_units * (per_cu + 4), 64>>>(out.ptr, iters); });
+    EXPECT_EQ(full.rounds, 1u);
+    EXPECT_EQ(more.rounds, 2u);
+    expect_within(more.seconds / full.seconds, 1.0 + 4.0 / per_cu, 0.10, "time of 36 one-wave workgroups per CU over 32");
+  }
+}
+
+// An atomic is performed beyond the L2: on MI300 every atomic bypasses it to the Infinity Cache (rocprofiler-compute,
+// l2-cache.rst), so a returning atomic takes the MALL latency, 218 ns [CC] (timing.md 2); CDNA2's L2 is its
+// coherence point. One wave's chain of dependent atomics takes that latency per link (plus a few issue slots).
+TEST(TimingModel, AtomicLatency) {
+  for (const vgpu::ProductInfo* p : products_of_device()) {
+    SCOPED_TRACE(std::string(p->name));
+    std::printf("%s\n", std::string(p->name).c_str());
+    DeviceBuffer<int> counters(4096), out(64);
+    HIP_ASSERT(hipMemset(counters.ptr, 0, 4096 * sizeof(int)));
+    const int iters = 256;
+    const auto t = modelled(*p, [&] { atomic_chain<<<1, 64>>>(counters.ptr, out.ptr, iters); });
+    const double want = p->llc_bytes ? 218e-9 * 2.1e9 : double(p->timing.l2_latency);
+    expect_within(t.round_cycles / iters, want, 0.10, "cycles per dependent atomic");
   }
 }
 

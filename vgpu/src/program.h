@@ -95,7 +95,7 @@ struct Inst {
   uint32_t text = 0;        // index into Program::texts
   const char* name = "";    // mnemonic (points into the instruction table)
   IssueKind issue = IssueKind::internal;  // the table's issue class (unknown instructions: internal)
-  uint8_t op_flags = 0;     // the table's op:: flags (isa/isa.h)
+  uint16_t op_flags = 0;    // the table's op:: flags (isa/isa.h)
   InstShape shape;          // the table's MFMA shape or memory width
 };
 

@@ -79,6 +79,7 @@ struct TimingFacts {
   uint32_t smem_latency;           // s_load issue to data (scalar L1 hit)
   uint32_t l2_latency;             // vector load that hits L2
   uint32_t hbm_latency;            // vector load that misses to HBM
+  uint32_t atomic_latency;         // vector atomic (returning or not) to its completion: performed in the Infinity Cache
   uint32_t vmem_bytes_per_clk_cu;  // vector L1 <-> CU
   uint32_t l2_bytes_per_clk_xcd;   // L2 read bandwidth of one XCD
   double hbm_measured_tb_per_s;    // sustained streaming bandwidth (the device-level memory roofline)
@@ -166,15 +167,19 @@ inline constexpr std::array<ArchInfo, 3> archs{{
 // The CU and cache timing of each arch, shared by its products; each product adds its own sustained HBM bandwidth.
 inline constexpr TimingFacts gfx942_timing{
     .lds_latency = 52, .lds_port_bytes_per_clk = 64, .smem_latency = 48, .l2_latency = 288, .hbm_latency = 876,
-    .vmem_bytes_per_clk_cu = 128, .l2_bytes_per_clk_xcd = 2048, .hbm_measured_tb_per_s = 0, .wait_state_cycles = 4,
-    .branch_cycles = 8, .barrier_cycles = 16,
-    .source = "LDS port 64 B/clk [RPC] H; latencies LDS 52, sL1 48, L2 288 p50, HBM 876 p50 [MT4G] M;"
-              " vL1 128 B/clk [SOL] M; L2 2 KB/clk/XCD [WP3] H; wait state 4 clk (timing.md 3, M); branch 8 and "
+    .atomic_latency = 458, .vmem_bytes_per_clk_cu = 128, .l2_bytes_per_clk_xcd = 2048, .hbm_measured_tb_per_s = 0,
+    .wait_state_cycles = 4, .branch_cycles = 8, .barrier_cycles = 16,
+    .source = "LDS port 64 B/clk [RPC] H; latencies LDS 52, sL1 48, L2 288 p50, HBM 876 p50 [MT4G] M; atomics "
+              "bypass the L2 to the Infinity Cache on MI300 (rocprofiler-compute docs/conceptual/l2-cache.rst, "
+              "L2-Fabric transactions) M, so an atomic takes the MALL latency, 218 ns [CC] = 458 clk at 2.1 GHz M; "
+              "vL1 128 B/clk [SOL] M; L2 2 KB/clk/XCD [WP3] H; wait state 4 clk (timing.md 3, M); branch 8 and "
               "barrier 16 clk chosen (no source: two issue slots; four slots after the last arrival)"};
 inline constexpr TimingFacts gfx90a_timing = [] {
   TimingFacts t = gfx942_timing;
+  t.atomic_latency = t.l2_latency;
   t.source = "chosen (no CDNA2 measurement): every CU and cache row as gfx942's (LDS port 64 B/clk, latencies in "
-             "cycles, vL1 128 B/clk, L2 2 KB/clk per die)";
+             "cycles, vL1 128 B/clk, L2 2 KB/clk per die); atomics at the L2 latency (no Infinity Cache: the L2 is "
+             "the coherence point, rocprofiler-compute l2-cache.rst)";
   return t;
 }();
 inline constexpr TimingFacts gfx950_timing = [] {

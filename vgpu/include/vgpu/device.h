@@ -117,7 +117,7 @@ struct TimingReport {
   double peak_clock_ghz = 0;
   double seconds = 0;              // predicted kernel time
   double cycles = 0;               // the same in engine clocks
-  double cu_cycles = 0;            // one CU's share of the grid: rounds x round_cycles
+  double cu_cycles = 0;            // one CU's share of the grid: rounds x round_cycles (a short last round replayed)
   double round_cycles = 0;         // one round of concurrent workgroups on the sampled CU
   double l2_floor_cycles = 0, hbm_floor_cycles = 0;  // the device-level bandwidth bounds
   const char* limiter = "";        // "compute units", "L2 bandwidth" or "HBM bandwidth"

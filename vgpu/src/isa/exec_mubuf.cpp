@@ -610,7 +610,7 @@ void register_mubuf(IsaTable& t) {
   load_lds<16, Ext::dwords>(t, "global_load_lds_dwordx4");
 
   for_each_atomic([&]<class T, auto Op, bool cmpswap>(const char* name) {
-    t.add(intern(std::string("buffer_atomic_") + name), buffer_atomic<T, Op, cmpswap>, op::vector_memory,
+    t.add(intern(std::string("buffer_atomic_") + name), buffer_atomic<T, Op, cmpswap>, op::vector_memory | op::atomic,
           InstShape::lanes(sizeof(T)));
   });
 }

@@ -153,7 +153,7 @@ void register_space(IsaTable& t, const std::string& prefix) {
   if constexpr (S == Space::scratch) return;
 
   for_each_atomic([&]<class T, auto Op, bool cmpswap>(const char* name) {
-    t.add(intern(prefix + "atomic_" + name), vatomic<S, T, Op, cmpswap>, op::vector_memory,
+    t.add(intern(prefix + "atomic_" + name), vatomic<S, T, Op, cmpswap>, op::vector_memory | op::atomic,
           InstShape::lanes(sizeof(T)));
   });
 }

@@ -16,7 +16,7 @@ enum class ImmType : uint8_t { b32, f32, f16, bf16, f64, b64, pk16 };
 
 // What the decoder must know about an instruction beyond how to run it, registered beside its mnemonic.
 namespace op {
-inline constexpr uint8_t
+inline constexpr uint16_t
     vector_memory = 1u << 0,   // a load, store or atomic of the vector memory path: counted by vmcnt
     branch = 1u << 1,          // SOPP branch: the target is the next instruction + 4 * simm16
     encoded_simm16 = 1u << 2,  // simm16 is taken from the encoding (s_waitcnt: the text prints the counters by name)
@@ -25,23 +25,24 @@ inline constexpr uint8_t
     quarter_rate = 1u << 4,    // a transcendental VALU operation: a quarter of the VALU's rate (timing.md 4)
     waits_vmcnt = 1u << 5,     // s_waitcnt_vmcnt null, simm16: waits for vmcnt <= simm16
     waits_lgkmcnt = 1u << 6,   // s_waitcnt_lgkmcnt null, simm16: waits for lgkmcnt <= simm16
-    waits_expcnt = 1u << 7;    // s_waitcnt_expcnt: export counts, none in compute code (no wait)
+    waits_expcnt = 1u << 7,    // s_waitcnt_expcnt: export counts, none in compute code (no wait)
+    atomic = 1u << 8;          // a vector memory atomic: a read-modify-write done beyond the L2 (TimingFacts::atomic_latency)
 }  // namespace op
 
 struct OpInfo {
   std::string_view name;
   ExecFn fn = nullptr;
   ImmType imm = ImmType::b32;
-  uint8_t flags = 0;  // op::
+  uint16_t flags = 0;  // op::
   IssueKind issue = IssueKind::internal;  // the unit that issues it (timing model)
   InstShape shape;                        // its MFMA shape or memory width (timing model)
-  bool is(uint8_t flag) const { return (flags & flag) != 0; }
+  bool is(uint16_t flag) const { return (flags & flag) != 0; }
 };
 
 class IsaTable {
  public:
-  void add(std::string_view name, ExecFn fn, ImmType imm = ImmType::b32, uint8_t flags = 0, InstShape shape = {});
-  void add(std::string_view name, ExecFn fn, uint8_t flags, InstShape shape = {}) {
+  void add(std::string_view name, ExecFn fn, ImmType imm = ImmType::b32, uint16_t flags = 0, InstShape shape = {});
+  void add(std::string_view name, ExecFn fn, uint16_t flags, InstShape shape = {}) {
     add(name, fn, ImmType::b32, flags, shape);
   }
   void add(std::string_view name, ExecFn fn, InstShape shape) { add(name, fn, ImmType::b32, 0, shape); }
@@ -50,7 +51,7 @@ class IsaTable {
   // file marks its exceptions beside their registrations (mark throws for a mnemonic not registered).
   void set_issue(IssueKind k) { issue_ = k; }
   void mark(std::initializer_list<std::string_view> names, IssueKind k);
-  void mark(std::initializer_list<std::string_view> names, uint8_t flags);
+  void mark(std::initializer_list<std::string_view> names, uint16_t flags);
   size_t size() const { return ops_.size(); }
   template <class F> void for_each(F&& f) const { for (auto& [k, v] : ops_) f(v); }
 

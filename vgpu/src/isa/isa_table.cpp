@@ -4,7 +4,7 @@
 
 namespace vgpu {
 
-void IsaTable::add(std::string_view name, ExecFn fn, ImmType imm, uint8_t flags, InstShape shape) {
+void IsaTable::add(std::string_view name, ExecFn fn, ImmType imm, uint16_t flags, InstShape shape) {
   // Each mnemonic has one home: a second registration is a bug in the instruction tables, caught at start-up.
   if (!ops_.emplace(name, OpInfo{name, fn, imm, flags, issue_, shape}).second)
     throw Error("vgpu: instruction " + std::string(name) + " is registered twice");
@@ -23,7 +23,7 @@ OpInfo& IsaTable::at(std::string_view m) {
 void IsaTable::mark(std::initializer_list<std::string_view> names, IssueKind k) {
   for (std::string_view n : names) at(n).issue = k;
 }
-void IsaTable::mark(std::initializer_list<std::string_view> names, uint8_t flags) {
+void IsaTable::mark(std::initializer_list<std::string_view> names, uint16_t flags) {
   for (std::string_view n : names) at(n).flags |= flags;
 }
 

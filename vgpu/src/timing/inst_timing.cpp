@@ -45,7 +45,8 @@ InstTiming inst_timing(Arch arch, const Inst& I, const TimingFacts& f) {
   switch (t.kind) {
     case IssueKind::mfma: mfma_timing(arch, I, t); break;
     case IssueKind::valu: t.valu_cycles = (I.op_flags & op::quarter_rate) ? f.transcendental_cycles : f.valu_cycles; break;
-    case IssueKind::lds: case IssueKind::vmem: t.bytes_per_lane = I.shape.lane_bytes; break;
+    case IssueKind::lds: t.bytes_per_lane = I.shape.lane_bytes; break;
+    case IssueKind::vmem: t.bytes_per_lane = I.shape.lane_bytes, t.atomic = (I.op_flags & op::atomic) != 0; break;
     case IssueKind::waitcnt:
       // The counts each form waits for (no wait on a counter: kNoWait). s_waitcnt, gfx9 encoding: vmcnt [3:0] and
       // [15:14], lgkmcnt [11:8]; s_waitcnt_vmcnt / s_waitcnt_lgkmcnt null, simm16: the count is simm16 (the SGPR, null

@@ -161,14 +161,15 @@ HotLoop find_hot_loop(const ProductInfo& product, const Program& prog, const std
 // Traced, the charges and the units' busy intervals are recorded into `tl` as well (nothing is recorded otherwise).
 template <bool Traced>
 CuResult simulate_cu(const ProductInfo& product, const Program& prog, const std::vector<InstTiming>& facts,
-                     const std::vector<WorkgroupTrace>& traces, double vmem_latency, Timeline* tl) {
+                     const std::vector<WorkgroupTrace>& traces, double vmem_latency, Timeline* tl,
+                     size_t groups = SIZE_MAX) {
   const TimingFacts& f = product.timing;
   const ArchInfo& arch = arch_info(product.arch);
   const uint32_t simds = arch.simds_per_cu;
 
   std::vector<SimWave> waves;
   int next_simd = 0;
-  for (size_t g = 0; g < traces.size(); ++g)
+  for (size_t g = 0; g < std::min(groups, traces.size()); ++g)  // the first `groups` workgroups
     for (const WaveTrace& t : traces[g].waves) {
       SimWave w;
       w.ops = &t.ops, w.group = int(g), w.simd = next_simd, w.age = waves.size();
@@ -294,7 +295,7 @@ CuResult simulate_cu(const ProductInfo& product, const Program& prog, const std:
           const uint64_t bytes = uint64_t(op.lanes) * t.bytes_per_lane;
           const uint64_t start = std::max(now, vmem_free);
           vmem_free = start + ceil_div(bytes, f.vmem_bytes_per_clk_cu);
-          w.vm.push_back(vmem_free + uint64_t(vmem_latency));
+          w.vm.push_back(vmem_free + (t.atomic ? f.atomic_latency : uint64_t(vmem_latency)));
           r.vmem_bytes += double(bytes);
           break;
         }
@@ -371,12 +372,15 @@ CuResult simulate_cu(const ProductInfo& product, const Program& prog, const std:
 TimingSample plan_timing_sample(const ProductInfo& product, const Program& program, const LaunchParams& launch,
                                 uint32_t lds_bytes) {
   const ArchInfo& arch = arch_info(product.arch);
-  const uint32_t wg_waves = uint32_t(ceil_div(launch.block.count(), arch.wave_size));
-  const uint32_t per_simd = uint32_t(ceil_div(wg_waves, arch.simds_per_cu));
-  // Occupancy: wave slots, the unified VGPR file (512 registers per lane per SIMD, allocated in granules of 8) and LDS.
+  const uint32_t wg_waves = std::max<uint32_t>(1, uint32_t(ceil_div(launch.block.count(), arch.wave_size)));
+  // Occupancy: each SIMD holds waves up to its wave slots and its share of the unified VGPR file (512 registers per
+  // lane per SIMD, allocated in granules of 8); a workgroup's waves take slots on any SIMDs that have room, so a CU
+  // holds (SIMDs x waves per SIMD) / (waves per workgroup) workgroups, as LLVM's getMaxWorkGroupsPerCU counts them
+  // (AMDGPUBaseInfo.cpp: MaxWavesPerEU x EUsPerCU / waves per workgroup; its cap of 16 workgroups that use a barrier
+  // never binds at 8 waves per SIMD, and one-wave workgroups use none). Then LDS.
   const uint32_t vgprs = std::max<uint32_t>(8, uint32_t(ceil_div(program.vgprs, 8) * 8));
   const uint32_t waves_by_vgpr = std::min(arch.waves_per_simd, arch.registers_per_lane / vgprs);
-  uint32_t per_cu = std::min(arch.waves_per_simd, waves_by_vgpr) / std::max(1u, per_simd);
+  uint32_t per_cu = waves_by_vgpr * arch.simds_per_cu / wg_waves;
   if (lds_bytes) per_cu = std::min(per_cu, arch.lds_bytes / lds_bytes);
   TimingSample s;
   s.workgroups_per_cu = std::max(1u, per_cu);
@@ -388,6 +392,8 @@ TimingSample plan_timing_sample(const ProductInfo& product, const Program& progr
   // represented by its middle, not by its first workgroups; a uniform grid times the same either way.
   const uint64_t share = ceil_div(groups, product.compute_units);
   s.rounds = ceil_div(share, s.workgroups_per_cu);
+  if (const uint64_t rest = share - (s.rounds - 1) * s.workgroups_per_cu; s.rounds > 1 && rest < s.workgroups_per_cu)
+    s.last_round = uint32_t(rest);
   const uint64_t slots = std::min<uint64_t>(s.workgroups_per_cu, share);
   for (uint64_t slot = 0; slot < slots; ++slot) {
     uint64_t j = share <= s.workgroups_per_cu ? slot : (2 * slot + 1) * share / (2 * slots);
@@ -478,6 +484,11 @@ TimingReport model_dispatch(const ProductInfo& product, const Program& program, 
                                : simulate_cu<false>(product, program, facts, traces, latency, nullptr);
   rep.round_cycles = double(cu.cycles) * weight;
   rep.cu_cycles = rep.round_cycles * double(sample.rounds);
+  // A short last round (plan_timing_sample) is replayed with that many of the sampled workgroups.
+  if (sample.last_round && sample.last_round < traces.size()) {
+    const CuResult last = simulate_cu<false>(product, program, facts, traces, latency, nullptr, sample.last_round);
+    rep.cu_cycles = rep.round_cycles * double(sample.rounds - 1) + double(last.cycles) * weight;
+  }
   const double simds = double(arch_info(product.arch).simds_per_cu);
   if (cu.cycles) rep.mfma_busy = cu.mfma_busy / (simds * double(cu.cycles));
   if (cu.cycles) rep.valu_busy = cu.valu_busy / (simds * double(cu.cycles));

@@ -17,6 +17,9 @@ struct Timeline;  // timeline.h
 struct TimingSample {
   uint32_t workgroups_per_cu = 1;
   uint64_t rounds = 1;
+  // Workgroups in the CU's last round when its share leaves fewer than workgroups_per_cu for it (0: the last round is
+  // full). The dispatcher hands a CU its next workgroup when one ends, so the last round runs only the remainder.
+  uint32_t last_round = 0;
   std::vector<uint64_t> workgroups;  // linear ids, ascending
   // Probes: workgroups spread over the whole grid, recorded only to weigh how much work a workgroup does on average
   // against the sample (their instruction counts), for grids whose workgroups differ (causal attention). In
@@ -52,6 +55,7 @@ struct InstTiming {
   uint32_t passes = 0;       // MFMA: 4-cycle passes the matrix core is busy
   double flops = 0;          // MFMA: 2*M*N*K*blocks
   uint32_t bytes_per_lane = 0;  // VMEM / LDS
+  bool atomic = false;          // VMEM: a read-modify-write atomic (performed beyond the L2, TimingFacts::atomic_latency)
   uint32_t valu_cycles = 4;  // VALU: cycles the SIMD's vector unit is busy (TimingFacts::valu_cycles, transcendentals)
 };
 InstTiming inst_timing(Arch arch, const Inst& inst, const TimingFacts& facts);
