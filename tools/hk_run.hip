@@ -259,7 +259,8 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
     std::printf("gemm %dx%dx%d %s%s -> %s on %s: not checked (the model executed %llu waves only)\n", m, n, k,
                 in.c_str(), bt ? " A*B^T" : " A*B", out.c_str(), d.arch, d.waves);
     const vgpu::ProductInfo& product = *vgpu::find_product(model);
-    print_model_log(2.0 * m * n * k, fp8 ? product.peak.fp8 : product.peak.f16);
+    // A skinny GEMM (M up to 256: decode) is bound by reading B: its bytes give the line's share of the HBM roofline.
+    print_model_log(2.0 * m * n * k, fp8 ? product.peak.fp8 : product.peak.f16, m <= 256 ? double(b_bytes.size()) : 0);
     (void)hipFree(da), (void)hipFree(db), (void)hipFree(dc);
     return 0;
   }

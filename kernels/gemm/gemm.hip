@@ -49,11 +49,12 @@ bool dma_feedable(const GemmProblem& p, int dma_bytes) {
          async_loadable(gl<T, 1, 1>(b, 1, 1, p.b_is_nk ? p.n : p.k, p.b_is_nk ? p.k : p.n, p.ldb), dma_bytes);
 }
 
-template <class TIn, class TOut, template <class, class, bool> class Kernel>
+// The kernel for B's orientation; with NkOnly, only the B^T instance exists (the caller never asks for the other).
+template <class TIn, class TOut, template <class, class, bool> class Kernel, bool NkOnly = false>
 void launch(const GemmProblem& p, const kernels::GemmArgs& args, int tile, int threads) {
   const dim3 grid{unsigned(((p.m + tile - 1) / tile) * ((p.n + tile - 1) / tile)), 1, 1};
-  if (p.b_is_nk) hipLaunchKernelGGL((Kernel<TIn, TOut, true>::kernel), grid, dim3(threads), 0, p.stream, args);
-  else hipLaunchKernelGGL((Kernel<TIn, TOut, false>::kernel), grid, dim3(threads), 0, p.stream, args);
+  if (NkOnly || p.b_is_nk) hipLaunchKernelGGL((Kernel<TIn, TOut, true>::kernel), grid, dim3(threads), 0, p.stream, args);
+  else if constexpr (!NkOnly) hipLaunchKernelGGL((Kernel<TIn, TOut, false>::kernel), grid, dim3(threads), 0, p.stream, args);
 }
 
 // The kernel templates as class templates over (TIn, TOut, BIsNK), so `launch` takes any of them.
@@ -68,12 +69,14 @@ struct fp8_registers { static constexpr auto kernel = kernels::gemm_fp8<TIn, TOu
 
 template <class TIn, class TOut>
 void launch(const GemmProblem& p, const kernels::GemmArgs& args, bool dma) {
-  if constexpr (fp8_input<TIn>) {
+  // fp8 A * B (B in the col layout) stays on the 4-wave kernel: its transposed B fragments would not fit the
+  // ping-pong kernel's registers.
+  if (dma && (!fp8_input<TIn> || p.b_is_nk)) launch<TIn, TOut, pingpong, fp8_input<TIn>>(p, args, gemm_pingpong_tile, 512);
+  else if constexpr (fp8_input<TIn>) {
     if (dma) launch<TIn, TOut, fp8_dma>(p, args, gemm_fp8_tile, 256);
     else launch<TIn, TOut, fp8_registers>(p, args, gemm_fp8_tile, 256);
   } else {
-    if (dma) launch<TIn, TOut, pingpong>(p, args, gemm_pingpong_tile, 512);
-    else launch<TIn, TOut, staged>(p, args, gemm_staged_tile, 256);
+    launch<TIn, TOut, staged>(p, args, gemm_staged_tile, 256);
   }
 }
 

@@ -1,5 +1,6 @@
-// The fp8 GEMM kernel: A and B of the fp8 type T (fp8e4m3 or fp8e5m2) in the arch's format (FNUZ on gfx942, OCP on
-// gfx950), fp32 accumulation, fp32 or bf16 C. 128x128 tiles of C per workgroup of 4 waves (2 x 2, each 64 x 64 in MFMA
+// The 4-wave fp8 GEMM kernel: A and B of the fp8 type T (fp8e4m3 or fp8e5m2) in the arch's format (FNUZ on gfx942,
+// OCP on gfx950), fp32 accumulation, fp32 or bf16 C. hk::gemm runs it for the registers feed and for A * B (B given
+// K x N); fp8 A * B^T fed straight into LDS runs the 8-wave ping-pong kernel (gemm_pingpong.h). 128x128 tiles of C per workgroup of 4 waves (2 x 2, each 64 x 64 in MFMA
 // accumulators), K in steps of BK through two LDS stages, workgroups in chiplet (XCD) order, edges of any size masked.
 // BK is 128 on gfx950 (one v_mfma_f32_16x16x128_f8f6f4 deep; two stages of 128x128 A and B tiles: 64 KiB of its 160)
 // and 64 on gfx942 (two v_mfma_f32_16x16x32_{fp8,bf8}_* deep; 32 KiB of its 64).

@@ -1,6 +1,8 @@
 // The 8-wave ping-pong GEMM kernel: 256x256 tiles of C per workgroup of 8 waves (each 64 x 128 or 128 x 64), two LDS
-// stages fed by buffer loads straight into LDS. K steps are 64 deep where two stages of 256x64 A and B tiles fit the
-// LDS (gfx950's 160 KiB) and 32 deep on gfx942.
+// stages fed by buffer loads straight into LDS. A and B are bf16, f16, or fp8 (e4m3 or e5m2 in the arch's format,
+// with B given N x K: the col-layout fp8 B fragments of A * B would not fit the registers). K steps are 128 bytes of
+// each row deep where two stages of 256-row A and B tiles fit the LDS (gfx950's 160 KiB: 64 16-bit elements, two MFMAs
+// deep, or 128 fp8, one) and 64 bytes on gfx942 (32 or 64 elements, two stages fill its 64 KiB).
 //
 // The schedule: the waves form two groups of four, half a step apart, so that one group's MFMAs run while the other
 // group reads LDS and issues loads. Group 1 enters the loop one barrier late; every step is then a memory phase
@@ -86,7 +88,8 @@ __global__ __launch_bounds__(512) void gemm_pingpong(GemmArgs p) {
   // Each wave owns a WM x WN block of C. With B in the col layout (A * B) the wide side goes to A, whose row-layout
   // reads are the cheap ones: that keeps gfx942's 256 VGPRs free of spills.
   constexpr int BM = 256, BN = 256, WM = BIsNK ? 64 : 128, WN = BIsNK ? 128 : 64;
-  constexpr int BK = arch::current::lds_bytes >= 128 * 1024 ? 64 : 32;
+  // K steps of 128 bytes of each row where two stages of 256-row A and B tiles fit (gfx950), 64 bytes on gfx942.
+  constexpr int BK = (arch::current::lds_bytes >= 128 * 1024 ? 128 : 64) / int(sizeof(TIn));
   using Stages = GemmStages<TIn, BM, BN, BK, BIsNK, group<4>>;
   __shared__ Stages s;
   const GemmView<TIn, TOut, BIsNK, BM, BN> v(p);
