@@ -10,7 +10,19 @@
 //      run after run.
 // The products that accumulate over queries (kernel 2) or keys (kernel 3) take their k operand straight from the
 // previous accumulator in acc order (ops/acc_order.h), like the forward's P V: P, dS (kernel 2) and dS^T (kernel 3)
-// never leave the registers.
+// never leave the registers; the other operand is the staged tile read in the same order and used transposed
+// (mma_AtB_acc). The two score-like products (S and dP, or their transposes) read their A operand from the staged
+// tile and their B operand from the wave's registers (mma_ABt_lds).
+//
+// Schedule (both loops, as the forward's): the staged tiles (kernel 2: Q, dO, LSE and delta of a step; kernel 3: K
+// and V of a key tile) live in two stages, and one barrier per step separates them. At the top of step n each wave
+// waits for its own loads of step n, then the barrier makes every wave's part visible and certifies that every wave
+// has finished reading the other stage (step n-1), which the loads of step n+1, issued right after it, overwrite:
+// those loads fly under the whole of step n's MFMAs. Q and dO go straight into LDS (buffer loads with the lds
+// modifier); LSE and delta (64 floats each) are too small for that, so in kernel 2 one lane per row loads its value
+// into a register before the step's work and writes it to the other stage after it (that stage's vectors were last
+// read in step n-1, before the barrier). The once-per-workgroup tiles (kernel 2: K and V; kernel 3: Q and dO) pass
+// through the stages' memory before the first step's loads are issued into it.
 #pragma once
 #include "attention_common.h"
 
@@ -33,10 +45,48 @@ inline constexpr int attn_bwd_rows = 64;  // queries (kernels 1, 3) or keys (ker
 template <int D>
 inline constexpr int attn_bwd_waves_per_simd = D == 64 || arch::current::lds_read_transpose ? 2 : 1;
 
-// Queries per step of kernel 2: 64, or 32 where that many registers would not do (D = 128 without transposing reads),
-// which halves the Q and dO fragments a wave holds at once.
+// One step's staged operands of kernel 2: BQ queries' Q and dO rows, their LSE (in log2 units, 0 for a query that
+// sees no key) and delta.
+template <class T, int BQ, int D>
+struct AttnBwdStage {
+  st<T, BQ, D> q, dout;
+  sv<float, BQ> lse, delta;
+};
+
+// Queries per step of kernel 2: 64 where the registers allow (two waves per SIMD) and two stages of them fit in the
+// LDS of the workgroups a CU then runs; else 32, which halves the Q and dO fragments a wave holds at once and the
+// stages.
 template <int D>
-inline constexpr int attn_bwd_query_step = attn_bwd_waves_per_simd<D> == 2 ? 64 : 32;
+inline constexpr int attn_bwd_query_step =
+    attn_bwd_waves_per_simd<D> == 2 && 2 * 2 * int(sizeof(AttnBwdStage<bf16, 64, D>)) <= arch::current::lds_bytes ? 64 : 32;
+
+// A B^T, A a tile of the LDS read in row layout and B a register tile: S = Q K^T and dP = dO V^T (kernel 2), S^T =
+// K Q^T and dP^T = V dO^T (kernel 3).
+template <shared_tile ST, register_tile B>
+__device__ inline rt_acc<ST::rows, B::rows> mma_ABt_lds(const ST& a, const B& b) {
+  rt<typename ST::dtype, ST::rows, ST::cols> ar;
+  load(ar, a);
+  rt_acc<ST::rows, B::rows> d;
+  zero(d);
+  mma_ABt(d, ar, b, d);
+  return d;
+}
+
+// acc += X^T S, X a tile of the LDS (K rows of D) read in acc order and used transposed (the same registers), S an
+// accumulator over the same K rows whose registers are the B operand as they stand: dV^T += dO^T P and dK^T += Q^T
+// dS (kernel 2), dQ^T += K^T dS^T (kernel 3).
+template <int D, int N, int K, shared_tile ST>
+__device__ inline void mma_AtB_acc(rt_acc<D, N>& acc, const ST& x, const rt_acc<K, N>& s) {
+  using T = typename ST::dtype;
+  static_assert(ST::rows == K && ST::cols == D, "mma_AtB_acc: X is K x D");
+  rt<T, K, N, layout::col> b;
+  copy_acc_order(b, s);
+  rt<T, K, D, layout::col> xc;
+  load_acc_order(xc, x);
+  rt<T, D, K, layout::row> xt;
+  transpose(xt, xc);
+  mma_AB(acc, xt, b, acc);
+}
 
 // Kernel 1: four lanes per query row, each summing a quarter of its D products.
 template <class T, int D>
@@ -87,15 +137,16 @@ template <class T, int D>
 __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_waves_per_simd<D>))) void attention_bwd_dkdv(AttnBwdArgs a) {
   using G = group<4>;
   constexpr int BQ = attn_bwd_query_step<D>, WK = AttnTiles::wave_rows;
+  using Stage = AttnBwdStage<T, BQ, D>;
+  using KV = st<T, attn_bwd_rows, D>;
   using rows_vec = rv<float, BQ, vec_align::rows>;
-  // This workgroup's K and V tiles, then the Q and dO tiles of each step (BQ <= 64 rows) in the same memory.
-  __shared__ st<T, attn_bwd_rows, D> skv[2];
-  __shared__ sv<float, BQ> slse, sdelta;
-  auto& sq = *reinterpret_cast<st<T, BQ, D>*>(&skv[0]);
-  auto& sdo = *reinterpret_cast<st<T, BQ, D>*>(&skv[1]);
+  static_assert(sizeof(KV) <= sizeof(Stage), "K and V are staged in the stages' memory");
+  static_assert(2 * BQ <= 256, "one lane per LSE and per delta value");
+  __shared__ Stage stages[2];
+  KV* skv = reinterpret_cast<KV*>(&stages[0]);  // K, V: before the first step's loads
   const AttnArgs& p = a.f;
   const AttnKeyBlock kb(a, BQ);
-  AttnBlock blk = kb.blk;
+  const AttnBlock& blk = kb.blk;
   if (kb.first_key >= blk.sk) return;  // past the end of a shorter sequence (varlen)
   const bool varlen = p.cu_q != nullptr;
   const auto k_view = head_view<T, D>(p.k, p.k_bs, p.k_rs, p.k_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
@@ -113,69 +164,58 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
   rt_acc<D, WK> dvt, dkt;
   zero(dvt), zero(dkt);
 
-  const int ratio = p.heads_q / p.heads_kv;
+  // Step n: query head h_kv * ratio + n / tiles, query tile qt_begin + n % tiles.
+  const int ratio = p.heads_q / p.heads_kv, tiles = kb.qt_end - kb.qt_begin, steps = ratio * tiles;
   const float c = p.scale_log2;
-  const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loops
-  for (int g = 0; g < ratio; ++g) {
-    const int h = blk.h_kv * ratio + g;
-    const auto q_view = head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq);
-    const auto do_view = head_view<T, D>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq);
-    const auto lse_view = lse_row(p, p.lse, blk, h), delta_view = lse_row(p, a.delta, blk, h);
-    for (int qt = kb.qt_begin; qt < kb.qt_end; ++qt) {
-      barrier();  // every wave is done with the previous tile (and with K and V)
-      load_async<G>(sq, q_view, {0, 0, qt, 0}, dma_wave);
-      load_async<G>(sdo, do_view, {0, 0, qt, 0}, dma_wave);
-      load<G>(slse, lse_view, {0, 0, 0, qt});  // 0 past the end
-      load<G>(sdelta, delta_view, {0, 0, 0, qt});
-      wait_vmcnt<0>();
-      barrier();
-      rows_vec lse, delta;
-      load(lse, slse);
-      load(delta, sdelta);
-      // exp2(s c - lse log2 e); a query that sees no key (LSE -inf) has every score masked, so any finite LSE does.
-      vec_apply([](float& l) { l = l == -INFINITY ? 0.f : l * 1.44269504088896341f; }, lse);
-      // S = Q K^T (queries x keys), masked where the tile crosses a query's visible range, and P.
-      rt_acc<BQ, WK> s;
-      {
-        rt<T, BQ, D> q;
-        load(q, sq);
-        zero(s);
-        mma_ABt(s, q, k, s);
-      }
-      const long q0 = long(qt) * BQ;
-      if (!attn_tile_whole(p, q0, q0 + BQ - 1, k0, k0 + WK - 1, blk.sq, blk.sk)) mask_scores<false>(s, p, q0, k0, blk.sq, blk.sk);
-      map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
-      // dV^T += dO^T P, P in acc order as the B operand, dO read in the same order.
-      {
-        rt<T, BQ, WK, layout::col> pc;
-        copy_acc_order(pc, s);
-        rt<T, BQ, D, layout::col> doc;
-        load_acc_order(doc, sdo);
-        rt<T, D, BQ, layout::row> dot;
-        transpose(dot, doc);
-        mma_AB(dvt, dot, pc, dvt);
-      }
-      // dP = dO V^T; dS = P * (dP - delta).
-      rt_acc<BQ, WK> dp;
-      {
-        rt<T, BQ, D> dor;
-        load(dor, sdo);
-        zero(dp);
-        mma_ABt(dp, dor, v, dp);
-      }
-      map_rows(dp, delta, [](float x, float d) { return x - d; });
-      mul(s, s, dp);
-      // dK^T += Q^T dS.
-      {
-        rt<T, BQ, WK, layout::col> dsc;
-        copy_acc_order(dsc, s);
-        rt<T, BQ, D, layout::col> qc;
-        load_acc_order(qc, sq);
-        rt<T, D, BQ, layout::row> qtr;
-        transpose(qtr, qc);
-        mma_AB(dkt, qtr, dsc, dkt);
-      }
-    }
+  const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
+  const int tid = int(threadIdx.x);
+  auto fill = [&](int n, Stage& s) __attribute__((always_inline)) {
+    const int h = blk.h_kv * ratio + n / tiles, qt = kb.qt_begin + n % tiles;
+    load_async<G>(s.q, head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq), {0, 0, qt, 0}, dma_wave);
+    load_async<G>(s.dout, head_view<T, D>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq),
+                  {0, 0, qt, 0}, dma_wave);
+  };
+  // The LSE (lanes 0 .. BQ-1) or delta (BQ .. 2 BQ - 1) value of step n this lane stages, 0 past the end; and its store.
+  auto stat = [&](int n) __attribute__((always_inline)) {
+    const int h = blk.h_kv * ratio + n / tiles;
+    const long row = long(kb.qt_begin + n % tiles) * BQ + tid % BQ;
+    if (tid >= 2 * BQ || row >= blk.sq) return 0.f;
+    if (tid >= BQ) return *lse_row(p, a.delta, blk, h).at(0, 0, 0, row);
+    const float l = *lse_row(p, p.lse, blk, h).at(0, 0, 0, row);
+    // exp2(s c - lse log2 e); a query that sees no key (LSE -inf) has every score masked, so any finite LSE does.
+    return l == -INFINITY ? 0.f : l * 1.44269504088896341f;
+  };
+  auto put = [&](Stage& s, float x) __attribute__((always_inline)) {
+    if (tid < BQ) s.lse[tid] = x;
+    else if (tid < 2 * BQ) s.delta[tid - BQ] = x;
+  };
+  barrier();  // every wave holds its K and V: the stages are free
+  if (steps > 0) {
+    fill(0, stages[0]);
+    put(stages[0], stat(0));
+  }
+  for (int n = 0; n < steps; ++n) {
+    Stage &cur = stages[n & 1], &next = stages[(n & 1) ^ 1];
+    wait_vmcnt<0>();
+    barrier();  // step n is in; every wave is done with step n-1's stage
+    const bool more = n + 1 < steps;
+    float staged = 0.f;
+    if (more) staged = stat(n + 1), fill(n + 1, next);
+    rows_vec lse, delta;
+    load(lse, cur.lse);
+    load(delta, cur.delta);
+    // S = Q K^T (queries x keys), masked where the tile crosses a query's visible range, and P.
+    auto s = mma_ABt_lds(cur.q, k);
+    const long q0 = long(kb.qt_begin + n % tiles) * BQ;
+    if (!attn_tile_whole(p, q0, q0 + BQ - 1, k0, k0 + WK - 1, blk.sq, blk.sk)) mask_scores<false>(s, p, q0, k0, blk.sq, blk.sk);
+    map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
+    mma_AtB_acc(dvt, cur.dout, s);  // dV^T += dO^T P
+    // dP = dO V^T; dS = P * (dP - delta); dK^T += Q^T dS.
+    auto dp = mma_ABt_lds(cur.dout, v);
+    map_rows(dp, delta, [](float x, float d) { return x - d; });
+    mul(s, s, dp);
+    mma_AtB_acc(dkt, cur.q, s);
+    if (more) put(next, staged);
   }
   // dK = scale dK^T^T and dV = dV^T^T, from the registers (the transposes are free).
   const auto dk_view = head_view<T, D>(a.dk, a.dk_bs, a.dk_rs, a.dk_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
@@ -192,17 +232,25 @@ template <class T, int D>
 __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_waves_per_simd<D>))) void attention_bwd_dq(AttnBwdArgs a) {
   using G = group<4>;
   constexpr int BK = AttnTiles::keys, WQ = AttnTiles::wave_rows;
-  static_assert(BK == attn_bwd_rows, "the Q and dO tiles are staged in the K and V tiles");
+  static_assert(BK == attn_bwd_rows, "the Q and dO tiles are staged in a K and V stage");
   using cols_vec = rv<float, WQ, vec_align::cols>;
-  __shared__ st<T, BK, D> sk, sv;
+  __shared__ st<T, BK, D> sk[2], sv[2];  // two stages of K and V
   const AttnArgs& p = a.f;
   const AttnView<T, D> view(p, attn_bwd_rows);
   if (view.empty) return;
   const AttnBlock& blk = view.blk;
+  const int kt_begin = view.kt_begin, kt_end = view.kt_end;
   const bool varlen = p.cu_q != nullptr;
   const auto do_view = head_view<T, D>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, blk.h, blk.sq);
-  load_async<G>(sk, view.q, {0, 0, blk.tile, 0});
-  load_async<G>(sv, do_view, {0, 0, blk.tile, 0});
+  const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
+  auto fill = [&](int kt, int stage) __attribute__((always_inline)) {
+    load_async<G>(sk[stage], view.k, {0, 0, kt, 0}, dma_wave);
+    load_async<G>(sv[stage], view.v, {0, 0, kt, 0}, dma_wave);
+  };
+  // Q and dO through stage 1, free until the first step's barrier; the first key tile into stage 0.
+  load_async<G>(sk[1], view.q, {0, 0, blk.tile, 0}, dma_wave);
+  load_async<G>(sv[1], do_view, {0, 0, blk.tile, 0}, dma_wave);
+  if (kt_begin < kt_end) fill(kt_begin, 0);
   const int wave = G::wave();
   const long q0 = view.first_row + long(wave) * WQ;  // this wave's first query
   const int row_tile = int(q0 / WQ);
@@ -213,47 +261,26 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
   wait_vmcnt<0>();
   barrier();
   rt<T, WQ, D> q, dout;
-  load(q, sk, {0, 0, wave, 0});
-  load(dout, sv, {0, 0, wave, 0});
+  load(q, sk[1], {0, 0, wave, 0});
+  load(dout, sv[1], {0, 0, wave, 0});
   rt_acc<D, WQ> dqt;
   zero(dqt);
   const float c = p.scale_log2;
-  const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
-  for (int kt = view.kt_begin; kt < view.kt_end; ++kt) {
-    barrier();  // every wave is done with the previous tile (and with Q and dO)
-    load_async<G>(sk, view.k, {0, 0, kt, 0}, dma_wave);
-    load_async<G>(sv, view.v, {0, 0, kt, 0}, dma_wave);
+  for (int kt = kt_begin; kt < kt_end; ++kt) {
+    const int stage = (kt - kt_begin) & 1;
     wait_vmcnt<0>();
-    barrier();
+    barrier();  // tile kt is in; every wave is done with the other stage (and with Q and dO in stage 1)
+    if (kt + 1 < kt_end) fill(kt + 1, stage ^ 1);
     // S^T = K Q^T (keys x queries), masked, and P^T.
-    rt_acc<BK, WQ> s;
-    {
-      rt<T, BK, D> k;
-      load(k, sk);
-      zero(s);
-      mma_ABt(s, k, q, s);
-    }
+    auto s = mma_ABt_lds(sk[stage], q);
     const long k0 = long(kt) * BK;
     if (!attn_tile_whole(p, q0, q0 + WQ - 1, k0, k0 + BK - 1, blk.sq, blk.sk)) mask_scores<true>(s, p, q0, k0, blk.sq, blk.sk);
     map_cols(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
-    // dP^T = V dO^T; dS^T = P^T * (dP^T - delta).
-    rt_acc<BK, WQ> dp;
-    {
-      rt<T, BK, D> v;
-      load(v, sv);
-      zero(dp);
-      mma_ABt(dp, v, dout, dp);
-    }
+    // dP^T = V dO^T; dS^T = P^T * (dP^T - delta); dQ^T += K^T dS^T.
+    auto dp = mma_ABt_lds(sv[stage], dout);
     map_cols(dp, delta, [](float x, float d) { return x - d; });
     mul(s, s, dp);
-    // dQ^T += K^T dS^T, dS^T in acc order as the B operand, K read in the same order.
-    rt<T, BK, WQ, layout::col> dsc;
-    copy_acc_order(dsc, s);
-    rt<T, BK, D, layout::col> kc;
-    load_acc_order(kc, sk);
-    rt<T, D, BK, layout::row> ktr;
-    transpose(ktr, kc);
-    mma_AB(dqt, ktr, dsc, dqt);
+    mma_AtB_acc(dqt, sk[stage], s);
   }
   const auto dq_view = head_view<T, D>(a.dq, a.dq_bs, a.dq_rs, a.dq_hs, blk.b, varlen, blk.q_start, blk.h, blk.sq);
   rt<float, WQ, D, layout::row> out;

@@ -121,9 +121,12 @@ struct AttnView {
   }
 };
 
-// Whether query i of a sequence of sq queries sees key j of its sk keys (flash-attention's bottom-right diagonal).
-__device__ inline bool attn_visible(const AttnArgs& p, long i, long j, long sq, long sk) {
-  const long diag = i + sk - sq;
+// The visibility rule, the one place every kernel's masks come from. Query i of a sequence of sq queries sees key j of
+// its sk keys (flash-attention's bottom-right diagonal) when i < sq, j < sk and i + sk - sq - left <= j <= i + sk -
+// sq + right (a negative bound: unbounded). Positions are ints: the host keeps sequences below 2^28 and windows
+// within the sequences' reach.
+__device__ inline bool attn_visible(const AttnArgs& p, int i, int j, int sq, int sk) {
+  const int diag = i + sk - sq;
   return i < sq && j < sk && (p.right < 0 || j <= diag + p.right) && (p.left < 0 || j >= diag - p.left);
 }
 
@@ -138,9 +141,9 @@ __device__ inline bool attn_tile_whole(const AttnArgs& p, long q0, long q1, long
 // (S^T) and along the columns otherwise (S).
 template <bool keys_are_rows, class Tile>
 __device__ inline void mask_scores(Tile& s, const AttnArgs& p, long q0, long k0, long sq, long sk) {
+  const int qi = int(q0), kj = int(k0), nq = int(sq), nk = int(sk);
   map_at(s, [=, &p](float x, int r, int c) {
-    const long i = q0 + (keys_are_rows ? c : r), j = k0 + (keys_are_rows ? r : c);
-    return attn_visible(p, i, j, sq, sk) ? x : -INFINITY;
+    return attn_visible(p, qi + (keys_are_rows ? c : r), kj + (keys_are_rows ? r : c), nq, nk) ? x : -INFINITY;
   });
 }
 
@@ -171,15 +174,10 @@ struct AttnWave {
     rt_acc<BK, WQ> s;  // keys x queries
     zero(s);
     mma_ABt(s, k, q, s);
-    // In S^T a row is a key j and a column a query i: i sees j when i + off - left <= j <= i + off + right.
-    const long k0 = long(kt) * BK, off = v.off;
-    const bool whole = k0 + BK <= v.blk.sk && (p.left < 0 || k0 >= last + off - p.left) &&
-                       (p.right < 0 || k0 + BK - 1 <= first + off + p.right);
-    if (!whole) {
-      mask_bounds(s, int(k0), int(first), v.blk.sk, 0x7fffffff, -INFINITY);                   // keys past the end
-      if (p.right >= 0) triu(s, -INFINITY, int(-(off + p.right)), int(k0), int(first));   // i - j < -(off + right)
-      if (p.left >= 0) tril(s, -INFINITY, int(p.left - off), int(k0), int(first));        // i - j > left - off
-    }
+    // In S^T a row is a key and a column a query. Queries past the sequence's end are not stored: the tile is whole
+    // when [first, last] sees all of it.
+    const long k0 = long(kt) * BK;
+    if (!attn_tile_whole(p, first, last, k0, k0 + BK - 1, v.blk.sq, v.blk.sk)) mask_scores<true>(s, p, first, k0, v.blk.sq, v.blk.sk);
     // Down each column: new running max, the factor that rescales what came before, p = exp2(s * c - max).
     const float c = p.scale_log2;
     cols_vec tile_max, sub, alpha, sum;
