@@ -60,6 +60,11 @@ template <int D>
 inline constexpr int attn_bwd_query_step =
     attn_bwd_waves_per_simd<D> == 2 && 2 * 2 * int(sizeof(AttnBwdStage<bf16, 64, D>)) <= arch::current::lds_bytes ? 64 : 32;
 
+// Stages of kernel 3's K and V: two where they fit in the LDS share of two workgroups per CU (the occupancy its
+// registers allow), else one (gfx942 at D = 128, whose schedule then waits for each tile's loads).
+template <int D>
+inline constexpr int attn_bwd_dq_stages = 2 * 2 * 2 * attn_bwd_rows * D * 2 <= arch::current::lds_bytes ? 2 : 1;
+
 // A B^T, A a tile of the LDS read in row layout and B a register tile: S = Q K^T and dP = dO V^T (kernel 2), S^T =
 // K Q^T and dP^T = V dO^T (kernel 3).
 template <shared_tile ST, register_tile B>
@@ -175,18 +180,18 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
     load_async<G>(s.dout, head_view<T, D>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq),
                   {0, 0, qt, 0}, dma_wave);
   };
-  // The LSE (lanes 0 .. BQ-1) or delta (BQ .. 2 BQ - 1) value of step n this lane stages, 0 past the end; and its store.
+  // The LSE (lanes 0 .. BQ-1) or delta (BQ .. 2 BQ - 1) value of step n this lane stages, 0 past the end; and its
+  // store (LSE in log2 units). Each is loaded two steps ahead, during step n-2, and stored after step n-1's work into
+  // the stage of step n, which the barrier of step n-1 freed: the load has long arrived (step n-1 began by waiting).
   auto stat = [&](int n) __attribute__((always_inline)) {
     const int h = blk.h_kv * ratio + n / tiles;
     const long row = long(kb.qt_begin + n % tiles) * BQ + tid % BQ;
-    if (tid >= 2 * BQ || row >= blk.sq) return 0.f;
-    if (tid >= BQ) return *lse_row(p, a.delta, blk, h).at(0, 0, 0, row);
-    const float l = *lse_row(p, p.lse, blk, h).at(0, 0, 0, row);
-    // exp2(s c - lse log2 e); a query that sees no key (LSE -inf) has every score masked, so any finite LSE does.
-    return l == -INFINITY ? 0.f : l * 1.44269504088896341f;
+    if (n >= steps || tid >= 2 * BQ || row >= blk.sq) return 0.f;
+    return *lse_row(p, tid < BQ ? p.lse : a.delta, blk, h).at(0, 0, 0, row);
   };
   auto put = [&](Stage& s, float x) __attribute__((always_inline)) {
-    if (tid < BQ) s.lse[tid] = x;
+    // exp2(s c - lse log2 e); a query that sees no key (LSE -inf) has every score masked, so any finite LSE does.
+    if (tid < BQ) s.lse[tid] = x == -INFINITY ? 0.f : x * 1.44269504088896341f;
     else if (tid < 2 * BQ) s.delta[tid - BQ] = x;
   };
   barrier();  // every wave holds its K and V: the stages are free
@@ -194,13 +199,16 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
     fill(0, stages[0]);
     put(stages[0], stat(0));
   }
-  for (int n = 0; n < steps; ++n) {
-    Stage &cur = stages[n & 1], &next = stages[(n & 1) ^ 1];
+  float ahead = stat(1);  // step n + 1's value during step n
+  // Step n in stage `stage_of` (n % 2, a compile-time constant: the loop takes the steps in pairs, so every LDS
+  // address is a register fixed for the kernel plus an immediate offset).
+  auto step = [&](int n, auto stage_of) __attribute__((always_inline)) {
+    Stage &cur = stages[int(stage_of)], &next = stages[int(stage_of) ^ 1];
     wait_vmcnt<0>();
     barrier();  // step n is in; every wave is done with step n-1's stage
     const bool more = n + 1 < steps;
-    float staged = 0.f;
-    if (more) staged = stat(n + 1), fill(n + 1, next);
+    if (more) fill(n + 1, next);
+    const float after = stat(n + 2);
     rows_vec lse, delta;
     load(lse, cur.lse);
     load(delta, cur.delta);
@@ -215,7 +223,12 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
     map_rows(dp, delta, [](float x, float d) { return x - d; });
     mul(s, s, dp);
     mma_AtB_acc(dkt, cur.q, s);
-    if (more) put(next, staged);
+    if (more) put(next, ahead);
+    ahead = after;
+  };
+  for (int n = 0; n < steps; n += 2) {
+    step(n, std::integral_constant<int, 0>{});
+    if (n + 1 < steps) step(n + 1, std::integral_constant<int, 1>{});
   }
   // dK = scale dK^T^T and dV = dV^T^T, from the registers (the transposes are free).
   const auto dk_view = head_view<T, D>(a.dk, a.dk_bs, a.dk_rs, a.dk_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
@@ -234,7 +247,8 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
   constexpr int BK = AttnTiles::keys, WQ = AttnTiles::wave_rows;
   static_assert(BK == attn_bwd_rows, "the Q and dO tiles are staged in a K and V stage");
   using cols_vec = rv<float, WQ, vec_align::cols>;
-  __shared__ st<T, BK, D> sk[2], sv[2];  // two stages of K and V
+  constexpr int S = attn_bwd_dq_stages<D>;
+  __shared__ st<T, BK, D> sk[S], sv[S];  // the stages of K and V
   const AttnArgs& p = a.f;
   const AttnView<T, D> view(p, attn_bwd_rows);
   if (view.empty) return;
@@ -247,10 +261,10 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
     load_async<G>(sk[stage], view.k, {0, 0, kt, 0}, dma_wave);
     load_async<G>(sv[stage], view.v, {0, 0, kt, 0}, dma_wave);
   };
-  // Q and dO through stage 1, free until the first step's barrier; the first key tile into stage 0.
-  load_async<G>(sk[1], view.q, {0, 0, blk.tile, 0}, dma_wave);
-  load_async<G>(sv[1], do_view, {0, 0, blk.tile, 0}, dma_wave);
-  if (kt_begin < kt_end) fill(kt_begin, 0);
+  // Q and dO through the last stage, free until the first step's barrier; the first key tile into stage 0.
+  load_async<G>(sk[S - 1], view.q, {0, 0, blk.tile, 0}, dma_wave);
+  load_async<G>(sv[S - 1], do_view, {0, 0, blk.tile, 0}, dma_wave);
+  if (S == 2 && kt_begin < kt_end) fill(kt_begin, 0);
   const int wave = G::wave();
   const long q0 = view.first_row + long(wave) * WQ;  // this wave's first query
   const int row_tile = int(q0 / WQ);
@@ -261,16 +275,24 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
   wait_vmcnt<0>();
   barrier();
   rt<T, WQ, D> q, dout;
-  load(q, sk[1], {0, 0, wave, 0});
-  load(dout, sv[1], {0, 0, wave, 0});
+  load(q, sk[S - 1], {0, 0, wave, 0});
+  load(dout, sv[S - 1], {0, 0, wave, 0});
   rt_acc<D, WQ> dqt;
   zero(dqt);
   const float c = p.scale_log2;
-  for (int kt = kt_begin; kt < kt_end; ++kt) {
-    const int stage = (kt - kt_begin) & 1;
-    wait_vmcnt<0>();
-    barrier();  // tile kt is in; every wave is done with the other stage (and with Q and dO in stage 1)
-    if (kt + 1 < kt_end) fill(kt + 1, stage ^ 1);
+  // Key tile kt in stage `stage_of` (a compile-time constant, as in kernel 2).
+  auto step = [&](int kt, auto stage_of) __attribute__((always_inline)) {
+    constexpr int stage = decltype(stage_of)::value;
+    if constexpr (S == 2) {
+      wait_vmcnt<0>();
+      barrier();  // tile kt is in; every wave is done with the other stage (and with Q and dO in stage 1)
+      if (kt + 1 < kt_end) fill(kt + 1, stage ^ 1);
+    } else {
+      barrier();  // every wave is done with the previous tile (and with Q and dO)
+      fill(kt, 0);
+      wait_vmcnt<0>();
+      barrier();
+    }
     // S^T = K Q^T (keys x queries), masked, and P^T.
     auto s = mma_ABt_lds(sk[stage], q);
     const long k0 = long(kt) * BK;
@@ -281,6 +303,11 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
     map_cols(dp, delta, [](float x, float d) { return x - d; });
     mul(s, s, dp);
     mma_AtB_acc(dqt, sk[stage], s);
+  };
+  for (int kt = kt_begin; kt < kt_end; kt += S) {
+    step(kt, std::integral_constant<int, 0>{});
+    if constexpr (S == 2)
+      if (kt + 1 < kt_end) step(kt + 1, std::integral_constant<int, 1>{});
   }
   const auto dq_view = head_view<T, D>(a.dq, a.dq_bs, a.dq_rs, a.dq_hs, blk.b, varlen, blk.q_start, blk.h, blk.sq);
   rt<float, WQ, D, layout::row> out;
