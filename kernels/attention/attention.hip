@@ -92,12 +92,14 @@ Status check_layout(const Tensor& t, bool written) {
 }
 
 // The device's target (hk's lookup): an error unless the kernels are built for it; `pingpong` tells whether it runs
-// the 8-wave ping-pong kernel: where the target's LDS holds the ping-pong stages at either D (gfx950).
-Status check_arch(bool& pingpong) {
+// the 8-wave ping-pong kernel: where the target's LDS holds the ping-pong stages at either D (gfx950);
+// `bwd_block_keys(D)`: the keys of one workgroup of the backward's dK, dV kernel.
+Status check_arch(bool& pingpong, int& bwd_block_keys, int d) {
   Status status;
   const arch::target* target = api::current_target(entry, status);
   if (!target) return status;
   pingpong = kernels::attn_pingpong_lds<128> <= target->lds_bytes;
+  bwd_block_keys = kernels::attn_bwd_block_keys(d, target->lds_read_transpose);
   return {};
 }
 
@@ -134,6 +136,7 @@ struct Prepared {
   long batch = 0, rows_q = 0, rows_k = 0;  // tensors' batches and rows as addressed (varlen: 1 and the totals)
   int longest_q = 0, longest_k = 0;
   bool pingpong = false;
+  int bwd_block_keys = 0;
   AttentionInputs::Strides resolved(AttentionInputs::Strides s, long rows, long heads, long d) const {
     s = resolve(s, rows, heads, d);
     if (batch == 1 && a.cu_q) s.batch = 0;  // unused
@@ -146,7 +149,7 @@ struct Prepared {
 Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides o_strides, const float* lse,
                bool backward, Prepared& r) {
   if (Status s = validate(p, o); !s) return s;
-  if (Status s = check_arch(r.pingpong); !s) return s;
+  if (Status s = check_arch(r.pingpong, r.bwd_block_keys, p.head_dim); !s) return s;
   if (backward && !lse) return invalid("LSE (the forward's log-sum-exp) must be given");
   const bool varlen = p.cu_seqlens_q != nullptr;
   // Rows of the tensors as the kernel addresses them: per sequence (padded) or packed totals (varlen).
@@ -293,7 +296,7 @@ Status backward(const AttentionBackwardProblem& p, float* own_delta, bool& needs
   a.dq_bs = tdq.s.batch, a.dq_rs = tdq.s.row, a.dq_hs = tdq.s.head;
   a.dk_bs = tdk.s.batch, a.dk_rs = tdk.s.row, a.dk_hs = tdk.s.head;
   a.dv_bs = tdv.s.batch, a.dv_rs = tdv.s.row, a.dv_hs = tdv.s.head;
-  a.k_tiles = (r.longest_k + kernels::attn_bwd_rows - 1) / kernels::attn_bwd_rows;
+  a.k_tiles = (r.longest_k + r.bwd_block_keys - 1) / r.bwd_block_keys;
   const long q_blocks = long(p.batch) * p.heads_q * a.f.q_tiles, k_blocks = long(p.batch) * p.heads_kv * a.k_tiles;
   if (q_blocks >= (1l << 31) || k_blocks >= (1l << 31)) return invalid("too many tiles for one launch (>= 2^31)");
   if (q_blocks == 0 && k_blocks == 0) return {};

@@ -34,16 +34,27 @@ struct AttnBwdArgs {
   void *dq, *dk, *dv;  // written as the element type
   long do_bs, do_rs, do_hs, dq_bs, dq_rs, dq_hs, dk_bs, dk_rs, dk_hs, dv_bs, dv_rs, dv_hs;
   float* delta;        // rowsum(dO * O): the workspace, laid out like LSE
-  int k_tiles;         // key tiles of the longest key sequence
+  int k_tiles;         // key tiles (of attn_bwd_block_keys) of the longest key sequence
 };
 
-inline constexpr int attn_bwd_rows = 64;  // queries (kernels 1, 3) or keys (kernel 2) per workgroup
+inline constexpr int attn_bwd_rows = 64;  // queries per workgroup of kernels 1 and 3
 
-// Waves per SIMD kernels 2 and 3 declare, so that the compiler keeps the accumulators in arch VGPRs within 256
-// registers. Where col-layout operands are read from LDS an element at a time (no transposing reads: gfx942), each
-// element lands in a register of its own before packing, and at D = 128 the kernels need more than 256.
+// Waves per SIMD kernel 3 declares, so that the compiler keeps the accumulators in arch VGPRs within 256 registers.
+// Where col-layout operands are read from LDS an element at a time (no transposing reads: gfx942), each element lands
+// in a register of its own before packing, and at D = 128 the kernel needs more than 256.
 template <int D>
 inline constexpr int attn_bwd_waves_per_simd = D == 64 || arch::current::lds_read_transpose ? 2 : 1;
+
+// Keys per wave of kernel 2 (its workgroup holds four times as many): 32 at D = 64 where transposing LDS reads leave
+// the registers for them, else 16. Every wave reads each step's Q and dO from LDS, so the keys a wave owns are its
+// MFMA work per byte read. (At D = 128, 32 keys take one wave per SIMD, and the model finds that slower: 95.6 against
+// 77.4 ms on MI355X at GQA N8192.) A function of the arch's fact, so that the host's grid and the kernel agree.
+constexpr int attn_bwd_wave_keys(int d, bool lds_read_transpose) { return d == 64 && lds_read_transpose ? 32 : 16; }
+constexpr int attn_bwd_block_keys(int d, bool lds_read_transpose) { return 4 * attn_bwd_wave_keys(d, lds_read_transpose); }
+
+// Waves per SIMD of kernel 2: as kernel 3's.
+template <int D>
+inline constexpr int attn_bwd_dkdv_waves_per_simd = attn_bwd_waves_per_simd<D>;
 
 // One step's staged operands of kernel 2: BQ queries' Q and dO rows, their LSE (in log2 units, 0 for a query that
 // sees no key) and delta.
@@ -53,12 +64,15 @@ struct AttnBwdStage {
   sv<float, BQ> lse, delta;
 };
 
-// Queries per step of kernel 2: 64 where the registers allow (two waves per SIMD) and two stages of them fit in the
-// LDS of the workgroups a CU then runs; else 32, which halves the Q and dO fragments a wave holds at once and the
-// stages.
+// Queries per step of kernel 2: 64 where the registers allow (not at D = 128 without transposing reads) and two
+// stages of them fit in the LDS of the workgroups a CU runs; else 32, which halves the Q and dO fragments a wave
+// holds at once and the stages.
 template <int D>
 inline constexpr int attn_bwd_query_step =
-    attn_bwd_waves_per_simd<D> == 2 && 2 * 2 * int(sizeof(AttnBwdStage<bf16, 64, D>)) <= arch::current::lds_bytes ? 64 : 32;
+    (D == 64 || arch::current::lds_read_transpose) &&
+            2 * attn_bwd_dkdv_waves_per_simd<D> * int(sizeof(AttnBwdStage<bf16, 64, D>)) <= arch::current::lds_bytes
+        ? 64
+        : 32;
 
 // Stages of kernel 3's K and V: two where they fit in the LDS share of two workgroups per CU (the occupancy its
 // registers allow), else one (gfx942 at D = 128, whose schedule then waits for each tile's loads).
@@ -123,14 +137,14 @@ struct AttnKeyBlock {
   long first_key, off;
   int qt_begin, qt_end;  // query tiles of `step` queries that see a key of the tile
 
-  __device__ AttnKeyBlock(const AttnBwdArgs& a, int step) {
+  __device__ AttnKeyBlock(const AttnBwdArgs& a, int keys, int step) {
     const AttnArgs& p = a.f;
     int id = int(blockIdx.x);
     blk.tile = id % a.k_tiles, id /= a.k_tiles;
     blk.h_kv = id % p.heads_kv, blk.b = id / p.heads_kv, blk.h = 0;
     blk.locate(p);
-    first_key = long(blk.tile) * attn_bwd_rows, off = long(blk.sk) - blk.sq;
-    const long last_key = std::min<long>(first_key + attn_bwd_rows, blk.sk) - 1;
+    first_key = long(blk.tile) * keys, off = long(blk.sk) - blk.sq;
+    const long last_key = std::min<long>(first_key + keys, blk.sk) - 1;
     // Query i sees key j when i + off - left <= j <= i + off + right.
     const long lo = p.right < 0 ? 0 : std::max<long>(0, first_key - off - p.right);
     const long hi = p.left < 0 ? blk.sq - 1 : std::min<long>(blk.sq - 1, last_key - off + p.left);
@@ -139,24 +153,24 @@ struct AttnKeyBlock {
 };
 
 template <class T, int D>
-__global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_waves_per_simd<D>))) void attention_bwd_dkdv(AttnBwdArgs a) {
+__global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void attention_bwd_dkdv(AttnBwdArgs a) {
   using G = group<4>;
-  constexpr int BQ = attn_bwd_query_step<D>, WK = AttnTiles::wave_rows;
+  constexpr int BQ = attn_bwd_query_step<D>, WK = attn_bwd_wave_keys(D, arch::current::lds_read_transpose);
   using Stage = AttnBwdStage<T, BQ, D>;
-  using KV = st<T, attn_bwd_rows, D>;
+  using KV = st<T, 4 * WK, D>;
   using rows_vec = rv<float, BQ, vec_align::rows>;
   static_assert(sizeof(KV) <= sizeof(Stage), "K and V are staged in the stages' memory");
-  static_assert(2 * BQ <= 256, "one lane per LSE and per delta value");
+  static_assert(BQ <= 64, "one lane per LSE and per delta value");
   __shared__ Stage stages[2];
   KV* skv = reinterpret_cast<KV*>(&stages[0]);  // K, V: before the first step's loads
   const AttnArgs& p = a.f;
-  const AttnKeyBlock kb(a, BQ);
+  const AttnKeyBlock kb(a, 4 * WK, BQ);
   const AttnBlock& blk = kb.blk;
   if (kb.first_key >= blk.sk) return;  // past the end of a shorter sequence (varlen)
   const bool varlen = p.cu_q != nullptr;
   const auto k_view = head_view<T, D>(p.k, p.k_bs, p.k_rs, p.k_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
   const auto v_view = head_view<T, D>(p.v, p.v_bs, p.v_rs, p.v_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
-  // This wave's 16 keys, through the LDS (zeros past the end).
+  // This wave's WK keys, through the LDS (zeros past the end).
   load_async<G>(skv[0], k_view, {0, 0, blk.tile, 0});
   load_async<G>(skv[1], v_view, {0, 0, blk.tile, 0});
   wait_vmcnt<0>();
@@ -169,52 +183,55 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
   rt_acc<D, WK> dvt, dkt;
   zero(dvt), zero(dkt);
 
-  // Step n: query head h_kv * ratio + n / tiles, query tile qt_begin + n % tiles.
-  const int ratio = p.heads_q / p.heads_kv, tiles = kb.qt_end - kb.qt_begin, steps = ratio * tiles;
+  // The steps: every query tile [qt_begin, qt_end) of every query head of the group, heads outer.
+  const int ratio = p.heads_q / p.heads_kv;
   const float c = p.scale_log2;
   const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
-  const int tid = int(threadIdx.x);
-  auto fill = [&](int n, Stage& s) __attribute__((always_inline)) {
-    const int h = blk.h_kv * ratio + n / tiles, qt = kb.qt_begin + n % tiles;
+  auto fill = [&](int h, int qt, Stage& s) __attribute__((always_inline)) {
     load_async<G>(s.q, head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq), {0, 0, qt, 0}, dma_wave);
     load_async<G>(s.dout, head_view<T, D>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq),
                   {0, 0, qt, 0}, dma_wave);
   };
-  // The LSE (lanes 0 .. BQ-1) or delta (BQ .. 2 BQ - 1) value of step n this lane stages, 0 past the end; and its
-  // store (LSE in log2 units). Each is loaded two steps ahead, during step n-2, and stored after step n-1's work into
-  // the stage of step n, which the barrier of step n-1 freed: the load has long arrived (step n-1 began by waiting).
-  auto stat = [&](int n) __attribute__((always_inline)) {
-    const int h = blk.h_kv * ratio + n / tiles;
-    const long row = long(kb.qt_begin + n % tiles) * BQ + tid % BQ;
-    if (n >= steps || tid >= 2 * BQ || row >= blk.sq) return 0.f;
-    return *lse_row(p, tid < BQ ? p.lse : a.delta, blk, h).at(0, 0, 0, row);
+  // The LSE (wave 0) or delta (wave 1) of the step's query `lane` (lanes below BQ), 0 past the sequence's end, loaded
+  // before a step's work and stored after it into the other stage (LSE in log2 units). A buffer load: the row's base
+  // and its bound are scalar (the resource's range check reads zeros past it), the lane's part one register.
+  const int lane = lane_id(), stat_wave = dma_wave.index;
+  auto stat = [&](int h, int qt) __attribute__((always_inline)) {
+    if (stat_wave >= 2) return 0.f;
+    const float* row = lse_row(p, stat_wave == 0 ? p.lse : a.delta, blk, h).at(0, 0, 0, 0);
+    const auto rsrc = __builtin_amdgcn_make_buffer_rsrc(const_cast<float*>(row), 0, blk.sq * 4, 0x00020000);
+    return __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(rsrc, lane * 4, qt * BQ * 4, 0));
   };
   auto put = [&](Stage& s, float x) __attribute__((always_inline)) {
     // exp2(s c - lse log2 e); a query that sees no key (LSE -inf) has every score masked, so any finite LSE does.
-    if (tid < BQ) s.lse[tid] = x == -INFINITY ? 0.f : x * 1.44269504088896341f;
-    else if (tid < 2 * BQ) s.delta[tid - BQ] = x;
+    if (stat_wave == 0 && lane < BQ) s.lse[lane] = x == -INFINITY ? 0.f : x * 1.44269504088896341f;
+    else if (stat_wave == 1 && lane < BQ) s.delta[lane] = x;
   };
   barrier();  // every wave holds its K and V: the stages are free
-  if (steps > 0) {
-    fill(0, stages[0]);
-    put(stages[0], stat(0));
+  const int h_end = (blk.h_kv + 1) * ratio;
+  int h = blk.h_kv * ratio, qt = kb.qt_begin;  // this step's head and query tile
+  if (kb.qt_begin == kb.qt_end) h = h_end;     // no step
+  if (h < h_end) {
+    fill(h, qt, stages[0]);
+    put(stages[0], stat(h, qt));
   }
-  float ahead = stat(1);  // step n + 1's value during step n
-  // Step n in stage `stage_of` (n % 2, a compile-time constant: the loop takes the steps in pairs, so every LDS
-  // address is a register fixed for the kernel plus an immediate offset).
-  auto step = [&](int n, auto stage_of) __attribute__((always_inline)) {
-    Stage &cur = stages[int(stage_of)], &next = stages[int(stage_of) ^ 1];
+  // (The stage is a runtime index: taking the steps in pairs with the stage a constant, as the forward does, costs
+  // registers that kernel 2 does not have; it spills.)
+  for (int stage = 0; h < h_end; stage ^= 1) {
+    Stage &cur = stages[stage], &next = stages[stage ^ 1];
     wait_vmcnt<0>();
-    barrier();  // step n is in; every wave is done with step n-1's stage
-    const bool more = n + 1 < steps;
-    if (more) fill(n + 1, next);
-    const float after = stat(n + 2);
+    barrier();  // this step is in; every wave is done with the previous step's stage
+    int nh = h, nqt = qt + 1;  // the next step
+    if (nqt == kb.qt_end) nqt = kb.qt_begin, ++nh;
+    const bool more = nh < h_end;
+    float staged = 0.f;
+    if (more) staged = stat(nh, nqt), fill(nh, nqt, next);
     rows_vec lse, delta;
     load(lse, cur.lse);
     load(delta, cur.delta);
     // S = Q K^T (queries x keys), masked where the tile crosses a query's visible range, and P.
     auto s = mma_ABt_lds(cur.q, k);
-    const long q0 = long(kb.qt_begin + n % tiles) * BQ;
+    const long q0 = long(qt) * BQ;
     if (!attn_tile_whole(p, q0, q0 + BQ - 1, k0, k0 + WK - 1, blk.sq, blk.sk)) mask_scores<false>(s, p, q0, k0, blk.sq, blk.sk);
     map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     mma_AtB_acc(dvt, cur.dout, s);  // dV^T += dO^T P
@@ -223,12 +240,8 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
     map_rows(dp, delta, [](float x, float d) { return x - d; });
     mul(s, s, dp);
     mma_AtB_acc(dkt, cur.q, s);
-    if (more) put(next, ahead);
-    ahead = after;
-  };
-  for (int n = 0; n < steps; n += 2) {
-    step(n, std::integral_constant<int, 0>{});
-    if (n + 1 < steps) step(n + 1, std::integral_constant<int, 1>{});
+    if (more) put(next, staged);
+    h = nh, qt = nqt;
   }
   // dK = scale dK^T^T and dV = dV^T^T, from the registers (the transposes are free).
   const auto dk_view = head_view<T, D>(a.dk, a.dk_bs, a.dk_rs, a.dk_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
