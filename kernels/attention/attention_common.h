@@ -9,6 +9,7 @@
 // from the registers (the transpose of O^T's accumulator is free). A tile is masked element by element only where it
 // crosses the visible range of one of the wave's queries (the causal or window diagonal, or the end of the keys).
 #pragma once
+#include <climits>
 #include <cmath>
 
 #include "hk/hk.h"
@@ -122,13 +123,18 @@ struct AttnView {
 };
 
 // The visibility rule, the one place every kernel's masks come from. Query i of a sequence of sq queries sees key j of
-// its sk keys (flash-attention's bottom-right diagonal) when i < sq, j < sk and i + sk - sq - left <= j <= i + sk -
-// sq + right (a negative bound: unbounded). Positions are ints: the host keeps sequences below 2^28 and windows
-// within the sequences' reach.
-__device__ inline bool attn_visible(const AttnArgs& p, int i, int j, int sq, int sk) {
-  const int diag = i + sk - sq;
-  return i < sq && j < sk && (p.right < 0 || j <= diag + p.right) && (p.left < 0 || j >= diag - p.left);
-}
+// its sk keys (flash-attention's bottom-right diagonal) when i < sq, j < sk and -left <= j - (i + sk - sq) <= right
+// (a negative bound: unbounded, held as INT_MAX). Positions are ints: the host keeps sequences below 2^28 and windows
+// within the sequences' reach, so no difference overflows.
+struct AttnVisible {
+  int sq, sk, off, right, left;
+  __device__ AttnVisible(const AttnArgs& p, int sq_, int sk_)
+      : sq(sq_), sk(sk_), off(sk_ - sq_), right(p.right < 0 ? INT_MAX : p.right), left(p.left < 0 ? INT_MAX : p.left) {}
+  __device__ bool operator()(int i, int j) const {
+    const int d = j - i - off;
+    return i < sq && j < sk && d <= right && -d <= left;
+  }
+};
 
 // Whether every query of [q0, q1] sees every key of [k0, k1]: such a tile needs no mask.
 __device__ inline bool attn_tile_whole(const AttnArgs& p, long q0, long q1, long k0, long k1, long sq, long sk) {
@@ -141,9 +147,10 @@ __device__ inline bool attn_tile_whole(const AttnArgs& p, long q0, long q1, long
 // (S^T) and along the columns otherwise (S).
 template <bool keys_are_rows, class Tile>
 __device__ inline void mask_scores(Tile& s, const AttnArgs& p, long q0, long k0, long sq, long sk) {
-  const int qi = int(q0), kj = int(k0), nq = int(sq), nk = int(sk);
-  map_at(s, [=, &p](float x, int r, int c) {
-    return attn_visible(p, qi + (keys_are_rows ? c : r), kj + (keys_are_rows ? r : c), nq, nk) ? x : -INFINITY;
+  const int qi = int(q0), kj = int(k0);
+  const AttnVisible visible(p, int(sq), int(sk));
+  map_at(s, [=](float x, int r, int c) {
+    return visible(qi + (keys_are_rows ? c : r), kj + (keys_are_rows ? r : c)) ? x : -INFINITY;
   });
 }
 
