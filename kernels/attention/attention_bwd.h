@@ -1,9 +1,10 @@
 // The attention backward kernels, one source for both archs, run in this order:
 //   1. attention_bwd_delta: delta = rowsum(dO * O) in fp32, laid out like LSE;
-//   2. attention_bwd_dkdv: one workgroup per (sequence, KV head, 64 keys), each wave owning 16 keys whose K and V stay
-//      in registers; it visits every query head that reads the KV head and every query tile that sees one of its
-//      keys, recomputes P = exp(scale S - LSE) and accumulates dV^T += dO^T P and dK^T += Q^T dS (dS = P * (dP -
-//      delta), dP = dO V^T) in fp32 registers, written once at the end (dK scaled);
+//   2. attention_bwd_dkdv: one workgroup per (sequence, KV head, 4 WK keys), each wave owning WK keys (16; 32 at D = 64
+//      with transposing LDS reads) whose K and V stay in registers; it visits every query head that reads the KV head
+//      and every query tile that sees one of its keys, recomputes P = exp(scale S - LSE) and accumulates dV^T += dO^T
+//      P and dK^T += Q^T dS (dS = P * (dP - delta), dP = dO V^T) in fp32 registers, written once at the end (dK
+//      scaled);
 //   3. attention_bwd_dq: one workgroup per (sequence, query head, 64 queries), each wave owning 16 queries; it
 //      recomputes P^T and dS^T over the visible key tiles in order and accumulates dQ^T += K^T dS^T in fp32. No
 //      atomics anywhere: every gradient element is summed by one wave in a fixed order, so results are bit-identical
@@ -19,10 +20,12 @@
 // waits for its own loads of step n, then the barrier makes every wave's part visible and certifies that every wave
 // has finished reading the other stage (step n-1), which the loads of step n+1, issued right after it, overwrite:
 // those loads fly under the whole of step n's MFMAs. Q and dO go straight into LDS (buffer loads with the lds
-// modifier); LSE and delta (64 floats each) are too small for that, so in kernel 2 one lane per row loads its value
-// into a register before the step's work and writes it to the other stage after it (that stage's vectors were last
-// read in step n-1, before the barrier). The once-per-workgroup tiles (kernel 2: K and V; kernel 3: Q and dO) pass
-// through the stages' memory before the first step's loads are issued into it.
+// modifier); LSE and delta (64 floats each) are too small for that, so in kernel 2 one lane per query (wave 0: LSE,
+// wave 1: delta) loads its value into a register before the step's work and writes it to the other stage after it
+// (that stage's vectors were last read in step n-1, before the barrier). The once-per-workgroup tiles pass through
+// the stages' memory: kernel 2's K and V before the first step's loads, kernel 3's Q and dO in its last stage, which
+// the first step's loads leave alone. Kernel 3 has one stage where two would cost occupancy (gfx942 at D = 128); its
+// steps then load and wait behind a barrier each.
 #pragma once
 #include "attention_common.h"
 
