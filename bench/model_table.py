@@ -72,7 +72,7 @@ MEMORY_PUBLISHED = {
 }
 
 MODEL_LINE = re.compile(r"^  model (\S+) (\S+): ([0-9.]+) ms(?:, ([0-9.]+) TFLOP/s)?(?:, ([0-9.]+) GB/s)?")
-TOTAL_LINE = re.compile(r"^  model (\S+) (total) of \d+ launches: ([0-9.]+) ms, ([0-9.]+) TFLOP/s")
+TOTAL_LINE = re.compile(r"^  model (\S+) (total) of \d+ launches: ([0-9.]+) ms, ([0-9.]+) TFLOP/s(?:, ([0-9.]+) GB/s)?")
 
 
 def run_case(args, timeout=300):
