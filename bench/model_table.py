@@ -57,6 +57,13 @@ ATTN_PUBLISHED = {
     ("mha", 64, 4096): {"HipKittens": 941, "AITER": 720},
     ("gqa_causal", 64, 4096): {"HipKittens": 821, "AITER": 392},
 }
+# Attention backward on MI355X, TFLOP/s counted as 2.5x the forward's FLOPs (cdna.md), keyed by (variant, D, N);
+# hk's figure is the total over its launches (delta, dK/dV, dQ).
+ATTN_BWD_PUBLISHED = {
+    ("gqa", 128, 8192): {"HipKittens": 1156, "AITER": 384},
+    ("gqa_causal", 128, 8192): {"HipKittens": 933, "AITER": 272},
+    ("gqa", 64, 4096): {},
+}
 # Memory-bound kernels on MI355X, ms.
 MEMORY_PUBLISHED = {
     ("rotary", 2048): {"HipKittens": 0.072, "AITER": 0.072},
@@ -65,6 +72,7 @@ MEMORY_PUBLISHED = {
 }
 
 MODEL_LINE = re.compile(r"^  model (\S+) (\S+): ([0-9.]+) ms(?:, ([0-9.]+) TFLOP/s)?(?:, ([0-9.]+) GB/s)?")
+TOTAL_LINE = re.compile(r"^  model (\S+) (total) of \d+ launches: ([0-9.]+) ms, ([0-9.]+) TFLOP/s(?:, ([0-9.]+) GB/s)?")
 
 
 def run_case(args, timeout=300):
@@ -80,7 +88,7 @@ def run_case(args, timeout=300):
     for line in proc.stdout.splitlines():
         if not line.startswith(" "):
             section = line
-        m = MODEL_LINE.match(line)
+        m = MODEL_LINE.match(line) or TOTAL_LINE.match(line)
         if m:
             launches.append({"section": section, "kernel": m.group(2), "ms": float(m.group(3)),
                              "tflops": float(m.group(4)) if m.group(4) else None,
@@ -108,6 +116,14 @@ def cases(only, products, quick):
                 out.append((("attn", variant, d, n, product),
                             ["attn", "--b", "16", "--sq", str(n), "--sk", str(n), "--d", str(d)] + heads + causal +
                             ["--model", product]))
+        for (variant, d, n) in ATTN_BWD_PUBLISHED:
+            if quick and n > 4096:
+                continue
+            causal = ["--causal"] if variant.endswith("causal") else []
+            for product in products:
+                out.append((("attn_bwd", variant, d, n, product),
+                            ["attn", "--b", "16", "--sq", str(n), "--sk", str(n), "--d", str(d), "--hq", "64", "--hkv",
+                             "8", "--bwd"] + causal + ["--model", product]))
     if only in (None, "memory"):
         for product in products:
             for n in (2048, 16384):
@@ -158,6 +174,17 @@ def write_markdown(results, products, path):
             launches = get(("attn", variant, d, n, p))
             cells.append(f"{launches[0]['tflops']:.0f}" if launches else "")
         mi355 = get(("attn", variant, d, n, "mi355x"))
+        pubs = "; ".join(f"{lib} {fig} ({pct(mi355[0]['tflops'], fig) if mi355 else '?'})" for lib, fig in pub.items())
+        if any(cells):
+            lines.append(f"| {variant} | {d} | {n} | " + " | ".join(cells) + f" | {pubs} |")
+    lines += ["", "## Attention backward, bf16, B16 GQA H64 Hkv8, TFLOP/s (2.5x the forward's count; hk: the total over "
+              "its launches)", "",
+              "| variant | D | N | " + " | ".join(names[p] for p in products) + " | published MI355X (Δ of the model) |",
+              "|---|---|---|" + "---|" * len(products) + "---|"]
+    for (variant, d, n), pub in ATTN_BWD_PUBLISHED.items():
+        totals = {p: [l for l in (get(("attn_bwd", variant, d, n, p)) or []) if l["kernel"] == "total"] for p in products}
+        cells = [f"{totals[p][0]['tflops']:.0f}" if totals[p] else "" for p in products]
+        mi355 = totals.get("mi355x")
         pubs = "; ".join(f"{lib} {fig} ({pct(mi355[0]['tflops'], fig) if mi355 else '?'})" for lib, fig in pub.items())
         if any(cells):
             lines.append(f"| {variant} | {d} | {n} | " + " | ".join(cells) + f" | {pubs} |")

@@ -152,8 +152,8 @@ void run(const std::vector<Range>& ranges, hipStream_t stream, Launch&& launch) 
 }
 
 // A pointer field as an integer property (torch's data_ptr()).
-template <class S, class P>
-void pointer(py::class_<S>& c, const char* name, P S::*field) {
+template <class S, class... Bases, class P>
+void pointer(py::class_<S, Bases...>& c, const char* name, P S::*field) {
   c.def_property(
       name, [field](const S& s) { return reinterpret_cast<uintptr_t>(s.*field); },
       [field](S& s, uintptr_t v) { s.*field = reinterpret_cast<P>(v); });
@@ -187,10 +187,17 @@ void bind_gemm(py::module_& m) {
   bind_call(m, "gemm", &hk::gemm);
 }
 
-// The fields the forward and backward problems share (the same names in both structs).
-template <class P>
-void bind_attention_common(py::class_<P>& c) {
-  c.def_readwrite("batch", &P::batch)
+// hk::AttentionInputs, the part the forward and backward problems share (their Python classes derive from it).
+void bind_attention_inputs(py::module_& m) {
+  using P = hk::AttentionInputs;
+  py::class_<P::Strides>(m, "Strides")
+      .def(py::init<long, long, long>(), py::arg("batch"), py::arg("row"), py::arg("head"))
+      .def_readwrite("batch", &P::Strides::batch)
+      .def_readwrite("row", &P::Strides::row)
+      .def_readwrite("head", &P::Strides::head);
+  py::class_<P> c(m, "AttentionInputs");
+  c.def(py::init<>())
+      .def_readwrite("batch", &P::batch)
       .def_readwrite("seqlen_q", &P::seqlen_q)
       .def_readwrite("seqlen_k", &P::seqlen_k)
       .def_readwrite("heads_q", &P::heads_q)
@@ -199,7 +206,6 @@ void bind_attention_common(py::class_<P>& c) {
       .def_readwrite("q_strides", &P::q_strides)
       .def_readwrite("k_strides", &P::k_strides)
       .def_readwrite("v_strides", &P::v_strides)
-      .def_readwrite("o_strides", &P::o_strides)
       .def_readwrite("type", &P::type)
       .def_readwrite("softmax_scale", &P::softmax_scale)
       .def_readwrite("causal", &P::causal)
@@ -208,8 +214,6 @@ void bind_attention_common(py::class_<P>& c) {
   pointer(c, "q", &P::q);
   pointer(c, "k", &P::k);
   pointer(c, "v", &P::v);
-  pointer(c, "o", &P::o);
-  pointer(c, "lse", &P::lse);
   pointer(c, "cu_seqlens_q", &P::cu_seqlens_q);
   pointer(c, "cu_seqlens_k", &P::cu_seqlens_k);
   pointer(c, "stream", &P::stream);
@@ -217,27 +221,25 @@ void bind_attention_common(py::class_<P>& c) {
 
 void bind_attention(py::module_& m) {
   using P = hk::AttentionProblem;
-  py::class_<P::Strides>(m, "Strides")
-      .def(py::init<long, long, long>(), py::arg("batch"), py::arg("row"), py::arg("head"))
-      .def_readwrite("batch", &P::Strides::batch)
-      .def_readwrite("row", &P::Strides::row)
-      .def_readwrite("head", &P::Strides::head);
-  py::class_<P> c(m, "AttentionProblem");
-  c.def(py::init<>());
-  bind_attention_common(c);
+  py::class_<P, hk::AttentionInputs> c(m, "AttentionProblem");
+  c.def(py::init<>()).def_readwrite("o_strides", &P::o_strides);
+  pointer(c, "o", &P::o);
+  pointer(c, "lse", &P::lse);
   bind_call(m, "attention_forward", &hk::attention_forward);
 }
 
 void bind_attention_backward(py::module_& m) {
   using P = hk::AttentionBackwardProblem;
-  py::class_<P> c(m, "AttentionBackwardProblem");
+  py::class_<P, hk::AttentionInputs> c(m, "AttentionBackwardProblem");
   c.def(py::init<>())
+      .def_readwrite("o_strides", &P::o_strides)
       .def_readwrite("do_strides", &P::do_strides)
       .def_readwrite("dq_strides", &P::dq_strides)
       .def_readwrite("dk_strides", &P::dk_strides)
       .def_readwrite("dv_strides", &P::dv_strides)
       .def_readwrite("workspace_bytes", &P::workspace_bytes);
-  bind_attention_common(c);
+  pointer(c, "o", &P::o);
+  pointer(c, "lse", &P::lse);
   pointer(c, "dout", &P::dout);
   pointer(c, "dq", &P::dq);
   pointer(c, "dk", &P::dk);
@@ -356,6 +358,7 @@ PYBIND11_MODULE(_C, m) {
       .value("fp8_e4m3", hk::scalar_type::fp8_e4m3)
       .value("fp8_e5m2", hk::scalar_type::fp8_e5m2);
   bind_gemm(m);
+  bind_attention_inputs(m);  // the base of the next two
   bind_attention(m);
   bind_attention_backward(m);
   bind_rotary(m);

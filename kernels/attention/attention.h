@@ -24,7 +24,9 @@
 
 namespace hk {
 
-struct AttentionProblem {
+// What the forward and the backward problems share: the shape, Q, K and V, the masks, the varlen offsets and the
+// stream.
+struct AttentionInputs {
   // Strides in elements. Zero means that of a contiguous (B, S, H, D) tensor (packed (total, H, D) for varlen).
   struct Strides {
     long batch = 0, row = 0, head = 0;
@@ -40,10 +42,7 @@ struct AttentionProblem {
   Strides k_strides;
   const void* v = nullptr;
   Strides v_strides;
-  void* o = nullptr;
-  Strides o_strides;
-  float* lse = nullptr;              // may be null: not written
-  scalar_type type = scalar_type::bf16;          // of Q, K, V and O: bf16 or f16
+  scalar_type type = scalar_type::bf16;          // of Q, K, V and O (the backward: of every tensor but LSE): bf16 or f16
   float softmax_scale = 0.f;         // > 0; 0 = 1 / sqrt(D)
   bool causal = false;
   int window_left = -1, window_right = -1;  // -1 = unbounded; causal needs window_right -1 or 0
@@ -52,19 +51,17 @@ struct AttentionProblem {
   hipStream_t stream = nullptr;
 };
 
+struct AttentionProblem : AttentionInputs {
+  void* o = nullptr;
+  Strides o_strides;
+  float* lse = nullptr;              // may be null: not written
+};
+
 // Validates `p` and launches the forward pass on p.stream. Asynchronous like any kernel launch, except that a varlen
 // problem's cu_seqlens are read back for validation first.
 Status attention_forward(const AttentionProblem& p);
 
-struct AttentionBackwardProblem {
-  using Strides = AttentionProblem::Strides;  // zero: contiguous, as in the forward
-  int batch = 0, seqlen_q = 0, seqlen_k = 0, heads_q = 0, heads_kv = 0, head_dim = 0;  // as in the forward
-  const void* q = nullptr;
-  Strides q_strides;
-  const void* k = nullptr;
-  Strides k_strides;
-  const void* v = nullptr;
-  Strides v_strides;
+struct AttentionBackwardProblem : AttentionInputs {
   const void* o = nullptr;     // the forward's output
   Strides o_strides;
   const void* dout = nullptr;  // dO, shaped like O
@@ -76,15 +73,8 @@ struct AttentionBackwardProblem {
   Strides dk_strides;
   void* dv = nullptr;          // shaped like V
   Strides dv_strides;
-  scalar_type type = scalar_type::bf16;  // of every tensor but LSE
-  float softmax_scale = 0.f;
-  bool causal = false;
-  int window_left = -1, window_right = -1;
-  const int* cu_seqlens_q = nullptr;
-  const int* cu_seqlens_k = nullptr;
   void* workspace = nullptr;   // optional: device memory of at least attention_backward_workspace_bytes(p) bytes
   size_t workspace_bytes = 0;
-  hipStream_t stream = nullptr;
 };
 
 // Validates `p` (as the forward, plus dO, dQ, dK, dV, LSE and the workspace; no output may overlap another tensor)

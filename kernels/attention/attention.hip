@@ -32,21 +32,21 @@ struct Tensor {
   const char* name;
   const void* data;
   long batch, rows, heads, dim;
-  AttentionProblem::Strides s;
+  AttentionInputs::Strides s;
   // Elements from the first to one past the last addressed.
   long span() const { return (batch - 1) * s.batch + (rows - 1) * s.row + (heads - 1) * s.head + dim; }
 };
 
 // The tensor's strides with zeros replaced by those of a contiguous (B, S, H, D) tensor (varlen: (total, H, D)).
-AttentionProblem::Strides resolve(AttentionProblem::Strides s, long rows, long heads, long dim) {
+AttentionInputs::Strides resolve(AttentionInputs::Strides s, long rows, long heads, long dim) {
   if (s.head == 0) s.head = dim;
   if (s.row == 0) s.row = heads * dim;
   if (s.batch == 0) s.batch = rows * heads * dim;
   return s;
 }
 
-// The shape checks that need no device.
-Status validate(const AttentionProblem& p) {
+// The shape checks that need no device; `o`: the forward's output (written by the forward, read by the backward).
+Status validate(const AttentionInputs& p, const void* o) {
   if (p.batch <= 0) return invalid("batch must be positive (got " + std::to_string(p.batch) + ")");
   if (p.heads_q <= 0 || p.heads_kv <= 0)
     return invalid("heads_q and heads_kv must be positive (got " + std::to_string(p.heads_q) + ", " +
@@ -58,7 +58,7 @@ Status validate(const AttentionProblem& p) {
     return invalid("head_dim must be 64 or 128 (got " + std::to_string(p.head_dim) + ")");
   if (p.type != scalar_type::bf16 && p.type != scalar_type::f16)
     return invalid(std::string("Q, K, V and O must be bf16 or f16, not ") + to_string(p.type));
-  if (!p.q || !p.k || !p.v || !p.o)
+  if (!p.q || !p.k || !p.v || !o)
     return invalid(std::string("null pointer for ") + (!p.q ? "Q" : !p.k ? "K" : !p.v ? "V" : "O"));
   if (!(std::isfinite(p.softmax_scale) && p.softmax_scale >= 0.f))
     return invalid("softmax_scale must be positive and finite, or 0 for 1 / sqrt(head_dim)");
@@ -92,12 +92,14 @@ Status check_layout(const Tensor& t, bool written) {
 }
 
 // The device's target (hk's lookup): an error unless the kernels are built for it; `pingpong` tells whether it runs
-// the 8-wave ping-pong kernel: where the target's LDS holds the ping-pong stages at either D (gfx950).
-Status check_arch(bool& pingpong) {
+// the 8-wave ping-pong kernel: where the target's LDS holds the ping-pong stages at either D (gfx950);
+// `bwd_block_keys(D)`: the keys of one workgroup of the backward's dK, dV kernel.
+Status check_arch(bool& pingpong, int& bwd_block_keys, int d) {
   Status status;
   const arch::target* target = api::current_target(entry, status);
   if (!target) return status;
   pingpong = kernels::attn_pingpong_lds<128> <= target->lds_bytes;
+  bwd_block_keys = kernels::attn_bwd_block_keys(d, target->lds_read_transpose);
   return {};
 }
 
@@ -134,18 +136,21 @@ struct Prepared {
   long batch = 0, rows_q = 0, rows_k = 0;  // tensors' batches and rows as addressed (varlen: 1 and the totals)
   int longest_q = 0, longest_k = 0;
   bool pingpong = false;
-  AttentionProblem::Strides resolved(AttentionProblem::Strides s, long rows, long heads, long d) const {
+  int bwd_block_keys = 0;
+  AttentionInputs::Strides resolved(AttentionInputs::Strides s, long rows, long heads, long d) const {
     s = resolve(s, rows, heads, d);
     if (batch == 1 && a.cu_q) s.batch = 0;  // unused
     return s;
   }
 };
 
-// Every check of Q, K, V, O and LSE, and the kernels' arguments for them; `backward`: O is read and LSE must be given.
-Status prepare(const AttentionProblem& p, bool backward, Prepared& r) {
-  if (Status s = validate(p); !s) return s;
-  if (Status s = check_arch(r.pingpong); !s) return s;
-  if (backward && !p.lse) return invalid("LSE (the forward's log-sum-exp) must be given");
+// Every check of the shared inputs, O (at `o`, `o_strides`) and LSE, and the kernels' arguments for them; `backward`: O
+// is read and LSE must be given.
+Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides o_strides, const float* lse,
+               bool backward, Prepared& r) {
+  if (Status s = validate(p, o); !s) return s;
+  if (Status s = check_arch(r.pingpong, r.bwd_block_keys, p.head_dim); !s) return s;
+  if (backward && !lse) return invalid("LSE (the forward's log-sum-exp) must be given");
   const bool varlen = p.cu_seqlens_q != nullptr;
   // Rows of the tensors as the kernel addresses them: per sequence (padded) or packed totals (varlen).
   r.a.cu_q = p.cu_seqlens_q;
@@ -165,30 +170,30 @@ Status prepare(const AttentionProblem& p, bool backward, Prepared& r) {
     batch = 1, rows_q = total_q, rows_k = total_k;
   }
   const long d = p.head_dim;
-  auto strides = [&](AttentionProblem::Strides s, long rows, long heads) {
+  auto strides = [&](AttentionInputs::Strides s, long rows, long heads) {
     return r.resolved(s, rows, heads, d);
   };
   const Tensor tq{"Q", p.q, batch, rows_q, p.heads_q, d, strides(p.q_strides, rows_q, p.heads_q)};
   const Tensor tk{"K", p.k, batch, rows_k, p.heads_kv, d, strides(p.k_strides, rows_k, p.heads_kv)};
   const Tensor tv{"V", p.v, batch, rows_k, p.heads_kv, d, strides(p.v_strides, rows_k, p.heads_kv)};
-  const Tensor to{"O", p.o, batch, rows_q, p.heads_q, d, strides(p.o_strides, rows_q, p.heads_q)};
+  const Tensor to{"O", o, batch, rows_q, p.heads_q, d, strides(o_strides, rows_q, p.heads_q)};
   for (const Tensor* t : {&tq, &tk, &tv, &to})
     if (Status s = check_layout(*t, t == &to && !backward); !s) return s;
   // The kernel reads K and V with buffer loads, whose offsets are 32-bit: one head of one sequence under 2 GiB.
   for (const Tensor* t : {&tk, &tv})
     if (longest_k > 0 && ((longest_k - 1) * t->s.row + d) * 2 >= (1l << 31))
       return invalid(std::string(t->name) + ": one head of one sequence must span less than 2 GiB");
-  if (p.lse && reinterpret_cast<uintptr_t>(p.lse) % alignof(float)) return invalid("LSE must be 4-byte aligned");
+  if (lse && reinterpret_cast<uintptr_t>(lse) % alignof(float)) return invalid("LSE must be 4-byte aligned");
   // Every tensor inside one allocation (empty ones address nothing).
   for (const Tensor* t : {&tq, &tk, &tv, &to})
     if (t->rows > 0 && !api::inside_allocation(t->data, size_t(t->span()) * 2))
       return invalid(std::string(t->name) + " does not lie inside one device allocation");
   const long lse_elems = batch * p.heads_q * rows_q;
-  if (p.lse && lse_elems > 0 && !api::inside_allocation(p.lse, size_t(lse_elems) * sizeof(float)))
+  if (lse && lse_elems > 0 && !api::inside_allocation(lse, size_t(lse_elems) * sizeof(float)))
     return invalid("LSE does not lie inside one device allocation");
 
   kernels::AttnArgs& a = r.a;
-  a.q = p.q, a.k = p.k, a.v = p.v, a.o = p.o, a.lse = p.lse;
+  a.q = p.q, a.k = p.k, a.v = p.v, a.o = const_cast<void*>(o), a.lse = const_cast<float*>(lse);
   a.q_bs = tq.s.batch, a.q_rs = tq.s.row, a.q_hs = tq.s.head;
   a.k_bs = tk.s.batch, a.k_rs = tk.s.row, a.k_hs = tk.s.head;
   a.v_bs = tv.s.batch, a.v_rs = tv.s.row, a.v_hs = tv.s.head;
@@ -214,7 +219,7 @@ Status prepare(const AttentionProblem& p, bool backward, Prepared& r) {
 Status attention_forward(const AttentionProblem& p) {
   entry = "hk::attention_forward";
   Prepared r;
-  if (Status s = prepare(p, false, r); !s) return s;
+  if (Status s = prepare(p, p.o, p.o_strides, p.lse, false, r); !s) return s;
   const kernels::AttnArgs& a = r.a;
   const long d = p.head_dim;
   const long blocks = long(p.batch) * p.heads_q * a.q_tiles;
@@ -242,15 +247,8 @@ void launch_backward(const kernels::AttnBwdArgs& a, unsigned q_blocks, unsigned 
 
 // The backward with the problem's workspace, or `delta` when it has none.
 Status backward(const AttentionBackwardProblem& p, float* own_delta, bool& needs_workspace, unsigned steps = 7) {
-  AttentionProblem f;
-  f.batch = p.batch, f.seqlen_q = p.seqlen_q, f.seqlen_k = p.seqlen_k, f.heads_q = p.heads_q, f.heads_kv = p.heads_kv;
-  f.head_dim = p.head_dim, f.q = p.q, f.k = p.k, f.v = p.v, f.o = const_cast<void*>(p.o), f.lse = const_cast<float*>(p.lse);
-  f.q_strides = p.q_strides, f.k_strides = p.k_strides, f.v_strides = p.v_strides, f.o_strides = p.o_strides;
-  f.type = p.type, f.softmax_scale = p.softmax_scale, f.causal = p.causal;
-  f.window_left = p.window_left, f.window_right = p.window_right;
-  f.cu_seqlens_q = p.cu_seqlens_q, f.cu_seqlens_k = p.cu_seqlens_k, f.stream = p.stream;
   Prepared r;
-  if (Status s = prepare(f, true, r); !s) return s;
+  if (Status s = prepare(p, p.o, p.o_strides, p.lse, true, r); !s) return s;
   if (!p.dout || !p.dq || !p.dk || !p.dv)
     return invalid(std::string("null pointer for ") + (!p.dout ? "dO" : !p.dq ? "dQ" : !p.dk ? "dK" : "dV"));
   const long d = p.head_dim;
@@ -298,7 +296,7 @@ Status backward(const AttentionBackwardProblem& p, float* own_delta, bool& needs
   a.dq_bs = tdq.s.batch, a.dq_rs = tdq.s.row, a.dq_hs = tdq.s.head;
   a.dk_bs = tdk.s.batch, a.dk_rs = tdk.s.row, a.dk_hs = tdk.s.head;
   a.dv_bs = tdv.s.batch, a.dv_rs = tdv.s.row, a.dv_hs = tdv.s.head;
-  a.k_tiles = (r.longest_k + kernels::attn_bwd_rows - 1) / kernels::attn_bwd_rows;
+  a.k_tiles = (r.longest_k + r.bwd_block_keys - 1) / r.bwd_block_keys;
   const long q_blocks = long(p.batch) * p.heads_q * a.f.q_tiles, k_blocks = long(p.batch) * p.heads_kv * a.k_tiles;
   if (q_blocks >= (1l << 31) || k_blocks >= (1l << 31)) return invalid("too many tiles for one launch (>= 2^31)");
   if (q_blocks == 0 && k_blocks == 0) return {};

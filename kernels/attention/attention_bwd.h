@@ -1,16 +1,31 @@
 // The attention backward kernels, one source for both archs, run in this order:
 //   1. attention_bwd_delta: delta = rowsum(dO * O) in fp32, laid out like LSE;
-//   2. attention_bwd_dkdv: one workgroup per (sequence, KV head, 64 keys), each wave owning 16 keys whose K and V stay
-//      in registers; it visits every query head that reads the KV head and every query tile that sees one of its
-//      keys, recomputes P = exp(scale S - LSE) and accumulates dV^T += dO^T P and dK^T += Q^T dS (dS = P * (dP -
-//      delta), dP = dO V^T) in fp32 registers, written once at the end (dK scaled);
+//   2. attention_bwd_dkdv: one workgroup per (sequence, KV head, 4 WK keys), each wave owning WK keys (16; 32 at D = 64
+//      with transposing LDS reads) whose K and V stay in registers; it visits every query head that reads the KV head
+//      and every query tile that sees one of its keys, recomputes P = exp(scale S - LSE) and accumulates dV^T += dO^T
+//      P and dK^T += Q^T dS (dS = P * (dP - delta), dP = dO V^T) in fp32 registers, written once at the end (dK
+//      scaled);
 //   3. attention_bwd_dq: one workgroup per (sequence, query head, 64 queries), each wave owning 16 queries; it
 //      recomputes P^T and dS^T over the visible key tiles in order and accumulates dQ^T += K^T dS^T in fp32. No
 //      atomics anywhere: every gradient element is summed by one wave in a fixed order, so results are bit-identical
 //      run after run.
 // The products that accumulate over queries (kernel 2) or keys (kernel 3) take their k operand straight from the
 // previous accumulator in acc order (ops/acc_order.h), like the forward's P V: P, dS (kernel 2) and dS^T (kernel 3)
-// never leave the registers.
+// never leave the registers; the other operand is the staged tile read in the same order and used transposed
+// (mma_AtB_acc). The two score-like products (S and dP, or their transposes) read their A operand from the staged
+// tile and their B operand from the wave's registers (mma_ABt_lds).
+//
+// Schedule (both loops, as the forward's): the staged tiles (kernel 2: Q, dO, LSE and delta of a step; kernel 3: K
+// and V of a key tile) live in two stages, and one barrier per step separates them. At the top of step n each wave
+// waits for its own loads of step n, then the barrier makes every wave's part visible and certifies that every wave
+// has finished reading the other stage (step n-1), which the loads of step n+1, issued right after it, overwrite:
+// those loads fly under the whole of step n's MFMAs. Q and dO go straight into LDS (buffer loads with the lds
+// modifier); LSE and delta (64 floats each) are too small for that, so in kernel 2 one lane per query (wave 0: LSE,
+// wave 1: delta) loads its value into a register before the step's work and writes it to the other stage after it
+// (that stage's vectors were last read in step n-1, before the barrier). The once-per-workgroup tiles pass through
+// the stages' memory: kernel 2's K and V before the first step's loads, kernel 3's Q and dO in its last stage, which
+// the first step's loads leave alone. Kernel 3 has one stage where two would cost occupancy (gfx942 at D = 128); its
+// steps then load and wait behind a barrier each.
 #pragma once
 #include "attention_common.h"
 
@@ -22,21 +37,78 @@ struct AttnBwdArgs {
   void *dq, *dk, *dv;  // written as the element type
   long do_bs, do_rs, do_hs, dq_bs, dq_rs, dq_hs, dk_bs, dk_rs, dk_hs, dv_bs, dv_rs, dv_hs;
   float* delta;        // rowsum(dO * O): the workspace, laid out like LSE
-  int k_tiles;         // key tiles of the longest key sequence
+  int k_tiles;         // key tiles (of attn_bwd_block_keys) of the longest key sequence
 };
 
-inline constexpr int attn_bwd_rows = 64;  // queries (kernels 1, 3) or keys (kernel 2) per workgroup
+inline constexpr int attn_bwd_rows = 64;  // queries per workgroup of kernels 1 and 3
 
-// Waves per SIMD kernels 2 and 3 declare, so that the compiler keeps the accumulators in arch VGPRs within 256
-// registers. Where col-layout operands are read from LDS an element at a time (no transposing reads: gfx942), each
-// element lands in a register of its own before packing, and at D = 128 the kernels need more than 256.
+// Waves per SIMD kernel 3 declares, so that the compiler keeps the accumulators in arch VGPRs within 256 registers.
+// Where col-layout operands are read from LDS an element at a time (no transposing reads: gfx942), each element lands
+// in a register of its own before packing, and at D = 128 the kernel needs more than 256.
 template <int D>
 inline constexpr int attn_bwd_waves_per_simd = D == 64 || arch::current::lds_read_transpose ? 2 : 1;
 
-// Queries per step of kernel 2: 64, or 32 where that many registers would not do (D = 128 without transposing reads),
-// which halves the Q and dO fragments a wave holds at once.
+// Keys per wave of kernel 2 (its workgroup holds four times as many): 32 at D = 64 where transposing LDS reads leave
+// the registers for them, else 16. Every wave reads each step's Q and dO from LDS, so the keys a wave owns are its
+// MFMA work per byte read. (At D = 128, 32 keys take one wave per SIMD, and the model finds that slower: 95.6 against
+// 77.4 ms on MI355X at GQA N8192.) A function of the arch's fact, so that the host's grid and the kernel agree.
+constexpr int attn_bwd_wave_keys(int d, bool lds_read_transpose) { return d == 64 && lds_read_transpose ? 32 : 16; }
+constexpr int attn_bwd_block_keys(int d, bool lds_read_transpose) { return 4 * attn_bwd_wave_keys(d, lds_read_transpose); }
+
+// Waves per SIMD of kernel 2: as kernel 3's.
 template <int D>
-inline constexpr int attn_bwd_query_step = attn_bwd_waves_per_simd<D> == 2 ? 64 : 32;
+inline constexpr int attn_bwd_dkdv_waves_per_simd = attn_bwd_waves_per_simd<D>;
+
+// One step's staged operands of kernel 2: BQ queries' Q and dO rows, their LSE (in log2 units, 0 for a query that
+// sees no key) and delta.
+template <class T, int BQ, int D>
+struct AttnBwdStage {
+  st<T, BQ, D> q, dout;
+  sv<float, BQ> lse, delta;
+};
+
+// Queries per step of kernel 2: 64 where the registers allow (not at D = 128 without transposing reads) and two
+// stages of them fit in the LDS of the workgroups a CU runs; else 32, which halves the Q and dO fragments a wave
+// holds at once and the stages.
+template <int D>
+inline constexpr int attn_bwd_query_step =
+    (D == 64 || arch::current::lds_read_transpose) &&
+            2 * attn_bwd_dkdv_waves_per_simd<D> * int(sizeof(AttnBwdStage<bf16, 64, D>)) <= arch::current::lds_bytes
+        ? 64
+        : 32;
+
+// Stages of kernel 3's K and V: two where they fit in the LDS share of two workgroups per CU (the occupancy its
+// registers allow), else one (gfx942 at D = 128, whose schedule then waits for each tile's loads).
+template <int D>
+inline constexpr int attn_bwd_dq_stages = 2 * 2 * 2 * attn_bwd_rows * D * 2 <= arch::current::lds_bytes ? 2 : 1;
+
+// A B^T, A a tile of the LDS read in row layout and B a register tile: S = Q K^T and dP = dO V^T (kernel 2), S^T =
+// K Q^T and dP^T = V dO^T (kernel 3).
+template <shared_tile ST, register_tile B>
+__device__ inline rt_acc<ST::rows, B::rows> mma_ABt_lds(const ST& a, const B& b) {
+  rt<typename ST::dtype, ST::rows, ST::cols> ar;
+  load(ar, a);
+  rt_acc<ST::rows, B::rows> d;
+  zero(d);
+  mma_ABt(d, ar, b, d);
+  return d;
+}
+
+// acc += X^T S, X a tile of the LDS (K rows of D) read in acc order and used transposed (the same registers), S an
+// accumulator over the same K rows whose registers are the B operand as they stand: dV^T += dO^T P and dK^T += Q^T
+// dS (kernel 2), dQ^T += K^T dS^T (kernel 3).
+template <int D, int N, int K, shared_tile ST>
+__device__ inline void mma_AtB_acc(rt_acc<D, N>& acc, const ST& x, const rt_acc<K, N>& s) {
+  using T = typename ST::dtype;
+  static_assert(ST::rows == K && ST::cols == D, "mma_AtB_acc: X is K x D");
+  rt<T, K, N, layout::col> b;
+  copy_acc_order(b, s);
+  rt<T, K, D, layout::col> xc;
+  load_acc_order(xc, x);
+  rt<T, D, K, layout::row> xt;
+  transpose(xt, xc);
+  mma_AB(acc, xt, b, acc);
+}
 
 // Kernel 1: four lanes per query row, each summing a quarter of its D products.
 template <class T, int D>
@@ -68,14 +140,14 @@ struct AttnKeyBlock {
   long first_key, off;
   int qt_begin, qt_end;  // query tiles of `step` queries that see a key of the tile
 
-  __device__ AttnKeyBlock(const AttnBwdArgs& a, int step) {
+  __device__ AttnKeyBlock(const AttnBwdArgs& a, int keys, int step) {
     const AttnArgs& p = a.f;
     int id = int(blockIdx.x);
     blk.tile = id % a.k_tiles, id /= a.k_tiles;
     blk.h_kv = id % p.heads_kv, blk.b = id / p.heads_kv, blk.h = 0;
     blk.locate(p);
-    first_key = long(blk.tile) * attn_bwd_rows, off = long(blk.sk) - blk.sq;
-    const long last_key = std::min<long>(first_key + attn_bwd_rows, blk.sk) - 1;
+    first_key = long(blk.tile) * keys, off = long(blk.sk) - blk.sq;
+    const long last_key = std::min<long>(first_key + keys, blk.sk) - 1;
     // Query i sees key j when i + off - left <= j <= i + off + right.
     const long lo = p.right < 0 ? 0 : std::max<long>(0, first_key - off - p.right);
     const long hi = p.left < 0 ? blk.sq - 1 : std::min<long>(blk.sq - 1, last_key - off + p.left);
@@ -84,23 +156,24 @@ struct AttnKeyBlock {
 };
 
 template <class T, int D>
-__global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_waves_per_simd<D>))) void attention_bwd_dkdv(AttnBwdArgs a) {
+__global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void attention_bwd_dkdv(AttnBwdArgs a) {
   using G = group<4>;
-  constexpr int BQ = attn_bwd_query_step<D>, WK = AttnTiles::wave_rows;
+  constexpr int BQ = attn_bwd_query_step<D>, WK = attn_bwd_wave_keys(D, arch::current::lds_read_transpose);
+  using Stage = AttnBwdStage<T, BQ, D>;
+  using KV = st<T, 4 * WK, D>;
   using rows_vec = rv<float, BQ, vec_align::rows>;
-  // This workgroup's K and V tiles, then the Q and dO tiles of each step (BQ <= 64 rows) in the same memory.
-  __shared__ st<T, attn_bwd_rows, D> skv[2];
-  __shared__ sv<float, BQ> slse, sdelta;
-  auto& sq = *reinterpret_cast<st<T, BQ, D>*>(&skv[0]);
-  auto& sdo = *reinterpret_cast<st<T, BQ, D>*>(&skv[1]);
+  static_assert(sizeof(KV) <= sizeof(Stage), "K and V are staged in the stages' memory");
+  static_assert(BQ <= 64, "one lane per LSE and per delta value");
+  __shared__ Stage stages[2];
+  KV* skv = reinterpret_cast<KV*>(&stages[0]);  // K, V: before the first step's loads
   const AttnArgs& p = a.f;
-  const AttnKeyBlock kb(a, BQ);
-  AttnBlock blk = kb.blk;
+  const AttnKeyBlock kb(a, 4 * WK, BQ);
+  const AttnBlock& blk = kb.blk;
   if (kb.first_key >= blk.sk) return;  // past the end of a shorter sequence (varlen)
   const bool varlen = p.cu_q != nullptr;
   const auto k_view = head_view<T, D>(p.k, p.k_bs, p.k_rs, p.k_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
   const auto v_view = head_view<T, D>(p.v, p.v_bs, p.v_rs, p.v_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
-  // This wave's 16 keys, through the LDS (zeros past the end).
+  // This wave's WK keys, through the LDS (zeros past the end).
   load_async<G>(skv[0], k_view, {0, 0, blk.tile, 0});
   load_async<G>(skv[1], v_view, {0, 0, blk.tile, 0});
   wait_vmcnt<0>();
@@ -113,69 +186,65 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
   rt_acc<D, WK> dvt, dkt;
   zero(dvt), zero(dkt);
 
+  // The steps: every query tile [qt_begin, qt_end) of every query head of the group, heads outer.
   const int ratio = p.heads_q / p.heads_kv;
   const float c = p.scale_log2;
-  const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loops
-  for (int g = 0; g < ratio; ++g) {
-    const int h = blk.h_kv * ratio + g;
-    const auto q_view = head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq);
-    const auto do_view = head_view<T, D>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq);
-    const auto lse_view = lse_row(p, p.lse, blk, h), delta_view = lse_row(p, a.delta, blk, h);
-    for (int qt = kb.qt_begin; qt < kb.qt_end; ++qt) {
-      barrier();  // every wave is done with the previous tile (and with K and V)
-      load_async<G>(sq, q_view, {0, 0, qt, 0}, dma_wave);
-      load_async<G>(sdo, do_view, {0, 0, qt, 0}, dma_wave);
-      load<G>(slse, lse_view, {0, 0, 0, qt});  // 0 past the end
-      load<G>(sdelta, delta_view, {0, 0, 0, qt});
-      wait_vmcnt<0>();
-      barrier();
-      rows_vec lse, delta;
-      load(lse, slse);
-      load(delta, sdelta);
-      // exp2(s c - lse log2 e); a query that sees no key (LSE -inf) has every score masked, so any finite LSE does.
-      vec_apply([](float& l) { l = l == -INFINITY ? 0.f : l * 1.44269504088896341f; }, lse);
-      // S = Q K^T (queries x keys), masked where the tile crosses a query's visible range, and P.
-      rt_acc<BQ, WK> s;
-      {
-        rt<T, BQ, D> q;
-        load(q, sq);
-        zero(s);
-        mma_ABt(s, q, k, s);
-      }
-      const long q0 = long(qt) * BQ;
-      if (!attn_tile_whole(p, q0, q0 + BQ - 1, k0, k0 + WK - 1, blk.sq, blk.sk)) mask_scores<false>(s, p, q0, k0, blk.sq, blk.sk);
-      map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
-      // dV^T += dO^T P, P in acc order as the B operand, dO read in the same order.
-      {
-        rt<T, BQ, WK, layout::col> pc;
-        copy_acc_order(pc, s);
-        rt<T, BQ, D, layout::col> doc;
-        load_acc_order(doc, sdo);
-        rt<T, D, BQ, layout::row> dot;
-        transpose(dot, doc);
-        mma_AB(dvt, dot, pc, dvt);
-      }
-      // dP = dO V^T; dS = P * (dP - delta).
-      rt_acc<BQ, WK> dp;
-      {
-        rt<T, BQ, D> dor;
-        load(dor, sdo);
-        zero(dp);
-        mma_ABt(dp, dor, v, dp);
-      }
-      map_rows(dp, delta, [](float x, float d) { return x - d; });
-      mul(s, s, dp);
-      // dK^T += Q^T dS.
-      {
-        rt<T, BQ, WK, layout::col> dsc;
-        copy_acc_order(dsc, s);
-        rt<T, BQ, D, layout::col> qc;
-        load_acc_order(qc, sq);
-        rt<T, D, BQ, layout::row> qtr;
-        transpose(qtr, qc);
-        mma_AB(dkt, qtr, dsc, dkt);
-      }
-    }
+  const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
+  auto fill = [&](int h, int qt, Stage& s) __attribute__((always_inline)) {
+    load_async<G>(s.q, head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq), {0, 0, qt, 0}, dma_wave);
+    load_async<G>(s.dout, head_view<T, D>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq),
+                  {0, 0, qt, 0}, dma_wave);
+  };
+  // The LSE (wave 0) or delta (wave 1) of the step's query `lane` (lanes below BQ), 0 past the sequence's end, loaded
+  // before a step's work and stored after it into the other stage (LSE in log2 units). A buffer load: the row's base
+  // and its bound are scalar (the resource's range check reads zeros past it), the lane's part one register.
+  const int lane = lane_id(), stat_wave = dma_wave.index;
+  auto stat = [&](int h, int qt) __attribute__((always_inline)) {
+    if (stat_wave >= 2) return 0.f;
+    const float* row = lse_row(p, stat_wave == 0 ? p.lse : a.delta, blk, h).at(0, 0, 0, 0);
+    const auto rsrc = __builtin_amdgcn_make_buffer_rsrc(const_cast<float*>(row), 0, blk.sq * 4, 0x00020000);
+    return __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(rsrc, lane * 4, qt * BQ * 4, 0));
+  };
+  auto put = [&](Stage& s, float x) __attribute__((always_inline)) {
+    // exp2(s c - lse log2 e); a query that sees no key (LSE -inf) has every score masked, so any finite LSE does.
+    if (stat_wave == 0 && lane < BQ) s.lse[lane] = x == -INFINITY ? 0.f : x * 1.44269504088896341f;
+    else if (stat_wave == 1 && lane < BQ) s.delta[lane] = x;
+  };
+  barrier();  // every wave holds its K and V: the stages are free
+  const int h_end = (blk.h_kv + 1) * ratio;
+  int h = blk.h_kv * ratio, qt = kb.qt_begin;  // this step's head and query tile
+  if (kb.qt_begin == kb.qt_end) h = h_end;     // no step
+  if (h < h_end) {
+    fill(h, qt, stages[0]);
+    put(stages[0], stat(h, qt));
+  }
+  // (The stage is a runtime index: taking the steps in pairs with the stage a constant, as the forward does, costs
+  // registers that kernel 2 does not have; it spills.)
+  for (int stage = 0; h < h_end; stage ^= 1) {
+    Stage &cur = stages[stage], &next = stages[stage ^ 1];
+    wait_vmcnt<0>();
+    barrier();  // this step is in; every wave is done with the previous step's stage
+    int nh = h, nqt = qt + 1;  // the next step
+    if (nqt == kb.qt_end) nqt = kb.qt_begin, ++nh;
+    const bool more = nh < h_end;
+    float staged = 0.f;
+    if (more) staged = stat(nh, nqt), fill(nh, nqt, next);
+    rows_vec lse, delta;
+    load(lse, cur.lse);
+    load(delta, cur.delta);
+    // S = Q K^T (queries x keys), masked where the tile crosses a query's visible range, and P.
+    auto s = mma_ABt_lds(cur.q, k);
+    const long q0 = long(qt) * BQ;
+    if (!attn_tile_whole(p, q0, q0 + BQ - 1, k0, k0 + WK - 1, blk.sq, blk.sk)) mask_scores<false>(s, p, q0, k0, blk.sq, blk.sk);
+    map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
+    mma_AtB_acc(dvt, cur.dout, s);  // dV^T += dO^T P
+    // dP = dO V^T; dS = P * (dP - delta); dK^T += Q^T dS.
+    auto dp = mma_ABt_lds(cur.dout, v);
+    map_rows(dp, delta, [](float x, float d) { return x - d; });
+    mul(s, s, dp);
+    mma_AtB_acc(dkt, cur.q, s);
+    if (more) put(next, staged);
+    h = nh, qt = nqt;
   }
   // dK = scale dK^T^T and dV = dV^T^T, from the registers (the transposes are free).
   const auto dk_view = head_view<T, D>(a.dk, a.dk_bs, a.dk_rs, a.dk_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
@@ -192,17 +261,26 @@ template <class T, int D>
 __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_waves_per_simd<D>))) void attention_bwd_dq(AttnBwdArgs a) {
   using G = group<4>;
   constexpr int BK = AttnTiles::keys, WQ = AttnTiles::wave_rows;
-  static_assert(BK == attn_bwd_rows, "the Q and dO tiles are staged in the K and V tiles");
+  static_assert(BK == attn_bwd_rows, "the Q and dO tiles are staged in a K and V stage");
   using cols_vec = rv<float, WQ, vec_align::cols>;
-  __shared__ st<T, BK, D> sk, sv;
+  constexpr int S = attn_bwd_dq_stages<D>;
+  __shared__ st<T, BK, D> sk[S], sv[S];  // the stages of K and V
   const AttnArgs& p = a.f;
   const AttnView<T, D> view(p, attn_bwd_rows);
   if (view.empty) return;
   const AttnBlock& blk = view.blk;
+  const int kt_begin = view.kt_begin, kt_end = view.kt_end;
   const bool varlen = p.cu_q != nullptr;
   const auto do_view = head_view<T, D>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, blk.h, blk.sq);
-  load_async<G>(sk, view.q, {0, 0, blk.tile, 0});
-  load_async<G>(sv, do_view, {0, 0, blk.tile, 0});
+  const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
+  auto fill = [&](int kt, int stage) __attribute__((always_inline)) {
+    load_async<G>(sk[stage], view.k, {0, 0, kt, 0}, dma_wave);
+    load_async<G>(sv[stage], view.v, {0, 0, kt, 0}, dma_wave);
+  };
+  // Q and dO through the last stage, free until the first step's barrier; the first key tile into stage 0.
+  load_async<G>(sk[S - 1], view.q, {0, 0, blk.tile, 0}, dma_wave);
+  load_async<G>(sv[S - 1], do_view, {0, 0, blk.tile, 0}, dma_wave);
+  if (S == 2 && kt_begin < kt_end) fill(kt_begin, 0);
   const int wave = G::wave();
   const long q0 = view.first_row + long(wave) * WQ;  // this wave's first query
   const int row_tile = int(q0 / WQ);
@@ -213,47 +291,39 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
   wait_vmcnt<0>();
   barrier();
   rt<T, WQ, D> q, dout;
-  load(q, sk, {0, 0, wave, 0});
-  load(dout, sv, {0, 0, wave, 0});
+  load(q, sk[S - 1], {0, 0, wave, 0});
+  load(dout, sv[S - 1], {0, 0, wave, 0});
   rt_acc<D, WQ> dqt;
   zero(dqt);
   const float c = p.scale_log2;
-  const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
-  for (int kt = view.kt_begin; kt < view.kt_end; ++kt) {
-    barrier();  // every wave is done with the previous tile (and with Q and dO)
-    load_async<G>(sk, view.k, {0, 0, kt, 0}, dma_wave);
-    load_async<G>(sv, view.v, {0, 0, kt, 0}, dma_wave);
-    wait_vmcnt<0>();
-    barrier();
-    // S^T = K Q^T (keys x queries), masked, and P^T.
-    rt_acc<BK, WQ> s;
-    {
-      rt<T, BK, D> k;
-      load(k, sk);
-      zero(s);
-      mma_ABt(s, k, q, s);
+  // Key tile kt in stage `stage_of` (a compile-time constant, as in kernel 2).
+  auto step = [&](int kt, auto stage_of) __attribute__((always_inline)) {
+    constexpr int stage = decltype(stage_of)::value;
+    if constexpr (S == 2) {
+      wait_vmcnt<0>();
+      barrier();  // tile kt is in; every wave is done with the other stage (and with Q and dO in stage 1)
+      if (kt + 1 < kt_end) fill(kt + 1, stage ^ 1);
+    } else {
+      barrier();  // every wave is done with the previous tile (and with Q and dO)
+      fill(kt, 0);
+      wait_vmcnt<0>();
+      barrier();
     }
+    // S^T = K Q^T (keys x queries), masked, and P^T.
+    auto s = mma_ABt_lds(sk[stage], q);
     const long k0 = long(kt) * BK;
     if (!attn_tile_whole(p, q0, q0 + WQ - 1, k0, k0 + BK - 1, blk.sq, blk.sk)) mask_scores<true>(s, p, q0, k0, blk.sq, blk.sk);
     map_cols(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
-    // dP^T = V dO^T; dS^T = P^T * (dP^T - delta).
-    rt_acc<BK, WQ> dp;
-    {
-      rt<T, BK, D> v;
-      load(v, sv);
-      zero(dp);
-      mma_ABt(dp, v, dout, dp);
-    }
+    // dP^T = V dO^T; dS^T = P^T * (dP^T - delta); dQ^T += K^T dS^T.
+    auto dp = mma_ABt_lds(sv[stage], dout);
     map_cols(dp, delta, [](float x, float d) { return x - d; });
     mul(s, s, dp);
-    // dQ^T += K^T dS^T, dS^T in acc order as the B operand, K read in the same order.
-    rt<T, BK, WQ, layout::col> dsc;
-    copy_acc_order(dsc, s);
-    rt<T, BK, D, layout::col> kc;
-    load_acc_order(kc, sk);
-    rt<T, D, BK, layout::row> ktr;
-    transpose(ktr, kc);
-    mma_AB(dqt, ktr, dsc, dqt);
+    mma_AtB_acc(dqt, sk[stage], s);
+  };
+  for (int kt = kt_begin; kt < kt_end; kt += S) {
+    step(kt, std::integral_constant<int, 0>{});
+    if constexpr (S == 2)
+      if (kt + 1 < kt_end) step(kt + 1, std::integral_constant<int, 1>{});
   }
   const auto dq_view = head_view<T, D>(a.dq, a.dq_bs, a.dq_rs, a.dq_hs, blk.b, varlen, blk.q_start, blk.h, blk.sq);
   rt<float, WQ, D, layout::row> out;

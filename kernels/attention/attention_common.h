@@ -9,6 +9,7 @@
 // from the registers (the transpose of O^T's accumulator is free). A tile is masked element by element only where it
 // crosses the visible range of one of the wave's queries (the causal or window diagonal, or the end of the keys).
 #pragma once
+#include <climits>
 #include <cmath>
 
 #include "hk/hk.h"
@@ -121,11 +122,19 @@ struct AttnView {
   }
 };
 
-// Whether query i of a sequence of sq queries sees key j of its sk keys (flash-attention's bottom-right diagonal).
-__device__ inline bool attn_visible(const AttnArgs& p, long i, long j, long sq, long sk) {
-  const long diag = i + sk - sq;
-  return i < sq && j < sk && (p.right < 0 || j <= diag + p.right) && (p.left < 0 || j >= diag - p.left);
-}
+// The visibility rule, the one place every kernel's masks come from. Query i of a sequence of sq queries sees key j of
+// its sk keys (flash-attention's bottom-right diagonal) when i < sq, j < sk and -left <= j - (i + sk - sq) <= right
+// (a negative bound: unbounded, held as INT_MAX). Positions are ints: the host keeps sequences below 2^28 and windows
+// within the sequences' reach, so no difference overflows.
+struct AttnVisible {
+  int sq, sk, off, right, left;
+  __device__ AttnVisible(const AttnArgs& p, int sq_, int sk_)
+      : sq(sq_), sk(sk_), off(sk_ - sq_), right(p.right < 0 ? INT_MAX : p.right), left(p.left < 0 ? INT_MAX : p.left) {}
+  __device__ bool operator()(int i, int j) const {
+    const int d = j - i - off;
+    return i < sq && j < sk && d <= right && -d <= left;
+  }
+};
 
 // Whether every query of [q0, q1] sees every key of [k0, k1]: such a tile needs no mask.
 __device__ inline bool attn_tile_whole(const AttnArgs& p, long q0, long q1, long k0, long k1, long sq, long sk) {
@@ -138,9 +147,10 @@ __device__ inline bool attn_tile_whole(const AttnArgs& p, long q0, long q1, long
 // (S^T) and along the columns otherwise (S).
 template <bool keys_are_rows, class Tile>
 __device__ inline void mask_scores(Tile& s, const AttnArgs& p, long q0, long k0, long sq, long sk) {
-  map_at(s, [=, &p](float x, int r, int c) {
-    const long i = q0 + (keys_are_rows ? c : r), j = k0 + (keys_are_rows ? r : c);
-    return attn_visible(p, i, j, sq, sk) ? x : -INFINITY;
+  const int qi = int(q0), kj = int(k0);
+  const AttnVisible visible(p, int(sq), int(sk));
+  map_at(s, [=](float x, int r, int c) {
+    return visible(qi + (keys_are_rows ? c : r), kj + (keys_are_rows ? r : c)) ? x : -INFINITY;
   });
 }
 
@@ -171,15 +181,10 @@ struct AttnWave {
     rt_acc<BK, WQ> s;  // keys x queries
     zero(s);
     mma_ABt(s, k, q, s);
-    // In S^T a row is a key j and a column a query i: i sees j when i + off - left <= j <= i + off + right.
-    const long k0 = long(kt) * BK, off = v.off;
-    const bool whole = k0 + BK <= v.blk.sk && (p.left < 0 || k0 >= last + off - p.left) &&
-                       (p.right < 0 || k0 + BK - 1 <= first + off + p.right);
-    if (!whole) {
-      mask_bounds(s, int(k0), int(first), v.blk.sk, 0x7fffffff, -INFINITY);                   // keys past the end
-      if (p.right >= 0) triu(s, -INFINITY, int(-(off + p.right)), int(k0), int(first));   // i - j < -(off + right)
-      if (p.left >= 0) tril(s, -INFINITY, int(p.left - off), int(k0), int(first));        // i - j > left - off
-    }
+    // In S^T a row is a key and a column a query. Queries past the sequence's end are not stored: the tile is whole
+    // when [first, last] sees all of it.
+    const long k0 = long(kt) * BK;
+    if (!attn_tile_whole(p, first, last, k0, k0 + BK - 1, v.blk.sq, v.blk.sk)) mask_scores<true>(s, p, first, k0, v.blk.sq, v.blk.sk);
     // Down each column: new running max, the factor that rescales what came before, p = exp2(s * c - max).
     const float c = p.scale_log2;
     cols_vec tile_max, sub, alpha, sum;
