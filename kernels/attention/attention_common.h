@@ -144,20 +144,24 @@ __device__ inline void mask_scores(Tile& s, const AttnArgs& p, long q0, long k0,
   });
 }
 
-// One wave's 16 queries: Q (the B operand of S^T = K Q^T), the running max of the scaled scores (log2 units) and
-// softmax denominator per query, and O^T (D x 16).
-template <class T, int D>
+// One wave's queries (16 with 16x16 MFMA blocks, S = mfma16; 32 with 32x32 blocks, S = mfma32): Q (the B operand of
+// S^T = K Q^T), the running max of the scaled scores (log2 units) and softmax denominator per query, and O^T (D x WQ).
+// A KV tile is folded in by qk (S^T), mask, softmax (the online update, P^T as the next product's operand, and the
+// factor alpha that rescales what came before), rescale (O^T *= alpha) and accumulate (O^T += V^T P^T); the pipelined
+// kernel runs them in separate phases, scores runs the first four in a row.
+template <class T, int D, class S = mfma16>
 struct AttnWave {
-  static constexpr int WQ = AttnTiles::wave_rows, BK = AttnTiles::keys;
-  using cols_vec = rv<float, WQ, vec_align::cols>;
-  using k_tile = rt<T, BK, D>;
-  using v_tile = rt<T, BK, D, layout::col>;  // acc order (load_acc_order)
-  using p_tile = rt<T, BK, WQ, layout::col>;
-  rt<T, WQ, D> q;
-  cols_vec m, l;
-  rt_acc<D, WQ> ot;
+  static constexpr int WQ = S::dim, BK = AttnTiles::keys;
+  using cols_vec = rv<float, WQ, vec_align::cols, S>;
+  using k_tile = rt<T, BK, D, layout::row, S>;
+  using v_tile = rt<T, BK, D, layout::col, S>;  // acc order (load_acc_order)
+  using p_tile = rt<T, BK, WQ, layout::col, S>;
+  using s_tile = rt_acc<BK, WQ, S>;  // keys x queries
+  rt<T, WQ, D, layout::row, S> q;
+  cols_vec m, l, alpha;
+  rt_acc<D, WQ, S> ot;
   long first, last;  // this wave's first and last query (rows past the sequence's end excluded)
-  int row_tile;      // this wave's 16 queries as a tile index of the sequence
+  int row_tile;      // this wave's queries as a tile index of the sequence
 
   __device__ AttnWave(const AttnView<T, D>& v, int rows_before) {
     first = v.first_row + rows_before, last = std::min<long>(first + WQ, v.blk.sq) - 1;
@@ -166,11 +170,14 @@ struct AttnWave {
     zero(ot);
   }
 
-  // S^T for KV tile kt, its masks, the online softmax update (O^T rescaled) and P^T as the next product's operand.
-  __device__ p_tile scores(const AttnView<T, D>& v, const AttnArgs& p, int kt, const k_tile& k) {
-    rt_acc<BK, WQ> s;  // keys x queries
+  // S^T = K Q^T for one KV tile.
+  __device__ void qk(s_tile& s, const k_tile& k) const {
     zero(s);
     mma_ABt(s, k, q, s);
+  }
+
+  // The hidden scores of S^T (KV tile kt) set to -inf, where the tile crosses the visible range of a query.
+  __device__ void mask(s_tile& s, const AttnView<T, D>& v, const AttnArgs& p, int kt) const {
     // In S^T a row is a key j and a column a query i: i sees j when i + off - left <= j <= i + off + right.
     const long k0 = long(kt) * BK, off = v.off;
     const bool whole = k0 + BK <= v.blk.sk && (p.left < 0 || k0 >= last + off - p.left) &&
@@ -180,9 +187,13 @@ struct AttnWave {
       if (p.right >= 0) triu(s, -INFINITY, int(-(off + p.right)), int(k0), int(first));   // i - j < -(off + right)
       if (p.left >= 0) tril(s, -INFINITY, int(p.left - off), int(k0), int(first));        // i - j > left - off
     }
+  }
+
+  // The masked S^T of a KV tile: the new running max and denominator, alpha, and P^T in acc order.
+  __device__ void softmax(s_tile& s, p_tile& pt, const AttnArgs& p) {
     // Down each column: new running max, the factor that rescales what came before, p = exp2(s * c - max).
     const float c = p.scale_log2;
-    cols_vec tile_max, sub, alpha, sum;
+    cols_vec tile_max, sub, sum;
     col_max(tile_max, s);
     vec_apply(
         [c](float& mi, float& ti, float& si, float& ai) {
@@ -195,15 +206,26 @@ struct AttnWave {
     map_cols(s, sub, [c](float x, float mx) { return __builtin_amdgcn_exp2f(fmaf(x, c, -mx)); });
     col_sum(sum, s);
     vec_apply([](float& li, float& ai, float& si) { li = li * ai + si; }, l, alpha, sum);
-    mul_col(ot, alpha);
-    p_tile pt;
     copy_acc_order(pt, s);  // P^T: the accumulator itself, in acc order
+  }
+
+  // O^T *= alpha: what came before, rescaled to the new running max.
+  __device__ void rescale() { mul_col(ot, alpha); }
+
+  // S^T for KV tile kt, its masks, the online softmax update (O^T rescaled) and P^T as the next product's operand.
+  __device__ p_tile scores(const AttnView<T, D>& v, const AttnArgs& p, int kt, const k_tile& k) {
+    s_tile s;
+    qk(s, k);
+    mask(s, v, p, kt);
+    p_tile pt;
+    softmax(s, pt, p);
+    rescale();
     return pt;
   }
 
   // O^T += V^T P^T (V read in acc order, used transposed: the same registers).
   __device__ void accumulate(const p_tile& pt, const v_tile& vc) {
-    rt<T, D, BK, layout::row> vt;
+    rt<T, D, BK, layout::row, S> vt;
     transpose(vt, vc);
     mma_AB(ot, vt, pt, ot);
   }
@@ -218,7 +240,7 @@ struct AttnWave {
         },
         l, m, inv, lse);
     mul_col(ot, inv);
-    rt<float, WQ, D, layout::row> o;
+    rt<float, WQ, D, layout::row, S> o;
     transpose(o, ot);  // the same registers
     store_bounded(v.o, o, {0, 0, row_tile, 0});
     if (p.lse) store(lse_row(p, p.lse, v.blk, v.blk.h), lse, {0, 0, 0, row_tile});
