@@ -92,12 +92,13 @@ Status check_layout(const Tensor& t, bool written) {
 }
 
 // The device's target (hk's lookup): an error unless the kernels are built for it; `pingpong` tells whether it runs
-// the 8-wave ping-pong kernel: where the target's LDS holds the ping-pong stages at either D (gfx950).
+// the 8-wave ping-pong kernel: where the target's LDS holds the ping-pong stages at either D and it has transposing
+// LDS reads (gfx950).
 Status check_arch(bool& pingpong) {
   Status status;
   const arch::target* target = api::current_target(entry, status);
   if (!target) return status;
-  pingpong = kernels::attn_pingpong_lds<128> <= target->lds_bytes;
+  pingpong = kernels::attn_pingpong_lds<128> <= target->lds_bytes && target->lds_read_transpose;
   return {};
 }
 

@@ -5,7 +5,8 @@
 // Each wave computes the transposed products, S^T = K Q^T and O^T += V^T P^T: a query is then a column of the
 // accumulators, so its softmax statistics are column reductions (in registers, then two shuffles), and P^T is the S^T
 // accumulator itself as the next product's B operand (ops/acc_order.h: no cross-lane moves), with V read in the same
-// k order. The online softmax runs in fp32 with scale * log2(e) folded into one multiply-add before exp2, and O leaves
+// k order. The online softmax runs in fp32 with scale * log2(e) folded into one multiply-add before exp2 (packed, two
+// elements an instruction), its running max moved lazily (softmax), and O leaves
 // from the registers (the transpose of O^T's accumulator is free). A tile is masked element by element only where it
 // crosses the visible range of one of the wave's queries (the causal or window diagonal, or the end of the keys).
 #pragma once
@@ -159,6 +160,7 @@ struct AttnWave {
   using s_tile = rt_acc<BK, WQ, S>;  // keys x queries
   rt<T, WQ, D, layout::row, S> q;
   cols_vec m, l, alpha;
+  bool stale = false;  // alpha is not all ones: O^T needs rescaling (the same for the whole wave)
   rt_acc<D, WQ, S> ot;
   long first, last;  // this wave's first and last query (rows past the sequence's end excluded)
   int row_tile;      // this wave's queries as a tile index of the sequence
@@ -189,28 +191,50 @@ struct AttnWave {
     }
   }
 
-  // The masked S^T of a KV tile: the new running max and denominator, alpha, and P^T in acc order.
+  // The masked S^T of a KV tile: the new running max and denominator, alpha, and P^T in acc order. The running max
+  // moves only when some query's max grew by more than 8 (log2 units; flash-attention 4's lazy rescale): otherwise
+  // p = exp2(s c - m) stays below 2^8, well inside fp32 and bf16, O^T and l need no rescale, and the wave skips it.
   __device__ void softmax(s_tile& s, p_tile& pt, const AttnArgs& p) {
-    // Down each column: new running max, the factor that rescales what came before, p = exp2(s * c - max).
     const float c = p.scale_log2;
     cols_vec tile_max, sub, sum;
     col_max(tile_max, s);
+    int grow = 0;
+    vec_apply([c, &grow](float& mi, float& ti) { grow |= ti * c - mi > 8.f; }, m, tile_max);  // -inf - -inf: no
+    stale = __any(grow);
     vec_apply(
-        [c](float& mi, float& ti, float& si, float& ai) {
-          const float m_new = fmaxf(mi, ti * c);
+        [c, moved = stale](float& mi, float& ti, float& si, float& ai) {
+          const float m_new = moved ? fmaxf(mi, ti * c) : mi;
           si = m_new == -INFINITY ? 0.f : m_new;  // a query that has seen no key yet keeps p = 0
-          ai = __builtin_amdgcn_exp2f(mi - si);
+          ai = moved ? __builtin_amdgcn_exp2f(mi - si) : 1.f;
           mi = m_new;
         },
         m, tile_max, sub, alpha);
-    map_cols(s, sub, [c](float x, float mx) { return __builtin_amdgcn_exp2f(fmaf(x, c, -mx)); });
-    col_sum(sum, s);
+    // p = exp2(s c - max) and its column sums, two elements per packed instruction.
+    using f2 = float __attribute__((ext_vector_type(2)));
+#pragma unroll
+    for (int j = 0; j < s_tile::tiles_c; ++j) {
+      const f2 c2 = {c, c}, nm = {-sub.data[j][0], -sub.data[j][0]};
+      f2 acc = {0.f, 0.f};
+#pragma unroll
+      for (int i = 0; i < s_tile::tiles_r; ++i)
+#pragma unroll
+        for (int e = 0; e < s_tile::E; e += 2) {
+          f2 x = {s.data[i][j][e], s.data[i][j][e + 1]};
+          x = x * c2 + nm;
+          x = f2{__builtin_amdgcn_exp2f(x.x), __builtin_amdgcn_exp2f(x.y)};
+          s.data[i][j][e] = x.x, s.data[i][j][e + 1] = x.y;
+          acc += x;
+        }
+      sum.data[j][0] = detail::lanes_reduce<detail::sum_op>(acc.x + acc.y, S::dim, 32);
+    }
     vec_apply([](float& li, float& ai, float& si) { li = li * ai + si; }, l, alpha, sum);
     copy_acc_order(pt, s);  // P^T: the accumulator itself, in acc order
   }
 
-  // O^T *= alpha: what came before, rescaled to the new running max.
-  __device__ void rescale() { mul_col(ot, alpha); }
+  // O^T *= alpha: what came before, rescaled to the new running max (when it moved).
+  __device__ void rescale() {
+    if (stale) mul_col(ot, alpha);
+  }
 
   // S^T for KV tile kt, its masks, the online softmax update (O^T rescaled) and P^T as the next product's operand.
   __device__ p_tile scores(const AttnView<T, D>& v, const AttnArgs& p, int kt, const k_tile& k) {

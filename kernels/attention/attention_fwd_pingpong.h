@@ -32,8 +32,10 @@ inline constexpr int attn_pingpong_rows = 8 * AttnPingpongShape::dim;  // querie
 // LDS of the ping-pong kernel: two stages of K and of V.
 template <int D>
 inline constexpr int attn_pingpong_lds = 4 * AttnTiles::keys * D * 2;
+// It needs transposing LDS reads (gfx950): without them V's operand costs a read and a register per element, more
+// than two waves per SIMD can hold; gfx942 runs attention_fwd.h.
 template <int D>
-inline constexpr bool attn_pingpong_fits = attn_pingpong_lds<D> <= arch::current::lds_bytes;
+inline constexpr bool attn_pingpong_fits = attn_pingpong_lds<D> <= arch::current::lds_bytes && arch::current::lds_read_transpose;
 
 template <class T, int D>
 __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void attention_fwd_pingpong(AttnArgs p) {
