@@ -63,7 +63,7 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
     if (!loads) barrier();  // group 1 runs one phase behind
 
     typename W::s_tile s;   // S^T(j+1), then P^T(j+1) in fp32
-    typename W::p_tile pt;  // P^T(j)
+    typename W::p_tile pt;  // P^T(j), then P^T(j+1)
     constexpr int mfmas = BK / 32 * D / (2 * arch::mfma32_elems);  // of either product
     // Step j: has_cur when tile j exists (its O^T update), has_next when tile j+1 does (its scores).
     auto step = [&](int j, auto has_cur, auto has_next) __attribute__((always_inline)) {
@@ -95,9 +95,8 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       barrier();
       // C2
       set_priority<1>();
-      typename W::p_tile next;
       if constexpr (has_cur) me.accumulate(pt, vc);
-      if constexpr (has_next) me.softmax(s, next, p);
+      if constexpr (has_next) me.softmax(s, pt, p);  // P^T(j+1) written last, after the MFMAs that read P^T(j)
       if constexpr (has_cur && has_next) interleave_mfma<mfmas, 160 / mfmas>();
       if (loads) {
         if (j + 1 < ke) wait_vmcnt<tile_loads>();
@@ -106,7 +105,6 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       set_priority<0>();
       sched_barrier();
       barrier();
-      if constexpr (has_next) pt = next;
     };
     using yes = std::true_type;
     using no = std::false_type;
