@@ -53,6 +53,7 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(2))) void a
       if (kt + 1 < kt_end) fill(kt + 1, stage ^ 1);
     load(k, sk[stage]);
     const auto pt = me.scores(view, p, kt, k);
+    if constexpr (stages == 1) sched_barrier();  // V's reads after K's last use: the two never hold registers at once
     load_acc_order(vc, sv[stage]);
     if constexpr (stages == 1) {
       barrier();  // every wave holds tile kt: the stage is free
