@@ -92,13 +92,13 @@ Status check_layout(const Tensor& t, bool written) {
 }
 
 // The device's target (hk's lookup): an error unless the kernels are built for it; `pingpong` tells whether it runs
-// the 8-wave ping-pong kernel: where the target's LDS holds the ping-pong stages at either D (gfx950);
-// `bwd_block_keys(D)`: the keys of one workgroup of the backward's dK, dV kernel.
+// the 8-wave ping-pong kernel: where the target's LDS holds the ping-pong stages at either D and it has transposing
+// LDS reads (gfx950); `bwd_block_keys(D)`: the keys of one workgroup of the backward's dK, dV kernel.
 Status check_arch(bool& pingpong, int& bwd_block_keys, int d) {
   Status status;
   const arch::target* target = api::current_target(entry, status);
   if (!target) return status;
-  pingpong = kernels::attn_pingpong_lds<128> <= target->lds_bytes;
+  pingpong = kernels::attn_pingpong_lds<128> <= target->lds_bytes && target->lds_read_transpose;
   bwd_block_keys = kernels::attn_bwd_block_keys(d, target->lds_read_transpose);
   return {};
 }

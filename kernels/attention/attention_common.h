@@ -5,7 +5,8 @@
 // Each wave computes the transposed products, S^T = K Q^T and O^T += V^T P^T: a query is then a column of the
 // accumulators, so its softmax statistics are column reductions (in registers, then two shuffles), and P^T is the S^T
 // accumulator itself as the next product's B operand (ops/acc_order.h: no cross-lane moves), with V read in the same
-// k order. The online softmax runs in fp32 with scale * log2(e) folded into one multiply-add before exp2, and O leaves
+// k order. The online softmax runs in fp32 with scale * log2(e) folded into one multiply-add before exp2 (packed, two
+// elements an instruction), its running max moved lazily (softmax), and O leaves
 // from the registers (the transpose of O^T's accumulator is free). A tile is masked element by element only where it
 // crosses the visible range of one of the wave's queries (the causal or window diagonal, or the end of the keys).
 #pragma once
@@ -154,20 +155,25 @@ __device__ inline void mask_scores(Tile& s, const AttnArgs& p, long q0, long k0,
   });
 }
 
-// One wave's 16 queries: Q (the B operand of S^T = K Q^T), the running max of the scaled scores (log2 units) and
-// softmax denominator per query, and O^T (D x 16).
-template <class T, int D>
+// One wave's queries (16 with 16x16 MFMA blocks, S = mfma16; 32 with 32x32 blocks, S = mfma32): Q (the B operand of
+// S^T = K Q^T), the running max of the scaled scores (log2 units) and softmax denominator per query, and O^T (D x WQ).
+// A KV tile is folded in by qk (S^T), mask, softmax (the online update, P^T as the next product's operand, and the
+// factor alpha that rescales what came before), rescale (O^T *= alpha) and accumulate (O^T += V^T P^T); the pipelined
+// kernel runs them in separate phases, scores runs the first four in a row.
+template <class T, int D, class S = mfma16>
 struct AttnWave {
-  static constexpr int WQ = AttnTiles::wave_rows, BK = AttnTiles::keys;
-  using cols_vec = rv<float, WQ, vec_align::cols>;
-  using k_tile = rt<T, BK, D>;
-  using v_tile = rt<T, BK, D, layout::col>;  // acc order (load_acc_order)
-  using p_tile = rt<T, BK, WQ, layout::col>;
-  rt<T, WQ, D> q;
-  cols_vec m, l;
-  rt_acc<D, WQ> ot;
+  static constexpr int WQ = S::dim, BK = AttnTiles::keys;
+  using cols_vec = rv<float, WQ, vec_align::cols, S>;
+  using k_tile = rt<T, BK, D, layout::row, S>;
+  using v_tile = rt<T, BK, D, layout::col, S>;  // acc order (load_acc_order)
+  using p_tile = rt<T, BK, WQ, layout::col, S>;
+  using s_tile = rt_acc<BK, WQ, S>;  // keys x queries
+  rt<T, WQ, D, layout::row, S> q;
+  cols_vec m, l, alpha;
+  bool stale = false;  // alpha is not all ones: O^T needs rescaling (the same for the whole wave)
+  rt_acc<D, WQ, S> ot;
   long first, last;  // this wave's first and last query (rows past the sequence's end excluded)
-  int row_tile;      // this wave's 16 queries as a tile index of the sequence
+  int row_tile;      // this wave's queries as a tile index of the sequence
 
   __device__ AttnWave(const AttnView<T, D>& v, int rows_before) {
     first = v.first_row + rows_before, last = std::min<long>(first + WQ, v.blk.sq) - 1;
@@ -176,39 +182,79 @@ struct AttnWave {
     zero(ot);
   }
 
-  // S^T for KV tile kt, its masks, the online softmax update (O^T rescaled) and P^T as the next product's operand.
-  __device__ p_tile scores(const AttnView<T, D>& v, const AttnArgs& p, int kt, const k_tile& k) {
-    rt_acc<BK, WQ> s;  // keys x queries
+  // S^T = K Q^T for one KV tile.
+  __device__ void qk(s_tile& s, const k_tile& k) const {
     zero(s);
     mma_ABt(s, k, q, s);
-    // In S^T a row is a key and a column a query. Queries past the sequence's end are not stored: the tile is whole
-    // when [first, last] sees all of it.
+  }
+
+  // The hidden scores of S^T (KV tile kt) set to -inf, where the tile crosses the visible range of a query. In S^T a
+  // row is a key and a column a query. Queries past the sequence's end are not stored: the tile is whole when
+  // [first, last] sees all of it.
+  __device__ void mask(s_tile& s, const AttnView<T, D>& v, const AttnArgs& p, int kt) const {
     const long k0 = long(kt) * BK;
     if (!attn_tile_whole(p, first, last, k0, k0 + BK - 1, v.blk.sq, v.blk.sk)) mask_scores<true>(s, p, first, k0, v.blk.sq, v.blk.sk);
-    // Down each column: new running max, the factor that rescales what came before, p = exp2(s * c - max).
+  }
+
+  // The masked S^T of a KV tile: the new running max and denominator, alpha, and P^T in acc order. The running max
+  // moves only when some query's max grew by more than 8 (log2 units; flash-attention 4's lazy rescale): otherwise
+  // p = exp2(s c - m) stays below 2^8, well inside fp32 and bf16, O^T and l need no rescale, and the wave skips it.
+  __device__ void softmax(s_tile& s, p_tile& pt, const AttnArgs& p) {
     const float c = p.scale_log2;
-    cols_vec tile_max, sub, alpha, sum;
+    cols_vec tile_max, sub, sum;
     col_max(tile_max, s);
+    int grow = 0;
+    vec_apply([c, &grow](float& mi, float& ti) { grow |= ti * c - mi > 8.f; }, m, tile_max);  // -inf - -inf: no
+    stale = __any(grow);
     vec_apply(
-        [c](float& mi, float& ti, float& si, float& ai) {
-          const float m_new = fmaxf(mi, ti * c);
+        [c, moved = stale](float& mi, float& ti, float& si, float& ai) {
+          const float m_new = moved ? fmaxf(mi, ti * c) : mi;
           si = m_new == -INFINITY ? 0.f : m_new;  // a query that has seen no key yet keeps p = 0
-          ai = __builtin_amdgcn_exp2f(mi - si);
+          ai = moved ? __builtin_amdgcn_exp2f(mi - si) : 1.f;
           mi = m_new;
         },
         m, tile_max, sub, alpha);
-    map_cols(s, sub, [c](float x, float mx) { return __builtin_amdgcn_exp2f(fmaf(x, c, -mx)); });
-    col_sum(sum, s);
+    // p = exp2(s c - max) and its column sums, two elements per packed instruction.
+    using f2 = float __attribute__((ext_vector_type(2)));
+#pragma unroll
+    for (int j = 0; j < s_tile::tiles_c; ++j) {
+      const f2 c2 = {c, c}, nm = {-sub.data[j][0], -sub.data[j][0]};
+      f2 acc = {0.f, 0.f};
+#pragma unroll
+      for (int i = 0; i < s_tile::tiles_r; ++i)
+#pragma unroll
+        for (int e = 0; e < s_tile::E; e += 2) {
+          f2 x = {s.data[i][j][e], s.data[i][j][e + 1]};
+          x = x * c2 + nm;
+          x = f2{__builtin_amdgcn_exp2f(x.x), __builtin_amdgcn_exp2f(x.y)};
+          s.data[i][j][e] = x.x, s.data[i][j][e + 1] = x.y;
+          acc += x;
+        }
+      sum.data[j][0] = detail::lanes_reduce<detail::sum_op>(acc.x + acc.y, S::dim, 32);
+    }
     vec_apply([](float& li, float& ai, float& si) { li = li * ai + si; }, l, alpha, sum);
-    mul_col(ot, alpha);
-    p_tile pt;
     copy_acc_order(pt, s);  // P^T: the accumulator itself, in acc order
+  }
+
+  // O^T *= alpha: what came before, rescaled to the new running max (when it moved).
+  __device__ void rescale() {
+    if (stale) mul_col(ot, alpha);
+  }
+
+  // S^T for KV tile kt, its masks, the online softmax update (O^T rescaled) and P^T as the next product's operand.
+  __device__ p_tile scores(const AttnView<T, D>& v, const AttnArgs& p, int kt, const k_tile& k) {
+    s_tile s;
+    qk(s, k);
+    mask(s, v, p, kt);
+    p_tile pt;
+    softmax(s, pt, p);
+    rescale();
     return pt;
   }
 
   // O^T += V^T P^T (V read in acc order, used transposed: the same registers).
   __device__ void accumulate(const p_tile& pt, const v_tile& vc) {
-    rt<T, D, BK, layout::row> vt;
+    rt<T, D, BK, layout::row, S> vt;
     transpose(vt, vc);
     mma_AB(ot, vt, pt, ot);
   }
@@ -223,7 +269,7 @@ struct AttnWave {
         },
         l, m, inv, lse);
     mul_col(ot, inv);
-    rt<float, WQ, D, layout::row> o;
+    rt<float, WQ, D, layout::row, S> o;
     transpose(o, ot);  // the same registers
     store_bounded(v.o, o, {0, 0, row_tile, 0});
     if (p.lse) store(lse_row(p, p.lse, v.blk, v.blk.h), lse, {0, 0, 0, row_tile});

@@ -1,72 +1,117 @@
-// The 8-wave ping-pong attention forward kernel: one workgroup per (128-query tile, query head, sequence), each wave
-// owning 16 queries (attention_common.h), K and V tiles of 64 keys straight into LDS, two stages.
+// The 8-wave ping-pong attention forward kernel: one workgroup per (256-query tile, query head, sequence), each wave
+// owning 32 queries in 32x32 MFMA blocks (AttnWave<T, D, mfma32>), K and V tiles of 64 keys straight into LDS, each in
+// two stages of its own.
 //
-// The waves form two groups of four, half a step apart, so that one group's MFMAs and softmax run while the other
-// group reads its K and V fragments from LDS and issues the next tile's loads. Group 1 enters the loop one barrier
-// late; every step is then a memory phase (the step's K and V fragments from LDS into registers; group 0 issues the
-// next tile) and a compute phase (S^T, the softmax and O^T at raised priority), each closed by a workgroup barrier.
-// With b(j) the j-th barrier of the loop, group 0's memory phase of step i ends at b(2i+1) and group 1's at b(2i+2),
-// so a stage holding step i is free once both have read it, after b(2i+2). Hence group 0 issues step i+1 in its
-// memory phase of step i (into the stage step i-1 left, free since b(2i)) and waits for it at the end of its compute
-// phase of step i, before b(2i+2), after which its memory phase of step i+1 reads it first. The memory phases end with
-// their LDS reads complete (the barrier waits for them), so no stage is refilled under a read. Q has a region of its
-// own: group 1 reads it while group 0 issues step 1.
+// Every KV tile takes two products, S^T = K Q^T and O^T += V^T P^T, and between them the softmax, whose vector work
+// would leave the matrix cores idle if it ran alone. So the loop is pipelined by one tile: step j computes S^T of tile
+// j+1 and O^T's update of tile j, and each product shares its phase with vector work that does not depend on it:
+//   M1  K(j+1) from LDS into registers                 (group 0 issues K(j+2))
+//   C1  S^T(j+1) = K Q^T  || O^T *= alpha(j)           then the masks of S^T(j+1) where its tile needs them
+//   M2  V(j) from LDS into registers (K's registers)   (group 0 issues V(j+1))
+//   C2  O^T += V^T P^T(j) || the softmax of S^T(j+1): max, alpha, exp2, sum, P^T(j+1)
+// with interleave_mfma placing the vector work one MFMA at a time. The waves form two groups of four, one phase
+// apart, so one group's compute phase (at raised priority) runs while the other reads LDS: per SIMD, one wave of
+// each group. Every phase ends with a workgroup barrier; with b(n) the n-th barrier of the loop and group 0's phase n
+// ending at b(n), group 1's ends at b(n + 1).
+//
+// Stages: K(t) lives in sk[t % 2], V(t) in sv[t % 2]. Group 0 issues K(j+2) in M1(j), after b(4j - 1): the stage held
+// K(j), which group 1 read in its M1(j-1), done by b(4j - 3); it issues V(j+1) in M2(j), after b(4j + 1): V(j-1) was
+// read by group 1 by b(4j - 1). Loads complete in issue order (K(j+1), V(j), K(j+2), V(j+1), ...), so group 0 waits
+// for K(j+2) at the end of C2(j) leaving V(j+1) in flight, and for V(j+1) at the end of C1(j+1) leaving K(j+3) in
+// flight; the barrier after each wait publishes the tile to both groups before either reads it. Memory phases end
+// with their LDS reads complete (the barrier waits for them), so no stage is refilled under a read. Q goes from global
+// memory straight into registers, so the LDS holds only the four stages (64 KiB at D = 128: the kernel fits gfx942).
 #pragma once
 #include "attention_common.h"
 
 namespace hk::kernels {
 
-inline constexpr int attn_pingpong_rows = 8 * AttnTiles::wave_rows;  // queries per workgroup
+using AttnPingpongShape = mfma32;
+inline constexpr int attn_pingpong_rows = 8 * AttnPingpongShape::dim;  // queries per workgroup
 
-// LDS of the ping-pong kernel: two stages of K and V, and the Q tile.
+// LDS of the ping-pong kernel: two stages of K and of V.
 template <int D>
-inline constexpr int attn_pingpong_lds = (4 * AttnTiles::keys + attn_pingpong_rows) * D * 2;
+inline constexpr int attn_pingpong_lds = 4 * AttnTiles::keys * D * 2;
+// It needs transposing LDS reads (gfx950): without them V's operand costs a read and a register per element, more
+// than two waves per SIMD can hold; gfx942 runs attention_fwd.h.
 template <int D>
-inline constexpr bool attn_pingpong_fits = attn_pingpong_lds<D> <= arch::current::lds_bytes;
+inline constexpr bool attn_pingpong_fits = attn_pingpong_lds<D> <= arch::current::lds_bytes && arch::current::lds_read_transpose;
 
 template <class T, int D>
 __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void attention_fwd_pingpong(AttnArgs p) {
   if constexpr (attn_pingpong_fits<D>) {  // the host launches it only where it fits
     using Half = group<4>;
-    constexpr int BK = AttnTiles::keys, half_rows = attn_pingpong_rows / 2;
-    __shared__ st<T, BK, D> sk[2], sv[2];
-    __shared__ st<T, half_rows, D> sq[2];  // each group's 64 queries
+    using W = AttnWave<T, D, AttnPingpongShape>;
+    constexpr int BK = AttnTiles::keys;
+    using KV = st<T, BK, D>;
+    constexpr int tile_loads = async_loads<Half, KV>;  // per wave of group 0, per K or V tile
+    __shared__ KV sk[2], sv[2];
 
     const AttnView<T, D> view(p, attn_pingpong_rows);
     if (view.empty) return;  // past the end of a shorter sequence (varlen)
-    const int kt_begin = view.kt_begin, kt_end = view.kt_end;
-    const int wave = wave_id(), grp = wave / 4;
+    const int kb = view.kt_begin, ke = view.kt_end;
+    const int wave = __builtin_amdgcn_readfirstlane(wave_id()), grp = wave / 4;  // scalar: so is all that follows
     const bool loads = grp == 0;
     const async_wave<Half> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
-    auto fill = [&](int kt, int stage) __attribute__((always_inline)) {
-      load_async<Half>(sk[stage], view.k, {0, 0, kt, 0}, dma_wave);
-      load_async<Half>(sv[stage], view.v, {0, 0, kt, 0}, dma_wave);
-    };
-    load_bounded<Half>(sq[grp], view.q, {0, 0, 2 * view.blk.tile + grp, 0});
-    if (loads && kt_begin < kt_end) fill(kt_begin, 0);
-    if (loads) wait_vmcnt<0>();
+    auto fill_k = [&](int kt) __attribute__((always_inline)) { load_async<Half>(sk[kt & 1], view.k, {0, 0, kt, 0}, dma_wave); };
+    auto fill_v = [&](int kt) __attribute__((always_inline)) { load_async<Half>(sv[kt & 1], view.v, {0, 0, kt, 0}, dma_wave); };
+    if (loads && kb < ke) fill_k(kb);
+    W me(view, wave * W::WQ);
+    load_bounded(me.q, view.q, {0, 0, me.row_tile, 0});  // Q from global memory straight into registers
+    wait_vmcnt<0>();
     barrier();
-    AttnWave<T, D> me(view, wave * AttnTiles::wave_rows);
-    load(me.q, sq[grp], {0, 0, wave % 4, 0});
-    if (!loads) barrier();  // group 1 runs half a step behind
+    if (!loads) barrier();  // group 1 runs one phase behind
 
-    for (int kt = kt_begin; kt < kt_end; ++kt) {
-      const int stage = (kt - kt_begin) & 1;
-      // Memory phase: this step's fragments into registers; group 0 issues the next tile.
-      typename AttnWave<T, D>::k_tile k;
-      typename AttnWave<T, D>::v_tile vc;
-      load(k, sk[stage]);
-      load_acc_order(vc, sv[stage]);
-      if (loads && kt + 1 < kt_end) fill(kt + 1, stage ^ 1);
+    typename W::s_tile s;   // S^T(j+1), then P^T(j+1) in fp32
+    typename W::p_tile pt;  // P^T(j), then P^T(j+1)
+    constexpr int mfmas = BK / 32 * D / (2 * arch::mfma32_elems);  // of either product
+    // Step j: has_cur when tile j exists (its O^T update), has_next when tile j+1 does (its scores).
+    auto step = [&](int j, auto has_cur, auto has_next) __attribute__((always_inline)) {
+      typename W::k_tile k;
+      typename W::v_tile vc;
+      // M1
+      if constexpr (has_next) load(k, sk[(j + 1) & 1]);
+      if (loads && j + 2 < ke) fill_k(j + 2);
       sched_barrier();
       barrier();
-      // Compute phase: the MFMAs and the softmax; group 0 waits for the tile it issued.
+      // C1
       set_priority<1>();
-      me.accumulate(me.scores(view, p, kt, k), vc);
-      if (loads) wait_vmcnt<0>();
+      if constexpr (has_cur) me.rescale();
+      if constexpr (has_next) me.qk(s, k);
+      if constexpr (has_cur && has_next) interleave_mfma<mfmas, D / 2 / mfmas>();
+      sched_barrier();
+      if constexpr (has_next) me.mask(s, view, p, j + 1);
+      if (loads) {
+        if (j + 2 < ke) wait_vmcnt<tile_loads>();
+        else wait_vmcnt<0>();
+      }
       set_priority<0>();
       sched_barrier();
       barrier();
+      // M2
+      if constexpr (has_cur) load_acc_order(vc, sv[j & 1]);
+      if (loads && j + 1 < ke) fill_v(j + 1);
+      sched_barrier();
+      barrier();
+      // C2
+      set_priority<1>();
+      if constexpr (has_cur) me.accumulate(pt, vc);
+      if constexpr (has_next) me.softmax(s, pt, p);  // P^T(j+1) written last, after the MFMAs that read P^T(j)
+      if constexpr (has_cur && has_next) interleave_mfma<mfmas, 96 / mfmas, sched::valu | sched::transcendental>();
+      if (loads) {
+        if (j + 1 < ke) wait_vmcnt<tile_loads>();
+        else wait_vmcnt<0>();
+      }
+      set_priority<0>();
+      sched_barrier();
+      barrier();
+    };
+    using yes = std::true_type;
+    using no = std::false_type;
+    if (kb < ke) {
+      step(kb - 1, no{}, yes{});
+      for (int j = kb; j + 1 < ke; ++j) step(j, yes{}, yes{});
+      step(ke - 1, yes{}, no{});
     }
     if (loads) barrier();  // group 0 meets group 1's last barrier
     me.finish(view, p);

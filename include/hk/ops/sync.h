@@ -1,6 +1,8 @@
 // Synchronisation and scheduling: barriers, compiler scheduling fences, wave priority, and the chiplet-aware
 // workgroup order.
 #pragma once
+#include <utility>
+
 #include "../arch.h"
 
 namespace hk {
@@ -38,6 +40,15 @@ __device__ inline void sched_group_barrier() {
   static_assert(Count > 0, "sched_group_barrier: the group must hold at least one instruction");
   static_assert(Mask != sched::none, "sched_group_barrier: name the instruction classes of the group");
   __builtin_amdgcn_sched_group_barrier(int(Mask), Count, SyncId);
+}
+
+// Pairs scheduling groups: one MFMA, then Count instructions of class Other (VALU by default), Pairs times — a
+// block's independent vector work (a softmax, a rescale) placed in the shadow of its multiplies.
+template <int Pairs, int Count, sched Other = sched::valu, int SyncId = 0>
+__device__ inline void interleave_mfma() {
+  [&]<int... I>(std::integer_sequence<int, I...>) {
+    ((sched_group_barrier<sched::mfma, 1, SyncId>(), sched_group_barrier<Other, Count + 0 * I, SyncId>()), ...);
+  }(std::make_integer_sequence<int, Pairs>{});
 }
 
 // Explicit waits (s_waitcnt): until at most N vector-memory loads/stores (vmcnt) or N LDS/scalar-memory/message
