@@ -99,14 +99,20 @@ void s_call(Wave& w, const Inst& I) { exec_unknown(w, I); }
 // operands are offset by the index (exec_gpr_indexed). LLVM uses it at -O0 for a vector element read or written at
 // a dynamic index: s_set_gpr_idx_on s2, gpr_idx(SRC0); v_mov_b32 v0, v0; s_set_gpr_idx_off.
 // The mode mask: gpr_idx(...) as printed (decoded into simm), or a plain number.
-uint32_t gpr_idx_mask(const Inst& I, int k) { return (I.nops > k && I.op[k].kind == OpKind::imm ? uint32_t(I.op[k].imm) : I.simm) & 0xf; }
+uint32_t gpr_idx_mask(const Inst& I, int k) {
+  return (I.nops > k && I.op[k].kind == OpKind::imm ? uint32_t(I.op[k].imm) : I.simm) & 0xf;
+}
 void s_set_gpr_idx_on(Wave& w, const Inst& I) {
   w.s[sreg::m0] = (w.s[sreg::m0] & ~0xf0ffu) | (read_s32(w, I.op[0]) & 0xff) | gpr_idx_mask(I, 1) << 12;
   w.gpr_idx_on = true;
 }
 void s_set_gpr_idx_off(Wave& w, const Inst&) { w.gpr_idx_on = false; }
-void s_set_gpr_idx_idx(Wave& w, const Inst& I) { w.s[sreg::m0] = (w.s[sreg::m0] & ~0xffu) | (read_s32(w, I.op[0]) & 0xff); }
-void s_set_gpr_idx_mode(Wave& w, const Inst& I) { w.s[sreg::m0] = (w.s[sreg::m0] & ~0xf000u) | gpr_idx_mask(I, 0) << 12; }
+void s_set_gpr_idx_idx(Wave& w, const Inst& I) {
+  w.s[sreg::m0] = (w.s[sreg::m0] & ~0xffu) | (read_s32(w, I.op[0]) & 0xff);
+}
+void s_set_gpr_idx_mode(Wave& w, const Inst& I) {
+  w.s[sreg::m0] = (w.s[sreg::m0] & ~0xf000u) | gpr_idx_mask(I, 0) << 12;
+}
 
 // Where a wave runs, as hardware would place it: workgroups go to the XCDs round-robin and to the CUs of an XCD in
 // turn; a CU's waves fill its four SIMDs in turn. HW_ID (register 4): wave slot 3:0, SIMD 5:4, CU 11:8, shader engine
