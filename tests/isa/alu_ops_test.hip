@@ -342,3 +342,54 @@ TEST(AluOps, IntegerClampSaturates) {
   EXPECT_EQ(bad, 0);
   hipFree(da), hipFree(db), hipFree(dout);
 }
+
+// VGPR indexing (the ISA guide's S_SET_GPR_IDX_ON/OFF): while it is on, the VALU operands the mask selects (SRC0,
+// SRC1, SRC2, DST) are offset by M0[7:0], the index s_set_gpr_idx_on writes there (and the mask at M0[15:12]).
+// Unoptimized (-O0) code reads and writes a vector's element at a run-time index this way, e.g. `s_set_gpr_idx_on s2,
+// gpr_idx(SRC0)`, `v_mov_b32 v0, v0`, `s_set_gpr_idx_off`. v40..v43 stand for the vector.
+__global__ void gpr_indexed(const uint32_t* in, uint32_t* out, int idx) {
+  const int l = threadIdx.x;
+  uint32_t r[8], m0;
+  asm volatile(
+      "v_mov_b32 v40, %8\n v_mov_b32 v41, %9\n v_mov_b32 v42, %10\n v_mov_b32 v43, %11\n"
+      "s_set_gpr_idx_on %12, gpr_idx(SRC0)\n v_mov_b32 %0, v40\n s_set_gpr_idx_off\n"      // read element idx
+      "v_mov_b32 %1, v40\n"                                                               // indexing off again
+      "s_set_gpr_idx_on %12, gpr_idx(SRC1)\n v_add_u32 %2, %8, v40\n s_set_gpr_idx_off\n"  // in[0] + element idx
+      "s_mov_b32 %7, m0\n"
+      "s_set_gpr_idx_on %12, gpr_idx(DST)\n v_mov_b32 v40, %13\n s_set_gpr_idx_off\n"      // write element idx
+      "v_mov_b32 %3, v40\n v_mov_b32 %4, v41\n v_mov_b32 %5, v42\n v_mov_b32 %6, v43"
+      : "=&v"(r[0]), "=&v"(r[1]), "=&v"(r[2]), "=&v"(r[3]), "=&v"(r[4]), "=&v"(r[5]), "=&v"(r[6]), "=&s"(m0)
+      : "v"(in[4 * l]), "v"(in[4 * l + 1]), "v"(in[4 * l + 2]), "v"(in[4 * l + 3]), "s"(idx), "v"(~in[4 * l])
+      : "v40", "v41", "v42", "v43", "m0");
+  r[7] = m0 & 0xf0ff;
+  for (int k = 0; k < 8; ++k) out[8 * l + k] = r[k];
+}
+
+TEST(AluOps, VgprIndexingMode) {
+  const auto in = u32_inputs(41);
+  ASSERT_GE(in.size(), 256u);
+  uint32_t *din, *dout;
+  HIP_ASSERT(hipMalloc(&din, 256 * 4));
+  HIP_ASSERT(hipMalloc(&dout, 64 * 32));
+  HIP_ASSERT(hipMemcpy(din, in.data(), 256 * 4, hipMemcpyHostToDevice));
+  for (int idx = 0; idx < 4; ++idx) {
+    hipLaunchKernelGGL(gpr_indexed, dim3(1), dim3(64), 0, 0, din, dout, idx);
+    HIP_ASSERT(hipDeviceSynchronize());
+    std::vector<uint32_t> out(64 * 8);
+    HIP_ASSERT(hipMemcpy(out.data(), dout, 64 * 32, hipMemcpyDeviceToHost));
+    int bad = 0;
+    for (int l = 0; l < 64; ++l) {
+      const uint32_t* v = &in[4 * l];
+      uint32_t after[4] = {v[0], v[1], v[2], v[3]};
+      after[idx] = ~v[0];
+      const uint32_t want[8] = {v[idx], v[0], v[0] + v[idx], after[0], after[1], after[2], after[3],
+                                uint32_t(idx) | 2u << 12};
+      for (int k = 0; k < 8; ++k)
+        if (out[8 * l + k] != want[k] && bad++ < 5)
+          ADD_FAILURE() << "index " << idx << " lane " << l << " value " << k << ": got " << out[8 * l + k]
+                        << " want " << want[k];
+    }
+    EXPECT_EQ(bad, 0) << "index " << idx;
+  }
+  hipFree(din), hipFree(dout);
+}

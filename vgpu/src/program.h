@@ -77,6 +77,8 @@ inline constexpr uint32_t offen = 1u << 0, idxen = 1u << 1, glc = 1u << 2, slc =
 struct Inst {
   ExecFn fn = nullptr;
   ExecFn vmem_fn = nullptr; // a vector memory instruction's own function: fn counts it for vmcnt, then calls this
+  ExecFn indexed_fn = nullptr;  // a VALU instruction between s_set_gpr_idx_on and _off: its own function, which fn
+                                // calls with the operands M0 indexes (exec_gpr_indexed)
   uint8_t nops = 0;         // operands in assembler order (destinations first)
   Operand op[7];
   uint32_t flags = 0;       // mod::

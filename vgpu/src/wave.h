@@ -78,8 +78,7 @@ struct alignas(64) Wave {
   Workgroup* wg = nullptr;
   DispatchCtx* ctx = nullptr;
   uint64_t insts = 0;            // instructions executed by this wave (kept current: s_memtime reads it)
-  uint32_t gpr_idx = 0;          // s_set_gpr_idx state: index and enabled operand mask
-  uint8_t gpr_idx_mode = 0;
+  bool gpr_idx_on = false;       // MODE.gpr_idx_en (s_set_gpr_idx_on/off): M0 indexes VALU operands
   // The global allocations the wave touched last ([mem_lo, mem_hi)) and before that: a GEMM's loads alternate
   // between two (A and B), and each miss is a locked lookup in the memory map.
   uint64_t mem_lo = 0, mem_hi = 0, prev_mem_lo = 0, prev_mem_hi = 0;

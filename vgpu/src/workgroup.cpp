@@ -26,7 +26,7 @@ void init_wave(Wave& w, const DispatchCtx& ctx, const Workgroup& wg, int index, 
   w.pc = 0;
   w.id = index;
   w.insts = 0;
-  w.gpr_idx = 0, w.gpr_idx_mode = 0;
+  w.gpr_idx_on = false;
   w.mem_lo = w.mem_hi = w.prev_mem_lo = w.prev_mem_hi = 0;
   w.vm_issued = w.vm_retired = w.vm_retired_at_barrier = 0;
   w.hazard_at = ~uint64_t(0);

@@ -332,6 +332,13 @@ bool apply_modifier(std::string_view tok, Inst& I) {
       if (tok == k.name) return I.flags |= k.flag, true;
     if (tok == "row_mirror" || tok == "row_half_mirror") return I.dpp_ctrl = dpp_ctrl(tok, ""), I.flags |= mod::dpp, true;
     if (tok == "bound_ctrl:0" || tok == "bound_ctrl") return I.flags |= mod::bound_ctrl, true;
+    // s_set_gpr_idx_on / _mode's operand mask: "gpr_idx(SRC0,DST)".
+    if (tok.starts_with("gpr_idx(") && tok.ends_with(")")) {
+      I.simm = 0;
+      for (auto [n, bit] : {std::pair{"SRC0", 1u}, {"SRC1", 2u}, {"SRC2", 4u}, {"DST", 8u}})
+        if (tok.find(n) != std::string_view::npos) I.simm |= bit;
+      return true;
+    }
     // Counter and message arguments of s_waitcnt, s_sendmsg, s_setreg...: "vmcnt(0)", "hwreg(HW_REG_MODE, 0, 4)".
     if (tok.ends_with(")") && tok.find('(') != std::string_view::npos) return true;
     return tok == "dlc" || tok == "lwe" || tok == "tfe" || tok == "d16" || tok == "a16";
@@ -389,6 +396,7 @@ std::shared_ptr<Program> decode_kernel(const CodeObject& co, const KernelInfo& i
   uint64_t furthest_target = 0;  // decode at least up to every branch target seen
   uint32_t max_vgpr = 0;
   std::vector<size_t> branches;  // instructions whose target is resolved once everything is decoded
+  bool indexing = false;         // between s_set_gpr_idx_on and s_set_gpr_idx_off
 
   // Decodes [from, to) of .text into prog; the kernel's own code (kernel = true) ends at the first s_endpgm past every
   // branch target seen.
@@ -474,6 +482,11 @@ std::shared_ptr<Program> decode_kernel(const CodeObject& co, const KernelInfo& i
         for (int k = 0; k < I.nops; ++k) plain = plain && !I.op[k].abs && !I.op[k].neg && !I.op[k].sext;
         if (plain) I.flags |= mod::plain;
       }
+      // VGPR indexing: LLVM emits each indexed VALU instruction between s_set_gpr_idx_on and s_set_gpr_idx_off.
+      const std::string_view name = I.name;
+      if (name == "s_set_gpr_idx_on") indexing = true;
+      else if (name == "s_set_gpr_idx_off") indexing = false;
+      else if (indexing && name.starts_with("v_") && I.fn != exec_unknown) I.indexed_fn = I.fn, I.fn = exec_gpr_indexed;
       prog->offsets.push_back(int64_t(off) - int64_t(start));
       prog->insts.push_back(I);
       off += size;

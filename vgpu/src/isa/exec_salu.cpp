@@ -94,12 +94,25 @@ void s_swappc(Wave& w, const Inst& I) {
 }
 void s_call(Wave& w, const Inst& I) { exec_unknown(w, I); }
 
-// s_set_gpr_idx_on sidx, mode: following VALU instructions index their operands by M0-like state (rare in -O3).
-void s_set_gpr_idx_on(Wave& w, const Inst& I) {
-  w.gpr_idx = read_s32(w, I.op[0]) & 0xff;
-  w.gpr_idx_mode = uint8_t(I.op[1].imm & 0xf);
+// VGPR indexing (CDNA3/CDNA4 ISA, S_SET_GPR_IDX_ON/OFF/IDX/MODE): M0[7:0] is the index and M0[15:12] the operands it
+// applies to (bit 0 src0, 1 src1, 2 src2, 3 dst); while MODE.gpr_idx_en is set, each VALU instruction's selected VGPR
+// operands are offset by the index (exec_gpr_indexed). LLVM uses it at -O0 for a vector element read or written at
+// a dynamic index: s_set_gpr_idx_on s2, gpr_idx(SRC0); v_mov_b32 v0, v0; s_set_gpr_idx_off.
+// The mode mask: gpr_idx(...) as printed (decoded into simm), or a plain number.
+uint32_t gpr_idx_mask(const Inst& I, int k) {
+  return (I.nops > k && I.op[k].kind == OpKind::imm ? uint32_t(I.op[k].imm) : I.simm) & 0xf;
 }
-void s_set_gpr_idx_off(Wave& w, const Inst&) { w.gpr_idx_mode = 0; }
+void s_set_gpr_idx_on(Wave& w, const Inst& I) {
+  w.s[sreg::m0] = (w.s[sreg::m0] & ~0xf0ffu) | (read_s32(w, I.op[0]) & 0xff) | gpr_idx_mask(I, 1) << 12;
+  w.gpr_idx_on = true;
+}
+void s_set_gpr_idx_off(Wave& w, const Inst&) { w.gpr_idx_on = false; }
+void s_set_gpr_idx_idx(Wave& w, const Inst& I) {
+  w.s[sreg::m0] = (w.s[sreg::m0] & ~0xffu) | (read_s32(w, I.op[0]) & 0xff);
+}
+void s_set_gpr_idx_mode(Wave& w, const Inst& I) {
+  w.s[sreg::m0] = (w.s[sreg::m0] & ~0xf000u) | gpr_idx_mask(I, 0) << 12;
+}
 
 // Where a wave runs, as hardware would place it: workgroups go to the XCDs round-robin and to the CUs of an XCD in
 // turn; a CU's waves fill its four SIMDs in turn. HW_ID (register 4): wave slot 3:0, SIMD 5:4, CU 11:8, shader engine
@@ -224,6 +237,8 @@ void register_salu(IsaTable& t) {
   t.add("s_movreld_b32", [](Wave& w, const Inst& I) { w.s[(I.op[0].reg + w.s[sreg::m0]) & 127] = read_s32(w, I.op[1]); });
   t.add("s_set_gpr_idx_on", s_set_gpr_idx_on);
   t.add("s_set_gpr_idx_off", s_set_gpr_idx_off);
+  t.add("s_set_gpr_idx_idx", s_set_gpr_idx_idx);
+  t.add("s_set_gpr_idx_mode", s_set_gpr_idx_mode);
 
   // SOPC
 #define HK_CMP(name, T, expr) t.add("s_cmp_" name, sop<[](T a, T b, bool& c) { c = (expr); }>);
@@ -263,6 +278,32 @@ void register_salu(IsaTable& t) {
   }, op::encoded_simm16);
   t.add("s_setreg_b32", [](Wave&, const Inst&) {});
   t.add("s_setreg_imm32_b32", [](Wave&, const Inst&) {});
+}
+
+void exec_gpr_indexed(Wave& w, const Inst& I) {
+  if (!w.gpr_idx_on) return I.indexed_fn(w, I);
+  const uint32_t m0 = w.s[sreg::m0], idx = m0 & 0xff, mask = m0 >> 12 & 0xf;
+  // Sources follow the destinations: one, or two where the second is a scalar carry/flag (v_add_co_u32 v0, vcc, ..).
+  const std::string_view name = I.name;
+  const bool two_dsts = I.nops > 1 && I.op[1].kind == OpKind::sgpr &&
+                        (name.find("_co_") != name.npos || name.starts_with("v_div_scale") ||
+                         name.starts_with("v_mad_u64_u32") || name.starts_with("v_mad_i64_i32"));
+  Inst J = I;
+  auto index = [&](int k) {
+    if (k >= J.nops || J.op[k].kind != OpKind::vgpr) return true;  // only VGPR operands are indexed
+    if (J.op[k].reg + idx + J.op[k].width > w.ctx->prog->vgprs) return false;
+    J.op[k].reg = uint16_t(J.op[k].reg + idx);
+    return true;
+  };
+  bool ok = !(mask & 8) || index(0);
+  for (int src = 0; src < 3; ++src) ok = ok && (!(mask >> src & 1) || index((two_dsts ? 2 : 1) + src));
+  if (!ok) {
+    w.fault(I, FaultKind::unknown_instruction, -1,
+            "VGPR index " + std::to_string(idx) + " (M0) takes an operand past the wave's " +
+                std::to_string(w.ctx->prog->vgprs) + " registers");
+    return;
+  }
+  I.indexed_fn(w, J);
 }
 
 }  // namespace vgpu

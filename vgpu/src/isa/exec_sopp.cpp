@@ -46,7 +46,7 @@ void register_sopp(IsaTable& t) {
   // completes at once here and is not counted by vmcnt.
   for (const char* name : {"s_waitcnt_lgkmcnt", "s_waitcnt_expcnt", "s_nop", "s_setprio",
                            "s_icache_inv", "s_incperflevel", "s_decperflevel", "s_ttracedata",
-                           "s_set_gpr_idx_mode", "s_dcache_wb", "s_dcache_inv", "s_dcache_wb_vol",
+                           "s_dcache_wb", "s_dcache_inv", "s_dcache_wb_vol",
                            "s_dcache_inv_vol", "buffer_wbinvl1", "buffer_wbinvl1_vol", "buffer_inv", "buffer_wbl2", "buffer_invl2",
                            "s_sched_barrier", "s_sched_group_barrier", "s_wait_idle"})
     t.add(name, nop);

@@ -95,5 +95,8 @@ void register_xlane(IsaTable&);   // permlane swaps, transposing LDS reads (exec
 void exec_unknown(Wave& w, const Inst& I);
 // A vector memory instruction (the decoder puts it in front of Inst::vmem_fn): counts it for vmcnt, then runs it.
 void exec_vmem_counted(Wave& w, const Inst& I);
+// A VALU instruction the decoder found between s_set_gpr_idx_on and s_set_gpr_idx_off (in front of Inst::indexed_fn):
+// while indexing is on, runs it with the VGPR operands M0[15:12] selects offset by M0[7:0].
+void exec_gpr_indexed(Wave& w, const Inst& I);
 
 }  // namespace vgpu
