@@ -192,8 +192,16 @@ struct AttnWave {
   // row is a key and a column a query. Queries past the sequence's end are not stored: the tile is whole when
   // [first, last] sees all of it.
   __device__ void mask(s_tile& s, const AttnView<T, D>& v, const AttnArgs& p, int kt) const {
-    const long k0 = long(kt) * BK;
-    if (!attn_tile_whole(p, first, last, k0, k0 + BK - 1, v.blk.sq, v.blk.sk)) mask_scores<true>(s, p, first, k0, v.blk.sq, v.blk.sk);
+    // In S^T a row is a key j and a column a query i: i sees j when i + off - left <= j <= i + off + right. (Tile-wise
+    // masks, not mask_scores' element-by-element rule: in the 256-VGPR ping-pong kernel that one spilled 49 VGPRs.)
+    const long k0 = long(kt) * BK, off = v.off;
+    const bool whole = k0 + BK <= v.blk.sk && (p.left < 0 || k0 >= last + off - p.left) &&
+                       (p.right < 0 || k0 + BK - 1 <= first + off + p.right);
+    if (!whole) {
+      mask_bounds(s, int(k0), int(first), v.blk.sk, 0x7fffffff, -INFINITY);                   // keys past the end
+      if (p.right >= 0) triu(s, -INFINITY, int(-(off + p.right)), int(k0), int(first));   // i - j < -(off + right)
+      if (p.left >= 0) tril(s, -INFINITY, int(p.left - off), int(k0), int(first));        // i - j > left - off
+    }
   }
 
   // The masked S^T of a KV tile: the new running max and denominator, alpha, and P^T in acc order. The running max
