@@ -202,7 +202,7 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
   auto stat = [&](int h, int qt) __attribute__((always_inline)) {
     if (stat_wave >= 2) return 0.f;
     const float* row = lse_row(p, stat_wave == 0 ? p.lse : a.delta, blk, h).at(0, 0, 0, 0);
-    const auto rsrc = __builtin_amdgcn_make_buffer_rsrc(const_cast<float*>(row), 0, blk.sq * 4, 0x00020000);
+    const auto rsrc = arch::current::buffer_rsrc(row, blk.sq * 4);
     return __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(rsrc, lane * 4, qt * BQ * 4, 0));
   };
   auto put = [&](Stage& s, float x) __attribute__((always_inline)) {

@@ -71,6 +71,13 @@ struct gfx9 {
     else return __builtin_amdgcn_cvt_f32_bf8(int(word), B);
   }
 
+  // A raw buffer resource (V#) over `bytes` bytes at `base`: loads past the end read zeros. Word 3 is GFX9's
+  // untyped 32-bit data format (DATA_FORMAT = 4 in bits 18:15), the value AMD's libraries use for raw buffer loads.
+  static constexpr int buffer_rsrc_word3 = 0x00020000;
+  __device__ static __amdgpu_buffer_rsrc_t buffer_rsrc(const void* base, int bytes) {
+    return __builtin_amdgcn_make_buffer_rsrc(const_cast<void*>(base), 0, bytes, buffer_rsrc_word3);
+  }
+
   // One load straight into LDS: Target::lds_dma_bytes from `offset` + `uniform_offset` in the buffer `rsrc` (zeros
   // past its range) into lane l's slot at `lds` + l * lds_dma_bytes; `lds` and `uniform_offset` (the instruction's
   // soffset, an SGPR) must be the same for the whole wave. GFX9 range-checks the sum: offset + uniform_offset + bytes

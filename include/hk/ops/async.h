@@ -86,7 +86,7 @@ __device__ inline void load_async(ST& dst, const GL& src, coord at, async_wave<G
   const long rows = src.rows(), cols = src.cols(), ld = src.row_stride();
   T* base = src.at(at.b, at.d, 0, 0);
   const int num_records = int(((rows - 1) * ld + cols) * long(sizeof(T)));
-  __amdgpu_buffer_rsrc_t rsrc = __builtin_amdgcn_make_buffer_rsrc(base, 0, num_records, 0x00020000);
+  __amdgpu_buffer_rsrc_t rsrc = arch::current::buffer_rsrc(base, num_records);
   const int r0 = at.r * ST::rows, c0 = at.c * ST::cols;
   // An address-space cast (not a bit cast): the LDS offset of a generic pointer into shared memory.
   auto lds = [&](int i) __attribute__((always_inline)) {
