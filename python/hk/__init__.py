@@ -3,6 +3,7 @@
 Built with vgpu (the default) the ops take CPU tensors and run hk's gfx942 / gfx950 machine code on the virtual GPU
 (HK_VGPU_ARCH picks the arch); built with -DHK_USE_ROCM=ON they take HIP tensors of a ROCm torch.
 """
+from . import flash_attn
 from .attention import attention, attention_varlen
 from .gemm import gemm
 from .norm import layer_norm, rms_norm
@@ -10,4 +11,4 @@ from .rotary import rotary
 from ._runtime import USE_ROCM
 
 __all__ = ["gemm", "attention", "attention_varlen", "rotary", "layer_norm", "rms_norm",
-           "USE_ROCM"]
+           "USE_ROCM", "flash_attn"]

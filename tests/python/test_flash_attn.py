@@ -1,0 +1,225 @@
+"""hk.flash_attn as flash-attention tests itself: flash-attention 2.8's signatures, and each function's forward and
+gradients against a float64 reference, hk's error at most twice that of the same computation done by torch in the
+input's own precision."""
+import inspect
+import math
+
+import pytest
+import torch
+
+import hk.flash_attn as fa
+from conftest import assert_close, attention_reference, rand
+
+# flash-attention 2.8's public functions (flash_attn/flash_attn_interface.py): argument names, order, defaults.
+_COMMON = [("dropout_p", 0.0), ("softmax_scale", None), ("causal", False), ("window_size", (-1, -1)),
+           ("softcap", 0.0), ("alibi_slopes", None), ("deterministic", False), ("return_attn_probs", False)]
+_NONE = inspect.Parameter.empty
+_VARLEN = [("cu_seqlens_q", _NONE), ("cu_seqlens_k", _NONE), ("max_seqlen_q", _NONE), ("max_seqlen_k", _NONE)]
+SIGNATURES = {
+    "flash_attn_func": [("q", _NONE), ("k", _NONE), ("v", _NONE)] + _COMMON,
+    "flash_attn_kvpacked_func": [("q", _NONE), ("kv", _NONE)] + _COMMON,
+    "flash_attn_qkvpacked_func": [("qkv", _NONE)] + _COMMON,
+    "flash_attn_varlen_func": [("q", _NONE), ("k", _NONE), ("v", _NONE)] + _VARLEN + _COMMON
+    + [("block_table", None)],
+    "flash_attn_varlen_kvpacked_func": [("q", _NONE), ("kv", _NONE)] + _VARLEN + _COMMON,
+    "flash_attn_varlen_qkvpacked_func": [("qkv", _NONE), ("cu_seqlens", _NONE), ("max_seqlen", _NONE)] + _COMMON,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SIGNATURES))
+def test_signature_is_flash_attentions(name):
+    params = inspect.signature(getattr(fa, name)).parameters.values()
+    assert [(p.name, p.default) for p in params] == SIGNATURES[name]
+    assert all(p.kind == inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params)
+
+
+def _low_precision_reference(q, k, v, causal, window, scale):
+    """The same attention done by torch in the inputs' own type (flash-attention's attention_ref, upcast=False)."""
+    q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+    sq, sk = q.shape[2], k.shape[2]
+    groups = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    i = torch.arange(sq)[:, None] + (sk - sq)
+    j = torch.arange(sk)[None, :]
+    left, right = window[0], 0 if causal else window[1]
+    allowed = torch.ones(sq, sk, dtype=torch.bool)
+    if left >= 0:
+        allowed &= j >= i - left
+    if right >= 0:
+        allowed &= j <= i + right
+    scores = (q * scale) @ k.transpose(-1, -2)
+    p = torch.softmax(scores.masked_fill(~allowed, -math.inf), dim=-1)
+    p = torch.where(allowed.any(dim=1)[:, None], p, torch.zeros_like(p))
+    return (p @ v).transpose(1, 2)
+
+
+def _inputs(b, sq, sk, hq, hkv, d, dtype):
+    return (rand(b, sq, hq, d, dtype=dtype).requires_grad_(), rand(b, sk, hkv, d, dtype=dtype).requires_grad_(),
+            rand(b, sk, hkv, d, dtype=dtype).requires_grad_())
+
+
+def _grads(out, grad, tensors):
+    return torch.autograd.grad(out, tensors, grad)
+
+
+def _worst(a, b):
+    return (a.double() - b.double()).abs().max().item()
+
+
+# Head dims 32 and 96 are padded to the kernels' 64 and 128; 40 is not a multiple of 8 (flash-attention pads those).
+@pytest.mark.parametrize("dtype,b,sq,sk,hq,hkv,d,causal,window", [
+    (torch.bfloat16, 2, 70, 90, 4, 2, 64, True, (-1, -1)),     # GQA, bottom-right causal, Sk > Sq
+    (torch.float16, 1, 50, 50, 2, 2, 128, False, (-1, -1)),
+    (torch.bfloat16, 1, 64, 80, 2, 1, 96, False, (16, 8)),     # sliding window, head dim 96
+    (torch.bfloat16, 1, 60, 40, 4, 1, 32, True, (8, -1)),      # MQA, Sq > Sk, causal with a left window
+    (torch.float16, 1, 33, 33, 2, 2, 40, True, (-1, -1)),
+])
+def test_forward_and_gradients(dtype, b, sq, sk, hq, hkv, d, causal, window):
+    q, k, v = _inputs(b, sq, sk, hq, hkv, d, dtype)
+    scale = 0.8 / math.sqrt(d)
+    # Positional, as flash-attention's callers write it.
+    out, lse, s_dmask = fa.flash_attn_func(q, k, v, 0.0, scale, causal, window, 0.0, None, True, True)
+    assert out.shape == q.shape and out.dtype == dtype and lse.shape == (b, hq, sq) and lse.dtype == torch.float32
+    assert s_dmask.numel() == 0, "S_dmask is empty without dropout, as flash-attention returns it"
+    grad = rand(b, sq, hq, d, dtype=dtype)
+
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    ref, ref_lse = attention_reference(q64, k64, v64, causal=causal, window=window, scale=scale)
+    low = _low_precision_reference(q, k, v, causal, window, scale)
+    atol = 2 * _worst(ref + 0.3 - 0.3, ref)  # flash-attention's slack for the output's own rounding
+    assert _worst(out, ref) <= 2 * _worst(low, ref) + atol, "O"
+    seen = torch.isfinite(ref_lse)
+    assert torch.equal(torch.isfinite(lse), seen)
+    assert_close(lse[seen], ref_lse[seen], torch.float32, ulps=2**13, what="LSE")
+
+    ref_grads = _grads(ref, grad.double(), (q64, k64, v64))
+    low_grads = _grads(low, grad, (q, k, v))
+    hk_grads = _grads(out, grad, (q, k, v))
+    for name, g, r, lo in zip(("dQ", "dK", "dV"), hk_grads, ref_grads, low_grads):
+        assert g.shape == r.shape and g.dtype == dtype, name
+        assert _worst(g, r) <= 2 * _worst(lo, r) + atol, f"{name}: {_worst(g, r):.3g} vs torch's {_worst(lo, r):.3g}"
+
+
+def test_output_alone_by_default_and_keyword_call():
+    q, k, v = _inputs(1, 16, 16, 2, 2, 64, torch.bfloat16)
+    out = fa.flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=True)
+    assert isinstance(out, torch.Tensor) and out.shape == q.shape
+    ref, _ = attention_reference(q.detach(), k.detach(), v.detach(), causal=True)
+    assert_close(out, ref, torch.bfloat16, what="O")
+
+
+def test_packed_forms_equal_separate_tensors():
+    dtype, b, s, h, d = torch.bfloat16, 2, 40, 2, 64
+    qkv = rand(b, s, 3, h, d, dtype=dtype).requires_grad_()
+    grad = rand(b, s, h, d, dtype=dtype)
+    out = fa.flash_attn_qkvpacked_func(qkv, causal=True)
+    (dqkv,) = torch.autograd.grad(out, qkv, grad)
+    q, k, v = (qkv.detach()[:, :, i].clone().requires_grad_() for i in range(3))
+    out_sep = fa.flash_attn_func(q, k, v, causal=True)
+    assert torch.equal(out, out_sep)
+    assert torch.equal(dqkv, torch.stack(torch.autograd.grad(out_sep, (q, k, v), grad), dim=2))
+
+    kv = torch.stack((k.detach(), v.detach()), dim=2).requires_grad_()
+    qq = q.detach().requires_grad_()
+    out_kv = fa.flash_attn_kvpacked_func(qq, kv, causal=True)
+    assert torch.equal(out_kv, out_sep)
+    dq, dkv = torch.autograd.grad(out_kv, (qq, kv), grad)
+    assert torch.equal(dq, dqkv[:, :, 0]) and torch.equal(dkv, dqkv[:, :, 1:])
+
+
+def _cu(lens):
+    return torch.tensor([0, *torch.tensor(lens).cumsum(0).tolist()], dtype=torch.int32)
+
+
+def test_varlen_forms():
+    dtype, h, hk_, d = torch.bfloat16, 4, 2, 96
+    lens_q, lens_k = [30, 1, 0, 45], [40, 9, 12, 45]
+    q = rand(sum(lens_q), h, d, dtype=dtype).requires_grad_()
+    k, v = (rand(sum(lens_k), hk_, d, dtype=dtype).requires_grad_() for _ in range(2))
+    cu_q, cu_k = _cu(lens_q), _cu(lens_k)
+    out, lse, s_dmask = fa.flash_attn_varlen_func(q, k, v, cu_q, cu_k, max(lens_q), max(lens_k), causal=True,
+                                                  return_attn_probs=True)
+    assert out.shape == q.shape and lse.shape == (h, sum(lens_q)) and s_dmask.numel() == 0
+    grad = rand(*q.shape, dtype=dtype)
+    dq, dk, dv = torch.autograd.grad(out, (q, k, v), grad)
+    for i in range(len(lens_q)):
+        qs, ks = slice(cu_q[i], cu_q[i + 1]), slice(cu_k[i], cu_k[i + 1])
+        sub = [t.detach()[s][None].double().requires_grad_() for t, s in ((q, qs), (k, ks), (v, ks))]
+        ref, _ = attention_reference(*sub, causal=True)
+        assert_close(out[qs][None], ref, dtype, what=f"O of sequence {i}")
+        if lens_q[i]:
+            rq, rk, rv = torch.autograd.grad(ref, sub, grad[qs][None].double())
+            for name, g, r in (("dQ", dq[qs], rq), ("dK", dk[ks], rk), ("dV", dv[ks], rv)):
+                assert_close(g[None], r, dtype, ulps=8 * math.sqrt(lens_k[i]), what=f"{name} of sequence {i}")
+
+    kv = torch.stack((k.detach(), v.detach()), dim=1)
+    out_kv = fa.flash_attn_varlen_kvpacked_func(q.detach(), kv, cu_q, cu_k, max(lens_q), max(lens_k), causal=True)
+    assert torch.equal(out_kv, out.detach())
+
+    qkv = rand(sum(lens_k), 3, h, d, dtype=dtype)
+    out_qkv = fa.flash_attn_varlen_qkvpacked_func(qkv, cu_k, max(lens_k), 0.0, None, False, (4, 4))
+    out_sep = fa.flash_attn_varlen_func(qkv[:, 0], qkv[:, 1], qkv[:, 2], cu_k, cu_k, max(lens_k), max(lens_k),
+                                        window_size=(4, 4))
+    assert torch.equal(out_qkv, out_sep)
+
+
+def test_backward_is_deterministic_in_both_modes():
+    q, k, v = _inputs(1, 64, 64, 4, 2, 128, torch.bfloat16)
+    grad = rand(1, 64, 4, 128, dtype=torch.bfloat16)
+    runs = [_grads(fa.flash_attn_func(q, k, v, causal=True, deterministic=det), grad, (q, k, v))
+            for det in (True, False, True)]
+    for other in runs[1:]:
+        assert all(torch.equal(a, b) for a, b in zip(runs[0], other))
+
+
+def test_refusals_name_the_feature():
+    q = rand(1, 16, 2, 64, dtype=torch.bfloat16)
+    with pytest.raises(NotImplementedError, match="dropout"):
+        fa.flash_attn_func(q, q, q, 0.1)
+    with pytest.raises(ValueError, match="dropout_p must be in"):
+        fa.flash_attn_func(q, q, q, 1.5)
+    with pytest.raises(NotImplementedError, match="softcap"):
+        fa.flash_attn_func(q, q, q, softcap=30.0)
+    with pytest.raises(NotImplementedError, match="ALiBi"):
+        fa.flash_attn_func(q, q, q, alibi_slopes=torch.ones(2))
+    q256 = rand(1, 16, 2, 256, dtype=torch.bfloat16)
+    with pytest.raises(NotImplementedError, match="head dim 256"):
+        fa.flash_attn_func(q256, q256, q256)
+    q192, v128 = rand(1, 16, 2, 192, dtype=torch.bfloat16), rand(1, 16, 2, 128, dtype=torch.bfloat16)
+    with pytest.raises(NotImplementedError, match="head dim of V"):
+        fa.flash_attn_func(q192, q192, v128)
+    with pytest.raises(ValueError, match="window_size"):
+        fa.flash_attn_func(q, q, q, window_size=(4,))
+    with pytest.raises(ValueError, match="the packed tensor"):
+        fa.flash_attn_qkvpacked_func(rand(1, 16, 2, 2, 64, dtype=torch.bfloat16))
+    cu = torch.tensor([0, 16], dtype=torch.int32)
+    with pytest.raises(NotImplementedError, match="block_table"):
+        fa.flash_attn_varlen_func(q[0], q[0], q[0], cu, cu, 16, 16, block_table=cu)
+    with pytest.raises(ValueError, match="float32"):
+        fa.flash_attn_func(q.float(), q.float(), q.float())
+
+
+class _Block(torch.nn.Module):
+    """Self-attention as a flash-attention user writes it: one qkv projection, the packed call, an output one."""
+
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv = torch.nn.Linear(dim, 3 * dim, bias=False, dtype=torch.bfloat16)
+        self.out = torch.nn.Linear(dim, dim, bias=False, dtype=torch.bfloat16)
+
+    def forward(self, x):
+        b, s, dim = x.shape
+        qkv = self.qkv(x).view(b, s, 3, self.heads, dim // self.heads)
+        return self.out(fa.flash_attn_qkvpacked_func(qkv, causal=True).reshape(b, s, dim))
+
+
+def test_torch_compile_fullgraph():
+    block = _Block(192, 2)  # head dim 96: the padding is traced too
+    x = rand(2, 24, 192, dtype=torch.bfloat16, scale=0.5).requires_grad_()
+    eager = block(x)
+    (dx_eager,) = torch.autograd.grad(eager.sum(), x)
+    compiled = torch.compile(block, fullgraph=True, backend="aot_eager")
+    out = compiled(x)
+    (dx,) = torch.autograd.grad(out.sum(), x)
+    assert torch.equal(out, eager) and torch.equal(dx, dx_eager)
