@@ -208,6 +208,7 @@ void bind_attention_inputs(py::module_& m) {
       .def_readwrite("v_strides", &P::v_strides)
       .def_readwrite("type", &P::type)
       .def_readwrite("softmax_scale", &P::softmax_scale)
+      .def_readwrite("softcap", &P::softcap)
       .def_readwrite("causal", &P::causal)
       .def_readwrite("window_left", &P::window_left)
       .def_readwrite("window_right", &P::window_right);

@@ -4,7 +4,7 @@
 //   (fp8 = fp8_e4m3; fp8 types in the device arch's format: FNUZ e4m3 / e5m2 on gfx942, OCP e4m3fn / e5m2 on gfx950)
 //   hk-run rotary --b B --s S --h H --d D [--rotary-dim R] [--interleaved] [--dtype bf16|f16|fp32] [--arch ...]
 //   hk-run norm --rows R --cols C [--rms] [--p P] [--seed S] [--dtype bf16|f16|fp32] [--arch ...]
-//   hk-run attn --b B --sq SQ --sk SK --hq HQ --hkv HKV --d 64|128 [--causal] [--window L,R] [--dtype bf16|f16]
+//   hk-run attn --b B --sq SQ --sk SK --hq HQ --hkv HKV --d 64|128 [--causal] [--window L,R] [--softcap C] [--dtype bf16|f16]
 //               [--varlen QLENS[:KLENS]] [--bwd] [--arch gfx942|gfx950]
 //   (--bwd: the backward too, each of its kernels checked and reported;
 //    --varlen: comma-separated sequence lengths, packed; keys as long as the queries unless KLENS is given)
@@ -494,6 +494,7 @@ int model_norm(int rows, int cols, bool rms, float drop, uint64_t seed, const st
 struct AttnOptions {
   int b = 1, sq = 128, sk = 128, hq = 1, hkv = 1, d = 128;
   bool causal = false, bwd = false;
+  float softcap = 0.f;
   std::string window, dtype = "bf16", varlen;
 };
 
@@ -508,9 +509,20 @@ std::vector<int> parse_lengths(const std::string& text) {
   return out;
 }
 
+// " causal", " softcap C", both or neither: the variant in a report's title.
+std::string causal_text(const AttnOptions& a) {
+  std::string t = a.causal ? " causal" : "";
+  if (a.softcap > 0) {
+    char cap[32];
+    std::snprintf(cap, sizeof cap, " softcap %g", a.softcap);
+    t += cap;
+  }
+  return t;
+}
+
 // The options' shape, or false (with a message) if they do not make one.
 bool attn_shape(const AttnOptions& a, attn_ref::Shape& shape) {
-  shape.hq = a.hq, shape.hkv = a.hkv, shape.d = a.d, shape.causal = a.causal;
+  shape.hq = a.hq, shape.hkv = a.hkv, shape.d = a.d, shape.causal = a.causal, shape.softcap = a.softcap;
   if (!a.window.empty()) {
     const std::vector<int> w = parse_lengths(a.window);
     if (w.size() != 2) return std::fprintf(stderr, "--window takes L,R\n"), false;
@@ -555,7 +567,7 @@ int model_attn(const AttnOptions& a, const std::string& product_name) {
   hk::AttentionProblem p;
   p.batch = int(shape.len_q.size()), p.heads_q = a.hq, p.heads_kv = a.hkv, p.head_dim = a.d;
   p.q = q.p, p.k = k.p, p.v = v.p, p.o = o.p, p.lse = static_cast<float*>(lse.p), p.type = type, p.causal = a.causal;
-  p.window_left = shape.left, p.window_right = shape.right;
+  p.window_left = shape.left, p.window_right = shape.right, p.softcap = a.softcap;
   std::vector<int> cu_q{0}, cu_k{0};
   Untouched dev_cu_q((shape.len_q.size() + 1) * 4), dev_cu_k((shape.len_q.size() + 1) * 4);
   if (!a.varlen.empty()) {
@@ -570,7 +582,7 @@ int model_attn(const AttnOptions& a, const std::string& product_name) {
   const vgpu::ProductInfo& product = *vgpu::find_product(product_name);
   char what[200];
   std::snprintf(what, sizeof what, "attn B=%zu Sq=%d Sk=%d Hq=%d Hkv=%d D=%d %s%s on %s", shape.len_q.size(), a.sq, a.sk,
-                a.hq, a.hkv, a.d, a.dtype.c_str(), a.causal ? " causal" : "", product_name.c_str());
+                a.hq, a.hkv, a.d, a.dtype.c_str(), causal_text(a).c_str(), product_name.c_str());
   if (!modelled(product_name, what, attn_flops(shape), product.peak.f16, 0, [&] { return hk::attention_forward(p); }))
     return 1;
   if (!a.bwd) return 0;
@@ -582,11 +594,11 @@ int model_attn(const AttnOptions& a, const std::string& product_name) {
   bp.batch = p.batch, bp.seqlen_q = p.seqlen_q, bp.seqlen_k = p.seqlen_k, bp.heads_q = a.hq, bp.heads_kv = a.hkv;
   bp.head_dim = a.d, bp.q = q.p, bp.k = k.p, bp.v = v.p, bp.o = o.p, bp.dout = dout.p, bp.lse = p.lse;
   bp.dq = dq.p, bp.dk = dk.p, bp.dv = dv.p, bp.type = type, bp.causal = a.causal;
-  bp.window_left = p.window_left, bp.window_right = p.window_right;
+  bp.window_left = p.window_left, bp.window_right = p.window_right, bp.softcap = a.softcap;
   bp.cu_seqlens_q = p.cu_seqlens_q, bp.cu_seqlens_k = p.cu_seqlens_k;
   bp.workspace = workspace.p, bp.workspace_bytes = size_t(tq) * a.hq * 4;
   std::snprintf(what, sizeof what, "attn backward B=%zu Sq=%d Sk=%d Hq=%d Hkv=%d D=%d %s%s on %s", shape.len_q.size(),
-                a.sq, a.sk, a.hq, a.hkv, a.d, a.dtype.c_str(), a.causal ? " causal" : "", product_name.c_str());
+                a.sq, a.sk, a.hq, a.hkv, a.d, a.dtype.c_str(), causal_text(a).c_str(), product_name.c_str());
   return modelled(product_name, what, 2.5 * attn_flops(shape), product.peak.f16, 0,
                   [&] { return hk::attention_backward(bp); }) ? 0 : 1;
 }
@@ -617,7 +629,7 @@ int run_attn(const AttnOptions& a) {
   hk::AttentionProblem p;
   p.batch = int(shape.len_q.size()), p.heads_q = a.hq, p.heads_kv = a.hkv, p.head_dim = a.d;
   p.q = dq, p.k = dk, p.v = dv, p.o = dout, p.lse = dlse, p.type = type, p.causal = a.causal;
-  p.window_left = shape.left, p.window_right = shape.right;
+  p.window_left = shape.left, p.window_right = shape.right, p.softcap = a.softcap;
   if (varlen) {
     auto offsets = [](const std::vector<int>& lens, int*& dev) {
       std::vector<int> cu{0};
@@ -669,7 +681,7 @@ int run_attn(const AttnOptions& a) {
               varlen ? "varlen" : "", shape.len_q.size(), varlen ? a.varlen.substr(0, a.varlen.find(':')).c_str() : std::to_string(a.sq).c_str(),
               varlen ? (a.varlen.find(':') == std::string::npos ? "same" : a.varlen.substr(a.varlen.find(':') + 1).c_str())
                      : std::to_string(a.sk).c_str(),
-              a.hq, a.hkv, a.d, a.dtype.c_str(), a.causal ? " causal" : "", shape.left, shape.right, d.arch,
+              a.hq, a.hkv, a.d, a.dtype.c_str(), causal_text(a).c_str(), shape.left, shape.right, d.arch,
               bad ? "FAILED" : "ok", o_bits.size(), lse.size(), bad, worst);
   std::printf("  grid %u, %llu waves, %llu wave instructions, %.3f s emulated, %.3f GFLOP/s emulated\n", d.grid[0],
               d.waves, d.wave_instructions, d.wall_seconds, d.wall_seconds > 0 ? flops / d.wall_seconds * 1e-9 : 0.0);
@@ -685,6 +697,7 @@ int run_attn(const AttnOptions& a) {
     b.head_dim = a.d, b.q = dq, b.k = dk, b.v = dv, b.o = dout, b.dout = d_dout, b.lse = dlse;
     b.dq = d_dq, b.dk = d_dk, b.dv = d_dv, b.type = type, b.causal = a.causal;
     b.window_left = shape.left, b.window_right = shape.right, b.cu_seqlens_q = cu_q, b.cu_seqlens_k = cu_k;
+    b.softcap = a.softcap;
     b.workspace_bytes = hk::attention_backward_workspace_bytes(b);
     b.workspace = device_alloc(std::max<size_t>(b.workspace_bytes, 4), "the workspace");
     struct Step {
@@ -738,6 +751,7 @@ CLI::App* add_attn_command(CLI::App& app, AttnOptions& a, std::string& arch) {
   attn->add_option("--d", a.d, "head dimension")->check(CLI::IsMember({64, 128}));
   attn->add_flag("--causal", a.causal, "causal, aligned bottom-right");
   attn->add_option("--window", a.window, "sliding window L,R (-1 = unbounded)");
+  attn->add_option("--softcap", a.softcap, "cap the scaled scores x to C tanh(x / C) (0: none)");
   attn->add_option("--dtype", a.dtype, "Q, K, V and O element type")->check(CLI::IsMember({"bf16", "f16"}));
   attn->add_option("--varlen", a.varlen, "packed sequences: QLENS[:KLENS], comma-separated");
   attn->add_flag("--bwd", a.bwd, "also the backward (dQ, dK, dV with hk::attention_backward), checked, with each kernel's report");

@@ -5,6 +5,8 @@
 //   - query head h reads KV head h / (Hq / Hkv) (MHA: Hq = Hkv; GQA/MQA: any Hq that is a multiple of Hkv).
 //   - causal is aligned bottom-right: query i sees keys j <= i + Sk - Sq. A window (left, right) keeps keys in
 //     [i + Sk - Sq - left, i + Sk - Sq + right]; -1 leaves that side unbounded; causal is right = 0.
+//   - softcap > 0 caps the scaled scores before the softmax, as flash-attention's softcap: x -> softcap tanh(x /
+//     softcap); the backward differentiates through it.
 //   - LSE is fp32, the natural log of the row's softmax denominator (scores scaled): (B, Hq, Sq), contiguous. A row
 //     that sees no key has LSE -inf and O = 0.
 //   - varlen: with cu_seqlens_q / cu_seqlens_k (int32 device arrays of B + 1 offsets, starting at 0, non-decreasing)
@@ -44,6 +46,7 @@ struct AttentionInputs {
   Strides v_strides;
   scalar_type type = scalar_type::bf16;          // of Q, K, V and O (the backward: of every tensor but LSE): bf16 or f16
   float softmax_scale = 0.f;         // > 0; 0 = 1 / sqrt(D)
+  float softcap = 0.f;               // > 0: each scaled score x becomes softcap * tanh(x / softcap) (Gemma 2); 0 = off
   bool causal = false;
   int window_left = -1, window_right = -1;  // -1 = unbounded; causal needs window_right -1 or 0
   const int* cu_seqlens_q = nullptr;  // varlen: both or neither (device memory, read by the validation)

@@ -62,6 +62,8 @@ Status validate(const AttentionInputs& p, const void* o) {
     return invalid(std::string("null pointer for ") + (!p.q ? "Q" : !p.k ? "K" : !p.v ? "V" : "O"));
   if (!(std::isfinite(p.softmax_scale) && p.softmax_scale >= 0.f))
     return invalid("softmax_scale must be positive and finite, or 0 for 1 / sqrt(head_dim)");
+  if (!(std::isfinite(p.softcap) && p.softcap >= 0.f))
+    return invalid("softcap must be positive and finite, or 0 for none (got " + std::to_string(p.softcap) + ")");
   if (p.window_left < -1 || p.window_right < -1)
     return invalid("window sizes must be -1 (unbounded) or non-negative (got " + std::to_string(p.window_left) + ", " +
                    std::to_string(p.window_right) + ")");
@@ -124,10 +126,22 @@ Status read_cu_seqlens(const char* name, const int* cu, int batch, int& total, i
   return {};
 }
 
-template <class T, int D>
-void launch(const AttentionProblem& p, const kernels::AttnArgs& args, unsigned blocks, bool pingpong) {
-  if (pingpong) hipLaunchKernelGGL((kernels::attention_fwd_pingpong<T, D>), dim3(blocks), dim3(512), 0, p.stream, args);
-  else hipLaunchKernelGGL((kernels::attention_fwd<T, D>), dim3(blocks), dim3(256), 0, p.stream, args);
+// f(T, D, variant) for the problem's element type, head dim and variant, as compile-time constants: the one place the
+// kernel instances are chosen.
+template <class F>
+void dispatch(const AttentionInputs& p, F f) {
+  using kernels::AttnVariant;
+  constexpr AttnVariant plain{}, capped{.softcap = true};
+  auto variant = [&](auto t, auto d) {
+    if (p.softcap > 0.f) f(t, d, std::integral_constant<AttnVariant, capped>{});
+    else f(t, d, std::integral_constant<AttnVariant, plain>{});
+  };
+  auto dim = [&](auto t) {
+    if (p.head_dim == 64) variant(t, std::integral_constant<int, 64>{});
+    else variant(t, std::integral_constant<int, 128>{});
+  };
+  if (p.type == scalar_type::bf16) dim(bf16{});
+  else dim(half{});
 }
 
 // What the checks resolve for the launches: the shape in the kernels' terms.
@@ -206,6 +220,10 @@ Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides
   a.q_tiles = (longest_q + rows - 1) / rows;
   const float scale = p.softmax_scale > 0.f ? p.softmax_scale : 1.f / std::sqrt(float(p.head_dim));
   a.scale = scale, a.scale_log2 = float(double(scale) * 1.4426950408889634);
+  if (p.softcap > 0.f) {
+    const double cap = p.softcap, log2e = 1.4426950408889634;
+    a.cap = {float(cap / scale), float(2 * log2e * scale / cap), float(1 / (cap * log2e))};
+  }
   // A window wider than any sequence is no window; this keeps the kernel's diagonal offsets within an int.
   const long reach = long(longest_q) + longest_k;
   a.left = p.window_left > reach ? -1 : p.window_left;
@@ -221,28 +239,29 @@ Status attention_forward(const AttentionProblem& p) {
   Prepared r;
   if (Status s = prepare(p, p.o, p.o_strides, p.lse, false, r); !s) return s;
   const kernels::AttnArgs& a = r.a;
-  const long d = p.head_dim;
   const long blocks = long(p.batch) * p.heads_q * a.q_tiles;
   if (blocks == 0) return {};  // every query sequence is empty: nothing to compute
   if (blocks >= (1l << 31)) return invalid("too many query tiles for one launch (batch * heads_q * tiles >= 2^31)");
   (void)hipGetLastError();  // launch errors below are ours alone
-  const bool bf = p.type == scalar_type::bf16;
-  if (bf && d == 64) launch<bf16, 64>(p, a, unsigned(blocks), r.pingpong);
-  else if (bf) launch<bf16, 128>(p, a, unsigned(blocks), r.pingpong);
-  else if (d == 64) launch<half, 64>(p, a, unsigned(blocks), r.pingpong);
-  else launch<half, 128>(p, a, unsigned(blocks), r.pingpong);
+  dispatch(p, [&](auto t, auto dim, auto v) {
+    using T = decltype(t);
+    constexpr int D = decltype(dim)::value;
+    constexpr kernels::AttnVariant V = decltype(v)::value;
+    if (r.pingpong) hipLaunchKernelGGL((kernels::attention_fwd_pingpong<T, D, V>), dim3(blocks), dim3(512), 0, p.stream, a);
+    else hipLaunchKernelGGL((kernels::attention_fwd<T, D, V>), dim3(blocks), dim3(256), 0, p.stream, a);
+  });
   if (hipError_t e = hipGetLastError(); e != hipSuccess) return error(e, std::string("launch failed: ") + hipGetErrorString(e));
   return {};
 }
 
 namespace {
 
-template <class T, int D>
+template <class T, int D, kernels::AttnVariant V>
 void launch_backward(const kernels::AttnBwdArgs& a, unsigned q_blocks, unsigned k_blocks, unsigned steps, hipStream_t stream) {
   // No query at all (every query sequence empty): no delta, no dQ, and dK = dV = 0 from key blocks that see nothing.
   if (q_blocks && (steps & 1)) hipLaunchKernelGGL((kernels::attention_bwd_delta<T, D>), dim3(q_blocks), dim3(256), 0, stream, a);
-  if (k_blocks && (steps & 2)) hipLaunchKernelGGL((kernels::attention_bwd_dkdv<T, D>), dim3(k_blocks), dim3(256), 0, stream, a);
-  if (q_blocks && (steps & 4)) hipLaunchKernelGGL((kernels::attention_bwd_dq<T, D>), dim3(q_blocks), dim3(256), 0, stream, a);
+  if (k_blocks && (steps & 2)) hipLaunchKernelGGL((kernels::attention_bwd_dkdv<T, D, V>), dim3(k_blocks), dim3(256), 0, stream, a);
+  if (q_blocks && (steps & 4)) hipLaunchKernelGGL((kernels::attention_bwd_dq<T, D, V>), dim3(q_blocks), dim3(256), 0, stream, a);
 }
 
 // The backward with the problem's workspace, or `delta` when it has none.
@@ -301,11 +320,10 @@ Status backward(const AttentionBackwardProblem& p, float* own_delta, bool& needs
   if (q_blocks >= (1l << 31) || k_blocks >= (1l << 31)) return invalid("too many tiles for one launch (>= 2^31)");
   if (q_blocks == 0 && k_blocks == 0) return {};
   (void)hipGetLastError();  // launch errors below are ours alone
-  const bool bf = p.type == scalar_type::bf16;
-  if (bf && d == 64) launch_backward<bf16, 64>(a, unsigned(q_blocks), unsigned(k_blocks), steps, p.stream);
-  else if (bf) launch_backward<bf16, 128>(a, unsigned(q_blocks), unsigned(k_blocks), steps, p.stream);
-  else if (d == 64) launch_backward<half, 64>(a, unsigned(q_blocks), unsigned(k_blocks), steps, p.stream);
-  else launch_backward<half, 128>(a, unsigned(q_blocks), unsigned(k_blocks), steps, p.stream);
+  dispatch(p, [&](auto t, auto dim, auto v) {
+    launch_backward<decltype(t), decltype(dim)::value, decltype(v)::value>(a, unsigned(q_blocks), unsigned(k_blocks),
+                                                                           steps, p.stream);
+  });
   if (hipError_t e = hipGetLastError(); e != hipSuccess) return error(e, std::string("launch failed: ") + hipGetErrorString(e));
   return {};
 }

@@ -9,6 +9,8 @@
 //      recomputes P^T and dS^T over the visible key tiles in order and accumulates dQ^T += K^T dS^T in fp32. No
 //      atomics anywhere: every gradient element is summed by one wave in a fixed order, so results are bit-identical
 //      run after run.
+// With softcapping (AttnVariant) both kernels cap the recomputed scores as the forward does, and scale dS by the cap's
+// slope (AttnArgs::Softcap) before it enters dK and dQ.
 // The products that accumulate over queries (kernel 2) or keys (kernel 3) take their k operand straight from the
 // previous accumulator in acc order (ops/acc_order.h), like the forward's P V: P, dS (kernel 2) and dS^T (kernel 3)
 // never leave the registers; the other operand is the staged tile read in the same order and used transposed
@@ -155,7 +157,7 @@ struct AttnKeyBlock {
   }
 };
 
-template <class T, int D>
+template <class T, int D, AttnVariant V = AttnVariant{}>
 __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void attention_bwd_dkdv(AttnBwdArgs a) {
   using G = group<4>;
   constexpr int BQ = attn_bwd_query_step<D>, WK = attn_bwd_wave_keys(D, arch::current::lds_read_transpose);
@@ -234,6 +236,7 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
     load(delta, cur.delta);
     // S = Q K^T (queries x keys), masked where the tile crosses a query's visible range, and P.
     auto s = mma_ABt_lds(cur.q, k);
+    if constexpr (V.softcap) map(s, [cap = p.cap](float x) { return cap(x); });  // before the masks' -inf
     const long q0 = long(qt) * BQ;
     if (!attn_tile_whole(p, q0, q0 + BQ - 1, k0, k0 + WK - 1, blk.sq, blk.sk)) mask_scores<false>(s, p, q0, k0, blk.sq, blk.sk);
     map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
@@ -241,6 +244,7 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
     // dP = dO V^T; dS = P * (dP - delta); dK^T += Q^T dS.
     auto dp = mma_ABt_lds(cur.dout, v);
     map_rows(dp, delta, [](float x, float d) { return x - d; });
+    if constexpr (V.softcap) map_rows(s, lse, [cap = p.cap](float x, float l) { return x * cap.slope(x, l); });
     mul(s, s, dp);
     mma_AtB_acc(dkt, cur.q, s);
     if (more) put(next, staged);
@@ -257,7 +261,7 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
   store_bounded(dv_view, out, {0, 0, key_tile, 0});
 }
 
-template <class T, int D>
+template <class T, int D, AttnVariant V = AttnVariant{}>
 __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_waves_per_simd<D>))) void attention_bwd_dq(AttnBwdArgs a) {
   using G = group<4>;
   constexpr int BK = AttnTiles::keys, WQ = AttnTiles::wave_rows;
@@ -311,12 +315,14 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
     }
     // S^T = K Q^T (keys x queries), masked, and P^T.
     auto s = mma_ABt_lds(sk[stage], q);
+    if constexpr (V.softcap) map(s, [cap = p.cap](float x) { return cap(x); });  // before the masks' -inf
     const long k0 = long(kt) * BK;
     if (!attn_tile_whole(p, q0, q0 + WQ - 1, k0, k0 + BK - 1, blk.sq, blk.sk)) mask_scores<true>(s, p, q0, k0, blk.sq, blk.sk);
     map_cols(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     // dP^T = V dO^T; dS^T = P^T * (dP^T - delta); dQ^T += K^T dS^T.
     auto dp = mma_ABt_lds(sv[stage], dout);
     map_cols(dp, delta, [](float x, float d) { return x - d; });
+    if constexpr (V.softcap) map_cols(s, lse, [cap = p.cap](float x, float l) { return x * cap.slope(x, l); });
     mul(s, s, dp);
     mma_AtB_acc(dqt, sk[stage], s);
   };

@@ -34,6 +34,29 @@ struct AttnArgs {
   float scale_log2;        // softmax_scale * log2(e)
   float scale;             // softmax_scale
   int left, right;         // visible keys of query i: [i + Sk - Sq - left, i + Sk - Sq + right]; -1 = unbounded
+  struct Softcap {  // AttnVariant::softcap
+    float a, k, t;  // cap / scale, 2 log2(e) scale / cap, 1 / (cap log2(e))
+    // Softcapping without touching the rest of the kernels: a raw score s becomes s' = a tanh(s scale / cap), so that
+    // s' scale = cap tanh(scale s / cap) and the softmax (scale_log2), the LSE and the backward's final scale stay as
+    // they are. tanh(y) = 1 - 2 / (e^{2y} + 1), e^{2y} = exp2(s k): exact at both ends (inf gives 1, 0 gives -1).
+    __device__ float operator()(float s) const {
+      return fmaf(-2.f * a, __builtin_amdgcn_rcpf(__builtin_amdgcn_exp2f(s * k) + 1.f), a);
+    }
+    // The backward's factor ds'/ds = 1 - tanh^2, tanh found from the score's probability prob = exp2(s' scale
+    // log2(e) - lse2) (lse2: the row's LSE in log2 units) as (log2 prob + lse2) t. That keeps the backward's
+    // registers as they are (no tile of tanh held across its products); a zero prob (a masked score) clamps to -1
+    // and gives 0.
+    __device__ float slope(float prob, float lse2) const {
+      const float th = fminf(fmaxf((__log2f(prob) + lse2) * t, -1.f), 1.f);
+      return fmaf(-th, th, 1.f);
+    }
+  } cap;
+};
+
+// What a kernel instance computes beyond plain softmax attention, fixed at compile time (one instance per variant
+// the host launches, so the plain kernel pays nothing for the others).
+struct AttnVariant {
+  bool softcap = false;  // scores capped to cap tanh(scale s / cap) before the softmax (Gemma 2's logit softcapping)
 };
 
 // Every wave owns 16 queries; K and V move in tiles of 64 keys.
@@ -160,7 +183,7 @@ __device__ inline void mask_scores(Tile& s, const AttnArgs& p, long q0, long k0,
 // A KV tile is folded in by qk (S^T), mask, softmax (the online update, P^T as the next product's operand, and the
 // factor alpha that rescales what came before), rescale (O^T *= alpha) and accumulate (O^T += V^T P^T); the pipelined
 // kernel runs them in separate phases, scores runs the first four in a row.
-template <class T, int D, class S = mfma16>
+template <class T, int D, class S = mfma16, AttnVariant V = AttnVariant{}>
 struct AttnWave {
   static constexpr int WQ = S::dim, BK = AttnTiles::keys;
   using cols_vec = rv<float, WQ, vec_align::cols, S>;
@@ -209,6 +232,8 @@ struct AttnWave {
   // p = exp2(s c - m) stays below 2^8, well inside fp32 and bf16, O^T and l need no rescale, and the wave skips it.
   __device__ void softmax(s_tile& s, p_tile& pt, const AttnArgs& p) {
     const float c = p.scale_log2;
+    // Capped after the masks (the pipelined kernel masks in an earlier phase): a hidden score stays -inf.
+    if constexpr (V.softcap) map(s, [cap = p.cap](float x) { return x == -INFINITY ? x : cap(x); });
     cols_vec tile_max, sub, sum;
     col_max(tile_max, s);
     int grow = 0;

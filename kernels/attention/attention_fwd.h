@@ -19,8 +19,9 @@ inline constexpr int attn_waves_per_simd = arch::current::lds_bytes / (4 * AttnT
 
 inline constexpr int attn_rows = 4 * AttnTiles::wave_rows;  // queries per workgroup
 
-template <class T, int D>
+template <class T, int D, AttnVariant V = AttnVariant{}>
 __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_waves_per_simd<D>))) void attention_fwd(AttnArgs p) {
+  using W = AttnWave<T, D, mfma16, V>;
   using G = group<4>;
   constexpr int BK = AttnTiles::keys;
   static_assert(attn_rows == BK, "the Q tile is staged in a K stage");
@@ -40,7 +41,7 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_waves_
   Tile& sq = sk[1];  // free until the first iteration's barrier
   load_bounded<G>(sq, view.q, {0, 0, view.blk.tile, 0});
   barrier();
-  AttnWave<T, D> me(view, G::wave() * AttnTiles::wave_rows);
+  W me(view, G::wave() * AttnTiles::wave_rows);
   load(me.q, sq, {0, 0, G::wave(), 0});
 
   // One KV tile in stage `stage_of` (0 or 1; a compile-time constant where the loop below takes the tiles in pairs, so
@@ -50,10 +51,10 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_waves_
     wait_vmcnt<0>();
     barrier();  // tile kt is in; every wave is done with the other stage (and with Q in stage 1)
     if (kt + 1 < kt_end) fill(kt + 1, stage ^ 1);
-    typename AttnWave<T, D>::k_tile k;
+    typename W::k_tile k;
     load(k, sk[stage]);
     const auto pt = me.scores(view, p, kt, k);
-    typename AttnWave<T, D>::v_tile vc;
+    typename W::v_tile vc;
     load_acc_order(vc, sv[stage]);
     me.accumulate(pt, vc);
   };

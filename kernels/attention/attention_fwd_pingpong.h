@@ -37,11 +37,11 @@ inline constexpr int attn_pingpong_lds = 4 * AttnTiles::keys * D * 2;
 template <int D>
 inline constexpr bool attn_pingpong_fits = attn_pingpong_lds<D> <= arch::current::lds_bytes && arch::current::lds_read_transpose;
 
-template <class T, int D>
+template <class T, int D, AttnVariant V = AttnVariant{}>
 __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void attention_fwd_pingpong(AttnArgs p) {
   if constexpr (attn_pingpong_fits<D>) {  // the host launches it only where it fits
     using Half = group<4>;
-    using W = AttnWave<T, D, AttnPingpongShape>;
+    using W = AttnWave<T, D, AttnPingpongShape, V>;
     constexpr int BK = AttnTiles::keys;
     using KV = st<T, BK, D>;
     constexpr int tile_loads = async_loads<Half, KV>;  // per wave of group 0, per K or V tile

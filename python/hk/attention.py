@@ -22,7 +22,7 @@ def _strides(t, varlen):
 
 
 def _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left, window_right,
-             scale):
+             scale, softcap):
     varlen = cu_seqlens_q is not None
     entry = "attention_varlen" if varlen else "attention"
     ty = rt.scalar_type(entry, "q", q.dtype, _TYPES)
@@ -39,7 +39,7 @@ def _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, ca
     p.heads_q, p.heads_kv, p.head_dim = q.shape[-2], k.shape[-2], q.shape[-1]
     p.q_strides, p.k_strides, p.v_strides = _strides(q, varlen), _strides(k, varlen), _strides(v, varlen)
     p.o_strides = _strides(out, varlen)
-    p.type, p.softmax_scale, p.causal = ty, scale, causal
+    p.type, p.softmax_scale, p.softcap, p.causal = ty, scale, softcap, causal
     p.window_left, p.window_right = window_left, window_right
     tensors = rt.bind(p, q=q, k=k, v=v, o=out, lse=lse, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
     if q.numel() > 0:
@@ -49,40 +49,42 @@ def _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, ca
 
 @torch.library.custom_op("hk::attention", mutates_args=())
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, window_left: int, window_right: int,
-               scale: float) -> tuple[torch.Tensor, torch.Tensor]:
-    return _forward(q, k, v, None, None, 0, 0, causal, window_left, window_right, scale)
+               scale: float, softcap: float) -> tuple[torch.Tensor, torch.Tensor]:
+    return _forward(q, k, v, None, None, 0, 0, causal, window_left, window_right, scale, softcap)
 
 
 @_attention.register_fake
-def _(q, k, v, causal, window_left, window_right, scale):
+def _(q, k, v, causal, window_left, window_right, scale, softcap):
     return q.new_empty(q.shape), q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)
 
 
 @torch.library.custom_op("hk::attention_varlen", mutates_args=())
 def _attention_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
                       cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, causal: bool,
-                      window_left: int, window_right: int, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+                      window_left: int, window_right: int, scale: float,
+                      softcap: float) -> tuple[torch.Tensor, torch.Tensor]:
     return _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left,
-                    window_right, scale)
+                    window_right, scale, softcap)
 
 
 @_attention_varlen.register_fake
-def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left, window_right, scale):
+def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left, window_right, scale,
+      softcap):
     return q.new_empty(q.shape), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
 
 
 def _attention_backward(q, k, v, out, lse, grad_out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
-                        window_left, window_right, scale):
+                        window_left, window_right, scale, softcap):
     """dQ, dK, dV from hk::attention_backward. The one place the attention ops' autograd reaches the kernels."""
     return _attention_bwd(q, k, v, out, lse, grad_out.to(q.dtype), cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                          max_seqlen_k, causal, window_left, window_right, scale)
+                          max_seqlen_k, causal, window_left, window_right, scale, softcap)
 
 
 @torch.library.custom_op("hk::attention_backward", mutates_args=())
 def _attention_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor,
                    grad_out: torch.Tensor, cu_seqlens_q: Optional[torch.Tensor], cu_seqlens_k: Optional[torch.Tensor],
                    max_seqlen_q: int, max_seqlen_k: int, causal: bool, window_left: int, window_right: int,
-                   scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                   scale: float, softcap: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     varlen = cu_seqlens_q is not None
     q, k, v, out, grad_out = (rt.unit_stride_last(t) for t in (q, k, v, out, grad_out))
     dq, dk, dv = (torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in (q, k, v))
@@ -97,7 +99,7 @@ def _attention_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch
     p.o_strides, p.do_strides = _strides(out, varlen), _strides(grad_out, varlen)
     p.dq_strides, p.dk_strides, p.dv_strides = (_strides(t, varlen) for t in (dq, dk, dv))
     p.type = rt.scalar_type("attention", "q", q.dtype, _TYPES)
-    p.softmax_scale, p.causal, p.window_left, p.window_right = scale, causal, window_left, window_right
+    p.softmax_scale, p.softcap, p.causal, p.window_left, p.window_right = scale, softcap, causal, window_left, window_right
     p.workspace_bytes = workspace.numel() * 4
     tensors = rt.bind(p, q=q, k=k, v=v, o=out, dout=grad_out, lse=lse, dq=dq, dk=dk, dv=dv, workspace=workspace,
                       cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
@@ -111,45 +113,45 @@ def _attention_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch
 
 @_attention_bwd.register_fake
 def _(q, k, v, out, lse, grad_out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left,
-      window_right, scale):
+      window_right, scale, softcap):
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
 def _setup(ctx, inputs, output):
     q, k, v = inputs[:3]
-    if len(inputs) == 7:
+    if len(inputs) == 8:
         cu_q = cu_k = None
         max_q = max_k = 0
-        causal, wl, wr, scale = inputs[3:]
+        causal, wl, wr, scale, softcap = inputs[3:]
     else:
-        cu_q, cu_k, max_q, max_k, causal, wl, wr, scale = inputs[3:]
+        cu_q, cu_k, max_q, max_k, causal, wl, wr, scale, softcap = inputs[3:]
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k)
-    ctx.args = (max_q, max_k, causal, wl, wr, scale)
+    ctx.args = (max_q, max_k, causal, wl, wr, scale, softcap)
 
 
 def _grads(ctx, grad_out, grad_lse):
     q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
-    max_q, max_k, causal, wl, wr, scale = ctx.args
+    max_q, max_k, causal, wl, wr, scale, softcap = ctx.args
     if grad_lse is not None:
         # Checked where the gradient lives, without waiting for it on the host (a device assert on a ROCm build).
         torch._assert_async(grad_lse.eq(0).all(), "hk.attention: gradients through the returned LSE are not supported")
-    return _attention_backward(q, k, v, out, lse, grad_out, cu_q, cu_k, max_q, max_k, causal, wl, wr, scale)
+    return _attention_backward(q, k, v, out, lse, grad_out, cu_q, cu_k, max_q, max_k, causal, wl, wr, scale, softcap)
 
 
 def _backward(ctx, grad_out, grad_lse):
-    return *_grads(ctx, grad_out, grad_lse), None, None, None, None
+    return *_grads(ctx, grad_out, grad_lse), None, None, None, None, None
 
 
 def _backward_varlen(ctx, grad_out, grad_lse):
-    return *_grads(ctx, grad_out, grad_lse), None, None, None, None, None, None, None, None
+    return *_grads(ctx, grad_out, grad_lse), None, None, None, None, None, None, None, None, None
 
 
 _attention.register_autograd(_backward, setup_context=_setup)
 _attention_varlen.register_autograd(_backward_varlen, setup_context=_setup)
 
 
-def _options(entry, window, scale, softmax_scale, window_size):
+def _options(entry, window, scale, softmax_scale, window_size, softcap):
     if softmax_scale is not None:
         if scale is not None:
             raise ValueError(f"hk.{entry}: give scale or softmax_scale, not both")
@@ -160,7 +162,10 @@ def _options(entry, window, scale, softmax_scale, window_size):
         raise ValueError(f"hk.{entry}: window must be (left, right), got {window}")
     if scale is not None and not scale > 0:
         raise ValueError(f"hk.{entry}: scale must be positive, got {scale}")
-    return int(window[0]), int(window[1]), float(scale or 0.0)
+    softcap = float(softcap or 0.0)
+    if not (0.0 <= softcap < float("inf")):
+        raise ValueError(f"hk.{entry}: softcap must be positive and finite, or 0 for none, got {softcap}")
+    return int(window[0]), int(window[1]), float(scale or 0.0), softcap
 
 
 def _check(entry, q, k, v, dim):
@@ -175,8 +180,9 @@ def _check(entry, q, k, v, dim):
 
 
 def attention(q, k, v, *, causal=False, window=(-1, -1), scale=None, return_lse=False, softmax_scale=None,
-              window_size=None):
-    """Softmax attention of q (B, Sq, Hq, D) over k, v (B, Sk, Hkv, D); bf16 or f16, D 64 or 128.
+              window_size=None, softcap=0.0):
+    """Softmax attention of q (B, Sq, Hq, D) over k, v (B, Sk, Hkv, D); bf16 or f16, D 64 or 128; softcap > 0
+    caps each scaled score x to softcap * tanh(x / softcap) (Gemma 2), differentiably.
 
     Returns the output (B, Sq, Hq, D), and with return_lse=True also the fp32 log-sum-exp (B, Hq, Sq) of each row's
     scaled scores. Differentiable in q, k and v once hk's attention backward is built in (see backward_available()).
@@ -184,13 +190,14 @@ def attention(q, k, v, *, causal=False, window=(-1, -1), scale=None, return_lse=
     _check("attention", q, k, v, 4)
     if q.shape[0] != k.shape[0]:
         raise ValueError(f"hk.attention: q has batch {q.shape[0]} and k has {k.shape[0]}")
-    wl, wr, s = _options("attention", window, scale, softmax_scale, window_size)
-    out, lse = _attention(q, k, v, bool(causal), wl, wr, s)
+    wl, wr, s, cap = _options("attention", window, scale, softmax_scale, window_size, softcap)
+    out, lse = _attention(q, k, v, bool(causal), wl, wr, s, cap)
     return (out, lse) if return_lse else out
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False,
-                     window=(-1, -1), scale=None, return_lse=False, softmax_scale=None, window_size=None):
+                     window=(-1, -1), scale=None, return_lse=False, softmax_scale=None, window_size=None,
+                     softcap=0.0):
     """attention over a packed batch: q (total_q, Hq, D), k and v (total_k, Hkv, D); sequence b is rows
     cu_seqlens[b] .. cu_seqlens[b + 1] - 1 (int32, B + 1 offsets). The LSE is (Hq, total_q)."""
     _check("attention_varlen", q, k, v, 3)
@@ -200,7 +207,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
             raise ValueError(f"hk.attention_varlen: {name} must be int32, got {t.dtype}")
     if cu_seqlens_q.shape != cu_seqlens_k.shape or cu_seqlens_q.shape[0] < 2:
         raise ValueError("hk.attention_varlen: cu_seqlens_q and cu_seqlens_k must both hold B + 1 >= 2 offsets")
-    wl, wr, s = _options("attention_varlen", window, scale, softmax_scale, window_size)
+    wl, wr, s, cap = _options("attention_varlen", window, scale, softmax_scale, window_size, softcap)
     out, lse = _attention_varlen(q, k, v, cu_seqlens_q.contiguous(), cu_seqlens_k.contiguous(), int(max_seqlen_q),
-                                 int(max_seqlen_k), bool(causal), wl, wr, s)
+                                 int(max_seqlen_k), bool(causal), wl, wr, s, cap)
     return (out, lse) if return_lse else out

@@ -36,7 +36,7 @@ struct Grads {
 // allocates its own).
 Grads run(const Case& c, bool check = true, bool workspace = true) {
   SCOPED_TRACE(describe(c));
-  attn_ref::Shape shape{c.lq, c.lk, c.hq, c.hkv, c.d, c.causal, c.left, c.right, c.scale};
+  attn_ref::Shape shape{c.lq, c.lk, c.hq, c.hkv, c.d, c.causal, c.left, c.right, c.scale, c.softcap};
   Tensor q(c, c.hq, c.lq, 1, c.magnitude), k(c, c.hkv, c.lk, 2, c.magnitude), v(c, c.hkv, c.lk, 3, 1.f),
       o(c, c.hq, c.lq, 4, 0.f), dout(c, c.hq, c.lq, 5, 1.f), dq(c, c.hq, c.lq, 6, 0.f), dk(c, c.hkv, c.lk, 7, 0.f),
       dv(c, c.hkv, c.lk, 8, 0.f);
@@ -55,7 +55,7 @@ Grads run(const Case& c, bool check = true, bool workspace = true) {
   else f.cu_seqlens_q = cu_q.dev, f.cu_seqlens_k = cu_k.dev;
   f.q = q.dev, f.k = k.dev, f.v = v.dev, f.o = o.dev, f.lse = lse;
   f.q_strides = q.given(), f.k_strides = k.given(), f.v_strides = v.given(), f.o_strides = o.given();
-  f.type = c.type, f.softmax_scale = c.scale, f.causal = c.causal, f.window_left = c.left, f.window_right = c.right;
+  f.type = c.type, f.softmax_scale = c.scale, f.softcap = c.softcap, f.causal = c.causal, f.window_left = c.left, f.window_right = c.right;
   hk::Status s = hk::attention_forward(f);
   EXPECT_TRUE(s) << s.message;
 
@@ -66,7 +66,7 @@ Grads run(const Case& c, bool check = true, bool workspace = true) {
   p.dq = dq.dev, p.dk = dk.dev, p.dv = dv.dev;
   p.q_strides = q.given(), p.k_strides = k.given(), p.v_strides = v.given(), p.o_strides = o.given();
   p.do_strides = dout.given(), p.dq_strides = dq.given(), p.dk_strides = dk.given(), p.dv_strides = dv.given();
-  p.type = c.type, p.softmax_scale = c.scale, p.causal = c.causal, p.window_left = c.left, p.window_right = c.right;
+  p.type = c.type, p.softmax_scale = c.scale, p.softcap = c.softcap, p.causal = c.causal, p.window_left = c.left, p.window_right = c.right;
   if (workspace) {
     p.workspace_bytes = hk::attention_backward_workspace_bytes(p);
     EXPECT_EQ(p.workspace_bytes, size_t(tq * c.hq * 4));
@@ -104,9 +104,11 @@ Grads run(const Case& c, bool check = true, bool workspace = true) {
 // The reference's gradients are those of its own forward: central differences of sum(O * dO) on a tiny case (every
 // mask kind, GQA, a row that sees no key), with steps exact in float.
 TEST(AttentionBackwardReference, FiniteDifferences) {
-  for (const auto& [causal, left, right] : {std::tuple{false, -1, -1}, {true, -1, -1}, {false, 1, 0}}) {
-    attn_ref::Shape s{{3, 2}, {4, 1}, 2, 1, 4, causal, left, right, 0.7};
-    SCOPED_TRACE("causal " + std::to_string(causal) + " window " + std::to_string(left) + "," + std::to_string(right));
+  for (const auto& [causal, left, right, cap] :
+       {std::tuple{false, -1, -1, 0.0}, {true, -1, -1, 0.0}, {false, 1, 0, 0.0}, {true, -1, -1, 0.5}}) {
+    attn_ref::Shape s{{3, 2}, {4, 1}, 2, 1, 4, causal, left, right, 0.7, cap};
+    SCOPED_TRACE("causal " + std::to_string(causal) + " window " + std::to_string(left) + "," + std::to_string(right) +
+                 " softcap " + std::to_string(cap));
     auto values = [](long n, uint32_t seed) {
       std::mt19937 rng(seed);
       std::uniform_real_distribution<float> u(-1.f, 1.f);
@@ -157,6 +159,14 @@ TEST(AttentionBackward, Masks) {
 // Scores far beyond exp's range: P recomputed from the forward's LSE must stay within its tolerance.
 TEST(AttentionBackward, LargeScores) {
   run({same(100, 1), same(100, 1), false, 2, 1, 128, dtype::bf16, true, -1, -1, 0.f, 16.f});
+}
+
+// Softcapped logits, where the cap bites (scaled scores ~5 against caps 2 to 8): dS through tanh's slope.
+TEST(AttentionBackward, Softcap) {
+  const Layout bshd = Layout::bshd;
+  run({same(130, 1), same(200, 1), false, 4, 2, 64, dtype::bf16, true, -1, -1, 0.f, 4.f, bshd, 2.f});
+  run({same(100, 1), same(90, 1), false, 2, 1, 128, dtype::f16, false, 30, 8, 0.f, 3.f, bshd, 8.f});
+  run({{0, 1, 70, 130}, {3, 1, 100, 130}, true, 2, 2, 128, dtype::bf16, true, -1, -1, 0.f, 4.f, bshd, 5.f});
 }
 
 TEST(AttentionBackward, VarlenAndLayouts) {

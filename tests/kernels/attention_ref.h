@@ -20,7 +20,20 @@ struct Shape {
   bool causal = false;
   int left = -1, right = -1;      // window; -1 = unbounded
   double scale = 0;               // 0 = 1 / sqrt(d)
+  double softcap = 0;             // > 0: logits cap tanh(logit / cap)
   double softmax_scale() const { return scale > 0 ? scale : 1.0 / std::sqrt(double(d)); }
+  // The logit of a dot product q . k, and its derivative in the scaled dot product (1 without a cap).
+  double logit(double dot) const {
+    const double x = dot * softmax_scale();
+    return softcap > 0 ? softcap * std::tanh(x / softcap) : x;
+  }
+  double logit_slope(double dot) const {
+    if (!(softcap > 0)) return 1;
+    const double t = std::tanh(dot * softmax_scale() / softcap);
+    return 1 - t * t;
+  }
+  // The fp32 error a device's cap adds to a logit (its tanh from exp2 and rcp: a few ulps of the cap).
+  double cap_error() const { return softcap > 0 ? 16 * std::ldexp(softcap, -24) : 0; }
   long total_q() const { long t = 0; for (int n : len_q) t += n; return t; }
   long total_k() const { long t = 0; for (int n : len_k) t += n; return t; }
 };
@@ -72,7 +85,7 @@ inline Result forward(const Shape& s, const std::vector<float>& q, const std::ve
           const float* kj = &k[((start_k + j) * s.hkv + hk) * d];
           double dot = 0, m = 0;
           for (int x = 0; x < d; ++x) dot += double(qi[x]) * kj[x], m += std::fabs(double(qi[x]) * kj[x]);
-          score[j] = dot * scale, mag[j] = m * scale;
+          score[j] = s.logit(dot), mag[j] = m * scale;
           mx = std::max(mx, score[j]), mag_max = std::max(mag_max, m * scale);
         }
         const long row = (start_q + i) * s.hq + h;
@@ -86,7 +99,7 @@ inline Result forward(const Shape& s, const std::vector<float>& q, const std::ve
           l += p;
           for (int x = 0; x < d; ++x) acc[x] += p * vj[x], acc_abs[x] += p * std::fabs(vj[x]), vmax = std::max(vmax, double(std::fabs(vj[x])));
         }
-        const double score_err = 16 * fp32_u * mag_max;  // natural-log units
+        const double score_err = 16 * fp32_u * mag_max + s.cap_error();  // natural-log units (a cap's slope is <= 1)
         for (int x = 0; x < d; ++x) {
           const double o = acc[x] / l, mean_abs = acc_abs[x] / l;
           r.o[row * d + x] = o;
@@ -159,9 +172,14 @@ inline Gradients backward(const Shape& s, const std::vector<float>& q, const std
           const float* vj = &v[col * d];
           double dot = 0, dp = 0, dp_mag = 0;
           for (int x = 0; x < d; ++x) dot += double(qi[x]) * kj[x], dp += double(doi[x]) * vj[x], dp_mag += std::fabs(double(doi[x]) * vj[x]);
-          const double p = std::exp(dot * scale - fwd.lse[row]);
-          const double ds = p * (dp - delta);
-          const double ds_err = p * ((2 * u + 2 * e) * std::fabs(dp - delta) + delta_err + 8 * fp32_u * dp_mag) + sub;
+          const double logit = s.logit(dot), p = std::exp(logit - fwd.lse[row]), slope = s.logit_slope(dot);
+          const double ds_logit = p * (dp - delta), ds = ds_logit * slope;
+          double ds_err = p * ((2 * u + 2 * e) * std::fabs(dp - delta) + delta_err + 8 * fp32_u * dp_mag) + sub;
+          if (s.softcap > 0) {
+            // The device finds tanh again from p and the LSE: off by p's error and fp32 rounding of both, over the cap.
+            const double t_err = (2 * e + 16 * fp32_u * (std::fabs(fwd.lse[row]) + std::fabs(logit) + 1)) / s.softcap;
+            ds_err = ds_err * slope + std::fabs(ds_logit) * 2 * t_err;
+          }
           for (int x = 0; x < d; ++x) {
             g.dv[col * d + x] += p * doi[x];
             g.dv_tol[col * d + x] += ((2 * u + 2 * e) * p + sub) * std::fabs(doi[x]);

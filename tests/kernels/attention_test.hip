@@ -1,7 +1,7 @@
 // hk::attention_forward on each virtual device against the float64 host reference (attention_ref.h): O and LSE
 // within per-dtype tolerances, for query and key lengths below, equal to and above each other (1, 17, 100, 255, 257,
 // 1000), MHA and GQA (Hq / Hkv = 1, 2, 3, 4, 8, with Hkv > 1), D 64 and 128, bf16 and f16, non-causal, causal and
-// windows, rows that see no key, large scores, varlen batches with empty and length-1 sequences, BHSD and padded
+// windows, rows that see no key, large scores, softcapping, varlen batches with empty and length-1 sequences, BHSD and padded
 // strides; and every validation error. Inputs sit in buffers whose unused elements are NaN, so a read outside the
 // tensor poisons the result; O's unused elements and LSE's tail must keep their canary bits.
 #include <hip/hip_runtime.h>
@@ -26,7 +26,7 @@ using namespace attn_test;
 
 void run(const Case& c) {
   SCOPED_TRACE(describe(c));
-  attn_ref::Shape shape{c.lq, c.lk, c.hq, c.hkv, c.d, c.causal, c.left, c.right, c.scale};
+  attn_ref::Shape shape{c.lq, c.lk, c.hq, c.hkv, c.d, c.causal, c.left, c.right, c.scale, c.softcap};
   Tensor q(c, c.hq, c.lq, 1, c.magnitude), k(c, c.hkv, c.lk, 2, c.magnitude), v(c, c.hkv, c.lk, 3, 1.f),
       o(c, c.hq, c.lq, 4, 0.f);
   std::vector<uint16_t> o_canary(o.image.size(), canary(c.type));
@@ -45,7 +45,7 @@ void run(const Case& c) {
   else p.cu_seqlens_q = cu_q.dev, p.cu_seqlens_k = cu_k.dev;
   p.q = q.dev, p.k = k.dev, p.v = v.dev, p.o = o.dev, p.lse = lse;
   p.q_strides = q.given(), p.k_strides = k.given(), p.v_strides = v.given(), p.o_strides = o.given();
-  p.type = c.type, p.softmax_scale = c.scale, p.causal = c.causal, p.window_left = c.left, p.window_right = c.right;
+  p.type = c.type, p.softmax_scale = c.scale, p.softcap = c.softcap, p.causal = c.causal, p.window_left = c.left, p.window_right = c.right;
   hk::Status s = hk::attention_forward(p);
   ASSERT_TRUE(s) << s.message;
   ASSERT_EQ(hipDeviceSynchronize(), hipSuccess);
@@ -123,6 +123,13 @@ TEST(AttentionNumerics, LargeScores) {
 TEST(AttentionNumerics, SoftmaxScale) {
   run({same(64, 1), same(80, 1), false, 2, 1, 64, dtype::bf16, false, -1, -1, 0.3f});
 }
+// Softcapped logits (cap tanh(x / cap)) where the cap bites: scaled scores of magnitude ~5 against caps 2 and 8.
+TEST(AttentionVariants, Softcap) {
+  const Layout bshd = Layout::bshd;
+  run({same(100, 1), same(257, 1), false, 4, 2, 64, dtype::bf16, true, -1, -1, 0.f, 4.f, bshd, 2.f});
+  run({same(130, 1), same(90, 1), false, 2, 1, 128, dtype::f16, false, 40, 8, 0.f, 3.f, bshd, 8.f});
+  run({{0, 1, 70, 200}, {3, 1, 100, 130}, true, 2, 2, 64, dtype::bf16, true, -1, -1, 0.f, 4.f, bshd, 5.f});
+}
 
 // Packed batches with empty and length-1 sequences on either side.
 TEST(AttentionVarlen, Ragged) {
@@ -177,6 +184,8 @@ TEST(AttentionValidation, Errors) {
   { auto p = base(); p.o = nullptr; expect_error(p, "null pointer for O"); }
   { auto p = base(); p.softmax_scale = -1.f; expect_error(p, "softmax_scale"); }
   { auto p = base(); p.softmax_scale = INFINITY; expect_error(p, "softmax_scale"); }
+  { auto p = base(); p.softcap = -1.f; expect_error(p, "softcap must be positive"); }
+  { auto p = base(); p.softcap = NAN; expect_error(p, "softcap must be positive"); }
   { auto p = base(); p.window_left = -2; expect_error(p, "window sizes"); }
   { auto p = base(); p.causal = true, p.window_right = 4; expect_error(p, "window_right must be -1 or 0"); }
   { auto p = base(); p.cu_seqlens_q = cu_good.dev; expect_error(p, "both cu_seqlens_q and cu_seqlens_k"); }

@@ -30,6 +30,7 @@ struct Case {
   float scale = 0.f;
   float magnitude = 1.f;  // inputs uniform in [-magnitude, magnitude]
   Layout layout = Layout::bshd;
+  float softcap = 0.f;
 };
 
 inline std::string describe(const Case& c) {
@@ -42,7 +43,7 @@ inline std::string describe(const Case& c) {
          std::to_string(c.hq) + " Hkv " + std::to_string(c.hkv) + " D " + std::to_string(c.d) + " " +
          hk::to_string(c.type) + (c.causal ? " causal" : "") + " window " + std::to_string(c.left) + "," +
          std::to_string(c.right) + " magnitude " + std::to_string(c.magnitude) + " layout " +
-         std::to_string(int(c.layout));
+         std::to_string(int(c.layout)) + (c.softcap > 0 ? " softcap " + std::to_string(c.softcap) : "");
 }
 
 // A 16-bit element's bits and value as the device stores them (the host toolkit's bf16 / f16).

@@ -38,9 +38,10 @@ def seeded():
     torch.manual_seed(1234)
 
 
-def attention_reference(q, k, v, causal=False, window=(-1, -1), scale=None):
-    """(out, lse) in float64 by torch's SDPA with an explicit mask aligned bottom-right, as flash-attention's
-    (SDPA's is_causal is top-left). Rows that see no key give 0 and LSE -inf. Tensors are (B, S, H, D)."""
+def attention_reference(q, k, v, causal=False, window=(-1, -1), scale=None, softcap=0.0):
+    """(out, lse) in float64 with an explicit mask aligned bottom-right, as flash-attention's (SDPA's is_causal is
+    top-left), and flash-attention's softcap (scaled scores x -> softcap tanh(x / softcap)). Rows that see no key give
+    0 and LSE -inf. Tensors are (B, S, H, D); differentiable."""
     q, k, v = (t.to(torch.float64).transpose(1, 2) for t in (q, k, v))  # (B, H, S, D)
     sq, sk, d = q.shape[2], k.shape[2], q.shape[3]
     scale = scale or 1.0 / math.sqrt(d)
@@ -56,12 +57,15 @@ def attention_reference(q, k, v, causal=False, window=(-1, -1), scale=None):
         allowed &= j <= i + right
     groups = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
-    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=scale)
-    seen = allowed.any(dim=1)
-    out = torch.where(seen[None, None, :, None], out, torch.zeros_like(out))
     scores = (q @ k.transpose(-1, -2)) * scale
-    lse = torch.logsumexp(scores.masked_fill(~allowed, -math.inf), dim=-1)
-    return out.transpose(1, 2), lse
+    if softcap:
+        scores = softcap * torch.tanh(scores / softcap)
+    seen = allowed.any(dim=1)[:, None]
+    masked = scores.masked_fill(~allowed, -math.inf)
+    lse = torch.logsumexp(masked, dim=-1)
+    p = torch.softmax(torch.where(seen, masked, torch.zeros_like(masked)), dim=-1)
+    p = torch.where(seen, p, torch.zeros_like(p))
+    return (p @ v).transpose(1, 2), lse
 
 
 def rotary_reference(x, cos, sin, interleaved, offset=0):
