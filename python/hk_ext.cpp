@@ -217,6 +217,7 @@ void bind_attention_inputs(py::module_& m) {
   pointer(c, "v", &P::v);
   pointer(c, "cu_seqlens_q", &P::cu_seqlens_q);
   pointer(c, "cu_seqlens_k", &P::cu_seqlens_k);
+  pointer(c, "sinks", &P::sinks);
   pointer(c, "stream", &P::stream);
 }
 
@@ -245,6 +246,7 @@ void bind_attention_backward(py::module_& m) {
   pointer(c, "dq", &P::dq);
   pointer(c, "dk", &P::dk);
   pointer(c, "dv", &P::dv);
+  pointer(c, "dsinks", &P::dsinks);
   pointer(c, "workspace", &P::workspace);
   bind_call(m, "attention_backward", &hk::attention_backward);
 }

@@ -4,7 +4,7 @@
 //   (fp8 = fp8_e4m3; fp8 types in the device arch's format: FNUZ e4m3 / e5m2 on gfx942, OCP e4m3fn / e5m2 on gfx950)
 //   hk-run rotary --b B --s S --h H --d D [--rotary-dim R] [--interleaved] [--dtype bf16|f16|fp32] [--arch ...]
 //   hk-run norm --rows R --cols C [--rms] [--p P] [--seed S] [--dtype bf16|f16|fp32] [--arch ...]
-//   hk-run attn --b B --sq SQ --sk SK --hq HQ --hkv HKV --d 64|128 [--causal] [--window L,R] [--softcap C] [--dtype bf16|f16]
+//   hk-run attn --b B --sq SQ --sk SK --hq HQ --hkv HKV --d 64|128 [--causal] [--window L,R] [--softcap C] [--sinks] [--dtype bf16|f16]
 //               [--varlen QLENS[:KLENS]] [--bwd] [--arch gfx942|gfx950]
 //   (--bwd: the backward too, each of its kernels checked and reported;
 //    --varlen: comma-separated sequence lengths, packed; keys as long as the queries unless KLENS is given)
@@ -493,7 +493,7 @@ int model_norm(int rows, int cols, bool rms, float drop, uint64_t seed, const st
 // element by element against the float64 reference with its per-dtype tolerances.
 struct AttnOptions {
   int b = 1, sq = 128, sk = 128, hq = 1, hkv = 1, d = 128;
-  bool causal = false, bwd = false;
+  bool causal = false, bwd = false, sinks = false;
   float softcap = 0.f;
   std::string window, dtype = "bf16", varlen;
 };
@@ -517,12 +517,15 @@ std::string causal_text(const AttnOptions& a) {
     std::snprintf(cap, sizeof cap, " softcap %g", a.softcap);
     t += cap;
   }
+  if (a.sinks) t += " sinks";
   return t;
 }
 
 // The options' shape, or false (with a message) if they do not make one.
 bool attn_shape(const AttnOptions& a, attn_ref::Shape& shape) {
   shape.hq = a.hq, shape.hkv = a.hkv, shape.d = a.d, shape.causal = a.causal, shape.softcap = a.softcap;
+  if (a.sinks)
+    for (float z : attn_ref::sample_sinks(a.hq)) shape.sinks.push_back(z);
   if (!a.window.empty()) {
     const std::vector<int> w = parse_lengths(a.window);
     if (w.size() != 2) return std::fprintf(stderr, "--window takes L,R\n"), false;
@@ -568,6 +571,12 @@ int model_attn(const AttnOptions& a, const std::string& product_name) {
   p.batch = int(shape.len_q.size()), p.heads_q = a.hq, p.heads_kv = a.hkv, p.head_dim = a.d;
   p.q = q.p, p.k = k.p, p.v = v.p, p.o = o.p, p.lse = static_cast<float*>(lse.p), p.type = type, p.causal = a.causal;
   p.window_left = shape.left, p.window_right = shape.right, p.softcap = a.softcap;
+  const std::vector<float> sinks_host = attn_ref::sample_sinks(a.hq);
+  Untouched sinks(sinks_host.size() * 4), dsinks(sinks_host.size() * 4);
+  if (a.sinks) {
+    (void)hipMemcpy(sinks.p, sinks_host.data(), sinks_host.size() * 4, hipMemcpyHostToDevice);
+    p.sinks = static_cast<float*>(sinks.p);
+  }
   std::vector<int> cu_q{0}, cu_k{0};
   Untouched dev_cu_q((shape.len_q.size() + 1) * 4), dev_cu_k((shape.len_q.size() + 1) * 4);
   if (!a.varlen.empty()) {
@@ -594,7 +603,8 @@ int model_attn(const AttnOptions& a, const std::string& product_name) {
   bp.batch = p.batch, bp.seqlen_q = p.seqlen_q, bp.seqlen_k = p.seqlen_k, bp.heads_q = a.hq, bp.heads_kv = a.hkv;
   bp.head_dim = a.d, bp.q = q.p, bp.k = k.p, bp.v = v.p, bp.o = o.p, bp.dout = dout.p, bp.lse = p.lse;
   bp.dq = dq.p, bp.dk = dk.p, bp.dv = dv.p, bp.type = type, bp.causal = a.causal;
-  bp.window_left = p.window_left, bp.window_right = p.window_right, bp.softcap = a.softcap;
+  bp.window_left = p.window_left, bp.window_right = p.window_right, bp.softcap = a.softcap, bp.sinks = p.sinks;
+  if (a.sinks) bp.dsinks = static_cast<float*>(dsinks.p);
   bp.cu_seqlens_q = p.cu_seqlens_q, bp.cu_seqlens_k = p.cu_seqlens_k;
   bp.workspace = workspace.p, bp.workspace_bytes = size_t(tq) * a.hq * 4;
   std::snprintf(what, sizeof what, "attn backward B=%zu Sq=%d Sk=%d Hq=%d Hkv=%d D=%d %s%s on %s", shape.len_q.size(),
@@ -630,6 +640,15 @@ int run_attn(const AttnOptions& a) {
   p.batch = int(shape.len_q.size()), p.heads_q = a.hq, p.heads_kv = a.hkv, p.head_dim = a.d;
   p.q = dq, p.k = dk, p.v = dv, p.o = dout, p.lse = dlse, p.type = type, p.causal = a.causal;
   p.window_left = shape.left, p.window_right = shape.right, p.softcap = a.softcap;
+  float *d_sinks = nullptr, *d_dsinks = nullptr;
+  if (a.sinks) {
+    const std::vector<float> z = attn_ref::sample_sinks(a.hq);
+    d_sinks = static_cast<float*>(device_alloc(z.size() * 4, "the sinks"));
+    d_dsinks = static_cast<float*>(device_alloc(z.size() * 4, "the sinks' gradient"));
+    if (!d_sinks || !d_dsinks) return 1;
+    (void)hipMemcpy(d_sinks, z.data(), z.size() * 4, hipMemcpyHostToDevice);
+    p.sinks = d_sinks;
+  }
   if (varlen) {
     auto offsets = [](const std::vector<int>& lens, int*& dev) {
       std::vector<int> cu{0};
@@ -697,7 +716,7 @@ int run_attn(const AttnOptions& a) {
     b.head_dim = a.d, b.q = dq, b.k = dk, b.v = dv, b.o = dout, b.dout = d_dout, b.lse = dlse;
     b.dq = d_dq, b.dk = d_dk, b.dv = d_dv, b.type = type, b.causal = a.causal;
     b.window_left = shape.left, b.window_right = shape.right, b.cu_seqlens_q = cu_q, b.cu_seqlens_k = cu_k;
-    b.softcap = a.softcap;
+    b.softcap = a.softcap, b.sinks = d_sinks, b.dsinks = d_dsinks;
     b.workspace_bytes = hk::attention_backward_workspace_bytes(b);
     b.workspace = device_alloc(std::max<size_t>(b.workspace_bytes, 4), "the workspace");
     struct Step {
@@ -706,7 +725,9 @@ int run_attn(const AttnOptions& a) {
       double flops_per_pair;  // matrix FLOPs per visible (query, key) pair and head, over D
     };
     std::vector<std::pair<Step, vgpuDispatchInfo>> runs;
-    for (const Step step : {Step{1, "delta = rowsum(dO * O)", 0}, Step{2, "dK, dV", 8}, Step{4, "dQ", 6}}) {
+    std::vector<Step> steps{{1, "delta = rowsum(dO * O)", 0}, {2, "dK, dV", 8}, {4, "dQ", 6}};
+    if (a.sinks) steps.push_back({8, "the sinks' gradient", 0});
+    for (const Step step : steps) {
       hk::Status st = hk::attention_backward_steps(b, step.bit);
       if (!st) return std::fprintf(stderr, "%s\n", st.message.c_str()), 1;
       if (hipError_t e = hipDeviceSynchronize(); e != hipSuccess) return std::fprintf(stderr, "%s\n", hipGetErrorString(e)), 1;
@@ -731,11 +752,22 @@ int run_attn(const AttnOptions& a) {
       }
       elems += bits.size();
     }
-    std::printf("attn backward: %s (%zu dQ, dK and dV elements against the float64 reference, %zu outside tolerance, "
+    if (a.sinks) {
+      std::vector<float> got(a.hq);
+      (void)hipMemcpy(got.data(), d_dsinks, got.size() * 4, hipMemcpyDeviceToHost);
+      for (int h = 0; h < a.hq; ++h) {
+        const double err = std::fabs(got[h] - want.dsinks[h]);
+        bad_bwd += !(err <= want.dsinks_tol[h]);
+        worst_bwd = std::max(worst_bwd, err / want.dsinks_tol[h]);
+      }
+      elems += got.size();
+    }
+    std::printf("attn backward: %s (%zu dQ, dK, dV (and dsinks) elements against the float64 reference, %zu outside tolerance, "
                 "worst error %.2f of its tolerance)\n", bad_bwd ? "FAILED" : "ok", elems, bad_bwd, worst_bwd);
     for (void* x : {d_dout, d_dq, d_dk, d_dv, b.workspace}) (void)hipFree(x);
   }
-  for (void* x : {dq, dk, dv, dout, static_cast<void*>(dlse), static_cast<void*>(cu_q), static_cast<void*>(cu_k)})
+  for (void* x : {dq, dk, dv, dout, static_cast<void*>(dlse), static_cast<void*>(cu_q), static_cast<void*>(cu_k),
+                  static_cast<void*>(d_sinks), static_cast<void*>(d_dsinks)})
     if (x) (void)hipFree(x);
   return bad || bad_bwd ? 1 : 0;
 }
@@ -752,6 +784,7 @@ CLI::App* add_attn_command(CLI::App& app, AttnOptions& a, std::string& arch) {
   attn->add_flag("--causal", a.causal, "causal, aligned bottom-right");
   attn->add_option("--window", a.window, "sliding window L,R (-1 = unbounded)");
   attn->add_option("--softcap", a.softcap, "cap the scaled scores x to C tanh(x / C) (0: none)");
+  attn->add_flag("--sinks", a.sinks, "attention sinks: one logit per query head in every row's denominator");
   attn->add_option("--dtype", a.dtype, "Q, K, V and O element type")->check(CLI::IsMember({"bf16", "f16"}));
   attn->add_option("--varlen", a.varlen, "packed sequences: QLENS[:KLENS], comma-separated");
   attn->add_flag("--bwd", a.bwd, "also the backward (dQ, dK, dV with hk::attention_backward), checked, with each kernel's report");

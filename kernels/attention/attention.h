@@ -7,6 +7,8 @@
 //     [i + Sk - Sq - left, i + Sk - Sq + right]; -1 leaves that side unbounded; causal is right = 0.
 //   - softcap > 0 caps the scaled scores before the softmax, as flash-attention's softcap: x -> softcap tanh(x /
 //     softcap); the backward differentiates through it.
+//   - sinks: one logit z_h per query head joins every row's softmax denominator as a key with no value (gpt-oss):
+//     O = sum_j e^(x_j) v_j / (e^(z_h) + sum_j e^(x_j)); the LSE includes it; the backward also gives dz (dsinks).
 //   - LSE is fp32, the natural log of the row's softmax denominator (scores scaled): (B, Hq, Sq), contiguous. A row
 //     that sees no key has LSE -inf and O = 0.
 //   - varlen: with cu_seqlens_q / cu_seqlens_k (int32 device arrays of B + 1 offsets, starting at 0, non-decreasing)
@@ -47,6 +49,7 @@ struct AttentionInputs {
   scalar_type type = scalar_type::bf16;          // of Q, K, V and O (the backward: of every tensor but LSE): bf16 or f16
   float softmax_scale = 0.f;         // > 0; 0 = 1 / sqrt(D)
   float softcap = 0.f;               // > 0: each scaled score x becomes softcap * tanh(x / softcap) (Gemma 2); 0 = off
+  const float* sinks = nullptr;      // (Hq) fp32 device array: attention sinks (gpt-oss), or null
   bool causal = false;
   int window_left = -1, window_right = -1;  // -1 = unbounded; causal needs window_right -1 or 0
   const int* cu_seqlens_q = nullptr;  // varlen: both or neither (device memory, read by the validation)
@@ -76,6 +79,7 @@ struct AttentionBackwardProblem : AttentionInputs {
   Strides dk_strides;
   void* dv = nullptr;          // shaped like V
   Strides dv_strides;
+  float* dsinks = nullptr;     // with sinks: their gradient (Hq fp32), summed in a fixed order; may be null
   void* workspace = nullptr;   // optional: device memory of at least attention_backward_workspace_bytes(p) bytes
   size_t workspace_bytes = 0;
 };
@@ -85,8 +89,8 @@ struct AttentionBackwardProblem : AttentionInputs {
 Status attention_backward(const AttentionBackwardProblem& p);
 
 // For tools that report each kernel of the backward (hk-run): the backward's kernels in `steps` only (bit 0: delta,
-// bit 1: dK and dV, bit 2: dQ), each step reading what the earlier ones left in the workspace, which must be given.
-// attention_backward(p) is the same as the three steps in order.
+// bit 1: dK and dV, bit 2: dQ, bit 3: the sinks' gradient), each step reading what the earlier ones left in the workspace, which must be given.
+// attention_backward(p) is the same as the four steps in order.
 Status attention_backward_steps(const AttentionBackwardProblem& p, unsigned steps);
 
 // The workspace the backward needs: 4 bytes per (query row, query head); for varlen it reads cu_seqlens_q's last entry.

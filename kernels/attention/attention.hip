@@ -202,6 +202,9 @@ Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides
   for (const Tensor* t : {&tq, &tk, &tv, &to})
     if (t->rows > 0 && !api::inside_allocation(t->data, size_t(t->span()) * 2))
       return invalid(std::string(t->name) + " does not lie inside one device allocation");
+  if (p.sinks && (reinterpret_cast<uintptr_t>(p.sinks) % alignof(float) ||
+                  !api::inside_allocation(p.sinks, size_t(p.heads_q) * sizeof(float))))
+    return invalid("sinks must be heads_q 4-byte aligned fp32 values inside one device allocation");
   const long lse_elems = batch * p.heads_q * rows_q;
   if (lse && lse_elems > 0 && !api::inside_allocation(lse, size_t(lse_elems) * sizeof(float)))
     return invalid("LSE does not lie inside one device allocation");
@@ -213,7 +216,7 @@ Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides
   a.v_bs = tv.s.batch, a.v_rs = tv.s.row, a.v_hs = tv.s.head;
   a.o_bs = to.s.batch, a.o_rs = to.s.row, a.o_hs = to.s.head;
   a.lse_bs = long(p.heads_q) * rows_q, a.lse_hs = rows_q;  // (B, Hq, Sq), or (Hq, total_q) for varlen
-  a.cu_q = p.cu_seqlens_q, a.cu_k = p.cu_seqlens_k;
+  a.cu_q = p.cu_seqlens_q, a.cu_k = p.cu_seqlens_k, a.sinks = p.sinks;
   a.batch = p.batch, a.heads_q = p.heads_q, a.heads_kv = p.heads_kv;
   a.seqlen_q = p.seqlen_q, a.seqlen_k = p.seqlen_k;
   const int rows = backward ? kernels::attn_bwd_rows : r.pingpong ? kernels::attn_pingpong_rows : kernels::attn_rows;
@@ -262,10 +265,11 @@ void launch_backward(const kernels::AttnBwdArgs& a, unsigned q_blocks, unsigned 
   if (q_blocks && (steps & 1)) hipLaunchKernelGGL((kernels::attention_bwd_delta<T, D>), dim3(q_blocks), dim3(256), 0, stream, a);
   if (k_blocks && (steps & 2)) hipLaunchKernelGGL((kernels::attention_bwd_dkdv<T, D, V>), dim3(k_blocks), dim3(256), 0, stream, a);
   if (q_blocks && (steps & 4)) hipLaunchKernelGGL((kernels::attention_bwd_dq<T, D, V>), dim3(q_blocks), dim3(256), 0, stream, a);
+  if (a.dsinks && (steps & 8)) hipLaunchKernelGGL(kernels::attention_bwd_dsink, dim3(a.f.heads_q), dim3(256), 0, stream, a);
 }
 
 // The backward with the problem's workspace, or `delta` when it has none.
-Status backward(const AttentionBackwardProblem& p, float* own_delta, bool& needs_workspace, unsigned steps = 7) {
+Status backward(const AttentionBackwardProblem& p, float* own_delta, bool& needs_workspace, unsigned steps = 15) {
   Prepared r;
   if (Status s = prepare(p, p.o, p.o_strides, p.lse, true, r); !s) return s;
   if (!p.dout || !p.dq || !p.dk || !p.dv)
@@ -304,13 +308,22 @@ Status backward(const AttentionBackwardProblem& p, float* own_delta, bool& needs
   const Tensor tk{"K", p.k, r.batch, r.rows_k, p.heads_kv, d, r.resolved(p.k_strides, r.rows_k, p.heads_kv, d)};
   const Tensor tv{"V", p.v, r.batch, r.rows_k, p.heads_kv, d, r.resolved(p.v_strides, r.rows_k, p.heads_kv, d)};
   const Tensor to{"O", p.o, r.batch, r.rows_q, p.heads_q, d, r.resolved(p.o_strides, r.rows_q, p.heads_q, d)};
-  const checks::Span outs[] = {span(tdq), span(tdk), span(tdv), {delta, delta_bytes, "the workspace"}};
-  const checks::Span ins[] = {span(tq), span(tk), span(tv), span(to), span(tdo), {p.lse, delta_bytes, "LSE"}};
+  if (p.dsinks) {
+    if (!p.sinks) return invalid("dsinks is the sinks' gradient: it needs sinks");
+    if (reinterpret_cast<uintptr_t>(p.dsinks) % alignof(float) ||
+        !api::inside_allocation(p.dsinks, size_t(p.heads_q) * sizeof(float)))
+      return invalid("dsinks must be heads_q 4-byte aligned fp32 values inside one device allocation");
+  }
+  const size_t sink_bytes = size_t(p.heads_q) * sizeof(float);
+  const checks::Span outs[] = {span(tdq), span(tdk), span(tdv), {delta, delta_bytes, "the workspace"},
+                               {p.dsinks, p.dsinks ? sink_bytes : 0, "dsinks"}};
+  const checks::Span ins[] = {span(tq), span(tk), span(tv), span(to), span(tdo), {p.lse, delta_bytes, "LSE"},
+                              {p.sinks, p.sinks ? sink_bytes : 0, "sinks"}};
   if (std::string clash = checks::first_overlap(outs, ins); !clash.empty()) return invalid(clash);
 
   kernels::AttnBwdArgs a{};
   a.f = r.a;
-  a.dout = p.dout, a.dq = p.dq, a.dk = p.dk, a.dv = p.dv, a.delta = delta;
+  a.dout = p.dout, a.dq = p.dq, a.dk = p.dk, a.dv = p.dv, a.delta = delta, a.dsinks = p.dsinks;
   a.do_bs = tdo.s.batch, a.do_rs = tdo.s.row, a.do_hs = tdo.s.head;
   a.dq_bs = tdq.s.batch, a.dq_rs = tdq.s.row, a.dq_hs = tdq.s.head;
   a.dk_bs = tdk.s.batch, a.dk_rs = tdk.s.row, a.dk_hs = tdk.s.head;
@@ -318,7 +331,7 @@ Status backward(const AttentionBackwardProblem& p, float* own_delta, bool& needs
   a.k_tiles = (r.longest_k + r.bwd_block_keys - 1) / r.bwd_block_keys;
   const long q_blocks = long(p.batch) * p.heads_q * a.f.q_tiles, k_blocks = long(p.batch) * p.heads_kv * a.k_tiles;
   if (q_blocks >= (1l << 31) || k_blocks >= (1l << 31)) return invalid("too many tiles for one launch (>= 2^31)");
-  if (q_blocks == 0 && k_blocks == 0) return {};
+  if (q_blocks == 0 && k_blocks == 0 && !p.dsinks) return {};
   (void)hipGetLastError();  // launch errors below are ours alone
   dispatch(p, [&](auto t, auto dim, auto v) {
     launch_backward<decltype(t), decltype(dim)::value, decltype(v)::value>(a, unsigned(q_blocks), unsigned(k_blocks),

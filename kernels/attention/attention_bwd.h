@@ -9,6 +9,10 @@
 //      recomputes P^T and dS^T over the visible key tiles in order and accumulates dQ^T += K^T dS^T in fp32. No
 //      atomics anywhere: every gradient element is summed by one wave in a fixed order, so results are bit-identical
 //      run after run.
+// With attention sinks (a logit z per query head in every row's denominator, a key with no value) the forward's LSE
+// holds the sink, so P is recomputed as before and dS is unchanged (the sink's dP is 0: delta still sums P dP over
+// the keys); kernel 4, attention_bwd_dsink, adds the sinks' gradient dz = -sum_rows exp(z - LSE) delta, one
+// workgroup per query head summing its rows in a fixed order.
 // With softcapping (AttnVariant) both kernels cap the recomputed scores as the forward does, and scale dS by the cap's
 // slope (AttnArgs::Softcap) before it enters dK and dQ.
 // The products that accumulate over queries (kernel 2) or keys (kernel 3) take their k operand straight from the
@@ -30,6 +34,7 @@
 // steps then load and wait behind a barrier each.
 #pragma once
 #include "attention_common.h"
+#include "hk/ops/group_reduce.h"
 
 namespace hk::kernels {
 
@@ -39,6 +44,7 @@ struct AttnBwdArgs {
   void *dq, *dk, *dv;  // written as the element type
   long do_bs, do_rs, do_hs, dq_bs, dq_rs, dq_hs, dk_bs, dk_rs, dk_hs, dv_bs, dv_rs, dv_hs;
   float* delta;        // rowsum(dO * O): the workspace, laid out like LSE
+  float* dsinks;       // with f.sinks: the sinks' gradient (Hq), or null
   int k_tiles;         // key tiles (of attn_bwd_block_keys) of the longest key sequence
 };
 
@@ -259,6 +265,25 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
   store_bounded(dk_view, out, {0, 0, key_tile, 0}, p.scale);
   transpose(out, dvt);
   store_bounded(dv_view, out, {0, 0, key_tile, 0});
+}
+
+// Kernel 4: each thread sums a fixed stride of the head's rows (every sequence's, in order), then the workgroup adds
+// the threads' sums in a fixed order (group_sum): the same bits every run.
+__global__ __launch_bounds__(256) void attention_bwd_dsink(AttnBwdArgs a) {
+  using G = group<4>;
+  const AttnArgs& p = a.f;
+  const int h = int(blockIdx.x);
+  const float z = p.sinks[h];
+  const bool varlen = p.cu_q != nullptr;
+  const long rows = varlen ? p.cu_q[p.batch] : p.seqlen_q;  // per sequence, or the packed total
+  float sum[1] = {0.f};
+  for (int b = 0; b < (varlen ? 1 : p.batch); ++b) {
+    const long base = (varlen ? 0 : b * p.lse_bs) + h * p.lse_hs;
+    for (long i = threadIdx.x; i < rows; i += G::threads) sum[0] += __expf(z - p.lse[base + i]) * a.delta[base + i];
+  }
+  __shared__ sv<float, G::waves> scratch;
+  group_sum<G>(sum, scratch);
+  if (threadIdx.x == 0) a.dsinks[h] = -sum[0];
 }
 
 template <class T, int D, AttnVariant V = AttnVariant{}>

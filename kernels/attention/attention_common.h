@@ -28,6 +28,7 @@ struct AttnArgs {
   // LSE of (b, h, row i of sequence b) at b * lse_bs + h * lse_hs + (cu_q ? cu_q[b] : 0) + i.
   long lse_bs, lse_hs;
   const int *cu_q, *cu_k;  // varlen offsets (B + 1 each), or null
+  const float* sinks;      // one logit per query head in every row's softmax denominator (natural units), or null
   int batch, heads_q, heads_kv;
   int seqlen_q, seqlen_k;  // of every sequence (padded batches; unused with cu_q / cu_k)
   int q_tiles;             // query tiles of the longest query sequence
@@ -292,8 +293,22 @@ struct AttnWave {
     mma_AB(ot, vt, pt, ot);
   }
 
-  // O = O^T^T / l (0 for a query that saw no key) from the registers, and LSE = (m + log2 l) * ln 2.
+  // O = O^T^T / l (0 for a query that saw no key) from the registers, and LSE = (m + log2 l) * ln 2. A sink (the
+  // head's logit z, a key with no value) joins the denominator here, once per row: the max moves to max(m, z log2 e)
+  // and O's and l's terms follow it.
   __device__ void finish(const AttnView<T, D>& v, const AttnArgs& p) {
+    if (p.sinks) {  // (at the tail of the 256-VGPR ping-pong kernel this costs one spill, outside its loop)
+      const float z = p.sinks[v.blk.h] * 1.44269504088896341f;
+      cols_vec keep;
+      vec_apply(
+          [z](float& li, float& mi, float& ki) {
+            const float top = fmaxf(mi, z);
+            ki = __builtin_amdgcn_exp2f(mi - top);  // 0 for a query that saw no key
+            li = li * ki + __builtin_amdgcn_exp2f(z - top), mi = top;
+          },
+          l, m, keep);
+      mul_col(ot, keep);
+    }
     cols_vec inv, lse;
     vec_apply(
         [](float& li, float& mi, float& ii, float& ei) {

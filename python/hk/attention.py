@@ -22,7 +22,7 @@ def _strides(t, varlen):
 
 
 def _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left, window_right,
-             scale, softcap):
+             scale, softcap, sinks):
     varlen = cu_seqlens_q is not None
     entry = "attention_varlen" if varlen else "attention"
     ty = rt.scalar_type(entry, "q", q.dtype, _TYPES)
@@ -41,7 +41,8 @@ def _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, ca
     p.o_strides = _strides(out, varlen)
     p.type, p.softmax_scale, p.softcap, p.causal = ty, scale, softcap, causal
     p.window_left, p.window_right = window_left, window_right
-    tensors = rt.bind(p, q=q, k=k, v=v, o=out, lse=lse, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
+    tensors = rt.bind(p, q=q, k=k, v=v, o=out, lse=lse, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
+                      sinks=sinks)
     if q.numel() > 0:
         rt.launch(_C.attention_forward, p, tensors)
     return out, lse
@@ -49,12 +50,12 @@ def _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, ca
 
 @torch.library.custom_op("hk::attention", mutates_args=())
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, window_left: int, window_right: int,
-               scale: float, softcap: float) -> tuple[torch.Tensor, torch.Tensor]:
-    return _forward(q, k, v, None, None, 0, 0, causal, window_left, window_right, scale, softcap)
+               scale: float, softcap: float, sinks: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    return _forward(q, k, v, None, None, 0, 0, causal, window_left, window_right, scale, softcap, sinks)
 
 
 @_attention.register_fake
-def _(q, k, v, causal, window_left, window_right, scale, softcap):
+def _(q, k, v, causal, window_left, window_right, scale, softcap, sinks):
     return q.new_empty(q.shape), q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)
 
 
@@ -62,32 +63,35 @@ def _(q, k, v, causal, window_left, window_right, scale, softcap):
 def _attention_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
                       cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, causal: bool,
                       window_left: int, window_right: int, scale: float,
-                      softcap: float) -> tuple[torch.Tensor, torch.Tensor]:
+                      softcap: float, sinks: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     return _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left,
-                    window_right, scale, softcap)
+                    window_right, scale, softcap, sinks)
 
 
 @_attention_varlen.register_fake
 def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left, window_right, scale,
-      softcap):
+      softcap, sinks):
     return q.new_empty(q.shape), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
 
 
 def _attention_backward(q, k, v, out, lse, grad_out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
-                        window_left, window_right, scale, softcap):
-    """dQ, dK, dV from hk::attention_backward. The one place the attention ops' autograd reaches the kernels."""
+                        window_left, window_right, scale, softcap, sinks):
+    """dQ, dK, dV and the sinks' gradient (empty without sinks) from hk::attention_backward. The one place the
+    attention ops' autograd reaches the kernels."""
     return _attention_bwd(q, k, v, out, lse, grad_out.to(q.dtype), cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                          max_seqlen_k, causal, window_left, window_right, scale, softcap)
+                          max_seqlen_k, causal, window_left, window_right, scale, softcap, sinks)
 
 
 @torch.library.custom_op("hk::attention_backward", mutates_args=())
 def _attention_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor,
                    grad_out: torch.Tensor, cu_seqlens_q: Optional[torch.Tensor], cu_seqlens_k: Optional[torch.Tensor],
                    max_seqlen_q: int, max_seqlen_k: int, causal: bool, window_left: int, window_right: int,
-                   scale: float, softcap: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                   scale: float, softcap: float,
+                   sinks: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     varlen = cu_seqlens_q is not None
     q, k, v, out, grad_out = (rt.unit_stride_last(t) for t in (q, k, v, out, grad_out))
     dq, dk, dv = (torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in (q, k, v))
+    dsinks = torch.empty((0,) if sinks is None else sinks.shape, dtype=torch.float32, device=q.device)
     workspace = torch.empty(lse.shape, dtype=torch.float32, device=lse.device)  # delta, laid out like the LSE
     p = _C.AttentionBackwardProblem()
     if varlen:
@@ -102,49 +106,55 @@ def _attention_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch
     p.softmax_scale, p.softcap, p.causal, p.window_left, p.window_right = scale, softcap, causal, window_left, window_right
     p.workspace_bytes = workspace.numel() * 4
     tensors = rt.bind(p, q=q, k=k, v=v, o=out, dout=grad_out, lse=lse, dq=dq, dk=dk, dv=dv, workspace=workspace,
-                      cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
+                      cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, sinks=sinks, dsinks=dsinks)
     if q.numel() > 0:
         rt.launch(_C.attention_backward, p, tensors)
     else:
         dk.zero_()
         dv.zero_()
-    return dq, dk, dv
+        dsinks.zero_()
+    return dq, dk, dv, dsinks
 
 
 @_attention_bwd.register_fake
 def _(q, k, v, out, lse, grad_out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left,
-      window_right, scale, softcap):
-    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+      window_right, scale, softcap, sinks):
+    return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape),
+            q.new_empty((0,) if sinks is None else sinks.shape, dtype=torch.float32))
 
 
 def _setup(ctx, inputs, output):
     q, k, v = inputs[:3]
-    if len(inputs) == 8:
+    if len(inputs) == 9:
         cu_q = cu_k = None
         max_q = max_k = 0
-        causal, wl, wr, scale, softcap = inputs[3:]
+        causal, wl, wr, scale, softcap, sinks = inputs[3:]
     else:
-        cu_q, cu_k, max_q, max_k, causal, wl, wr, scale, softcap = inputs[3:]
+        cu_q, cu_k, max_q, max_k, causal, wl, wr, scale, softcap, sinks = inputs[3:]
     out, lse = output
-    ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k)
+    ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k, sinks)
     ctx.args = (max_q, max_k, causal, wl, wr, scale, softcap)
 
 
 def _grads(ctx, grad_out, grad_lse):
-    q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
+    q, k, v, out, lse, cu_q, cu_k, sinks = ctx.saved_tensors
     max_q, max_k, causal, wl, wr, scale, softcap = ctx.args
     if grad_lse is not None:
         # Checked where the gradient lives, without waiting for it on the host (a device assert on a ROCm build).
         torch._assert_async(grad_lse.eq(0).all(), "hk.attention: gradients through the returned LSE are not supported")
-    return _attention_backward(q, k, v, out, lse, grad_out, cu_q, cu_k, max_q, max_k, causal, wl, wr, scale, softcap)
+    dq, dk, dv, dsinks = _attention_backward(q, k, v, out, lse, grad_out, cu_q, cu_k, max_q, max_k, causal, wl, wr,
+                                             scale, softcap, sinks)
+    return dq, dk, dv, None if sinks is None else dsinks
 
 
 def _backward(ctx, grad_out, grad_lse):
-    return *_grads(ctx, grad_out, grad_lse), None, None, None, None, None
+    dq, dk, dv, dsinks = _grads(ctx, grad_out, grad_lse)
+    return dq, dk, dv, None, None, None, None, None, dsinks
 
 
 def _backward_varlen(ctx, grad_out, grad_lse):
-    return *_grads(ctx, grad_out, grad_lse), None, None, None, None, None, None, None, None, None
+    dq, dk, dv, dsinks = _grads(ctx, grad_out, grad_lse)
+    return dq, dk, dv, None, None, None, None, None, None, None, None, None, dsinks
 
 
 _attention.register_autograd(_backward, setup_context=_setup)
@@ -179,10 +189,22 @@ def _check(entry, q, k, v, dim):
         raise ValueError(f"hk.{entry}: q's head dimension {q.shape[-1]} differs from k's {k.shape[-1]}")
 
 
+def _sinks(entry, sinks, q):
+    """The sinks as the kernels take them: (Hq,) fp32, contiguous (a cast autograd carries back to their own type)."""
+    if sinks is None:
+        return None
+    rt.check_tensor(entry, "sinks", sinks, dim=1)
+    if sinks.shape[0] != q.shape[-2] or not sinks.is_floating_point():
+        raise ValueError(f"hk.{entry}: sinks must be one float per query head ({q.shape[-2]}), got "
+                         f"{tuple(sinks.shape)} {sinks.dtype}")
+    return sinks.to(torch.float32).contiguous()
+
+
 def attention(q, k, v, *, causal=False, window=(-1, -1), scale=None, return_lse=False, softmax_scale=None,
-              window_size=None, softcap=0.0):
+              window_size=None, softcap=0.0, sinks=None):
     """Softmax attention of q (B, Sq, Hq, D) over k, v (B, Sk, Hkv, D); bf16 or f16, D 64 or 128; softcap > 0
-    caps each scaled score x to softcap * tanh(x / softcap) (Gemma 2), differentiably.
+    caps each scaled score x to softcap * tanh(x / softcap) (Gemma 2); sinks (Hq,) adds one logit per query head to
+    every row's softmax denominator, a key with no value (gpt-oss's attention sinks). All differentiable.
 
     Returns the output (B, Sq, Hq, D), and with return_lse=True also the fp32 log-sum-exp (B, Hq, Sq) of each row's
     scaled scores. Differentiable in q, k and v once hk's attention backward is built in (see backward_available()).
@@ -191,13 +213,13 @@ def attention(q, k, v, *, causal=False, window=(-1, -1), scale=None, return_lse=
     if q.shape[0] != k.shape[0]:
         raise ValueError(f"hk.attention: q has batch {q.shape[0]} and k has {k.shape[0]}")
     wl, wr, s, cap = _options("attention", window, scale, softmax_scale, window_size, softcap)
-    out, lse = _attention(q, k, v, bool(causal), wl, wr, s, cap)
+    out, lse = _attention(q, k, v, bool(causal), wl, wr, s, cap, _sinks("attention", sinks, q))
     return (out, lse) if return_lse else out
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False,
                      window=(-1, -1), scale=None, return_lse=False, softmax_scale=None, window_size=None,
-                     softcap=0.0):
+                     softcap=0.0, sinks=None):
     """attention over a packed batch: q (total_q, Hq, D), k and v (total_k, Hkv, D); sequence b is rows
     cu_seqlens[b] .. cu_seqlens[b + 1] - 1 (int32, B + 1 offsets). The LSE is (Hq, total_q)."""
     _check("attention_varlen", q, k, v, 3)
@@ -209,5 +231,5 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
         raise ValueError("hk.attention_varlen: cu_seqlens_q and cu_seqlens_k must both hold B + 1 >= 2 offsets")
     wl, wr, s, cap = _options("attention_varlen", window, scale, softmax_scale, window_size, softcap)
     out, lse = _attention_varlen(q, k, v, cu_seqlens_q.contiguous(), cu_seqlens_k.contiguous(), int(max_seqlen_q),
-                                 int(max_seqlen_k), bool(causal), wl, wr, s, cap)
+                                 int(max_seqlen_k), bool(causal), wl, wr, s, cap, _sinks("attention_varlen", sinks, q))
     return (out, lse) if return_lse else out

@@ -28,6 +28,7 @@ using namespace attn_test;
 
 struct Grads {
   std::vector<uint16_t> dq, dk, dv;  // the device buffers' bits
+  std::vector<float> dsinks;         // with sinks
   bool operator==(const Grads&) const = default;
 };
 
@@ -36,7 +37,7 @@ struct Grads {
 // allocates its own).
 Grads run(const Case& c, bool check = true, bool workspace = true) {
   SCOPED_TRACE(describe(c));
-  attn_ref::Shape shape{c.lq, c.lk, c.hq, c.hkv, c.d, c.causal, c.left, c.right, c.scale, c.softcap};
+  const attn_ref::Shape shape = shape_of(c);
   Tensor q(c, c.hq, c.lq, 1, c.magnitude), k(c, c.hkv, c.lk, 2, c.magnitude), v(c, c.hkv, c.lk, 3, 1.f),
       o(c, c.hq, c.lq, 4, 0.f), dout(c, c.hq, c.lq, 5, 1.f), dq(c, c.hq, c.lq, 6, 0.f), dk(c, c.hkv, c.lk, 7, 0.f),
       dv(c, c.hkv, c.lk, 8, 0.f);
@@ -48,6 +49,7 @@ Grads run(const Case& c, bool check = true, bool workspace = true) {
   float *lse = nullptr, *delta = nullptr;
   EXPECT_EQ(hipMalloc(&lse, (tq * c.hq + 16) * 4), hipSuccess);
   DeviceInts cu_q(offsets(c.lq)), cu_k(offsets(c.lk));
+  DeviceArray<float> sinks(sink_values(c)), dsinks(std::vector<float>(c.sinks ? c.hq : 0, NAN));
 
   hk::AttentionProblem f;
   f.batch = int(c.lq.size()), f.heads_q = c.hq, f.heads_kv = c.hkv, f.head_dim = c.d;
@@ -55,7 +57,7 @@ Grads run(const Case& c, bool check = true, bool workspace = true) {
   else f.cu_seqlens_q = cu_q.dev, f.cu_seqlens_k = cu_k.dev;
   f.q = q.dev, f.k = k.dev, f.v = v.dev, f.o = o.dev, f.lse = lse;
   f.q_strides = q.given(), f.k_strides = k.given(), f.v_strides = v.given(), f.o_strides = o.given();
-  f.type = c.type, f.softmax_scale = c.scale, f.softcap = c.softcap, f.causal = c.causal, f.window_left = c.left, f.window_right = c.right;
+  set_options(c, f, sinks.dev);
   hk::Status s = hk::attention_forward(f);
   EXPECT_TRUE(s) << s.message;
 
@@ -66,7 +68,8 @@ Grads run(const Case& c, bool check = true, bool workspace = true) {
   p.dq = dq.dev, p.dk = dk.dev, p.dv = dv.dev;
   p.q_strides = q.given(), p.k_strides = k.given(), p.v_strides = v.given(), p.o_strides = o.given();
   p.do_strides = dout.given(), p.dq_strides = dq.given(), p.dk_strides = dk.given(), p.dv_strides = dv.given();
-  p.type = c.type, p.softmax_scale = c.scale, p.softcap = c.softcap, p.causal = c.causal, p.window_left = c.left, p.window_right = c.right;
+  set_options(c, p, sinks.dev);
+  p.dsinks = dsinks.dev;
   if (workspace) {
     p.workspace_bytes = hk::attention_backward_workspace_bytes(p);
     EXPECT_EQ(p.workspace_bytes, size_t(tq * c.hq * 4));
@@ -76,7 +79,7 @@ Grads run(const Case& c, bool check = true, bool workspace = true) {
   s = hk::attention_backward(p);
   EXPECT_TRUE(s) << s.message;
   EXPECT_EQ(hipDeviceSynchronize(), hipSuccess);
-  Grads got{dq.download(), dk.download(), dv.download()};
+  Grads got{dq.download(), dk.download(), dv.download(), dsinks.download(sink_values(c).size())};
   (void)hipFree(lse), (void)hipFree(delta);
   if (!check) return got;
 
@@ -98,17 +101,21 @@ Grads run(const Case& c, bool check = true, bool workspace = true) {
   compare("dQ", dq, got.dq, want.dq, want.dq_tol);
   compare("dK", dk, got.dk, want.dk, want.dk_tol);
   compare("dV", dv, got.dv, want.dv, want.dv_tol);
+  for (size_t h = 0; h < got.dsinks.size(); ++h)
+    EXPECT_NEAR(got.dsinks[h], want.dsinks[h], want.dsinks_tol[h]) << "dsinks[" << h << "]";
   return got;
 }
 
 // The reference's gradients are those of its own forward: central differences of sum(O * dO) on a tiny case (every
 // mask kind, GQA, a row that sees no key), with steps exact in float.
 TEST(AttentionBackwardReference, FiniteDifferences) {
-  for (const auto& [causal, left, right, cap] :
-       {std::tuple{false, -1, -1, 0.0}, {true, -1, -1, 0.0}, {false, 1, 0, 0.0}, {true, -1, -1, 0.5}}) {
+  for (const auto& [causal, left, right, cap, sinks] :
+       {std::tuple{false, -1, -1, 0.0, false}, {true, -1, -1, 0.0, false}, {false, 1, 0, 0.0, false},
+        {true, -1, -1, 0.5, false}, {true, -1, -1, 0.0, true}}) {
     attn_ref::Shape s{{3, 2}, {4, 1}, 2, 1, 4, causal, left, right, 0.7, cap};
+    if (sinks) s.sinks = {0.25, -0.5};
     SCOPED_TRACE("causal " + std::to_string(causal) + " window " + std::to_string(left) + "," + std::to_string(right) +
-                 " softcap " + std::to_string(cap));
+                 " softcap " + std::to_string(cap) + " sinks " + std::to_string(sinks));
     auto values = [](long n, uint32_t seed) {
       std::mt19937 rng(seed);
       std::uniform_real_distribution<float> u(-1.f, 1.f);
@@ -139,6 +146,17 @@ TEST(AttentionBackwardReference, FiniteDifferences) {
         EXPECT_NEAR((*grad)[n], fd, 1e-5 + 1e-4 * std::fabs(fd)) << name << "[" << n << "]";
         checked += (*grad)[n] != 0;
       }
+    for (size_t n = 0; n < s.sinks.size(); ++n) {  // the sinks' gradient (the sinks are doubles: any step)
+      const double keep = s.sinks[n];
+      s.sinks[n] = keep + h;
+      const double up = loss();
+      s.sinks[n] = keep - h;
+      const double down = loss();
+      s.sinks[n] = keep;
+      const double fd = (up - down) / (2.0 * h);
+      EXPECT_NEAR(g.dsinks[n], fd, 1e-5 + 1e-4 * std::fabs(fd)) << "dsinks[" << n << "]";
+      EXPECT_NE(g.dsinks[n], 0.0);
+    }
     EXPECT_GT(checked, 20);  // most gradients are non-zero: the check compares something
   }
 }
@@ -169,6 +187,14 @@ TEST(AttentionBackward, Softcap) {
   run({{0, 1, 70, 130}, {3, 1, 100, 130}, true, 2, 2, 128, dtype::bf16, true, -1, -1, 0.f, 4.f, bshd, 5.f});
 }
 
+// Attention sinks: dS unchanged, the sinks' gradient summed over every row of the head (rows without keys included).
+TEST(AttentionBackward, Sinks) {
+  const Layout bshd = Layout::bshd;
+  run({same(130, 1), same(200, 1), false, 5, 1, 64, dtype::bf16, true, -1, -1, 0.f, 1.f, bshd, 0.f, true});
+  run({same(255, 2), same(100, 2), false, 4, 2, 128, dtype::f16, true, -1, -1, 0.f, 2.f, bshd, 0.f, true});
+  run({{0, 1, 70, 130}, {3, 1, 100, 130}, true, 2, 2, 64, dtype::bf16, false, 30, 0, 0.f, 2.f, bshd, 3.f, true});
+}
+
 TEST(AttentionBackward, VarlenAndLayouts) {
   run({{0, 1, 100, 17, 130}, {5, 1, 200, 0, 140}, true, 6, 3, 64, dtype::bf16, true});
   run({{0, 1, 100, 17, 130}, {5, 1, 200, 0, 140}, true, 4, 2, 128, dtype::f16, false, 30, 10});
@@ -183,12 +209,15 @@ TEST(AttentionBackward, OwnWorkspace) {
 
 // The deterministic mode's promise: the same bits run after run and whatever the number of host threads vgpu runs
 // workgroups on (a child process per thread count: vgpu reads HK_VGPU_THREADS when it starts).
-const Case determinism_case{same(150, 1), same(200, 1), false, 4, 2, 64, dtype::bf16, true};
+const Case determinism_case{same(150, 1), same(200, 1), false, 4, 2, 64, dtype::bf16, true, -1, -1, 0.f, 1.f,
+                             Layout::bshd, 0.f, true};
 
 std::vector<char> bytes_of(const Grads& g) {
   std::vector<char> out;
   for (const auto* v : {&g.dq, &g.dk, &g.dv})
     out.insert(out.end(), reinterpret_cast<const char*>(v->data()), reinterpret_cast<const char*>(v->data() + v->size()));
+  out.insert(out.end(), reinterpret_cast<const char*>(g.dsinks.data()),
+             reinterpret_cast<const char*>(g.dsinks.data() + g.dsinks.size()));
   return out;
 }
 
@@ -263,6 +292,8 @@ TEST(AttentionBackwardValidation, Errors) {
   { auto p = base(); p.workspace = lse; expect_error(p, "the workspace overlaps LSE"); }
   { auto p = base(); p.workspace_bytes = 16; expect_error(p, "the workspace holds 16 bytes"); }
   { auto p = base(); p.causal = true, p.window_right = 3; expect_error(p, "window_right must be -1 or 0"); }
+  { auto p = base(); p.dsinks = static_cast<float*>(ws); expect_error(p, "it needs sinks"); }
+  { auto p = base(); p.sinks = lse, p.dsinks = lse + 1; expect_error(p, "dsinks overlaps"); }
   for (void* x : {q, k, v, o, dout, dq, dk, dv, ws, static_cast<void*>(lse)}) (void)hipFree(x);
 }
 

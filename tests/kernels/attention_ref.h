@@ -21,6 +21,7 @@ struct Shape {
   int left = -1, right = -1;      // window; -1 = unbounded
   double scale = 0;               // 0 = 1 / sqrt(d)
   double softcap = 0;             // > 0: logits cap tanh(logit / cap)
+  std::vector<double> sinks;      // empty, or one logit per query head in every row's denominator (a key with no value)
   double softmax_scale() const { return scale > 0 ? scale : 1.0 / std::sqrt(double(d)); }
   // The logit of a dot product q . k, and its derivative in the scaled dot product (1 without a cap).
   double logit(double dot) const {
@@ -37,6 +38,13 @@ struct Shape {
   long total_q() const { long t = 0; for (int n : len_q) t += n; return t; }
   long total_k() const { long t = 0; for (int n : len_k) t += n; return t; }
 };
+
+// Sinks' logits for tests and tools: spread around the scores' range, exact in fp32.
+inline std::vector<float> sample_sinks(int hq) {
+  std::vector<float> z;
+  for (int h = 0; h < hq; ++h) z.push_back(-1.5f + 0.75f * float(h % 5));
+  return z;
+}
 
 // flash-attention's visibility: causal aligned bottom-right, window (left, right) around the diagonal i + Sk - Sq.
 inline bool visible(const Shape& s, long i, long j, long sq, long sk) {
@@ -89,8 +97,12 @@ inline Result forward(const Shape& s, const std::vector<float>& q, const std::ve
           mx = std::max(mx, score[j]), mag_max = std::max(mag_max, m * scale);
         }
         const long row = (start_q + i) * s.hq + h;
-        if (mx == -std::numeric_limits<double>::infinity()) continue;  // no visible key: O 0, LSE -inf, exactly
-        double l = 0, vmax = 0;
+        const double sink = s.sinks.empty() ? -std::numeric_limits<double>::infinity() : s.sinks[h];
+        if (mx == -std::numeric_limits<double>::infinity()) {  // no visible key: O 0, LSE -inf (or the sink), exactly
+          if (!s.sinks.empty()) r.lse[row] = sink, r.lse_tol[row] = 4 * fp32_u * std::fabs(sink) + 1e-6;
+          continue;
+        }
+        double l = std::exp(sink - mx), vmax = 0;  // the sink's term (0 without one)
         std::vector<double> acc(d, 0), acc_abs(d, 0);
         for (long j = 0; j < sk; ++j) {
           if (score[j] == -std::numeric_limits<double>::infinity()) continue;
@@ -117,6 +129,7 @@ inline Result forward(const Shape& s, const std::vector<float>& q, const std::ve
 struct Gradients {
   std::vector<double> dq, dk, dv;              // as the host tensors above
   std::vector<double> dq_tol, dk_tol, dv_tol;  // allowed |device - reference| per element
+  std::vector<double> dsinks, dsinks_tol;      // with sinks: dz_h = -sum over head h's rows of exp(z_h - LSE) delta
 };
 
 // dQ, dK and dV of the loss sum(O * dO) (dO: `dout`, values exactly as the device holds them), with
@@ -140,6 +153,7 @@ inline Gradients backward(const Shape& s, const std::vector<float>& q, const std
   g.dq.assign(tq * s.hq * d, 0), g.dq_tol.assign(g.dq.size(), 0);
   g.dk.assign(tk * s.hkv * d, 0), g.dk_tol.assign(g.dk.size(), 0);
   g.dv.assign(tk * s.hkv * d, 0), g.dv_tol.assign(g.dv.size(), 0);
+  if (!s.sinks.empty()) g.dsinks.assign(s.hq, 0), g.dsinks_tol.assign(s.hq, 0);
   long start_q = 0, start_k = 0;
   for (size_t b = 0; b < s.len_q.size(); ++b) {
     const long sq = s.len_q[b], sk = s.len_k[b];
@@ -157,6 +171,11 @@ inline Gradients backward(const Shape& s, const std::vector<float>& q, const std
           delta_err += std::fabs(doi[x]) * (2 * u * std::fabs(oi[x]) + fwd.o_tol[row * d + x]);
         }
         delta_err += 8 * fp32_u * d * std::fabs(delta);
+        if (!s.sinks.empty()) {
+          const double p_sink = std::exp(s.sinks[h] - fwd.lse[row]);
+          g.dsinks[h] -= p_sink * delta;
+          g.dsinks_tol[h] += p_sink * (delta_err + std::fabs(delta) * (2 * fwd.lse_tol[row] + 16 * fp32_u));
+        }
         for (long j = 0; j < sk; ++j) {
           if (!visible(s, i, j, sq, sk)) continue;
           const float* kj = &k[((start_k + j) * s.hkv + hk) * d];
@@ -194,7 +213,7 @@ inline Gradients backward(const Shape& s, const std::vector<float>& q, const std
     start_q += sq, start_k += sk;
   }
   // The output's own rounding to the element type, and a floor for sums that cancel.
-  for (auto [val, tol] : {std::pair{&g.dq, &g.dq_tol}, {&g.dk, &g.dk_tol}, {&g.dv, &g.dv_tol}})
+  for (auto [val, tol] : {std::pair{&g.dq, &g.dq_tol}, {&g.dk, &g.dk_tol}, {&g.dv, &g.dv_tol}, {&g.dsinks, &g.dsinks_tol}})
     for (size_t n = 0; n < val->size(); ++n) (*tol)[n] += u * std::fabs((*val)[n]) + 1e-6;
   return g;
 }

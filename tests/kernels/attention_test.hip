@@ -1,7 +1,7 @@
 // hk::attention_forward on each virtual device against the float64 host reference (attention_ref.h): O and LSE
 // within per-dtype tolerances, for query and key lengths below, equal to and above each other (1, 17, 100, 255, 257,
 // 1000), MHA and GQA (Hq / Hkv = 1, 2, 3, 4, 8, with Hkv > 1), D 64 and 128, bf16 and f16, non-causal, causal and
-// windows, rows that see no key, large scores, softcapping, varlen batches with empty and length-1 sequences, BHSD and padded
+// windows, rows that see no key, large scores, softcapping, sinks, varlen batches with empty and length-1 sequences, BHSD and padded
 // strides; and every validation error. Inputs sit in buffers whose unused elements are NaN, so a read outside the
 // tensor poisons the result; O's unused elements and LSE's tail must keep their canary bits.
 #include <hip/hip_runtime.h>
@@ -26,7 +26,7 @@ using namespace attn_test;
 
 void run(const Case& c) {
   SCOPED_TRACE(describe(c));
-  attn_ref::Shape shape{c.lq, c.lk, c.hq, c.hkv, c.d, c.causal, c.left, c.right, c.scale, c.softcap};
+  const attn_ref::Shape shape = shape_of(c);
   Tensor q(c, c.hq, c.lq, 1, c.magnitude), k(c, c.hkv, c.lk, 2, c.magnitude), v(c, c.hkv, c.lk, 3, 1.f),
       o(c, c.hq, c.lq, 4, 0.f);
   std::vector<uint16_t> o_canary(o.image.size(), canary(c.type));
@@ -38,6 +38,7 @@ void run(const Case& c) {
   ASSERT_EQ(hipMalloc(&lse, lse_host.size() * 4), hipSuccess);
   ASSERT_EQ(hipMemcpy(lse, lse_host.data(), lse_host.size() * 4, hipMemcpyHostToDevice), hipSuccess);
   DeviceInts cu_q(offsets(c.lq)), cu_k(offsets(c.lk));
+  DeviceArray<float> sinks(sink_values(c));
 
   hk::AttentionProblem p;
   p.batch = int(c.lq.size()), p.heads_q = c.hq, p.heads_kv = c.hkv, p.head_dim = c.d;
@@ -45,7 +46,7 @@ void run(const Case& c) {
   else p.cu_seqlens_q = cu_q.dev, p.cu_seqlens_k = cu_k.dev;
   p.q = q.dev, p.k = k.dev, p.v = v.dev, p.o = o.dev, p.lse = lse;
   p.q_strides = q.given(), p.k_strides = k.given(), p.v_strides = v.given(), p.o_strides = o.given();
-  p.type = c.type, p.softmax_scale = c.scale, p.softcap = c.softcap, p.causal = c.causal, p.window_left = c.left, p.window_right = c.right;
+  set_options(c, p, sinks.dev);
   hk::Status s = hk::attention_forward(p);
   ASSERT_TRUE(s) << s.message;
   ASSERT_EQ(hipDeviceSynchronize(), hipSuccess);
@@ -131,6 +132,14 @@ TEST(AttentionVariants, Softcap) {
   run({{0, 1, 70, 200}, {3, 1, 100, 130}, true, 2, 2, 64, dtype::bf16, true, -1, -1, 0.f, 4.f, bshd, 5.f});
 }
 
+// Attention sinks: a logit per head in every row's denominator; rows that see no key then have LSE = the sink.
+TEST(AttentionVariants, Sinks) {
+  const Layout bshd = Layout::bshd;
+  run({same(100, 1), same(257, 1), false, 5, 1, 64, dtype::bf16, true, -1, -1, 0.f, 1.f, bshd, 0.f, true});
+  run({same(255, 1), same(100, 1), false, 4, 2, 128, dtype::f16, true, -1, -1, 0.f, 2.f, bshd, 0.f, true});
+  run({{0, 1, 70, 200}, {3, 1, 100, 130}, true, 2, 2, 128, dtype::bf16, false, 30, 0, 0.f, 2.f, bshd, 3.f, true});
+}
+
 // Packed batches with empty and length-1 sequences on either side.
 TEST(AttentionVarlen, Ragged) {
   const std::vector<int> lq{0, 1, 100, 17, 257}, lk{5, 1, 255, 0, 300};
@@ -186,6 +195,7 @@ TEST(AttentionValidation, Errors) {
   { auto p = base(); p.softmax_scale = INFINITY; expect_error(p, "softmax_scale"); }
   { auto p = base(); p.softcap = -1.f; expect_error(p, "softcap must be positive"); }
   { auto p = base(); p.softcap = NAN; expect_error(p, "softcap must be positive"); }
+  { auto p = base(); p.sinks = lse + b * h * s - 1; expect_error(p, "sinks must be heads_q"); }  // runs past LSE's end
   { auto p = base(); p.window_left = -2; expect_error(p, "window sizes"); }
   { auto p = base(); p.causal = true, p.window_right = 4; expect_error(p, "window_right must be -1 or 0"); }
   { auto p = base(); p.cu_seqlens_q = cu_good.dev; expect_error(p, "both cu_seqlens_q and cu_seqlens_k"); }

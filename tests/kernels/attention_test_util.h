@@ -11,6 +11,7 @@
 
 #include "attention/attention.h"
 #include "hk/hk_test_util.h"
+#include "kernels/attention_ref.h"
 
 namespace attn_test {
 
@@ -31,7 +32,25 @@ struct Case {
   float magnitude = 1.f;  // inputs uniform in [-magnitude, magnitude]
   Layout layout = Layout::bshd;
   float softcap = 0.f;
+  bool sinks = false;  // attention sinks: one logit per query head (sink_values)
 };
+
+// The sinks' logits of a case (none without sinks).
+inline std::vector<float> sink_values(const Case& c) { return c.sinks ? attn_ref::sample_sinks(c.hq) : std::vector<float>{}; }
+
+// The case as the float64 reference sees it.
+inline attn_ref::Shape shape_of(const Case& c) {
+  attn_ref::Shape s{c.lq, c.lk, c.hq, c.hkv, c.d, c.causal, c.left, c.right, c.scale, c.softcap};
+  for (float z : sink_values(c)) s.sinks.push_back(z);
+  return s;
+}
+
+// The case's type, scale, masks and variants in a problem's shared part (`sinks`: the device copy of sink_values, or
+// null); shapes, tensors and strides are the caller's.
+inline void set_options(const Case& c, hk::AttentionInputs& p, const float* sinks) {
+  p.type = c.type, p.softmax_scale = c.scale, p.softcap = c.softcap, p.causal = c.causal;
+  p.window_left = c.left, p.window_right = c.right, p.sinks = sinks;
+}
 
 inline std::string describe(const Case& c) {
   auto lens = [](const std::vector<int>& v) {
@@ -43,7 +62,7 @@ inline std::string describe(const Case& c) {
          std::to_string(c.hq) + " Hkv " + std::to_string(c.hkv) + " D " + std::to_string(c.d) + " " +
          hk::to_string(c.type) + (c.causal ? " causal" : "") + " window " + std::to_string(c.left) + "," +
          std::to_string(c.right) + " magnitude " + std::to_string(c.magnitude) + " layout " +
-         std::to_string(int(c.layout)) + (c.softcap > 0 ? " softcap " + std::to_string(c.softcap) : "");
+         std::to_string(int(c.layout)) + (c.softcap > 0 ? " softcap " + std::to_string(c.softcap) : "") + (c.sinks ? " sinks" : "");
 }
 
 // A 16-bit element's bits and value as the device stores them (the host toolkit's bf16 / f16).
@@ -107,14 +126,23 @@ struct Tensor {
   hk::AttentionProblem::Strides given() const { return c.layout == Layout::bshd_default ? hk::AttentionProblem::Strides{} : s; }
 };
 
-struct DeviceInts {
-  int* dev = nullptr;
-  explicit DeviceInts(const std::vector<int>& v) {
-    EXPECT_EQ(hipMalloc(&dev, v.size() * sizeof(int)), hipSuccess);
-    EXPECT_EQ(hipMemcpy(dev, v.data(), v.size() * sizeof(int), hipMemcpyHostToDevice), hipSuccess);
+// A device copy of a host array (null when it is empty).
+template <class E>
+struct DeviceArray {
+  E* dev = nullptr;
+  explicit DeviceArray(const std::vector<E>& v) {
+    if (v.empty()) return;
+    EXPECT_EQ(hipMalloc(&dev, v.size() * sizeof(E)), hipSuccess);
+    EXPECT_EQ(hipMemcpy(dev, v.data(), v.size() * sizeof(E), hipMemcpyHostToDevice), hipSuccess);
   }
-  ~DeviceInts() { (void)hipFree(dev); }
+  std::vector<E> download(size_t n) const {
+    std::vector<E> out(n);
+    EXPECT_EQ(hipMemcpy(out.data(), dev, n * sizeof(E), hipMemcpyDeviceToHost), hipSuccess);
+    return out;
+  }
+  ~DeviceArray() { (void)hipFree(dev); }
 };
+using DeviceInts = DeviceArray<int>;
 
 inline std::vector<int> offsets(const std::vector<int>& lens) {
   std::vector<int> cu{0};

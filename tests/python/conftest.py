@@ -38,10 +38,11 @@ def seeded():
     torch.manual_seed(1234)
 
 
-def attention_reference(q, k, v, causal=False, window=(-1, -1), scale=None, softcap=0.0):
+def attention_reference(q, k, v, causal=False, window=(-1, -1), scale=None, softcap=0.0, sinks=None):
     """(out, lse) in float64 with an explicit mask aligned bottom-right, as flash-attention's (SDPA's is_causal is
-    top-left), and flash-attention's softcap (scaled scores x -> softcap tanh(x / softcap)). Rows that see no key give
-    0 and LSE -inf. Tensors are (B, S, H, D); differentiable."""
+    top-left), flash-attention's softcap (scaled scores x -> softcap tanh(x / softcap)) and sinks (one logit per head
+    in every row's denominator). Rows that see no key give 0 and LSE -inf (the sink with sinks). Tensors are
+    (B, S, H, D); differentiable."""
     q, k, v = (t.to(torch.float64).transpose(1, 2) for t in (q, k, v))  # (B, H, S, D)
     sq, sk, d = q.shape[2], k.shape[2], q.shape[3]
     scale = scale or 1.0 / math.sqrt(d)
@@ -60,8 +61,12 @@ def attention_reference(q, k, v, causal=False, window=(-1, -1), scale=None, soft
     scores = (q @ k.transpose(-1, -2)) * scale
     if softcap:
         scores = softcap * torch.tanh(scores / softcap)
-    seen = allowed.any(dim=1)[:, None]
     masked = scores.masked_fill(~allowed, -math.inf)
+    if sinks is not None:
+        z = sinks.to(torch.float64)[None, :, None, None].expand(*masked.shape[:3], 1)
+        lse = torch.logsumexp(torch.cat((masked, z), dim=-1), dim=-1)
+        return (torch.exp(masked - lse[..., None]) @ v).transpose(1, 2), lse
+    seen = allowed.any(dim=1)[:, None]
     lse = torch.logsumexp(masked, dim=-1)
     p = torch.softmax(torch.where(seen, masked, torch.zeros_like(masked)), dim=-1)
     p = torch.where(seen, p, torch.zeros_like(p))

@@ -70,6 +70,28 @@ def test_gradients(causal, sq, sk, hkv):
         assert_close(t.grad, ref.grad, dtype, ulps=8 * math.sqrt(sk), what=name)
 
 
+@pytest.mark.parametrize("causal,sq,sk,hq,hkv,d", [(True, 90, 40, 4, 1, 64), (False, 64, 100, 2, 2, 128)])
+def test_sinks_forward_and_gradients(causal, sq, sk, hq, hkv, d):
+    """gpt-oss's attention sinks: one learnable logit per head in every row's denominator (rows that see no key keep
+    O = 0 and take LSE = the sink), and their gradient."""
+    dtype = torch.bfloat16
+    q = rand(1, sq, hq, d, dtype=dtype).requires_grad_()
+    k, v = (rand(1, sk, hkv, d, dtype=dtype).requires_grad_() for _ in range(2))
+    sinks = torch.linspace(-1.0, 2.0, hq, dtype=torch.float32).requires_grad_()
+    grad = rand(1, sq, hq, d, dtype=dtype)
+    out, lse = hk.attention(q, k, v, causal=causal, sinks=sinks, return_lse=True)
+    out.backward(grad)
+    q64, k64, v64, s64 = (t.detach().double().requires_grad_() for t in (q, k, v, sinks))
+    ref, ref_lse = attention_reference(q64, k64, v64, causal=causal, sinks=s64)
+    ref.backward(grad.double())
+    assert_close(out, ref, dtype, ulps=4, what="O")
+    assert_close(lse, ref_lse, torch.float32, ulps=2**13, what="LSE")
+    for name, t, r in (("dQ", q, q64), ("dK", k, k64), ("dV", v, v64)):
+        assert_close(t.grad, r.grad, dtype, ulps=8 * math.sqrt(sk), what=name)
+    assert sinks.grad.dtype == torch.float32 and sinks.grad.abs().min() > 0
+    assert_close(sinks.grad, s64.grad, dtype, ulps=2, what="dsinks")  # through O and dO in bf16
+
+
 def test_varlen_gradients():
     lens_q, lens_k, hq, hkv, d = [20, 0, 33], [30, 5, 33], 2, 1, 64
     dtype = torch.bfloat16

@@ -22,12 +22,14 @@ def _cases():
     yield "norm_backward", (rand(4, 32, dtype=torch.float32), rand(4, 32, dtype=torch.float32), r, mean, rstd,
                             rand(32, dtype=torch.float32), False, True, True, 0.1, 7, 0)
     q = rand(1, 16, 2, 64, dtype=bf)
-    yield "attention", (q, q, q, True, -1, -1, 0.0, 0.0)
+    yield "attention", (q, q, q, True, -1, -1, 0.0, 0.0, rand(2, dtype=torch.float32).requires_grad_())
     packed = rand(20, 2, 64, dtype=bf)
     cu = torch.tensor([0, 7, 20], dtype=torch.int32)
-    yield "attention_varlen", (packed, packed, packed, cu, cu, 13, 13, True, -1, -1, 0.0, 2.0)
-    out, lse = torch.ops.hk.attention(q, q, q, True, -1, -1, 0.0, 0.0)
-    yield "attention_backward", (q, q, q, out, lse, rand(1, 16, 2, 64, dtype=bf), None, None, 0, 0, True, -1, -1, 0.0, 3.0)
+    yield "attention_varlen", (packed, packed, packed, cu, cu, 13, 13, True, -1, -1, 0.0, 2.0, None)
+    sinks = rand(2, dtype=torch.float32)
+    out, lse = torch.ops.hk.attention(q, q, q, True, -1, -1, 0.0, 0.0, sinks)
+    yield "attention_backward", (q, q, q, out, lse, rand(1, 16, 2, 64, dtype=bf), None, None, 0, 0, True, -1, -1, 0.0, 0.0,
+                                 sinks)
 
 
 @pytest.mark.parametrize("name,args", list(_cases()), ids=lambda v: v if isinstance(v, str) else "")
