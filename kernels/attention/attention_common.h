@@ -328,7 +328,7 @@ struct AttnWave {
   // head's logit z, a key with no value) joins the denominator here, once per row: the max moves to max(m, z log2 e)
   // and O's and l's terms follow it.
   __device__ void finish(const AttnView<T, D>& v, const AttnArgs& p) {
-    if (false && p.sinks) {  // (at the tail of the 256-VGPR ping-pong kernel this costs one spill, outside its loop)
+    if (p.sinks) {  // (at the tail of the 256-VGPR ping-pong kernel this costs one spill, outside its loop)
       const float z = p.sinks[v.blk.h] * 1.44269504088896341f;
       cols_vec keep;
       vec_apply(
