@@ -340,8 +340,8 @@ std::shared_ptr<const CodeObject> load_code_object(std::span<const uint8_t> byte
 
   // The metadata notes: kernels, their arguments and resource counts. A code object linked from several (Tensile's
   // libraries link one assembled object per kernel into each .co) carries one NT_AMDGPU_METADATA note per input
-  // object; like ROCm's code object manager, vgpu merges them: the kernels of every note, which must all name the
-  // same target.
+  // object; like ROCm's code object manager, vgpu merges them: the kernels of every note, whose targets (where
+  // given) must agree.
   std::vector<llvm::ArrayRef<uint8_t>> metadata_blobs;
   for (size_t i = 0; i < sections.size(); ++i) {
     const Shdr& s = sections[i];
@@ -363,7 +363,9 @@ std::shared_ptr<const CodeObject> load_code_object(std::span<const uint8_t> byte
   for (const KernelInfo& k : md.kernels) described.insert(k.name);
   for (size_t n = 1; n < metadata_blobs.size(); ++n) {
     Metadata more = parse_metadata(metadata_blobs[n]);
-    if (more.target != md.target)
+    // amdhsa.target is optional (an object assembled without a target directive has none); present, they agree.
+    if (md.target.empty()) md.target = more.target;
+    if (!more.target.empty() && more.target != md.target)
       loader_fail("code object: metadata note " + std::to_string(n) + " names target '" + more.target +
                   "', the first one '" + md.target + "'");
     for (size_t k = 0; k < more.kernels.size(); ++k) {
