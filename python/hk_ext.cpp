@@ -300,6 +300,7 @@ void bind_norm(py::module_& m) {
       .def_readwrite("ldy", &P::ldy)
       .def_readwrite("ld_residual_out", &P::ld_residual_out)
       .def_readwrite("ld_mask", &P::ld_mask)
+      .def_readwrite("ld_mask_bits", &P::ld_mask_bits)
       .def_readwrite("eps", &P::eps)
       .def_readwrite("p", &P::p)
       .def_readwrite("seed", &P::seed)
@@ -313,6 +314,7 @@ void bind_norm(py::module_& m) {
   pointer(c, "mean", &P::mean);
   pointer(c, "rstd", &P::rstd);
   pointer(c, "mask", &P::mask);
+  pointer(c, "mask_bits", &P::mask_bits);
   pointer(c, "stream", &P::stream);
   bind_call(m, "layer_norm", &hk::layer_norm);
   bind_call(m, "rms_norm", &hk::rms_norm);
