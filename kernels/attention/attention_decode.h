@@ -22,7 +22,8 @@
 //     16 KB (D = 128) per wave in flight, 8 to 16 waves per CU.
 //   - Split-KV: with few (sequence, KV head) pairs the host splits the keys into `splits` ranges of split_tiles tiles
 //     so that the grid fills the CUs; each split writes its normalized partial O and log2-LSE in fp32, and a second
-//     kernel combines them in split order. Everything is summed in a fixed order: bit-identical from run to run.
+//     kernel (a workgroup per query row, its threads over D and the splits) combines them in a fixed order.
+//     Everything is summed in a fixed order: bit-identical from run to run.
 // The masks are those of the forward (bottom-right causal, windows), per query row; keys past the sequence's end are
 // read from its last key (clamped: never outside the cache) and masked.
 #pragma once
@@ -257,36 +258,47 @@ __global__ __launch_bounds__(256) void attention_decode(DecodeArgs p) {
   if (p.lse && d0 == 0) p.lse[(long(it.b) * p.heads_q + h) * sq + qi] = lse2 * 0.69314718055994531f;
 }
 
-// The splits' partials of one item combined in split order: O = sum_s 2^(lse_s - M) O_s / sum_s 2^(lse_s - M).
+inline constexpr int decode_max_splits = 1024;  // the combine keeps every split's LSE of a row in LDS
+
+// The splits' partials of one query row (workgroup: item, row) combined in a fixed order: O = sum_s w_s O_s / sum_s
+// w_s with w_s = 2^(lse_s - M), M the largest lse_s. Thread t takes element t % D of the splits s = t / D (mod 256 / D),
+// in increasing order; the groups' sums then meet in LDS, summed in group order.
 template <class T, int D>
 __global__ __launch_bounds__(256) void attention_decode_combine(DecodeArgs p) {
-  constexpr int WQ = decode_rows, per = D / 16;
-  const int item = int(blockIdx.x), items = p.batch * p.heads_kv * p.q_blocks;
+  constexpr int WQ = decode_rows, G = 256 / D;
+  __shared__ float lses[decode_max_splits], part[G][D + 1], top[4];
+  const int item = int(blockIdx.x) / WQ, col = int(blockIdx.x) % WQ, items = p.batch * p.heads_kv * p.q_blocks;
   const int qb = item % p.q_blocks, h_kv = item / p.q_blocks % p.heads_kv, b = item / p.q_blocks / p.heads_kv;
-  const int ratio = p.heads_q / p.heads_kv, rows = p.seqlen_q * ratio;
-  const int col = int(threadIdx.x) / 16, d0 = int(threadIdx.x) % 16 * per, rr = qb * WQ + col;
+  const int ratio = p.heads_q / p.heads_kv, rows = p.seqlen_q * ratio, rr = qb * WQ + col;
   if (rr >= rows) return;
-  float M = -INFINITY;
-  for (int s = 0; s < p.splits; ++s) M = fmaxf(M, p.part_lse[(long(s) * items + item) * WQ + col]);
-  float L = 0.f, o[per] = {};
-  if (M != -INFINITY)
-    for (int s = 0; s < p.splits; ++s) {
-      const long at = long(s) * items + item;
-      const float ls = p.part_lse[at * WQ + col];
-      if (ls == -INFINITY) continue;
-      const float a = __builtin_amdgcn_exp2f(ls - M);
-      L += a;
-      const float* src = p.part_o + (at * WQ + col) * D + d0;
-#pragma unroll
-      for (int e = 0; e < per; ++e) o[e] += a * src[e];
+  const int t = int(threadIdx.x);
+  float m = -INFINITY;
+  for (int s = t; s < p.splits; s += 256) m = fmaxf(m, lses[s] = p.part_lse[(long(s) * items + item) * WQ + col]);
+  m = detail::lanes_reduce<detail::max_op>(m, 1, 32);
+  if (t % 64 == 0) top[t / 64] = m;
+  barrier();
+  const float M = fmaxf(fmaxf(top[0], top[1]), fmaxf(top[2], top[3]));
+  const int d = t % D, g = t / D;
+  float acc = 0.f, L = 0.f;
+  if (M != -INFINITY) {
+#pragma unroll 4
+    for (int s = g; s < p.splits; s += G) {
+      const float ls = lses[s], w = ls == -INFINITY ? 0.f : __builtin_amdgcn_exp2f(ls - M);
+      L += w;
+      acc += w * p.part_o[((long(s) * items + item) * WQ + col) * D + d];
     }
-  const float inv = L > 0.f ? 1.f / L : 0.f;
-  const int qi = rr / ratio, h = h_kv * ratio + rr % ratio;
-  T* dst = static_cast<T*>(p.o) + b * p.o_bs + long(qi) * p.o_rs + long(h) * p.o_hs + d0;
+  }
+  part[g][d] = acc;
+  if (d == 0) part[g][D] = L;
+  barrier();
+  if (g) return;
+  float o = 0.f, l = 0.f;
 #pragma unroll
-  for (int e = 0; e < per; ++e) dst[e] = to<T>(o[e] * inv);
-  if (p.lse && d0 == 0)
-    p.lse[(long(b) * p.heads_q + h) * p.seqlen_q + qi] = L > 0.f ? (M + __log2f(L)) * 0.69314718055994531f : -INFINITY;
+  for (int i = 0; i < G; ++i) o += part[i][d], l += part[i][D];
+  const int qi = rr / ratio, h = h_kv * ratio + rr % ratio;
+  static_cast<T*>(p.o)[b * p.o_bs + long(qi) * p.o_rs + long(h) * p.o_hs + d] = to<T>(l > 0.f ? o / l : 0.f);
+  if (p.lse && d == 0)
+    p.lse[(long(b) * p.heads_q + h) * p.seqlen_q + qi] = l > 0.f ? (M + __log2f(l)) * 0.69314718055994531f : -INFINITY;
 }
 
 }  // namespace hk::kernels

@@ -31,9 +31,10 @@ void split(const AttentionDecodeProblem& p, long capacity, int cus, Plan& r) {
   constexpr int BK = kernels::decode_keys;
   const long tiles = (capacity + BK - 1) / BK, want = 4l * cus;
   long splits = std::clamp((want + r.items - 1) / r.items, 1l, std::max(1l, tiles / 8));
+  splits = std::min<long>(splits, kernels::decode_max_splits);
   long split_tiles = (tiles + splits - 1) / splits;
   split_tiles = (split_tiles + 3) / 4 * 4;
-  splits = std::max(1l, (tiles + split_tiles - 1) / split_tiles);
+  splits = std::max(1l, (tiles + split_tiles - 1) / split_tiles);  // (never more than before)
   r.a.splits = int(splits), r.a.split_tiles = int(std::max(4l, split_tiles));
   r.workspace = splits > 1 ? size_t(splits) * r.items * kernels::decode_rows * (p.head_dim + 1) * sizeof(float) : 0;
 }
@@ -174,7 +175,7 @@ Status launch(const AttentionDecodeProblem& p, Plan& r, void* workspace) {
     constexpr int D = decltype(dim)::value;
     hipLaunchKernelGGL((kernels::attention_decode<T, D>), dim3(unsigned(r.items * a.splits)), dim3(256), 0, p.stream, a);
     if (a.splits > 1)
-      hipLaunchKernelGGL((kernels::attention_decode_combine<T, D>), dim3(unsigned(r.items)), dim3(256), 0, p.stream, a);
+      hipLaunchKernelGGL((kernels::attention_decode_combine<T, D>), dim3(unsigned(r.items * kernels::decode_rows)), dim3(256), 0, p.stream, a);
   };
   auto dim = [&](auto t) {
     if (p.head_dim == 64) go(t, std::integral_constant<int, 64>{});
