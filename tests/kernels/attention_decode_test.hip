@@ -73,7 +73,7 @@ struct DecodeRun {
     const int b = int(c.seqlens.size());
     if (c.page) {
       rows = c.page, per_seq = (cap + c.page - 1) / c.page, pages = b * per_seq + 3;  // 3 pages no one uses
-      std::vector<int> perm(size_t(pages));
+      std::vector<int> perm(static_cast<size_t>(pages));
       std::iota(perm.begin(), perm.end(), 0);
       std::shuffle(perm.begin(), perm.end(), std::mt19937(11));
       table.assign(perm.begin(), perm.begin() + long(b) * per_seq);
@@ -100,6 +100,7 @@ struct DecodeRun {
     for (int s = 0; s < b; ++s) {
       for (long j = 0; j < c.seqlens[s]; ++j) {
         const long page = c.page ? table[size_t(s) * per_seq + j / rows] : s, row = c.page ? j % rows : j;
+        if (page < 0 || page >= pages) continue;  // a bad table (the validation cases): nothing to place
         for (int h = 0; h < c.hkv; ++h)
           for (int x = 0; x < c.d; ++x) {
             const size_t at = ((size_t(page) * rows + row) * c.hkv + h) * c.d + x;
