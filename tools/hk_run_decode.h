@@ -173,8 +173,14 @@ int run_decode(const DecodeOptions& a) {
         bad += !(std::isinf(want.lse[r]) ? got == want.lse[r] : std::fabs(got - want.lse[r]) <= want.lse_tol[r]);
         if (want.lse_tol[r] > 0 && std::isfinite(got)) worst = std::max(worst, std::fabs(got - want.lse[r]) / want.lse_tol[r]);
       }
-  std::printf("%s on %s: %s (%zu O and %zu LSE elements, %zu outside tolerance, worst error %.2f of its tolerance)\n",
-              decode_title(a).c_str(), d.arch, bad ? "FAILED" : "ok", nq, lse.size(), bad, worst);
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a of O's and LSE's bits: compare runs (HK_VGPU_THREADS, paging)
+  auto mix = [&](const void* data, size_t n) {
+    for (size_t i = 0; i < n; ++i) hash = (hash ^ static_cast<const uint8_t*>(data)[i]) * 1099511628211ull;
+  };
+  mix(o_bits.data(), o_bits.size() * 2), mix(lse.data(), lse.size() * 4);
+  std::printf("%s on %s: %s (%zu O and %zu LSE elements, %zu outside tolerance, worst error %.2f of its tolerance; "
+              "bits %016llx)\n", decode_title(a).c_str(), d.arch, bad ? "FAILED" : "ok", nq, lse.size(), bad, worst,
+              (unsigned long long)hash);
   std::printf("  last launch: grid %u, %llu waves, %llu wave instructions, %.3f s emulated\n", d.grid[0], d.waves,
               d.wave_instructions, d.wall_seconds);
   for (const auto& kern : hk::report::own_kernels(device_arch()))

@@ -58,5 +58,5 @@ def test_with_kvcache_refusals():
         fa.flash_attn_with_kvcache(q, cache, cache, rotary_cos=torch.zeros(8, 32), cache_seqlens=4)
     with pytest.raises(ValueError, match="cache_seqlens must be int32"):
         fa.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=torch.tensor([4], dtype=torch.int64))
-    with pytest.raises(RuntimeError, match="outside the cache's capacity"):
+    with pytest.raises(ValueError, match="outside the cache's capacity"):
         fa.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=9)
