@@ -44,6 +44,7 @@ struct DecodeArgs {
   int batch, heads_q, heads_kv, seqlen_q;
   int q_blocks;               // blocks of 16 query rows per (sequence, KV head)
   int splits, split_tiles;    // key ranges per item and their length in tiles
+  int combine_rows;           // workgroups of the combine per item: 16, or the rows of a single block
   int left, right;            // window (-1 unbounded; causal: right = 0)
   float scale_log2;
 };
@@ -261,13 +262,16 @@ __global__ __launch_bounds__(256) void attention_decode(DecodeArgs p) {
 inline constexpr int decode_max_splits = 1024;  // the combine keeps every split's LSE of a row in LDS
 
 // The splits' partials of one query row (workgroup: item, row) combined in a fixed order: O = sum_s w_s O_s / sum_s
-// w_s with w_s = 2^(lse_s - M), M the largest lse_s. Thread t takes element t % D of the splits s = t / D (mod 256 / D),
-// in increasing order; the groups' sums then meet in LDS, summed in group order.
+// w_s with w_s = 2^(lse_s - M), M the largest lse_s. Thread t takes elements 4 (t % (D / 4)) .. + 3 (one 16-byte load)
+// of the splits s = t / (D / 4) (mod G), in increasing order; the G groups' sums then meet in LDS, summed in order.
 template <class T, int D>
 __global__ __launch_bounds__(256) void attention_decode_combine(DecodeArgs p) {
-  constexpr int WQ = decode_rows, G = 256 / D;
-  __shared__ float lses[decode_max_splits], part[G][D + 1], top[4];
-  const int item = int(blockIdx.x) / WQ, col = int(blockIdx.x) % WQ, items = p.batch * p.heads_kv * p.q_blocks;
+  constexpr int WQ = decode_rows, G = 256 / (D / 4);
+  __shared__ float lses[decode_max_splits], top[4];
+  __shared__ float4 part[G][D / 4];
+  __shared__ float sums[G];
+  const int item = int(blockIdx.x) / p.combine_rows, col = int(blockIdx.x) % p.combine_rows;
+  const int items = p.batch * p.heads_kv * p.q_blocks;
   const int qb = item % p.q_blocks, h_kv = item / p.q_blocks % p.heads_kv, b = item / p.q_blocks / p.heads_kv;
   const int ratio = p.heads_q / p.heads_kv, rows = p.seqlen_q * ratio, rr = qb * WQ + col;
   if (rr >= rows) return;
@@ -278,26 +282,34 @@ __global__ __launch_bounds__(256) void attention_decode_combine(DecodeArgs p) {
   if (t % 64 == 0) top[t / 64] = m;
   barrier();
   const float M = fmaxf(fmaxf(top[0], top[1]), fmaxf(top[2], top[3]));
-  const int d = t % D, g = t / D;
-  float acc = 0.f, L = 0.f;
+  const int d4 = t % (D / 4), g = t / (D / 4);
+  float4 acc = {0.f, 0.f, 0.f, 0.f};
+  float L = 0.f;
   if (M != -INFINITY) {
 #pragma unroll 4
     for (int s = g; s < p.splits; s += G) {
       const float ls = lses[s], w = ls == -INFINITY ? 0.f : __builtin_amdgcn_exp2f(ls - M);
+      const float4 x = reinterpret_cast<const float4*>(p.part_o + ((long(s) * items + item) * WQ + col) * D)[d4];
       L += w;
-      acc += w * p.part_o[((long(s) * items + item) * WQ + col) * D + d];
+      acc.x += w * x.x, acc.y += w * x.y, acc.z += w * x.z, acc.w += w * x.w;
     }
   }
-  part[g][d] = acc;
-  if (d == 0) part[g][D] = L;
+  part[g][d4] = acc;
+  if (d4 == 0) sums[g] = L;
   barrier();
   if (g) return;
-  float o = 0.f, l = 0.f;
+  float4 o = {0.f, 0.f, 0.f, 0.f};
+  float l = 0.f;
 #pragma unroll
-  for (int i = 0; i < G; ++i) o += part[i][d], l += part[i][D];
+  for (int i = 0; i < G; ++i) {
+    const float4 x = part[i][d4];
+    o.x += x.x, o.y += x.y, o.z += x.z, o.w += x.w, l += sums[i];
+  }
+  const float inv = l > 0.f ? 1.f / l : 0.f;
   const int qi = rr / ratio, h = h_kv * ratio + rr % ratio;
-  static_cast<T*>(p.o)[b * p.o_bs + long(qi) * p.o_rs + long(h) * p.o_hs + d] = to<T>(l > 0.f ? o / l : 0.f);
-  if (p.lse && d == 0)
+  T* dst = static_cast<T*>(p.o) + b * p.o_bs + long(qi) * p.o_rs + long(h) * p.o_hs + 4 * d4;
+  dst[0] = to<T>(o.x * inv), dst[1] = to<T>(o.y * inv), dst[2] = to<T>(o.z * inv), dst[3] = to<T>(o.w * inv);
+  if (p.lse && d4 == 0)
     p.lse[(long(b) * p.heads_q + h) * p.seqlen_q + qi] = l > 0.f ? (M + __log2f(l)) * 0.69314718055994531f : -INFINITY;
 }
 

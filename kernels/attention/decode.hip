@@ -155,6 +155,7 @@ Status prepare(const AttentionDecodeProblem& p, Plan& r) {
   a.bt_stride = p.max_blocks, a.page_size = p.cache_rows;
   a.batch = p.batch, a.heads_q = p.heads_q, a.heads_kv = p.heads_kv, a.seqlen_q = p.seqlen_q;
   a.q_blocks = int((long(p.seqlen_q) * (p.heads_q / p.heads_kv) + 15) / 16);
+  a.combine_rows = a.q_blocks == 1 ? p.seqlen_q * (p.heads_q / p.heads_kv) : kernels::decode_rows;
   const long reach = capacity + p.seqlen_q;  // a window wider than any sequence is no window
   a.left = p.window_left > reach ? -1 : p.window_left;
   a.right = p.causal ? 0 : p.window_right > reach ? -1 : p.window_right;
@@ -175,7 +176,7 @@ Status launch(const AttentionDecodeProblem& p, Plan& r, void* workspace) {
     constexpr int D = decltype(dim)::value;
     hipLaunchKernelGGL((kernels::attention_decode<T, D>), dim3(unsigned(r.items * a.splits)), dim3(256), 0, p.stream, a);
     if (a.splits > 1)
-      hipLaunchKernelGGL((kernels::attention_decode_combine<T, D>), dim3(unsigned(r.items * kernels::decode_rows)), dim3(256), 0, p.stream, a);
+      hipLaunchKernelGGL((kernels::attention_decode_combine<T, D>), dim3(unsigned(r.items * a.combine_rows)), dim3(256), 0, p.stream, a);
   };
   auto dim = [&](auto t) {
     if (p.head_dim == 64) go(t, std::integral_constant<int, 64>{});
