@@ -10,6 +10,7 @@
 //               [--varlen QLENS[:KLENS]] [--bwd] [--arch gfx942|gfx950]
 //   (--bwd: the backward too, each of its kernels checked and reported;
 //    --varlen: comma-separated sequence lengths, packed; keys as long as the queries unless KLENS is given)
+//   hk-run decode --b B --ctx N [--sq SQ] --hq HQ --hkv HKV --d 64|128 [--page P] [--causal] [--window L,R] (tools/hk_run_decode.h)
 //   hk-run report [--arch gfx942|gfx950]      resources of every kernel in this binary
 //   gemm|attn|rotary|norm ... --model mi300x|mi325x|mi350x|mi355x: vgpu's timing model predicts every launch's time
 //   on that product (docs/vgpu-timing.md); only the sampled workgroups run, on uninitialized inputs, so nothing is
@@ -34,6 +35,7 @@
 #include <vector>
 
 #include "attention/attention.h"
+#include "attention/decode.h"
 #include "gemm/gemm.h"
 #include "kernels/rotary_norm_ref.h"
 #include "norm/norm.h"
@@ -833,6 +835,8 @@ int run_report(const std::string& product) {
   return status;
 }
 
+#include "hk_run_decode.h"
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -914,6 +918,9 @@ int main(int argc, char** argv) {
   AttnOptions attn_options;
   auto* attn = add_attn_command(app, attn_options, arch);
   add_model(attn);
+  DecodeOptions decode_options;
+  auto* decode = add_decode_command(app, decode_options, arch);
+  add_model(decode);
   auto* report = app.add_subcommand("report", "resources of every kernel in this binary");
   report->add_option("--arch", arch)->check(is_target);
   add_model(report);
@@ -940,6 +947,8 @@ int main(int argc, char** argv) {
     if (*norm) return run_norm(nrows, ncols, rms, drop, seed, ntype);
     if (*attn && !model.empty()) return model_attn(attn_options, model);
     if (*attn) return run_attn(attn_options);
+    if (*decode && !model.empty()) return model_decode(decode_options, model);
+    if (*decode) return run_decode(decode_options);
     if (!model.empty()) return run_report(model);
     print_report(nullptr, 256, false);
     return 0;
