@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "attention/attention.h"
+#include "attention/decode.h"
 #include "gemm/gemm.h"
 #include "norm/norm.h"
 #include "rotary/rotary.h"
@@ -253,6 +254,39 @@ void bind_attention_backward(py::module_& m) {
   bind_call(m, "attention_backward", &hk::attention_backward);
 }
 
+void bind_attention_decode(py::module_& m) {
+  using P = hk::AttentionDecodeProblem;
+  py::class_<P> c(m, "AttentionDecodeProblem");
+  c.def(py::init<>())
+      .def_readwrite("batch", &P::batch)
+      .def_readwrite("seqlen_q", &P::seqlen_q)
+      .def_readwrite("heads_q", &P::heads_q)
+      .def_readwrite("heads_kv", &P::heads_kv)
+      .def_readwrite("head_dim", &P::head_dim)
+      .def_readwrite("q_strides", &P::q_strides)
+      .def_readwrite("k_strides", &P::k_strides)
+      .def_readwrite("v_strides", &P::v_strides)
+      .def_readwrite("o_strides", &P::o_strides)
+      .def_readwrite("cache_rows", &P::cache_rows)
+      .def_readwrite("num_blocks", &P::num_blocks)
+      .def_readwrite("max_blocks", &P::max_blocks)
+      .def_readwrite("type", &P::type)
+      .def_readwrite("kv_type", &P::kv_type)
+      .def_readwrite("softmax_scale", &P::softmax_scale)
+      .def_readwrite("causal", &P::causal)
+      .def_readwrite("window_left", &P::window_left)
+      .def_readwrite("window_right", &P::window_right);
+  pointer(c, "q", &P::q);
+  pointer(c, "k_cache", &P::k_cache);
+  pointer(c, "v_cache", &P::v_cache);
+  pointer(c, "block_table", &P::block_table);
+  pointer(c, "cache_seqlens", &P::cache_seqlens);
+  pointer(c, "o", &P::o);
+  pointer(c, "lse", &P::lse);
+  pointer(c, "stream", &P::stream);
+  bind_call(m, "attention_decode", &hk::attention_decode);
+}
+
 void bind_rotary(py::module_& m) {
   using T = hk::RotaryTensor;
   py::class_<T> t(m, "RotaryTensor");
@@ -302,6 +336,7 @@ void bind_norm(py::module_& m) {
       .def_readwrite("ldy", &P::ldy)
       .def_readwrite("ld_residual_out", &P::ld_residual_out)
       .def_readwrite("ld_mask", &P::ld_mask)
+      .def_readwrite("ld_mask_bits", &P::ld_mask_bits)
       .def_readwrite("eps", &P::eps)
       .def_readwrite("p", &P::p)
       .def_readwrite("seed", &P::seed)
@@ -315,6 +350,7 @@ void bind_norm(py::module_& m) {
   pointer(c, "mean", &P::mean);
   pointer(c, "rstd", &P::rstd);
   pointer(c, "mask", &P::mask);
+  pointer(c, "mask_bits", &P::mask_bits);
   pointer(c, "stream", &P::stream);
   bind_call(m, "layer_norm", &hk::layer_norm);
   bind_call(m, "rms_norm", &hk::rms_norm);
@@ -366,6 +402,7 @@ PYBIND11_MODULE(_C, m) {
   bind_attention_inputs(m);  // the base of the next two
   bind_attention(m);
   bind_attention_backward(m);
+  bind_attention_decode(m);
   bind_rotary(m);
   bind_norm(m);
 }

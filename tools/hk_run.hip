@@ -4,10 +4,13 @@
 //   (fp8 = fp8_e4m3; fp8 types in the device arch's format: FNUZ e4m3 / e5m2 on gfx942, OCP e4m3fn / e5m2 on gfx950)
 //   hk-run rotary --b B --s S --h H --d D [--rotary-dim R] [--interleaved] [--dtype bf16|f16|fp32] [--arch ...]
 //   hk-run norm --rows R --cols C [--rms] [--p P] [--seed S] [--dtype bf16|f16|fp32] [--arch ...]
+//               [--mask none|bytes|bits] (with --model: the dropout mask the forward writes; default none, as
+//               the backward regenerates it from Philox)
 //   hk-run attn --b B --sq SQ --sk SK --hq HQ --hkv HKV --d 64|128 [--causal] [--window L,R] [--softcap C] [--sinks] [--alibi] [--dtype bf16|f16]
 //               [--varlen QLENS[:KLENS]] [--bwd] [--arch gfx942|gfx950]
 //   (--bwd: the backward too, each of its kernels checked and reported;
 //    --varlen: comma-separated sequence lengths, packed; keys as long as the queries unless KLENS is given)
+//   hk-run decode --b B --ctx N [--sq SQ] --hq HQ --hkv HKV --d 64|128 [--page P] [--causal] [--window L,R] (tools/hk_run_decode.h)
 //   hk-run report [--arch gfx942|gfx950]      resources of every kernel in this binary
 //   gemm|attn|rotary|norm ... --model mi300x|mi325x|mi350x|mi355x: vgpu's timing model predicts every launch's time
 //   on that product (docs/vgpu-timing.md); only the sampled workgroups run, on uninitialized inputs, so nothing is
@@ -32,6 +35,7 @@
 #include <vector>
 
 #include "attention/attention.h"
+#include "attention/decode.h"
 #include "gemm/gemm.h"
 #include "kernels/rotary_norm_ref.h"
 #include "norm/norm.h"
@@ -459,24 +463,28 @@ int model_rotary(int b, int s, int h, int d, int rotary_dim, bool interleaved, c
 }
 
 int model_norm(int rows, int cols, bool rms, float drop, uint64_t seed, const std::string& type_name,
-               const std::string& product) {
+               const std::string& product, const std::string& mask_kind = "none") {
   const hk::scalar_type t = float_dtype(type_name);
   const size_t n = size_t(rows) * cols, elem = hk::size_of(t);
   Untouched x(n * elem), residual(n * elem), weight(cols * elem), bias(cols * elem), y(n * elem), r(n * elem);
-  Untouched mean(rows * 4), rstd(rows * 4), mask(n), dy(n * elem), dx(n * elem), dres(n * elem), dweight(cols * elem),
+  const bool bytes_mask = mask_kind == "bytes", bits_mask = mask_kind == "bits";
+  const size_t mask_row = bytes_mask ? cols : bits_mask ? (cols + 7) / 8 : 0;
+  Untouched mean(rows * 4), rstd(rows * 4), mask(size_t(rows) * mask_row), dy(n * elem), dx(n * elem), dres(n * elem), dweight(cols * elem),
       dbias(cols * elem), workspace(hk::norm_backward_workspace_bytes(rows, cols));
   hk::NormProblem p;
   p.rows = rows, p.cols = cols, p.type = t, p.weight_type = t;
   p.x = x.p, p.ldx = cols, p.residual = residual.p, p.ld_residual = cols, p.weight = weight.p;
   p.y = y.p, p.ldy = cols, p.residual_out = r.p, p.ld_residual_out = cols;
-  p.rstd = static_cast<float*>(rstd.p), p.mask = static_cast<uint8_t*>(mask.p), p.ld_mask = cols;
+  p.rstd = static_cast<float*>(rstd.p);
+  if (bytes_mask) p.mask = static_cast<uint8_t*>(mask.p), p.ld_mask = cols;
+  if (bits_mask) p.mask_bits = static_cast<uint8_t*>(mask.p), p.ld_mask_bits = long(mask_row);
   if (!rms) p.bias = bias.p, p.mean = static_cast<float*>(mean.p);
   p.p = drop, p.seed = seed;
   const char* norm = rms ? "rms_norm" : "layer_norm";
   char what[160];
-  std::snprintf(what, sizeof what, "%s %dx%d %s dropout p=%g on %s (x, residual in; y, r, mask, statistics out)", norm,
-                rows, cols, type_name.c_str(), drop, product.c_str());
-  const double forward_bytes = double(n) * (4 * elem + 1) + 8.0 * rows;
+  std::snprintf(what, sizeof what, "%s %dx%d %s dropout p=%g on %s (x, residual in; y, r, %sstatistics out)", norm,
+                rows, cols, type_name.c_str(), drop, product.c_str(), bytes_mask ? "byte mask, " : bits_mask ? "bit mask, " : "");
+  const double forward_bytes = double(n) * 4 * elem + double(rows) * mask_row + 8.0 * rows;
   if (!modelled(product, what, 0, 0, forward_bytes, [&] { return rms ? hk::rms_norm(p) : hk::layer_norm(p); })) return 1;
   hk::NormBackwardProblem bw;
   bw.rows = rows, bw.cols = cols, bw.type = t, bw.weight_type = t, bw.dy = dy.p, bw.ldy = cols, bw.r = r.p, bw.ldr = cols;
@@ -846,6 +854,8 @@ int run_report(const std::string& product) {
   return status;
 }
 
+#include "hk_run_decode.h"
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -909,6 +919,7 @@ int main(int argc, char** argv) {
   add_model(rotary);
   auto* norm = app.add_subcommand("norm", "fused dropout + residual + LayerNorm / RMSNorm (and its backward)");
   int nrows = 256, ncols = 2048;
+  std::string nmask = "none";
   bool rms = false;
   float drop = 0.f;
   uint64_t seed = 0;
@@ -918,12 +929,17 @@ int main(int argc, char** argv) {
   norm->add_flag("--rms", rms, "RMSNorm instead of LayerNorm");
   norm->add_option("--p", drop, "dropout probability")->check(CLI::Range(0.0, 0.999));
   norm->add_option("--seed", seed, "dropout seed");
+  norm->add_option("--mask", nmask, "with --model: the dropout mask written (default none: the backward regenerates it)")
+      ->check(CLI::IsMember({"none", "bytes", "bits"}));
   norm->add_option("--dtype", ntype)->check(CLI::IsMember({"bf16", "f16", "fp32"}));
   norm->add_option("--arch", arch)->check(is_target);
   add_model(norm);
   AttnOptions attn_options;
   auto* attn = add_attn_command(app, attn_options, arch);
   add_model(attn);
+  DecodeOptions decode_options;
+  auto* decode = add_decode_command(app, decode_options, arch);
+  add_model(decode);
   auto* report = app.add_subcommand("report", "resources of every kernel in this binary");
   report->add_option("--arch", arch)->check(is_target);
   add_model(report);
@@ -946,10 +962,12 @@ int main(int argc, char** argv) {
     if (*gemm) return run_gemm(m, n, k, in, out, bt, model);
     if (*rotary && !model.empty()) return model_rotary(rb, rs, rh, rd, rrot, interleaved, rtype, q_only, model);
     if (*rotary) return run_rotary(rb, rs, rh, rd, rrot, interleaved, rtype);
-    if (*norm && !model.empty()) return model_norm(nrows, ncols, rms, drop, seed, ntype, model);
+    if (*norm && !model.empty()) return model_norm(nrows, ncols, rms, drop, seed, ntype, model, nmask);
     if (*norm) return run_norm(nrows, ncols, rms, drop, seed, ntype);
     if (*attn && !model.empty()) return model_attn(attn_options, model);
     if (*attn) return run_attn(attn_options);
+    if (*decode && !model.empty()) return model_decode(decode_options, model);
+    if (*decode) return run_decode(decode_options);
     if (!model.empty()) return run_report(model);
     print_report(nullptr, 256, false);
     return 0;

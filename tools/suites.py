@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs Debian's builds of AMD's ROCm library test suites (rocPRIM, hipCUB, rocRAND) on vgpu; `./hk suites` calls it
+"""Runs Debian's builds of AMD's ROCm library test suites (rocPRIM, hipCUB, rocRAND, rocBLAS) on vgpu; `./hk suites` calls it
 inside the toolchain root.
 
 The packages (tools/suites.packages, pinned versions) are fetched with the root's apt into a cache outside the
@@ -31,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = REPO / "tools" / "suites.packages"
 FILTERS = REPO / "tests" / "suites"
-SUITES = ("rocprim", "rocrand", "hipcub")
+SUITES = ("rocprim", "rocrand", "hipcub", "rocblas")
 
 
 # --- packages ---------------------------------------------------------------------------------------------------
@@ -40,11 +40,19 @@ SUITES = ("rocprim", "rocrand", "hipcub")
 class Package:
     name: str
     version: str
-    suite: str  # "-" for a library the programs load
+    suite: str  # the suite whose programs it holds; "-" a library every suite's programs load, "lib:SUITE" one suite's
 
-    @property
-    def deb(self):
-        return f"{self.name}_{self.version.split(':')[-1]}_amd64.deb"
+    def serves(self, suite):
+        return self.suite in ("-", f"lib:{suite}")
+
+    def cached(self, cache: Path):
+        return (cache / "x" / f"{self.name}_{self.version}" / ".extracted").exists()
+
+    def deb(self, debs: Path) -> Path:
+        """The downloaded .deb (amd64, or all for an architecture-independent package such as test data)."""
+        stem = f"{self.name}_{self.version.split(':')[-1]}"
+        found = [debs / f"{stem}_{arch}.deb" for arch in ("amd64", "all") if (debs / f"{stem}_{arch}.deb").exists()]
+        return found[0] if found else debs / f"{stem}_amd64.deb"
 
 
 def read_packages():
@@ -73,16 +81,17 @@ def fetch(cache: Path, pkg: Package, offline=False) -> Path:
               f"this check never downloads)")
         sys.exit(SKIP)
     debs.mkdir(parents=True, exist_ok=True)
-    deb = debs / pkg.deb
+    deb = pkg.deb(debs)
     if not deb.exists():
         print(f"[suites] downloading {pkg.name}={pkg.version}", flush=True)
         # Downloaded as the (namespace's) root: apt's _apt user may not exist in a user namespace.
         cmd = ["apt-get", "download", "-q", "-o", "APT::Sandbox::User=root", f"{pkg.name}={pkg.version}"]
-        if subprocess.run(cmd, cwd=debs).returncode != 0 or not deb.exists():
+        if subprocess.run(cmd, cwd=debs).returncode != 0 or not pkg.deb(debs).exists():
             sys.exit(f"[suites] could not download {pkg.name}={pkg.version}: the root's package lists may be older or "
                      f"newer than that version (tools/toolchain run apt-get update, as the root's owner), or put "
-                     f"{pkg.deb} into {debs} by hand")
-    print(f"[suites] extracting {pkg.deb}", flush=True)
+                     f"{deb.name} into {debs} by hand")
+        deb = pkg.deb(debs)
+    print(f"[suites] extracting {deb.name}", flush=True)
     if tree.exists():
         shutil.rmtree(tree)
     tmp = tree.with_name(tree.name + ".tmp")
@@ -109,6 +118,7 @@ class Filters:
     budgets: dict = field(default_factory=dict)  # program pattern -> seconds
     excludes: list = field(default_factory=list)
     explains: list = field(default_factory=list)
+    selects: list = field(default_factory=list)  # rocBLAS: (group, function patterns, records per key)
 
     def budget_for(self, program):
         """The last budget entry whose pattern matches the program (so a specific line can follow a general one)."""
@@ -131,11 +141,13 @@ def read_filters(suite) -> Filters:
             f.budget = float(words[1])
         elif kind == "budget" and len(words) == 3:
             f.budgets[words[1]] = float(words[2])
+        elif kind == "select" and len(words) == 4 and words[3].isdigit():
+            f.selects.append((words[1], words[2], int(words[3])))
         elif kind in ("exclude", "explain") and len(words) == 4:
             (f.excludes if kind == "exclude" else f.explains).append(Rule(words[1], words[2], words[3]))
         else:
             sys.exit(f"{path}:{number}: expected 'budget [PROGRAM] SECONDS' or "
-                     f"'exclude|explain PROGRAM TESTS REASON', got: {raw}")
+                     f"'exclude|explain PROGRAM TESTS REASON' or 'select GROUP FUNCTIONS PER_KEY', got: {raw}")
     return f
 
 
@@ -176,12 +188,13 @@ class Result:
     milliseconds: dict = field(default_factory=dict)  # finished test -> its time as googletest reports it
 
 
-RESULT_LINE = re.compile(r"^\[\s*(OK|FAILED|SKIPPED)\s*\] (\S+)(?:, where .*)? \((\d+) ms\)$")
+# rocBLAS's parameter dump (", where GetParam() = {...}") ends its line, and the time follows on the next.
+RESULT_LINE = re.compile(r"^\[\s*(OK|FAILED|SKIPPED)\s*\] ([^\s,]+)(?:, where .*?)?(?: \((\d+) ms\))?$")
 RUN_LINE = re.compile(r"^\[ RUN      \] (\S+)$")
 
 
-def list_tests(binary, env, gtest_filter, cwd):
-    out = subprocess.run([binary, "--gtest_list_tests", f"--gtest_filter={gtest_filter}"], env=env, cwd=cwd,
+def list_tests(binary, env, gtest_filter, cwd, extra=()):
+    out = subprocess.run([binary, *extra, "--gtest_list_tests", f"--gtest_filter={gtest_filter}"], env=env, cwd=cwd,
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, errors="replace",
                          timeout=120, start_new_session=True).stdout
     tests, case = [], None
@@ -242,8 +255,21 @@ def wait_within(proc, budget, t0):
         pause = min(pause * 2, 0.5)
 
 
-def run_program(suite, binary: Path, filters: Filters, user_filter, args, env, logs: Path) -> Result:
-    program = binary.name
+@dataclass
+class Job:
+    suite: str
+    binary: Path
+    filters: Filters
+    user_filter: str
+    program: str = ""          # the row's name (default: the binary's)
+    extra: tuple = ()          # arguments before googletest's
+    env: dict = field(default_factory=dict)  # added to the environment
+
+
+def run_program(job: Job, args, env, logs: Path) -> Result:
+    suite, binary, filters, user_filter = job.suite, job.binary, job.filters, job.user_filter
+    program = job.program or binary.name
+    env = dict(env, **job.env)
     r = Result(suite, program)
     log = logs / f"{suite}.{program}.log"
     r.log = str(log)
@@ -254,7 +280,7 @@ def run_program(suite, binary: Path, filters: Filters, user_filter, args, env, l
         totals = Path(cwd) / "vgpu-totals"
         penv = dict(env, HK_VGPU_TOTALS=str(totals))
         try:
-            everything = list_tests(binary, penv, combine_filter(user_filter, ""), cwd)
+            everything = list_tests(binary, penv, combine_filter(user_filter, ""), cwd, job.extra)
         except subprocess.TimeoutExpired:
             r.status = "list timeout"
             return r
@@ -274,7 +300,7 @@ def run_program(suite, binary: Path, filters: Filters, user_filter, args, env, l
             return r
         t0 = time.monotonic()
         gtest_filter = ":".join(to_run) if r.excluded else combine_filter(user_filter, "")
-        cmd = [str(binary), "--gtest_color=no", f"--gtest_filter={gtest_filter}"]
+        cmd = [str(binary), *job.extra, "--gtest_color=no", f"--gtest_filter={gtest_filter}"]
         with open(log, "w") as out:
             proc = subprocess.Popen(cmd, env=penv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
                                     start_new_session=True)
@@ -295,7 +321,7 @@ def run_program(suite, binary: Path, filters: Filters, user_filter, args, env, l
             if name in done:
                 continue
             done.add(name)
-            r.milliseconds[name] = int(ms)
+            r.milliseconds[name] = int(ms or 0)
             running = None
             if kind == "OK":
                 r.passed += 1
@@ -317,6 +343,113 @@ def run_program(suite, binary: Path, filters: Filters, user_filter, args, env, l
     elif r.failed:
         r.status = "FAILED"
     return r
+
+
+# --- rocBLAS: one test program, a selection of its data ------------------------------------------------------------
+
+# rocblas-test registers one googletest case per record of its data file (rocblas_gtest.data: 1.6 million records,
+# 630,000 of them in the quick category, 930 MB that every start parses for minutes). The runner writes a data file
+# per selection group instead (tests/suites/rocblas.filter, `select` lines) and starts the program on each, one row of
+# the table per group. The file: "rocBLAS\0", one signature record, "ROCblas\0", then the records, each a copy of the
+# client's `Arguments` struct. The signature record holds, in each field's bytes, (sig ^ i) with sig advancing by 89
+# per field, so the field boundaries the selection reads are checked against it.
+ROCBLAS_FIELDS = {  # name: (offset, size) in Arguments, rocBLAS 6.4
+    "function": (0, 64), "name": (64, 64), "category": (128, 64),
+    "a_type": (472, 4), "b_type": (476, 4), "c_type": (480, 4), "d_type": (484, 4), "compute_type": (488, 4),
+    "transA": (553, 1), "transB": (554, 1), "side": (555, 1), "uplo": (556, 1), "diag": (557, 1),
+}
+ROCBLAS_TYPES = {150: "f16_r", 151: "f32_r", 152: "f64_r", 153: "f16_c", 154: "f32_c", 155: "f64_c", 160: "i8_r",
+                 161: "u8_r", 162: "i32_r", 163: "u32_r", 164: "i8_c", 165: "u8_c", 166: "i32_c", 167: "u32_c",
+                 168: "bf16_r", 169: "bf16_c", 170: "f8_r", 171: "bf8_r", 255: "invalid"}
+
+
+def rocblas_layout(data: Path):
+    """(header bytes, record size) of a rocBLAS test data file, after checking the fields the selection reads."""
+    with open(data, "rb") as f:
+        head = f.read(4096)
+    trailer = head.find(b"ROCblas\0")
+    if not head.startswith(b"rocBLAS\0") or trailer < 8:
+        sys.exit(f"[suites] {data} is not a rocBLAS test data file (no rocBLAS/ROCblas header)")
+    size, sig = trailer - 8, head[8:trailer]
+    starts, pos, value, misses = {}, 0, 0, 0
+    while pos < size:  # each field is a run of bytes (value ^ i); a value with no run here was a field elsewhere
+        n = 0
+        while pos + n < size and n < 256 and sig[pos + n] ^ n == value:
+            n += 1
+        if n:
+            starts[pos], pos, misses = n, pos + n, 0
+        elif (misses := misses + 1) == 256:  # no value fits: padding
+            pos, misses = pos + 1, 0
+        value = (value + 89) % 256
+    for name, (offset, width) in ROCBLAS_FIELDS.items():
+        if starts.get(offset) != width:
+            sys.exit(f"[suites] {data}: the Arguments layout differs from rocBLAS 6.4's (field {name} at {offset}, "
+                     f"{width} bytes); tools/suites.py's ROCBLAS_FIELDS must follow the packaged version")
+    return head[:trailer + 8], size
+
+
+def rocblas_field(record, name):
+    offset, width = ROCBLAS_FIELDS[name]
+    raw = record[offset:offset + width]
+    if width == 64:
+        return raw.split(b"\0", 1)[0].decode(errors="replace")
+    if width == 4:
+        return ROCBLAS_TYPES.get(int.from_bytes(raw, "little", signed=True), str(int.from_bytes(raw, "little")))
+    return chr(raw[0]) if raw[0] else "-"
+
+
+def rocblas_select(data: Path, selects, out_dir: Path):
+    """Writes out_dir/GROUP.data for each `select GROUP FUNCTIONS PER_KEY` entry: of the quick records whose function
+    matches FUNCTIONS (comma-separated shell patterns; the first group that matches takes the record), the first
+    PER_KEY in file order of each key (function, test name, the five data types, transA/transB/side/uplo/diag), so
+    every type and transpose combination of every function is kept. Deterministic; redone when the list changes."""
+    stamp = out_dir / ".selected"
+    spec = repr((sorted(ROCBLAS_FIELDS.items()), selects, data.stat().st_size))
+    if stamp.exists() and stamp.read_text() == spec:
+        return
+    header, size = rocblas_layout(data)
+    print(f"[suites] rocblas: selecting from {data} ({data.stat().st_size >> 20} MB)", flush=True)
+    groups = {group: [] for group, _, _ in selects}
+    kept = {}
+    with open(data, "rb") as f:
+        f.seek(len(header))
+        while chunk := f.read(size * 8192):
+            for i in range(0, len(chunk) - size + 1, size):
+                record = chunk[i:i + size]
+                if record[128:134] != b"quick\0":  # the category field
+                    continue
+                function = rocblas_field(record, "function")
+                for group, patterns, per_key in selects:
+                    if any(fnmatch.fnmatchcase(function, p) for p in patterns.split(",")):
+                        key = tuple(rocblas_field(record, n) for n in ROCBLAS_FIELDS if n != "category")
+                        if kept.get(key, 0) < per_key:
+                            kept[key] = kept.get(key, 0) + 1
+                            groups[group].append(record)
+                        break
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for group, records in groups.items():
+        (out_dir / f"{group}.data").write_bytes(header + b"".join(records))
+    stamp.write_text(spec)
+
+
+def rocblas_jobs(args, tree: Path, trees, filters: "Filters", smoke):
+    """One job per selection group of rocblas.filter (or the smoke list's), each the test program on its data."""
+    binary = tree / "usr" / "libexec" / "rocm" / "librocblas4-tests" / "rocblas-test"
+    data = trees["librocblas4-tests-data"] / "usr" / "share" / "librocblas4-tests" / "data" / "rocblas_gtest.data"
+    libraries = sorted((trees["librocblas4"] / "usr" / "lib" / "x86_64-linux-gnu" / "rocblas").glob("*/library"))
+    if not libraries:
+        sys.exit(f"[suites] rocblas: no Tensile library under {trees['librocblas4']}")
+    out_dir = args.cache / "rocblas-selection"
+    rocblas_select(data, filters.selects, out_dir)
+    env = {"ROCBLAS_TENSILE_LIBPATH": str(libraries[-1]), "GTEST_LISTENER": "PASS_LINE_IN_LOG",
+           "HK_VGPU_ARCH": "gfx90a"}
+    jobs = []
+    for group, _, _ in filters.selects:
+        if args.smoke and ("rocblas", group) not in smoke:
+            continue
+        jobs.append(Job("rocblas", binary, filters, smoke.get(("rocblas", group), args.filter), program=group,
+                        extra=("--data", str(out_dir / f"{group}.data")), env=env))
+    return jobs
 
 
 # --- the table ----------------------------------------------------------------------------------------------------
@@ -391,20 +524,34 @@ def main():
     if not (args.hip_lib / "libamdhip64.so.6").exists():
         sys.exit(f"[suites] vgpu's runtime is not built: {args.hip_lib}/libamdhip64.so.6 is missing")
     packages = read_packages()
+    if args.smoke and args.offline:
+        # The smoke subset runs the suites whose packages ./hk suites has fetched (it never downloads).
+        missing = [n for n in names if not all(p.cached(args.cache) for p in packages if p.suite == n or p.serves(n))]
+        for n in missing:
+            print(f"[suites] smoke: {n} skipped, its packages are not in the cache {args.cache} (./hk suites {n} "
+                  f"fetches them)")
+        names = [n for n in names if n not in missing]
+        if not names:
+            sys.exit(SKIP)
     libdirs = [str(args.hip_lib)]
+    trees = {}
     for pkg in packages:
-        if pkg.suite == "-":
-            libdirs.append(str(fetch(args.cache, pkg, args.offline) / "usr" / "lib" / "x86_64-linux-gnu"))
+        if any(pkg.serves(n) for n in names):
+            trees[pkg.name] = fetch(args.cache, pkg, args.offline)
+            libdirs.append(str(trees[pkg.name] / "usr" / "lib" / "x86_64-linux-gnu"))
     jobs = []
     for pkg in packages:
         if pkg.suite in names:
             tree = fetch(args.cache, pkg, args.offline)
             filters = read_filters(pkg.suite)
-            for binary in sorted((tree / "usr" / "libexec" / "rocm" / pkg.name).glob("test_*")):
-                if args.smoke and (pkg.suite, binary.name) not in smoke:
-                    continue
-                if any(fnmatch.fnmatchcase(binary.name, pat) for pat in args.programs.split(",")):
-                    jobs.append((pkg.suite, binary, filters, smoke.get((pkg.suite, binary.name), args.filter)))
+            if pkg.suite == "rocblas":
+                found = rocblas_jobs(args, tree, trees, filters, smoke)
+            else:
+                found = [Job(pkg.suite, binary, filters, smoke.get((pkg.suite, binary.name), args.filter))
+                         for binary in sorted((tree / "usr" / "libexec" / "rocm" / pkg.name).glob("test_*"))
+                         if not args.smoke or (pkg.suite, binary.name) in smoke]
+            jobs += [j for j in found if any(fnmatch.fnmatchcase(j.program or j.binary.name, pat)
+                                             for pat in args.programs.split(","))]
     if not jobs:
         sys.exit("[suites] no test programs match")
 
@@ -417,7 +564,7 @@ def main():
         last_times = {f"{r['suite']}/{r['program']}": r["seconds"] for r in last_run}
     except (OSError, ValueError, KeyError, TypeError):
         last_run = []
-    jobs.sort(key=lambda j: -last_times.get(f"{j[0]}/{j[1].name}", 1e9))
+    jobs.sort(key=lambda j: -last_times.get(f"{j.suite}/{j.program or j.binary.name}", 1e9))
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("HK_VGPU_")}
     env.update(LD_LIBRARY_PATH=":".join(libdirs), HK_VGPU_THREADS="1")
@@ -427,7 +574,7 @@ def main():
     lock = threading.Lock()
 
     def one(job):
-        r = run_program(*job, args, env, logs)
+        r = run_program(job, args, env, logs)
         with lock:
             print(f"[suites] {r.suite}/{r.program}: {r.passed} passed, {len(r.failed)} failed, "
                   f"{len(r.explained)} explained, {r.skipped} skipped, {r.excluded} excluded, {r.timed_out} not run, "

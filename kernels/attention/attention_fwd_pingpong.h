@@ -49,7 +49,8 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
 
     const AttnView<T, D> view(p, attn_pingpong_rows);
     if (view.empty) return;  // past the end of a shorter sequence (varlen)
-    const int kb = view.kt_begin, ke = view.kt_end;
+    // Scalar (the compiler cannot tell): the loop's tests stay off the VALU, which the other group's softmax keeps busy.
+    const int kb = __builtin_amdgcn_readfirstlane(view.kt_begin), ke = __builtin_amdgcn_readfirstlane(view.kt_end);
     const int wave = __builtin_amdgcn_readfirstlane(wave_id()), grp = wave / 4;  // scalar: so is all that follows
     const bool loads = grp == 0;
     const async_wave<Half> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
@@ -96,7 +97,7 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       // C2
       set_priority<1>();
       if constexpr (has_cur) me.accumulate(pt, vc);
-      if constexpr (has_next) me.softmax(s, pt, p);  // P^T(j+1) written last, after the MFMAs that read P^T(j)
+      if constexpr (has_next) me.template softmax<true>(s, pt, p);  // P^T(j+1) written last, after the MFMAs reading P^T(j)
       if constexpr (has_cur && has_next) interleave_mfma<mfmas, 96 / mfmas, sched::valu | sched::transcendental>();
       if (loads) {
         if (j + 1 < ke) wait_vmcnt<tile_loads>();

@@ -33,8 +33,13 @@ struct NormProblem {
   long ld_residual_out = 0;
   float* mean = nullptr;         // rows, optional (LayerNorm only): saved for the backward
   float* rstd = nullptr;         // rows, optional: saved for the backward
-  uint8_t* mask = nullptr;       // rows x cols, optional: 1 where x was kept
+  // The dropout mask is optional (the backward regenerates it from p, seed and offset): a byte per element, 1 where
+  // x was kept (rows x cols, row stride ld_mask bytes), and/or a bit per element, bit c % 8 of byte c / 8 of a row
+  // (rows x ceil(cols / 8) bytes, row stride ld_mask_bits bytes).
+  uint8_t* mask = nullptr;
   long ld_mask = 0;
+  uint8_t* mask_bits = nullptr;
+  long ld_mask_bits = 0;
   float eps = 1e-5f;
   float p = 0.f;                 // dropout probability, 0 <= p < 1
   uint64_t seed = 0, offset = 0;

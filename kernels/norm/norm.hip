@@ -1,6 +1,7 @@
 // hk::layer_norm / rms_norm and their backwards: argument validation, the row shape for the hidden size, dispatch.
 #include "norm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <tuple>
@@ -50,6 +51,8 @@ Status validate(const NormProblem& p, bool rms, const Check& c) {
   if (p.residual_out)
     if (Status s = c.matrix(p.residual_out, "residual_out", p.rows, p.cols, p.ld_residual_out, e); !s) return s;
   if (p.mask) if (Status s = c.matrix(p.mask, "mask", p.rows, p.cols, p.ld_mask, 1); !s) return s;
+  if (p.mask_bits)
+    if (Status s = c.matrix(p.mask_bits, "mask_bits", p.rows, (p.cols + 7) / 8, p.ld_mask_bits, 1); !s) return s;
   if (Status s = c.matrix(p.weight, "weight", 1, p.cols, p.cols, w); !s) return s;
   if (p.bias) if (Status s = c.matrix(p.bias, "bias", 1, p.cols, p.cols, w); !s) return s;
   if (p.mean) if (Status s = c.matrix(p.mean, "mean", 1, p.rows, p.rows, 4); !s) return s;
@@ -59,7 +62,8 @@ Status validate(const NormProblem& p, bool rms, const Check& c) {
   auto bytes = [&](long ld, size_t elem) { return (rows_bytes * ld + cols) * elem; };
   const checks::Span outs[] = {
       {p.y, bytes(p.ldy, e), "y"}, {p.residual_out, bytes(p.ld_residual_out, e), "residual_out"},
-      {p.mask, bytes(p.ld_mask, 1), "mask"}, {p.mean, size_t(p.rows) * 4, "mean"}, {p.rstd, size_t(p.rows) * 4, "rstd"}};
+      {p.mask, bytes(p.ld_mask, 1), "mask"},
+      {p.mask_bits, (rows_bytes * p.ld_mask_bits + (cols + 7) / 8), "mask_bits"}, {p.mean, size_t(p.rows) * 4, "mean"}, {p.rstd, size_t(p.rows) * 4, "rstd"}};
   const checks::Span ins[] = {{p.x, bytes(p.ldx, e), "x"}, {p.residual, bytes(p.ld_residual, e), "residual"},
                         {p.weight, cols * w, "weight"}, {p.bias, cols * w, "bias"}};
   if (std::string o = checks::first_overlap(outs, ins); !o.empty()) return c.error(o);
@@ -103,12 +107,12 @@ Status validate(const NormBackwardProblem& p, bool rms, const Check& c) {
   return {};
 }
 
-// Calls f(shape) with the narrowest NormShape whose capacity holds `cols`.
-template <class F, size_t I = 0>
+// Calls f(shape) with the narrowest NormShape of `Shapes` whose capacity holds `cols`.
+template <class Shapes = kernels::norm_shapes, class F, size_t I = 0>
 void with_shape(int cols, F&& f) {
-  using S = std::tuple_element_t<I, kernels::norm_shapes>;
-  if constexpr (I + 1 < std::tuple_size_v<kernels::norm_shapes>) {
-    if (cols > S::capacity) return with_shape<F, I + 1>(cols, std::forward<F>(f));
+  using S = std::tuple_element_t<I, Shapes>;
+  if constexpr (I + 1 < std::tuple_size_v<Shapes>) {
+    if (cols > S::capacity) return with_shape<Shapes, F, I + 1>(cols, std::forward<F>(f));
   }
   f(S{});
 }
@@ -119,7 +123,8 @@ int backward_blocks(int rows) {
   return int(std::min<long>((long(rows) + S::rows_per_block - 1) / S::rows_per_block, kernels::norm_backward_max_blocks));
 }
 
-// Whether every given (non-null) row tensor allows 4-column vector accesses: rows start on 4-element boundaries.
+// Whether every given (non-null) row tensor allows 8-column chunks as 16-byte (a byte mask: 8-byte) vector
+// accesses: rows start on 8-element boundaries, the pointer aligned to 16 bytes or the chunk's size if smaller.
 struct Rows {
   const void* ptr;
   long ld;
@@ -127,7 +132,8 @@ struct Rows {
 };
 bool vector_rows(std::initializer_list<Rows> tensors) {
   for (const Rows& t : tensors)
-    if (t.ptr && (t.ld % 4 || !checks::aligned(t.ptr, 4 * t.elem))) return false;
+    if (t.ptr && (t.ld % kernels::norm_chunk || !checks::aligned(t.ptr, std::min<size_t>(16, kernels::norm_chunk * t.elem))))
+      return false;
   return true;
 }
 
@@ -154,7 +160,8 @@ Status forward(const NormProblem& p, bool rms) {
   const Check c{rms ? "hk::rms_norm" : "hk::layer_norm"};
   if (Status s = validate(p, rms, c); !s) return s;
   const kernels::NormForwardArgs a{p.rows, p.cols, p.x, p.ldx, p.residual, p.ld_residual, p.weight, p.bias, p.y,
-                                   p.ldy, p.residual_out, p.ld_residual_out, p.mean, p.rstd, p.mask, p.ld_mask, p.eps,
+                                   p.ldy, p.residual_out, p.ld_residual_out, p.mean, p.rstd, p.mask, p.ld_mask,
+                                   p.mask_bits, p.ld_mask_bits, p.eps,
                                    dropout_of(p.p, p.seed, p.offset), rms,
                                    vector_rows({{p.x, p.ldx, size_of(p.type)}, {p.residual, p.ld_residual, size_of(p.type)},
                                                 {p.y, p.ldy, size_of(p.type)}, {p.residual_out, p.ld_residual_out, size_of(p.type)},
@@ -177,7 +184,7 @@ Status backward(const NormBackwardProblem& p, bool rms) {
   const size_t e = size_of(p.type);
   (void)hipGetLastError();
   with_types(p.type, p.weight_type, [&]<class T, class TW>() {
-    with_shape(p.cols, [&]<class S>(S) {
+    with_shape<kernels::norm_backward_shapes>(p.cols, [&]<class S>(S) {
       const int blocks = backward_blocks<S>(p.rows), teams = blocks * S::rows_per_block;
       float* partial_db = p.dbias ? partial_dw + size_t(teams) * p.cols : nullptr;
       const kernels::NormBackwardArgs a{p.rows, p.cols, p.dy, p.ldy, p.r, p.ldr, p.dresidual_in, p.ld_dresidual_in,
@@ -200,7 +207,7 @@ Status backward(const NormBackwardProblem& p, bool rms) {
 size_t norm_backward_workspace_bytes(int rows, int cols) {
   if (rows <= 0 || cols <= 0 || cols > norm_max_cols) return 0;
   size_t teams = 0;
-  with_shape(cols, [&]<class S>(S) { teams = size_t(backward_blocks<S>(rows)) * S::rows_per_block; });
+  with_shape<kernels::norm_backward_shapes>(cols, [&]<class S>(S) { teams = size_t(backward_blocks<S>(rows)) * S::rows_per_block; });
   return 2 * teams * size_t(cols) * sizeof(float);  // dweight and dbias partials
 }
 

@@ -1,7 +1,13 @@
-// The fused dropout + residual + LayerNorm / RMSNorm kernels. A row is held in registers by a team of waves (a
-// hk::group): thread t of the team holds the 4-column chunks t, t + team threads, ... of the row, so each Philox call
-// serves the 4 columns it was made for, and a row's statistics are one group_sum. The team size and chunks per thread
-// (NormShape) are picked from the hidden size, so every size up to 16384 is one pass over HBM with no spills.
+// The fused dropout + residual + LayerNorm / RMSNorm kernels. The forward is a stream (x and residual read once; y,
+// r and the optional mask written once) and the backward nearly one, so their time is HBM's if the CUs keep enough
+// bytes in flight. A row is held in registers by a team of waves (a hk::group): thread t of the team holds the
+// 8-column chunks t, t + team threads, ... of the row. A chunk is one 16-byte access of a 16-bit tensor (two of an
+// fp32 one) when the rows allow it (`vector`, decided once on the host), serves exactly the two Philox calls made for
+// its columns (each gives 4 columns' bits), and packs into one byte of a bit mask. A row's statistics are one
+// group_sum. The team size and chunks per thread (NormShape) are picked from the hidden size: up to 2048 columns one
+// wave per row (4 chunks: 8 16-byte loads in flight per wave, sums without barriers), wider rows 4 or 8 waves, so
+// every size up to 16384 is one pass over HBM; the forward has no spills. The backward (its own shapes, below) still
+// reports 15-126 spilled registers with its SGPRs at the 106 limit (the 4-column version: 0-110): open.
 #pragma once
 #include <tuple>
 
@@ -15,13 +21,18 @@ template <int WavesPerRow, int Chunks>
 struct NormShape {
   static constexpr int waves_per_row = WavesPerRow, chunks = Chunks;
   static constexpr int row_threads = 64 * WavesPerRow;
-  static constexpr int capacity = row_threads * Chunks * 4;               // the widest row it holds
+  static constexpr int capacity = row_threads * Chunks * 8;               // the widest row it holds
   static constexpr int block_waves = WavesPerRow >= 4 ? WavesPerRow : 4;  // workgroups of at least 4 waves
   static constexpr int rows_per_block = block_waves / WavesPerRow;
   static constexpr int block_threads = 64 * block_waves;
 };
-// Hidden sizes up to 256, 1024, 4096, 16384: one wave per row for small rows, 4 or 8 waves for large ones.
-using norm_shapes = std::tuple<NormShape<1, 1>, NormShape<1, 4>, NormShape<4, 4>, NormShape<8, 8>>;
+// Hidden sizes up to 512, 2048, 8192, 16384: one wave per row up to 2048, 4 or 8 waves for larger ones.
+using norm_shapes = std::tuple<NormShape<1, 1>, NormShape<1, 4>, NormShape<4, 4>, NormShape<8, 4>>;
+inline constexpr int norm_chunk = 8;  // columns per chunk
+// The backward keeps per-column dweight / dbias partials next to the row, so it holds at most two chunks per thread
+// and spreads wide rows over more waves (up to 16: 1024 threads): 512, 2048, 4096, 8192, 16384 columns.
+using norm_backward_shapes =
+    std::tuple<NormShape<1, 1>, NormShape<4, 1>, NormShape<8, 1>, NormShape<16, 1>, NormShape<16, 2>>;
 
 // The backward's grid is at most this many workgroups (each leaves one partial per team), independent of the
 // device, so the reduction order of dweight / dbias is a function of the problem alone.
@@ -30,15 +41,19 @@ inline constexpr int norm_backward_max_blocks = 256;
 struct Dropout {
   float p, scale;                     // scale = 1 / (1 - p)
   uint32_t seed_lo, seed_hi, offset_lo, offset_hi;
-  // Whether each of the 4 columns of chunk q of `row` is kept.
-  __device__ void keep4(bool (&keep)[4], long row, int q) const {
+  // Whether each of the 8 columns of chunk q of `row` is kept: Philox groups 2q and 2q + 1 (4 columns each).
+  __device__ __attribute__((always_inline)) void keep8(bool (&keep)[8], long row, int q) const {
     if (p == 0.f) {
-      keep[0] = keep[1] = keep[2] = keep[3] = true;
+#pragma unroll
+      for (int v = 0; v < 8; ++v) keep[v] = true;
       return;
     }
-    const philox4x32 bits = philox4x32_10({{uint32_t(q), uint32_t(row), offset_lo, offset_hi}}, seed_lo, seed_hi);
 #pragma unroll
-    for (int v = 0; v < 4; ++v) keep[v] = philox_uniform(bits.v[v]) >= p;
+    for (int g = 0; g < 2; ++g) {
+      const philox4x32 bits = philox4x32_10({{uint32_t(2 * q + g), uint32_t(row), offset_lo, offset_hi}}, seed_lo, seed_hi);
+#pragma unroll
+      for (int v = 0; v < 4; ++v) keep[4 * g + v] = philox_uniform(bits.v[v]) >= p;
+    }
   }
 };
 
@@ -56,12 +71,14 @@ struct NormForwardArgs {
   long ld_residual_out;
   float* mean;
   float* rstd;
-  uint8_t* mask;
+  uint8_t* mask;       // a byte per column, or null
   long ld_mask;
+  uint8_t* mask_bits;  // a bit per column (bit c % 8 of byte c / 8), or null
+  long ld_mask_bits;
   float eps;
   Dropout dropout;
   bool rms;
-  bool vector;  // every row tensor (and weight, bias, mask) allows 4-column vector accesses
+  bool vector;  // every row tensor (and weight, bias, mask) allows 8-column vector accesses
 };
 
 struct NormBackwardArgs {
@@ -83,7 +100,7 @@ struct NormBackwardArgs {
   float* partial_dbias;    // [teams][cols], or null
   Dropout dropout;
   bool rms;
-  bool vector;             // every row tensor (and weight) allows 4-column vector accesses
+  bool vector;             // every row tensor (and weight) allows 8-column vector accesses
 };
 
 template <class T>
@@ -91,39 +108,47 @@ __device__ inline float load_f(const void* p, long i) { return float(static_cast
 template <class T>
 __device__ inline void store_f(void* p, long i, float v) { static_cast<T*>(p)[i] = T(v); }
 
-// The 4 columns of a chunk, `valid` of them inside the row: one vector access (hk's chunk) when all 4 are and the
-// tensors' rows are aligned for it (`vector`, decided once on the host), else one access per column.
+// The 8 columns of a chunk, `valid` of them inside the row: 16-byte vector accesses (hk's chunk) when all 8 are and
+// the tensors' rows are aligned for them (`vector`, decided once on the host), else one access per column.
 template <class T>
-__device__ inline void load4(float (&v)[4], const void* p, long at, int valid, bool vector) {
+__device__ inline void load8(float (&v)[8], const void* p, long at, int valid, bool vector) {
   const T* e = static_cast<const T*>(p) + at;
-  if (vector && valid == 4) {
-    const auto c = *reinterpret_cast<const detail::chunk<T, 4>*>(e);
+  if (vector && valid == 8) {
+    constexpr int n = 16 / sizeof(T);  // elements per 16-byte access
 #pragma unroll
-    for (int k = 0; k < 4; ++k) v[k] = float(c.v[k]);
+    for (int j = 0; j < 8; j += n) {
+      const auto c = *reinterpret_cast<const detail::chunk<T, n>*>(e + j);
+#pragma unroll
+      for (int k = 0; k < n; ++k) v[j + k] = float(c.v[k]);
+    }
   } else {
 #pragma unroll
-    for (int k = 0; k < 4; ++k) v[k] = k < valid ? float(e[k]) : 0.f;
+    for (int k = 0; k < 8; ++k) v[k] = k < valid ? float(e[k]) : 0.f;
   }
 }
 template <class T>
-__device__ inline void store4(void* p, long at, const float (&v)[4], int valid, bool vector) {
+__device__ inline void store8(void* p, long at, const float (&v)[8], int valid, bool vector) {
   T* e = static_cast<T*>(p) + at;
-  if (vector && valid == 4) {
-    detail::chunk<T, 4> c;
+  if (vector && valid == 8) {
+    constexpr int n = 16 / sizeof(T);
 #pragma unroll
-    for (int k = 0; k < 4; ++k) c.v[k] = T(v[k]);
-    *reinterpret_cast<detail::chunk<T, 4>*>(e) = c;
+    for (int j = 0; j < 8; j += n) {
+      detail::chunk<T, n> c;
+#pragma unroll
+      for (int k = 0; k < n; ++k) c.v[k] = T(v[j + k]);
+      *reinterpret_cast<detail::chunk<T, n>*>(e + j) = c;
+    }
   } else {
 #pragma unroll
-    for (int k = 0; k < 4; ++k)
+    for (int k = 0; k < 8; ++k)
       if (k < valid) e[k] = T(v[k]);
   }
 }
 
-// Columns of chunk q inside a row of `cols` (0 .. 4).
+// Columns of chunk q inside a row of `cols` (0 .. 8).
 __device__ inline int chunk_valid(int q, int cols) {
-  const int n = cols - 4 * q;
-  return n < 0 ? 0 : n > 4 ? 4 : n;
+  const int n = cols - norm_chunk * q;
+  return n < 0 ? 0 : n > norm_chunk ? norm_chunk : n;
 }
 
 template <class T, class TW, class S>
@@ -133,29 +158,46 @@ __global__ void __launch_bounds__(S::block_threads) norm_forward(NormForwardArgs
   const int t = G::thread();
   const long row = long(blockIdx.x) * S::rows_per_block + wave_id() / S::waves_per_row;
   const bool live = row < a.rows;  // a team past the last row still joins the group sums' barriers
-  float r[S::chunks][4], sum[1] = {0.f};
+  // Every chunk's x and residual loads first (all in flight together), then the dropout, sums and stores.
+  float r[S::chunks][8], res[S::chunks][8], sum[1] = {0.f};
 #pragma unroll
   for (int k = 0; k < S::chunks; ++k) {
     const int q = k * S::row_threads + t, valid = live ? chunk_valid(q, a.cols) : 0;
-    float x[4] = {}, res[4] = {};
-    bool keep[4] = {false, false, false, false};
-    if (valid) {
-      a.dropout.keep4(keep, row, q);
-      load4<T>(x, a.x, row * a.ldx + 4 * q, valid, a.vector);
-      if (a.residual) load4<T>(res, a.residual, row * a.ld_residual + 4 * q, valid, a.vector);
-    }
 #pragma unroll
-    for (int v = 0; v < 4; ++v) {
-      r[k][v] = v < valid ? (keep[v] ? x[v] * a.dropout.scale : 0.f) + res[v] : 0.f;
+    for (int v = 0; v < 8; ++v) r[k][v] = res[k][v] = 0.f;
+    if (valid) {
+      load8<T>(r[k], a.x, row * a.ldx + 8 * q, valid, a.vector);
+      if (a.residual) load8<T>(res[k], a.residual, row * a.ld_residual + 8 * q, valid, a.vector);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < S::chunks; ++k) {
+    const int q = k * S::row_threads + t, valid = live ? chunk_valid(q, a.cols) : 0;
+    bool keep[8] = {};
+    if (valid) a.dropout.keep8(keep, row, q);
+#pragma unroll
+    for (int v = 0; v < 8; ++v) {
+      r[k][v] = v < valid ? (keep[v] ? r[k][v] * a.dropout.scale : 0.f) + res[k][v] : 0.f;
       sum[0] += r[k][v];
     }
     if (!valid) continue;
-    if (a.residual_out) store4<T>(a.residual_out, row * a.ld_residual_out + 4 * q, r[k], valid, a.vector);
+    if (a.residual_out) store8<T>(a.residual_out, row * a.ld_residual_out + 8 * q, r[k], valid, a.vector);
     if (a.mask) {
-      uint8_t* m = a.mask + row * a.ld_mask + 4 * q;
-      if (a.vector && valid == 4) *reinterpret_cast<uint32_t*>(m) = keep[0] | keep[1] << 8 | keep[2] << 16 | uint32_t(keep[3]) << 24;
-      else
+      uint8_t* m = a.mask + row * a.ld_mask + 8 * q;
+      if (a.vector && valid == 8) {
+        uint32_t lo = 0, hi = 0;
+#pragma unroll
+        for (int v = 0; v < 4; ++v) lo |= uint32_t(keep[v]) << 8 * v, hi |= uint32_t(keep[4 + v]) << 8 * v;
+        *reinterpret_cast<uint2*>(m) = make_uint2(lo, hi);
+      } else {
         for (int v = 0; v < valid; ++v) m[v] = keep[v];
+      }
+    }
+    if (a.mask_bits) {
+      uint32_t bits = 0;
+#pragma unroll
+      for (int v = 0; v < 8; ++v) bits |= uint32_t(v < valid && keep[v]) << v;
+      a.mask_bits[row * a.ld_mask_bits + q] = uint8_t(bits);
     }
   }
   // Two passes over the registers (mean, then squared deviations): no cancellation in the variance.
@@ -169,7 +211,7 @@ __global__ void __launch_bounds__(S::block_threads) norm_forward(NormForwardArgs
   for (int k = 0; k < S::chunks; ++k) {
     const int valid = chunk_valid(k * S::row_threads + t, a.cols);
 #pragma unroll
-    for (int v = 0; v < 4; ++v)
+    for (int v = 0; v < 8; ++v)
       if (v < valid) squares[0] += (r[k][v] - mean) * (r[k][v] - mean);
   }
   group_sum<G>(squares, scratch);
@@ -183,12 +225,12 @@ __global__ void __launch_bounds__(S::block_threads) norm_forward(NormForwardArgs
   for (int k = 0; k < S::chunks; ++k) {
     const int q = k * S::row_threads + t, valid = chunk_valid(q, a.cols);
     if (!valid) continue;
-    float w[4], b[4] = {}, y[4];
-    load4<TW>(w, a.weight, 4 * q, valid, a.vector);
-    if (a.bias) load4<TW>(b, a.bias, 4 * q, valid, a.vector);
+    float w[8], b[8] = {}, y[8];
+    load8<TW>(w, a.weight, 8 * q, valid, a.vector);
+    if (a.bias) load8<TW>(b, a.bias, 8 * q, valid, a.vector);
 #pragma unroll
-    for (int v = 0; v < 4; ++v) y[v] = (r[k][v] - mean) * rstd * w[v] + b[v];
-    store4<T>(a.y, row * a.ldy + 4 * q, y, valid, a.vector);
+    for (int v = 0; v < 8; ++v) y[v] = (r[k][v] - mean) * rstd * w[v] + b[v];
+    store8<T>(a.y, row * a.ldy + 8 * q, y, valid, a.vector);
   }
 }
 
@@ -200,11 +242,11 @@ __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardAr
   using G = group<S::waves_per_row>;
   // The widest rows would not keep xhat and g in registers next to the dweight / dbias partials: they read dy, r and
   // weight again in the second pass (the row was just read, so from cache) instead.
-  constexpr bool reload = S::chunks > 4;
+  constexpr bool reload = S::chunks * norm_chunk > 16;
   constexpr int kept = reload ? 1 : S::chunks;
   __shared__ sv<float, S::block_waves * 2> scratch;
   const int t = G::thread(), team_in_block = wave_id() / S::waves_per_row;
-  float dweight[S::chunks][4] = {}, dbias[S::chunks][4] = {};
+  float dweight[S::chunks][8] = {}, dbias[S::chunks][8] = {};
   for (long first = long(blockIdx.x) * S::rows_per_block; first < a.rows; first += long(gridDim.x) * S::rows_per_block) {
     const long row = first + team_in_block;
     const bool live = row < a.rows;
@@ -213,29 +255,29 @@ __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardAr
     const T* dy_row = static_cast<const T*>(a.dy) + row * a.ldy;
     const T* r_row = static_cast<const T*>(a.r) + row * a.ldr;
     // dy, xhat and g of chunk k (zeros past the row: they add nothing to any sum).
-    auto values = [&](int k, float (&dy)[4], float (&xhat)[4], float (&g)[4]) {
+    auto values = [&](int k, float (&dy)[8], float (&xhat)[8], float (&g)[8]) __attribute__((always_inline)) {
       const int q = k * S::row_threads + t, valid = live ? chunk_valid(q, a.cols) : 0;
-      float r[4] = {}, w[4] = {};
+      float r[8] = {}, w[8] = {};
 #pragma unroll
-      for (int v = 0; v < 4; ++v) dy[v] = 0.f;
+      for (int v = 0; v < 8; ++v) dy[v] = 0.f;
       if (valid) {
-        load4<T>(dy, dy_row, 4 * q, valid, a.vector);
-        load4<T>(r, r_row, 4 * q, valid, a.vector);
-        load4<TW>(w, a.weight, 4 * q, valid, a.vector);
+        load8<T>(dy, dy_row, 8 * q, valid, a.vector);
+        load8<T>(r, r_row, 8 * q, valid, a.vector);
+        load8<TW>(w, a.weight, 8 * q, valid, a.vector);
       }
 #pragma unroll
-      for (int v = 0; v < 4; ++v) {
+      for (int v = 0; v < 8; ++v) {
         xhat[v] = v < valid ? (r[v] - mean) * rstd : 0.f;
         g[v] = dy[v] * w[v];
       }
     };
-    float xhat[kept][4], g[kept][4], sums[2] = {0.f, 0.f};
+    float xhat[kept][8], g[kept][8], sums[2] = {0.f, 0.f};
 #pragma unroll
     for (int k = 0; k < S::chunks; ++k) {
-      float dy[4];
+      float dy[8];
       values(k, dy, xhat[reload ? 0 : k], g[reload ? 0 : k]);
 #pragma unroll
-      for (int v = 0; v < 4; ++v) {
+      for (int v = 0; v < 8; ++v) {
         const float x = xhat[reload ? 0 : k][v], gv = g[reload ? 0 : k][v];
         sums[0] += gv;
         sums[1] += gv * x;
@@ -251,22 +293,22 @@ __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardAr
       const int q = k * S::row_threads + t, valid = chunk_valid(q, a.cols);
       if (!valid) continue;
       if constexpr (reload) {
-        float dy[4];
+        float dy[8];
         values(k, dy, xhat[0], g[0]);
       }
-      const float(&x)[4] = xhat[reload ? 0 : k];
-      const float(&gk)[4] = g[reload ? 0 : k];
-      bool keep[4];
-      a.dropout.keep4(keep, row, q);
-      float dr[4] = {}, dx[4];
-      if (a.dresidual_in) load4<T>(dr, a.dresidual_in, row * a.ld_dresidual_in + 4 * q, valid, a.vector);
+      const float(&x)[8] = xhat[reload ? 0 : k];
+      const float(&gk)[8] = g[reload ? 0 : k];
+      bool keep[8];
+      a.dropout.keep8(keep, row, q);
+      float dr[8] = {}, dx[8];
+      if (a.dresidual_in) load8<T>(dr, a.dresidual_in, row * a.ld_dresidual_in + 8 * q, valid, a.vector);
 #pragma unroll
-      for (int v = 0; v < 4; ++v) {
+      for (int v = 0; v < 8; ++v) {
         dr[v] += rstd * (gk[v] - mean_g - x[v] * mean_gx);
         dx[v] = keep[v] ? dr[v] * a.dropout.scale : 0.f;
       }
-      if (a.dresidual) store4<T>(a.dresidual, row * a.ld_dresidual + 4 * q, dr, valid, a.vector);
-      store4<T>(a.dx, row * a.ldx + 4 * q, dx, valid, a.vector);
+      if (a.dresidual) store8<T>(a.dresidual, row * a.ld_dresidual + 8 * q, dr, valid, a.vector);
+      store8<T>(a.dx, row * a.ldx + 8 * q, dx, valid, a.vector);
     }
   }
   const long team = long(blockIdx.x) * S::rows_per_block + team_in_block;
@@ -275,8 +317,8 @@ __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardAr
     const int q = k * S::row_threads + t, valid = chunk_valid(q, a.cols);
     if (!valid) continue;
     // Partials are float rows of cols: vector stores when cols keeps 16-byte chunks aligned.
-    store4<float>(a.partial_dweight, team * a.cols + 4 * q, dweight[k], valid, a.cols % 4 == 0);
-    if (a.partial_dbias) store4<float>(a.partial_dbias, team * a.cols + 4 * q, dbias[k], valid, a.cols % 4 == 0);
+    store8<float>(a.partial_dweight, team * a.cols + 8 * q, dweight[k], valid, a.cols % 8 == 0);
+    if (a.partial_dbias) store8<float>(a.partial_dbias, team * a.cols + 8 * q, dbias[k], valid, a.cols % 8 == 0);
   }
 }
 

@@ -1,6 +1,7 @@
 // hk::rotary: argument validation and dispatch to the kernel instance for the tensors' and tables' types.
 #include "rotary.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/checks.h"
@@ -46,7 +47,7 @@ Status validate(const RotaryProblem& p, int rotary_dim) {
   if (p.batch <= 0 || p.seqlen <= 0 || p.head_dim <= 0)
     return error("batch, seqlen and head_dim must be positive (got " + std::to_string(p.batch) + ", " +
                  std::to_string(p.seqlen) + ", " + std::to_string(p.head_dim) + ")");
-  if (long(p.batch) * p.seqlen > 0x7fffffffl) return error("batch * seqlen must be below 2^31 (one workgroup per token)");
+  if (long(p.batch) * p.seqlen > 0x7fffffffl) return error("batch * seqlen must be below 2^31 (token indices are 32-bit)");
   if (rotary_dim < 2 || rotary_dim % 2 || rotary_dim > p.head_dim || rotary_dim > rotary_max_dim)
     return error("rotary_dim must be even, at least 2 and at most head_dim and " + std::to_string(rotary_max_dim) +
                  " (got " + std::to_string(rotary_dim) + " with head_dim " + std::to_string(p.head_dim) + ")");
@@ -92,18 +93,45 @@ kernels::RotaryTensorArgs args_of(const RotaryTensor& t) {
   return {t.in, t.out, t.heads, t.in_stride_b, t.in_stride_s, t.in_stride_h, t.out_stride_b, t.out_stride_s, t.out_stride_h};
 }
 
+// Whether every row of both tensors (and the pointers) allows P-element vector accesses.
+bool vector_rows(const RotaryProblem& p, int P) {
+  const size_t bytes = size_t(P) * size_of(p.type);
+  for (const RotaryTensor* t : {&p.q, &p.k}) {
+    if (!t->in) continue;
+    if (!checks::aligned(t->in, bytes) || !checks::aligned(t->out, bytes)) return false;
+    for (long s : {t->in_stride_b, t->in_stride_s, t->in_stride_h, t->out_stride_b, t->out_stride_s, t->out_stride_h})
+      if (s % P) return false;
+  }
+  return true;
+}
+
+template <class T, int P, bool Vec>
+void launch_with(const RotaryProblem& p, const kernels::RotaryArgs& a) {
+  const dim3 grid{unsigned((a.tokens + a.block_tokens - 1) / a.block_tokens)}, block{kernels::rotary_threads};
+  const size_t lds = kernels::rotary_shared_bytes(a.block_tokens, a.rotary_dim);
+  if (p.cos && p.table_type == scalar_type::bf16) hipLaunchKernelGGL((kernels::rotary<T, bf16, P, Vec>), grid, block, lds, p.stream, a);
+  else if (p.cos) hipLaunchKernelGGL((kernels::rotary<T, float, P, Vec>), grid, block, lds, p.stream, a);
+  else hipLaunchKernelGGL((kernels::rotary<T, void, P, Vec>), grid, block, lds, p.stream, a);
+}
+
+// Items of P pairs as 16-byte accesses where the shape and strides allow, else element by element; tokens per
+// workgroup so that each thread has about two items (rotary_kernel.h).
 template <class T>
-void launch(const RotaryProblem& p, const kernels::RotaryArgs& a) {
-  const dim3 grid{unsigned(long(p.batch) * p.seqlen)}, block{kernels::rotary_threads};
-  if (p.cos && p.table_type == scalar_type::bf16) hipLaunchKernelGGL((kernels::rotary<T, bf16>), grid, block, 0, p.stream, a);
-  else if (p.cos) hipLaunchKernelGGL((kernels::rotary<T, float>), grid, block, 0, p.stream, a);
-  else hipLaunchKernelGGL((kernels::rotary<T, void>), grid, block, 0, p.stream, a);
+void launch(const RotaryProblem& p, kernels::RotaryArgs& a) {
+  constexpr int P = 16 / sizeof(T);
+  const int half = a.rotary_dim / 2;
+  const bool vec = half % P == 0 && vector_rows(p, P);
+  const long items = long(p.q.heads + (p.k.in ? p.k.heads : 0)) * (vec ? half / P : half);
+  a.block_tokens = int(std::clamp<long>((2 * kernels::rotary_threads + items - 1) / items, 1, kernels::rotary_max_tokens));
+  if (vec) launch_with<T, P, true>(p, a);
+  else launch_with<T, 1, false>(p, a);
 }
 
 Status run(const RotaryProblem& p, float sign) {
   const int rotary_dim = p.rotary_dim ? p.rotary_dim : p.head_dim;
   if (Status s = validate(p, rotary_dim); !s) return s;
   kernels::RotaryArgs a{};
+  a.tokens = long(p.batch) * p.seqlen;
   a.seqlen = p.seqlen, a.head_dim = p.head_dim, a.rotary_dim = rotary_dim;
   a.q = args_of(p.q), a.k = args_of(p.k);
   if (!p.k.in) a.k.in = nullptr;

@@ -5,10 +5,11 @@ Built with vgpu (the default) the ops take CPU tensors and run hk's gfx942 / gfx
 """
 from . import flash_attn
 from .attention import attention, attention_varlen
+from .decode import attention_with_kvcache
 from .gemm import gemm
 from .norm import layer_norm, rms_norm
 from .rotary import rotary
 from ._runtime import USE_ROCM
 
-__all__ = ["gemm", "attention", "attention_varlen", "rotary", "layer_norm", "rms_norm",
+__all__ = ["gemm", "attention", "attention_varlen", "attention_with_kvcache", "rotary", "layer_norm", "rms_norm",
            "USE_ROCM", "flash_attn"]

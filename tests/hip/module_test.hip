@@ -116,6 +116,31 @@ TEST(Module, ArgumentsOfMixedSizes) {
   HIP_ASSERT(hipModuleUnload(m));
 }
 
+// A code object linked from two assembled objects carries two metadata notes (as Tensile's libraries in rocBLAS,
+// one per kernel): the kernels of both are found and run.
+TEST(Module, LinkedCodeObjectWithOneMetadataNotePerObject) {
+  std::vector<char> image = read_file(module_path("module_linked." + test_arch() + ".hsaco"));
+  ASSERT_FALSE(image.empty());
+  hipModule_t m = nullptr;
+  HIP_ASSERT(hipModuleLoadData(&m, image.data()));
+  hipFunction_t f = nullptr;
+  HIP_ASSERT(hipModuleGetFunction(&f, m, "scale_add"));
+  check_scale_add(f, /*use_extra=*/true);
+  hipFunction_t g = nullptr;
+  HIP_ASSERT(hipModuleGetFunction(&g, m, "negate_sub"));
+  const int n = 300;
+  std::vector<int> in(n), out(n, 0);
+  for (int i = 0; i < n; ++i) in[i] = 3 * i - 450;
+  DeviceBuffer<int> din(n), dout(n);
+  HIP_ASSERT(hipMemcpy(din.ptr, in.data(), din.bytes(), hipMemcpyHostToDevice));
+  int b = 17, count = n;
+  void* params[] = {&dout.ptr, &din.ptr, &b, &count};
+  HIP_ASSERT(hipModuleLaunchKernel(g, (n + 63) / 64, 1, 1, 64, 1, 1, 0, nullptr, params, nullptr));
+  HIP_ASSERT(hipMemcpy(out.data(), dout.ptr, dout.bytes(), hipMemcpyDeviceToHost));
+  for (int i = 0; i < n; ++i) ASSERT_EQ(out[i], b - in[i]) << "element " << i;
+  HIP_ASSERT(hipModuleUnload(m));
+}
+
 TEST(Module, FunctionAttributes) {
   hipModule_t m = nullptr;
   HIP_ASSERT(hipModuleLoad(&m, module_path("module_kernels.co").c_str()));

@@ -60,6 +60,8 @@ TEST(Philox, DeviceMatchesHost) {
 
 // ---- forward and backward ----------------------------------------------------------------------------------------
 
+enum class Mask { bytes, bits, none };  // the dropout mask the forward writes
+
 struct Case {
   int rows, cols;
   bool rms;
@@ -67,12 +69,14 @@ struct Case {
   float p = 0.f;
   bool residual = true, bias = true, padded = false, dresidual_in = false;
   uint64_t seed = 1234, offset = 0;
+  Mask mask = Mask::bytes;
 };
 
 std::string name(const Case& c) {
   return std::to_string(c.rows) + "x" + std::to_string(c.cols) + (c.rms ? " rms " : " layer ") + hk::to_string(c.type) +
          "/" + hk::to_string(c.weight_type) + " p=" + std::to_string(c.p) + (c.residual ? " +residual" : "") +
-         (c.bias ? " +bias" : "") + (c.padded ? " padded" : "") + (c.dresidual_in ? " +dresidual_in" : "");
+         (c.bias ? " +bias" : "") + (c.padded ? " padded" : "") + (c.dresidual_in ? " +dresidual_in" : "") +
+         (c.mask == Mask::bits ? " bit mask" : c.mask == Mask::none ? " no mask" : "");
 }
 
 // Compares a rows x cols device matrix (row stride ld) with dense expectations; padding past cols must hold `pad`.
@@ -103,22 +107,26 @@ std::vector<float> dense(const std::vector<float>& v, int rows, int cols, long l
 
 void run(const Case& c) {
   SCOPED_TRACE(name(c));
-  // Padded rows keep 4-column chunks aligned (the kernels' vector path, ragged tails element by element); unpadded
+  // Padded rows keep 8-column chunks aligned (the kernels' vector path, ragged tails element by element); unpadded
   // rows of odd sizes take the element-by-element path throughout.
-  const long ld = c.padded ? (c.cols + 3) / 4 * 4 + 4 : c.cols;
+  const long ld = c.padded ? (c.cols + 7) / 8 * 8 + 8 : c.cols;
+  const long ld_bits = (c.cols + 7) / 8 + (c.padded ? 3 : 0);  // bytes per row of the bit mask
   const size_t n = size_t(c.rows) * ld;
   const float pad = -7.f;  // what padding holds; every output starts filled with it
   DeviceArray x(c.type, n), residual(c.type, c.residual ? n : 1), weight(c.weight_type, c.cols), bias(c.weight_type, c.bias ? c.cols : 1);
   DeviceArray y(c.type, n), r(c.type, n), mean(dtype::fp32, c.rows), rstd(dtype::fp32, c.rows), mask(dtype::fp32, n, true);
+  DeviceArray bits(dtype::fp32, size_t(c.rows) * ld_bits, true);
   x.random(1, -2.f, 2.f), residual.random(2), weight.random(3, 0.5f, 1.5f), bias.random(4);
-  y.fill(pad), r.fill(pad), mask.fill(200.f);
+  y.fill(pad), r.fill(pad), mask.fill(200.f), bits.fill(0xa5);
   hk::NormProblem p;
   p.rows = c.rows, p.cols = c.cols, p.type = c.type, p.weight_type = c.weight_type;
   p.x = x.dev, p.ldx = ld, p.weight = weight.dev, p.y = y.dev, p.ldy = ld, p.residual_out = r.dev, p.ld_residual_out = ld;
   if (c.residual) p.residual = residual.dev, p.ld_residual = ld;
   if (c.bias) p.bias = bias.dev;
   if (!c.rms) p.mean = static_cast<float*>(mean.dev);
-  p.rstd = static_cast<float*>(rstd.dev), p.mask = static_cast<uint8_t*>(mask.dev), p.ld_mask = ld;
+  p.rstd = static_cast<float*>(rstd.dev);
+  if (c.mask == Mask::bytes) p.mask = static_cast<uint8_t*>(mask.dev), p.ld_mask = ld;
+  if (c.mask == Mask::bits) p.mask_bits = static_cast<uint8_t*>(bits.dev), p.ld_mask_bits = ld_bits;
   p.p = c.p, p.seed = c.seed, p.offset = c.offset;
   const hk::Status s = c.rms ? hk::rms_norm(p) : hk::layer_norm(p);
   ASSERT_TRUE(s) << s.message;
@@ -132,7 +140,24 @@ void run(const Case& c) {
   check("y", y.download(), want.y, c.rows, c.cols, ld, pad);
   std::vector<rnref::Expect> want_mask(want.mask.size());
   for (size_t i = 0; i < want.mask.size(); ++i) want_mask[i] = {double(want.mask[i]), 0};  // bit for bit
-  check("mask", mask.download(), want_mask, c.rows, c.cols, ld, 200.f);
+  if (c.mask == Mask::bytes) check("mask", mask.download(), want_mask, c.rows, c.cols, ld, 200.f);
+  if (c.mask == Mask::bits) {
+    // Bit c % 8 of byte c / 8; the last byte's bits past cols are zero, the padding bytes untouched.
+    const std::vector<float> got = bits.download();
+    int bad = 0;
+    for (int i = 0; i < c.rows; ++i)
+      for (long j = 0; j < ld_bits; ++j) {
+        const int g = int(got[size_t(i) * ld_bits + j]);
+        int w = 0xa5;
+        if (j < (c.cols + 7) / 8) {
+          w = 0;
+          for (int v = 0; v < 8 && 8 * j + v < c.cols; ++v) w |= int(want.mask[size_t(i) * c.cols + 8 * j + v]) << v;
+        }
+        if (g != w && bad++ < 5) ADD_FAILURE() << "mask_bits[" << i << "][" << j << "] = " << g << ", want " << w;
+      }
+    EXPECT_EQ(bad, 0) << "mask_bits";
+  }
+  if (c.mask == Mask::none) EXPECT_EQ(mask.download(), std::vector<float>(n, 200.f)) << "no mask asked, none written";
   check("rstd", rstd.download(), want.rstd, 1, c.rows, c.rows, pad);
   if (!c.rms) check("mean", mean.download(), want.mean, 1, c.rows, c.rows, pad);
 
@@ -198,6 +223,16 @@ TEST(LayerNorm, ManyRowsAndRaggedShapes) {
   run({2, 9999, false, dtype::bf16, dtype::bf16, 0.f, true, false});
 }
 
+// The mask is optional and may be bit-packed; y and r do not depend on which (the backward regenerates it).
+TEST(LayerNorm, MaskKinds) {
+  for (Mask m : {Mask::bits, Mask::none}) {
+    run({37, 1, false, dtype::bf16, dtype::bf16, 0.2f, true, true, false, false, 1234, 0, m});
+    run({40, 77, false, dtype::f16, dtype::fp32, 0.1f, true, true, true, false, 1234, 0, m});
+    run({9, 2048, false, dtype::bf16, dtype::bf16, 0.1f, true, true, true, false, 1234, 0, m});
+    run({5, 5003, true, dtype::bf16, dtype::bf16, 0.3f, true, false, false, false, 1234, 0, m});
+  }
+}
+
 TEST(RmsNorm, ManyRowsAndRaggedShapes) {
   run({1100, 3, true, dtype::f16, dtype::f16, 0.2f, true, false});
   run({260, 1000, true, dtype::bf16, dtype::bf16, 0.f, true, false, true, true});
@@ -255,6 +290,8 @@ TEST(NormValidation, Forward) {
   { auto p = base(); p.ldy = 3; expect_error(ln, p, "y's row stride"); }
   { auto p = base(); p.ld_residual_out = 3; expect_error(ln, p, "residual_out's row stride"); }
   { auto p = base(); p.ld_mask = 3; expect_error(ln, p, "mask's row stride"); }
+  { auto p = base(); p.mask_bits = static_cast<uint8_t*>(mask.dev) + 1; p.ld_mask_bits = 7; expect_error(ln, p, "mask_bits's row stride"); }
+  { auto p = base(); p.mask_bits = static_cast<uint8_t*>(mask.dev) + 8; p.ld_mask_bits = 8; expect_error(ln, p, "mask overlaps mask_bits"); }
   { auto p = base(); p.x = static_cast<char*>(x.dev) + 1; expect_error(ln, p, "x is not aligned"); }
   { auto p = base(); p.ldx = cols + 1; expect_error(ln, p, "x does not lie inside"); }
   { auto p = base(); p.weight_type = dtype::fp32; expect_error(ln, p, "weight does not lie inside"); }

@@ -23,6 +23,12 @@ SIGNATURES = {
     + [("block_table", None)],
     "flash_attn_varlen_kvpacked_func": [("q", _NONE), ("kv", _NONE)] + _VARLEN + _COMMON,
     "flash_attn_varlen_qkvpacked_func": [("qkv", _NONE), ("cu_seqlens", _NONE), ("max_seqlen", _NONE)] + _COMMON,
+    "flash_attn_with_kvcache": [("q", _NONE), ("k_cache", _NONE), ("v_cache", _NONE), ("k", None), ("v", None),
+                                ("rotary_cos", None), ("rotary_sin", None), ("cache_seqlens", None),
+                                ("cache_batch_idx", None), ("cache_leftpad", None), ("block_table", None),
+                                ("softmax_scale", None), ("causal", False), ("window_size", (-1, -1)),
+                                ("softcap", 0.0), ("rotary_interleaved", True), ("alibi_slopes", None),
+                                ("num_splits", 0), ("return_softmax_lse", False)],
 }
 
 

@@ -128,6 +128,17 @@ bool quiet() {
   return q;
 }
 
+// HK_VGPU_HIP_ERRORS=1: every failing HIP call prints its error (and detail) on stderr, including those a library
+// expects and handles (a kernel looked up in each loaded module in turn), so that a library that turns one of them
+// into its own status code can be traced to the call.
+bool log_errors() {
+  static const bool on = [] {
+    const char* v = std::getenv("HK_VGPU_HIP_ERRORS");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
 hipError_t resurface(hipError_t code) {
   // As HIP: a failing call becomes the thread's last error; success and "not ready" leave it alone.
   if (code != hipSuccess && code != hipErrorNotReady) t_last_error = code;
@@ -140,6 +151,7 @@ hipError_t done(hipError_t code) {
     Details& d = details();
     std::lock_guard lock(d.mu);
     d.latest.erase(code);
+    if (log_errors()) std::fprintf(stderr, "vgpu: HIP call failed: %s\n", error_name(code));
   }
   return resurface(code);
 }
@@ -152,7 +164,7 @@ hipError_t fail(hipError_t code, const std::string& detail, bool print) {
     d.latest[code] = d.texts.back().c_str();
   }
   (void)resurface(code);
-  if (print && !quiet()) {
+  if ((print && !quiet()) || log_errors()) {
     // Fault messages already start with "vgpu: ".
     const char* prefix = detail.rfind("vgpu: ", 0) == 0 ? "" : "vgpu: ";
     std::fprintf(stderr, "%s%s [%s]\n", prefix, detail.c_str(), error_name(code));

@@ -409,7 +409,10 @@ std::shared_ptr<Program> decode_kernel(const CodeObject& co, const KernelInfo& i
       Inst I;
       I.pc = int32_t(int64_t(off) - int64_t(start));
       auto status = D.dis->getInstruction(mi, size, bytes, co.text_addr + off, llvm::nulls());
-      if (status != llvm::MCDisassembler::Success || size == 0) {
+      // SoftFail: decoded, with a warning that the encoding is "potentially undefined". LLVM says so of the VOP3
+      // form of v_cmpx_* with an SGPR-pair destination (Tensile's edge code: v_cmpx_eq_u32_e64 s[54:55], v4, s54),
+      // which gfx9 defines (the result goes to the pair and to EXEC) and real gfx90a runs; the instruction is whole.
+      if (status == llvm::MCDisassembler::Fail || size == 0) {
         size = 4;
         text = "<undecodable>";
         I.fn = exec_unknown;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -337,9 +338,12 @@ std::shared_ptr<const CodeObject> load_code_object(std::span<const uint8_t> byte
   std::vector<std::string> names;
   for (const Shdr& s : sections) names.push_back(unwrap(elf.getSectionName(s), "code object: section name").str());
 
-  // The metadata note: kernels, their arguments and resource counts.
-  std::optional<llvm::ArrayRef<uint8_t>> metadata_blob;
-  for (size_t i = 0; i < sections.size() && !metadata_blob; ++i) {
+  // The metadata notes: kernels, their arguments and resource counts. A code object linked from several (Tensile's
+  // libraries link one assembled object per kernel into each .co) carries one NT_AMDGPU_METADATA note per input
+  // object; like ROCm's code object manager, vgpu merges them: the kernels of every note, whose targets (where
+  // given) must agree.
+  std::vector<llvm::ArrayRef<uint8_t>> metadata_blobs;
+  for (size_t i = 0; i < sections.size(); ++i) {
     const Shdr& s = sections[i];
     if (s.sh_type != ELF::SHT_NOTE) continue;
     // LLVM's note iterator does not guard against offset + size wrapping around.
@@ -347,17 +351,31 @@ std::shared_ptr<const CodeObject> load_code_object(std::span<const uint8_t> byte
       loader_fail("code object: note section " + names[i] + " lies outside the file");
     // Nothing may throw while `err` is unchecked (LLVM builds with ABI-breaking checks abort on that).
     llvm::Error err = llvm::Error::success();
-    for (const auto& note : elf.notes(s, err)) {
-      if (note.getName() == "AMDGPU" && note.getType() == ELF::NT_AMDGPU_METADATA) {
-        metadata_blob = note.getDesc(std::max<uint64_t>(s.sh_addralign, 4));
-        break;
-      }
-    }
+    for (const auto& note : elf.notes(s, err))
+      if (note.getName() == "AMDGPU" && note.getType() == ELF::NT_AMDGPU_METADATA)
+        metadata_blobs.push_back(note.getDesc(std::max<uint64_t>(s.sh_addralign, 4)));
     if (err) loader_fail("code object: note section " + names[i] + ": " + llvm::toString(std::move(err)));
   }
-  if (!metadata_blob)
+  if (metadata_blobs.empty())
     loader_fail("code object has no NT_AMDGPU_METADATA note (not an AMDHSA code object of version 3 or later)");
-  Metadata md = parse_metadata(*metadata_blob);
+  Metadata md = parse_metadata(metadata_blobs[0]);
+  std::set<std::string> described;
+  for (const KernelInfo& k : md.kernels) described.insert(k.name);
+  for (size_t n = 1; n < metadata_blobs.size(); ++n) {
+    Metadata more = parse_metadata(metadata_blobs[n]);
+    // amdhsa.target is optional (an object assembled without a target directive has none); present, they agree.
+    if (md.target.empty()) md.target = more.target;
+    if (!more.target.empty() && more.target != md.target)
+      loader_fail("code object: metadata note " + std::to_string(n) + " names target '" + more.target +
+                  "', the first one '" + md.target + "'");
+    for (size_t k = 0; k < more.kernels.size(); ++k) {
+      if (!described.insert(more.kernels[k].name).second)
+        loader_fail("code object: kernel " + more.kernels[k].name + " is described by two metadata notes");
+      md.kernels.push_back(std::move(more.kernels[k]));
+      md.descriptor_symbols.push_back(std::move(more.descriptor_symbols[k]));
+    }
+    md.printf_formats.merge(more.printf_formats);
+  }
 
   // The arch: EF_AMDGPU_MACH of e_flags, which must agree with the metadata's target string.
   unsigned mach = header.e_flags & ELF::EF_AMDGPU_MACH;

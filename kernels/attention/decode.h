@@ -1,0 +1,54 @@
+// hk::attention_decode: attention of a few new queries per sequence over a KV cache, flash-attention's
+// flash_attn_with_kvcache, on the current HIP device (gfx942, gfx950):
+//   - Q is (B, Sq, Hq, D), Sq from 1 to 16 (speculative decoding), D 64 or 128; O is like Q; LSE (optional) is fp32
+//     (B, Hq, Sq), contiguous, the natural log of each row's softmax denominator (-inf and O = 0 for a row that sees
+//     no key).
+//   - the caches are contiguous (B, S_max, Hkv, D) (block_table null; cache_rows = S_max) or paged (num_blocks,
+//     page_size, Hkv, D) (cache_rows = page_size, any size from 1): key j of sequence b is row j % page_size of page
+//     block_table[b * max_blocks + j / page_size]. K and V have their own strides (page or batch, row, head).
+//   - cache_seqlens (B int32, device) keys per sequence, at most the capacity (S_max, or max_blocks * page_size).
+//   - query head h reads KV head h / (Hq / Hkv); causal is bottom-right (query i sees keys j <= i + seqlen - Sq),
+//     windows (left, right) as hk::attention_forward's.
+// Every argument is validated first (the block table and seqlens are read back, which waits for the stream): a
+// problem the kernel cannot run returns an error and launches nothing. Long caches with few (sequence, KV head) pairs
+// are split over workgroups and combined in a fixed order (deterministic); the partials need a workspace of
+// attention_decode_workspace_bytes(p) bytes: pass one to keep the call asynchronous after the checks, or the call
+// allocates its own and waits for the stream before freeing it.
+#pragma once
+#include "attention/attention.h"
+
+namespace hk {
+
+struct AttentionDecodeProblem {
+  using Strides = AttentionInputs::Strides;  // in elements; zero: contiguous
+  int batch = 0, seqlen_q = 0, heads_q = 0, heads_kv = 0, head_dim = 0;
+  const void* q = nullptr;
+  Strides q_strides;
+  const void* k_cache = nullptr;  // (B, S_max, Hkv, D) or (num_blocks, page_size, Hkv, D)
+  Strides k_strides;              // .batch: between sequences (contiguous) or pages (paged)
+  const void* v_cache = nullptr;
+  Strides v_strides;
+  int cache_rows = 0;             // S_max (contiguous) or page_size (paged)
+  int num_blocks = 0;             // paged: pages in each cache
+  const int* block_table = nullptr;  // paged: (B, max_blocks) int32 device array; null: contiguous caches
+  int max_blocks = 0;
+  const int* cache_seqlens = nullptr;  // (B) int32 device array, required
+  scalar_type type = scalar_type::bf16;     // Q and O: bf16 or f16
+  scalar_type kv_type = scalar_type::bf16;  // the caches: the same as type
+  float softmax_scale = 0.f;  // 0 = 1 / sqrt(D)
+  bool causal = false;
+  int window_left = -1, window_right = -1;
+  void* o = nullptr;
+  Strides o_strides;
+  float* lse = nullptr;  // may be null
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  hipStream_t stream = nullptr;
+};
+
+Status attention_decode(const AttentionDecodeProblem& p);
+
+// The split partials' workspace the problem needs (0 when its keys are not split); needs the current device.
+size_t attention_decode_workspace_bytes(const AttentionDecodeProblem& p);
+
+}  // namespace hk

@@ -1,0 +1,221 @@
+// hk::attention_decode: argument validation, the split of the keys, and dispatch to the decode kernels.
+#include "decode.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "attention_decode.h"
+#include "common/checks.h"
+
+namespace hk {
+
+namespace {
+
+const char* const entry = "hk::attention_decode";
+Status error(hipError_t code, std::string message) { return api::error(entry, code, message); }
+Status invalid(std::string message) { return error(hipErrorInvalidValue, std::move(message)); }
+std::string str(long x) { return std::to_string(x); }
+
+// What the checks resolve: the kernel's arguments and the grid.
+struct Plan {
+  kernels::DecodeArgs a{};
+  long items = 0;
+  size_t workspace = 0;  // bytes of partials (0: not split)
+};
+
+// The split of the keys: enough workgroups to give every CU four, each split at least 8 tiles (2 per wave), at most
+// one split per 4 tiles of the capacity. Depends on the shapes only (not on seqlens or the block table), so paged and
+// contiguous caches of one problem split alike.
+void split(const AttentionDecodeProblem& p, long capacity, int cus, Plan& r) {
+  constexpr int BK = kernels::decode_keys;
+  const long tiles = (capacity + BK - 1) / BK, want = 4l * cus;
+  long splits = std::clamp((want + r.items - 1) / r.items, 1l, std::max(1l, tiles / 8));
+  splits = std::min<long>(splits, kernels::decode_max_splits);
+  long split_tiles = (tiles + splits - 1) / splits;
+  split_tiles = (split_tiles + 3) / 4 * 4;
+  splits = std::max(1l, (tiles + split_tiles - 1) / split_tiles);  // (never more than before)
+  r.a.splits = int(splits), r.a.split_tiles = int(std::max(4l, split_tiles));
+  r.workspace = splits > 1 ? size_t(splits) * r.items * kernels::decode_rows * (p.head_dim + 1) * sizeof(float) : 0;
+}
+
+// The shape checks and the plan, with no device access but the target.
+Status plan_shape(const AttentionDecodeProblem& p, Plan& r) {
+  if (p.batch <= 0) return invalid("batch must be positive (got " + str(p.batch) + ")");
+  if (p.seqlen_q < 1 || p.seqlen_q > 16) return invalid("seqlen_q must be 1 to 16 (got " + str(p.seqlen_q) + ")");
+  if (p.heads_q <= 0 || p.heads_kv <= 0 || p.heads_q % p.heads_kv)
+    return invalid("heads_q (" + str(p.heads_q) + ") must be a positive multiple of heads_kv (" + str(p.heads_kv) + ")");
+  if (p.head_dim != 64 && p.head_dim != 128) return invalid("head_dim must be 64 or 128 (got " + str(p.head_dim) + ")");
+  if (p.type != scalar_type::bf16 && p.type != scalar_type::f16)
+    return invalid(std::string("Q and O must be bf16 or f16, not ") + to_string(p.type));
+  if (p.kv_type != p.type)
+    return invalid(std::string("the caches must have Q's type (") + to_string(p.type) + "), not " + to_string(p.kv_type));
+  if (!p.q || !p.k_cache || !p.v_cache || !p.o || !p.cache_seqlens)
+    return invalid(std::string("null pointer for ") +
+                   (!p.q ? "Q" : !p.k_cache ? "k_cache" : !p.v_cache ? "v_cache" : !p.o ? "O" : "cache_seqlens"));
+  if (!(std::isfinite(p.softmax_scale) && p.softmax_scale >= 0.f))
+    return invalid("softmax_scale must be positive and finite, or 0 for 1 / sqrt(head_dim)");
+  if (p.window_left < -1 || p.window_right < -1)
+    return invalid("window sizes must be -1 (unbounded) or non-negative (got " + str(p.window_left) + ", " +
+                   str(p.window_right) + ")");
+  if (p.causal && p.window_right > 0)
+    return invalid("causal attention sees no key to the right of the diagonal: window_right must be -1 or 0");
+  if (p.cache_rows <= 0) return invalid("cache_rows (S_max, or the page size) must be positive");
+  const bool paged = p.block_table != nullptr;
+  if (paged && (p.max_blocks <= 0 || p.num_blocks <= 0))
+    return invalid("a paged cache needs max_blocks and num_blocks positive (got " + str(p.max_blocks) + ", " +
+                   str(p.num_blocks) + ")");
+  const long capacity = paged ? long(p.max_blocks) * p.cache_rows : p.cache_rows;
+  if (capacity >= (1l << 28)) return invalid("the cache capacity must be below 2^28 keys per sequence");
+  Status status;
+  const arch::target* target = api::current_target(entry, status);
+  if (!target) return status;
+  r.items = long(p.batch) * p.heads_kv * ((long(p.seqlen_q) * (p.heads_q / p.heads_kv) + 15) / 16);
+  split(p, capacity, target->compute_units, r);
+  if (r.items * r.a.splits >= (1l << 31)) return invalid("too many workgroups for one launch");
+  return {};
+}
+
+// Reads `n` int32 from device memory after checking that they lie in one allocation.
+Status read_ints(const char* name, const int* dev, size_t n, std::vector<int>& host) {
+  if (reinterpret_cast<uintptr_t>(dev) % 4 || !api::inside_allocation(dev, n * sizeof(int)))
+    return invalid(std::string(name) + " does not hold " + str(long(n)) + " aligned int32 entries inside one device allocation");
+  host.resize(n);
+  if (hipError_t e = hipMemcpy(host.data(), dev, n * sizeof(int), hipMemcpyDeviceToHost); e != hipSuccess)
+    return error(e, std::string("reading ") + name + ": " + hipGetErrorString(e));
+  return {};
+}
+
+struct View {
+  const char* name;
+  const void* data;
+  long n0, n1, n2, dim;  // batch (pages), rows, heads, D
+  AttentionDecodeProblem::Strides s;
+  long span() const { return (n0 - 1) * s.batch + (n1 - 1) * s.row + (n2 - 1) * s.head + dim; }
+};
+
+Status check_view(View& t, bool written) {
+  if (t.s.head == 0) t.s.head = t.dim;
+  if (t.s.row == 0) t.s.row = t.n2 * t.dim;
+  if (t.s.batch == 0) t.s.batch = t.n1 * t.s.row;
+  if (t.s.batch < 0 || t.s.row < 0 || t.s.head < 0) return invalid(std::string(t.name) + " strides must not be negative");
+  if (reinterpret_cast<uintptr_t>(t.data) % 16) return invalid(std::string(t.name) + " must be 16-byte aligned");
+  if ((t.n0 > 1 && t.s.batch % 8) || (t.n1 > 1 && t.s.row % 8) || (t.n2 > 1 && t.s.head % 8))
+    return invalid(std::string(t.name) + " strides must be multiples of 8 elements (rows start on 16-byte boundaries)");
+  if (written && !checks::Strided<3>{{t.n2, t.n1, t.n0}, {t.s.head, t.s.row, t.s.batch}, t.dim}.rows_disjoint())
+    return invalid(std::string(t.name) + " strides make elements overlap");
+  if (!api::inside_allocation(t.data, size_t(t.span()) * 2))
+    return invalid(std::string(t.name) + " does not lie inside one device allocation");
+  return {};
+}
+
+Status prepare(const AttentionDecodeProblem& p, Plan& r) {
+  if (Status s = plan_shape(p, r); !s) return s;
+  const bool paged = p.block_table != nullptr;
+  const long capacity = paged ? long(p.max_blocks) * p.cache_rows : p.cache_rows, d = p.head_dim;
+  View q{"Q", p.q, p.batch, p.seqlen_q, p.heads_q, d, p.q_strides};
+  View o{"O", p.o, p.batch, p.seqlen_q, p.heads_q, d, p.o_strides};
+  const long pages = paged ? p.num_blocks : p.batch;
+  View k{"k_cache", p.k_cache, pages, p.cache_rows, p.heads_kv, d, p.k_strides};
+  View v{"v_cache", p.v_cache, pages, p.cache_rows, p.heads_kv, d, p.v_strides};
+  for (View* t : {&q, &o, &k, &v})
+    if (Status s = check_view(*t, t == &o); !s) return s;
+  if (p.lse && (reinterpret_cast<uintptr_t>(p.lse) % 4 ||
+                !api::inside_allocation(p.lse, size_t(p.batch) * p.heads_q * p.seqlen_q * sizeof(float))))
+    return invalid("LSE must be batch * heads_q * seqlen_q 4-byte aligned fp32 values inside one device allocation");
+  auto span = [](const View& t) { return checks::Span{t.data, size_t(t.span()) * 2, t.name}; };
+  const size_t lse_bytes = size_t(p.batch) * p.heads_q * p.seqlen_q * sizeof(float);
+  const checks::Span outs[] = {span(o), {p.lse, p.lse ? lse_bytes : 0, "LSE"}};
+  const checks::Span ins[] = {span(q), span(k), span(v), {p.cache_seqlens, size_t(p.batch) * 4, "cache_seqlens"},
+                              {p.block_table, paged ? size_t(p.batch) * p.max_blocks * 4 : 0, "block_table"}};
+  if (std::string clash = checks::first_overlap(outs, ins); !clash.empty()) return invalid(clash);
+
+  std::vector<int> seqlens, table;
+  if (Status s = read_ints("cache_seqlens", p.cache_seqlens, size_t(p.batch), seqlens); !s) return s;
+  for (int b = 0; b < p.batch; ++b)
+    if (seqlens[b] < 0 || seqlens[b] > capacity)
+      return invalid("cache_seqlens[" + str(b) + "] = " + str(seqlens[b]) + " is outside the cache's capacity [0, " +
+                     str(capacity) + "]");
+  if (paged) {
+    if (Status s = read_ints("block_table", p.block_table, size_t(p.batch) * p.max_blocks, table); !s) return s;
+    for (int b = 0; b < p.batch; ++b)
+      for (long i = 0; i < (seqlens[b] + p.cache_rows - 1) / p.cache_rows; ++i) {
+        const int page = table[size_t(b) * p.max_blocks + i];
+        if (page < 0 || page >= p.num_blocks)
+          return invalid("block_table[" + str(b) + "][" + str(i) + "] = " + str(page) + " is not a page of the cache (0 to " +
+                         str(p.num_blocks - 1) + ")");
+      }
+  }
+
+  kernels::DecodeArgs& a = r.a;
+  a.q = p.q, a.k = p.k_cache, a.v = p.v_cache, a.o = p.o, a.lse = p.lse;
+  a.block_table = p.block_table, a.seqlens = p.cache_seqlens;
+  a.q_bs = q.s.batch, a.q_rs = q.s.row, a.q_hs = q.s.head, a.o_bs = o.s.batch, a.o_rs = o.s.row, a.o_hs = o.s.head;
+  a.k_ps = k.s.batch, a.k_rs = k.s.row, a.k_hs = k.s.head, a.v_ps = v.s.batch, a.v_rs = v.s.row, a.v_hs = v.s.head;
+  a.bt_stride = p.max_blocks, a.page_size = p.cache_rows;
+  a.batch = p.batch, a.heads_q = p.heads_q, a.heads_kv = p.heads_kv, a.seqlen_q = p.seqlen_q;
+  a.q_blocks = int((long(p.seqlen_q) * (p.heads_q / p.heads_kv) + 15) / 16);
+  a.combine_rows = a.q_blocks == 1 ? p.seqlen_q * (p.heads_q / p.heads_kv) : kernels::decode_rows;
+  const long reach = capacity + p.seqlen_q;  // a window wider than any sequence is no window
+  a.left = p.window_left > reach ? -1 : p.window_left;
+  a.right = p.causal ? 0 : p.window_right > reach ? -1 : p.window_right;
+  const float scale = p.softmax_scale > 0.f ? p.softmax_scale : 1.f / std::sqrt(float(p.head_dim));
+  a.scale_log2 = float(double(scale) * 1.4426950408889634);
+  return {};
+}
+
+Status launch(const AttentionDecodeProblem& p, Plan& r, void* workspace) {
+  kernels::DecodeArgs& a = r.a;
+  if (r.workspace) {
+    a.part_lse = static_cast<float*>(workspace);
+    a.part_o = a.part_lse + size_t(a.splits) * r.items * kernels::decode_rows;
+  }
+  (void)hipGetLastError();  // launch errors below are ours alone
+  auto go = [&](auto t, auto dim) {
+    using T = decltype(t);
+    constexpr int D = decltype(dim)::value;
+    hipLaunchKernelGGL((kernels::attention_decode<T, D>), dim3(unsigned(r.items * a.splits)), dim3(256), 0, p.stream, a);
+    if (a.splits > 1)
+      hipLaunchKernelGGL((kernels::attention_decode_combine<T, D>), dim3(unsigned(r.items * a.combine_rows)), dim3(256), 0, p.stream, a);
+  };
+  auto dim = [&](auto t) {
+    if (p.head_dim == 64) go(t, std::integral_constant<int, 64>{});
+    else go(t, std::integral_constant<int, 128>{});
+  };
+  if (p.type == scalar_type::bf16) dim(bf16{});
+  else dim(half{});
+  if (hipError_t e = hipGetLastError(); e != hipSuccess) return error(e, std::string("launch failed: ") + hipGetErrorString(e));
+  return {};
+}
+
+}  // namespace
+
+Status attention_decode(const AttentionDecodeProblem& p) {
+  Plan r;
+  if (Status s = prepare(p, r); !s) return s;
+  if (!r.workspace) return launch(p, r, nullptr);
+  if (p.workspace) {
+    if (p.workspace_bytes < r.workspace)
+      return invalid("the workspace holds " + str(long(p.workspace_bytes)) + " bytes, the problem needs " +
+                     str(long(r.workspace)) + " (attention_decode_workspace_bytes)");
+    if (reinterpret_cast<uintptr_t>(p.workspace) % 16 || !api::inside_allocation(p.workspace, r.workspace))
+      return invalid("the workspace must be 16-byte aligned and inside one device allocation");
+    return launch(p, r, p.workspace);
+  }
+  void* own = nullptr;
+  if (hipError_t e = hipMalloc(&own, r.workspace); e != hipSuccess)
+    return error(e, "allocating the " + str(long(r.workspace)) + "-byte workspace: " + hipGetErrorString(e));
+  Status s = launch(p, r, own);
+  if (s) {
+    if (hipError_t e = hipStreamSynchronize(p.stream); e != hipSuccess) s = error(e, std::string("running: ") + hipGetErrorString(e));
+  }
+  (void)hipFree(own);
+  return s;
+}
+
+size_t attention_decode_workspace_bytes(const AttentionDecodeProblem& p) {
+  Plan r;
+  return plan_shape(p, r) ? r.workspace : 0;
+}
+
+}  // namespace hk

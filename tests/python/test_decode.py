@@ -1,0 +1,62 @@
+"""hk.attention_with_kvcache / hk.flash_attn.flash_attn_with_kvcache (flash-attention's keyword names): paged and
+contiguous caches against a float64 reference, and the refusals."""
+import pytest
+import torch
+
+import hk
+import hk.flash_attn as fa
+from conftest import assert_close, attention_reference, rand
+
+
+def _reference(q, k_cache, v_cache, seqlens, block_table, causal, window):
+    """Each sequence's keys gathered from its pages, then the float64 attention of attention_reference."""
+    outs, lses = [], []
+    for b in range(q.shape[0]):
+        n = int(seqlens[b])
+        if block_table is None:
+            k, v = k_cache[b, :n], v_cache[b, :n]
+        else:
+            page = k_cache.shape[1]
+            rows = [(int(block_table[b, j // page]), j % page) for j in range(n)]
+            k = torch.stack([k_cache[p, r] for p, r in rows]) if rows else k_cache[0, :0]
+            v = torch.stack([v_cache[p, r] for p, r in rows]) if rows else v_cache[0, :0]
+        o, lse = attention_reference(q[b:b + 1], k[None], v[None], causal=causal, window=window)
+        outs.append(o), lses.append(lse)
+    return torch.cat(outs), torch.cat(lses)
+
+
+@pytest.mark.parametrize("page", [0, 1, 16])
+@pytest.mark.parametrize("causal", [False, True])
+def test_with_kvcache_matches_reference(page, causal):
+    g = torch.Generator().manual_seed(3)
+    dtype, b, sq, hq, hkv, d = torch.bfloat16, 3, 2, 8, 2, 64
+    seqlens = torch.tensor([0, 17, 40], dtype=torch.int32)
+    q = rand(b, sq, hq, d, dtype=dtype, generator=g)
+    if page:
+        per_seq = (48 + page - 1) // page
+        k_cache = rand(b * per_seq + 2, page, hkv, d, dtype=dtype, generator=g)
+        v_cache = rand(b * per_seq + 2, page, hkv, d, dtype=dtype, generator=g)
+        block_table = torch.randperm(b * per_seq + 2, generator=g)[:b * per_seq].to(torch.int32).reshape(b, per_seq)
+    else:
+        k_cache, v_cache = (rand(b, 48, hkv, d, dtype=dtype, generator=g) for _ in range(2))
+        block_table = None
+    out, lse = fa.flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=seqlens, block_table=block_table,
+                                          causal=causal, return_softmax_lse=True)
+    want, want_lse = _reference(q, k_cache, v_cache, seqlens, block_table, causal, (-1, -1))
+    assert_close(out, want, dtype, what="out")
+    finite = torch.isfinite(want_lse)
+    assert torch.equal(torch.isfinite(lse), finite)
+    assert torch.allclose(lse[finite].double(), want_lse[finite], atol=1e-4)
+    assert torch.equal(hk.attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=seqlens, block_table=block_table,
+                                                 causal=causal), out)
+
+
+def test_with_kvcache_refusals():
+    q = torch.zeros(1, 1, 4, 64, dtype=torch.bfloat16)
+    cache = torch.zeros(1, 8, 1, 64, dtype=torch.bfloat16)
+    with pytest.raises(NotImplementedError, match="rotary_cos"):
+        fa.flash_attn_with_kvcache(q, cache, cache, rotary_cos=torch.zeros(8, 32), cache_seqlens=4)
+    with pytest.raises(ValueError, match="cache_seqlens must be int32"):
+        fa.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=torch.tensor([4], dtype=torch.int64))
+    with pytest.raises(ValueError, match="outside the cache's capacity"):
+        fa.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=9)
