@@ -210,6 +210,7 @@ void bind_attention_inputs(py::module_& m) {
       .def_readwrite("type", &P::type)
       .def_readwrite("softmax_scale", &P::softmax_scale)
       .def_readwrite("softcap", &P::softcap)
+      .def_readwrite("alibi_batch_stride", &P::alibi_batch_stride)
       .def_readwrite("causal", &P::causal)
       .def_readwrite("window_left", &P::window_left)
       .def_readwrite("window_right", &P::window_right);
@@ -219,6 +220,7 @@ void bind_attention_inputs(py::module_& m) {
   pointer(c, "cu_seqlens_q", &P::cu_seqlens_q);
   pointer(c, "cu_seqlens_k", &P::cu_seqlens_k);
   pointer(c, "sinks", &P::sinks);
+  pointer(c, "alibi_slopes", &P::alibi_slopes);
   pointer(c, "stream", &P::stream);
 }
 

@@ -6,7 +6,7 @@
 //   hk-run norm --rows R --cols C [--rms] [--p P] [--seed S] [--dtype bf16|f16|fp32] [--arch ...]
 //               [--mask none|bytes|bits] (with --model: the dropout mask the forward writes; default none, as
 //               the backward regenerates it from Philox)
-//   hk-run attn --b B --sq SQ --sk SK --hq HQ --hkv HKV --d 64|128 [--causal] [--window L,R] [--softcap C] [--sinks] [--dtype bf16|f16]
+//   hk-run attn --b B --sq SQ --sk SK --hq HQ --hkv HKV --d 64|128 [--causal] [--window L,R] [--softcap C] [--sinks] [--alibi] [--dtype bf16|f16]
 //               [--varlen QLENS[:KLENS]] [--bwd] [--arch gfx942|gfx950]
 //   (--bwd: the backward too, each of its kernels checked and reported;
 //    --varlen: comma-separated sequence lengths, packed; keys as long as the queries unless KLENS is given)
@@ -501,7 +501,7 @@ int model_norm(int rows, int cols, bool rms, float drop, uint64_t seed, const st
 // element by element against the float64 reference with its per-dtype tolerances.
 struct AttnOptions {
   int b = 1, sq = 128, sk = 128, hq = 1, hkv = 1, d = 128;
-  bool causal = false, bwd = false, sinks = false;
+  bool causal = false, bwd = false, sinks = false, alibi = false;
   float softcap = 0.f;
   std::string window, dtype = "bf16", varlen;
 };
@@ -526,6 +526,7 @@ std::string causal_text(const AttnOptions& a) {
     t += cap;
   }
   if (a.sinks) t += " sinks";
+  if (a.alibi) t += " alibi";
   return t;
 }
 
@@ -534,6 +535,8 @@ bool attn_shape(const AttnOptions& a, attn_ref::Shape& shape) {
   shape.hq = a.hq, shape.hkv = a.hkv, shape.d = a.d, shape.causal = a.causal, shape.softcap = a.softcap;
   if (a.sinks)
     for (float z : attn_ref::sample_sinks(a.hq)) shape.sinks.push_back(z);
+  if (a.alibi)
+    for (float m : attn_ref::sample_alibi(a.hq)) shape.alibi.push_back(m);
   if (!a.window.empty()) {
     const std::vector<int> w = parse_lengths(a.window);
     if (w.size() != 2) return std::fprintf(stderr, "--window takes L,R\n"), false;
@@ -585,6 +588,12 @@ int model_attn(const AttnOptions& a, const std::string& product_name) {
     (void)hipMemcpy(sinks.p, sinks_host.data(), sinks_host.size() * 4, hipMemcpyHostToDevice);
     p.sinks = static_cast<float*>(sinks.p);
   }
+  const std::vector<float> slopes_host = attn_ref::sample_alibi(a.hq);
+  Untouched slopes(slopes_host.size() * 4);
+  if (a.alibi) {
+    (void)hipMemcpy(slopes.p, slopes_host.data(), slopes_host.size() * 4, hipMemcpyHostToDevice);
+    p.alibi_slopes = static_cast<float*>(slopes.p);
+  }
   std::vector<int> cu_q{0}, cu_k{0};
   Untouched dev_cu_q((shape.len_q.size() + 1) * 4), dev_cu_k((shape.len_q.size() + 1) * 4);
   if (!a.varlen.empty()) {
@@ -612,6 +621,7 @@ int model_attn(const AttnOptions& a, const std::string& product_name) {
   bp.head_dim = a.d, bp.q = q.p, bp.k = k.p, bp.v = v.p, bp.o = o.p, bp.dout = dout.p, bp.lse = p.lse;
   bp.dq = dq.p, bp.dk = dk.p, bp.dv = dv.p, bp.type = type, bp.causal = a.causal;
   bp.window_left = p.window_left, bp.window_right = p.window_right, bp.softcap = a.softcap, bp.sinks = p.sinks;
+  bp.alibi_slopes = p.alibi_slopes;
   if (a.sinks) bp.dsinks = static_cast<float*>(dsinks.p);
   bp.cu_seqlens_q = p.cu_seqlens_q, bp.cu_seqlens_k = p.cu_seqlens_k;
   bp.workspace = workspace.p, bp.workspace_bytes = size_t(tq) * a.hq * 4;
@@ -656,6 +666,14 @@ int run_attn(const AttnOptions& a) {
     if (!d_sinks || !d_dsinks) return 1;
     (void)hipMemcpy(d_sinks, z.data(), z.size() * 4, hipMemcpyHostToDevice);
     p.sinks = d_sinks;
+  }
+  float* d_slopes = nullptr;
+  if (a.alibi) {
+    const std::vector<float> m = attn_ref::sample_alibi(a.hq);
+    d_slopes = static_cast<float*>(device_alloc(m.size() * 4, "the ALiBi slopes"));
+    if (!d_slopes) return 1;
+    (void)hipMemcpy(d_slopes, m.data(), m.size() * 4, hipMemcpyHostToDevice);
+    p.alibi_slopes = d_slopes;
   }
   if (varlen) {
     auto offsets = [](const std::vector<int>& lens, int*& dev) {
@@ -724,7 +742,7 @@ int run_attn(const AttnOptions& a) {
     b.head_dim = a.d, b.q = dq, b.k = dk, b.v = dv, b.o = dout, b.dout = d_dout, b.lse = dlse;
     b.dq = d_dq, b.dk = d_dk, b.dv = d_dv, b.type = type, b.causal = a.causal;
     b.window_left = shape.left, b.window_right = shape.right, b.cu_seqlens_q = cu_q, b.cu_seqlens_k = cu_k;
-    b.softcap = a.softcap, b.sinks = d_sinks, b.dsinks = d_dsinks;
+    b.softcap = a.softcap, b.sinks = d_sinks, b.dsinks = d_dsinks, b.alibi_slopes = d_slopes;
     b.workspace_bytes = hk::attention_backward_workspace_bytes(b);
     b.workspace = device_alloc(std::max<size_t>(b.workspace_bytes, 4), "the workspace");
     struct Step {
@@ -775,7 +793,7 @@ int run_attn(const AttnOptions& a) {
     for (void* x : {d_dout, d_dq, d_dk, d_dv, b.workspace}) (void)hipFree(x);
   }
   for (void* x : {dq, dk, dv, dout, static_cast<void*>(dlse), static_cast<void*>(cu_q), static_cast<void*>(cu_k),
-                  static_cast<void*>(d_sinks), static_cast<void*>(d_dsinks)})
+                  static_cast<void*>(d_sinks), static_cast<void*>(d_dsinks), static_cast<void*>(d_slopes)})
     if (x) (void)hipFree(x);
   return bad || bad_bwd ? 1 : 0;
 }
@@ -793,6 +811,7 @@ CLI::App* add_attn_command(CLI::App& app, AttnOptions& a, std::string& arch) {
   attn->add_option("--window", a.window, "sliding window L,R (-1 = unbounded)");
   attn->add_option("--softcap", a.softcap, "cap the scaled scores x to C tanh(x / C) (0: none)");
   attn->add_flag("--sinks", a.sinks, "attention sinks: one logit per query head in every row's denominator");
+  attn->add_flag("--alibi", a.alibi, "ALiBi: -slope(h) |i + Sk - Sq - j| added to the scaled scores, slopes 2^(-8 (h + 1) / Hq)");
   attn->add_option("--dtype", a.dtype, "Q, K, V and O element type")->check(CLI::IsMember({"bf16", "f16"}));
   attn->add_option("--varlen", a.varlen, "packed sequences: QLENS[:KLENS], comma-separated");
   attn->add_flag("--bwd", a.bwd, "also the backward (dQ, dK, dV with hk::attention_backward), checked, with each kernel's report");

@@ -7,6 +7,9 @@
 //     [i + Sk - Sq - left, i + Sk - Sq + right]; -1 leaves that side unbounded; causal is right = 0.
 //   - softcap > 0 caps the scaled scores before the softmax, as flash-attention's softcap: x -> softcap tanh(x /
 //     softcap); the backward differentiates through it.
+//   - ALiBi (flash-attention's alibi_slopes): -slope(b, h) |i + Sk - Sq - j| is added to the scaled score of query i
+//     and key j (after softcapping, which cannot be combined with it yet). The LSE includes the bias (for causal
+//     masks flash-attention's drops its per-row constant; O is the same). The slopes get no gradient.
 //   - sinks: one logit z_h per query head joins every row's softmax denominator as a key with no value (gpt-oss):
 //     O = sum_j e^(x_j) v_j / (e^(z_h) + sum_j e^(x_j)); the LSE includes it; the backward also gives dz (dsinks).
 //   - LSE is fp32, the natural log of the row's softmax denominator (scores scaled): (B, Hq, Sq), contiguous. A row
@@ -50,6 +53,8 @@ struct AttentionInputs {
   float softmax_scale = 0.f;         // > 0; 0 = 1 / sqrt(D)
   float softcap = 0.f;               // > 0: each scaled score x becomes softcap * tanh(x / softcap) (Gemma 2); 0 = off
   const float* sinks = nullptr;      // (Hq) fp32 device array: attention sinks (gpt-oss), or null
+  const float* alibi_slopes = nullptr;  // fp32 device array: ALiBi slopes of (b, h) at b * alibi_batch_stride + h, or null
+  long alibi_batch_stride = 0;          // 0: one slope per head, (Hq); else (B, Hq) rows this far apart (>= Hq)
   bool causal = false;
   int window_left = -1, window_right = -1;  // -1 = unbounded; causal needs window_right -1 or 0
   const int* cu_seqlens_q = nullptr;  // varlen: both or neither (device memory, read by the validation)

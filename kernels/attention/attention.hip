@@ -64,6 +64,11 @@ Status validate(const AttentionInputs& p, const void* o) {
     return invalid("softmax_scale must be positive and finite, or 0 for 1 / sqrt(head_dim)");
   if (!(std::isfinite(p.softcap) && p.softcap >= 0.f))
     return invalid("softcap must be positive and finite, or 0 for none (got " + std::to_string(p.softcap) + ")");
+  if (p.alibi_slopes && p.softcap > 0.f)
+    return invalid("softcap and ALiBi together are not supported yet: pass one of them");
+  if (p.alibi_slopes && p.alibi_batch_stride != 0 && p.alibi_batch_stride < p.heads_q)
+    return invalid("alibi_batch_stride must be 0 (one slope per head) or at least heads_q (got " +
+                   std::to_string(p.alibi_batch_stride) + ")");
   if (p.window_left < -1 || p.window_right < -1)
     return invalid("window sizes must be -1 (unbounded) or non-negative (got " + std::to_string(p.window_left) + ", " +
                    std::to_string(p.window_right) + ")");
@@ -131,9 +136,10 @@ Status read_cu_seqlens(const char* name, const int* cu, int batch, int& total, i
 template <class F>
 void dispatch(const AttentionInputs& p, F f) {
   using kernels::AttnVariant;
-  constexpr AttnVariant plain{}, capped{.softcap = true};
+  constexpr AttnVariant plain{}, capped{.softcap = true}, alibi{.alibi = true};
   auto variant = [&](auto t, auto d) {
     if (p.softcap > 0.f) f(t, d, std::integral_constant<AttnVariant, capped>{});
+    else if (p.alibi_slopes) f(t, d, std::integral_constant<AttnVariant, alibi>{});
     else f(t, d, std::integral_constant<AttnVariant, plain>{});
   };
   auto dim = [&](auto t) {
@@ -205,6 +211,13 @@ Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides
   if (p.sinks && (reinterpret_cast<uintptr_t>(p.sinks) % alignof(float) ||
                   !api::inside_allocation(p.sinks, size_t(p.heads_q) * sizeof(float))))
     return invalid("sinks must be heads_q 4-byte aligned fp32 values inside one device allocation");
+  if (p.alibi_slopes) {
+    const long slopes = p.alibi_batch_stride ? (p.batch - 1) * p.alibi_batch_stride + p.heads_q : p.heads_q;
+    if (reinterpret_cast<uintptr_t>(p.alibi_slopes) % alignof(float) ||
+        !api::inside_allocation(p.alibi_slopes, size_t(slopes) * sizeof(float)))
+      return invalid("alibi_slopes must be 4-byte aligned fp32 values, (heads_q) or (batch, heads_q), inside one "
+                     "device allocation");
+  }
   const long lse_elems = batch * p.heads_q * rows_q;
   if (lse && lse_elems > 0 && !api::inside_allocation(lse, size_t(lse_elems) * sizeof(float)))
     return invalid("LSE does not lie inside one device allocation");
@@ -217,6 +230,7 @@ Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides
   a.o_bs = to.s.batch, a.o_rs = to.s.row, a.o_hs = to.s.head;
   a.lse_bs = long(p.heads_q) * rows_q, a.lse_hs = rows_q;  // (B, Hq, Sq), or (Hq, total_q) for varlen
   a.cu_q = p.cu_seqlens_q, a.cu_k = p.cu_seqlens_k, a.sinks = p.sinks;
+  a.alibi = p.alibi_slopes, a.alibi_bs = p.alibi_batch_stride;
   a.batch = p.batch, a.heads_q = p.heads_q, a.heads_kv = p.heads_kv;
   a.seqlen_q = p.seqlen_q, a.seqlen_k = p.seqlen_k;
   const int rows = backward ? kernels::attn_bwd_rows : r.pingpong ? kernels::attn_pingpong_rows : kernels::attn_rows;

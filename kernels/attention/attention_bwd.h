@@ -13,7 +13,8 @@
 // holds the sink, so P is recomputed as before and dS is unchanged (the sink's dP is 0: delta still sums P dP over
 // the keys); kernel 4, attention_bwd_dsink, adds the sinks' gradient dz = -sum_rows exp(z - LSE) delta, one
 // workgroup per query head summing its rows in a fixed order.
-// With softcapping (AttnVariant) both kernels cap the recomputed scores as the forward does, and scale dS by the cap's
+// With ALiBi (AttnVariant) both kernels add the bias to the recomputed scores as the forward does (no gradient: the
+// slopes are constants, as in flash-attention). With softcapping both kernels cap the recomputed scores as the forward does, and scale dS by the cap's
 // slope (AttnArgs::Softcap) before it enters dK and dQ.
 // The products that accumulate over queries (kernel 2) or keys (kernel 3) take their k operand straight from the
 // previous accumulator in acc order (ops/acc_order.h), like the forward's P V: P, dS (kernel 2) and dS^T (kernel 3)
@@ -244,6 +245,7 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
     auto s = mma_ABt_lds(cur.q, k);
     if constexpr (V.softcap) map(s, [cap = p.cap](float x) { return cap(x); });  // before the masks' -inf
     const long q0 = long(qt) * BQ;
+    if constexpr (V.alibi) add_alibi<false>(s, alibi_slope(p, blk.b, h), q0, k0, kb.off);
     if (!attn_tile_whole(p, q0, q0 + BQ - 1, k0, k0 + WK - 1, blk.sq, blk.sk)) mask_scores<false>(s, p, q0, k0, blk.sq, blk.sk);
     map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     mma_AtB_acc(dvt, cur.dout, s);  // dV^T += dO^T P
@@ -342,6 +344,7 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
     auto s = mma_ABt_lds(sk[stage], q);
     if constexpr (V.softcap) map(s, [cap = p.cap](float x) { return cap(x); });  // before the masks' -inf
     const long k0 = long(kt) * BK;
+    if constexpr (V.alibi) add_alibi<true>(s, view.slope, q0, k0, view.off);
     if (!attn_tile_whole(p, q0, q0 + WQ - 1, k0, k0 + BK - 1, blk.sq, blk.sk)) mask_scores<true>(s, p, q0, k0, blk.sq, blk.sk);
     map_cols(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     // dP^T = V dO^T; dS^T = P^T * (dP^T - delta); dQ^T += K^T dS^T.

@@ -29,6 +29,8 @@ struct AttnArgs {
   long lse_bs, lse_hs;
   const int *cu_q, *cu_k;  // varlen offsets (B + 1 each), or null
   const float* sinks;      // one logit per query head in every row's softmax denominator (natural units), or null
+  const float* alibi;      // AttnVariant::alibi: slope of (b, h) at alibi[b * alibi_bs + h] (alibi_bs 0: per head)
+  long alibi_bs;
   int batch, heads_q, heads_kv;
   int seqlen_q, seqlen_k;  // of every sequence (padded batches; unused with cu_q / cu_k)
   int q_tiles;             // query tiles of the longest query sequence
@@ -58,7 +60,31 @@ struct AttnArgs {
 // the host launches, so the plain kernel pays nothing for the others).
 struct AttnVariant {
   bool softcap = false;  // scores capped to cap tanh(scale s / cap) before the softmax (Gemma 2's logit softcapping)
+  bool alibi = false;    // ALiBi: -slope |j - i - (Sk - Sq)| added to the scaled score of query i and key j
 };
+
+// ALiBi's slope of sequence b, query head h, in the raw score's units (the kernels scale scores after the bias).
+__device__ inline float alibi_slope(const AttnArgs& p, int b, int h) { return p.alibi[b * p.alibi_bs + h] / p.scale; }
+
+// A score tile's ALiBi bias: element (0, 0) is query q0 and key k0, keys along the rows when `keys_are_rows` (S^T);
+// off = Sk - Sq. Every element of every tile (the bias is not a mask: whole tiles take it too), before the masks.
+// j - i - off is the lane's part (one register, per tile) plus the element's (an immediate): written as map_at's (x,
+// row, col) the compiler hoists a float per element out of the loop (36 spills in the ping-pong kernel).
+template <bool keys_are_rows, class Tile>
+__device__ __attribute__((always_inline)) inline void add_alibi(Tile& s, float slope, long q0, long k0, long off) {
+  constexpr int sign = keys_are_rows ? 1 : -1;  // j - i is row - col in S^T, col - row in S
+  const int lane = lane_id();
+  const float base = float(int(k0 - q0 - off) + sign * (Tile::row_lane_part(lane) - Tile::col_lane_part(lane)));
+#pragma unroll
+  for (int i = 0; i < Tile::tiles_r; ++i)
+#pragma unroll
+    for (int j = 0; j < Tile::tiles_c; ++j)
+#pragma unroll
+      for (int e = 0; e < Tile::E; ++e) {
+        const float d = base + float(sign * (Tile::row_tile_part(i, e) - Tile::col_tile_part(j, e)));
+        s.data[i][j][e] = fmaf(-slope, fabsf(d), s.data[i][j][e]);
+      }
+}
 
 // Every wave owns 16 queries; K and V move in tiles of 64 keys.
 struct AttnTiles {
@@ -130,6 +156,8 @@ struct AttnView {
   long off, first_row;     // Sk - Sq: the causal diagonal's offset; the tile's first query
   int kt_begin, kt_end;    // KV tiles [kt_begin, kt_end)
   bool empty;              // the tile lies past the end of its sequence (varlen): nothing to do
+  float slope;             // ALiBi's slope of the block's sequence and head (alibi_slope), 0 without ALiBi; read
+                           // here, at the kernel's start (read later from the arguments, the ping-pong kernel spills)
 
   __device__ AttnView(const AttnArgs& p, int rows)
       : blk(p),
@@ -144,6 +172,7 @@ struct AttnView {
     const long lo = p.left < 0 ? 0 : std::max<long>(0, first_row + off - p.left);
     const long hi = p.right < 0 ? blk.sk - 1 : std::min<long>(blk.sk - 1, last_row + off + p.right);
     kt_begin = int(lo / BK), kt_end = hi >= lo ? int(hi / BK) + 1 : kt_begin;
+    slope = p.alibi ? alibi_slope(p, blk.b, blk.h) : 0.f;
   }
 };
 
@@ -215,7 +244,9 @@ struct AttnWave {
   // The hidden scores of S^T (KV tile kt) set to -inf, where the tile crosses the visible range of a query. In S^T a
   // row is a key and a column a query. Queries past the sequence's end are not stored: the tile is whole when
   // [first, last] sees all of it.
-  __device__ void mask(s_tile& s, const AttnView<T, D>& v, const AttnArgs& p, int kt) const {
+  // Inlined by force: with ALiBi's extra work LLVM calls it out of line, through the stack (448 vs 1105 TFLOP/s).
+  __device__ __attribute__((always_inline)) void mask(s_tile& s, const AttnView<T, D>& v, const AttnArgs& p, int kt) const {
+    if constexpr (V.alibi) add_alibi<true>(s, v.slope, first, long(kt) * BK, v.off);
     // In S^T a row is a key j and a column a query i: i sees j when i + off - left <= j <= i + off + right. (Tile-wise
     // masks, not mask_scores' element-by-element rule: in the 256-VGPR ping-pong kernel that one spilled 49 VGPRs.)
     // In ints (AttnVisible: no sum here overflows), so that the test is scalar: there are no 64-bit SALU compares,

@@ -22,7 +22,7 @@ def _strides(t, varlen):
 
 
 def _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left, window_right,
-             scale, softcap, sinks):
+             scale, softcap, sinks, alibi_slopes):
     varlen = cu_seqlens_q is not None
     entry = "attention_varlen" if varlen else "attention"
     ty = rt.scalar_type(entry, "q", q.dtype, _TYPES)
@@ -40,9 +40,10 @@ def _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, ca
     p.q_strides, p.k_strides, p.v_strides = _strides(q, varlen), _strides(k, varlen), _strides(v, varlen)
     p.o_strides = _strides(out, varlen)
     p.type, p.softmax_scale, p.softcap, p.causal = ty, scale, softcap, causal
+    p.alibi_batch_stride = _alibi_stride(alibi_slopes)
     p.window_left, p.window_right = window_left, window_right
     tensors = rt.bind(p, q=q, k=k, v=v, o=out, lse=lse, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
-                      sinks=sinks)
+                      sinks=sinks, alibi_slopes=alibi_slopes)
     if q.numel() > 0:
         rt.launch(_C.attention_forward, p, tensors)
     return out, lse
@@ -50,12 +51,13 @@ def _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, ca
 
 @torch.library.custom_op("hk::attention", mutates_args=())
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, window_left: int, window_right: int,
-               scale: float, softcap: float, sinks: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-    return _forward(q, k, v, None, None, 0, 0, causal, window_left, window_right, scale, softcap, sinks)
+               scale: float, softcap: float, sinks: Optional[torch.Tensor],
+               alibi_slopes: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    return _forward(q, k, v, None, None, 0, 0, causal, window_left, window_right, scale, softcap, sinks, alibi_slopes)
 
 
 @_attention.register_fake
-def _(q, k, v, causal, window_left, window_right, scale, softcap, sinks):
+def _(q, k, v, causal, window_left, window_right, scale, softcap, sinks, alibi_slopes):
     return q.new_empty(q.shape), q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)
 
 
@@ -63,31 +65,33 @@ def _(q, k, v, causal, window_left, window_right, scale, softcap, sinks):
 def _attention_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
                       cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, causal: bool,
                       window_left: int, window_right: int, scale: float,
-                      softcap: float, sinks: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+                      softcap: float, sinks: Optional[torch.Tensor],
+                      alibi_slopes: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     return _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left,
-                    window_right, scale, softcap, sinks)
+                    window_right, scale, softcap, sinks, alibi_slopes)
 
 
 @_attention_varlen.register_fake
 def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left, window_right, scale,
-      softcap, sinks):
+      softcap, sinks, alibi_slopes):
     return q.new_empty(q.shape), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
 
 
 def _attention_backward(q, k, v, out, lse, grad_out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
-                        window_left, window_right, scale, softcap, sinks):
+                        window_left, window_right, scale, softcap, sinks, alibi_slopes):
     """dQ, dK, dV and the sinks' gradient (empty without sinks) from hk::attention_backward. The one place the
     attention ops' autograd reaches the kernels."""
     return _attention_bwd(q, k, v, out, lse, grad_out.to(q.dtype), cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                          max_seqlen_k, causal, window_left, window_right, scale, softcap, sinks)
+                          max_seqlen_k, causal, window_left, window_right, scale, softcap, sinks, alibi_slopes)
 
 
 @torch.library.custom_op("hk::attention_backward", mutates_args=())
 def _attention_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor,
                    grad_out: torch.Tensor, cu_seqlens_q: Optional[torch.Tensor], cu_seqlens_k: Optional[torch.Tensor],
                    max_seqlen_q: int, max_seqlen_k: int, causal: bool, window_left: int, window_right: int,
-                   scale: float, softcap: float,
-                   sinks: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+                   scale: float, softcap: float, sinks: Optional[torch.Tensor],
+                   alibi_slopes: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
+                                                                  torch.Tensor]:
     varlen = cu_seqlens_q is not None
     q, k, v, out, grad_out = (rt.unit_stride_last(t) for t in (q, k, v, out, grad_out))
     dq, dk, dv = (torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in (q, k, v))
@@ -104,9 +108,11 @@ def _attention_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch
     p.dq_strides, p.dk_strides, p.dv_strides = (_strides(t, varlen) for t in (dq, dk, dv))
     p.type = rt.scalar_type("attention", "q", q.dtype, _TYPES)
     p.softmax_scale, p.softcap, p.causal, p.window_left, p.window_right = scale, softcap, causal, window_left, window_right
+    p.alibi_batch_stride = _alibi_stride(alibi_slopes)
     p.workspace_bytes = workspace.numel() * 4
     tensors = rt.bind(p, q=q, k=k, v=v, o=out, dout=grad_out, lse=lse, dq=dq, dk=dk, dv=dv, workspace=workspace,
-                      cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, sinks=sinks, dsinks=dsinks)
+                      cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, sinks=sinks, dsinks=dsinks,
+                      alibi_slopes=alibi_slopes)
     if q.numel() > 0:
         rt.launch(_C.attention_backward, p, tensors)
     else:
@@ -118,43 +124,43 @@ def _attention_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch
 
 @_attention_bwd.register_fake
 def _(q, k, v, out, lse, grad_out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left,
-      window_right, scale, softcap, sinks):
+      window_right, scale, softcap, sinks, alibi_slopes):
     return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape),
             q.new_empty((0,) if sinks is None else sinks.shape, dtype=torch.float32))
 
 
 def _setup(ctx, inputs, output):
     q, k, v = inputs[:3]
-    if len(inputs) == 9:
+    if len(inputs) == 10:
         cu_q = cu_k = None
         max_q = max_k = 0
-        causal, wl, wr, scale, softcap, sinks = inputs[3:]
+        causal, wl, wr, scale, softcap, sinks, alibi = inputs[3:]
     else:
-        cu_q, cu_k, max_q, max_k, causal, wl, wr, scale, softcap, sinks = inputs[3:]
+        cu_q, cu_k, max_q, max_k, causal, wl, wr, scale, softcap, sinks, alibi = inputs[3:]
     out, lse = output
-    ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k, sinks)
+    ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k, sinks, alibi)
     ctx.args = (max_q, max_k, causal, wl, wr, scale, softcap)
 
 
 def _grads(ctx, grad_out, grad_lse):
-    q, k, v, out, lse, cu_q, cu_k, sinks = ctx.saved_tensors
+    q, k, v, out, lse, cu_q, cu_k, sinks, alibi = ctx.saved_tensors
     max_q, max_k, causal, wl, wr, scale, softcap = ctx.args
     if grad_lse is not None:
         # Checked where the gradient lives, without waiting for it on the host (a device assert on a ROCm build).
         torch._assert_async(grad_lse.eq(0).all(), "hk.attention: gradients through the returned LSE are not supported")
     dq, dk, dv, dsinks = _attention_backward(q, k, v, out, lse, grad_out, cu_q, cu_k, max_q, max_k, causal, wl, wr,
-                                             scale, softcap, sinks)
+                                             scale, softcap, sinks, alibi)
     return dq, dk, dv, None if sinks is None else dsinks
 
 
 def _backward(ctx, grad_out, grad_lse):
     dq, dk, dv, dsinks = _grads(ctx, grad_out, grad_lse)
-    return dq, dk, dv, None, None, None, None, None, dsinks
+    return dq, dk, dv, None, None, None, None, None, dsinks, None
 
 
 def _backward_varlen(ctx, grad_out, grad_lse):
     dq, dk, dv, dsinks = _grads(ctx, grad_out, grad_lse)
-    return dq, dk, dv, None, None, None, None, None, None, None, None, None, dsinks
+    return dq, dk, dv, None, None, None, None, None, None, None, None, None, dsinks, None
 
 
 _attention.register_autograd(_backward, setup_context=_setup)
@@ -189,6 +195,23 @@ def _check(entry, q, k, v, dim):
         raise ValueError(f"hk.{entry}: q's head dimension {q.shape[-1]} differs from k's {k.shape[-1]}")
 
 
+def _alibi_stride(alibi_slopes):
+    """hk's alibi_batch_stride: 0 for (H) slopes, H for (B, H)."""
+    return 0 if alibi_slopes is None or alibi_slopes.dim() == 1 else alibi_slopes.shape[1]
+
+
+def _alibi(entry, alibi_slopes, q, batch):
+    """flash-attention's alibi_slopes, (H) or (B, H) fp32, as the kernels take them (contiguous)."""
+    if alibi_slopes is None:
+        return None
+    rt.check_tensor(entry, "alibi_slopes", alibi_slopes)
+    h = q.shape[-2]
+    if alibi_slopes.dtype != torch.float32 or alibi_slopes.shape not in ((h,), (batch, h)):
+        raise ValueError(f"hk.{entry}: alibi_slopes must be fp32 of shape ({h},) or ({batch}, {h}), got "
+                         f"{tuple(alibi_slopes.shape)} {alibi_slopes.dtype}")
+    return alibi_slopes.contiguous()
+
+
 def _sinks(entry, sinks, q):
     """The sinks as the kernels take them: (Hq,) fp32, contiguous (a cast autograd carries back to their own type)."""
     if sinks is None:
@@ -201,10 +224,12 @@ def _sinks(entry, sinks, q):
 
 
 def attention(q, k, v, *, causal=False, window=(-1, -1), scale=None, return_lse=False, softmax_scale=None,
-              window_size=None, softcap=0.0, sinks=None):
+              window_size=None, softcap=0.0, sinks=None, alibi_slopes=None):
     """Softmax attention of q (B, Sq, Hq, D) over k, v (B, Sk, Hkv, D); bf16 or f16, D 64 or 128; softcap > 0
     caps each scaled score x to softcap * tanh(x / softcap) (Gemma 2); sinks (Hq,) adds one logit per query head to
-    every row's softmax denominator, a key with no value (gpt-oss's attention sinks). All differentiable.
+    every row's softmax denominator, a key with no value (gpt-oss's attention sinks), and alibi_slopes (H) or (B, H)
+    fp32 adds flash-attention's ALiBi bias -slope |i + Sk - Sq - j| (not with softcap). Differentiable in q, k, v
+    and sinks.
 
     Returns the output (B, Sq, Hq, D), and with return_lse=True also the fp32 log-sum-exp (B, Hq, Sq) of each row's
     scaled scores. Differentiable in q, k and v once hk's attention backward is built in (see backward_available()).
@@ -213,13 +238,14 @@ def attention(q, k, v, *, causal=False, window=(-1, -1), scale=None, return_lse=
     if q.shape[0] != k.shape[0]:
         raise ValueError(f"hk.attention: q has batch {q.shape[0]} and k has {k.shape[0]}")
     wl, wr, s, cap = _options("attention", window, scale, softmax_scale, window_size, softcap)
-    out, lse = _attention(q, k, v, bool(causal), wl, wr, s, cap, _sinks("attention", sinks, q))
+    out, lse = _attention(q, k, v, bool(causal), wl, wr, s, cap, _sinks("attention", sinks, q),
+                          _alibi("attention", alibi_slopes, q, q.shape[0]))
     return (out, lse) if return_lse else out
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False,
                      window=(-1, -1), scale=None, return_lse=False, softmax_scale=None, window_size=None,
-                     softcap=0.0, sinks=None):
+                     softcap=0.0, sinks=None, alibi_slopes=None):
     """attention over a packed batch: q (total_q, Hq, D), k and v (total_k, Hkv, D); sequence b is rows
     cu_seqlens[b] .. cu_seqlens[b + 1] - 1 (int32, B + 1 offsets). The LSE is (Hq, total_q)."""
     _check("attention_varlen", q, k, v, 3)
@@ -231,5 +257,6 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
         raise ValueError("hk.attention_varlen: cu_seqlens_q and cu_seqlens_k must both hold B + 1 >= 2 offsets")
     wl, wr, s, cap = _options("attention_varlen", window, scale, softmax_scale, window_size, softcap)
     out, lse = _attention_varlen(q, k, v, cu_seqlens_q.contiguous(), cu_seqlens_k.contiguous(), int(max_seqlen_q),
-                                 int(max_seqlen_k), bool(causal), wl, wr, s, cap, _sinks("attention_varlen", sinks, q))
+                                 int(max_seqlen_k), bool(causal), wl, wr, s, cap, _sinks("attention_varlen", sinks, q),
+                                 _alibi("attention_varlen", alibi_slopes, q, cu_seqlens_q.shape[0] - 1))
     return (out, lse) if return_lse else out

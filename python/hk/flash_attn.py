@@ -12,15 +12,16 @@ S_dmask only to show a dropout pattern). Gradients flow to every input through t
 The semantics are flash-attention's: GQA/MQA when Q has a multiple of K's heads; causal aligned bottom-right; a
 window (left, right) keeps keys in [i + Sk - Sq - left, i + Sk - Sq + right], -1 unbounded, and causal sets right to
 0; the default scale 1 / sqrt(head dim); softcap > 0 caps each scaled score x to softcap tanh(x / softcap),
-gradients included. `deterministic` is accepted in both settings: hk's backward is always
+gradients included; alibi_slopes (H) or (B, H) fp32 adds -slope |i + Sk - Sq - j| to the scaled scores (not
+together with softcap yet). `deterministic` is accepted in both settings: hk's backward is always
 deterministic (dQ, dK, dV summed in a fixed order, bit-identical run after run), so False costs nothing and loses
 nothing.
 
 Head dims: hk's kernels run D = 64 and 128; any other D up to 128 is zero-padded to the next of the two (padding
 adds nothing to Q K^T and the padded output columns are dropped), the scale taken from the real D, as
 flash-attention pads to a multiple of 8. Not yet in hk's kernels, and refused with a sentence rather than computed
-another way: head dims above 128, Q/K's head dim different from V's, dropout_p > 0, alibi_slopes, and a paged KV
-cache (block_table) in flash_attn_varlen_func. flash_attn_with_kvcache (decode over a contiguous or paged KV cache)
+another way: head dims above 128, Q/K's head dim different from V's, dropout_p > 0, softcap with alibi_slopes, and a
+paged KV cache (block_table) in flash_attn_varlen_func. flash_attn_with_kvcache (decode over a contiguous or paged KV cache)
 runs on hk::attention_decode (hk/decode.py), without appending k / v or rotary yet.
 """
 import torch
@@ -35,14 +36,12 @@ def _refuse(entry, what):
     raise NotImplementedError(f"hk.flash_attn.{entry}: {what} is not supported by hk's attention kernels yet")
 
 
-def _features(entry, dropout_p, alibi_slopes):
+def _features(entry, dropout_p):
     """Refuses what hk's kernels do not compute yet; flash-attention's 'off' values pass."""
     if dropout_p is None or dropout_p != 0.0:
         if dropout_p is None or not 0.0 <= dropout_p < 1.0:
             raise ValueError(f"hk.flash_attn.{entry}: dropout_p must be in [0, 1), got {dropout_p}")
         _refuse(entry, f"dropout (dropout_p={dropout_p}; pass 0.0, as flash-attention advises for evaluation)")
-    if alibi_slopes is not None:
-        _refuse(entry, "ALiBi (alibi_slopes)")
 
 
 def _window(entry, causal, window_size):
@@ -76,7 +75,7 @@ def _run(entry, q, k, v, varlen, dropout_p, softmax_scale, causal, window_size, 
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"hk.flash_attn.{entry}: {name} must be a torch.Tensor, not {type(t).__name__}")
-    _features(entry, dropout_p, alibi_slopes)
+    _features(entry, dropout_p)
     if block_table is not None:
         _refuse(entry, "a paged KV cache (block_table)")
     left, right = _window(entry, causal, window_size)
@@ -86,10 +85,11 @@ def _run(entry, q, k, v, varlen, dropout_p, softmax_scale, causal, window_size, 
     qp, kp, vp = (_pad(t, dim) for t in (q, k, v))
     if varlen is None:
         out, lse = _attn.attention(qp, kp, vp, causal=bool(causal), window=(left, right), scale=scale,
-                                   softcap=softcap, return_lse=True)
+                                   softcap=softcap, alibi_slopes=alibi_slopes, return_lse=True)
     else:
         out, lse = _attn.attention_varlen(qp, kp, vp, *varlen, causal=bool(causal), window=(left, right),
-                                          scale=scale, softcap=softcap, return_lse=True)
+                                          scale=scale, softcap=softcap, alibi_slopes=alibi_slopes,
+                                          return_lse=True)
     out = out[..., :d] if dim != d else out
     if not return_attn_probs:
         return out

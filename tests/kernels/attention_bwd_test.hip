@@ -49,7 +49,8 @@ Grads run(const Case& c, bool check = true, bool workspace = true) {
   float *lse = nullptr, *delta = nullptr;
   EXPECT_EQ(hipMalloc(&lse, (tq * c.hq + 16) * 4), hipSuccess);
   DeviceInts cu_q(offsets(c.lq)), cu_k(offsets(c.lk));
-  DeviceArray<float> sinks(sink_values(c)), dsinks(std::vector<float>(c.sinks ? c.hq : 0, NAN));
+  const DeviceVariants variants(c);
+  DeviceArray<float> dsinks(std::vector<float>(c.sinks ? c.hq : 0, NAN));
 
   hk::AttentionProblem f;
   f.batch = int(c.lq.size()), f.heads_q = c.hq, f.heads_kv = c.hkv, f.head_dim = c.d;
@@ -57,7 +58,7 @@ Grads run(const Case& c, bool check = true, bool workspace = true) {
   else f.cu_seqlens_q = cu_q.dev, f.cu_seqlens_k = cu_k.dev;
   f.q = q.dev, f.k = k.dev, f.v = v.dev, f.o = o.dev, f.lse = lse;
   f.q_strides = q.given(), f.k_strides = k.given(), f.v_strides = v.given(), f.o_strides = o.given();
-  set_options(c, f, sinks.dev);
+  set_options(c, f, variants);
   hk::Status s = hk::attention_forward(f);
   EXPECT_TRUE(s) << s.message;
 
@@ -68,7 +69,7 @@ Grads run(const Case& c, bool check = true, bool workspace = true) {
   p.dq = dq.dev, p.dk = dk.dev, p.dv = dv.dev;
   p.q_strides = q.given(), p.k_strides = k.given(), p.v_strides = v.given(), p.o_strides = o.given();
   p.do_strides = dout.given(), p.dq_strides = dq.given(), p.dk_strides = dk.given(), p.dv_strides = dv.given();
-  set_options(c, p, sinks.dev);
+  set_options(c, p, variants);
   p.dsinks = dsinks.dev;
   if (workspace) {
     p.workspace_bytes = hk::attention_backward_workspace_bytes(p);
@@ -109,13 +110,14 @@ Grads run(const Case& c, bool check = true, bool workspace = true) {
 // The reference's gradients are those of its own forward: central differences of sum(O * dO) on a tiny case (every
 // mask kind, GQA, a row that sees no key), with steps exact in float.
 TEST(AttentionBackwardReference, FiniteDifferences) {
-  for (const auto& [causal, left, right, cap, sinks] :
-       {std::tuple{false, -1, -1, 0.0, false}, {true, -1, -1, 0.0, false}, {false, 1, 0, 0.0, false},
-        {true, -1, -1, 0.5, false}, {true, -1, -1, 0.0, true}}) {
+  for (const auto& [causal, left, right, cap, sinks, alibi] :
+       {std::tuple{false, -1, -1, 0.0, false, false}, {true, -1, -1, 0.0, false, false}, {false, 1, 0, 0.0, false, false},
+        {true, -1, -1, 0.5, false, false}, {true, -1, -1, 0.0, true, false}, {false, -1, -1, 0.0, true, true}}) {
     attn_ref::Shape s{{3, 2}, {4, 1}, 2, 1, 4, causal, left, right, 0.7, cap};
     if (sinks) s.sinks = {0.25, -0.5};
+    if (alibi) s.alibi = {0.5, 0.25, 1.0, 0.125}, s.alibi_batched = true;  // per sequence and head
     SCOPED_TRACE("causal " + std::to_string(causal) + " window " + std::to_string(left) + "," + std::to_string(right) +
-                 " softcap " + std::to_string(cap) + " sinks " + std::to_string(sinks));
+                 " softcap " + std::to_string(cap) + " sinks " + std::to_string(sinks) + " alibi " + std::to_string(alibi));
     auto values = [](long n, uint32_t seed) {
       std::mt19937 rng(seed);
       std::uniform_real_distribution<float> u(-1.f, 1.f);
@@ -193,6 +195,14 @@ TEST(AttentionBackward, Sinks) {
   run({same(130, 1), same(200, 1), false, 5, 1, 64, dtype::bf16, true, -1, -1, 0.f, 1.f, bshd, 0.f, true});
   run({same(255, 2), same(100, 2), false, 4, 2, 128, dtype::f16, true, -1, -1, 0.f, 2.f, bshd, 0.f, true});
   run({{0, 1, 70, 130}, {3, 1, 100, 130}, true, 2, 2, 64, dtype::bf16, false, 30, 0, 0.f, 2.f, bshd, 3.f, true});
+}
+
+// ALiBi: the bias recomputed with the scores in both kernels (no gradient to the slopes).
+TEST(AttentionBackward, Alibi) {
+  const Layout bshd = Layout::bshd;
+  run({same(130, 1), same(200, 1), false, 4, 2, 64, dtype::bf16, true, -1, -1, 0.f, 1.f, bshd, 0.f, false, 1});
+  run({same(100, 2), same(90, 2), false, 2, 1, 128, dtype::f16, false, 30, 8, 0.f, 1.f, bshd, 0.f, false, 2});
+  run({{0, 1, 70, 130}, {3, 1, 100, 130}, true, 2, 2, 128, dtype::bf16, false, -1, -1, 0.f, 1.f, bshd, 0.f, true, 1});
 }
 
 TEST(AttentionBackward, VarlenAndLayouts) {

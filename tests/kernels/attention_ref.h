@@ -22,6 +22,13 @@ struct Shape {
   double scale = 0;               // 0 = 1 / sqrt(d)
   double softcap = 0;             // > 0: logits cap tanh(logit / cap)
   std::vector<double> sinks;      // empty, or one logit per query head in every row's denominator (a key with no value)
+  std::vector<double> alibi;      // empty, or ALiBi slopes: (hq), or (sequences, hq) with alibi_batched
+  bool alibi_batched = false;
+  // ALiBi's bias of query i and key j of sequence b (sq queries, sk keys), head h: -slope |i + sk - sq - j|.
+  double bias(size_t b, int h, long i, long j, long sq, long sk) const {
+    if (alibi.empty()) return 0;
+    return -alibi[(alibi_batched ? b * hq : 0) + h] * std::fabs(double(i + sk - sq - j));
+  }
   double softmax_scale() const { return scale > 0 ? scale : 1.0 / std::sqrt(double(d)); }
   // The logit of a dot product q . k, and its derivative in the scaled dot product (1 without a cap).
   double logit(double dot) const {
@@ -44,6 +51,15 @@ inline std::vector<float> sample_sinks(int hq) {
   std::vector<float> z;
   for (int h = 0; h < hq; ++h) z.push_back(-1.5f + 0.75f * float(h % 5));
   return z;
+}
+
+// ALiBi slopes for tests and tools: the ALiBi paper's geometric sequence 2^(-8 (h + 1) / Hq), `rows` times ((rows, hq)
+// for per-sequence slopes), row b scaled by 1 + b / 4 so that the sequences differ.
+inline std::vector<float> sample_alibi(int hq, int rows = 1) {
+  std::vector<float> slopes;
+  for (int b = 0; b < rows; ++b)
+    for (int h = 0; h < hq; ++h) slopes.push_back(std::exp2(-8.f * float(h + 1) / float(hq)) * (1.f + 0.25f * float(b)));
+  return slopes;
 }
 
 // flash-attention's visibility: causal aligned bottom-right, window (left, right) around the diagonal i + Sk - Sq.
@@ -93,8 +109,9 @@ inline Result forward(const Shape& s, const std::vector<float>& q, const std::ve
           const float* kj = &k[((start_k + j) * s.hkv + hk) * d];
           double dot = 0, m = 0;
           for (int x = 0; x < d; ++x) dot += double(qi[x]) * kj[x], m += std::fabs(double(qi[x]) * kj[x]);
-          score[j] = s.logit(dot), mag[j] = m * scale;
-          mx = std::max(mx, score[j]), mag_max = std::max(mag_max, m * scale);
+          const double bias = s.bias(b, h, i, j, sq, sk);
+          score[j] = s.logit(dot) + bias, mag[j] = m * scale + std::fabs(bias);
+          mx = std::max(mx, score[j]), mag_max = std::max(mag_max, mag[j]);
         }
         const long row = (start_q + i) * s.hq + h;
         const double sink = s.sinks.empty() ? -std::numeric_limits<double>::infinity() : s.sinks[h];
@@ -181,7 +198,7 @@ inline Gradients backward(const Shape& s, const std::vector<float>& q, const std
           const float* kj = &k[((start_k + j) * s.hkv + hk) * d];
           double m = 0;
           for (int x = 0; x < d; ++x) m += std::fabs(double(qi[x]) * kj[x]);
-          mag_max = std::max(mag_max, m * scale);
+          mag_max = std::max(mag_max, m * scale + std::fabs(s.bias(b, h, i, j, sq, sk)));
         }
         const double e = 2 * 16 * fp32_u * mag_max + fwd.lse_tol[row];  // relative error of a recomputed p
         for (long j = 0; j < sk; ++j) {
@@ -191,7 +208,8 @@ inline Gradients backward(const Shape& s, const std::vector<float>& q, const std
           const float* vj = &v[col * d];
           double dot = 0, dp = 0, dp_mag = 0;
           for (int x = 0; x < d; ++x) dot += double(qi[x]) * kj[x], dp += double(doi[x]) * vj[x], dp_mag += std::fabs(double(doi[x]) * vj[x]);
-          const double logit = s.logit(dot), p = std::exp(logit - fwd.lse[row]), slope = s.logit_slope(dot);
+          const double logit = s.logit(dot) + s.bias(b, h, i, j, sq, sk), p = std::exp(logit - fwd.lse[row]),
+                       slope = s.logit_slope(dot);
           const double ds_logit = p * (dp - delta), ds = ds_logit * slope;
           double ds_err = p * ((2 * u + 2 * e) * std::fabs(dp - delta) + delta_err + 8 * fp32_u * dp_mag) + sub;
           if (s.softcap > 0) {

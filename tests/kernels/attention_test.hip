@@ -1,7 +1,7 @@
 // hk::attention_forward on each virtual device against the float64 host reference (attention_ref.h): O and LSE
 // within per-dtype tolerances, for query and key lengths below, equal to and above each other (1, 17, 100, 255, 257,
 // 1000), MHA and GQA (Hq / Hkv = 1, 2, 3, 4, 8, with Hkv > 1), D 64 and 128, bf16 and f16, non-causal, causal and
-// windows, rows that see no key, large scores, softcapping, sinks, varlen batches with empty and length-1 sequences, BHSD and padded
+// windows, rows that see no key, large scores, softcapping, sinks, ALiBi, varlen batches with empty and length-1 sequences, BHSD and padded
 // strides; and every validation error. Inputs sit in buffers whose unused elements are NaN, so a read outside the
 // tensor poisons the result; O's unused elements and LSE's tail must keep their canary bits.
 #include <hip/hip_runtime.h>
@@ -38,7 +38,7 @@ void run(const Case& c) {
   ASSERT_EQ(hipMalloc(&lse, lse_host.size() * 4), hipSuccess);
   ASSERT_EQ(hipMemcpy(lse, lse_host.data(), lse_host.size() * 4, hipMemcpyHostToDevice), hipSuccess);
   DeviceInts cu_q(offsets(c.lq)), cu_k(offsets(c.lk));
-  DeviceArray<float> sinks(sink_values(c));
+  const DeviceVariants variants(c);
 
   hk::AttentionProblem p;
   p.batch = int(c.lq.size()), p.heads_q = c.hq, p.heads_kv = c.hkv, p.head_dim = c.d;
@@ -46,7 +46,7 @@ void run(const Case& c) {
   else p.cu_seqlens_q = cu_q.dev, p.cu_seqlens_k = cu_k.dev;
   p.q = q.dev, p.k = k.dev, p.v = v.dev, p.o = o.dev, p.lse = lse;
   p.q_strides = q.given(), p.k_strides = k.given(), p.v_strides = v.given(), p.o_strides = o.given();
-  set_options(c, p, sinks.dev);
+  set_options(c, p, variants);
   hk::Status s = hk::attention_forward(p);
   ASSERT_TRUE(s) << s.message;
   ASSERT_EQ(hipDeviceSynchronize(), hipSuccess);
@@ -140,6 +140,14 @@ TEST(AttentionVariants, Sinks) {
   run({{0, 1, 70, 200}, {3, 1, 100, 130}, true, 2, 2, 128, dtype::bf16, false, 30, 0, 0.f, 2.f, bshd, 3.f, true});
 }
 
+// ALiBi: per head and per (sequence, head) slopes, with and without masks; every tile takes the bias, masked or not.
+TEST(AttentionVariants, Alibi) {
+  const Layout bshd = Layout::bshd;
+  run({same(100, 2), same(257, 2), false, 4, 2, 64, dtype::bf16, false, -1, -1, 0.f, 1.f, bshd, 0.f, false, 1});
+  run({same(255, 1), same(100, 1), false, 8, 2, 128, dtype::f16, true, -1, -1, 0.f, 1.f, bshd, 0.f, false, 1});
+  run({{0, 1, 70, 200}, {3, 1, 100, 130}, true, 2, 2, 128, dtype::bf16, false, 30, 10, 0.f, 1.f, bshd, 0.f, true, 2});
+}
+
 // Packed batches with empty and length-1 sequences on either side.
 TEST(AttentionVarlen, Ragged) {
   const std::vector<int> lq{0, 1, 100, 17, 257}, lk{5, 1, 255, 0, 300};
@@ -196,6 +204,9 @@ TEST(AttentionValidation, Errors) {
   { auto p = base(); p.softcap = -1.f; expect_error(p, "softcap must be positive"); }
   { auto p = base(); p.softcap = NAN; expect_error(p, "softcap must be positive"); }
   { auto p = base(); p.sinks = lse + b * h * s - 1; expect_error(p, "sinks must be heads_q"); }  // runs past LSE's end
+  { auto p = base(); p.alibi_slopes = lse, p.softcap = 5.f; expect_error(p, "softcap and ALiBi together"); }
+  { auto p = base(); p.alibi_slopes = lse, p.alibi_batch_stride = 1; expect_error(p, "alibi_batch_stride"); }
+  { auto p = base(); p.alibi_slopes = lse + b * h * s - 1; expect_error(p, "alibi_slopes must be"); }
   { auto p = base(); p.window_left = -2; expect_error(p, "window sizes"); }
   { auto p = base(); p.causal = true, p.window_right = 4; expect_error(p, "window_right must be -1 or 0"); }
   { auto p = base(); p.cu_seqlens_q = cu_good.dev; expect_error(p, "both cu_seqlens_q and cu_seqlens_k"); }

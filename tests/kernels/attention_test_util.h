@@ -33,7 +33,13 @@ struct Case {
   Layout layout = Layout::bshd;
   float softcap = 0.f;
   bool sinks = false;  // attention sinks: one logit per query head (sink_values)
+  int alibi = 0;       // ALiBi slopes (alibi_values): 0 none, 1 one per head, 2 one per (sequence, head)
 };
+
+// The ALiBi slopes of a case (none without ALiBi).
+inline std::vector<float> alibi_values(const Case& c) {
+  return c.alibi ? attn_ref::sample_alibi(c.hq, c.alibi == 2 ? int(c.lq.size()) : 1) : std::vector<float>{};
+}
 
 // The sinks' logits of a case (none without sinks).
 inline std::vector<float> sink_values(const Case& c) { return c.sinks ? attn_ref::sample_sinks(c.hq) : std::vector<float>{}; }
@@ -42,15 +48,12 @@ inline std::vector<float> sink_values(const Case& c) { return c.sinks ? attn_ref
 inline attn_ref::Shape shape_of(const Case& c) {
   attn_ref::Shape s{c.lq, c.lk, c.hq, c.hkv, c.d, c.causal, c.left, c.right, c.scale, c.softcap};
   for (float z : sink_values(c)) s.sinks.push_back(z);
+  for (float m : alibi_values(c)) s.alibi.push_back(m);
+  s.alibi_batched = c.alibi == 2;
   return s;
 }
 
-// The case's type, scale, masks and variants in a problem's shared part (`sinks`: the device copy of sink_values, or
-// null); shapes, tensors and strides are the caller's.
-inline void set_options(const Case& c, hk::AttentionInputs& p, const float* sinks) {
-  p.type = c.type, p.softmax_scale = c.scale, p.softcap = c.softcap, p.causal = c.causal;
-  p.window_left = c.left, p.window_right = c.right, p.sinks = sinks;
-}
+
 
 inline std::string describe(const Case& c) {
   auto lens = [](const std::vector<int>& v) {
@@ -62,7 +65,7 @@ inline std::string describe(const Case& c) {
          std::to_string(c.hq) + " Hkv " + std::to_string(c.hkv) + " D " + std::to_string(c.d) + " " +
          hk::to_string(c.type) + (c.causal ? " causal" : "") + " window " + std::to_string(c.left) + "," +
          std::to_string(c.right) + " magnitude " + std::to_string(c.magnitude) + " layout " +
-         std::to_string(int(c.layout)) + (c.softcap > 0 ? " softcap " + std::to_string(c.softcap) : "") + (c.sinks ? " sinks" : "");
+         std::to_string(int(c.layout)) + (c.softcap > 0 ? " softcap " + std::to_string(c.softcap) : "") + (c.sinks ? " sinks" : "") + (c.alibi ? " alibi " + std::to_string(c.alibi) : "");
 }
 
 // A 16-bit element's bits and value as the device stores them (the host toolkit's bf16 / f16).
@@ -143,6 +146,19 @@ struct DeviceArray {
   ~DeviceArray() { (void)hipFree(dev); }
 };
 using DeviceInts = DeviceArray<int>;
+
+// The device copies of a case's per-head arrays (null where the case has none).
+struct DeviceVariants {
+  DeviceArray<float> sinks, alibi;
+  explicit DeviceVariants(const Case& c) : sinks(sink_values(c)), alibi(alibi_values(c)) {}
+};
+
+// The case's type, scale, masks and variants in a problem's shared part; shapes, tensors and strides are the caller's.
+inline void set_options(const Case& c, hk::AttentionInputs& p, const DeviceVariants& v) {
+  p.type = c.type, p.softmax_scale = c.scale, p.softcap = c.softcap, p.causal = c.causal;
+  p.window_left = c.left, p.window_right = c.right, p.sinks = v.sinks.dev;
+  p.alibi_slopes = v.alibi.dev, p.alibi_batch_stride = c.alibi == 2 ? c.hq : 0;
+}
 
 inline std::vector<int> offsets(const std::vector<int>& lens) {
   std::vector<int> cu{0};

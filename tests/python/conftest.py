@@ -38,10 +38,11 @@ def seeded():
     torch.manual_seed(1234)
 
 
-def attention_reference(q, k, v, causal=False, window=(-1, -1), scale=None, softcap=0.0, sinks=None):
+def attention_reference(q, k, v, causal=False, window=(-1, -1), scale=None, softcap=0.0, sinks=None,
+                        alibi_slopes=None):
     """(out, lse) in float64 with an explicit mask aligned bottom-right, as flash-attention's (SDPA's is_causal is
     top-left), flash-attention's softcap (scaled scores x -> softcap tanh(x / softcap)) and sinks (one logit per head
-    in every row's denominator). Rows that see no key give 0 and LSE -inf (the sink with sinks). Tensors are
+    in every row's denominator) and ALiBi (alibi_slopes (H) or (B, H): -slope |i + Sk - Sq - j|). Rows that see no key give 0 and LSE -inf (the sink with sinks). Tensors are
     (B, S, H, D); differentiable."""
     q, k, v = (t.to(torch.float64).transpose(1, 2) for t in (q, k, v))  # (B, H, S, D)
     sq, sk, d = q.shape[2], k.shape[2], q.shape[3]
@@ -61,6 +62,9 @@ def attention_reference(q, k, v, causal=False, window=(-1, -1), scale=None, soft
     scores = (q @ k.transpose(-1, -2)) * scale
     if softcap:
         scores = softcap * torch.tanh(scores / softcap)
+    if alibi_slopes is not None:
+        slopes = alibi_slopes.to(torch.float64).reshape(-1, alibi_slopes.shape[-1])[:, :, None, None]  # (B or 1, H)
+        scores = scores - slopes * (i - j).abs()
     masked = scores.masked_fill(~allowed, -math.inf)
     if sinks is not None:
         z = sinks.to(torch.float64)[None, :, None, None].expand(*masked.shape[:3], 1)

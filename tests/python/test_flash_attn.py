@@ -39,7 +39,7 @@ def test_signature_is_flash_attentions(name):
     assert all(p.kind == inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params)
 
 
-def _low_precision_reference(q, k, v, causal, window, scale, softcap=0.0):
+def _low_precision_reference(q, k, v, causal, window, scale, softcap=0.0, alibi=None):
     """The same attention done by torch in the inputs' own type (flash-attention's attention_ref, upcast=False)."""
     q, k, v = (t.transpose(1, 2) for t in (q, k, v))
     sq, sk = q.shape[2], k.shape[2]
@@ -56,6 +56,8 @@ def _low_precision_reference(q, k, v, causal, window, scale, softcap=0.0):
     scores = (q * scale) @ k.transpose(-1, -2)
     if softcap:
         scores = softcap * torch.tanh(scores / softcap)
+    if alibi is not None:
+        scores = scores - (alibi.reshape(-1, alibi.shape[-1])[:, :, None, None] * (i - j).abs()).to(scores.dtype)
     p = torch.softmax(scores.masked_fill(~allowed, -math.inf), dim=-1)
     p = torch.where(allowed.any(dim=1)[:, None], p, torch.zeros_like(p))
     return (p @ v).transpose(1, 2)
@@ -75,28 +77,36 @@ def _worst(a, b):
 
 
 # Head dims 32 and 96 are padded to the kernels' 64 and 128; 40 is not a multiple of 8 (flash-attention pads those).
-# Softcaps of 0.5 and 1 bite on these inputs (scaled scores of magnitude ~0.5 to 1.5).
-@pytest.mark.parametrize("dtype,b,sq,sk,hq,hkv,d,causal,window,softcap", [
-    (torch.bfloat16, 2, 70, 90, 4, 2, 64, True, (-1, -1), 0.0),     # GQA, bottom-right causal, Sk > Sq
-    (torch.float16, 1, 50, 50, 2, 2, 128, False, (-1, -1), 0.0),
-    (torch.bfloat16, 1, 64, 80, 2, 1, 96, False, (16, 8), 0.0),     # sliding window, head dim 96
-    (torch.bfloat16, 1, 60, 40, 4, 1, 32, True, (8, -1), 0.0),      # MQA, Sq > Sk, causal with a left window
-    (torch.float16, 1, 33, 33, 2, 2, 40, True, (-1, -1), 0.0),
-    (torch.bfloat16, 1, 70, 90, 4, 2, 64, True, (-1, -1), 0.5),     # softcap (Gemma 2)
-    (torch.float16, 1, 50, 60, 2, 1, 96, False, (20, 4), 1.0),
+# Softcaps of 0.5 and 1 bite on these inputs (scaled scores of magnitude ~0.5 to 1.5); alibi: "head" (H) or
+# "batch" (B, H) slopes.
+@pytest.mark.parametrize("dtype,b,sq,sk,hq,hkv,d,causal,window,softcap,alibi", [
+    (torch.bfloat16, 2, 70, 90, 4, 2, 64, True, (-1, -1), 0.0, None),     # GQA, bottom-right causal, Sk > Sq
+    (torch.float16, 1, 50, 50, 2, 2, 128, False, (-1, -1), 0.0, None),
+    (torch.bfloat16, 1, 64, 80, 2, 1, 96, False, (16, 8), 0.0, None),     # sliding window, head dim 96
+    (torch.bfloat16, 1, 60, 40, 4, 1, 32, True, (8, -1), 0.0, None),      # MQA, Sq > Sk, causal with a left window
+    (torch.float16, 1, 33, 33, 2, 2, 40, True, (-1, -1), 0.0, None),
+    (torch.bfloat16, 1, 70, 90, 4, 2, 64, True, (-1, -1), 0.5, None),     # softcap (Gemma 2)
+    (torch.float16, 1, 50, 60, 2, 1, 96, False, (20, 4), 1.0, None),
+    (torch.bfloat16, 2, 60, 80, 4, 2, 64, False, (-1, -1), 0.0, "head"),  # ALiBi
+    (torch.float16, 2, 70, 50, 2, 1, 128, True, (-1, -1), 0.0, "batch"),
 ])
-def test_forward_and_gradients(dtype, b, sq, sk, hq, hkv, d, causal, window, softcap):
+def test_forward_and_gradients(dtype, b, sq, sk, hq, hkv, d, causal, window, softcap, alibi):
     q, k, v = _inputs(b, sq, sk, hq, hkv, d, dtype)
     scale = 0.8 / math.sqrt(d)
+    slopes = None
+    if alibi:
+        slopes = torch.exp2(-8 * torch.arange(1, hq + 1, dtype=torch.float32) / hq) * 4
+        slopes = slopes if alibi == "head" else slopes[None, :] * torch.tensor([[1.0], [0.5]])
     # Positional, as flash-attention's callers write it.
-    out, lse, s_dmask = fa.flash_attn_func(q, k, v, 0.0, scale, causal, window, softcap, None, True, True)
+    out, lse, s_dmask = fa.flash_attn_func(q, k, v, 0.0, scale, causal, window, softcap, slopes, True, True)
     assert out.shape == q.shape and out.dtype == dtype and lse.shape == (b, hq, sq) and lse.dtype == torch.float32
     assert s_dmask.numel() == 0, "S_dmask is empty without dropout, as flash-attention returns it"
     grad = rand(b, sq, hq, d, dtype=dtype)
 
     q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
-    ref, ref_lse = attention_reference(q64, k64, v64, causal=causal, window=window, scale=scale, softcap=softcap)
-    low = _low_precision_reference(q, k, v, causal, window, scale, softcap)
+    ref, ref_lse = attention_reference(q64, k64, v64, causal=causal, window=window, scale=scale, softcap=softcap,
+                                       alibi_slopes=slopes)
+    low = _low_precision_reference(q, k, v, causal, window, scale, softcap, slopes)
     atol = 2 * _worst(ref + 0.3 - 0.3, ref)  # flash-attention's slack for the output's own rounding
     assert _worst(out, ref) <= 2 * _worst(low, ref) + atol, "O"
     seen = torch.isfinite(ref_lse)
@@ -191,8 +201,10 @@ def test_refusals_name_the_feature():
         fa.flash_attn_func(q, q, q, 1.5)
     with pytest.raises(ValueError, match="softcap"):
         fa.flash_attn_func(q, q, q, softcap=-1.0)
-    with pytest.raises(NotImplementedError, match="ALiBi"):
-        fa.flash_attn_func(q, q, q, alibi_slopes=torch.ones(2))
+    with pytest.raises(ValueError, match="alibi_slopes must be fp32"):
+        fa.flash_attn_func(q, q, q, alibi_slopes=torch.ones(3))
+    with pytest.raises(ValueError, match="softcap and ALiBi together"):
+        fa.flash_attn_func(q, q, q, softcap=2.0, alibi_slopes=torch.ones(2))
     q256 = rand(1, 16, 2, 256, dtype=torch.bfloat16)
     with pytest.raises(NotImplementedError, match="head dim 256"):
         fa.flash_attn_func(q256, q256, q256)

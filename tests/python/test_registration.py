@@ -22,14 +22,15 @@ def _cases():
     yield "norm_backward", (rand(4, 32, dtype=torch.float32), rand(4, 32, dtype=torch.float32), r, mean, rstd,
                             rand(32, dtype=torch.float32), False, True, True, 0.1, 7, 0)
     q = rand(1, 16, 2, 64, dtype=bf)
-    yield "attention", (q, q, q, True, -1, -1, 0.0, 0.0, rand(2, dtype=torch.float32).requires_grad_())
+    yield "attention", (q, q, q, True, -1, -1, 0.0, 0.0, rand(2, dtype=torch.float32).requires_grad_(), None)
     packed = rand(20, 2, 64, dtype=bf)
     cu = torch.tensor([0, 7, 20], dtype=torch.int32)
-    yield "attention_varlen", (packed, packed, packed, cu, cu, 13, 13, True, -1, -1, 0.0, 2.0, None)
+    yield "attention_varlen", (packed, packed, packed, cu, cu, 13, 13, True, -1, -1, 0.0, 0.0, None,
+                              rand(2, 2, dtype=torch.float32).abs())
     sinks = rand(2, dtype=torch.float32)
-    out, lse = torch.ops.hk.attention(q, q, q, True, -1, -1, 0.0, 0.0, sinks)
+    out, lse = torch.ops.hk.attention(q, q, q, True, -1, -1, 0.0, 0.0, sinks, None)
     yield "attention_backward", (q, q, q, out, lse, rand(1, 16, 2, 64, dtype=bf), None, None, 0, 0, True, -1, -1, 0.0, 0.0,
-                                 sinks)
+                                 sinks, None)
 
 
 @pytest.mark.parametrize("name,args", list(_cases()), ids=lambda v: v if isinstance(v, str) else "")

@@ -27,17 +27,15 @@ __host__ __device__ inline bool async_loadable(const GL& src, int lds_dma_bytes)
 
 namespace detail {
 
-// `x` as a wave-uniform value the optimizer cannot see through (an empty asm on an SGPR). Optimized, `x` is already
-// in an SGPR; at -O0 it comes back from the stack per lane, so it is read from the first lane straight into the asm.
+// `x` as a wave-uniform value the optimizer cannot see through (an empty asm on an SGPR). It is read from the first
+// lane into the asm: a no-op where `x` already sits in an SGPR (the optimizer drops it), and where it does not (-O0,
+// whose values come back from the stack per lane, or a kernel at its register limit that keeps it in a VGPR) the
+// asm's SGPR operand would otherwise need a VGPR-to-SGPR copy, which the backend cannot emit ("illegal VGPR to SGPR
+// copy").
 __device__ inline int opaque_uniform(int x) {
-#if defined(__OPTIMIZE__)
-  asm("" : "+s"(x));
-  return x;
-#else
   int r;
   asm("" : "=s"(r) : "0"(__builtin_amdgcn_readfirstlane(x)));
   return r;
-#endif
 }
 
 // Where the data of load i of group wave `wave` comes from, for the lane whose slot starts at byte `lane_bytes` of
