@@ -55,7 +55,7 @@ Status validate(const GemmMxProblem& p) {
 template <int FA, int FB>
 void launch(const GemmMxProblem& p, const kernels::GemmMxArgs& args) {
   const dim3 grid{unsigned(((p.m + gemm_mx_tile - 1) / gemm_mx_tile) * ((p.n + gemm_mx_tile - 1) / gemm_mx_tile)), 1, 1};
-  hipLaunchKernelGGL((kernels::gemm_mx<arch::current, FA, FB>), grid, dim3(256), 0, p.stream, args);
+  hipLaunchKernelGGL((kernels::gemm_mx<FA, FB>), grid, dim3(256), 0, p.stream, args);
 }
 
 // The instance for (A's format, B's format), both runtime values, out of the 25.

@@ -94,10 +94,11 @@ __device__ inline void store(const GemmMxArgs& p, int row, int col, float acc) {
 
 }  // namespace mx
 
-// A: the compiling target (arch::current); the body exists for gfx950 only, the one target with the instruction.
-template <class A, int FA, int FB>
+// The body exists for gfx950 only, the one target with the instruction (elsewhere an empty kernel hk::gemm_mx never
+// launches).
+template <int FA, int FB>
 __global__ __launch_bounds__(256) void gemm_mx(GemmMxArgs p) {
-  if constexpr (A::id == arch::target_id::gfx950) {
+  if constexpr (arch::current::id == arch::target_id::gfx950) {
     constexpr int BA = mx_bits(FA), BB = mx_bits(FB);
     const int tiles_n = (p.n + 127) / 128, tiles_m = (p.m + 127) / 128;
     const int id = xcd_remap(int(blockIdx.x), tiles_m * tiles_n);
