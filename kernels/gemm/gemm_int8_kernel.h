@@ -5,7 +5,8 @@
 // of 4 waves, each 64 x 64 as 2 x 2 MFMA tiles of 32 x 32, workgroups in chiplet order. Each K step of the
 // instruction's K every lane loads its operand registers straight from memory in the MFMA's layout: lane l serves
 // row l mod 32 and the k-group g = l / 32, the E = K / 2 consecutive bytes k0 + E g .. +E - 1 of that row (whole
-// dwords; the chunk at the K edge byte by byte, zeros past K; rows past M / N zeros, never stored). The epilogue
+// dwords from row pointers computed once; the step at the K edge through a masked loader, byte by byte at the edge,
+// zeros past K; rows past M / N read the last row, zeroed, never stored). The epilogue
 // writes int32, or acc * row_scale * col_scale as fp32 or bf16 (nearest even).
 #pragma once
 #include "hk/hk.h"
@@ -74,11 +75,33 @@ __global__ __launch_bounds__(256) void gemm_int8(GemmInt8Args p) {
   const int w = int(threadIdx.x) / 64, l = int(threadIdx.x) % 64, g = l / 32, lr = l % 32;
   const int row0 = tm * 128 + (w / 2) * 64, col0 = tn * 128 + (w % 2) * 64;
   i8::i32x16 acc[2][2] = {};
-  for (int k0 = 0; k0 < p.k; k0 += KS) {
+  // Steps whose every chunk lies inside K: each lane's row pointers (rows past M / N clamped to the last row, their
+  // values zeroed) computed once, plain dword loads; then the edge step, if any, through the masked loader.
+  const int8_t* pa[2];
+  const int8_t* pb[2];
+  bool va[2], vb[2];
+  for (int i = 0; i < 2; ++i) {
+    const int ra = row0 + 32 * i + lr, rb = col0 + 32 * i + lr;
+    va[i] = ra < p.m, vb[i] = rb < p.n;
+    pa[i] = p.a + long(va[i] ? ra : p.m - 1) * p.lda + E * g;
+    pb[i] = p.b + long(vb[i] ? rb : p.n - 1) * p.ldb + E * g;
+  }
+  const int full = p.k / KS * KS;
+  for (int k0 = 0; k0 < full; k0 += KS) {
+    int a[2][E / 4], b[2][E / 4];
+    for (int i = 0; i < 2; ++i)
+      for (int x = 0; x < E / 4; ++x) {
+        const int ax = reinterpret_cast<const int*>(pa[i] + k0)[x], bx = reinterpret_cast<const int*>(pb[i] + k0)[x];
+        a[i][x] = va[i] ? ax : 0, b[i][x] = vb[i] ? bx : 0;
+      }
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 2; ++j) acc[i][j] = i8::mma<cdna4>::run(a[i], b[j], acc[i][j]);
+  }
+  if (full < p.k) {
     int a[2][E / 4], b[2][E / 4];
     for (int i = 0; i < 2; ++i) {
-      i8::fragment<E>(a[i], p.a, p.lda, row0 + 32 * i + lr, p.m, k0, p.k, g);
-      i8::fragment<E>(b[i], p.b, p.ldb, col0 + 32 * i + lr, p.n, k0, p.k, g);
+      i8::fragment<E>(a[i], p.a, p.lda, row0 + 32 * i + lr, p.m, full, p.k, g);
+      i8::fragment<E>(b[i], p.b, p.ldb, col0 + 32 * i + lr, p.n, full, p.k, g);
     }
     for (int i = 0; i < 2; ++i)
       for (int j = 0; j < 2; ++j) acc[i][j] = i8::mma<cdna4>::run(a[i], b[j], acc[i][j]);
