@@ -87,18 +87,26 @@ __global__ __launch_bounds__(256) void gemm_int8(GemmInt8Args p) {
     pb[i] = p.b + long(vb[i] ? rb : p.n - 1) * p.ldb + E * g;
   }
   const int full = p.k / KS * KS;
-  for (int k0 = 0; k0 < full; k0 += KS) {
-    int a[2][E / 4], b[2][E / 4];
+  // The step's fragments were loaded one step ahead (the next step's, clamped to the last whole step, are issued
+  // before this step's MFMAs), so the loads fly under the MFMAs.
+  int a[2][E / 4], b[2][E / 4];
+  auto load = [&](int k0) __attribute__((always_inline)) {
     for (int i = 0; i < 2; ++i)
       for (int x = 0; x < E / 4; ++x) {
         const int ax = reinterpret_cast<const int*>(pa[i] + k0)[x], bx = reinterpret_cast<const int*>(pb[i] + k0)[x];
         a[i][x] = va[i] ? ax : 0, b[i][x] = vb[i] ? bx : 0;
       }
+  };
+  if (full > 0) load(0);
+  for (int k0 = 0; k0 < full; k0 += KS) {
+    int ca[2][E / 4], cb[2][E / 4];
     for (int i = 0; i < 2; ++i)
-      for (int j = 0; j < 2; ++j) acc[i][j] = i8::mma<cdna4>::run(a[i], b[j], acc[i][j]);
+      for (int x = 0; x < E / 4; ++x) ca[i][x] = a[i][x], cb[i][x] = b[i][x];
+    load(k0 + KS < full ? k0 + KS : k0);
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 2; ++j) acc[i][j] = i8::mma<cdna4>::run(ca[i], cb[j], acc[i][j]);
   }
   if (full < p.k) {
-    int a[2][E / 4], b[2][E / 4];
     for (int i = 0; i < 2; ++i) {
       i8::fragment<E>(a[i], p.a, p.lda, row0 + 32 * i + lr, p.m, full, p.k, g);
       i8::fragment<E>(b[i], p.b, p.ldb, col0 + 32 * i + lr, p.n, full, p.k, g);
