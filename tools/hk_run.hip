@@ -1,5 +1,7 @@
 // hk-run: run one hk kernel on the (virtual) device, check it against the host, and report what it costs.
 //   hk-run gemm --m M --n N --k K [--dtype bf16|f16|fp8|fp8_e4m3|fp8_e5m2] [--out fp32|bf16] [--bt]
+//   hk-run gemm --m M --n N --k K --dtype mxfp8|mxfp6|mxfp4 [--a-format F] [--b-format F] [--out fp32|bf16|f16] (gfx950)
+//   hk-run gemm --m M --n N --k K --dtype int8 [--out int32|bf16|fp32] (B N x K; bf16/fp32: per-row/column scales)
 //               [--arch gfx942|gfx950]
 //   (fp8 = fp8_e4m3; fp8 types in the device arch's format: FNUZ e4m3 / e5m2 on gfx942, OCP e4m3fn / e5m2 on gfx950)
 //   hk-run rotary --b B --s S --h H --d D [--rotary-dim R] [--interleaved] [--dtype bf16|f16|fp32] [--arch ...]
@@ -25,18 +27,24 @@
 #include <dlfcn.h>
 
 #include <CLI/CLI.hpp>
+#include <bit>
 #include <cctype>
+#include <cfloat>
 #include <cxxabi.h>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "attention/attention.h"
 #include "attention/decode.h"
 #include "gemm/gemm.h"
+#include "gemm/gemm_int8.h"
+#include "gemm/gemm_mx.h"
 #include "kernels/rotary_norm_ref.h"
 #include "norm/norm.h"
 #include "rotary/rotary.h"
@@ -289,6 +297,8 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
   return bad ? 1 : 0;
 }
 
+#include "hk_run_int8.h"  // the int8 GEMM runner (int8_run::run), inside this namespace
+#include "hk_run_mx.h"  // the MX GEMM runner (mx_run::run), inside this namespace
 
 // ---- rotary and norm (hk::rotary, hk::layer_norm / rms_norm and their backwards) ----------------------------------
 
@@ -881,8 +891,14 @@ int main(int argc, char** argv) {
   gemm->add_option("--m", m, "rows of A and C")->check(positive);
   gemm->add_option("--n", n, "columns of B and C")->check(positive);
   gemm->add_option("--k", k, "columns of A, rows of B")->check(positive);
-  gemm->add_option("--dtype", in, "A and B element type")->check(CLI::IsMember({"bf16", "f16", "fp8", "fp8_e4m3", "fp8_e5m2"}));
-  gemm->add_option("--out", out, "C element type")->check(CLI::IsMember({"fp32", "bf16"}));
+  gemm->add_option("--dtype", in, "A and B element type (mx*: hk::gemm_mx, B given N x K, e8m0 scales per 32 k)")
+      ->check(CLI::IsMember({"bf16", "f16", "fp8", "fp8_e4m3", "fp8_e5m2", "mxfp8", "mxfp6", "mxfp4", "int8"}));
+  gemm->add_option("--out", out, "C element type (f16: mx* only; int32: int8 only, its default)")
+      ->check(CLI::IsMember({"fp32", "bf16", "f16", "int32"}));
+  std::string mx_a, mx_b;
+  const CLI::IsMember mx_formats({"e4m3", "e5m2", "e2m3", "e3m2", "e2m1"});
+  gemm->add_option("--a-format", mx_a, "mx*: A's element format (default: the dtype's)")->check(mx_formats);
+  gemm->add_option("--b-format", mx_b, "mx*: B's element format (default: the dtype's)")->check(mx_formats);
   gemm->add_flag("--bt", bt, "B is N x K (C = A * B^T)");
   gemm->add_option("--arch", arch)->check(is_target);
   std::string model;
@@ -959,6 +975,19 @@ int main(int argc, char** argv) {
   if (!trace_png.empty() && trace.empty()) trace = trace_png + ".json";
   if (!trace.empty()) setenv("HK_VGPU_TIMING_TRACE", trace.c_str(), 1);  // before the runtime starts
   const auto run = [&] {
+    if (*gemm && in.starts_with("mx")) {
+      hk::mx_format fa = in == "mxfp8" ? hk::mx_format::e4m3 : in == "mxfp6" ? hk::mx_format::e2m3 : hk::mx_format::e2m1;
+      hk::mx_format fb = fa;
+      if (!mx_a.empty()) mx_run::parse(mx_a, fa);
+      if (!mx_b.empty()) mx_run::parse(mx_b, fb);
+      return mx_run::run(m, n, k, fa, fb, out, model);
+    }
+    if (*gemm && in == "int8") {
+      if (out == "f16") return std::fprintf(stderr, "hk-run: int8 gives int32, bf16 or fp32\n"), 1;
+      return int8_run::run(m, n, k, out == "bf16" || (out == "fp32" && gemm->count("--out")) ? out : "int32", model);
+    }
+    if (*gemm && (out == "f16" || out == "int32" || !mx_a.empty() || !mx_b.empty()))
+      return std::fprintf(stderr, "hk-run: --out f16 and --a-format, --b-format are for the mx* dtypes, --out int32 for int8\n"), 1;
     if (*gemm) return run_gemm(m, n, k, in, out, bt, model);
     if (*rotary && !model.empty()) return model_rotary(rb, rs, rh, rd, rrot, interleaved, rtype, q_only, model);
     if (*rotary) return run_rotary(rb, rs, rh, rd, rrot, interleaved, rtype);

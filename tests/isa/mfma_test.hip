@@ -165,6 +165,20 @@ OP(SCALE_FP8_FP8_32x32x64, ON_GFX950, 8, 8, 16, __builtin_amdgcn_mfma_scale_f32_
 OP(SCALE_FP8_BF8_32x32x64, ON_GFX950, 8, 8, 16, __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(A(i32x8), B(i32x8), C(f32x16), 0, 1, 3, int(sa), 1, int(sb)))
 OP(SCALE_BF8_FP8_32x32x64, ON_GFX950, 8, 8, 16, __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(A(i32x8), B(i32x8), C(f32x16), 1, 0, 2, int(sa), 2, int(sb)))
 OP(SCALE_BF8_BF8_32x32x64, ON_GFX950, 8, 8, 16, __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(A(i32x8), B(i32x8), C(f32x16), 1, 1, 1, int(sa), 0, int(sb)))
+// fp6 (cbsz/blgp 2 e2m3, 3 e3m2) and fp4 (4 e2m1) operands: 32 elements per lane in six / four registers.
+OP(SCALE_FP6_FP8_16x16x128, ON_GFX950, 8, 8, 4, __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(A(i32x8), B(i32x8), C(f32x4), 2, 0, 1, int(sa), 0, int(sb)))
+OP(SCALE_FP8_BF6_16x16x128, ON_GFX950, 8, 8, 4, __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(A(i32x8), B(i32x8), C(f32x4), 0, 3, 0, int(sa), 2, int(sb)))
+OP(SCALE_FP4_BF8_16x16x128, ON_GFX950, 8, 8, 4, __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(A(i32x8), B(i32x8), C(f32x4), 4, 1, 2, int(sa), 1, int(sb)))
+OP(SCALE_FP8_FP4_16x16x128, ON_GFX950, 8, 8, 4, __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(A(i32x8), B(i32x8), C(f32x4), 0, 4, 3, int(sa), 3, int(sb)))
+OP(SCALE_BF6_FP4_16x16x128, ON_GFX950, 8, 8, 4, __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(A(i32x8), B(i32x8), C(f32x4), 3, 4, 0, int(sa), 1, int(sb)))
+OP(SCALE_FP4_FP4_16x16x128, ON_GFX950, 8, 8, 4, __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(A(i32x8), B(i32x8), C(f32x4), 4, 4, 1, int(sa), 0, int(sb)))
+OP(SCALE_BF6_FP8_32x32x64, ON_GFX950, 8, 8, 16, __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(A(i32x8), B(i32x8), C(f32x16), 3, 0, 0, int(sa), 0, int(sb)))
+OP(SCALE_FP8_FP6_32x32x64, ON_GFX950, 8, 8, 16, __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(A(i32x8), B(i32x8), C(f32x16), 0, 2, 2, int(sa), 3, int(sb)))
+OP(SCALE_FP4_FP8_32x32x64, ON_GFX950, 8, 8, 16, __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(A(i32x8), B(i32x8), C(f32x16), 4, 0, 1, int(sa), 1, int(sb)))
+OP(SCALE_BF8_FP4_32x32x64, ON_GFX950, 8, 8, 16, __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(A(i32x8), B(i32x8), C(f32x16), 1, 4, 3, int(sa), 0, int(sb)))
+OP(SCALE_FP6_FP6_32x32x64, ON_GFX950, 8, 8, 16, __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(A(i32x8), B(i32x8), C(f32x16), 2, 2, 0, int(sa), 2, int(sb)))
+OP(SCALE_FP4_BF6_32x32x64, ON_GFX950, 8, 8, 16, __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(A(i32x8), B(i32x8), C(f32x16), 4, 3, 2, int(sa), 1, int(sb)))
+OP(F8F6F4_FP4_FP6_16x16x128, ON_GFX950, 8, 8, 4, __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(A(i32x8), B(i32x8), C(f32x4), 4, 2, 0, 0, 0, 0))
 // Constant scales 0 make LLVM emit the unscaled v_mfma_f32_*_f8f6f4, whose scale is 1.0.
 OP(F8F6F4_FP8_BF8_16x16x128, ON_GFX950, 8, 8, 4, __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(A(i32x8), B(i32x8), C(f32x4), 0, 1, 0, 0, 0, 0))
 OP(F8F6F4_BF8_FP8_32x32x64, ON_GFX950, 8, 8, 16, __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(A(i32x8), B(i32x8), C(f32x16), 1, 0, 0, 0, 0, 0))
@@ -203,7 +217,8 @@ __global__ void __launch_bounds__(64) run_op(const uint32_t* a, const uint32_t* 
 
 // --- Host side: formats ------------------------------------------------------------------------------------------
 
-enum class El { f32, xf32, f16, bf16, fp8, bf8, i8 };
+// e2m3, e3m2 (fp6) and e2m1 (fp4): the OCP MX element formats of the f8f6f4 forms (gfx950).
+enum class El { f32, xf32, f16, bf16, fp8, bf8, i8, e2m3, e3m2, e2m1 };
 
 int bits_of(El e) {
   switch (e) {
@@ -211,8 +226,20 @@ int bits_of(El e) {
     case El::xf32: return 32;
     case El::f16:
     case El::bf16: return 16;
+    case El::e2m3:
+    case El::e3m2: return 6;
+    case El::e2m1: return 4;
     default: return 8;
   }
+}
+bool sub_byte(El e) { return bits_of(e) < 8; }
+
+// An OCP MX element (OCP Microscaling Formats spec, 5.3): sign, `eb` exponent bits with bias 2^(eb-1) - 1, `mb`
+// mantissa bits, subnormals at exponent 0, no inf or NaN codes.
+double decode_mx(uint32_t x, int eb, int mb) {
+  const int bias = (1 << (eb - 1)) - 1, e = int(x >> mb) & ((1 << eb) - 1), m = int(x) & ((1 << mb) - 1);
+  const double mag = e == 0 ? std::ldexp(double(m), 1 - bias - mb) : std::ldexp(double(m + (1 << mb)), e - bias - mb);
+  return x >> (eb + mb) & 1 ? -mag : mag;
 }
 
 bool is_gfx950() { return isa_arch::gfx950(); }
@@ -233,6 +260,9 @@ double value_of(El e, uint32_t x, bool gfx950) {
     case El::fp8: return decode8(uint8_t(x), false, gfx950);
     case El::bf8: return decode8(uint8_t(x), true, gfx950);
     case El::i8: return int8_t(x);
+    case El::e2m3: return decode_mx(x & 63, 2, 3);
+    case El::e3m2: return decode_mx(x & 63, 3, 2);
+    case El::e2m1: return decode_mx(x & 15, 2, 1);
   }
   return 0;
 }
@@ -246,6 +276,9 @@ uint32_t random_bits(El e, bool gfx950, std::mt19937& rng) {
     case El::f16: return std::bit_cast<uint16_t>(_Float16(q / 16.f));
     case El::bf16: return std::bit_cast<uint32_t>(q / 16.f) >> 16;
     case El::i8: return rng() & 0xff;
+    case El::e2m3:
+    case El::e3m2:
+    case El::e2m1: return rng() & ((1u << bits_of(e)) - 1);  // every code is finite, at most 28 in magnitude
     case El::fp8:
     case El::bf8:
       for (;;) {
@@ -266,14 +299,15 @@ uint32_t bits_for(El e, double v, bool gfx950) {
     case El::bf16: return std::bit_cast<uint32_t>(float(v)) >> 16;
     case El::i8: return uint32_t(int(v)) & 0xff;
     default:
-      for (uint32_t x = 0; x < 256; ++x)
+      for (uint32_t x = 0; x < (1u << bits_of(e)); ++x)
         if (value_of(e, x, gfx950) == v) return x;
   }
   ADD_FAILURE() << "value " << v << " not representable";
   return 0;
 }
 
-// A distinct nonzero value for each k (names k in the layout probes).
+// A distinct nonzero value for each k (names k in the layout probes); the fp6 / fp4 formats have too few for a whole
+// K, and their layouts are probed with an fp8 partner naming k.
 uint32_t k_name_bits(El e, int k, bool gfx950) {
   if (e != El::fp8 && e != El::bf8) return bits_for(e, k + 1, gfx950);
   int n = 0;
@@ -307,14 +341,19 @@ struct Case {
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 struct Slot {
-  int lane, elem;  // lane and element index within the lane's registers (element e of bits b: register e*b/32)
+  int lane, elem;  // lane and element index within the lane's registers (element e of b bits: bits e*b.. of the
+                   // lane's registers taken as one little-endian bit string; a 6-bit element may straddle two)
 };
 
-// A[i][k] of block b (dim = M), or B[k][j] (dim = N, i = j).
-Slot doc_in(const Case& c, int dim, int i, int k, int b) {
+// A[i][k] of block b (dim = M), or B[k][j] (dim = N, i = j), elements of `bits` bits. The f8f6f4 forms' 8-bit
+// elements come in 16-k chunks dealt to the lane groups; their fp6 / fp4 elements take 32 consecutive k per lane
+// group (AMD's CDNA4 matrix-core blog: the 32x32x64 fp4 kernel loads 16 bytes of row l%32 at k byte offset
+// (l/32)*16, low nibble first; Modular's MXFP4 kernel docs for 16x16x128: lane row + 16 * k-group, 16 contiguous
+// bytes), i.e. the plain formula below.
+Slot doc_in(const Case& c, int dim, int i, int k, int b, int bits) {
   if (c.blocks > 1) return {b * dim + i, k};  // block forms: block b in lanes b*dim.., all k in one lane
-  if (c.K == 64 && c.M == 32) return {i + 32 * ((k % 32) / 16), k % 16 + 16 * (k / 32)};   // 32x32x64 f8f6f4
-  if (c.K == 128 && c.M == 16) return {i + 16 * ((k % 64) / 16), k % 16 + 16 * (k / 64)};  // 16x16x128 f8f6f4
+  if (c.K == 64 && c.M == 32 && bits == 8) return {i + 32 * ((k % 32) / 16), k % 16 + 16 * (k / 32)};   // 32x32x64 f8f6f4
+  if (c.K == 128 && c.M == 16 && bits == 8) return {i + 16 * ((k % 64) / 16), k % 16 + 16 * (k / 64)};  // 16x16x128 f8f6f4
   const int per_lane = c.K * dim / 64;  // 16x16: lane i + 16*floor(k/per_lane); 32x32: lane i + 32*floor(k/per_lane)
   return {i + dim * (k / per_lane), k % per_lane};
 }
@@ -331,18 +370,23 @@ Out doc_out(const Case& c, int i, int j, int b) {
 }
 
 uint32_t get(const std::vector<uint32_t>& img, int regs, int wave, int lane, int elem, int bits) {
-  const uint32_t w = img[(size_t(wave) * 64 + lane) * regs + elem * bits / 32];
-  return bits == 32 ? w : w >> (elem * bits % 32) & ((1u << bits) - 1);
+  const size_t at = (size_t(wave) * 64 + lane) * regs + elem * bits / 32;
+  if (bits == 32) return img[at];
+  const int sh = elem * bits % 32;
+  uint64_t w = img[at];
+  if (sh + bits > 32) w |= uint64_t(img[at + 1]) << 32;
+  return uint32_t(w >> sh) & ((1u << bits) - 1);
 }
 void put(std::vector<uint32_t>& img, int regs, int wave, int lane, int elem, int bits, uint32_t v) {
-  uint32_t& w = img[(size_t(wave) * 64 + lane) * regs + elem * bits / 32];
+  const size_t at = (size_t(wave) * 64 + lane) * regs + elem * bits / 32;
   if (bits == 32) {
-    w = v;
+    img[at] = v;
     return;
   }
   const int sh = elem * bits % 32;
-  const uint32_t mask = ((1u << bits) - 1) << sh;
-  w = (w & ~mask) | (v << sh & mask);
+  const uint64_t mask = uint64_t((1u << bits) - 1) << sh, x = uint64_t(v) << sh & mask;
+  img[at] = uint32_t((img[at] & ~mask) | x);
+  if (sh + bits > 32) img[at + 1] = uint32_t((img[at + 1] & ~(mask >> 32)) | x >> 32);
 }
 
 // Lane a lane's A / B registers come from under cbsz/abid and blgp (ISA broadcast table).
@@ -471,6 +515,21 @@ std::vector<Case> all_cases() {
   v.push_back(scaled(mk<SCALE_FP8_BF8_32x32x64>("scale_fp8_bf8_32x32x64", 32, 32, 64, 1, fp8, bf8, false, true), 3, 1));
   v.push_back(scaled(mk<SCALE_BF8_FP8_32x32x64>("scale_bf8_fp8_32x32x64", 32, 32, 64, 1, bf8, fp8, false, true), 2, 2));
   v.push_back(scaled(mk<SCALE_BF8_BF8_32x32x64>("scale_bf8_bf8_32x32x64", 32, 32, 64, 1, bf8, bf8, false, true), 1, 0));
+  // fp6 / fp4: each format as A and as B of both shapes, against an fp8 partner (which names k in the layout probes)
+  // and against each other.
+  v.push_back(scaled(mk<SCALE_FP6_FP8_16x16x128>("scale_fp6_fp8_16x16x128", 16, 16, 128, 1, e2m3, fp8, false, true), 1, 0));
+  v.push_back(scaled(mk<SCALE_FP8_BF6_16x16x128>("scale_fp8_bf6_16x16x128", 16, 16, 128, 1, fp8, e3m2, false, true), 0, 2));
+  v.push_back(scaled(mk<SCALE_FP4_BF8_16x16x128>("scale_fp4_bf8_16x16x128", 16, 16, 128, 1, e2m1, bf8, false, true), 2, 1));
+  v.push_back(scaled(mk<SCALE_FP8_FP4_16x16x128>("scale_fp8_fp4_16x16x128", 16, 16, 128, 1, fp8, e2m1, false, true), 3, 3));
+  v.push_back(scaled(mk<SCALE_BF6_FP4_16x16x128>("scale_bf6_fp4_16x16x128", 16, 16, 128, 1, e3m2, e2m1, false, true), 0, 1));
+  v.push_back(scaled(mk<SCALE_FP4_FP4_16x16x128>("scale_fp4_fp4_16x16x128", 16, 16, 128, 1, e2m1, e2m1, false, true), 1, 0));
+  v.push_back(scaled(mk<SCALE_BF6_FP8_32x32x64>("scale_bf6_fp8_32x32x64", 32, 32, 64, 1, e3m2, fp8, false, true), 0, 0));
+  v.push_back(scaled(mk<SCALE_FP8_FP6_32x32x64>("scale_fp8_fp6_32x32x64", 32, 32, 64, 1, fp8, e2m3, false, true), 2, 3));
+  v.push_back(scaled(mk<SCALE_FP4_FP8_32x32x64>("scale_fp4_fp8_32x32x64", 32, 32, 64, 1, e2m1, fp8, false, true), 1, 1));
+  v.push_back(scaled(mk<SCALE_BF8_FP4_32x32x64>("scale_bf8_fp4_32x32x64", 32, 32, 64, 1, bf8, e2m1, false, true), 3, 0));
+  v.push_back(scaled(mk<SCALE_FP6_FP6_32x32x64>("scale_fp6_fp6_32x32x64", 32, 32, 64, 1, e2m3, e2m3, false, true), 0, 2));
+  v.push_back(scaled(mk<SCALE_FP4_BF6_32x32x64>("scale_fp4_bf6_32x32x64", 32, 32, 64, 1, e2m1, e3m2, false, true), 2, 1));
+  v.push_back(mk<F8F6F4_FP4_FP6_16x16x128>("f8f6f4_fp4_fp6_16x16x128", 16, 16, 128, 1, e2m1, e2m3, false, true));
   return v;
 }
 
@@ -533,7 +592,7 @@ TEST_P(Mfma, RandomMatchesHostMatmul) {
           double mag = std::fabs(want);
           int64_t iwant = int32_t(cbits);
           for (int k = 0; k < c.K; ++k) {
-            const Slot s1 = doc_in(c, c.M, i, k, b), s2 = doc_in(c, c.N, j, k, b);
+            const Slot s1 = doc_in(c, c.M, i, k, b, ba), s2 = doc_in(c, c.N, j, k, b, bb);
             const double x = value_of(c.ea, get(im.a, c.na, w, src_a(c, s1.lane), s1.elem, ba), gfx950);
             const double y = value_of(c.eb, get(im.b, c.nb, w, src_b(c, s2.lane), s2.elem, bb), gfx950);
             const int kb = k / 32;
@@ -563,6 +622,7 @@ void layout_probe(const Case& c, bool gfx950, bool is_a) {
   if (c.permuted()) GTEST_SKIP() << "broadcast cases are covered by the random test";
   const int dim = is_a ? c.M : c.N, other = is_a ? c.N : c.M;
   const El probe_el = is_a ? c.ea : c.eb, name_el = is_a ? c.eb : c.ea;
+  if (sub_byte(name_el)) GTEST_SKIP() << "fp6/fp4 cannot name every k; the fp8-partner cases probe this layout";
   const int bits = bits_of(probe_el), per_lane = c.K * dim * c.blocks / 64, waves = 64 * per_lane;
   Images im(c, waves);
   const uint32_t one = bits_for(probe_el, 1.0, gfx950);
@@ -573,7 +633,7 @@ void layout_probe(const Case& c, bool gfx950, bool is_a) {
   for (int b = 0; b < c.blocks; ++b)
     for (int r = 0; r < other; ++r)
       for (int k = 0; k < c.K; ++k) {
-        const Slot s = doc_in(c, other, r, k, b);
+        const Slot s = doc_in(c, other, r, k, b, bits_of(name_el));
         put(named, named_regs, 0, s.lane, s.elem, bits_of(name_el), names[k]);
       }
   for (int w = 0; w < waves; ++w) {
@@ -589,7 +649,7 @@ void layout_probe(const Case& c, bool gfx950, bool is_a) {
   for (int b = 0; b < c.blocks; ++b)
     for (int r = 0; r < dim; ++r)
       for (int k = 0; k < c.K; ++k) {
-        const Slot s = doc_in(c, dim, r, k, b);
+        const Slot s = doc_in(c, dim, r, k, b, bits);
         at_r[s.lane * per_lane + s.elem] = r, at_k[s.lane * per_lane + s.elem] = k, at_b[s.lane * per_lane + s.elem] = b;
       }
   int bad = 0;
@@ -622,24 +682,28 @@ void layout_probe(const Case& c, bool gfx950, bool is_a) {
 TEST_P(Mfma, LayoutA) { layout_probe(GetParam(), gfx950, true); }
 TEST_P(Mfma, LayoutB) { layout_probe(GetParam(), gfx950, false); }
 
-// One wave per scale lane: that lane's selected byte holds 128 (2.0), every other scale 127 (1.0). A = 1, B[k][j] =
-// 2^(k/32), so D[i][j] = sum over k-blocks of 32 * 2^kb, with the documented row i = lane mod M and block kb = lane / M
-// (for B: column and block) doubled.
+// One wave per scale lane: that lane's selected byte holds 128 (2.0), every other scale 127 (1.0). A[i][k] * B[k][j] =
+// 2^kb (kb = k/32; A = 2^floor(kb/2), B the rest, so that fp4 holds both), so D[i][j] = sum over k-blocks of 32 * 2^kb,
+// with the documented row i = lane mod M and block kb = lane / M (for B: column and block) doubled.
 void scale_probe(const Case& c, bool gfx950, bool is_a) {
   if (!c.scaled) GTEST_SKIP() << "not a scaled instruction";
   const int waves = 64, dim = is_a ? c.M : c.N;
   Images im(c, waves);
-  const uint32_t one = bits_for(c.ea, 1.0, gfx950);
+  const int ba = bits_of(c.ea), bb = bits_of(c.eb);
   for (int w = 0; w < waves; ++w) {
     for (int l = 0; l < 64; ++l) {
-      for (int e = 0; e < c.K * c.M / 64; ++e) put(im.a, c.na, w, l, e, 8, one);
       im.sa[size_t(w) * 64 + l] = scale_word(c.sel_a, is_a && l == w ? 128 : 127);
       im.sb[size_t(w) * 64 + l] = scale_word(c.sel_b, !is_a && l == w ? 128 : 127);
     }
+    for (int i = 0; i < c.M; ++i)
+      for (int k = 0; k < c.K; ++k) {
+        const Slot s = doc_in(c, c.M, i, k, 0, ba);
+        put(im.a, c.na, w, s.lane, s.elem, ba, bits_for(c.ea, std::ldexp(1.0, k / 32 / 2), gfx950));
+      }
     for (int j = 0; j < c.N; ++j)
       for (int k = 0; k < c.K; ++k) {
-        const Slot s = doc_in(c, c.N, j, k, 0);
-        put(im.b, c.nb, w, s.lane, s.elem, 8, bits_for(c.eb, std::ldexp(1.0, k / 32), gfx950));
+        const Slot s = doc_in(c, c.N, j, k, 0, bb);
+        put(im.b, c.nb, w, s.lane, s.elem, bb, bits_for(c.eb, std::ldexp(1.0, k / 32 - k / 32 / 2), gfx950));
       }
   }
   const std::vector<uint32_t> d = run(c, waves, im);
@@ -676,11 +740,11 @@ TEST(MfmaModel, FusedDotProductTruncatesThenRoundsOnce) {
   const Case c = mk<BF16_16x16x16>("bf16", 16, 16, 16, 1, El::bf16, El::bf16, true, true, true);
   Images im(c, 1);
   auto set_a = [&](int i, int k, double v) {
-    const Slot s = doc_in(c, 16, i, k, 0);
+    const Slot s = doc_in(c, 16, i, k, 0, 16);
     put(im.a, c.na, 0, s.lane, s.elem, 16, bits_for(El::bf16, v, gfx950));
   };
   auto set_b = [&](int k, int j, double v) {
-    const Slot s = doc_in(c, 16, j, k, 0);
+    const Slot s = doc_in(c, 16, j, k, 0, 16);
     put(im.b, c.nb, 0, s.lane, s.elem, 16, bits_for(El::bf16, v, gfx950));
   };
   set_a(0, 0, 1), set_b(0, 0, 1);
@@ -746,7 +810,7 @@ TEST(MfmaModel, InlineConstantAccumulator) {
       for (int j = 0; j < c.N; ++j) {
         double want = v.c_value;
         for (int k = 0; k < c.K; ++k) {
-          const Slot s1 = doc_in(c, c.M, i, k, 0), s2 = doc_in(c, c.N, j, k, 0);
+          const Slot s1 = doc_in(c, c.M, i, k, 0, ba), s2 = doc_in(c, c.N, j, k, 0, ba);
           want += value_of(c.ea, get(im.a, c.na, 0, s1.lane, s1.elem, ba), gfx950) *
                   value_of(c.eb, get(im.b, c.nb, 0, s2.lane, s2.elem, ba), gfx950);
         }

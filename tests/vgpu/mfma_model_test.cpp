@@ -25,14 +25,16 @@ struct Fmt {
   int bits, exp_bits, man_bits;  // element width and its exponent / mantissa fields
 };
 constexpr Fmt kF32{32, 8, 23}, kBf16{16, 8, 7}, kF16{16, 5, 10}, kE4m3{8, 4, 3}, kE5m2{8, 5, 2};
+constexpr Fmt kE2m3{6, 2, 3}, kE3m2{6, 3, 2}, kE2m1{4, 2, 1};
+constexpr Fmt kF8f6f4[5] = {kE4m3, kE5m2, kE2m3, kE3m2, kE2m1};
 
-// The operand formats from the mnemonic (f8f6f4: from cbsz/blgp, 0 e4m3 and 1 e5m2).
+// The operand formats from the mnemonic (f8f6f4: from cbsz/blgp, 0 e4m3, 1 e5m2, 2 e2m3, 3 e3m2, 4 e2m1).
 void formats_of(const std::string& name, int cbsz, int blgp, Fmt& a, Fmt& b) {
   auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
   if (has("xf32")) a = b = kF32;
   else if (has("bf16")) a = b = kBf16;
   else if (has("f16")) a = b = kF16;
-  else if (has("f8f6f4")) a = cbsz ? kE5m2 : kE4m3, b = blgp ? kE5m2 : kE4m3;
+  else if (has("f8f6f4")) a = kF8f6f4[cbsz], b = kF8f6f4[blgp];
   else {
     a = has("_bf8_") ? kE5m2 : kE4m3;
     b = name.ends_with("bf8") ? kE5m2 : kE4m3;
@@ -70,14 +72,18 @@ uint32_t element(std::mt19937_64& rng, const Fmt& f, const Recipe& r) {
   return sign | ex << f.man_bits | man;
 }
 
-// Fills `regs` registers from `first` with elements of format f (packed low element first).
+// Fills `regs` registers from `first` with elements of format f, packed low element first into each lane's bit
+// string over the registers (6-bit elements straddle registers).
 void fill(std::vector<uint32_t>& file, int first, int regs, std::mt19937_64& rng, const Fmt& f, const Recipe& r) {
-  const int per = 32 / f.bits;
-  for (int x = first * kLanes; x < (first + regs) * kLanes; ++x) {
-    uint32_t w = 0;
-    for (int e = 0; e < per; ++e) w |= element(rng, f, r) << (e * f.bits);
-    file[x] = w;
-  }
+  for (int l = 0; l < kLanes; ++l)
+    for (int r0 = 0; r0 < regs; ++r0) file[(first + r0) * kLanes + l] = 0;
+  for (int l = 0; l < kLanes; ++l)
+    for (int bit = 0; bit + f.bits <= regs * 32; bit += f.bits) {
+      const uint64_t e = f.bits == 32 ? element(rng, f, r) : element(rng, f, r) & ((1u << f.bits) - 1);
+      const int reg = bit / 32, sh = bit % 32;
+      file[(first + reg) * kLanes + l] |= uint32_t(e << sh);
+      if (sh + f.bits > 32) file[(first + reg + 1) * kLanes + l] |= uint32_t(e >> (32 - sh));
+    }
 }
 
 Recipe random_recipe(std::mt19937_64& rng, const Fmt& f) {
@@ -119,7 +125,7 @@ struct Case {
 };
 
 // Register counts from the mnemonic's shape: A and B hold dim * k elements of `bits` over 64 lanes, C/D M * N * blocks.
-Case case_of(const std::string& name, const Fmt& fa) {
+Case case_of(const std::string& name, const Fmt& fa, const Fmt& fb) {
   int m = 0, n = 0, k = 0, blocks = 1;
   const size_t p = name.find("f32_") + 4;
   std::sscanf(name.c_str() + p, "%dx%dx%d", &m, &n, &k);
@@ -128,7 +134,7 @@ Case case_of(const std::string& name, const Fmt& fa) {
   // gfx90a's bf16 forms with k = 2 (v_mfma_f32_32x32x2bf16...) are the block forms, 64 / M blocks; the name says not.
   if (name.ends_with("bf16") && k == 2) blocks = 64 / m;
   const int elems_a = m * k * blocks, elems_c = m * n * blocks;
-  return {std::max(1, elems_a * fa.bits / 32 / kLanes), std::max(1, elems_a * fa.bits / 32 / kLanes),
+  return {std::max(1, elems_a * fa.bits / 32 / kLanes), std::max(1, elems_a * fb.bits / 32 / kLanes),
           elems_c / kLanes, name.find("mfma_scale") != std::string::npos};
 }
 
@@ -167,7 +173,7 @@ int check(const std::string& name, Arch arch, int trials, uint64_t seed) {
     I.name = name.c_str();
     const bool f8f6f4 = name.find("f8f6f4") != std::string::npos;
     if (f8f6f4) {
-      I.cbsz = uint8_t(rng() % 2), I.blgp = uint8_t(rng() % 2);
+      I.cbsz = uint8_t(rng() % 5), I.blgp = uint8_t(rng() % 5);
     } else if (rng() % 4 == 0) {  // broadcast modifiers now and then
       I.cbsz = uint8_t(rng() % 3);
       I.abid = uint8_t(rng() % (1u << I.cbsz));
@@ -175,7 +181,7 @@ int check(const std::string& name, Arch arch, int trials, uint64_t seed) {
     }
     Fmt fa, fb;
     formats_of(name, I.cbsz, I.blgp, fa, fb);
-    const Case cs = case_of(name, fa);
+    const Case cs = case_of(name, fa, fb);
     I.nops = cs.scaled ? 6 : 4;
     for (int o = 0; o < I.nops; ++o) I.op[o].kind = OpKind::vgpr;
     I.op[1].reg = kA, I.op[2].reg = kB, I.op[3].reg = kC;
@@ -274,7 +280,7 @@ void final_step_case(const char* what, uint32_t a_neg, uint32_t a_pos, uint32_t 
       const OpInfo* fast = isa_table().find(name);
       const OpInfo* ref = mfma_reference_table().find(name);
       ASSERT_TRUE(fast && ref) << name;
-      const Case cs = case_of(name, kBf16);
+      const Case cs = case_of(name, kBf16, kBf16);
       Machine mc(Arch::gfx950);
       std::mt19937_64 rng(7);
       for (int trial = 0; trial < 40; ++trial) {

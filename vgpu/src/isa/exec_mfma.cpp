@@ -31,7 +31,8 @@ namespace vgpu {
 namespace {
 
 // Element types of the A and B operands (program.h). fp8/bf8 are e4m3/e5m2 in the arch's flavour (FNUZ on gfx942,
-// OCP on gfx950); f8f6f4 takes its format from cbsz (A) and blgp (B).
+// OCP on gfx950); f8f6f4 takes its format from cbsz (A) and blgp (B): e4m3, e5m2 (8-bit), e2m3, e3m2 (6-bit, packed
+// 32 to six registers) or e2m1 (4-bit, 32 to four registers).
 using Ty = MfmaType;
 
 struct Shape {
@@ -54,11 +55,14 @@ constexpr int bits_of(Ty t) {
 
 struct Loc {
   int reg, lane, sub;  // register offset from the operand's first register, lane, element within the register
+  int shift;           // the element's lowest bit in that register (a 6-bit element may continue in the next one)
 };
 
 // Where A[i][k] (dim = M) or B[k][i] (dim = N, i = column) of block b lives. Lanes are split into 64 / (dim * B)
 // groups; each group holds `epg` consecutive k of its rows. The gfx950 f8f6f4 forms (8-bit elements, 32 or more k per
-// group) instead deal k out in chunks of 16 to the lane groups in turn.
+// group) instead deal k out in chunks of 16 to the lane groups in turn; their 6- and 4-bit elements (fp6, fp4) keep
+// the plain formula, 32 consecutive k per lane packed low bits first into one bit string over the lane's registers
+// (an fp6 element may straddle two registers).
 constexpr Loc in_loc(int dim, int K, int B, int i, int k, int b, int bits) {
   const int lanes_per_block = 64 / (dim * B), epg = K / lanes_per_block;
   int local, lane;
@@ -70,8 +74,8 @@ constexpr Loc in_loc(int dim, int K, int B, int i, int k, int b, int bits) {
     local = k % epg;
     lane = b * dim + k / epg * dim * B + i;
   }
-  const int per_reg = 32 / bits;
-  return {local / per_reg, lane, local % per_reg};
+  const int bit = local * bits;
+  return {bit / 32, lane, bit % 32 / bits, bit % 32};
 }
 
 // Where C[i][j] / D[i][j] of block b lives: column j along the lanes, rows in groups of four registers.
@@ -80,12 +84,17 @@ constexpr Loc out_loc(int M, int N, int i, int j, int b) {
   const int multirows = 64 / N, mn4 = M * N / 4, blocks_per_reg = (64 + mn4 - 1) / mn4;
   const int reg = b * (M * N / 64) + i / (4 * multirows) * 4 + i % 4;
   const int lane = b % blocks_per_reg * N + i / 4 % multirows * blocks_per_reg * N + j;
-  return {reg, lane, 0};
+  return {reg, lane, 0, 0};
 }
 
 static_assert(out_loc(32, 32, 13, 5, 0).reg == 5 && out_loc(32, 32, 13, 5, 0).lane == 5 + 32);
 static_assert(out_loc(16, 16, 13, 5, 0).reg == 1 && out_loc(16, 16, 13, 5, 0).lane == 5 + 48);
 static_assert(in_loc(16, 128, 1, 3, 100, 0, 8).lane == 3 + 16 * 2 && in_loc(16, 128, 1, 3, 100, 0, 8).reg == 5);
+// f8f6f4 sub-byte: 16x16x128 fp4 A[3][100] in lane 3 + 16 * 3, register 0, bits 19:16; 32x32x64 fp6 A[5][41] in lane
+// 5 + 32, bits 59:54 of the lane's bit string: register 1, bits 27:22; element 5 (bits 35:30) straddles registers 0-1.
+static_assert(in_loc(16, 128, 1, 3, 100, 0, 4).lane == 3 + 48 && in_loc(16, 128, 1, 3, 100, 0, 4).shift == 16);
+static_assert(in_loc(32, 64, 1, 5, 41, 0, 6).lane == 37 && in_loc(32, 64, 1, 5, 41, 0, 6).reg == 1 &&
+              in_loc(32, 64, 1, 5, 41, 0, 6).shift == 22 && in_loc(32, 64, 1, 5, 5, 0, 6).shift == 30);
 // gfx90a's own forms, rows of the calculator's CDNA2 tables: 32x32x2bf16 A[5][1] of block 1 in lane 37, bits 31:16;
 // 4x4x2bf16 A[1][1] of block 9 in lane 37, bits 31:16; 16x16x8bf16 A[3][5] in lane 35, bits 31:16; 32x32x8i8
 // A[7][6] in lane 39, bits 23:16; 16x16x16i8 A[2][13] in lane 50, bits 15:8.
@@ -96,10 +105,11 @@ static_assert(at(in_loc(32, 8, 1, 7, 6, 0, 8), 0, 39, 2) && at(in_loc(16, 16, 1,
 
 // Layout tables, computed at compile time per instruction: for each element of A (b, i, k), B (b, j, k) or C/D
 // (b, i, j) in row-major order, its word in the register file (register offset * 64 + lane) and bit shift. KMajor:
-// the elements in (b, k, i) order instead, the order the fused arithmetic reads B in.
-template <Shape S, bool IsA, bool KMajor = false>
+// the elements in (b, k, i) order instead, the order the fused arithmetic reads B in. Bits: the element width (f8f6f4:
+// 8, 6 or 4 by cbsz / blgp).
+template <Shape S, bool IsA, bool KMajor = false, int Bits = bits_of(IsA ? S.a : S.b)>
 struct InTable {
-  static constexpr int dim = IsA ? S.m : S.n, bits = bits_of(IsA ? S.a : S.b), count = S.blocks * dim * S.k;
+  static constexpr int dim = IsA ? S.m : S.n, bits = Bits, count = S.blocks * dim * S.k;
   uint16_t word[count]{};
   uint8_t shift[count]{};
   int span = 0;  // words of the register file the operand occupies (whole registers: the modifiers move lanes)
@@ -110,13 +120,13 @@ struct InTable {
           const Loc L = in_loc(dim, S.k, S.blocks, i, k, b, bits);
           const int x = KMajor ? (b * S.k + k) * dim + i : (b * dim + i) * S.k + k;
           word[x] = uint16_t(L.reg * kLanes + L.lane);
-          shift[x] = uint8_t(L.sub * bits);
-          span = std::max(span, (L.reg + 1) * kLanes);
+          shift[x] = uint8_t(L.shift);
+          span = std::max(span, (L.reg + (L.shift + bits > 32 ? 2 : 1)) * kLanes);
         }
   }
 };
-template <Shape S, bool IsA, bool KMajor = false>
-inline constexpr InTable<S, IsA, KMajor> in_table{};
+template <Shape S, bool IsA, bool KMajor = false, int Bits = bits_of(IsA ? S.a : S.b)>
+inline constexpr InTable<S, IsA, KMajor, Bits> in_table{};
 
 template <Shape S>
 struct OutTable {
@@ -201,11 +211,19 @@ Decoded decode_slow(uint32_t bits, const Format& F) {
   return make(f, neg, ex, man, F);
 }
 
+// The OCP MX sub-byte formats of the f8f6f4 forms (OCP Microscaling spec 5.3: no inf or NaN codes), as the table
+// indices after the four Fp8 ones: e2m3 (fp6, bias 1), e3m2 (bf6, bias 3), e2m1 (fp4, bias 1).
+enum : int { kTableE2m3 = 4, kTableE3m2 = 5, kTableE2m1 = 6, kTables = 7 };
+constexpr Format kE2m3{2, 3, 1, false, false, false}, kE3m2{3, 2, 3, false, false, false}, kE2m1{2, 1, 1, false, false, false};
+
 struct Fp8Tables {
-  Decoded t[4][256];
+  Decoded t[kTables][256];
   Fp8Tables() {
     for (int f = 0; f < 4; ++f)
       for (uint32_t x = 0; x < 256; ++x) t[f][x] = decode_slow(x, fp8_format_of(Fp8(f)));
+    const Format sub[3] = {kE2m3, kE3m2, kE2m1};
+    for (int f = 0; f < 3; ++f)
+      for (uint32_t x = 0; x < 256; ++x) t[kTableE2m3 + f][x] = decode_slow(x & 63, sub[f]);  // codes are masked
   }
 };
 const Fp8Tables& fp8_tables() {
@@ -486,7 +504,8 @@ bool fail(Wave& w, const Inst& I, const char* what) {
 struct Setup {
   uint8_t src_a[kLanes], src_b[kLanes];  // lane each lane's A / B registers are read from (cbsz/abid, blgp)
   bool permuted = false;
-  int fmt_a = -1, fmt_b = -1;            // fp8 table of A / B (an Fp8 value), -1 for other types
+  int fmt_a = -1, fmt_b = -1;            // fp8 table of A / B (an Fp8 value or kTableE*), -1 for other types
+  int bits_a = 8, bits_b = 8;            // f8f6f4: element width of A / B (8, 6 or 4)
 };
 
 // Lane sources for the broadcast modifiers: cbsz/abid broadcast one block of 64 >> cbsz lanes of A to all blocks,
@@ -528,11 +547,17 @@ bool check_operands(Wave& w, const Inst& I) {
   return true;
 }
 
-// The f8f6f4 format code of cbsz/blgp: 0 e4m3 (fp8), 1 e5m2 (bf8); fp6/fp4 are not modelled.
-bool f8f6f4_format(Wave& w, const Inst& I, int code, int& fmt) {
-  if (code == 0) return fmt = int(Fp8::e4m3fn), true;
-  if (code == 1) return fmt = int(Fp8::e5m2), true;
-  return fail(w, I, "MFMA f8f6f4 with an fp6/bf6/fp4 operand (cbsz/blgp 2-4) is not modelled");
+// The f8f6f4 format code of cbsz/blgp (LLVM AMDGPU, CDNA4 ISA): 0 e4m3 (fp8), 1 e5m2 (bf8), 2 e2m3 (fp6), 3 e3m2
+// (bf6), 4 e2m1 (fp4); the others are illegal.
+bool f8f6f4_format(Wave& w, const Inst& I, int code, int& fmt, int& bits) {
+  switch (code) {
+    case 0: return fmt = int(Fp8::e4m3fn), bits = 8, true;
+    case 1: return fmt = int(Fp8::e5m2), bits = 8, true;
+    case 2: return fmt = kTableE2m3, bits = 6, true;
+    case 3: return fmt = kTableE3m2, bits = 6, true;
+    case 4: return fmt = kTableE2m1, bits = 4, true;
+    default: return fail(w, I, "MFMA f8f6f4 with an illegal format code (cbsz/blgp above 4)");
+  }
 }
 
 int fp8_table_of(Ty t, Fp8Flavour flavour) {
@@ -542,9 +567,9 @@ int fp8_table_of(Ty t, Fp8Flavour flavour) {
 }
 
 // Raw bits of every element of A (IsA) or B, in (block, row or column, k) order, or (block, k, row or column).
-template <Shape S, bool IsA, bool KMajor = false>
-inline void gather(const Wave& w, const Inst& I, const Setup& s, uint32_t* out) {
-  constexpr auto& T = in_table<S, IsA, KMajor>;
+template <Shape S, bool IsA, bool KMajor = false, int Bits = bits_of(IsA ? S.a : S.b)>
+inline void gather_bits(const Wave& w, const Inst& I, const Setup& s, uint32_t* out) {
+  constexpr auto& T = in_table<S, IsA, KMajor, Bits>;
   constexpr int bits = T.bits;
   const uint32_t* file = w.v[I.op[IsA ? 1 : 2].reg];
   const uint8_t* src = IsA ? s.src_a : s.src_b;
@@ -552,8 +577,33 @@ inline void gather(const Wave& w, const Inst& I, const Setup& s, uint32_t* out) 
     int word = T.word[x];
     if (s.permuted) word = (word & ~(kLanes - 1)) | src[word & (kLanes - 1)];
     if constexpr (bits == 32) out[x] = file[word];
+    else if constexpr (bits == 6) {  // the element may continue in the lane's next register
+      uint32_t v = file[word] >> T.shift[x];
+      if (T.shift[x] > 26) v |= file[word + kLanes] << (32 - T.shift[x]);
+      out[x] = v & 63u;
+    }
     else out[x] = file[word] >> T.shift[x] & ((1u << bits) - 1);
   }
+}
+// The element width of A (IsA) or B: f8f6f4's from cbsz / blgp, the type's otherwise.
+template <Shape S, bool IsA>
+inline int operand_bits(const Setup& s) {
+  if constexpr ((IsA ? S.a : S.b) == Ty::f8f6f4) return IsA ? s.bits_a : s.bits_b;
+  return bits_of(IsA ? S.a : S.b);
+}
+// Words of the register file an operand occupies (f8f6f4: 8, 6 or 4 registers by its format).
+template <Shape S, bool IsA>
+inline int operand_span(const Setup& s) {
+  return S.blocks * (IsA ? S.m : S.n) * S.k * operand_bits<S, IsA>(s) / 32;
+}
+template <Shape S, bool IsA, bool KMajor = false>
+inline void gather(const Wave& w, const Inst& I, const Setup& s, uint32_t* out) {
+  if constexpr ((IsA ? S.a : S.b) == Ty::f8f6f4) {
+    const int bits = operand_bits<S, IsA>(s);
+    if (bits == 6) return gather_bits<S, IsA, KMajor, 6>(w, I, s, out);
+    if (bits == 4) return gather_bits<S, IsA, KMajor, 4>(w, I, s, out);
+  }
+  gather_bits<S, IsA, KMajor>(w, I, s, out);
 }
 
 // Four 16-bit floats (the low halves of raw[x..x+3]) decoded at once (decode16_simd.inc). Returns the lanes with an
@@ -720,6 +770,7 @@ template <Shape S, bool IsA>
 const Elems<S.blocks * S.m * S.k>& decoded(const Wave& w, const Inst& I, const Setup& s) {
   constexpr auto& T = in_table<S, IsA, !IsA>;
   constexpr int N = S.blocks * S.m * S.k, ways = IsA ? 8 : 32, span = T.span;
+  const int words = std::min(span, operand_span<S, IsA>(s));  // an fp6 / fp4 operand is shorter than the fp8 one
   struct Cache {
     uint32_t tag[ways] = {};  // 0: empty
     uint32_t first[ways] = {};  // each way's first register word: most mismatches end here, in one cache line
@@ -744,11 +795,11 @@ const Elems<S.blocks * S.m * S.k>& decoded(const Wave& w, const Inst& I, const S
                   << x;
   for (; candidates; candidates &= candidates - 1) {
     const int x = std::countr_zero(candidates);
-    if (c.tag[x] == tag && std::memcmp(c.regs[x], file, sizeof c.regs[x]) == 0) return c.el[x];
+    if (c.tag[x] == tag && std::memcmp(c.regs[x], file, size_t(words) * 4) == 0) return c.el[x];
   }
   const int x = c.next;
   c.next = (x + 1) % ways;
-  std::memcpy(c.regs[x], file, sizeof c.regs[x]);
+  std::memcpy(c.regs[x], file, size_t(words) * 4);
   c.tag[x] = tag, c.first[x] = file[0];
   constexpr Ty t = IsA ? S.a : S.b;
   if constexpr ((t == Ty::bf16 || t == Ty::f16) && N % 8 == 0) {
@@ -819,7 +870,7 @@ void mfma(Wave& w, const Inst& I) {
   if (!check_operands<S>(w, I)) return;
   Setup s;
   if constexpr (S.a == Ty::f8f6f4) {
-    if (!f8f6f4_format(w, I, I.cbsz, s.fmt_a) || !f8f6f4_format(w, I, I.blgp, s.fmt_b)) return;
+    if (!f8f6f4_format(w, I, I.cbsz, s.fmt_a, s.bits_a) || !f8f6f4_format(w, I, I.blgp, s.fmt_b, s.bits_b)) return;
   } else {
     if (!lane_sources(w, I, s)) return;
     s.fmt_a = fp8_table_of(S.a, w.ctx->arch->fp8);
@@ -962,7 +1013,7 @@ void register_all(IsaTable& t) {
   add<Shape{32, 32, 16, 1, fp8, bf8}, R>(t, "v_mfma_f32_32x32x16_fp8_bf8");
   add<Shape{32, 32, 16, 1, bf8, fp8}, R>(t, "v_mfma_f32_32x32x16_bf8_fp8");
   add<Shape{32, 32, 16, 1, bf8, bf8}, R>(t, "v_mfma_f32_32x32x16_bf8_bf8");
-  // gfx950: f8f6f4 with E8M0 block scales (scaled form) or scale 1.0 (plain form); fp8/bf8 formats only.
+  // gfx950: f8f6f4 with E8M0 block scales (scaled form) or scale 1.0 (plain form); fp8/bf8/fp6/bf6/fp4 operands.
   add<Shape{16, 16, 128, 1, f8f6f4, f8f6f4, true}, R>(t, "v_mfma_scale_f32_16x16x128_f8f6f4");
   add<Shape{32, 32, 64, 1, f8f6f4, f8f6f4, true}, R>(t, "v_mfma_scale_f32_32x32x64_f8f6f4");
   add<Shape{16, 16, 128, 1, f8f6f4, f8f6f4}, R>(t, "v_mfma_f32_16x16x128_f8f6f4");

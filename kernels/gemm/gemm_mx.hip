@@ -1,0 +1,101 @@
+// hk::gemm_mx: argument validation and dispatch to the kernel instance for A's and B's formats.
+#include "gemm_mx.h"
+
+#include <utility>
+
+#include "gemm_mx_kernel.h"
+#include "hk/arch/target.h"
+
+namespace hk {
+
+const char* to_string(mx_format f) {
+  switch (f) {
+    case mx_format::e4m3: return "e4m3";
+    case mx_format::e5m2: return "e5m2";
+    case mx_format::e2m3: return "e2m3";
+    case mx_format::e3m2: return "e3m2";
+    case mx_format::e2m1: return "e2m1";
+  }
+  return "?";
+}
+int bits_of(mx_format f) { return kernels::mx_bits(int(f)); }
+
+namespace {
+
+constexpr const char* entry = "hk::gemm_mx";
+
+Status error(hipError_t code, const std::string& message) { return api::error(entry, code, message); }
+
+bool known(mx_format f) { return int(f) >= 0 && int(f) <= 4; }
+
+Status validate(const GemmMxProblem& p) {
+  if (p.m <= 0 || p.n <= 0 || p.k <= 0)
+    return error(hipErrorInvalidValue, "m, n and k must be positive (got " + std::to_string(p.m) + ", " +
+                                           std::to_string(p.n) + ", " + std::to_string(p.k) + ")");
+  if (p.k % 32)
+    return error(hipErrorInvalidValue, "k (" + std::to_string(p.k) + ") must be a multiple of 32, the MX block size");
+  if (!p.a || !p.b || !p.c || !p.scale_a || !p.scale_b)
+    return error(hipErrorInvalidValue, std::string("null pointer for ") +
+                                           (!p.a ? "A" : !p.b ? "B" : !p.c ? "C" : !p.scale_a ? "scale_a" : "scale_b"));
+  if (!known(p.a_format) || !known(p.b_format))
+    return error(hipErrorInvalidValue, "A and B must each be e4m3, e5m2, e2m3, e3m2 or e2m1");
+  if (p.c_type != scalar_type::fp32 && p.c_type != scalar_type::bf16 && p.c_type != scalar_type::f16)
+    return error(hipErrorInvalidValue, std::string("C must be fp32, bf16 or f16, not ") + to_string(p.c_type));
+  if (p.lda < p.k || p.lda % 32) return error(hipErrorInvalidValue, "lda (" + std::to_string(p.lda) + ") must be at least k and a multiple of 32");
+  if (p.ldb < p.k || p.ldb % 32) return error(hipErrorInvalidValue, "ldb (" + std::to_string(p.ldb) + ") must be at least k and a multiple of 32");
+  if (p.ld_scale_a < p.k / 32 || p.ld_scale_b < p.k / 32)
+    return error(hipErrorInvalidValue, "ld_scale_a and ld_scale_b must be at least k / 32 (" + std::to_string(p.k / 32) + ")");
+  if (p.ldc < p.n) return error(hipErrorInvalidValue, "ldc (" + std::to_string(p.ldc) + ") is less than n");
+  if (reinterpret_cast<uintptr_t>(p.a) % 4 || reinterpret_cast<uintptr_t>(p.b) % 4)
+    return error(hipErrorInvalidValue, "A and B must be aligned to 4 bytes");
+  if (reinterpret_cast<uintptr_t>(p.c) % size_of(p.c_type)) return error(hipErrorInvalidValue, "C is not aligned to its element size");
+  return {};
+}
+
+template <int FA, int FB>
+void launch(const GemmMxProblem& p, const kernels::GemmMxArgs& args) {
+  const dim3 grid{unsigned(((p.m + gemm_mx_tile - 1) / gemm_mx_tile) * ((p.n + gemm_mx_tile - 1) / gemm_mx_tile)), 1, 1};
+  hipLaunchKernelGGL((kernels::gemm_mx<FA, FB>), grid, dim3(256), 0, p.stream, args);
+}
+
+// The instance for (A's format, B's format), both runtime values, out of the 25.
+template <int FA, int... F>
+void dispatch_b(const GemmMxProblem& p, const kernels::GemmMxArgs& args, std::integer_sequence<int, F...>) {
+  ((int(p.b_format) == F ? launch<FA, F>(p, args) : void()), ...);
+}
+template <int... F>
+void dispatch(const GemmMxProblem& p, const kernels::GemmMxArgs& args, std::integer_sequence<int, F...> formats) {
+  ((int(p.a_format) == F ? dispatch_b<F>(p, args, formats) : void()), ...);
+}
+
+}  // namespace
+
+Status gemm_mx(const GemmMxProblem& p) {
+  if (Status s = validate(p); !s) return s;
+  Status status;
+  const arch::target* target = api::current_target(entry, status);
+  if (!target) return status;
+  if (target->id != arch::target_id::gfx950)
+    return error(hipErrorInvalidDeviceFunction, std::string("the MX formats need gfx950's scaled MFMA; this device is ") + target->name);
+  const long lda_bytes = p.lda * bits_of(p.a_format) / 8, ldb_bytes = p.ldb * bits_of(p.b_format) / 8;
+  if (!api::inside_allocation(p.a, api::matrix_bytes(p.m, long(p.k) * bits_of(p.a_format) / 8, lda_bytes, 1)))
+    return error(hipErrorInvalidValue, "A does not lie inside one device allocation");
+  if (!api::inside_allocation(p.b, api::matrix_bytes(p.n, long(p.k) * bits_of(p.b_format) / 8, ldb_bytes, 1)))
+    return error(hipErrorInvalidValue, "B does not lie inside one device allocation");
+  if (!api::inside_allocation(p.scale_a, api::matrix_bytes(p.m, p.k / 32, p.ld_scale_a, 1)))
+    return error(hipErrorInvalidValue, "scale_a does not lie inside one device allocation");
+  if (!api::inside_allocation(p.scale_b, api::matrix_bytes(p.n, p.k / 32, p.ld_scale_b, 1)))
+    return error(hipErrorInvalidValue, "scale_b does not lie inside one device allocation");
+  if (!api::inside_allocation(p.c, api::matrix_bytes(p.m, p.n, p.ldc, size_of(p.c_type))))
+    return error(hipErrorInvalidValue, "C does not lie inside one device allocation");
+  const int c_type = p.c_type == scalar_type::fp32 ? 0 : p.c_type == scalar_type::bf16 ? 1 : 2;
+  const kernels::GemmMxArgs args{p.m,         p.n,       p.k,          static_cast<const uint8_t*>(p.a), lda_bytes,
+                                 static_cast<const uint8_t*>(p.b), ldb_bytes, p.scale_a, p.ld_scale_a, p.scale_b,
+                                 p.ld_scale_b, p.c,       p.ldc,        c_type,    p.alpha,   p.beta};
+  (void)hipGetLastError();
+  dispatch(p, args, std::make_integer_sequence<int, 5>{});
+  if (hipError_t e = hipGetLastError(); e != hipSuccess) return error(e, std::string("launch failed: ") + hipGetErrorString(e));
+  return {};
+}
+
+}  // namespace hk
