@@ -5,7 +5,8 @@
 //      and every query tile that sees one of its keys, recomputes P = exp(scale S - LSE) and accumulates dV^T += dO^T
 //      P and dK^T += Q^T dS (dS = P * (dP - delta), dP = dO V^T) in fp32 registers, written once at the end (dK
 //      scaled);
-//   3. attention_bwd_dq: one workgroup per (sequence, query head, 64 queries), each wave owning 16 queries; it
+//   3. attention_bwd_dq: one workgroup per (sequence, query head, 4 WQ queries), each wave owning WQ queries (16; 32
+//      at D = 64 with transposing LDS reads, so that each key tile read from the LDS serves twice the MFMA work); it
 //      recomputes P^T and dS^T over the visible key tiles in order and accumulates dQ^T += K^T dS^T in fp32. No
 //      atomics anywhere: every gradient element is summed by one wave in a fixed order, so results are bit-identical
 //      run after run.
@@ -30,7 +31,8 @@
 // wave 1: delta) loads its value into a register before the step's work and writes it to the other stage after it
 // (that stage's vectors were last read in step n-1, before the barrier). The once-per-workgroup tiles pass through
 // the stages' memory: kernel 2's K and V before the first step's loads, kernel 3's Q and dO in its last stage, which
-// the first step's loads leave alone. Kernel 3 has one stage where two would cost occupancy (gfx942 at D = 128); its
+// the first step's loads leave alone (at 32 queries per wave in both stages: the first key tile's loads then wait for
+// every wave to hold its Q and dO). Kernel 3 has one stage where two would cost occupancy (gfx942 at D = 128); its
 // steps then load and wait behind a barrier each.
 #pragma once
 #include "attention_common.h"
