@@ -5,7 +5,8 @@
 //      and every query tile that sees one of its keys, recomputes P = exp(scale S - LSE) and accumulates dV^T += dO^T
 //      P and dK^T += Q^T dS (dS = P * (dP - delta), dP = dO V^T) in fp32 registers, written once at the end (dK
 //      scaled);
-//   3. attention_bwd_dq: one workgroup per (sequence, query head, 64 queries), each wave owning 16 queries; it
+//   3. attention_bwd_dq: one workgroup per (sequence, query head, 4 WQ queries), each wave owning WQ queries (16; 32
+//      at D = 64 with transposing LDS reads, so that each key tile read from the LDS serves twice the MFMA work); it
 //      recomputes P^T and dS^T over the visible key tiles in order and accumulates dQ^T += K^T dS^T in fp32. No
 //      atomics anywhere: every gradient element is summed by one wave in a fixed order, so results are bit-identical
 //      run after run.
@@ -31,7 +32,8 @@
 // wave 1: delta) loads its value into a register before the step's work and writes it to the other stage after it
 // (that stage's vectors were last read in step n-1, before the barrier). The once-per-workgroup tiles pass through
 // the stages' memory: kernel 2's K and V before the first step's loads, kernel 3's Q and dO in its last stage, which
-// the first step's loads leave alone. Kernel 3 has one stage where two would cost occupancy (gfx942 at D = 128); its
+// the first step's loads leave alone (at 32 queries per wave in both stages: the first key tile's loads then wait for
+// every wave to hold its Q and dO). Kernel 3 has one stage where two would cost occupancy (gfx942 at D = 128); its
 // steps then load and wait behind a barrier each.
 #pragma once
 #include "attention_common.h"
@@ -40,7 +42,7 @@
 namespace hk::kernels {
 
 struct AttnBwdArgs {
-  AttnArgs f;          // Q, K, V, the forward's O and LSE, the shape and masks (f.q_tiles: tiles of attn_bwd_rows)
+  AttnArgs f;          // Q, K, V, the forward's O and LSE, the shape and masks (f.q_tiles: tiles of attn_bwd_rows(...))
   const void* dout;    // dO, laid out like O
   void *dq, *dk, *dv;  // written as the element type
   long do_bs, do_rs, do_hs, dq_bs, dq_rs, dq_hs, dk_bs, dk_rs, dk_hs, dv_bs, dv_rs, dv_hs;
@@ -49,7 +51,12 @@ struct AttnBwdArgs {
   int k_tiles;         // key tiles (of attn_bwd_block_keys) of the longest key sequence
 };
 
-inline constexpr int attn_bwd_rows = 64;  // queries per workgroup of kernels 1 and 3
+// Queries per wave of kernel 3: 32 at D = 64 with transposing LDS reads (gfx950), so that each key tile's K and V,
+// read from the LDS once per wave, feed twice the MFMA work of 16 queries; else 16. (At D = 128, 32 queries fill 256
+// registers and spill; at one wave per SIMD the model finds them slower: 60.0 against 49.7 ms on MI355X at GQA N8192.)
+constexpr int attn_bwd_dq_wave_rows(int d, bool lds_read_transpose) { return d == 64 && lds_read_transpose ? 32 : 16; }
+// Queries per workgroup of kernels 1 and 3: a function of the arch's fact, so that the host's grid and the kernels agree.
+constexpr int attn_bwd_rows(int d, bool lds_read_transpose) { return 4 * attn_bwd_dq_wave_rows(d, lds_read_transpose); }
 
 // Waves per SIMD kernel 3 declares, so that the compiler keeps the accumulators in arch VGPRs within 256 registers.
 // Where col-layout operands are read from LDS an element at a time (no transposing reads: gfx942), each element lands
@@ -64,7 +71,7 @@ inline constexpr int attn_bwd_waves_per_simd = D == 64 || arch::current::lds_rea
 constexpr int attn_bwd_wave_keys(int d, bool lds_read_transpose) { return d == 64 && lds_read_transpose ? 32 : 16; }
 constexpr int attn_bwd_block_keys(int d, bool lds_read_transpose) { return 4 * attn_bwd_wave_keys(d, lds_read_transpose); }
 
-// Waves per SIMD of kernel 2: as kernel 3's.
+// Waves per SIMD of kernel 2: as kernel 3's at 16 queries per wave.
 template <int D>
 inline constexpr int attn_bwd_dkdv_waves_per_simd = attn_bwd_waves_per_simd<D>;
 
@@ -89,17 +96,35 @@ inline constexpr int attn_bwd_query_step =
 // Stages of kernel 3's K and V: two where they fit in the LDS share of two workgroups per CU (the occupancy its
 // registers allow), else one (gfx942 at D = 128, whose schedule then waits for each tile's loads).
 template <int D>
-inline constexpr int attn_bwd_dq_stages = 2 * 2 * 2 * attn_bwd_rows * D * 2 <= arch::current::lds_bytes ? 2 : 1;
+inline constexpr int attn_bwd_dq_stages = 2 * 2 * 2 * AttnTiles::keys * D * 2 <= arch::current::lds_bytes ? 2 : 1;
 
 // A B^T, A a tile of the LDS read in row layout and B a register tile: S = Q K^T and dP = dO V^T (kernel 2), S^T =
-// K Q^T and dP^T = V dO^T (kernel 3).
-template <shared_tile ST, register_tile B>
+// K Q^T and dP^T = V dO^T (kernel 3). `streamed`: A is read one k step (the MFMA's K columns) at a time, each used as
+// it lands, so that no more of A is held than the reads in flight (kernel 3, whose 32-query waves need the registers;
+// kernel 2's schedule is slower so: 118 against 75 ms on MI355X at GQA D128 N8192). Every element sums its k steps in
+// the same order either way.
+template <bool streamed = false, shared_tile ST, register_tile B>
 __device__ inline rt_acc<ST::rows, B::rows> mma_ABt_lds(const ST& a, const B& b) {
-  rt<typename ST::dtype, ST::rows, ST::cols> ar;
-  load(ar, a);
+  using T = typename ST::dtype;
   rt_acc<ST::rows, B::rows> d;
   zero(d);
-  mma_ABt(d, ar, b, d);
+  if constexpr (streamed) {
+#pragma unroll
+    for (int k = 0; k < B::tiles_c; ++k) {
+      rt<T, ST::rows, B::base_cols> ar;
+      load(ar, a, {0, 0, 0, k});
+      rt<T, B::rows, B::base_cols> bk;  // B's k step: the same registers
+#pragma unroll
+      for (int j = 0; j < B::tiles_r; ++j)
+#pragma unroll
+        for (int e = 0; e < B::E; ++e) bk.data[j][0][e] = b.data[j][k][e];
+      mma_ABt(d, ar, bk, d);
+    }
+  } else {
+    rt<T, ST::rows, ST::cols> ar;
+    load(ar, a);
+    mma_ABt(d, ar, b, d);
+  }
   return d;
 }
 
@@ -119,15 +144,17 @@ __device__ inline void mma_AtB_acc(rt_acc<D, N>& acc, const ST& x, const rt_acc<
   mma_AB(acc, xt, b, acc);
 }
 
-// Kernel 1: four lanes per query row, each summing a quarter of its D products.
+// Kernel 1: L = 256 / rows lanes per query row (4 or 2), each summing 1/L of its D products.
 template <class T, int D>
 __global__ __launch_bounds__(256) void attention_bwd_delta(AttnBwdArgs p) {
-  const AttnView<T, D> view(p.f, attn_bwd_rows);
+  constexpr int rows = attn_bwd_rows(D, arch::current::lds_read_transpose), L = 256 / rows;
+  static_assert(L == 2 || L == 4, "two or four lanes per row");
+  const AttnView<T, D> view(p.f, rows);
   if (view.empty) return;
   const AttnBlock& blk = view.blk;
   const auto dout = head_view<T, D>(p.dout, p.do_bs, p.do_rs, p.do_hs, blk.b, p.f.cu_q != nullptr, blk.q_start, blk.h, blk.sq);
-  const int row = int(view.first_row) + int(threadIdx.x) / 4, part = int(threadIdx.x) % 4;
-  constexpr int per = D / 4, chunk = 8;  // elements per lane, per 16-byte load
+  const int row = int(view.first_row) + int(threadIdx.x) / L, part = int(threadIdx.x) % L;
+  constexpr int per = D / L, chunk = 8;  // elements per lane, per 16-byte load
   float sum = 0.f;
   if (row < blk.sq) {
 #pragma unroll
@@ -139,7 +166,7 @@ __global__ __launch_bounds__(256) void attention_bwd_delta(AttnBwdArgs p) {
     }
   }
   sum += __shfl_xor(sum, 1);
-  sum += __shfl_xor(sum, 2);
+  if constexpr (L == 4) sum += __shfl_xor(sum, 2);
   if (row < blk.sq && part == 0) *lse_row(p.f, p.delta, blk, blk.h).at(0, 0, 0, row) = sum;
 }
 
@@ -291,13 +318,13 @@ __global__ __launch_bounds__(256) void attention_bwd_dsink(AttnBwdArgs a) {
 template <class T, int D, AttnVariant V = AttnVariant{}>
 __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_waves_per_simd<D>))) void attention_bwd_dq(AttnBwdArgs a) {
   using G = group<4>;
-  constexpr int BK = AttnTiles::keys, WQ = AttnTiles::wave_rows;
-  static_assert(BK == attn_bwd_rows, "the Q and dO tiles are staged in a K and V stage");
+  constexpr int BK = AttnTiles::keys, WQ = attn_bwd_dq_wave_rows(D, arch::current::lds_read_transpose);
+  constexpr int S = attn_bwd_dq_stages<D>, QS = 4 * WQ / BK;  // stages of K and V; of them, Q's and dO's (the last)
+  static_assert(QS >= 1 && QS <= S && 4 * WQ == QS * BK, "the Q and dO tiles are staged in K and V stages");
   using cols_vec = rv<float, WQ, vec_align::cols>;
-  constexpr int S = attn_bwd_dq_stages<D>;
   __shared__ st<T, BK, D> sk[S], sv[S];  // the stages of K and V
   const AttnArgs& p = a.f;
-  const AttnView<T, D> view(p, attn_bwd_rows);
+  const AttnView<T, D> view(p, 4 * WQ);
   if (view.empty) return;
   const AttnBlock& blk = view.blk;
   const int kt_begin = view.kt_begin, kt_end = view.kt_end;
@@ -308,10 +335,14 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
     load_async<G>(sk[stage], view.k, {0, 0, kt, 0}, dma_wave);
     load_async<G>(sv[stage], view.v, {0, 0, kt, 0}, dma_wave);
   };
-  // Q and dO through the last stage, free until the first step's barrier; the first key tile into stage 0.
-  load_async<G>(sk[S - 1], view.q, {0, 0, blk.tile, 0}, dma_wave);
-  load_async<G>(sv[S - 1], do_view, {0, 0, blk.tile, 0}, dma_wave);
-  if (S == 2 && kt_begin < kt_end) fill(kt_begin, 0);
+  // Q and dO through the last QS stages, free until the first step's barrier; the first key tile into stage 0 when
+  // that is not one of them (else once every wave holds its Q and dO).
+#pragma unroll
+  for (int i = 0; i < QS; ++i) {
+    load_async<G>(sk[S - QS + i], view.q, {0, 0, blk.tile * QS + i, 0}, dma_wave);
+    load_async<G>(sv[S - QS + i], do_view, {0, 0, blk.tile * QS + i, 0}, dma_wave);
+  }
+  if (S == 2 && QS == 1 && kt_begin < kt_end) fill(kt_begin, 0);
   const int wave = G::wave();
   const long q0 = view.first_row + long(wave) * WQ;  // this wave's first query
   const int row_tile = int(q0 / WQ);
@@ -322,8 +353,13 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
   wait_vmcnt<0>();
   barrier();
   rt<T, WQ, D> q, dout;
-  load(q, sk[S - 1], {0, 0, wave, 0});
-  load(dout, sv[S - 1], {0, 0, wave, 0});
+  constexpr int per_stage = BK / WQ;  // waves' query rows per stage
+  load(q, sk[S - QS + wave / per_stage], {0, 0, wave % per_stage, 0});
+  load(dout, sv[S - QS + wave / per_stage], {0, 0, wave % per_stage, 0});
+  if constexpr (S == 2 && QS == 2) {
+    barrier();  // every wave holds its Q and dO: stage 0 is free
+    fill(kt_begin, 0);  // unconditionally (a tile past the keys reads zeros; under a branch the compiler fails here)
+  }
   rt_acc<D, WQ> dqt;
   zero(dqt);
   const float c = p.scale_log2;
@@ -332,7 +368,7 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
     constexpr int stage = decltype(stage_of)::value;
     if constexpr (S == 2) {
       wait_vmcnt<0>();
-      barrier();  // tile kt is in; every wave is done with the other stage (and with Q and dO in stage 1)
+      barrier();  // tile kt is in; every wave is done with the other stage (and with Q and dO)
       if (kt + 1 < kt_end) fill(kt + 1, stage ^ 1);
     } else {
       barrier();  // every wave is done with the previous tile (and with Q and dO)
@@ -341,14 +377,14 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
       barrier();
     }
     // S^T = K Q^T (keys x queries), masked, and P^T.
-    auto s = mma_ABt_lds(sk[stage], q);
+    auto s = mma_ABt_lds<true>(sk[stage], q);
     if constexpr (V.softcap) map(s, [cap = p.cap](float x) { return cap(x); });  // before the masks' -inf
     const long k0 = long(kt) * BK;
     if constexpr (V.alibi) add_alibi<true>(s, view.slope, q0, k0, view.off);
     if (!attn_tile_whole(p, q0, q0 + WQ - 1, k0, k0 + BK - 1, blk.sq, blk.sk)) mask_scores<true>(s, p, q0, k0, blk.sq, blk.sk);
     map_cols(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     // dP^T = V dO^T; dS^T = P^T * (dP^T - delta); dQ^T += K^T dS^T.
-    auto dp = mma_ABt_lds(sv[stage], dout);
+    auto dp = mma_ABt_lds<true>(sv[stage], dout);
     map_cols(dp, delta, [](float x, float d) { return x - d; });
     if constexpr (V.softcap) map_cols(s, lse, [cap = p.cap](float x, float l) { return x * cap.slope(x, l); });
     mul(s, s, dp);
@@ -359,6 +395,7 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
     if constexpr (S == 2)
       if (kt + 1 < kt_end) step(kt + 1, std::integral_constant<int, 1>{});
   }
+  wait_vmcnt<0>();  // (no load is left unless no key tile was visible)
   const auto dq_view = head_view<T, D>(a.dq, a.dq_bs, a.dq_rs, a.dq_hs, blk.b, varlen, blk.q_start, blk.h, blk.sq);
   rt<float, WQ, D, layout::row> out;
   transpose(out, dqt);
