@@ -23,7 +23,8 @@ struct GemmProblem {
   hipStream_t stream = nullptr;
   // How A and B reach LDS. `lds_dma`: straight from memory (buffer loads into LDS), which needs A's and B's rows to
   // start on the target's DMA unit (16 bytes on gfx950, 4 on gfx942) and whole units of columns; bf16/f16 then run
-  // the 8-wave ping-pong kernel (256x256 tiles), and so does fp8 with B given N x K. `registers`: through registers,
+  // the 8-wave ping-pong kernel (256x256 tiles; a last round of them that would fill under half the CUs runs as
+  // 128x256 halves), and so does fp8 with B given N x K. `registers`: through registers,
   // 16-byte loads where rows allow and element loads elsewhere, any layout; bf16/f16 then run the staged kernel
   // (128x128 tiles). fp8 otherwise runs its 4-wave interleaved kernel (128x128 tiles), with either feed.
   // `automatic` takes lds_dma wherever A and B allow it.

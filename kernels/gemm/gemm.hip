@@ -51,8 +51,8 @@ bool dma_feedable(const GemmProblem& p, int dma_bytes) {
 
 // The kernel for B's orientation; with NkOnly, only the B^T instance exists (the caller never asks for the other).
 template <class TIn, class TOut, template <class, class, bool> class Kernel, bool NkOnly = false>
-void launch(const GemmProblem& p, const kernels::GemmArgs& args, int tile, int threads) {
-  const dim3 grid{unsigned(((p.m + tile - 1) / tile) * ((p.n + tile - 1) / tile)), 1, 1};
+void launch(const GemmProblem& p, const kernels::GemmArgs& args, int workgroups, int threads) {
+  const dim3 grid{unsigned(workgroups), 1, 1};
   if (NkOnly || p.b_is_nk) hipLaunchKernelGGL((Kernel<TIn, TOut, true>::kernel), grid, dim3(threads), 0, p.stream, args);
   else if constexpr (!NkOnly) hipLaunchKernelGGL((Kernel<TIn, TOut, false>::kernel), grid, dim3(threads), 0, p.stream, args);
 }
@@ -60,6 +60,25 @@ void launch(const GemmProblem& p, const kernels::GemmArgs& args, int tile, int t
 // The kernel templates as class templates over (TIn, TOut, BIsNK), so `launch` takes any of them.
 template <class TIn, class TOut, bool BIsNK>
 struct pingpong { static constexpr auto kernel = kernels::gemm_pingpong<TIn, TOut, BIsNK>; };
+template <class TIn, class TOut, bool BIsNK>
+struct pingpong_half { static constexpr auto kernel = kernels::gemm_pingpong<TIn, TOut, BIsNK, 128>; };
+
+// The ping-pong kernel's 256 x 256 tiles, one per workgroup and CU. Where more tiles than CUs leave a last round
+// under half full (1024 tiles on 304 CUs: 3 rounds and 112 tiles), the whole rounds run first and the last round's
+// tiles then run as two 128 x 256 halves each, on up to twice as many CUs, in about half the time.
+template <class TIn, class TOut, bool NkOnly>
+void launch_pingpong(const GemmProblem& p, kernels::GemmArgs args) {
+  constexpr int tile = gemm_pingpong_tile;
+  const int tiles = ((p.m + tile - 1) / tile) * ((p.n + tile - 1) / tile);
+  int device = 0, cus = 0;
+  if (hipGetDevice(&device) != hipSuccess || hipDeviceGetAttribute(&cus, hipDeviceAttributeMultiprocessorCount, device) != hipSuccess)
+    cus = 0;
+  const int last = cus > 0 && tiles > cus ? tiles % cus : 0;
+  if (last == 0 || 2 * last > cus) return launch<TIn, TOut, pingpong, NkOnly>(p, args, tiles, 512);
+  launch<TIn, TOut, pingpong, NkOnly>(p, args, tiles - last, 512);
+  args.tile_first = 2 * (tiles - last);  // in half tiles
+  launch<TIn, TOut, pingpong_half, NkOnly>(p, args, 2 * last, 512);
+}
 template <class TIn, class TOut, bool BIsNK>
 struct staged { static constexpr auto kernel = kernels::gemm_staged<TIn, TOut, BIsNK>; };
 template <class TIn, class TOut, bool BIsNK>
@@ -71,12 +90,13 @@ template <class TIn, class TOut>
 void launch(const GemmProblem& p, const kernels::GemmArgs& args, bool dma) {
   // fp8 A * B (B in the col layout) stays on the 4-wave kernel: its transposed B fragments would not fit the
   // ping-pong kernel's registers.
-  if (dma && (!fp8_input<TIn> || p.b_is_nk)) launch<TIn, TOut, pingpong, fp8_input<TIn>>(p, args, gemm_pingpong_tile, 512);
+  auto tiles = [&](int tile) { return ((p.m + tile - 1) / tile) * ((p.n + tile - 1) / tile); };
+  if (dma && (!fp8_input<TIn> || p.b_is_nk)) launch_pingpong<TIn, TOut, fp8_input<TIn>>(p, args);
   else if constexpr (fp8_input<TIn>) {
-    if (dma) launch<TIn, TOut, fp8_dma>(p, args, gemm_fp8_tile, 256);
-    else launch<TIn, TOut, fp8_registers>(p, args, gemm_fp8_tile, 256);
+    if (dma) launch<TIn, TOut, fp8_dma>(p, args, tiles(gemm_fp8_tile), 256);
+    else launch<TIn, TOut, fp8_registers>(p, args, tiles(gemm_fp8_tile), 256);
   } else {
-    launch<TIn, TOut, staged>(p, args, gemm_staged_tile, 256);
+    launch<TIn, TOut, staged>(p, args, tiles(gemm_staged_tile), 256);
   }
 }
 

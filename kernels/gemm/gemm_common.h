@@ -15,11 +15,15 @@ struct GemmArgs {
   void* c;
   long ldc;
   float alpha, beta;
+  int tile_first = 0;  // the logical tile (in the kernel's own tiles) of workgroup 0: a grid may cover part of C
 };
 
 // The operands as global layouts and this workgroup's tile of C (tile_m, tile_n) in units of BM x BN, in the
-// chiplet-aware order: consecutive logical tiles, which share rows of A, land on one XCD's L2.
-template <class TIn, class TOut, bool BIsNK, int BM, int BN>
+// chiplet-aware order: consecutive logical tiles, which share rows of A, land on one XCD's L2. Logical tiles run
+// along rows of units of Pieces tiles stacked vertically (Pieces x BM rows, BN columns), piece by piece: a grid of
+// BM = 128, Pieces = 2 tiles covers a run of logical 256 x BN units in halves. The grid covers logical tiles
+// tile_first .. tile_first + gridDim.x - 1.
+template <class TIn, class TOut, bool BIsNK, int BM, int BN, int Pieces = 1>
 struct GemmView {
   gl<TIn, 1, 1> a, b;
   gl<TOut, 1, 1> c;
@@ -28,9 +32,10 @@ struct GemmView {
       : a(static_cast<TIn*>(const_cast<void*>(p.a)), 1, 1, p.m, p.k, p.lda),
         b(static_cast<TIn*>(const_cast<void*>(p.b)), 1, 1, BIsNK ? p.n : p.k, BIsNK ? p.k : p.n, p.ldb),
         c(static_cast<TOut*>(p.c), 1, 1, p.m, p.n, p.ldc) {
-    const int tiles_n = (p.n + BN - 1) / BN, tiles_m = (p.m + BM - 1) / BM;
-    const int id = xcd_remap(int(blockIdx.x), tiles_m * tiles_n);
-    tile_m = id / tiles_n, tile_n = id % tiles_n;
+    const int tiles_n = (p.n + BN - 1) / BN;
+    const int id = p.tile_first + xcd_remap(int(blockIdx.x), int(gridDim.x));
+    const int unit = id / Pieces;
+    tile_m = unit / tiles_n * Pieces + id % Pieces, tile_n = unit % tiles_n;
   }
   // The WM x WN block of C that wave (wr, wc) of the workgroup owns, in units of WM x WN.
   template <int WM, int WN>

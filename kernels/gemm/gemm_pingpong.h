@@ -83,16 +83,19 @@ __device__ __attribute__((always_inline)) inline void pingpong(const GemmArgs& p
 
 }  // namespace detail
 
-template <class TIn, class TOut, bool BIsNK>
+template <class TIn, class TOut, bool BIsNK, int BM = 256>
 __global__ __launch_bounds__(512) void gemm_pingpong(GemmArgs p) {
   // Each wave owns a WM x WN block of C. With B in the col layout (A * B) the wide side goes to A, whose row-layout
-  // reads are the cheap ones: that keeps gfx942's 256 VGPRs free of spills.
-  constexpr int BM = 256, BN = 256, WM = BIsNK ? 64 : 128, WN = BIsNK ? 128 : 64;
+  // reads are the cheap ones: that keeps gfx942's 256 VGPRs free of spills. The half-height form (BM = 128, in
+  // logical 256-row units of two: GemmView's Pieces) gives every wave 64 x 64; hk::gemm runs it for a last round of
+  // tiles that would fill under half the CUs, where two half tiles per 256 x 256 tile take about half the time.
+  static_assert(BM == 256 || BM == 128, "gemm_pingpong: 256- or 128-row tiles");
+  constexpr int BN = 256, WM = BM == 128 ? 64 : BIsNK ? 64 : 128, WN = BM == 128 ? 64 : BIsNK ? 128 : 64;
   // K steps of 128 bytes of each row where two stages of 256-row A and B tiles fit (gfx950), 64 bytes on gfx942.
   constexpr int BK = (arch::current::lds_bytes >= 128 * 1024 ? 128 : 64) / int(sizeof(TIn));
   using Stages = GemmStages<TIn, BM, BN, BK, BIsNK, group<4>>;
   __shared__ Stages s;
-  const GemmView<TIn, TOut, BIsNK, BM, BN> v(p);
+  const GemmView<TIn, TOut, BIsNK, BM, BN, 256 / BM> v(p);
   if (wave_id() < 4) detail::pingpong<true, TIn, BIsNK, BM, BN, BK, WM, WN>(p, s, v);  // group 0: loads A
   else detail::pingpong<false, TIn, BIsNK, BM, BN, BK, WM, WN>(p, s, v);             // group 1: loads B
 }

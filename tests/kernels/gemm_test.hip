@@ -95,6 +95,15 @@ TEST(Gemm, SquareTiles) {
   run({256, 128, 128, true, dtype::bf16, dtype::fp32});
 }
 
+// More 256 x 256 tiles than CUs with a last round under half full (19 x 17 = 323 tiles: 19 left over on gfx942's 304
+// CUs, 67 on gfx950's 256): whole rounds of 256 x 256 tiles, then the last round's tiles as 128 x 256 halves, ragged
+// in m and n (the last tile row's lower half lies partly outside C), several K steps, C read back (beta).
+TEST(Gemm, LastRoundInHalfTiles) {
+  run_feed({4800, 4302, 136, true, dtype::bf16, dtype::fp32, -2.f, 0.75f}, Feed::automatic);
+  run_feed({4800, 4302, 40, false, dtype::f16, dtype::bf16}, Feed::automatic);
+  run_feed({4800, 4302, 64, true, dtype::fp8_e5m2, dtype::fp32}, Feed::automatic);
+}
+
 TEST(Gemm, RaggedEveryDimension) {
   run({100, 70, 40, false, dtype::bf16, dtype::fp32});
   run({129, 257, 72, true, dtype::bf16, dtype::fp32});
