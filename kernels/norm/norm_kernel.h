@@ -50,7 +50,9 @@ struct Dropout {
     }
 #pragma unroll
     for (int g = 0; g < 2; ++g) {
-      const philox4x32 bits = philox4x32_10({{uint32_t(2 * q + g), uint32_t(row), offset_lo, offset_hi}}, seed_lo, seed_hi);
+      uint32_t k0 = seed_lo, k1 = seed_hi, c0 = uint32_t(2 * q + g);
+      asm volatile("" : "+s"(k0), "+s"(k1), "+v"(c0));
+      const philox4x32 bits = philox4x32_10({{c0, uint32_t(row), offset_lo, offset_hi}}, k0, k1);
 #pragma unroll
       for (int v = 0; v < 4; ++v) keep[4 * g + v] = philox_uniform(bits.v[v]) >= p;
     }
@@ -242,7 +244,7 @@ __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardAr
   using G = group<S::waves_per_row>;
   // The widest rows would not keep xhat and g in registers next to the dweight / dbias partials: they read dy, r and
   // weight again in the second pass (the row was just read, so from cache) instead.
-  constexpr bool reload = S::chunks * norm_chunk > 16;
+  constexpr bool reload = S::chunks > 1;
   constexpr int kept = reload ? 1 : S::chunks;
   __shared__ sv<float, S::block_waves * 2> scratch;
   const int t = G::thread(), team_in_block = wave_id() / S::waves_per_row;
