@@ -41,21 +41,24 @@ inline constexpr int norm_backward_max_blocks = 256;
 struct Dropout {
   float p, scale;                     // scale = 1 / (1 - p)
   uint32_t seed_lo, seed_hi, offset_lo, offset_hi;
-  // Whether each of the 8 columns of chunk q of `row` is kept: Philox groups 2q and 2q + 1 (4 columns each).
-  __device__ __attribute__((always_inline)) void keep8(bool (&keep)[8], long row, int q) const {
-    if (p == 0.f) {
-#pragma unroll
-      for (int v = 0; v < 8; ++v) keep[v] = true;
-      return;
-    }
+  // A column is kept when its Philox word w has philox_uniform(w) >= p, that is (w >> 8) >= ceil(p * 2^24) (both
+  // sides exact): w >= threshold = ceil(p * 2^24) << 8, one integer compare (0 when p = 0: every column kept).
+  uint32_t threshold;
+  // Bit v: whether column v of the 8 of chunk q of `row` is kept (Philox groups 2q and 2q + 1, 4 columns each).
+  __device__ __attribute__((always_inline)) uint32_t keep8(long row, int q) const {
+    if (threshold == 0) return 0xffu;
+    uint32_t keep = 0;
 #pragma unroll
     for (int g = 0; g < 2; ++g) {
+      // Opaque to the optimizer: the key schedule and the counter's first products are not hoisted out of the
+      // backward's row loop into registers held across it.
       uint32_t k0 = seed_lo, k1 = seed_hi, c0 = uint32_t(2 * q + g);
       asm volatile("" : "+s"(k0), "+s"(k1), "+v"(c0));
       const philox4x32 bits = philox4x32_10({{c0, uint32_t(row), offset_lo, offset_hi}}, k0, k1);
 #pragma unroll
-      for (int v = 0; v < 4; ++v) keep[4 * g + v] = philox_uniform(bits.v[v]) >= p;
+      for (int v = 0; v < 4; ++v) keep |= uint32_t(bits.v[v] >= threshold) << (4 * g + v);
     }
+    return keep;
   }
 };
 
@@ -175,11 +178,10 @@ __global__ void __launch_bounds__(S::block_threads) norm_forward(NormForwardArgs
 #pragma unroll
   for (int k = 0; k < S::chunks; ++k) {
     const int q = k * S::row_threads + t, valid = live ? chunk_valid(q, a.cols) : 0;
-    bool keep[8] = {};
-    if (valid) a.dropout.keep8(keep, row, q);
+    const uint32_t keep = valid ? a.dropout.keep8(row, q) : 0u;
 #pragma unroll
     for (int v = 0; v < 8; ++v) {
-      r[k][v] = v < valid ? (keep[v] ? r[k][v] * a.dropout.scale : 0.f) + res[k][v] : 0.f;
+      r[k][v] = v < valid ? (keep >> v & 1 ? r[k][v] * a.dropout.scale : 0.f) + res[k][v] : 0.f;
       sum[0] += r[k][v];
     }
     if (!valid) continue;
@@ -189,17 +191,14 @@ __global__ void __launch_bounds__(S::block_threads) norm_forward(NormForwardArgs
       if (a.vector && valid == 8) {
         uint32_t lo = 0, hi = 0;
 #pragma unroll
-        for (int v = 0; v < 4; ++v) lo |= uint32_t(keep[v]) << 8 * v, hi |= uint32_t(keep[4 + v]) << 8 * v;
+        for (int v = 0; v < 4; ++v) lo |= (keep >> v & 1) << 8 * v, hi |= (keep >> (4 + v) & 1) << 8 * v;
         *reinterpret_cast<uint2*>(m) = make_uint2(lo, hi);
       } else {
-        for (int v = 0; v < valid; ++v) m[v] = keep[v];
+        for (int v = 0; v < valid; ++v) m[v] = keep >> v & 1;
       }
     }
     if (a.mask_bits) {
-      uint32_t bits = 0;
-#pragma unroll
-      for (int v = 0; v < 8; ++v) bits |= uint32_t(v < valid && keep[v]) << v;
-      a.mask_bits[row * a.ld_mask_bits + q] = uint8_t(bits);
+      a.mask_bits[row * a.ld_mask_bits + q] = uint8_t(keep & ((1u << valid) - 1));
     }
   }
   // Two passes over the registers (mean, then squared deviations): no cancellation in the variance.
@@ -300,14 +299,13 @@ __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardAr
       }
       const float(&x)[8] = xhat[reload ? 0 : k];
       const float(&gk)[8] = g[reload ? 0 : k];
-      bool keep[8];
-      a.dropout.keep8(keep, row, q);
+      const uint32_t keep = a.dropout.keep8(row, q);
       float dr[8] = {}, dx[8];
       if (a.dresidual_in) load8<T>(dr, a.dresidual_in, row * a.ld_dresidual_in + 8 * q, valid, a.vector);
 #pragma unroll
       for (int v = 0; v < 8; ++v) {
         dr[v] += rstd * (gk[v] - mean_g - x[v] * mean_gx);
-        dx[v] = keep[v] ? dr[v] * a.dropout.scale : 0.f;
+        dx[v] = keep >> v & 1 ? dr[v] * a.dropout.scale : 0.f;
       }
       if (a.dresidual) store8<T>(a.dresidual, row * a.ld_dresidual + 8 * q, dr, valid, a.vector);
       store8<T>(a.dx, row * a.ldx + 8 * q, dx, valid, a.vector);
