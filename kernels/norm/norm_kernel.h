@@ -246,11 +246,15 @@ __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardAr
   constexpr bool reload = S::chunks > 1;
   constexpr int kept = reload ? 1 : S::chunks;
   __shared__ sv<float, S::block_waves * 2> scratch;
-  const int t = G::thread(), team_in_block = wave_id() / S::waves_per_row;
+  const int t_ = G::thread(), team_in_block = wave_id() / S::waves_per_row;
   float dweight[S::chunks][8] = {}, dbias[S::chunks][8] = {};
   for (long first = long(blockIdx.x) * S::rows_per_block; first < a.rows; first += long(gridDim.x) * S::rows_per_block) {
     const long row = first + team_in_block;
     const bool live = row < a.rows;
+    // The thread's chunk positions, opaque per row: their bounds masks and addresses are recomputed (a few VALU
+    // instructions) rather than hoisted out of the row loop into 64-bit SGPR masks and VGPRs held across it.
+    int t = t_;
+    asm volatile("" : "+v"(t));
     const float mean = live && !a.rms ? a.mean[row] : 0.f, rstd = live ? a.rstd[row] : 0.f;
     // The row's start in each tensor once; chunks are 32-bit offsets from it.
     const T* dy_row = static_cast<const T*>(a.dy) + row * a.ldy;
@@ -314,7 +318,7 @@ __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardAr
   const long team = long(blockIdx.x) * S::rows_per_block + team_in_block;
 #pragma unroll
   for (int k = 0; k < S::chunks; ++k) {
-    const int q = k * S::row_threads + t, valid = chunk_valid(q, a.cols);
+    const int q = k * S::row_threads + t_, valid = chunk_valid(q, a.cols);
     if (!valid) continue;
     // Partials are float rows of cols: vector stores when cols keeps 16-byte chunks aligned.
     store8<float>(a.partial_dweight, team * a.cols + 8 * q, dweight[k], valid, a.cols % 8 == 0);
