@@ -52,9 +52,9 @@ struct Dropout {
     for (int g = 0; g < 2; ++g) {
       // Opaque to the optimizer: the key schedule and the counter's first products are not hoisted out of the
       // backward's row loop into registers held across it.
-      uint32_t k0 = seed_lo, k1 = seed_hi, c0 = uint32_t(2 * q + g);
-      asm volatile("" : "+s"(k0), "+s"(k1), "+v"(c0));
-      const philox4x32 bits = philox4x32_10({{c0, uint32_t(row), offset_lo, offset_hi}}, k0, k1);
+      uint32_t k0 = seed_lo, k1 = seed_hi, c0 = uint32_t(2 * q + g), c2 = offset_lo, c3 = offset_hi;
+      asm volatile("" : "+s"(k0), "+s"(k1), "+v"(c0), "+s"(c2), "+s"(c3));
+      const philox4x32 bits = philox4x32_10({{c0, uint32_t(row), c2, c3}}, k0, k1);
 #pragma unroll
       for (int v = 0; v < 4; ++v) keep |= uint32_t(bits.v[v] >= threshold) << (4 * g + v);
     }
