@@ -338,6 +338,8 @@ __global__ void __launch_bounds__(norm_reduce_threads)
   const int col = blockIdx.x * norm_reduce_threads + threadIdx.x;
   if (col >= cols) return;
   float w = 0.f, b = 0.f;
+  // Unrolled so several teams' loads are in flight at once; the additions stay in team order.
+#pragma unroll 16
   for (int team = 0; team < teams; ++team) {
     w += partial_dweight[long(team) * cols + col];
     if (dbias) b += partial_dbias[long(team) * cols + col];
