@@ -120,7 +120,8 @@ void with_shape(int cols, F&& f) {
 // Teams (partials) of the backward for a problem, and its grid.
 template <class S>
 int backward_blocks(int rows) {
-  return int(std::min<long>((long(rows) + S::rows_per_block - 1) / S::rows_per_block, kernels::norm_backward_max_blocks));
+  return int(std::min<long>((long(rows) + S::rows_per_block - 1) / S::rows_per_block,
+                                kernels::norm_backward_max_waves / S::block_waves));
 }
 
 // Whether every given (non-null) row tensor allows 8-column chunks as 16-byte (a byte mask: 8-byte) vector

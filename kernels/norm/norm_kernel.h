@@ -35,10 +35,11 @@ inline constexpr int norm_chunk = 8;  // columns per chunk
 using norm_backward_shapes =
     std::tuple<NormShape<1, 1>, NormShape<4, 1>, NormShape<8, 1>, NormShape<16, 1>, NormShape<16, 2>>;
 
-// The backward's grid is at most this many workgroups (each leaves one partial per team), independent of the
-// device, so the reduction order of dweight / dbias is a function of the problem alone. Enough teams that each CU
-// of the largest part runs several rows at once (a team's rows are a dependent chain).
-inline constexpr int norm_backward_max_blocks = 1024;
+// The backward's grid is at most this many waves (4096 / the shape's block waves workgroups, each leaving one
+// partial per team), independent of the device, so the reduction order of dweight / dbias is a function of the
+// problem alone. Enough waves that each CU of the largest part runs several rows at once (a team's rows are a
+// dependent chain), and no more: every team adds a partial row to the column sums.
+inline constexpr int norm_backward_max_waves = 4096;
 
 struct Dropout {
   float p, scale;                     // scale = 1 / (1 - p)
