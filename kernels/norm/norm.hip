@@ -120,7 +120,8 @@ void with_shape(int cols, F&& f) {
 // Teams (partials) of the backward for a problem, and its grid.
 template <class S>
 int backward_blocks(int rows) {
-  return int(std::min<long>((long(rows) + S::rows_per_block - 1) / S::rows_per_block, kernels::norm_backward_max_blocks));
+  return int(std::min<long>((long(rows) + S::rows_per_block - 1) / S::rows_per_block,
+                                kernels::norm_backward_max_waves / S::block_waves));
 }
 
 // Whether every given (non-null) row tensor allows 8-column chunks as 16-byte (a byte mask: 8-byte) vector
@@ -138,7 +139,9 @@ bool vector_rows(std::initializer_list<Rows> tensors) {
 }
 
 kernels::Dropout dropout_of(float p, uint64_t seed, uint64_t offset) {
-  return {p, 1.f / (1.f - p), uint32_t(seed), uint32_t(seed >> 32), uint32_t(offset), uint32_t(offset >> 32)};
+  // p < 1, so ceil(p * 2^24) < 2^24 and the shifted threshold fits 32 bits (the product is exact in float).
+  const uint32_t threshold = uint32_t(std::ceil(p * 0x1p24f)) << 8;
+  return {p, 1.f / (1.f - p), uint32_t(seed), uint32_t(seed >> 32), uint32_t(offset), uint32_t(offset >> 32), threshold};
 }
 
 // Calls f.template operator()<T, TW>() for the activations' and weights' types.

@@ -6,8 +6,9 @@
 // its columns (each gives 4 columns' bits), and packs into one byte of a bit mask. A row's statistics are one
 // group_sum. The team size and chunks per thread (NormShape) are picked from the hidden size: up to 2048 columns one
 // wave per row (4 chunks: 8 16-byte loads in flight per wave, sums without barriers), wider rows 4 or 8 waves, so
-// every size up to 16384 is one pass over HBM; the forward has no spills. The backward (its own shapes, below) still
-// reports 15-126 spilled registers with its SGPRs at the 106 limit (the 4-column version: 0-110): open.
+// every size up to 16384 is one pass over HBM; the forward has no spills. The backward (its own shapes, below) has no
+// VGPR spills at any width; the loop-invariant values the optimizer would hoist out of its row loop (Philox keys,
+// bounds masks, addresses) are recomputed per row instead, which leaves SGPR spills (to VGPR lanes) only at 16384.
 #pragma once
 #include <tuple>
 
@@ -34,26 +35,33 @@ inline constexpr int norm_chunk = 8;  // columns per chunk
 using norm_backward_shapes =
     std::tuple<NormShape<1, 1>, NormShape<4, 1>, NormShape<8, 1>, NormShape<16, 1>, NormShape<16, 2>>;
 
-// The backward's grid is at most this many workgroups (each leaves one partial per team), independent of the
-// device, so the reduction order of dweight / dbias is a function of the problem alone.
-inline constexpr int norm_backward_max_blocks = 256;
+// The backward's grid is at most this many waves (4096 / the shape's block waves workgroups, each leaving one
+// partial per team), independent of the device, so the reduction order of dweight / dbias is a function of the
+// problem alone. Enough waves that each CU of the largest part runs several rows at once (a team's rows are a
+// dependent chain), and no more: every team adds a partial row to the column sums.
+inline constexpr int norm_backward_max_waves = 4096;
 
 struct Dropout {
   float p, scale;                     // scale = 1 / (1 - p)
   uint32_t seed_lo, seed_hi, offset_lo, offset_hi;
-  // Whether each of the 8 columns of chunk q of `row` is kept: Philox groups 2q and 2q + 1 (4 columns each).
-  __device__ __attribute__((always_inline)) void keep8(bool (&keep)[8], long row, int q) const {
-    if (p == 0.f) {
-#pragma unroll
-      for (int v = 0; v < 8; ++v) keep[v] = true;
-      return;
-    }
+  // A column is kept when its Philox word w has philox_uniform(w) >= p, that is (w >> 8) >= ceil(p * 2^24) (both
+  // sides exact): w >= threshold = ceil(p * 2^24) << 8, one integer compare (0 when p = 0: every column kept).
+  uint32_t threshold;
+  // Bit v: whether column v of the 8 of chunk q of `row` is kept (Philox groups 2q and 2q + 1, 4 columns each).
+  __device__ __attribute__((always_inline)) uint32_t keep8(long row, int q) const {
+    if (threshold == 0) return 0xffu;
+    uint32_t keep = 0;
 #pragma unroll
     for (int g = 0; g < 2; ++g) {
-      const philox4x32 bits = philox4x32_10({{uint32_t(2 * q + g), uint32_t(row), offset_lo, offset_hi}}, seed_lo, seed_hi);
+      // Opaque to the optimizer: the key schedule and the counter's first products are not hoisted out of the
+      // backward's row loop into registers held across it.
+      uint32_t k0 = seed_lo, k1 = seed_hi, c0 = uint32_t(2 * q + g), c2 = offset_lo, c3 = offset_hi;
+      asm volatile("" : "+s"(k0), "+s"(k1), "+v"(c0), "+s"(c2), "+s"(c3));
+      const philox4x32 bits = philox4x32_10({{c0, uint32_t(row), c2, c3}}, k0, k1);
 #pragma unroll
-      for (int v = 0; v < 4; ++v) keep[4 * g + v] = philox_uniform(bits.v[v]) >= p;
+      for (int v = 0; v < 4; ++v) keep |= uint32_t(bits.v[v] >= threshold) << (4 * g + v);
     }
+    return keep;
   }
 };
 
@@ -173,11 +181,10 @@ __global__ void __launch_bounds__(S::block_threads) norm_forward(NormForwardArgs
 #pragma unroll
   for (int k = 0; k < S::chunks; ++k) {
     const int q = k * S::row_threads + t, valid = live ? chunk_valid(q, a.cols) : 0;
-    bool keep[8] = {};
-    if (valid) a.dropout.keep8(keep, row, q);
+    const uint32_t keep = valid ? a.dropout.keep8(row, q) : 0u;
 #pragma unroll
     for (int v = 0; v < 8; ++v) {
-      r[k][v] = v < valid ? (keep[v] ? r[k][v] * a.dropout.scale : 0.f) + res[k][v] : 0.f;
+      r[k][v] = v < valid ? (keep >> v & 1 ? r[k][v] * a.dropout.scale : 0.f) + res[k][v] : 0.f;
       sum[0] += r[k][v];
     }
     if (!valid) continue;
@@ -187,17 +194,14 @@ __global__ void __launch_bounds__(S::block_threads) norm_forward(NormForwardArgs
       if (a.vector && valid == 8) {
         uint32_t lo = 0, hi = 0;
 #pragma unroll
-        for (int v = 0; v < 4; ++v) lo |= uint32_t(keep[v]) << 8 * v, hi |= uint32_t(keep[4 + v]) << 8 * v;
+        for (int v = 0; v < 4; ++v) lo |= (keep >> v & 1) << 8 * v, hi |= (keep >> (4 + v) & 1) << 8 * v;
         *reinterpret_cast<uint2*>(m) = make_uint2(lo, hi);
       } else {
-        for (int v = 0; v < valid; ++v) m[v] = keep[v];
+        for (int v = 0; v < valid; ++v) m[v] = keep >> v & 1;
       }
     }
     if (a.mask_bits) {
-      uint32_t bits = 0;
-#pragma unroll
-      for (int v = 0; v < 8; ++v) bits |= uint32_t(v < valid && keep[v]) << v;
-      a.mask_bits[row * a.ld_mask_bits + q] = uint8_t(bits);
+      a.mask_bits[row * a.ld_mask_bits + q] = uint8_t(keep & ((1u << valid) - 1));
     }
   }
   // Two passes over the registers (mean, then squared deviations): no cancellation in the variance.
@@ -242,14 +246,18 @@ __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardAr
   using G = group<S::waves_per_row>;
   // The widest rows would not keep xhat and g in registers next to the dweight / dbias partials: they read dy, r and
   // weight again in the second pass (the row was just read, so from cache) instead.
-  constexpr bool reload = S::chunks * norm_chunk > 16;
+  constexpr bool reload = S::chunks > 1;
   constexpr int kept = reload ? 1 : S::chunks;
   __shared__ sv<float, S::block_waves * 2> scratch;
-  const int t = G::thread(), team_in_block = wave_id() / S::waves_per_row;
+  const int t_ = G::thread(), team_in_block = wave_id() / S::waves_per_row;
   float dweight[S::chunks][8] = {}, dbias[S::chunks][8] = {};
   for (long first = long(blockIdx.x) * S::rows_per_block; first < a.rows; first += long(gridDim.x) * S::rows_per_block) {
     const long row = first + team_in_block;
     const bool live = row < a.rows;
+    // The thread's chunk positions, opaque per row: their bounds masks and addresses are recomputed (a few VALU
+    // instructions) rather than hoisted out of the row loop into 64-bit SGPR masks and VGPRs held across it.
+    int t = t_;
+    asm volatile("" : "+v"(t));
     const float mean = live && !a.rms ? a.mean[row] : 0.f, rstd = live ? a.rstd[row] : 0.f;
     // The row's start in each tensor once; chunks are 32-bit offsets from it.
     const T* dy_row = static_cast<const T*>(a.dy) + row * a.ldy;
@@ -298,14 +306,13 @@ __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardAr
       }
       const float(&x)[8] = xhat[reload ? 0 : k];
       const float(&gk)[8] = g[reload ? 0 : k];
-      bool keep[8];
-      a.dropout.keep8(keep, row, q);
+      const uint32_t keep = a.dropout.keep8(row, q);
       float dr[8] = {}, dx[8];
       if (a.dresidual_in) load8<T>(dr, a.dresidual_in, row * a.ld_dresidual_in + 8 * q, valid, a.vector);
 #pragma unroll
       for (int v = 0; v < 8; ++v) {
         dr[v] += rstd * (gk[v] - mean_g - x[v] * mean_gx);
-        dx[v] = keep[v] ? dr[v] * a.dropout.scale : 0.f;
+        dx[v] = keep >> v & 1 ? dr[v] * a.dropout.scale : 0.f;
       }
       if (a.dresidual) store8<T>(a.dresidual, row * a.ld_dresidual + 8 * q, dr, valid, a.vector);
       store8<T>(a.dx, row * a.ldx + 8 * q, dx, valid, a.vector);
@@ -314,7 +321,7 @@ __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardAr
   const long team = long(blockIdx.x) * S::rows_per_block + team_in_block;
 #pragma unroll
   for (int k = 0; k < S::chunks; ++k) {
-    const int q = k * S::row_threads + t, valid = chunk_valid(q, a.cols);
+    const int q = k * S::row_threads + t_, valid = chunk_valid(q, a.cols);
     if (!valid) continue;
     // Partials are float rows of cols: vector stores when cols keeps 16-byte chunks aligned.
     store8<float>(a.partial_dweight, team * a.cols + 8 * q, dweight[k], valid, a.cols % 8 == 0);
@@ -332,6 +339,8 @@ __global__ void __launch_bounds__(norm_reduce_threads)
   const int col = blockIdx.x * norm_reduce_threads + threadIdx.x;
   if (col >= cols) return;
   float w = 0.f, b = 0.f;
+  // Unrolled so several teams' loads are in flight at once; the additions stay in team order.
+#pragma unroll 16
   for (int team = 0; team < teams; ++team) {
     w += partial_dweight[long(team) * cols + col];
     if (dbias) b += partial_dbias[long(team) * cols + col];
