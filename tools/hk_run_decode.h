@@ -3,7 +3,9 @@
 // visible keys and values, Q and O) against the product's HBM. Included by hk_run.hip inside its anonymous namespace,
 // after the helpers it uses (device_alloc, print_report, modelled runs).
 //   hk-run decode --b B --ctx N --sq SQ --hq HQ --hkv HKV --d 64|128 [--page P] [--causal] [--window L,R]
-//                 [--dtype bf16|f16] [--arch ...] [--model P]
+//                 [--dtype bf16|f16] [--kv-dtype bf16|f16|fp8] [--arch ...] [--model P]
+// --kv-dtype fp8: the caches in the arch's e4m3 (FNUZ on gfx942, OCP e4m3fn on gfx950) with per-KV-head k and v
+// descales (the reference decodes the codes and applies them); the bytes moved are the fp8 cache's.
 // --ctx: keys in every sequence's cache (the cache holds them exactly: S_max or the pages for N keys);
 // --page P: a paged cache of P-key pages, in a shuffled order (0: contiguous).
 
@@ -12,8 +14,17 @@
 struct DecodeOptions {
   int b = 1, ctx = 1024, sq = 1, hq = 8, hkv = 1, d = 128, page = 0;
   bool causal = false;
-  std::string window, dtype = "bf16";
+  std::string window, dtype = "bf16", kv_dtype;  // kv_dtype empty: dtype
+  bool fp8() const { return kv_dtype == "fp8"; }
+  int kv_bytes() const { return fp8() ? 1 : 2; }
 };
+
+// The descales hk-run gives an fp8 cache: k then v, per KV head, exact with any e4m3 code in fp32 (3 bits).
+std::vector<float> decode_descales(const DecodeOptions& a) {
+  std::vector<float> d(size_t(2 * a.hkv));
+  for (int h = 0; h < a.hkv; ++h) d[h] = (1.f + float(h % 4) / 4.f) / 256.f, d[a.hkv + h] = (1.f + float(h % 3) / 4.f) / 128.f;
+  return d;
+}
 
 CLI::App* add_decode_command(CLI::App& app, DecodeOptions& a, std::string& arch) {
   auto* c = app.add_subcommand("decode", "decode attention over a KV cache (flash_attn_with_kvcache) with hk::attention_decode");
@@ -27,6 +38,8 @@ CLI::App* add_decode_command(CLI::App& app, DecodeOptions& a, std::string& arch)
   c->add_flag("--causal", a.causal, "causal, aligned bottom-right");
   c->add_option("--window", a.window, "sliding window L,R (-1 = unbounded)");
   c->add_option("--dtype", a.dtype, "Q, O and cache element type")->check(CLI::IsMember({"bf16", "f16"}));
+  c->add_option("--kv-dtype", a.kv_dtype, "cache element type (default: --dtype; fp8: the arch's e4m3 with descales)")
+      ->check(CLI::IsMember({"bf16", "f16", "fp8"}));
   std::vector<std::string> arch_names;
   for (const hk::arch::target& t : hk::arch::targets) arch_names.push_back(t.name);
   c->add_option("--arch", arch)->check(CLI::IsMember(arch_names));
@@ -57,9 +70,16 @@ struct DecodeCache {
 };
 
 bool decode_problem(const DecodeOptions& a, const DecodeCache& cache, hk::AttentionDecodeProblem& p, int* table_dev,
-                    int* seqlens_dev) {
+                    int* seqlens_dev, float* descale_dev) {
   p.batch = a.b, p.seqlen_q = a.sq, p.heads_q = a.hq, p.heads_kv = a.hkv, p.head_dim = a.d;
-  p.type = p.kv_type = a.dtype == "f16" ? hk::scalar_type::f16 : hk::scalar_type::bf16;
+  p.type = a.dtype == "f16" ? hk::scalar_type::f16 : hk::scalar_type::bf16;
+  const std::string kv = a.kv_dtype.empty() ? a.dtype : a.kv_dtype;
+  p.kv_type = kv == "fp8" ? hk::scalar_type::fp8_e4m3 : kv == "f16" ? hk::scalar_type::f16 : hk::scalar_type::bf16;
+  if (a.fp8()) {
+    const std::vector<float> d = decode_descales(a);
+    (void)hipMemcpy(descale_dev, d.data(), d.size() * 4, hipMemcpyHostToDevice);
+    p.k_descale = descale_dev, p.v_descale = descale_dev + a.hkv, p.k_descale_per_head = p.v_descale_per_head = true;
+  }
   p.cache_rows = cache.rows, p.causal = a.causal;
   if (!cache.table.empty()) p.block_table = table_dev, p.max_blocks = cache.per_seq, p.num_blocks = cache.pages;
   p.cache_seqlens = seqlens_dev;
@@ -76,8 +96,8 @@ bool decode_problem(const DecodeOptions& a, const DecodeCache& cache, hk::Attent
 
 std::string decode_title(const DecodeOptions& a) {
   char t[200];
-  std::snprintf(t, sizeof t, "decode B=%d ctx=%d Sq=%d Hq=%d Hkv=%d D=%d %s %s%s%s", a.b, a.ctx, a.sq, a.hq, a.hkv, a.d,
-                a.dtype.c_str(), a.page ? ("page " + std::to_string(a.page)).c_str() : "contiguous",
+  std::snprintf(t, sizeof t, "decode B=%d ctx=%d Sq=%d Hq=%d Hkv=%d D=%d %s%s %s%s%s", a.b, a.ctx, a.sq, a.hq, a.hkv, a.d,
+                a.dtype.c_str(), a.fp8() ? " fp8 cache" : "", a.page ? ("page " + std::to_string(a.page)).c_str() : "contiguous",
                 a.causal ? " causal" : "", a.window.empty() ? "" : (" window " + a.window).c_str());
   return t;
 }
@@ -85,16 +105,17 @@ std::string decode_title(const DecodeOptions& a) {
 int model_decode(const DecodeOptions& a, const std::string& product_name) {
   const DecodeCache cache(a);
   Untouched q(size_t(a.b) * a.sq * a.hq * a.d * 2), o(size_t(a.b) * a.sq * a.hq * a.d * 2), lse(size_t(a.b) * a.sq * a.hq * 4),
-      k(cache.elems(a) * 2), v(cache.elems(a) * 2), table(std::max<size_t>(cache.table.size(), 1) * 4),
-      seqlens(size_t(a.b) * 4);
-  if (!q.p || !o.p || !lse.p || !k.p || !v.p || !table.p || !seqlens.p) return 1;
+      k(cache.elems(a) * a.kv_bytes()), v(cache.elems(a) * a.kv_bytes()), table(std::max<size_t>(cache.table.size(), 1) * 4),
+      seqlens(size_t(a.b) * 4), descales(size_t(2 * a.hkv) * 4);
+  if (!q.p || !o.p || !lse.p || !k.p || !v.p || !table.p || !seqlens.p || !descales.p) return 1;
   hk::AttentionDecodeProblem p;
-  if (!decode_problem(a, cache, p, static_cast<int*>(table.p), static_cast<int*>(seqlens.p))) return 2;
+  if (!decode_problem(a, cache, p, static_cast<int*>(table.p), static_cast<int*>(seqlens.p), static_cast<float*>(descales.p)))
+    return 2;
   p.q = q.p, p.o = o.p, p.lse = static_cast<float*>(lse.p), p.k_cache = k.p, p.v_cache = v.p;
   Untouched workspace(hk::attention_decode_workspace_bytes(p));
   p.workspace = workspace.p, p.workspace_bytes = hk::attention_decode_workspace_bytes(p);
-  // The bytes a decode step must move: every visible key's K and V row once, Q, O and the LSE.
-  const double bytes = 2.0 * a.b * a.ctx * a.hkv * a.d * 2 + 2.0 * a.b * a.sq * a.hq * a.d * 2 + 4.0 * a.b * a.sq * a.hq;
+  // The bytes a decode step must move: every visible key's K and V row once (in the cache's type), Q, O and the LSE.
+  const double bytes = 2.0 * a.b * a.ctx * a.hkv * a.d * a.kv_bytes() + 2.0 * a.b * a.sq * a.hq * a.d * 2 + 4.0 * a.b * a.sq * a.hq;
   const std::string what = decode_title(a) + " on " + product_name;
   if (!modelled(product_name, what.c_str(), 0, 0, bytes, [&] { return hk::attention_decode(p); })) return 1;
   double seconds = 0;
@@ -111,13 +132,17 @@ int run_decode(const DecodeOptions& a) {
   const DecodeCache cache(a);
   const hk::scalar_type type = a.dtype == "f16" ? hk::scalar_type::f16 : hk::scalar_type::bf16;
   const hk_host::Format format = device_format(type);
+  const hk_host::Format kv_format = a.fp8() ? device_format(hk::scalar_type::fp8_e4m3) : format;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   // Host tensors packed as the reference wants them (sequence by sequence); the caches scattered into the pages.
+  // fp8: the caches hold codes of values up to 200 (both formats' range), the reference their values times the
+  // descales (exact in fp32).
   const size_t nq = size_t(a.b) * a.sq * a.hq * a.d, nk = size_t(a.b) * a.ctx * a.hkv * a.d;
   std::vector<float> q(nq), k(nk), v(nk);
-  for (auto* t : {&q, &k, &v})
-    for (float& x : *t) x = format.round(u(rng));
+  for (float& x : q) x = format.round(u(rng));
+  for (auto* t : {&k, &v})
+    for (float& x : *t) x = a.fp8() ? kv_format.round(200.f * u(rng)) : format.round(u(rng));
   std::vector<float> kc(cache.elems(a), 0.f), vc(cache.elems(a), 0.f);
   for (int b = 0; b < a.b; ++b)
     for (long j = 0; j < a.ctx; ++j)
@@ -127,21 +152,27 @@ int run_decode(const DecodeOptions& a) {
         std::copy(k.begin() + from, k.begin() + from + a.d, kc.begin() + to);
         std::copy(v.begin() + from, v.begin() + from + a.d, vc.begin() + to);
       }
-  auto upload = [&](const std::vector<float>& host) {
-    const std::vector<uint8_t> bytes = format.encode(host);
+  if (a.fp8()) {  // the reference's values: codes times their head's descale
+    const std::vector<float> d = decode_descales(a);
+    for (size_t i = 0; i < nk; ++i) k[i] *= d[i / a.d % a.hkv], v[i] *= d[a.hkv + i / a.d % a.hkv];
+  }
+  auto upload = [&](const std::vector<float>& host, const hk_host::Format& f) {
+    const std::vector<uint8_t> bytes = f.encode(host);
     void* dev = device_alloc(std::max<size_t>(bytes.size(), 2), "a tensor");
     if (!dev) std::exit(1);
     (void)hipMemcpy(dev, bytes.data(), bytes.size(), hipMemcpyHostToDevice);
     return dev;
   };
-  void *dq = upload(q), *dk = upload(kc), *dv = upload(vc), *dout = upload(std::vector<float>(nq, 0.f));
+  void *dq = upload(q, format), *dk = upload(kc, kv_format), *dv = upload(vc, kv_format),
+       *dout = upload(std::vector<float>(nq, 0.f), format);
   kc.clear(), vc.clear(), kc.shrink_to_fit(), vc.shrink_to_fit();
   int *dtable = static_cast<int*>(device_alloc(std::max<size_t>(cache.table.size(), 1) * 4, "the block table")),
       *dseq = static_cast<int*>(device_alloc(size_t(a.b) * 4, "cache_seqlens"));
   float* dlse = static_cast<float*>(device_alloc(size_t(a.b) * a.sq * a.hq * 4, "LSE"));
-  if (!dtable || !dseq || !dlse) return 1;
+  float* ddesc = static_cast<float*>(device_alloc(size_t(2 * a.hkv) * 4, "the descales"));
+  if (!dtable || !dseq || !dlse || !ddesc) return 1;
   hk::AttentionDecodeProblem p;
-  if (!decode_problem(a, cache, p, dtable, dseq)) return 2;
+  if (!decode_problem(a, cache, p, dtable, dseq, ddesc)) return 2;
   p.q = dq, p.o = dout, p.lse = dlse, p.k_cache = dk, p.v_cache = dv;
   if (auto prof = ext<int (*)(int)>("vgpuSetProfiling")) prof(1);
   if (hk::Status s = hk::attention_decode(p); !s) return std::fprintf(stderr, "%s\n", s.message.c_str()), 1;

@@ -24,6 +24,13 @@
 //     so that the grid fills the CUs; each split writes its normalized partial O and log2-LSE in fp32, and a second
 //     kernel (a workgroup per query row, its threads over D and the splits) combines them in a fixed order.
 //     Everything is summed in a fixed order: bit-identical from run to run.
+//   - FP8 caches (KV = fp8e4m3, the arch's e4m3: FNUZ on gfx942, OCP e4m3fn on gfx950) move half the bytes: a 16-byte
+//     load holds 16 elements, so lane group lg reads the 16-byte chunks 4 m + lg of a row (D permuted the other way,
+//     Q alike; V written to LDS at its true columns). Each code is widened to T as the tile is consumed (two
+//     v_cvt_pk_f32_fp8 per 4 codes, then a pack): every e4m3 value (FNUZ or OCP, subnormals included) is exact in
+//     bf16 and f16, so the MFMAs see exactly the cached codes and no accuracy is lost before the products. The
+//     descales are fp32 scalars of the workgroup's KV head: k's folds into the exponent's scale (S = (Q K^T) kd),
+//     v's into the final normalization (O = (P V) vd / l), so the loop does not see them.
 // The masks are those of the forward (bottom-right causal, windows), per query row; keys past the sequence's end are
 // read from its last key (clamped: never outside the cache) and masked.
 #pragma once
@@ -38,6 +45,8 @@ struct DecodeArgs {
   float *part_o, *part_lse;   // splits > 1: [split][item][16][D] normalized partial O, [split][item][16] log2 LSE
   const int* block_table;     // (B, bt_stride) pages, or null: sequence b's keys are rows of "page" b
   const int* seqlens;         // (B) keys per sequence
+  const float *k_descale, *v_descale;  // fp8 caches: entry h_kv * stride (stride 0: per tensor), or null (1)
+  int k_ds_stride, v_ds_stride;
   long q_bs, q_rs, q_hs, o_bs, o_rs, o_hs;  // element strides of Q and O: batch, row, head
   long k_ps, k_rs, k_hs, v_ps, v_rs, v_hs;  // of the caches: page (contiguous: batch), row within it, head
   int bt_stride, page_size;
@@ -64,16 +73,27 @@ struct DecodeItem {
   }
 };
 
-template <class T, int D>
+// Two floats that T holds exactly (the widened fp8 codes) packed into T's pair: no rounding needed.
+template <class T>
+__device__ inline uint32_t pack_exact(float lo, float hi) {
+  if constexpr (std::is_same_v<T, bf16>)
+    return (__builtin_bit_cast(uint32_t, lo) >> 16) | (__builtin_bit_cast(uint32_t, hi) & 0xffff0000u);
+  else return __builtin_bit_cast(uint32_t, __builtin_amdgcn_cvt_pkrtz(lo, hi));
+}
+
+// KV: the caches' element type, T (Q's) or fp8e4m3.
+template <class T, class KV, int D>
 __global__ __launch_bounds__(256) void attention_decode(DecodeArgs p) {
   constexpr int BK = decode_keys, WQ = decode_rows, NC = D / 32, NR = BK / 16;
+  constexpr int LE = 16 / int(sizeof(KV)), SUB = LE / 8, NL = NC / SUB;  // elements per load, chunks of 8 per load
   using k_tile = rt<T, BK, D, layout::row>;
   using q_tile = rt<T, WQ, D, layout::row>;
   using v_tile = rt<T, BK, D, layout::col>;
   using p_tile = rt<T, BK, WQ, layout::col>;
   using s_tile = rt_acc<BK, WQ>;
   using cols_vec = rv<float, WQ, vec_align::cols>;
-  using raw = uint4[NR][NC];
+  using raw = uint4[NR][NC];   // 8 T elements per uint4
+  using kvraw = uint4[NR][NL];  // the loads: LE KV elements per uint4
   static_assert(sizeof(st<T, BK, D>) == WQ * D * sizeof(float), "a wave's V tile holds its O^T for the combine");
   __shared__ st<T, BK, D> sv[4];
   __shared__ float stats[4][2][WQ];
@@ -81,6 +101,8 @@ __global__ __launch_bounds__(256) void attention_decode(DecodeArgs p) {
   const DecodeItem it(p);
   const int wave = __builtin_amdgcn_readfirstlane(int(threadIdx.x / 64)), lane = lane_id();
   const int lr = lane % 16, lg = lane / 16;
+  // The D offset of this lane's chunk c (8 elements) of a row: the permutation of D that K, Q and V share.
+  auto dof = [&](int c) { return LE * (4 * (c / SUB) + lg) + 8 * (c % SUB); };
   const int ratio = p.heads_q / p.heads_kv, rows = p.seqlen_q * ratio;
   const int sk = p.seqlens[it.b], sq = p.seqlen_q, off = sk - sq;
   const int row0 = it.qb * WQ, q_first = row0 / ratio, q_last = (std::min(row0 + WQ, rows) - 1) / ratio;
@@ -94,7 +116,7 @@ __global__ __launch_bounds__(256) void attention_decode(DecodeArgs p) {
       const T* src = static_cast<const T*>(p.q) + it.b * p.q_bs + long(rr / ratio) * p.q_rs +
                      long(it.h_kv * ratio + rr % ratio) * p.q_hs;
 #pragma unroll
-      for (int c = 0; c < NC; ++c) qr[0][c] = *reinterpret_cast<const uint4*>(src + 8 * (4 * c + lg));
+      for (int c = 0; c < NC; ++c) qr[0][c] = *reinterpret_cast<const uint4*>(src + dof(c));
     }
     __builtin_memcpy(&q.data[0][0][0], &qr[0][0], sizeof(q.data));
   }
@@ -106,8 +128,8 @@ __global__ __launch_bounds__(256) void attention_decode(DecodeArgs p) {
   kt_begin = std::max(kt_begin, it.split * p.split_tiles), kt_end = std::min(kt_end, (it.split + 1) * p.split_tiles);
 
   // Element offsets of this lane's rows of tile kt (clamped to the last key) in the caches.
-  const T* kbase = static_cast<const T*>(p.k) + it.h_kv * p.k_hs + 8 * lg;
-  const T* vbase = static_cast<const T*>(p.v) + it.h_kv * p.v_hs + 8 * lg;
+  const KV* kbase = static_cast<const KV*>(p.k) + it.h_kv * p.k_hs + LE * lg;
+  const KV* vbase = static_cast<const KV*>(p.v) + it.h_kv * p.v_hs + LE * lg;
   const int* table = p.block_table ? p.block_table + long(it.b) * p.bt_stride : nullptr;
   auto key_of = [&](int kt, int tr) { return std::min(kt * BK + 16 * tr + lr, sk - 1); };
   auto pages_of = [&](int kt, int (&pg)[NR]) __attribute__((always_inline)) {
@@ -115,16 +137,36 @@ __global__ __launch_bounds__(256) void attention_decode(DecodeArgs p) {
     for (int tr = 0; tr < NR; ++tr)
       pg[tr] = table ? table[unsigned(key_of(kt, tr)) / unsigned(p.page_size)] : it.b;
   };
-  auto issue = [&](int kt, const int (&pg)[NR], raw& kr, raw& vr) __attribute__((always_inline)) {
+  auto issue = [&](int kt, const int (&pg)[NR], kvraw& kr, kvraw& vr) __attribute__((always_inline)) {
 #pragma unroll
     for (int tr = 0; tr < NR; ++tr) {
       const unsigned j = unsigned(key_of(kt, tr)), pos = table ? j % unsigned(p.page_size) : j;
-      const T* ks = kbase + pg[tr] * p.k_ps + long(pos) * p.k_rs;
-      const T* vs = vbase + pg[tr] * p.v_ps + long(pos) * p.v_rs;
+      const KV* ks = kbase + pg[tr] * p.k_ps + long(pos) * p.k_rs;
+      const KV* vs = vbase + pg[tr] * p.v_ps + long(pos) * p.v_rs;
 #pragma unroll
-      for (int c = 0; c < NC; ++c) kr[tr][c] = *reinterpret_cast<const uint4*>(ks + 32 * c);
+      for (int m = 0; m < NL; ++m) kr[tr][m] = *reinterpret_cast<const uint4*>(ks + 4 * LE * m);
 #pragma unroll
-      for (int c = 0; c < NC; ++c) vr[tr][c] = *reinterpret_cast<const uint4*>(vs + 32 * c);
+      for (int m = 0; m < NL; ++m) vr[tr][m] = *reinterpret_cast<const uint4*>(vs + 4 * LE * m);
+    }
+  };
+  // Loaded registers as T chunks (fp8: chunk 2 m + s from the words 2 s, 2 s + 1 of load m).
+  auto widen = [&](const kvraw& in, raw& out) __attribute__((always_inline)) {
+    if constexpr (std::is_same_v<KV, T>) {
+      __builtin_memcpy(&out[0][0], &in[0][0], sizeof(raw));
+    } else {
+#pragma unroll
+      for (int tr = 0; tr < NR; ++tr)
+#pragma unroll
+        for (int m = 0; m < NL; ++m) {
+          const uint32_t w[4] = {in[tr][m].x, in[tr][m].y, in[tr][m].z, in[tr][m].w};
+          uint32_t h[8];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const auto a = __builtin_amdgcn_cvt_pk_f32_fp8(int(w[i]), false), b = __builtin_amdgcn_cvt_pk_f32_fp8(int(w[i]), true);
+            h[2 * i] = pack_exact<T>(a[0], a[1]), h[2 * i + 1] = pack_exact<T>(b[0], b[1]);
+          }
+          out[tr][2 * m] = uint4{h[0], h[1], h[2], h[3]}, out[tr][2 * m + 1] = uint4{h[4], h[5], h[6], h[7]};
+        }
     }
   };
 
@@ -135,11 +177,13 @@ __global__ __launch_bounds__(256) void attention_decode(DecodeArgs p) {
   // This lane's query (its column of S^T) for the masks.
   const int my_q = (row0 + lr) / ratio;
   const int right = p.right < 0 ? INT_MAX : p.right, left = p.left < 0 ? INT_MAX : p.left;
-  const float c = p.scale_log2;
+  const float kd = p.k_descale ? p.k_descale[it.h_kv * p.k_ds_stride] : 1.f;
+  const float vd = p.v_descale ? p.v_descale[it.h_kv * p.v_ds_stride] : 1.f;
+  const float c = p.scale_log2 * kd;
   st<T, BK, D>& sv_me = sv[wave];
 
   int kt = kt_begin + wave;
-  raw kr, vr;
+  kvraw kr, vr;
   int pg[NR], pg_next[NR];
   if (kt < kt_end) {
     pages_of(kt, pg);
@@ -147,20 +191,26 @@ __global__ __launch_bounds__(256) void attention_decode(DecodeArgs p) {
     if (kt + 4 < kt_end) pages_of(kt + 4, pg_next);
   }
   for (; kt < kt_end; kt += 4) {
-    // V to the wave's LDS tile (row 16 tr + lr, chunk 4 c + lg), K into the MFMA operand.
+    // V to the wave's LDS tile (row 16 tr + lr, its chunks at their columns), K into the MFMA operand.
+    raw vw;
+    widen(vr, vw);
 #pragma unroll
     for (int tr = 0; tr < NR; ++tr)
 #pragma unroll
       for (int cc = 0; cc < NC; ++cc) {
         constexpr int piece = st<T, BK, D>::chunk_elems;
-        const T* src = reinterpret_cast<const T*>(&vr[tr][cc]);
+        const T* src = reinterpret_cast<const T*>(&vw[tr][cc]);
 #pragma unroll
         for (int e = 0; e < 8; e += piece)
-          *reinterpret_cast<detail::chunk<T, piece>*>(&sv_me(16 * tr + lr, 8 * (4 * cc + lg) + e)) =
+          *reinterpret_cast<detail::chunk<T, piece>*>(&sv_me(16 * tr + lr, dof(cc) + e)) =
               *reinterpret_cast<const detail::chunk<T, piece>*>(src + e);
       }
     k_tile k;
-    __builtin_memcpy(&k.data[0][0][0], &kr[0][0], sizeof(k.data));
+    {
+      raw kw;
+      widen(kr, kw);
+      __builtin_memcpy(&k.data[0][0][0], &kw[0][0], sizeof(k.data));
+    }
     s_tile s;
     zero(s);
     mma_ABt(s, k, q, s);
@@ -241,7 +291,7 @@ __global__ __launch_bounds__(256) void attention_decode(DecodeArgs p) {
 #pragma unroll
     for (int e = 0; e < per; ++e) o[e] += a * src[(d0 + e + 4 * col) % D];
   }
-  const float inv = L > 0.f ? 1.f / L : 0.f, lse2 = L > 0.f ? M + __log2f(L) : -INFINITY;
+  const float inv = L > 0.f ? vd / L : 0.f, lse2 = L > 0.f ? M + __log2f(L) : -INFINITY;
   const int rr = row0 + col;
   if (rr >= rows) return;
   if (p.splits > 1) {

@@ -3,7 +3,8 @@
 //   - Q is (B, Sq, Hq, D), Sq from 1 to 16 (speculative decoding), D 64 or 128; O is like Q; LSE (optional) is fp32
 //     (B, Hq, Sq), contiguous, the natural log of each row's softmax denominator (-inf and O = 0 for a row that sees
 //     no key).
-//   - the caches are contiguous (B, S_max, Hkv, D) (block_table null; cache_rows = S_max) or paged (num_blocks,
+//   - the caches (bf16 / f16 as Q, or e4m3 in the arch's format: FNUZ on gfx942, OCP e4m3fn on gfx950, with fp32
+//     per-tensor or per-KV-head descales) are contiguous (B, S_max, Hkv, D) (block_table null; cache_rows = S_max) or paged (num_blocks,
 //     page_size, Hkv, D) (cache_rows = page_size, any size from 1): key j of sequence b is row j % page_size of page
 //     block_table[b * max_blocks + j / page_size]. K and V have their own strides (page or batch, row, head).
 //   - cache_seqlens (B int32, device) keys per sequence, at most the capacity (S_max, or max_blocks * page_size).
@@ -34,7 +35,12 @@ struct AttentionDecodeProblem {
   int max_blocks = 0;
   const int* cache_seqlens = nullptr;  // (B) int32 device array, required
   scalar_type type = scalar_type::bf16;     // Q and O: bf16 or f16
-  scalar_type kv_type = scalar_type::bf16;  // the caches: the same as type
+  scalar_type kv_type = scalar_type::bf16;  // the caches: the same as type, or fp8_e4m3 (the arch's e4m3)
+  // FP8 caches: key / value = the code's value times its descale; fp32 device arrays of 1 entry (per tensor) or
+  // heads_kv entries (*_per_head), positive and finite, or null (1). Refused with other caches.
+  const float* k_descale = nullptr;
+  const float* v_descale = nullptr;
+  bool k_descale_per_head = false, v_descale_per_head = false;
   float softmax_scale = 0.f;  // 0 = 1 / sqrt(D)
   bool causal = false;
   int window_left = -1, window_right = -1;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "attention_decode.h"
@@ -48,8 +49,11 @@ Status plan_shape(const AttentionDecodeProblem& p, Plan& r) {
   if (p.head_dim != 64 && p.head_dim != 128) return invalid("head_dim must be 64 or 128 (got " + str(p.head_dim) + ")");
   if (p.type != scalar_type::bf16 && p.type != scalar_type::f16)
     return invalid(std::string("Q and O must be bf16 or f16, not ") + to_string(p.type));
-  if (p.kv_type != p.type)
-    return invalid(std::string("the caches must have Q's type (") + to_string(p.type) + "), not " + to_string(p.kv_type));
+  if (p.kv_type != p.type && p.kv_type != scalar_type::fp8_e4m3)
+    return invalid(std::string("the caches must have Q's type (") + to_string(p.type) + ") or be fp8_e4m3, not " +
+                   to_string(p.kv_type));
+  if (p.kv_type != scalar_type::fp8_e4m3 && (p.k_descale || p.v_descale))
+    return invalid(std::string("k_descale / v_descale apply to fp8 caches only, not ") + to_string(p.kv_type));
   if (!p.q || !p.k_cache || !p.v_cache || !p.o || !p.cache_seqlens)
     return invalid(std::string("null pointer for ") +
                    (!p.q ? "Q" : !p.k_cache ? "k_cache" : !p.v_cache ? "v_cache" : !p.o ? "O" : "cache_seqlens"));
@@ -76,12 +80,14 @@ Status plan_shape(const AttentionDecodeProblem& p, Plan& r) {
   return {};
 }
 
-// Reads `n` int32 from device memory after checking that they lie in one allocation.
-Status read_ints(const char* name, const int* dev, size_t n, std::vector<int>& host) {
-  if (reinterpret_cast<uintptr_t>(dev) % 4 || !api::inside_allocation(dev, n * sizeof(int)))
-    return invalid(std::string(name) + " does not hold " + str(long(n)) + " aligned int32 entries inside one device allocation");
+// Reads `n` int32 (fp32) from device memory after checking that they lie in one allocation.
+template <class I>
+Status read_ints(const char* name, const I* dev, size_t n, std::vector<I>& host) {
+  if (reinterpret_cast<uintptr_t>(dev) % 4 || !api::inside_allocation(dev, n * sizeof(I)))
+    return invalid(std::string(name) + " does not hold " + str(long(n)) + " aligned " +
+                   (std::is_same_v<I, int> ? "int32" : "fp32") + " entries inside one device allocation");
   host.resize(n);
-  if (hipError_t e = hipMemcpy(host.data(), dev, n * sizeof(int), hipMemcpyDeviceToHost); e != hipSuccess)
+  if (hipError_t e = hipMemcpy(host.data(), dev, n * sizeof(I), hipMemcpyDeviceToHost); e != hipSuccess)
     return error(e, std::string("reading ") + name + ": " + hipGetErrorString(e));
   return {};
 }
@@ -91,6 +97,7 @@ struct View {
   const void* data;
   long n0, n1, n2, dim;  // batch (pages), rows, heads, D
   AttentionDecodeProblem::Strides s;
+  long elem = 2;         // bytes per element
   long span() const { return (n0 - 1) * s.batch + (n1 - 1) * s.row + (n2 - 1) * s.head + dim; }
 };
 
@@ -100,11 +107,13 @@ Status check_view(View& t, bool written) {
   if (t.s.batch == 0) t.s.batch = t.n1 * t.s.row;
   if (t.s.batch < 0 || t.s.row < 0 || t.s.head < 0) return invalid(std::string(t.name) + " strides must not be negative");
   if (reinterpret_cast<uintptr_t>(t.data) % 16) return invalid(std::string(t.name) + " must be 16-byte aligned");
-  if ((t.n0 > 1 && t.s.batch % 8) || (t.n1 > 1 && t.s.row % 8) || (t.n2 > 1 && t.s.head % 8))
-    return invalid(std::string(t.name) + " strides must be multiples of 8 elements (rows start on 16-byte boundaries)");
+  const long a = 16 / t.elem;
+  if ((t.n0 > 1 && t.s.batch % a) || (t.n1 > 1 && t.s.row % a) || (t.n2 > 1 && t.s.head % a))
+    return invalid(std::string(t.name) + " strides must be multiples of " + str(a) +
+                   " elements (rows start on 16-byte boundaries)");
   if (written && !checks::Strided<3>{{t.n2, t.n1, t.n0}, {t.s.head, t.s.row, t.s.batch}, t.dim}.rows_disjoint())
     return invalid(std::string(t.name) + " strides make elements overlap");
-  if (!api::inside_allocation(t.data, size_t(t.span()) * 2))
+  if (!api::inside_allocation(t.data, size_t(t.span() * t.elem)))
     return invalid(std::string(t.name) + " does not lie inside one device allocation");
   return {};
 }
@@ -118,16 +127,19 @@ Status prepare(const AttentionDecodeProblem& p, Plan& r) {
   const long pages = paged ? p.num_blocks : p.batch;
   View k{"k_cache", p.k_cache, pages, p.cache_rows, p.heads_kv, d, p.k_strides};
   View v{"v_cache", p.v_cache, pages, p.cache_rows, p.heads_kv, d, p.v_strides};
+  k.elem = v.elem = long(size_of(p.kv_type));
   for (View* t : {&q, &o, &k, &v})
     if (Status s = check_view(*t, t == &o); !s) return s;
   if (p.lse && (reinterpret_cast<uintptr_t>(p.lse) % 4 ||
                 !api::inside_allocation(p.lse, size_t(p.batch) * p.heads_q * p.seqlen_q * sizeof(float))))
     return invalid("LSE must be batch * heads_q * seqlen_q 4-byte aligned fp32 values inside one device allocation");
-  auto span = [](const View& t) { return checks::Span{t.data, size_t(t.span()) * 2, t.name}; };
+  auto span = [](const View& t) { return checks::Span{t.data, size_t(t.span() * t.elem), t.name}; };
   const size_t lse_bytes = size_t(p.batch) * p.heads_q * p.seqlen_q * sizeof(float);
   const checks::Span outs[] = {span(o), {p.lse, p.lse ? lse_bytes : 0, "LSE"}};
   const checks::Span ins[] = {span(q), span(k), span(v), {p.cache_seqlens, size_t(p.batch) * 4, "cache_seqlens"},
-                              {p.block_table, paged ? size_t(p.batch) * p.max_blocks * 4 : 0, "block_table"}};
+                              {p.block_table, paged ? size_t(p.batch) * p.max_blocks * 4 : 0, "block_table"},
+                              {p.k_descale, p.k_descale ? (p.k_descale_per_head ? size_t(p.heads_kv) : 1) * 4 : 0, "k_descale"},
+                              {p.v_descale, p.v_descale ? (p.v_descale_per_head ? size_t(p.heads_kv) : 1) * 4 : 0, "v_descale"}};
   if (std::string clash = checks::first_overlap(outs, ins); !clash.empty()) return invalid(clash);
 
   std::vector<int> seqlens, table;
@@ -136,6 +148,16 @@ Status prepare(const AttentionDecodeProblem& p, Plan& r) {
     if (seqlens[b] < 0 || seqlens[b] > capacity)
       return invalid("cache_seqlens[" + str(b) + "] = " + str(seqlens[b]) + " is outside the cache's capacity [0, " +
                      str(capacity) + "]");
+  for (auto [name, ptr, per_head] : {std::tuple{"k_descale", p.k_descale, p.k_descale_per_head},
+                                     std::tuple{"v_descale", p.v_descale, p.v_descale_per_head}}) {
+    if (!ptr) continue;
+    std::vector<float> ds;
+    if (Status s = read_ints(name, ptr, per_head ? size_t(p.heads_kv) : 1, ds); !s) return s;
+    for (size_t h = 0; h < ds.size(); ++h)
+      if (!(std::isfinite(ds[h]) && ds[h] > 0.f))
+        return invalid(std::string(name) + "[" + str(long(h)) + "] = " + std::to_string(ds[h]) +
+                       " is not a positive finite descale");
+  }
   if (paged) {
     if (Status s = read_ints("block_table", p.block_table, size_t(p.batch) * p.max_blocks, table); !s) return s;
     for (int b = 0; b < p.batch; ++b)
@@ -150,6 +172,8 @@ Status prepare(const AttentionDecodeProblem& p, Plan& r) {
   kernels::DecodeArgs& a = r.a;
   a.q = p.q, a.k = p.k_cache, a.v = p.v_cache, a.o = p.o, a.lse = p.lse;
   a.block_table = p.block_table, a.seqlens = p.cache_seqlens;
+  a.k_descale = p.k_descale, a.v_descale = p.v_descale;
+  a.k_ds_stride = p.k_descale_per_head, a.v_ds_stride = p.v_descale_per_head;
   a.q_bs = q.s.batch, a.q_rs = q.s.row, a.q_hs = q.s.head, a.o_bs = o.s.batch, a.o_rs = o.s.row, a.o_hs = o.s.head;
   a.k_ps = k.s.batch, a.k_rs = k.s.row, a.k_hs = k.s.head, a.v_ps = v.s.batch, a.v_rs = v.s.row, a.v_hs = v.s.head;
   a.bt_stride = p.max_blocks, a.page_size = p.cache_rows;
@@ -171,10 +195,14 @@ Status launch(const AttentionDecodeProblem& p, Plan& r, void* workspace) {
     a.part_o = a.part_lse + size_t(a.splits) * r.items * kernels::decode_rows;
   }
   (void)hipGetLastError();  // launch errors below are ours alone
+  const bool fp8 = p.kv_type == scalar_type::fp8_e4m3;
   auto go = [&](auto t, auto dim) {
     using T = decltype(t);
     constexpr int D = decltype(dim)::value;
-    hipLaunchKernelGGL((kernels::attention_decode<T, D>), dim3(unsigned(r.items * a.splits)), dim3(256), 0, p.stream, a);
+    if (fp8)
+      hipLaunchKernelGGL((kernels::attention_decode<T, fp8e4m3, D>), dim3(unsigned(r.items * a.splits)), dim3(256), 0, p.stream, a);
+    else
+      hipLaunchKernelGGL((kernels::attention_decode<T, T, D>), dim3(unsigned(r.items * a.splits)), dim3(256), 0, p.stream, a);
     if (a.splits > 1)
       hipLaunchKernelGGL((kernels::attention_decode_combine<T, D>), dim3(unsigned(r.items * a.combine_rows)), dim3(256), 0, p.stream, a);
   };

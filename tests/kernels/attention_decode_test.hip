@@ -1,7 +1,9 @@
 // hk::attention_decode on each virtual device against the float64 reference (attention_ref.h): contiguous and paged
 // caches (pages of 1, 16, 64, 128 and 256 keys, shuffled), seqlens 0, 1, page - 1, page, page + 1 and 65536, GQA
-// ratios 1, 4, 8 and 16, Sq 1 to 16, D 64 and 128, bf16 and f16, causal and windows; a paged cache gives the same bits
-// as a contiguous one, and a second run the same bits as the first; and the validation errors. Unused cache rows and
+// ratios 1, 4, 8 and 16, Sq 1 to 16, D 64 and 128, bf16 and f16, causal and windows; fp8 caches (the arch's e4m3:
+// FNUZ on gfx942, OCP e4m3fn on gfx950, codes from tests/host) with per-tensor and per-KV-head descales, the reference
+// fed the decoded codes times the descales; a paged cache gives the same bits as a contiguous one, and a second run
+// the same bits as the first; and the validation errors. Unused cache rows and
 // pages hold NaN, so a read outside a sequence's keys poisons the result; O's tail keeps its canary bits.
 #include <hip/hip_runtime.h>
 
@@ -18,6 +20,7 @@
 #include "attention/decode.h"
 #include "kernels/attention_ref.h"
 #include "kernels/attention_test_util.h"
+#include "host/scalar_type.h"
 
 namespace {
 
@@ -32,6 +35,7 @@ struct DecodeCase {
   bool causal = false;
   int left = -1, right = -1;
   float scale = 0.f;
+  int descale = -1;  // fp8 caches: 0 no descales, 1 per tensor, 2 per KV head (-1: the cache has Q's type)
 };
 
 std::string describe(const DecodeCase& c) {
@@ -39,7 +43,8 @@ std::string describe(const DecodeCase& c) {
   for (int n : c.seqlens) s += " " + std::to_string(n);
   return s + " Sq " + std::to_string(c.sq) + " Hq " + std::to_string(c.hq) + " Hkv " + std::to_string(c.hkv) + " D " +
          std::to_string(c.d) + " page " + std::to_string(c.page) + " " + hk::to_string(c.type) + (c.causal ? " causal" : "") +
-         " window " + std::to_string(c.left) + "," + std::to_string(c.right);
+         " window " + std::to_string(c.left) + "," + std::to_string(c.right) +
+         (c.descale < 0 ? "" : " fp8 descale " + std::to_string(c.descale));
 }
 
 template <class E>
@@ -63,6 +68,9 @@ struct DecodeRun {
   DecodeCase c;
   int rows = 0, pages = 0, per_seq = 0;
   std::vector<float> q, k, v;  // packed: Q (B, Sq, Hq, D), K and V by sequence (sum seqlens, Hkv, D)
+  std::vector<uint8_t> k8, v8;  // fp8: the codes (k, v: their values times the descales)
+  std::vector<float> kd, vd;    // fp8: the descales (1 or Hkv entries; empty: none)
+  hk_host::Format f8 = hk_host::device_format(hk::scalar_type::fp8_e4m3);
   std::vector<int> table;
   std::vector<uint16_t> o_bits;
   std::vector<float> lse;
@@ -89,13 +97,29 @@ struct DecodeRun {
     long total = 0;
     for (int n : c.seqlens) total += n;
     fill(q, size_t(b) * c.sq * c.hq * c.d), fill(k, size_t(total) * c.hkv * c.d), fill(v, size_t(total) * c.hkv * c.d);
+    if (c.descale < 0) return;
+    // Codes of values up to 200 (within both formats), descales of 3 significant bits (the products exact in fp32).
+    if (c.descale) {
+      const int n = c.descale == 2 ? c.hkv : 1;
+      for (int h = 0; h < n; ++h) kd.push_back((1.f + float(h % 4) / 4.f) / 256.f), vd.push_back((1.f + float(h % 3) / 4.f) / 128.f);
+    }
+    k8.resize(k.size()), v8.resize(v.size());
+    for (size_t i = 0; i < k.size(); ++i) {
+      const int h = c.descale == 2 ? int(i / c.d % c.hkv) : 0;
+      // Without descales the codes are the values themselves (up to 1).
+      f8.store(kd.empty() ? u(rng) : 200.f * u(rng), &k8[i]), f8.store(vd.empty() ? u(rng) : 200.f * u(rng), &v8[i]);
+      k[i] = f8.load(&k8[i]) * (kd.empty() ? 1.f : kd[h]), v[i] = f8.load(&v8[i]) * (vd.empty() ? 1.f : vd[h]);
+    }
   }
 
   // Runs hk::attention_decode (the caches' unused slots NaN); the error status, or success with o_bits and lse set.
   hk::Status run(void (*tweak)(hk::AttentionDecodeProblem&) = nullptr) {
     const int b = int(c.seqlens.size());
     const size_t cache_elems = size_t(pages) * rows * c.hkv * c.d;
-    std::vector<uint16_t> kc(cache_elems, attn_test::canary(c.type)), vc(kc);
+    std::vector<uint16_t> kc(c.descale < 0 ? cache_elems : 0, attn_test::canary(c.type)), vc(kc);
+    uint8_t nan8 = 0;
+    f8.store(std::numeric_limits<float>::quiet_NaN(), &nan8);
+    std::vector<uint8_t> kc8(c.descale < 0 ? 0 : cache_elems, nan8), vc8(kc8);
     long start = 0;
     for (int s = 0; s < b; ++s) {
       for (long j = 0; j < c.seqlens[s]; ++j) {
@@ -105,7 +129,8 @@ struct DecodeRun {
           for (int x = 0; x < c.d; ++x) {
             const size_t at = ((size_t(page) * rows + row) * c.hkv + h) * c.d + x;
             const size_t from = ((size_t(start) + j) * c.hkv + h) * c.d + x;
-            kc[at] = attn_test::to_bits(k[from], c.type), vc[at] = attn_test::to_bits(v[from], c.type);
+            if (c.descale >= 0) kc8[at] = k8[from], vc8[at] = v8[from];
+            else kc[at] = attn_test::to_bits(k[from], c.type), vc[at] = attn_test::to_bits(v[from], c.type);
           }
       }
       start += c.seqlens[s];
@@ -113,6 +138,8 @@ struct DecodeRun {
     std::vector<uint16_t> qb(q.size());
     for (size_t i = 0; i < q.size(); ++i) qb[i] = attn_test::to_bits(q[i], c.type);
     Device<uint16_t> dq(qb), dk(kc), dv(vc), dout(std::vector<uint16_t>(q.size() + 64, attn_test::canary(c.type)));
+    Device<uint8_t> dk8(kc8), dv8(vc8);
+    Device<float> dkd(kd), dvd(vd);
     Device<int> dtable(table), dseq(c.seqlens);
     Device<float> dlse(std::vector<float>(size_t(b) * c.hq * c.sq + 16, std::numeric_limits<float>::quiet_NaN()));
     hk::AttentionDecodeProblem p;
@@ -121,6 +148,10 @@ struct DecodeRun {
     p.cache_rows = rows, p.cache_seqlens = dseq.dev;
     if (c.page) p.block_table = dtable.dev, p.max_blocks = per_seq, p.num_blocks = pages;
     p.type = p.kv_type = c.type, p.causal = c.causal, p.window_left = c.left, p.window_right = c.right;
+    if (c.descale >= 0) {
+      p.kv_type = hk::scalar_type::fp8_e4m3, p.k_cache = dk8.dev, p.v_cache = dv8.dev;
+      if (!kd.empty()) p.k_descale = dkd.dev, p.v_descale = dvd.dev, p.k_descale_per_head = p.v_descale_per_head = c.descale == 2;
+    }
     p.softmax_scale = c.scale;
     if (tweak) tweak(p);
     hk::Status s = hk::attention_decode(p);
@@ -186,6 +217,32 @@ TEST(AttentionDecode, CausalAndWindows) {
   check_case({.seqlens = {300, 7}, .sq = 2, .hq = 8, .hkv = 8, .page = 64, .left = 50, .right = -1});
 }
 
+TEST(AttentionDecode, Fp8Cache) {
+  // The tolerance is the reference's for Q's type: the codes reach the MFMAs exactly, the descales in fp32.
+  for (int descale : {0, 1, 2}) {
+    check_case({.seqlens = {0, 1, 15, 16, 17, 200}, .hq = 8, .hkv = 2, .page = 16, .descale = descale});
+    check_case({.seqlens = {100, 3}, .sq = 3, .hq = 12, .hkv = 4, .d = 64, .type = dtype::f16, .causal = true, .descale = descale});
+  }
+  check_case({.seqlens = {9000}, .hq = 16, .hkv = 4, .d = 128, .page = 64, .descale = 2});  // split
+  check_case({.seqlens = {700, 31}, .sq = 16, .hq = 8, .hkv = 1, .d = 128, .capacity = 800, .left = 100, .right = 5, .descale = 1});
+}
+
+TEST(AttentionDecode, Fp8PagedEqualsContiguous) {
+  for (int page : {1, 64}) {
+    DecodeCase c{.seqlens = {0, 1, 63, 64, 65, 2500}, .sq = 2, .hq = 16, .hkv = 2, .d = 128, .capacity = 2600,
+                 .causal = true, .descale = 2};
+    SCOPED_TRACE(describe(c) + " vs page " + std::to_string(page));
+    DecodeRun flat(c);
+    ASSERT_TRUE(flat.run());
+    flat.check();
+    c.page = page;
+    DecodeRun paged(c);
+    ASSERT_TRUE(paged.run());
+    EXPECT_EQ(flat.o_bits, paged.o_bits);
+    EXPECT_EQ(0, std::memcmp(flat.lse.data(), paged.lse.data(), flat.lse.size() * 4));
+  }
+}
+
 TEST(AttentionDecode, LongContextSplits) {
   check_case({.seqlens = {65536}, .hq = 8, .hkv = 1, .d = 128, .page = 256});
 }
@@ -240,6 +297,24 @@ TEST(AttentionDecode, Validation) {
   expect_refused(flat, [](hk::AttentionDecodeProblem& p) { p.o = const_cast<void*>(p.q); }, "O overlaps Q");
   expect_refused(flat, [](hk::AttentionDecodeProblem& p) { p.causal = true, p.window_right = 3; }, "window_right must be -1 or 0");
   expect_refused(paged, [](hk::AttentionDecodeProblem& p) { p.num_blocks = 0; }, "num_blocks positive");
+  // Descales: only with fp8 caches, positive and finite, inside their allocation.
+  expect_refused(flat, [](hk::AttentionDecodeProblem& p) { p.k_descale = static_cast<const float*>(p.q); },
+                 "apply to fp8 caches only");
+  DecodeRun f8({.seqlens = {20, 40}, .hq = 8, .hkv = 2, .page = 16, .descale = 1});
+  ASSERT_TRUE(f8.run());
+  f8.check();
+  DecodeRun bad = f8;
+  bad.vd[0] = -0.5f;
+  expect_refused(bad, nullptr, "v_descale[0] = -0.500000 is not a positive finite descale");
+  bad.vd[0] = std::numeric_limits<float>::infinity();
+  expect_refused(bad, nullptr, "is not a positive finite descale");
+  bad = f8;
+  bad.kd[0] = std::numeric_limits<float>::quiet_NaN();
+  expect_refused(bad, nullptr, "k_descale[0] = nan");
+  // Per head with a one-entry array: past its allocation.
+  expect_refused(f8, [](hk::AttentionDecodeProblem& p) { p.k_descale_per_head = true; },
+                 "k_descale does not hold 2 aligned fp32 entries inside one device allocation");
+  expect_refused(f8, [](hk::AttentionDecodeProblem& p) { p.v_descale = reinterpret_cast<float*>(p.o); }, "overlaps v_descale");
 }
 
 }  // namespace
