@@ -24,6 +24,7 @@
 
 namespace {
 
+using attn_test::DeviceArray;
 using attn_test::dtype;
 
 struct DecodeCase {
@@ -46,22 +47,6 @@ std::string describe(const DecodeCase& c) {
          " window " + std::to_string(c.left) + "," + std::to_string(c.right) +
          (c.descale < 0 ? "" : " fp8 descale " + std::to_string(c.descale));
 }
-
-template <class E>
-struct Device {
-  E* dev = nullptr;
-  size_t n = 0;
-  explicit Device(const std::vector<E>& v) : n(v.size()) {
-    EXPECT_EQ(hipMalloc(&dev, std::max<size_t>(n, 1) * sizeof(E)), hipSuccess);
-    if (n) EXPECT_EQ(hipMemcpy(dev, v.data(), n * sizeof(E), hipMemcpyHostToDevice), hipSuccess);
-  }
-  ~Device() { (void)hipFree(dev); }
-  std::vector<E> download() const {
-    std::vector<E> v(n);
-    EXPECT_EQ(hipMemcpy(v.data(), dev, n * sizeof(E), hipMemcpyDeviceToHost), hipSuccess);
-    return v;
-  }
-};
 
 // One case's tensors: host values packed for the reference, device caches laid out (and paged) as the case says.
 struct DecodeRun {
@@ -137,11 +122,13 @@ struct DecodeRun {
     }
     std::vector<uint16_t> qb(q.size());
     for (size_t i = 0; i < q.size(); ++i) qb[i] = attn_test::to_bits(q[i], c.type);
-    Device<uint16_t> dq(qb), dk(kc), dv(vc), dout(std::vector<uint16_t>(q.size() + 64, attn_test::canary(c.type)));
-    Device<uint8_t> dk8(kc8), dv8(vc8);
-    Device<float> dkd(kd), dvd(vd);
-    Device<int> dtable(table), dseq(c.seqlens);
-    Device<float> dlse(std::vector<float>(size_t(b) * c.hq * c.sq + 16, std::numeric_limits<float>::quiet_NaN()));
+    const std::vector<uint16_t> o_init(q.size() + 64, attn_test::canary(c.type));
+    const std::vector<float> lse_init(size_t(b) * c.hq * c.sq + 16, std::numeric_limits<float>::quiet_NaN());
+    DeviceArray<uint16_t> dq(qb), dk(kc), dv(vc), dout(o_init);
+    DeviceArray<uint8_t> dk8(kc8), dv8(vc8);
+    DeviceArray<float> dkd(kd), dvd(vd);
+    DeviceArray<int> dtable(table), dseq(c.seqlens);
+    DeviceArray<float> dlse(lse_init);
     hk::AttentionDecodeProblem p;
     p.batch = b, p.seqlen_q = c.sq, p.heads_q = c.hq, p.heads_kv = c.hkv, p.head_dim = c.d;
     p.q = dq.dev, p.k_cache = dk.dev, p.v_cache = dv.dev, p.o = dout.dev, p.lse = dlse.dev;
@@ -157,7 +144,7 @@ struct DecodeRun {
     hk::Status s = hk::attention_decode(p);
     if (!s) return s;
     EXPECT_EQ(hipDeviceSynchronize(), hipSuccess);
-    o_bits = dout.download(), lse = dlse.download();
+    o_bits = dout.download(o_init.size()), lse = dlse.download(lse_init.size());
     return s;
   }
 
