@@ -17,6 +17,8 @@
 #include "attention/attention.h"
 #include "attention/decode.h"
 #include "gemm/gemm.h"
+#include "gemm/gemm_int8.h"
+#include "gemm/gemm_mx.h"
 #include "norm/norm.h"
 #include "rotary/rotary.h"
 
@@ -186,6 +188,62 @@ void bind_gemm(py::module_& m) {
   pointer(c, "c", &hk::GemmProblem::c);
   pointer(c, "stream", &hk::GemmProblem::stream);
   bind_call(m, "gemm", &hk::gemm);
+}
+
+void bind_gemm_mx(py::module_& m) {
+  py::enum_<hk::mx_format>(m, "mx_format")
+      .value("e4m3", hk::mx_format::e4m3)
+      .value("e5m2", hk::mx_format::e5m2)
+      .value("e2m3", hk::mx_format::e2m3)
+      .value("e3m2", hk::mx_format::e3m2)
+      .value("e2m1", hk::mx_format::e2m1);
+  using P = hk::GemmMxProblem;
+  py::class_<P> c(m, "GemmMxProblem");
+  c.def(py::init<>())
+      .def_readwrite("m", &P::m)
+      .def_readwrite("n", &P::n)
+      .def_readwrite("k", &P::k)
+      .def_readwrite("lda", &P::lda)
+      .def_readwrite("a_format", &P::a_format)
+      .def_readwrite("ldb", &P::ldb)
+      .def_readwrite("b_format", &P::b_format)
+      .def_readwrite("ld_scale_a", &P::ld_scale_a)
+      .def_readwrite("ld_scale_b", &P::ld_scale_b)
+      .def_readwrite("ldc", &P::ldc)
+      .def_readwrite("c_type", &P::c_type)
+      .def_readwrite("alpha", &P::alpha)
+      .def_readwrite("beta", &P::beta);
+  pointer(c, "a", &P::a);
+  pointer(c, "b", &P::b);
+  pointer(c, "scale_a", &P::scale_a);
+  pointer(c, "scale_b", &P::scale_b);
+  pointer(c, "c", &P::c);
+  pointer(c, "stream", &P::stream);
+  bind_call(m, "gemm_mx", &hk::gemm_mx);
+}
+
+void bind_gemm_int8(py::module_& m) {
+  using P = hk::GemmInt8Problem;
+  py::class_<P> c(m, "GemmInt8Problem");
+  py::enum_<P::Output>(c, "Output")
+      .value("int32", P::Output::int32)
+      .value("bf16", P::Output::bf16)
+      .value("fp32", P::Output::fp32);
+  c.def(py::init<>())
+      .def_readwrite("m", &P::m)
+      .def_readwrite("n", &P::n)
+      .def_readwrite("k", &P::k)
+      .def_readwrite("lda", &P::lda)
+      .def_readwrite("ldb", &P::ldb)
+      .def_readwrite("ldc", &P::ldc)
+      .def_readwrite("c_type", &P::c_type);
+  pointer(c, "a", &P::a);
+  pointer(c, "b", &P::b);
+  pointer(c, "c", &P::c);
+  pointer(c, "row_scale", &P::row_scale);
+  pointer(c, "col_scale", &P::col_scale);
+  pointer(c, "stream", &P::stream);
+  bind_call(m, "gemm_int8", &hk::gemm_int8);
 }
 
 // hk::AttentionInputs, the part the forward and backward problems share (their Python classes derive from it).
@@ -398,7 +456,18 @@ PYBIND11_MODULE(_C, m) {
       .value("fp32", hk::scalar_type::fp32)
       .value("fp8_e4m3", hk::scalar_type::fp8_e4m3)
       .value("fp8_e5m2", hk::scalar_type::fp8_e5m2);
+  m.def("device_arch", [] {
+    hipDeviceProp_t props;
+    int device = 0;
+    if (hipError_t e = hipGetDevice(&device); e != hipSuccess) throw std::runtime_error(hip_message("no device", e));
+    if (hipError_t e = hipGetDeviceProperties(&props, device); e != hipSuccess)
+      throw std::runtime_error(hip_message("cannot read the device's properties", e));
+    std::string name = props.gcnArchName;
+    return name.substr(0, name.find(':'));  // "gfx942", without the target features
+  }, "The current device's architecture, e.g. gfx942 or gfx950");
   bind_gemm(m);
+  bind_gemm_mx(m);
+  bind_gemm_int8(m);
   bind_attention_inputs(m);  // the base of the next two
   bind_attention(m);
   bind_attention_backward(m);

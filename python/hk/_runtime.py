@@ -18,6 +18,11 @@ SCALAR_TYPES = {
 }
 
 
+def device_arch():
+    """The architecture hk's kernels run on: "gfx942" or "gfx950" (the virtual device's, HK_VGPU_ARCH, on vgpu)."""
+    return _C.device_arch()
+
+
 def scalar_type(entry, name, dtype, allowed):
     """hk's element type for `dtype`, which must be one of `allowed`."""
     if dtype not in allowed:
