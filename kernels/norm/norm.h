@@ -2,9 +2,9 @@
 //   r = residual + dropout(x, p) / (1 - p),   y = norm(r) * weight (+ bias),
 // LayerNorm: norm(r) = (r - mean) * rstd, rstd = 1 / sqrt(var + eps) (var the biased variance); RMSNorm: norm(r) =
 // r * rstd, rstd = 1 / sqrt(mean(r^2) + eps). Statistics and arithmetic are fp32 whatever the tensors' type.
-// Dropout keeps element (row, col) when uniform(word col % 4 of Philox4x32-10(counter = {col / 4, row, offset low,
-// offset high}, key = {seed low, seed high})) >= p, where uniform(w) = (w >> 8) * 2^-24: the same bits on the host and
-// the device for any launch configuration; `offset` moves a later call onto fresh counters.
+// Dropout keeps element (row, col) when h / 2^16 >= p, h the low (col % 8 < 4) or high half of word col % 4 of
+// Philox4x32-10(counter = {col / 8, row, offset low, offset high}, key = {seed low, seed high}): the same bits on the
+// host and the device for any launch configuration; `offset` moves a later call onto fresh counters.
 // The backward regenerates the mask from the same (p, seed, offset) and reduces dweight / dbias over rows in a fixed
 // order (per-workgroup partials in a workspace, then one column sum each), so every run gives the same bits.
 // Every argument is validated first: a problem the kernels cannot run returns an error and launches nothing.

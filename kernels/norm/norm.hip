@@ -139,8 +139,8 @@ bool vector_rows(std::initializer_list<Rows> tensors) {
 }
 
 kernels::Dropout dropout_of(float p, uint64_t seed, uint64_t offset) {
-  // p < 1, so ceil(p * 2^24) < 2^24 and the shifted threshold fits 32 bits (the product is exact in float).
-  const uint32_t threshold = uint32_t(std::ceil(p * 0x1p24f)) << 8;
+  // p < 1, so ceil(p * 2^16) <= 2^16 (the product is exact in float); 2^16 keeps nothing.
+  const uint32_t threshold = uint32_t(std::ceil(p * 0x1p16f));
   return {p, 1.f / (1.f - p), uint32_t(seed), uint32_t(seed >> 32), uint32_t(offset), uint32_t(offset >> 32), threshold};
 }
 

@@ -44,23 +44,24 @@ inline constexpr int norm_backward_max_waves = 4096;
 struct Dropout {
   float p, scale;                     // scale = 1 / (1 - p)
   uint32_t seed_lo, seed_hi, offset_lo, offset_hi;
-  // A column is kept when its Philox word w has philox_uniform(w) >= p, that is (w >> 8) >= ceil(p * 2^24) (both
-  // sides exact): w >= threshold = ceil(p * 2^24) << 8, one integer compare (0 when p = 0: every column kept).
+  // A column is kept when its 16 random bits h have h / 2^16 >= p, that is h >= threshold = ceil(p * 2^16) (both
+  // sides exact; 0 when p = 0: every column kept). 16 bits a column, not a whole word: one Philox call serves a chunk
+  // of 8 columns, half the VALU work of a word each (the forward was VALU-bound on Philox), and p is still resolved
+  // to 2^-16 (flash-attention's dropout resolves it to 2^-8).
   uint32_t threshold;
-  // Bit v: whether column v of the 8 of chunk q of `row` is kept (Philox groups 2q and 2q + 1, 4 columns each).
+  // Bit v: whether column v of the 8 of chunk q of `row` is kept: the low halves of the four words of Philox block q
+  // give columns 0-3, their high halves columns 4-7.
   __device__ __attribute__((always_inline)) uint32_t keep8(long row, int q) const {
     if (threshold == 0) return 0xffu;
+    // Opaque to the optimizer: the key schedule and the counter's first products are not hoisted out of the
+    // backward's row loop into registers held across it.
+    uint32_t k0 = seed_lo, k1 = seed_hi, c0 = uint32_t(q), c2 = offset_lo, c3 = offset_hi;
+    asm volatile("" : "+s"(k0), "+s"(k1), "+v"(c0), "+s"(c2), "+s"(c3));
+    const philox4x32 bits = philox4x32_10({{c0, uint32_t(row), c2, c3}}, k0, k1);
     uint32_t keep = 0;
 #pragma unroll
-    for (int g = 0; g < 2; ++g) {
-      // Opaque to the optimizer: the key schedule and the counter's first products are not hoisted out of the
-      // backward's row loop into registers held across it.
-      uint32_t k0 = seed_lo, k1 = seed_hi, c0 = uint32_t(2 * q + g), c2 = offset_lo, c3 = offset_hi;
-      asm volatile("" : "+s"(k0), "+s"(k1), "+v"(c0), "+s"(c2), "+s"(c3));
-      const philox4x32 bits = philox4x32_10({{c0, uint32_t(row), c2, c3}}, k0, k1);
-#pragma unroll
-      for (int v = 0; v < 4; ++v) keep |= uint32_t(bits.v[v] >= threshold) << (4 * g + v);
-    }
+    for (int v = 0; v < 4; ++v)
+      keep |= uint32_t((bits.v[v] & 0xffffu) >= threshold) << v | uint32_t((bits.v[v] >> 16) >= threshold) << (4 + v);
     return keep;
   }
 };
@@ -188,7 +189,6 @@ __global__ void __launch_bounds__(S::block_threads) norm_forward(NormForwardArgs
       sum[0] += r[k][v];
     }
     if (!valid) continue;
-    if (a.residual_out) store8<T>(a.residual_out, row * a.ld_residual_out + 8 * q, r[k], valid, a.vector);
     if (a.mask) {
       uint8_t* m = a.mask + row * a.ld_mask + 8 * q;
       if (a.vector && valid == 8) {
@@ -235,6 +235,8 @@ __global__ void __launch_bounds__(S::block_threads) norm_forward(NormForwardArgs
 #pragma unroll
     for (int v = 0; v < 8; ++v) y[v] = (r[k][v] - mean) * rstd * w[v] + b[v];
     store8<T>(a.y, row * a.ldy + 8 * q, y, valid, a.vector);
+    // r after y: a weight load placed after r's stores would wait for them (loads and stores share one counter).
+    if (a.residual_out) store8<T>(a.residual_out, row * a.ld_residual_out + 8 * q, r[k], valid, a.vector);
   }
 }
 

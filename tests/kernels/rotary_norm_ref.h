@@ -93,14 +93,15 @@ inline std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> c, std::arr
   return c;
 }
 
-// hk's dropout stream (norm.h): element (row, col) uses word col % 4 of the block at counter
-// {col / 4, row, offset low, offset high}, key {seed low, seed high}; kept when (word >> 8) / 2^24 >= p.
-inline uint32_t dropout_word(uint64_t seed, uint64_t offset, long row, long col) {
-  return philox4x32_10({uint32_t(col / 4), uint32_t(row), uint32_t(offset), uint32_t(offset >> 32)},
-                       {uint32_t(seed), uint32_t(seed >> 32)})[col % 4];
+// hk's dropout stream (norm.h): element (row, col) uses the low (col % 8 < 4) or high 16 bits of word col % 4 of the
+// block at counter {col / 8, row, offset low, offset high}, key {seed low, seed high}; kept when those bits / 2^16 >= p.
+inline uint32_t dropout_bits(uint64_t seed, uint64_t offset, long row, long col) {
+  const uint32_t word = philox4x32_10({uint32_t(col / 8), uint32_t(row), uint32_t(offset), uint32_t(offset >> 32)},
+                                      {uint32_t(seed), uint32_t(seed >> 32)})[col % 4];
+  return col % 8 < 4 ? word & 0xffffu : word >> 16;
 }
 inline bool dropout_keep(float p, uint64_t seed, uint64_t offset, long row, long col) {
-  return double(dropout_word(seed, offset, row, col) >> 8) / 16777216.0 >= double(p);
+  return double(dropout_bits(seed, offset, row, col)) / 65536.0 >= double(p);
 }
 
 // ---- rotary -------------------------------------------------------------------------------------------------------
