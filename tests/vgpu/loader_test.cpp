@@ -49,7 +49,8 @@ struct Readelf {
   int abi_version = -1;
   std::string flags;  // "0x54C, gfx942, xnack, sramecc"
   uint64_t text_addr = 0, text_size = 0;
-  std::map<std::string, uint64_t> symbols;  // name -> value (FUNC and OBJECT)
+  std::map<std::string, uint64_t> symbols;       // name -> value (FUNC and OBJECT)
+  std::map<std::string, uint64_t> symbol_sizes;  // name -> size
   std::vector<ReadelfKernel> kernels;
   std::string target;
   const ReadelfKernel& kernel(const std::string& name) const {
@@ -87,7 +88,7 @@ Readelf parse_readelf(const std::string& text) {
       std::istringstream f(t);
       std::string num, value, size, type, bind, vis, ndx, name;
       if (f >> num >> value >> size >> type >> bind >> vis >> ndx >> name)
-        r.symbols[name] = std::stoull(value, nullptr, 16);
+        r.symbols[name] = std::stoull(value, nullptr, 16), r.symbol_sizes[name] = std::stoull(size, nullptr, 10);
     }
     if (line == "amdhsa.kernels:") {
       in_kernels = true;
@@ -168,7 +169,8 @@ std::set<std::string> kernel_names(const vgpu::CodeObject& co) {
   return out;
 }
 
-const std::set<std::string> kTestKernels = {"scale_add", "lds_reverse", "scratch_lookup", "_Z9from_pairIfEvPT_4Pair"};
+const std::set<std::string> kTestKernels = {"scale_add",        "lds_reverse",    "scratch_lookup",
+                                            "_Z9from_pairIfEvPT_4Pair", "ends_in_a_branch", "wide_registers"};
 
 // --- arch ---
 
@@ -317,6 +319,9 @@ TEST_P(CodeObjectTest, MatchesReadelf) {
     EXPECT_EQ(k.kd.private_segment_fixed_size, k.private_segment_fixed_size);
     EXPECT_EQ(k.kd.kernarg_size, k.kernarg_segment_size);
     EXPECT_EQ(k.entry, ref.symbols.at(k.name));
+    // Where its code ends: the next kernel's code (and its registers) are not this one's.
+    EXPECT_EQ(k.code_size, ref.symbol_sizes.at(k.name));
+    EXPECT_GT(k.code_size, 0u);
     EXPECT_EQ(uint64_t(ref.symbols.at(k.name + ".kd") + k.kd.kernel_code_entry_byte_offset), k.entry);
     EXPECT_GE(k.entry, co->text_addr);
     EXPECT_LT(k.entry, co->text_addr + co->text.size());

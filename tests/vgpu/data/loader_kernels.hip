@@ -32,3 +32,16 @@ __global__ void from_pair(T* out, Pair p) {
   out[threadIdx.x] = T(p.a + p.b);
 }
 template __global__ void from_pair<float>(float*, Pair);
+
+// Code whose last instruction is a branch back to its s_endpgm (nothing after the asm is reachable, so the compiler
+// ends the function there), followed in .text by a kernel with many registers: the decoder must stop at the
+// kernel's symbol, not take the next kernel's code (and registers) for this one's.
+extern "C" __global__ void ends_in_a_branch(int* out) {
+  out[threadIdx.x] = 0;
+  asm volatile("s_branch 2f\n1:\n  s_endpgm\n2:\n  v_mov_b32 v1, 0\n  s_branch 1b" ::: "v1");
+  __builtin_unreachable();
+}
+extern "C" __global__ void __launch_bounds__(64) wide_registers(float* out) {
+  asm volatile("v_mov_b32 v200, 0" ::: "v200");
+  out[threadIdx.x] = 1.f;
+}

@@ -69,6 +69,7 @@ struct KernelInfo {
   bool uses_dynamic_stack = false;
   KernelDescriptor kd;
   uint64_t entry = 0;               // virtual address of the first instruction
+  uint64_t code_size = 0;           // bytes of its code (its STT_FUNC symbol's size); 0 when no symbol says
 };
 
 // A loaded code object for one arch: its text (executable bytes) and kernels.

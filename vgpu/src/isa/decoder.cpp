@@ -496,7 +496,9 @@ std::shared_ptr<Program> decode_kernel(const CodeObject& co, const KernelInfo& i
       if (kernel && ends_program && off > furthest_target) break;
     }
   };
-  decode_range(start, co.text.size(), true);
+  // The kernel's code ends where its symbol says: decoding on would take the next kernels' code (and their registers,
+  // which the hardware does not allocate to this one: COMPUTE_PGM_RSRC1's VGPR count does) for this kernel's.
+  decode_range(start, info.code_size ? std::min<uint64_t>(start + info.code_size, co.text.size()) : co.text.size(), true);
   // A sentinel catches control flow that runs past the decoded code.
   Inst end;
   end.fn = [](Wave& w, const Inst& I) {

@@ -444,9 +444,11 @@ std::shared_ptr<const CodeObject> load_code_object(std::span<const uint8_t> byte
     if (sym.type == ELF::STT_OBJECT && !name.ends_with(".kd")) co->variables[name] = {sym.value, sym.size};
     const bool in_text = sym.value >= co->text_addr && sym.value - co->text_addr < co->text.size() &&
                          sym.size <= co->text.size() - (sym.value - co->text_addr);
-    const bool is_kernel = std::any_of(co->kernels.begin(), co->kernels.end(),
-                                       [&](const KernelInfo& k) { return k.entry == sym.value; });
-    if (sym.type == ELF::STT_FUNC && in_text && sym.size > 0 && !is_kernel) co->functions.push_back({name, sym.value, sym.size});
+    auto kernel = std::find_if(co->kernels.begin(), co->kernels.end(),
+                               [&](const KernelInfo& k) { return k.entry == sym.value; });
+    if (sym.type != ELF::STT_FUNC || !in_text || sym.size == 0) continue;
+    if (kernel == co->kernels.end()) co->functions.push_back({name, sym.value, sym.size});
+    else kernel->code_size = sym.size;  // where its code ends: the next kernel's code is not its own
   }
   for (const Shdr& sec : sections) {
     if (sec.sh_type != ELF::SHT_RELA) continue;
