@@ -97,7 +97,7 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       // C2
       set_priority<1>();
       if constexpr (has_cur) me.accumulate(pt, vc);
-      if constexpr (has_next) me.template softmax<true>(s, pt, p);  // P^T(j+1) written last, after the MFMAs reading P^T(j)
+      if constexpr (has_next) me.softmax(s, pt, p);  // P^T(j+1) written last, after the MFMAs reading P^T(j)
       if constexpr (has_cur && has_next) interleave_mfma<mfmas, 96 / mfmas, sched::valu | sched::transcendental>();
       if (loads) {
         if (j + 1 < ke) wait_vmcnt<tile_loads>();
