@@ -99,14 +99,14 @@ Status check_layout(const Tensor& t, bool written) {
 }
 
 // The device's target (hk's lookup): an error unless the kernels are built for it; `pingpong` tells whether it runs
-// the 8-wave ping-pong kernel: where the target's LDS holds the ping-pong stages at either D and it has transposing
-// LDS reads (gfx950); `fwd_waves`: the waves of attention_fwd's workgroup otherwise; `bwd_block_keys(D)`: the keys of one workgroup of the backward's dK, dV kernel; `bwd_rows`: the
-// queries of one workgroup of its delta and dQ kernels.
+// the 8-wave ping-pong kernel (attn_pingpong_runs: gfx950, and gfx942 at D = 64); `fwd_waves`: the waves of
+// attention_fwd's workgroup otherwise; `bwd_block_keys(D)`: the keys of one workgroup of the backward's dK, dV kernel;
+// `bwd_rows`: the queries of one workgroup of its delta and dQ kernels.
 Status check_arch(bool& pingpong, int& fwd_waves, int& bwd_block_keys, int& bwd_rows, int d) {
   Status status;
   const arch::target* target = api::current_target(entry, status);
   if (!target) return status;
-  pingpong = kernels::attn_pingpong_lds<128> <= target->lds_bytes && target->lds_read_transpose;
+  pingpong = kernels::attn_pingpong_runs(target->lds_bytes, target->lds_read_transpose, d);
   fwd_waves = kernels::attn_waves(target->lds_bytes, d);
   bwd_block_keys = kernels::attn_bwd_block_keys(d, target->lds_read_transpose);
   bwd_rows = kernels::attn_bwd_rows(d, target->lds_read_transpose);

@@ -1,7 +1,8 @@
 // The 4-wave attention forward kernel (8 waves where the LDS holds one workgroup per CU): one workgroup per (query
 // tile, query head, sequence), each wave owning 16 queries (attention_common.h); K and V tiles of 64 keys loaded
 // straight into LDS (buffer loads with the lds modifier), two stages deep, so the next tile's loads fly while the
-// waves compute on the current one. Only the KV tiles some query of the tile sees are visited.
+// waves compute on the current one. Only the KV tiles some query of the tile sees are visited. It runs where the
+// 8-wave ping-pong kernel does not (attn_pingpong_runs: gfx942 at D = 128).
 //
 // Two waves per SIMD in either shape: one wave's softmax (vector work) and LDS reads run while the other's MFMAs do.
 // Where two workgroups' stages fit the LDS they are two workgroups of 4 waves; where one does (gfx942, D = 128: the
