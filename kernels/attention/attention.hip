@@ -99,14 +99,15 @@ Status check_layout(const Tensor& t, bool written) {
 }
 
 // The device's target (hk's lookup): an error unless the kernels are built for it; `pingpong` tells whether it runs
-// the 8-wave ping-pong kernel: where the target's LDS holds the ping-pong stages at either D and it has transposing
-// LDS reads (gfx950); `bwd_block_keys(D)`: the keys of one workgroup of the backward's dK, dV kernel; `bwd_rows`: the
-// queries of one workgroup of its delta and dQ kernels.
-Status check_arch(bool& pingpong, int& bwd_block_keys, int& bwd_rows, int d) {
+// the 8-wave ping-pong kernel (attn_pingpong_runs: gfx950, and gfx942 at D = 64); `fwd_waves`: the waves of
+// attention_fwd's workgroup otherwise; `bwd_block_keys(D)`: the keys of one workgroup of the backward's dK, dV kernel;
+// `bwd_rows`: the queries of one workgroup of its delta and dQ kernels.
+Status check_arch(bool& pingpong, int& fwd_waves, int& bwd_block_keys, int& bwd_rows, int d) {
   Status status;
   const arch::target* target = api::current_target(entry, status);
   if (!target) return status;
-  pingpong = kernels::attn_pingpong_lds<128> <= target->lds_bytes && target->lds_read_transpose;
+  pingpong = kernels::attn_pingpong_runs(target->lds_bytes, target->lds_read_transpose, d);
+  fwd_waves = kernels::attn_waves(target->lds_bytes, d);
   bwd_block_keys = kernels::attn_bwd_block_keys(d, target->lds_read_transpose);
   bwd_rows = kernels::attn_bwd_rows(d, target->lds_read_transpose);
   return {};
@@ -158,6 +159,7 @@ struct Prepared {
   long batch = 0, rows_q = 0, rows_k = 0;  // tensors' batches and rows as addressed (varlen: 1 and the totals)
   int longest_q = 0, longest_k = 0;
   bool pingpong = false;
+  int fwd_waves = 4;
   int bwd_block_keys = 0, bwd_rows = 0;
   AttentionInputs::Strides resolved(AttentionInputs::Strides s, long rows, long heads, long d) const {
     s = resolve(s, rows, heads, d);
@@ -171,7 +173,7 @@ struct Prepared {
 Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides o_strides, const float* lse,
                bool backward, Prepared& r) {
   if (Status s = validate(p, o); !s) return s;
-  if (Status s = check_arch(r.pingpong, r.bwd_block_keys, r.bwd_rows, p.head_dim); !s) return s;
+  if (Status s = check_arch(r.pingpong, r.fwd_waves, r.bwd_block_keys, r.bwd_rows, p.head_dim); !s) return s;
   if (backward && !lse) return invalid("LSE (the forward's log-sum-exp) must be given");
   const bool varlen = p.cu_seqlens_q != nullptr;
   // Rows of the tensors as the kernel addresses them: per sequence (padded) or packed totals (varlen).
@@ -235,7 +237,7 @@ Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides
   a.alibi = p.alibi_slopes, a.alibi_bs = p.alibi_batch_stride;
   a.batch = p.batch, a.heads_q = p.heads_q, a.heads_kv = p.heads_kv;
   a.seqlen_q = p.seqlen_q, a.seqlen_k = p.seqlen_k;
-  const int rows = backward ? r.bwd_rows : r.pingpong ? kernels::attn_pingpong_rows : kernels::attn_rows;
+  const int rows = backward ? r.bwd_rows : r.pingpong ? kernels::attn_pingpong_rows : r.fwd_waves * kernels::AttnTiles::wave_rows;
   a.q_tiles = (longest_q + rows - 1) / rows;
   const float scale = p.softmax_scale > 0.f ? p.softmax_scale : 1.f / std::sqrt(float(p.head_dim));
   a.scale = scale, a.scale_log2 = float(double(scale) * 1.4426950408889634);
@@ -267,7 +269,7 @@ Status attention_forward(const AttentionProblem& p) {
     constexpr int D = decltype(dim)::value;
     constexpr kernels::AttnVariant V = decltype(v)::value;
     if (r.pingpong) hipLaunchKernelGGL((kernels::attention_fwd_pingpong<T, D, V>), dim3(blocks), dim3(512), 0, p.stream, a);
-    else hipLaunchKernelGGL((kernels::attention_fwd<T, D, V>), dim3(blocks), dim3(256), 0, p.stream, a);
+    else hipLaunchKernelGGL((kernels::attention_fwd<T, D, V>), dim3(blocks), dim3(64 * r.fwd_waves), 0, p.stream, a);
   });
   if (hipError_t e = hipGetLastError(); e != hipSuccess) return error(e, std::string("launch failed: ") + hipGetErrorString(e));
   return {};

@@ -264,39 +264,12 @@ struct AttnWave {
   // The masked S^T of a KV tile: the new running max and denominator, alpha, and P^T in acc order. The running max
   // moves only when some query's max grew by more than 8 (log2 units; flash-attention 4's lazy rescale): otherwise
   // p = exp2(s c - m) stays below 2^8, well inside fp32 and bf16, O^T and l need no rescale, and the wave skips it.
-  // With halves_swap (32x32 blocks on CDNA4 only, where the ping-pong kernel runs), the reductions' one cross-lane
-  // step, between the wave's two halves (lane ^ 32: the two halves of the keys), is v_permlane32_swap on the VALU
-  // instead of a ds_bpermute: the bpermute's LDS latency lay twice in the softmax's critical path, queued behind the
-  // other group's tile reads.
-  template <bool halves_swap = false>
   __device__ void softmax(s_tile& s, p_tile& pt, const AttnArgs& p) {
-    static_assert(!halves_swap || S::dim == 32, "softmax: the halves swap is for 32x32 blocks");
     const float c = p.scale_log2;
     // Capped after the masks (the pipelined kernel masks in an earlier phase): a hidden score stays -inf.
     if constexpr (V.softcap) map(s, [cap = p.cap](float x) { return x == -INFINITY ? x : cap(x); });
-    // x and lane ^ 32's x combined by op (lower half's first, in both halves: the same bits in both).
-    auto across = [](float x, auto op) __attribute__((always_inline)) {
-      if constexpr (halves_swap) {
-        const auto r = __builtin_amdgcn_permlane32_swap(__float_as_uint(x), __float_as_uint(x), false, false);
-        return op(__uint_as_float(r[0]), __uint_as_float(r[1]));
-      } else {
-        return detail::lanes_reduce<decltype(op)>(x, S::dim, 32);
-      }
-    };
     cols_vec tile_max, sub, sum;
-    if constexpr (halves_swap) {
-#pragma unroll
-      for (int j = 0; j < s_tile::tiles_c; ++j) {
-        float x = s.data[0][j][0];
-#pragma unroll
-        for (int i = 0; i < s_tile::tiles_r; ++i)
-#pragma unroll
-          for (int e = (i == 0 ? 1 : 0); e < s_tile::E; ++e) x = fmaxf(x, s.data[i][j][e]);
-        tile_max.data[j][0] = across(x, detail::max_op{});
-      }
-    } else {
-      col_max(tile_max, s);
-    }
+    col_max(tile_max, s);
     int grow = 0;
     vec_apply([c, &grow](float& mi, float& ti) { grow |= ti * c - mi > 8.f; }, m, tile_max);  // -inf - -inf: no
     stale = __any(grow);
@@ -324,7 +297,7 @@ struct AttnWave {
           s.data[i][j][e] = x.x, s.data[i][j][e + 1] = x.y;
           acc += x;
         }
-      sum.data[j][0] = across(acc.x + acc.y, detail::sum_op{});
+      sum.data[j][0] = detail::lanes_reduce<detail::sum_op>(acc.x + acc.y, S::dim, 32);  // as col_sum
     }
     vec_apply([](float& li, float& ai, float& si) { li = li * ai + si; }, l, alpha, sum);
     copy_acc_order(pt, s);  // P^T: the accumulator itself, in acc order

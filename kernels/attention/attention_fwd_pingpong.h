@@ -29,13 +29,15 @@ namespace hk::kernels {
 using AttnPingpongShape = mfma32;
 inline constexpr int attn_pingpong_rows = 8 * AttnPingpongShape::dim;  // queries per workgroup
 
-// LDS of the ping-pong kernel: two stages of K and of V.
+// Whether it runs on a target (host and device): its stages (two of K, two of V) must fit the LDS, and V's operand its
+// registers. Without transposing LDS reads (gfx942) V is read element by element, each read with a register of its
+// own until packed: at D = 64 the kernel holds that in 210 VGPRs, at D = 128 it spills (154 registers): there gfx942
+// runs attention_fwd.h.
+__host__ __device__ constexpr bool attn_pingpong_runs(int lds_bytes, bool lds_read_transpose, int d) {
+  return 4 * AttnTiles::keys * d * 2 <= lds_bytes && (lds_read_transpose || d <= 64);
+}
 template <int D>
-inline constexpr int attn_pingpong_lds = 4 * AttnTiles::keys * D * 2;
-// It needs transposing LDS reads (gfx950): without them V's operand costs a read and a register per element, more
-// than two waves per SIMD can hold; gfx942 runs attention_fwd.h.
-template <int D>
-inline constexpr bool attn_pingpong_fits = attn_pingpong_lds<D> <= arch::current::lds_bytes && arch::current::lds_read_transpose;
+inline constexpr bool attn_pingpong_fits = attn_pingpong_runs(arch::current::lds_bytes, arch::current::lds_read_transpose, D);
 
 template <class T, int D, AttnVariant V = AttnVariant{}>
 __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void attention_fwd_pingpong(AttnArgs p) {
@@ -97,7 +99,7 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       // C2
       set_priority<1>();
       if constexpr (has_cur) me.accumulate(pt, vc);
-      if constexpr (has_next) me.template softmax<true>(s, pt, p);  // P^T(j+1) written last, after the MFMAs reading P^T(j)
+      if constexpr (has_next) me.softmax(s, pt, p);  // P^T(j+1) written last, after the MFMAs reading P^T(j)
       if constexpr (has_cur && has_next) interleave_mfma<mfmas, 96 / mfmas, sched::valu | sched::transcendental>();
       if (loads) {
         if (j + 1 < ke) wait_vmcnt<tile_loads>();

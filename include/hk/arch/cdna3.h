@@ -68,6 +68,14 @@ struct cdna3 : gfx9<cdna3> {
     else return __builtin_amdgcn_mfma_f32_32x32x16_bf8_bf8(x, y, c, 0, 0, 0);
   }
 
+  // No v_permlane32_swap (permlane32_swap is false): the halves exchange through ds_bpermute; naming it is a compile error.
+  static constexpr bool permlane32_swap = false;
+  template <class Op>
+  __device__ static float halves_combine(float, Op) {
+    static_assert(sizeof(Op) == 0, "gfx942 has no v_permlane32_swap");
+    return 0.f;
+  }
+
   // No transposing LDS reads on this target (lds_read_transpose is false): naming one is a compile error.
   template <class P>
   __device__ static u16x4 lds_read_tr16_b64(const P*) {

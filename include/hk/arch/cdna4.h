@@ -53,6 +53,14 @@ struct cdna4 : gfx9<cdna4> {
     return __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(a.v, b.v, c, int(FA), int(FB), 0, 0, 0, 0);
   }
 
+  // v_permlane32_swap: the wave's two halves (lanes l and l ^ 32) exchange a register on the VALU, with no LDS trip.
+  static constexpr bool permlane32_swap = true;
+  // op(x of lane l & 31, x of lane l | 32): the same operands, in the same order, in both halves.
+  template <class Op>
+  __device__ static float halves_combine(float x, Op op) {
+    const auto r = __builtin_amdgcn_permlane32_swap(__float_as_uint(x), __float_as_uint(x), false, false);
+    return op(__uint_as_float(r[0]), __uint_as_float(r[1]));
+  }
   // Transposing LDS read (ds_read_b64_tr_b16): each lane names 8 bytes (four 16-bit elements); within each group of
   // 16 lanes, lanes 4j..4j+3 name row j (16 elements) of a 4 x 16 matrix and lane i receives its column i.
   template <class P>

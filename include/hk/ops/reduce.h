@@ -12,9 +12,19 @@ namespace hk {
 
 namespace detail {
 
+// x combined by Op over the lanes l ^ o, o = width_first, 2 width_first, ..., width_last (powers of two). The step
+// between the wave's halves (o = 32) is v_permlane32_swap where the target has it: on the VALU, where ds_bpermute's
+// LDS latency lay in the critical path of the attention softmax, queued behind other waves' tile reads.
 template <class Op>
 __device__ inline float lanes_reduce(float x, int width_first, int width_last) {
-  for (int o = width_first; o <= width_last; o <<= 1) x = Op{}(x, __shfl_xor(x, o));
+  for (int o = width_first; o <= width_last; o <<= 1) {
+    if constexpr (arch::current::permlane32_swap)
+      if (o == 32) {
+        x = arch::current::halves_combine(x, Op{});
+        continue;
+      }
+    x = Op{}(x, __shfl_xor(x, o));
+  }
   return x;
 }
 
