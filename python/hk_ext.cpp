@@ -333,8 +333,12 @@ void bind_attention_decode(py::module_& m) {
       .def_readwrite("softmax_scale", &P::softmax_scale)
       .def_readwrite("causal", &P::causal)
       .def_readwrite("window_left", &P::window_left)
-      .def_readwrite("window_right", &P::window_right);
+      .def_readwrite("window_right", &P::window_right)
+      .def_readwrite("k_descale_per_head", &P::k_descale_per_head)
+      .def_readwrite("v_descale_per_head", &P::v_descale_per_head);
   pointer(c, "q", &P::q);
+  pointer(c, "k_descale", &P::k_descale);
+  pointer(c, "v_descale", &P::v_descale);
   pointer(c, "k_cache", &P::k_cache);
   pointer(c, "v_cache", &P::v_cache);
   pointer(c, "block_table", &P::block_table);
@@ -343,6 +347,13 @@ void bind_attention_decode(py::module_& m) {
   pointer(c, "lse", &P::lse);
   pointer(c, "stream", &P::stream);
   bind_call(m, "attention_decode", &hk::attention_decode);
+  // The current device's arch name (gfx942, gfx950): which e4m3 its fp8 is (FNUZ, OCP e4m3fn).
+  m.def("device_arch", [] {
+    int dev = 0;
+    hipDeviceProp_t prop{};
+    if (hipGetDevice(&dev) != hipSuccess || hipGetDeviceProperties(&prop, dev) != hipSuccess) return std::string();
+    return std::string(prop.gcnArchName);
+  });
 }
 
 void bind_rotary(py::module_& m) {

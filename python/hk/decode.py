@@ -7,6 +7,10 @@ every sequence): the keys each sequence has in the cache. GQA when Hq is a multi
 bottom-right (query i sees keys j <= i + seqlen - Sq); window_size (left, right), -1 unbounded; softmax_scale
 defaults to 1 / sqrt(D). Returns out, or (out, softmax_lse (B, Hq, Sq) fp32) with return_softmax_lse=True.
 
+FP8 caches: k_cache / v_cache in the device's e4m3, torch.float8_e4m3fnuz on gfx942 or torch.float8_e4m3fn on gfx950
+(bf16 / f16 q), with flash-attention's k_descale / v_descale: fp32 tensors of 1 entry (per tensor) or Hkv entries
+(per KV head: (Hkv,) or (1, Hkv)), or None (1); the cached values are the codes times the descales.
+
 Not yet in hk's decode kernel, and refused with a sentence: appending new k / v into the cache (k, v), rotary
 (rotary_cos / rotary_sin), cache_batch_idx, cache_leftpad, softcap > 0 and alibi_slopes. num_splits is accepted and
 ignored: hk picks the split of the keys itself (deterministically).
@@ -20,6 +24,24 @@ from . import _C, _runtime as rt
 _TYPES = (torch.bfloat16, torch.float16)
 
 
+def _fp8_type():
+    """The torch dtype of the device's e4m3 (FNUZ on gfx942, OCP e4m3fn on gfx950)."""
+    return torch.float8_e4m3fnuz if _C.device_arch().startswith("gfx942") else torch.float8_e4m3fn
+
+
+def _descale(entry, name, t, heads_kv):
+    """(tensor, per_head) for a descale: None, or fp32 with 1 or heads_kv entries."""
+    if t is None:
+        return None, False
+    rt.check_tensor(entry, name, t)
+    if t.dtype != torch.float32:
+        raise ValueError(f"hk.{entry}: {name} must be float32, not {str(t.dtype).replace('torch.', '')}")
+    if t.numel() not in (1, heads_kv) or t.dim() > 2 or (t.dim() == 2 and t.shape[0] != 1):
+        raise ValueError(f"hk.{entry}: {name} must hold 1 (per tensor) or {heads_kv} (per KV head) entries, "
+                         f"got shape {tuple(t.shape)}")
+    return t.contiguous().reshape(-1), t.numel() > 1
+
+
 def _strides(t):
     return _C.Strides(t.stride(0), t.stride(1), t.stride(2))
 
@@ -27,10 +49,20 @@ def _strides(t):
 @torch.library.custom_op("hk::attention_with_kvcache", mutates_args=())
 def _decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cache_seqlens: torch.Tensor,
             block_table: Optional[torch.Tensor], softmax_scale: float, causal: bool, window_left: int,
-            window_right: int) -> tuple[torch.Tensor, torch.Tensor]:
+            window_right: int, k_descale: Optional[torch.Tensor],
+            v_descale: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     entry = "attention_with_kvcache"
     ty = rt.scalar_type(entry, "q", q.dtype, _TYPES)
-    kv_ty = rt.scalar_type(entry, "k_cache", k_cache.dtype, _TYPES)
+    if k_cache.dtype in (torch.float8_e4m3fnuz, torch.float8_e4m3fn):
+        fp8 = _fp8_type()
+        if k_cache.dtype != fp8:
+            raise ValueError(f"hk.{entry}: k_cache is {str(k_cache.dtype).replace('torch.', '')}, but this device's "
+                             f"e4m3 is {str(fp8).replace('torch.', '')}")
+        kv_ty = _C.scalar_type.fp8_e4m3
+    else:
+        kv_ty = rt.scalar_type(entry, "k_cache", k_cache.dtype, _TYPES)
+    if kv_ty != _C.scalar_type.fp8_e4m3 and (k_descale is not None or v_descale is not None):
+        raise ValueError(f"hk.{entry}: k_descale / v_descale apply to fp8 caches only")
     if v_cache.dtype != k_cache.dtype:
         raise ValueError(f"hk.{entry}: v_cache is {v_cache.dtype}, k_cache {k_cache.dtype}; they must match")
     for name, t in (("cache_seqlens", cache_seqlens), ("block_table", block_table)):
@@ -61,21 +93,25 @@ def _decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cache
     p.q_strides, p.k_strides, p.v_strides, p.o_strides = (_strides(t) for t in (q, k_cache, v_cache, out))
     p.type, p.kv_type, p.softmax_scale, p.causal = ty, kv_ty, softmax_scale, causal
     p.window_left, p.window_right = window_left, window_right
+    k_descale, p.k_descale_per_head = _descale(entry, "k_descale", k_descale, p.heads_kv)
+    v_descale, p.v_descale_per_head = _descale(entry, "v_descale", v_descale, p.heads_kv)
     tensors = rt.bind(p, q=q, k_cache=k_cache, v_cache=v_cache, o=out, lse=lse, cache_seqlens=cache_seqlens,
-                      block_table=block_table)
+                      block_table=block_table, k_descale=k_descale, v_descale=v_descale)
     rt.launch(_C.attention_decode, p, tensors)
     return out, lse
 
 
 @_decode.register_fake
-def _(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal, window_left, window_right):
+def _(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal, window_left, window_right, k_descale,
+      v_descale):
     return q.new_empty(q.shape), q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)
 
 
 def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
                            cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, block_table=None,
                            softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
-                           rotary_interleaved=True, alibi_slopes=None, num_splits=0, return_softmax_lse=False):
+                           rotary_interleaved=True, alibi_slopes=None, num_splits=0, return_softmax_lse=False,
+                           k_descale=None, v_descale=None):
     """flash_attn_with_kvcache's arguments and result (see the module's docstring for what hk refuses)."""
     entry = "attention_with_kvcache"
     for name, value in (("k", k), ("v", v), ("rotary_cos", rotary_cos), ("rotary_sin", rotary_sin),
@@ -99,5 +135,5 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None,
     left, right = window_size
     scale = softmax_scale if softmax_scale is not None else q.shape[-1] ** -0.5
     out, lse = _decode(q, k_cache, v_cache, cache_seqlens, block_table, float(scale), bool(causal), int(left),
-                       int(right))
+                       int(right), k_descale, v_descale)
     return (out, lse) if return_softmax_lse else out

@@ -161,14 +161,15 @@ def flash_attn_varlen_qkvpacked_func(qkv, cu_seqlens, max_seqlen, dropout_p=0.0,
 def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
                             cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, block_table=None,
                             softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
-                            rotary_interleaved=True, alibi_slopes=None, num_splits=0, return_softmax_lse=False):
+                            rotary_interleaved=True, alibi_slopes=None, num_splits=0, return_softmax_lse=False,
+                            k_descale=None, v_descale=None):
     """flash-attention's decode entry: hk.attention_with_kvcache (hk/decode.py), the same arguments and result."""
     return _decode.attention_with_kvcache(
         q, k_cache, v_cache, k=k, v=v, rotary_cos=rotary_cos, rotary_sin=rotary_sin, cache_seqlens=cache_seqlens,
         cache_batch_idx=cache_batch_idx, cache_leftpad=cache_leftpad, block_table=block_table,
         softmax_scale=softmax_scale, causal=causal, window_size=window_size, softcap=softcap,
         rotary_interleaved=rotary_interleaved, alibi_slopes=alibi_slopes, num_splits=num_splits,
-        return_softmax_lse=return_softmax_lse)
+        return_softmax_lse=return_softmax_lse, k_descale=k_descale, v_descale=v_descale)
 
 
 __all__ = ["flash_attn_with_kvcache", "flash_attn_func", "flash_attn_kvpacked_func", "flash_attn_qkvpacked_func", "flash_attn_varlen_func",

@@ -60,3 +60,40 @@ def test_with_kvcache_refusals():
         fa.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=torch.tensor([4], dtype=torch.int64))
     with pytest.raises(ValueError, match="outside the cache's capacity"):
         fa.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=9)
+
+
+@pytest.mark.parametrize("page", [0, 16])
+def test_with_kvcache_fp8(page):
+    """FP8 caches in the device's e4m3 with flash-attention's k_descale (per KV head) / v_descale (per tensor)."""
+    fp8 = torch.float8_e4m3fnuz if hk._C.device_arch().startswith("gfx942") else torch.float8_e4m3fn
+    g = torch.Generator().manual_seed(4)
+    b, sq, hq, hkv, d = 2, 2, 8, 2, 128
+    seqlens = torch.tensor([5, 40], dtype=torch.int32)
+    q = rand(b, sq, hq, d, dtype=torch.bfloat16, generator=g)
+    if page:
+        per_seq = 3
+        shape = (b * per_seq + 1, page, hkv, d)
+        block_table = torch.randperm(b * per_seq + 1, generator=g)[:b * per_seq].to(torch.int32).reshape(b, per_seq)
+    else:
+        shape, block_table = (b, 48, hkv, d), None
+    k_cache, v_cache = ((torch.randn(*shape, dtype=torch.float64, generator=g) * 60).clamp(-200, 200).to(fp8)
+                        for _ in range(2))
+    k_descale = torch.tensor([1 / 256, 1.25 / 256], dtype=torch.float32)
+    v_descale = torch.tensor([1 / 128], dtype=torch.float32)
+    out = fa.flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=seqlens, block_table=block_table, causal=True,
+                                     k_descale=k_descale, v_descale=v_descale)
+    kf = k_cache.to(torch.float64) * k_descale.double().view(1, 1, hkv, 1)
+    vf = v_cache.to(torch.float64) * v_descale.double()
+    want, _ = _reference(q, kf, vf, seqlens, block_table, True, (-1, -1))
+    assert_close(out, want, torch.bfloat16, what="out")
+    other = torch.float8_e4m3fn if fp8 == torch.float8_e4m3fnuz else torch.float8_e4m3fnuz
+    with pytest.raises(ValueError, match="this device's e4m3"):
+        hk.attention_with_kvcache(q, k_cache.to(other), v_cache.to(other), cache_seqlens=seqlens, block_table=block_table)
+    with pytest.raises(ValueError, match="positive finite descale"):
+        hk.attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=seqlens, block_table=block_table,
+                                  k_descale=torch.tensor([-1.0]))
+    with pytest.raises(ValueError, match="1 \\(per tensor\\) or 2"):
+        hk.attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=seqlens, block_table=block_table,
+                                  v_descale=torch.ones(3))
+    with pytest.raises(ValueError, match="fp8 caches only"):
+        hk.attention_with_kvcache(q, q, q, cache_seqlens=2, k_descale=k_descale)
