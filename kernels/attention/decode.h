@@ -22,7 +22,8 @@
 // problem the kernel cannot run returns an error and launches nothing. Long caches with few (sequence, KV head) pairs
 // are split over workgroups and combined in a fixed order (deterministic); the partials (and a rotated Q) need a workspace of
 // attention_decode_workspace_bytes(p) bytes: pass one to keep the call asynchronous after the checks, or the call
-// allocates its own and waits for the stream before freeing it.
+// allocates its own and waits for the stream before freeing it. With rotary the workspace starts with the rotated Q,
+// packed (B, Sq, Hq, D) in Q's type.
 #pragma once
 #include "attention/attention.h"
 
