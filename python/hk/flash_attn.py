@@ -21,8 +21,9 @@ Head dims: hk's kernels run D = 64 and 128; any other D up to 128 is zero-padded
 adds nothing to Q K^T and the padded output columns are dropped), the scale taken from the real D, as
 flash-attention pads to a multiple of 8. Not yet in hk's kernels, and refused with a sentence rather than computed
 another way: head dims above 128, Q/K's head dim different from V's, dropout_p > 0, softcap with alibi_slopes, and a
-paged KV cache (block_table) in flash_attn_varlen_func. flash_attn_with_kvcache (decode over a contiguous or paged KV cache)
-runs on hk::attention_decode (hk/decode.py), without appending k / v or rotary yet.
+paged KV cache (block_table) in flash_attn_varlen_func. flash_attn_with_kvcache (decode over a contiguous or paged KV cache,
+appending k / v in place with optional rotary, FP8 caches with k_descale / v_descale) runs on hk::attention_decode
+(hk/decode.py).
 """
 import torch
 
