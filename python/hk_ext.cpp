@@ -361,13 +361,6 @@ void bind_attention_decode(py::module_& m) {
   pointer(c, "lse", &P::lse);
   pointer(c, "stream", &P::stream);
   bind_call(m, "attention_decode", &hk::attention_decode);
-  // The current device's arch name (gfx942, gfx950): which e4m3 its fp8 is (FNUZ, OCP e4m3fn).
-  m.def("device_arch", [] {
-    int dev = 0;
-    hipDeviceProp_t prop{};
-    if (hipGetDevice(&dev) != hipSuccess || hipGetDeviceProperties(&prop, dev) != hipSuccess) return std::string();
-    return std::string(prop.gcnArchName);
-  });
 }
 
 void bind_rotary(py::module_& m) {

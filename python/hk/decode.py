@@ -39,7 +39,7 @@ def _name(dtype):
 
 def _fp8_type():
     """The torch dtype of the device's e4m3 (FNUZ on gfx942, OCP e4m3fn on gfx950)."""
-    return torch.float8_e4m3fnuz if _C.device_arch().startswith("gfx942") else torch.float8_e4m3fn
+    return torch.float8_e4m3fnuz if rt.device_arch() == "gfx942" else torch.float8_e4m3fn
 
 
 def _descale(entry, name, t, batch, heads_kv):

@@ -78,7 +78,7 @@ def test_with_kvcache_refusals():
 @pytest.mark.parametrize("page", [0, 16])
 def test_with_kvcache_fp8(page):
     """FP8 caches in the device's e4m3 with flash-attention's k_descale (per KV head) / v_descale (per tensor)."""
-    fp8 = torch.float8_e4m3fnuz if hk._C.device_arch().startswith("gfx942") else torch.float8_e4m3fn
+    fp8 = torch.float8_e4m3fnuz if hk._C.device_arch() == "gfx942" else torch.float8_e4m3fn
     g = torch.Generator().manual_seed(4)
     b, sq, hq, hkv, d = 2, 2, 8, 2, 128
     seqlens = torch.tensor([5, 40], dtype=torch.int32)
@@ -162,7 +162,7 @@ def test_with_kvcache_append(page, rotary):
 @pytest.mark.parametrize("descale", ["tensor", "head", "batch_head"])
 def test_with_kvcache_fp8_descale_shapes(descale):
     """k_descale / v_descale of 1, (Hkv,) and (B, Hkv) (flash-attention 3) entries on the device's e4m3 cache."""
-    fp8 = torch.float8_e4m3fnuz if hk._C.device_arch().startswith("gfx942") else torch.float8_e4m3fn
+    fp8 = torch.float8_e4m3fnuz if hk._C.device_arch() == "gfx942" else torch.float8_e4m3fn
     g = torch.Generator().manual_seed(6)
     b, sq, hq, hkv, d = 2, 1, 8, 2, 64
     seqlens = torch.tensor([30, 9], dtype=torch.int32)
