@@ -4,7 +4,7 @@ next to the published figures of other libraries (../shared/reference/cdna.md, c
 date they were gathered).
 
 Run inside the toolchain root, after `./hk build`:
-    tools/toolchain run python3 bench/model_table.py [--only gemm|attn|memory] [--products mi300x,mi355x] [--quick]
+    tools/toolchain run python3 bench/model_table.py [--only gemm|attn|memory|decode] [--products mi300x,mi355x] [--quick]
 Writes bench/results/model_table.md, model_table.png and model_table.json (the raw predictions; cases already in it
 are reused unless --fresh, so an interrupted run resumes). Every prediction is one `hk-run ... --model P` process in
 the model's sample-only mode (only the sampled workgroups execute).
@@ -72,7 +72,22 @@ MEMORY_PUBLISHED = {
 }
 
 MODEL_LINE = re.compile(r"^  model (\S+) (\S+): ([0-9.]+) ms(?:, ([0-9.]+) TFLOP/s)?(?:, ([0-9.]+) GB/s)?")
+# hk-run decode's line: the bytes a decode step must move over the modelled time, and its share of sustained HBM.
+DECODE_LINE = re.compile(r"^  decode: .* = ([0-9.]+) TB/s = ([0-9.]+)% of \S+'s sustained ([0-9.]+) TB/s HBM")
 TOTAL_LINE = re.compile(r"^  model (\S+) (total) of \d+ launches: ([0-9.]+) ms, ([0-9.]+) TFLOP/s(?:, ([0-9.]+) GB/s)?")
+
+
+# Decode attention (hk::attention_decode) rows: bf16 cache pages of 64, Hq 64 Hkv 8 D 128, Sq 1. B x context up to
+# 2^21 keys: the model's run commits the cache pages its sampled workgroups touch, and past that (B64 x 131072: 17 GB
+# per cache) it outgrows this machine's 23 GB; B64 and B256 take 32768 in place of 131072.
+DECODE_BATCHES = (1, 16, 64, 256)
+DECODE_CONTEXTS = (1024, 8192, 32768, 131072)
+DECODE_MAX_KEYS = 1 << 21
+
+
+def decode_cases():
+    return [(b, ctx) for b in DECODE_BATCHES for ctx in DECODE_CONTEXTS
+            if b * ctx <= DECODE_MAX_KEYS and (ctx != 32768 or b * 131072 > DECODE_MAX_KEYS)]
 
 
 def overall(launches):
@@ -99,7 +114,12 @@ def run_case(args, timeout=300):
             launches.append({"section": section, "kernel": m.group(2), "ms": float(m.group(3)),
                              "tflops": float(m.group(4)) if m.group(4) else None,
                              "gbs": float(m.group(5)) if m.group(5) else None})
-    return {"launches": launches, "wall_s": round(wall, 1), "stdout": proc.stdout}
+    out = {"launches": launches, "wall_s": round(wall, 1), "stdout": proc.stdout}
+    for line in proc.stdout.splitlines():
+        m = DECODE_LINE.match(line)
+        if m:
+            out["decode"] = {"tbs": float(m.group(1)), "pct_sustained": float(m.group(2)), "sustained_tbs": float(m.group(3))}
+    return out
 
 
 def cases(only, products, quick):
@@ -130,6 +150,12 @@ def cases(only, products, quick):
                 out.append((("attn_bwd", variant, d, n, product),
                             ["attn", "--b", "16", "--sq", str(n), "--sk", str(n), "--d", str(d), "--hq", "64", "--hkv",
                              "8", "--bwd"] + causal + ["--model", product]))
+    if only in (None, "decode"):
+        for product in products:
+            for b, ctx in decode_cases():
+                out.append((("decode", b, ctx, product),
+                            ["decode", "--b", str(b), "--ctx", str(ctx), "--hq", "64", "--hkv", "8", "--d", "128",
+                             "--page", "64", "--model", product]))
     if only in (None, "memory"):
         for product in products:
             for n in (2048, 16384):
@@ -211,6 +237,20 @@ def write_markdown(results, products, path):
         pubs = "; ".join(f"{lib} {fig} ms ({pct(mi355[0]['ms'], fig) if mi355 else '?'})" for lib, fig in pub.items())
         if any(cells):
             lines.append(f"| {kind} | {n} | " + " | ".join(cells) + f" | {pubs} |")
+    lines += ["", "## Decode attention (flash_attn_with_kvcache), bf16 paged cache (pages of 64), Hq 64 Hkv 8 D 128, Sq 1: "
+              "TB/s (% of the product's sustained HBM bandwidth)", "",
+              "Bytes: every cached key's K and V row once, Q, O and the LSE; time: the model's total over the launches "
+              "(decode and, when the keys are split, the combine).", "",
+              "| B | context | " + " | ".join(names[p] for p in products) + " |",
+              "|---|---|" + "---|" * len(products)]
+    for b, ctx in decode_cases():
+        cells = []
+        for p in products:
+            r = results.get(json.dumps(("decode", b, ctx, p)))
+            d = r.get("decode") if r else None
+            cells.append(f"{d['tbs']:.2f} ({d['pct_sustained']:.0f}%)" if d else "")
+        if any(cells):
+            lines.append(f"| {b} | {ctx} | " + " | ".join(cells) + " |")
     walls = [r["wall_s"] for r in results.values()]
     lines += ["", f"{len(walls)} predictions; wall time per prediction on this machine (2 shared cores): "
               f"{min(walls):.0f}-{max(walls):.0f} s." if walls else ""]
@@ -251,7 +291,7 @@ def write_plot(results, products, path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["gemm", "attn", "memory"])
+    parser.add_argument("--only", choices=["gemm", "attn", "memory", "decode"])
     parser.add_argument("--products", default=",".join(PRODUCTS))
     parser.add_argument("--quick", action="store_true", help="skip the largest sizes")
     parser.add_argument("--fresh", action="store_true", help="ignore predictions already in model_table.json")

@@ -333,8 +333,26 @@ void bind_attention_decode(py::module_& m) {
       .def_readwrite("softmax_scale", &P::softmax_scale)
       .def_readwrite("causal", &P::causal)
       .def_readwrite("window_left", &P::window_left)
-      .def_readwrite("window_right", &P::window_right);
+      .def_readwrite("window_right", &P::window_right)
+      .def_readwrite("k_descale_per_head", &P::k_descale_per_head)
+      .def_readwrite("v_descale_per_head", &P::v_descale_per_head)
+      .def_readwrite("k_descale_per_batch", &P::k_descale_per_batch)
+      .def_readwrite("v_descale_per_batch", &P::v_descale_per_batch)
+      .def_readwrite("k_new_strides", &P::k_new_strides)
+      .def_readwrite("v_new_strides", &P::v_new_strides)
+      .def_readwrite("seqlen_new", &P::seqlen_new)
+      .def_readwrite("rotary_type", &P::rotary_type)
+      .def_readwrite("rotary_dim", &P::rotary_dim)
+      .def_readwrite("rotary_rows", &P::rotary_rows)
+      .def_readwrite("rotary_stride", &P::rotary_stride)
+      .def_readwrite("rotary_interleaved", &P::rotary_interleaved);
   pointer(c, "q", &P::q);
+  pointer(c, "k_descale", &P::k_descale);
+  pointer(c, "k_new", &P::k_new);
+  pointer(c, "v_new", &P::v_new);
+  pointer(c, "rotary_cos", &P::rotary_cos);
+  pointer(c, "rotary_sin", &P::rotary_sin);
+  pointer(c, "v_descale", &P::v_descale);
   pointer(c, "k_cache", &P::k_cache);
   pointer(c, "v_cache", &P::v_cache);
   pointer(c, "block_table", &P::block_table);

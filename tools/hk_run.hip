@@ -32,7 +32,9 @@
 #include <cfloat>
 #include <cxxabi.h>
 #include <cmath>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <map>

@@ -29,8 +29,8 @@
 //     Q alike; V written to LDS at its true columns). Each code is widened to T as the tile is consumed (two
 //     v_cvt_pk_f32_fp8 per 4 codes, then a pack): every e4m3 value (FNUZ or OCP, subnormals included) is exact in
 //     bf16 and f16, so the MFMAs see exactly the cached codes and no accuracy is lost before the products. The
-//     descales are fp32 scalars of the workgroup's KV head: k's folds into the exponent's scale (S = (Q K^T) kd),
-//     v's into the final normalization (O = (P V) vd / l), so the loop does not see them.
+//     descales are fp32 scalars of the workgroup's KV head (and sequence): k's folds into the exponent's scale
+//     (S = (Q K^T) kd), v's into the final normalization (O = (P V) vd / l), so the loop does not see them.
 // The masks are those of the forward (bottom-right causal, windows), per query row; keys past the sequence's end are
 // read from its last key (clamped: never outside the cache) and masked.
 #pragma once
@@ -45,12 +45,13 @@ struct DecodeArgs {
   float *part_o, *part_lse;   // splits > 1: [split][item][16][D] normalized partial O, [split][item][16] log2 LSE
   const int* block_table;     // (B, bt_stride) pages, or null: sequence b's keys are rows of "page" b
   const int* seqlens;         // (B) keys per sequence
-  const float *k_descale, *v_descale;  // fp8 caches: entry h_kv * stride (stride 0: per tensor), or null (1)
-  int k_ds_stride, v_ds_stride;
+  const float *k_descale, *v_descale;  // fp8 caches: entry b * bstride + h_kv * stride (0, 0: per tensor), or null (1)
+  int k_ds_stride, v_ds_stride, k_ds_bstride, v_ds_bstride;
   long q_bs, q_rs, q_hs, o_bs, o_rs, o_hs;  // element strides of Q and O: batch, row, head
   long k_ps, k_rs, k_hs, v_ps, v_rs, v_hs;  // of the caches: page (contiguous: batch), row within it, head
   int bt_stride, page_size;
   int batch, heads_q, heads_kv, seqlen_q;
+  int seqlen_new;             // keys appended at each sequence's end: it sees seqlens[b] + seqlen_new
   int q_blocks;               // blocks of 16 query rows per (sequence, KV head)
   int splits, split_tiles;    // key ranges per item and their length in tiles
   int combine_rows;           // workgroups of the combine per item: 16, or the rows of a single block
@@ -104,7 +105,7 @@ __global__ __launch_bounds__(256) void attention_decode(DecodeArgs p) {
   // The D offset of this lane's chunk c (8 elements) of a row: the permutation of D that K, Q and V share.
   auto dof = [&](int c) { return LE * (4 * (c / SUB) + lg) + 8 * (c % SUB); };
   const int ratio = p.heads_q / p.heads_kv, rows = p.seqlen_q * ratio;
-  const int sk = p.seqlens[it.b], sq = p.seqlen_q, off = sk - sq;
+  const int sk = p.seqlens[it.b] + p.seqlen_new, sq = p.seqlen_q, off = sk - sq;
   const int row0 = it.qb * WQ, q_first = row0 / ratio, q_last = (std::min(row0 + WQ, rows) - 1) / ratio;
 
   // Q: row lr of the block (query (row0 + lr) / ratio of head h_kv * ratio + (row0 + lr) % ratio), D permuted.
@@ -177,8 +178,8 @@ __global__ __launch_bounds__(256) void attention_decode(DecodeArgs p) {
   // This lane's query (its column of S^T) for the masks.
   const int my_q = (row0 + lr) / ratio;
   const int right = p.right < 0 ? INT_MAX : p.right, left = p.left < 0 ? INT_MAX : p.left;
-  const float kd = p.k_descale ? p.k_descale[it.h_kv * p.k_ds_stride] : 1.f;
-  const float vd = p.v_descale ? p.v_descale[it.h_kv * p.v_ds_stride] : 1.f;
+  const float kd = p.k_descale ? p.k_descale[it.b * p.k_ds_bstride + it.h_kv * p.k_ds_stride] : 1.f;
+  const float vd = p.v_descale ? p.v_descale[it.b * p.v_ds_bstride + it.h_kv * p.v_ds_stride] : 1.f;
   const float c = p.scale_log2 * kd;
   st<T, BK, D>& sv_me = sv[wave];
 

@@ -10,11 +10,20 @@
 //   - cache_seqlens (B int32, device) keys per sequence, at most the capacity (S_max, or max_blocks * page_size).
 //   - query head h reads KV head h / (Hq / Hkv); causal is bottom-right (query i sees keys j <= i + seqlen - Sq),
 //     windows (left, right) as hk::attention_forward's.
+//   - appending (k_new / v_new, (B, seqlen_new, Hkv, D) in the caches' type): row i of sequence b is written into the
+//     caches in place as key cache_seqlens[b] + i (through the block table when paged) before the attention, which
+//     then sees cache_seqlens[b] + seqlen_new keys; cache_seqlens itself is not changed (flash-attention's rule).
+//     With rotary tables (rotary_cos / rotary_sin: rotary_rows x rotary_dim / 2, Q's type or fp32) the new keys are
+//     rotated at positions cache_seqlens[b] + i, and Q (into a copy in the workspace; q itself is not written) at
+//     cache_seqlens[b] + i when causal or windowed, else every query at cache_seqlens[b]; pairs (i, i + rotary_dim / 2)
+//     or, interleaved, (2 i, 2 i + 1), as hk::rotary's. Rotary needs a cache of Q's type (an fp8 cache takes k_new /
+//     v_new as codes, copied).
 // Every argument is validated first (the block table and seqlens are read back, which waits for the stream): a
 // problem the kernel cannot run returns an error and launches nothing. Long caches with few (sequence, KV head) pairs
-// are split over workgroups and combined in a fixed order (deterministic); the partials need a workspace of
+// are split over workgroups and combined in a fixed order (deterministic); the partials (and a rotated Q) need a workspace of
 // attention_decode_workspace_bytes(p) bytes: pass one to keep the call asynchronous after the checks, or the call
-// allocates its own and waits for the stream before freeing it.
+// allocates its own and waits for the stream before freeing it. With rotary the workspace starts with the rotated Q,
+// packed (B, Sq, Hq, D) in Q's type.
 #pragma once
 #include "attention/attention.h"
 
@@ -40,7 +49,23 @@ struct AttentionDecodeProblem {
   // heads_kv entries (*_per_head), positive and finite, or null (1). Refused with other caches.
   const float* k_descale = nullptr;
   const float* v_descale = nullptr;
+  // per_batch: (B, Hkv) entries with per_head (flash-attention 3's shape), (B) without.
   bool k_descale_per_head = false, v_descale_per_head = false;
+  bool k_descale_per_batch = false, v_descale_per_batch = false;
+  // Appending (both or neither; seqlen_new >= 1 with them): written into the caches, read before anything is written.
+  const void* k_new = nullptr;
+  Strides k_new_strides;
+  const void* v_new = nullptr;
+  Strides v_new_strides;
+  int seqlen_new = 0;
+  // Rotary of Q and the new keys (with k_new only): cos / sin tables of rotary_rows rows (at least the largest
+  // position used plus one) of rotary_dim / 2 entries (rotary_stride apart; 0: packed); rotary_dim even, 2 .. D.
+  const void* rotary_cos = nullptr;
+  const void* rotary_sin = nullptr;
+  scalar_type rotary_type = scalar_type::fp32;  // fp32 or Q's type
+  int rotary_dim = 0, rotary_rows = 0;
+  long rotary_stride = 0;
+  bool rotary_interleaved = false;
   float softmax_scale = 0.f;  // 0 = 1 / sqrt(D)
   bool causal = false;
   int window_left = -1, window_right = -1;
@@ -54,7 +79,8 @@ struct AttentionDecodeProblem {
 
 Status attention_decode(const AttentionDecodeProblem& p);
 
-// The split partials' workspace the problem needs (0 when its keys are not split); needs the current device.
+// The workspace the problem needs: the split partials (when its keys are split) and the rotated copy of Q (with
+// rotary); 0 when neither. Needs the current device.
 size_t attention_decode_workspace_bytes(const AttentionDecodeProblem& p);
 
 }  // namespace hk

@@ -88,6 +88,53 @@ __device__ inline void store_run(T* p, const float (&v)[P]) {
   }
 }
 
+// Rotates the P pairs from pair i0 of one head (half = rotary_dim / 2) from `in` to `out` (which may be `in`) by the
+// angles cs[0 .. P) / ss[0 .. P), in fp32: the rotation every rotary path (hk::rotary, the decode append) shares.
+template <class T, int P, bool Vec>
+__device__ inline void rotate_pairs(const T* in, T* out, int i0, int half, bool interleaved, const float* cs,
+                                    const float* ss) {
+  // The two runs: (x0 run, x1 run) half-split; (first P, next P elements of the 2P) interleaved.
+  const int e0 = interleaved ? 2 * i0 : i0, e1 = interleaved ? 2 * i0 + P : i0 + half;
+  float u[P], w[P], c[P], sn[P];
+  load_run<T, P, Vec>(u, in + e0);
+  load_run<T, P, Vec>(w, in + e1);
+  if constexpr (Vec && P % 4 == 0) {  // 16-byte aligned: i0 and half are multiples of P
+#pragma unroll
+    for (int k = 0; k < P; k += 4) {
+      const auto cc = *reinterpret_cast<const detail::chunk<float, 4>*>(cs + k);
+      const auto sc = *reinterpret_cast<const detail::chunk<float, 4>*>(ss + k);
+#pragma unroll
+      for (int v = 0; v < 4; ++v) c[k + v] = cc.v[v], sn[k + v] = sc.v[v];
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < P; ++k) c[k] = cs[k], sn[k] = ss[k];
+  }
+  if (interleaved) {
+    // Pair k is element 2k of the 2P-element run u ++ w and the next one.
+    float x[2 * P];
+#pragma unroll
+    for (int k = 0; k < P; ++k) x[k] = u[k], x[P + k] = w[k];
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+      const float x0 = x[2 * k], x1 = x[2 * k + 1];
+      x[2 * k] = x0 * c[k] - x1 * sn[k];
+      x[2 * k + 1] = x0 * sn[k] + x1 * c[k];
+    }
+#pragma unroll
+    for (int k = 0; k < P; ++k) u[k] = x[k], w[k] = x[P + k];
+  } else {
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+      const float x0 = u[k], x1 = w[k];
+      u[k] = x0 * c[k] - x1 * sn[k];
+      w[k] = x0 * sn[k] + x1 * c[k];
+    }
+  }
+  store_run<T, P, Vec>(out + e0, u);
+  store_run<T, P, Vec>(out + e1, w);
+}
+
 // Rotates every head of one tensor for the workgroup's tokens by the angles in cos_s / sin_s ([token][rotary_dim/2]).
 template <class T, int P, bool Vec>
 __device__ inline void rotate_tokens(const RotaryArgs& a, const RotaryTensorArgs& t, int tokens, const int* tok_b,
@@ -98,48 +145,7 @@ __device__ inline void rotate_tokens(const RotaryArgs& a, const RotaryTensorArgs
     const T* in = static_cast<const T*>(t.in) + b * t.in_b + s * t.in_s + h * t.in_h;
     T* out = static_cast<T*>(t.out) + b * t.out_b + s * t.out_s + h * t.out_h;
     const int i0 = item * P;
-    // The two runs: (x0 run, x1 run) half-split; (first P, next P elements of the 2P) interleaved.
-    const int e0 = a.interleaved ? 2 * i0 : i0, e1 = a.interleaved ? 2 * i0 + P : i0 + half;
-    float u[P], w[P], c[P], sn[P];
-    load_run<T, P, Vec>(u, in + e0);
-    load_run<T, P, Vec>(w, in + e1);
-    const float* cs = cos_s + tok * half + i0;
-    const float* ss = sin_s + tok * half + i0;
-    if constexpr (Vec && P % 4 == 0) {  // 16-byte aligned: i0 and half are multiples of P
-#pragma unroll
-      for (int k = 0; k < P; k += 4) {
-        const auto cc = *reinterpret_cast<const detail::chunk<float, 4>*>(cs + k);
-        const auto sc = *reinterpret_cast<const detail::chunk<float, 4>*>(ss + k);
-#pragma unroll
-        for (int v = 0; v < 4; ++v) c[k + v] = cc.v[v], sn[k + v] = sc.v[v];
-      }
-    } else {
-#pragma unroll
-      for (int k = 0; k < P; ++k) c[k] = cs[k], sn[k] = ss[k];
-    }
-    if (a.interleaved) {
-      // Pair k is element 2k of the 2P-element run u ++ w and the next one.
-      float x[2 * P];
-#pragma unroll
-      for (int k = 0; k < P; ++k) x[k] = u[k], x[P + k] = w[k];
-#pragma unroll
-      for (int k = 0; k < P; ++k) {
-        const float x0 = x[2 * k], x1 = x[2 * k + 1];
-        x[2 * k] = x0 * c[k] - x1 * sn[k];
-        x[2 * k + 1] = x0 * sn[k] + x1 * c[k];
-      }
-#pragma unroll
-      for (int k = 0; k < P; ++k) u[k] = x[k], w[k] = x[P + k];
-    } else {
-#pragma unroll
-      for (int k = 0; k < P; ++k) {
-        const float x0 = u[k], x1 = w[k];
-        u[k] = x0 * c[k] - x1 * sn[k];
-        w[k] = x0 * sn[k] + x1 * c[k];
-      }
-    }
-    store_run<T, P, Vec>(out + e0, u);
-    store_run<T, P, Vec>(out + e1, w);
+    rotate_pairs<T, P, Vec>(in, out, i0, half, a.interleaved, cos_s + tok * half + i0, sin_s + tok * half + i0);
   });
   // The rest of each head is copied (nothing to do in place).
   const int rest = a.head_dim - a.rotary_dim;

@@ -21,8 +21,9 @@ Head dims: hk's kernels run D = 64 and 128; any other D up to 128 is zero-padded
 adds nothing to Q K^T and the padded output columns are dropped), the scale taken from the real D, as
 flash-attention pads to a multiple of 8. Not yet in hk's kernels, and refused with a sentence rather than computed
 another way: head dims above 128, Q/K's head dim different from V's, dropout_p > 0, softcap with alibi_slopes, and a
-paged KV cache (block_table) in flash_attn_varlen_func. flash_attn_with_kvcache (decode over a contiguous or paged KV cache)
-runs on hk::attention_decode (hk/decode.py), without appending k / v or rotary yet.
+paged KV cache (block_table) in flash_attn_varlen_func. flash_attn_with_kvcache (decode over a contiguous or paged KV cache,
+appending k / v in place with optional rotary, FP8 caches with k_descale / v_descale) runs on hk::attention_decode
+(hk/decode.py).
 """
 import torch
 
@@ -161,14 +162,15 @@ def flash_attn_varlen_qkvpacked_func(qkv, cu_seqlens, max_seqlen, dropout_p=0.0,
 def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None,
                             cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, block_table=None,
                             softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
-                            rotary_interleaved=True, alibi_slopes=None, num_splits=0, return_softmax_lse=False):
+                            rotary_interleaved=True, alibi_slopes=None, num_splits=0, return_softmax_lse=False,
+                            k_descale=None, v_descale=None):
     """flash-attention's decode entry: hk.attention_with_kvcache (hk/decode.py), the same arguments and result."""
     return _decode.attention_with_kvcache(
         q, k_cache, v_cache, k=k, v=v, rotary_cos=rotary_cos, rotary_sin=rotary_sin, cache_seqlens=cache_seqlens,
         cache_batch_idx=cache_batch_idx, cache_leftpad=cache_leftpad, block_table=block_table,
         softmax_scale=softmax_scale, causal=causal, window_size=window_size, softcap=softcap,
         rotary_interleaved=rotary_interleaved, alibi_slopes=alibi_slopes, num_splits=num_splits,
-        return_softmax_lse=return_softmax_lse)
+        return_softmax_lse=return_softmax_lse, k_descale=k_descale, v_descale=v_descale)
 
 
 __all__ = ["flash_attn_with_kvcache", "flash_attn_func", "flash_attn_kvpacked_func", "flash_attn_qkvpacked_func", "flash_attn_varlen_func",

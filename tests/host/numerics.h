@@ -3,6 +3,7 @@
 // from the format definitions and is independent of hk's conversions and of vgpu's (vgpu/src/isa/formats.h): fp8 goes
 // through the fp8 model in tests/fp8_ref.h.
 #pragma once
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstddef>
@@ -80,7 +81,10 @@ class Fp8 {
       value_[c] = float(fp8_ref::value(uint8_t(c), f));
       if (!std::isnan(value_[c]) && !(value_[c] == 0 && std::signbit(value_[c]))) exact_.emplace(value_[c], uint8_t(c));
     }
-    max_ = value_[fp8_ref::max_code(f)];
+    top_ = fp8_ref::max_code(f);
+    max_ = value_[top_];
+    for (int c = 0; c <= top_; ++c) mag_[c] = value_[c];  // the magnitudes, increasing with the code
+    mag_[top_ + 1] = 2.0 * value_[top_] - value_[top_ - 1];  // encode_rne's virtual code past the top
   }
   const fp8_ref::F8& format() const { return format_; }
   float max() const { return max_; }
@@ -91,7 +95,14 @@ class Fp8 {
     if (saturate && !std::isnan(x)) x = std::fmax(-max_, std::fmin(x, max_));
     if (x == 0 && std::signbit(x)) return fp8_ref::zero_code(format_, true);
     if (auto it = exact_.find(x); it != exact_.end()) return it->second;
-    return fp8_ref::encode_rne(x, format_, saturate);
+    const double a = std::fabs(double(x));
+    if (!(a < mag_[top_ + 1])) return fp8_ref::encode_rne(x, format_, saturate);  // NaN, inf, past the top
+    // encode_rne's nearest code, ties to the even one, found by bisection instead of its scan of every code.
+    const int hi = int(std::upper_bound(mag_, mag_ + top_ + 2, a) - mag_), lo = hi - 1;
+    const double dl = a - mag_[lo], dh = mag_[hi] - a;
+    const int best = dl < dh ? lo : dh < dl ? hi : (hi % 2 == 0 ? hi : lo);
+    if (best > top_ || best == 0) return fp8_ref::encode_rne(x, format_, saturate);
+    return uint8_t((std::signbit(x) ? 0x80 : 0) | best);
   }
   float round(float x, bool saturate = false) const { return value(code(x, saturate)); }
 
@@ -99,6 +110,8 @@ class Fp8 {
   fp8_ref::F8 format_;
   float value_[256];
   float max_;
+  int top_;
+  double mag_[130];
   std::unordered_map<float, uint8_t> exact_;
 };
 

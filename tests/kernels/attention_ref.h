@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -86,6 +87,16 @@ struct Result {
 //     which moves p by that much times the scale, relatively;
 //   - f16's subnormal P: 2^-25 per key, times max |v|;
 //   - LSE: the score error and a few fp32 ulps of its magnitude.
+// f(first, last) over [0, n) in contiguous parts, one per host core (at most n), joined before returning.
+template <class F>
+inline void parallel_for(size_t n, F&& f) {
+  const size_t threads = std::min<size_t>(n, std::max(1u, std::thread::hardware_concurrency()));
+  if (threads <= 1) return f(size_t(0), n);
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < threads; ++t) pool.emplace_back([&, t] { f(n * t / threads, n * (t + 1) / threads); });
+  for (auto& th : pool) th.join();
+}
+
 inline Result forward(const Shape& s, const std::vector<float>& q, const std::vector<float>& k,
                       const std::vector<float>& v, bool bf16) {
   const int d = s.d, ratio = s.hq / s.hkv;
@@ -94,11 +105,13 @@ inline Result forward(const Shape& s, const std::vector<float>& q, const std::ve
   const long tq = s.total_q();
   r.o.assign(tq * s.hq * d, 0), r.o_tol.assign(r.o.size(), 0);
   r.lse.assign(tq * s.hq, -std::numeric_limits<double>::infinity()), r.lse_tol.assign(r.lse.size(), 0);
-  long start_q = 0, start_k = 0;
-  std::vector<double> score, mag;
-  for (size_t b = 0; b < s.len_q.size(); ++b) {
-    const long sq = s.len_q[b], sk = s.len_k[b];
-    for (int h = 0; h < s.hq; ++h) {
+  // (sequence, head) pairs are independent (their rows of O and LSE apart): spread over the host's cores.
+  const size_t nb = s.len_q.size();
+  std::vector<long> starts_q(nb + 1, 0), starts_k(nb + 1, 0);
+  for (size_t b = 0; b < nb; ++b) starts_q[b + 1] = starts_q[b] + s.len_q[b], starts_k[b + 1] = starts_k[b] + s.len_k[b];
+  auto pair = [&](size_t b, int h, std::vector<double>& score, std::vector<double>& mag) {
+    const long sq = s.len_q[b], sk = s.len_k[b], start_q = starts_q[b], start_k = starts_k[b];
+    {
       const int hk = h / ratio;
       for (long i = 0; i < sq; ++i) {
         const float* qi = &q[((start_q + i) * s.hq + h) * d];
@@ -138,8 +151,11 @@ inline Result forward(const Shape& s, const std::vector<float>& q, const std::ve
         r.lse_tol[row] = 2 * score_err + 8 * fp32_u * (std::fabs(mx) + std::log(l)) + sk * 4 * fp32_u + 1e-6;
       }
     }
-    start_q += sq, start_k += sk;
-  }
+  };
+  parallel_for(nb * s.hq, [&](size_t first, size_t last) {
+    std::vector<double> score, mag;
+    for (size_t i = first; i < last; ++i) pair(i / s.hq, int(i % s.hq), score, mag);
+  });
   return r;
 }
 

@@ -28,7 +28,9 @@ SIGNATURES = {
                                 ("cache_batch_idx", None), ("cache_leftpad", None), ("block_table", None),
                                 ("softmax_scale", None), ("causal", False), ("window_size", (-1, -1)),
                                 ("softcap", 0.0), ("rotary_interleaved", True), ("alibi_slopes", None),
-                                ("num_splits", 0), ("return_softmax_lse", False)],
+                                ("num_splits", 0), ("return_softmax_lse", False),
+                                # flash-attention 3's FP8 descales, after every 2.x argument (keywords there too)
+                                ("k_descale", None), ("v_descale", None)],
 }
 
 
