@@ -3,6 +3,8 @@
 //   hk-run gemm --m M --n N --k K --dtype mxfp8|mxfp6|mxfp4 [--a-format F] [--b-format F] [--out fp32|bf16|f16] (gfx950)
 //   hk-run gemm --m M --n N --k K --dtype int8 [--out int32|bf16|fp32] (B N x K; bf16/fp32: per-row/column scales)
 //               [--arch gfx942|gfx950]
+//   hk-run grouped-gemm --groups M0,M1,... --n N --k K [--dtype bf16|f16|fp8|fp8_e4m3|fp8_e5m2] [--out fp32|bf16] [--bt]
+//               (hk::grouped_gemm: groups of M0, M1, ... rows, 0 an empty group, "8x1024" eight of 1024; tools/hk_run_grouped.h)
 //   (fp8 = fp8_e4m3; fp8 types in the device arch's format: FNUZ e4m3 / e5m2 on gfx942, OCP e4m3fn / e5m2 on gfx950)
 //   hk-run rotary --b B --s S --h H --d D [--rotary-dim R] [--interleaved] [--dtype bf16|f16|fp32] [--arch ...]
 //   hk-run norm --rows R --cols C [--rms] [--p P] [--seed S] [--dtype bf16|f16|fp32] [--arch ...]
@@ -299,6 +301,7 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
 
 #include "hk_run_int8.h"  // the int8 GEMM runner (int8_run::run), inside this namespace
 #include "hk_run_mx.h"  // the MX GEMM runner (mx_run::run), inside this namespace
+#include "hk_run_grouped.h"  // the grouped GEMM runner (grouped_run::run), inside this namespace
 
 // ---- rotary and norm (hk::rotary, hk::layer_norm / rms_norm and their backwards) ----------------------------------
 
@@ -918,6 +921,18 @@ int main(int argc, char** argv) {
     command->add_flag("--stalls", g_stalls, "with --model: print each launch's stall table and hot loop");
   };
   add_model(gemm);
+  auto* grouped = app.add_subcommand("grouped-gemm", "the MoE GEMM: groups of rows of A, one B each, with hk::grouped_gemm");
+  std::string group_rows = "0,17,300,1", gin = "bf16", gout = "fp32";
+  int gn = 512, gk = 256;
+  bool gbt = false;
+  grouped->add_option("--groups", group_rows, "rows of each group, comma-separated (0: empty; 8x1024: eight groups of 1024)");
+  grouped->add_option("--n", gn, "columns of B and C")->check(positive);
+  grouped->add_option("--k", gk, "columns of A, rows of B")->check(positive);
+  grouped->add_option("--dtype", gin, "A and B element type")->check(CLI::IsMember({"bf16", "f16", "fp8", "fp8_e4m3", "fp8_e5m2"}));
+  grouped->add_option("--out", gout, "C element type")->check(CLI::IsMember({"fp32", "bf16"}));
+  grouped->add_flag("--bt", gbt, "B is (G, N, K) (C = A * B^T per group), else (G, K, N)");
+  grouped->add_option("--arch", arch)->check(is_target);
+  add_model(grouped);
   auto* rotary = app.add_subcommand("rotary", "rotary embedding of Q and K (and its backward) with hk::rotary");
   int rb = 2, rs = 128, rh = 4, rd = 128, rrot = 0;
   bool interleaved = false;
@@ -989,6 +1004,11 @@ int main(int argc, char** argv) {
     if (*gemm && (out == "f16" || out == "int32" || !mx_a.empty() || !mx_b.empty()))
       return std::fprintf(stderr, "hk-run: --out f16 and --a-format, --b-format are for the mx* dtypes, --out int32 for int8\n"), 1;
     if (*gemm) return run_gemm(m, n, k, in, out, bt, model);
+    if (*grouped) {
+      std::vector<long> rows;
+      if (!grouped_run::parse(group_rows, rows)) return 1;
+      return grouped_run::run(rows, gn, gk, gin, gout, gbt, model);
+    }
     if (*rotary && !model.empty()) return model_rotary(rb, rs, rh, rd, rrot, interleaved, rtype, q_only, model);
     if (*rotary) return run_rotary(rb, rs, rh, rd, rrot, interleaved, rtype);
     if (*norm && !model.empty()) return model_norm(nrows, ncols, rms, drop, seed, ntype, model, nmask);

@@ -33,6 +33,7 @@ __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
   __shared__ GemmStages<T, BM, BN, BK, BIsNK, G> s;
 
   const GemmView<T, TOut, BIsNK, BM, BN> v(p);
+  if (!v.live) return;  // a grouped grid's workgroup without a tile
   const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
   auto issue = [&](int kt, int stage) __attribute__((always_inline)) { s.template fill<LdsDma>(v, kt, stage, dma_wave); };
   constexpr int loads_per_stage = decltype(s)::async_loads_per_stage;
