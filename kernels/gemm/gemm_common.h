@@ -23,6 +23,12 @@ struct GemmArgs {
   const void* offsets = nullptr;  // groups + 1 row offsets, int64 or int32
   bool offsets64 = false;
   long b_group_stride = 0;  // elements
+  // Blockwise fp8 (hk::gemm_blockwise, B given N x K): one fp32 scale per row of A and 128 k (scale_a, M x K/128,
+  // rows ld_scale_a apart) and one per 128 x 128 block of B (scale_b, ceil(N/128) x K/128, ld_scale_b).
+  const float* scale_a = nullptr;
+  long ld_scale_a = 0;
+  const float* scale_b = nullptr;
+  long ld_scale_b = 0;
 };
 
 // Where a workgroup's tile lies: the rows of A and C of its problem (row0 .. row0 + rows - 1), its B (group), its
