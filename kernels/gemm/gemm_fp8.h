@@ -40,13 +40,16 @@ namespace detail {
 template <class Acc>
 struct ChunkScales {
   static_assert(Acc::rows == 64, "ChunkScales: one row of the block per lane");
-  float a, b;
-  // Chunk kb's, for the block of rows from row0 (rows past M read row M - 1: their partial sums are zero).
-  __device__ __attribute__((always_inline)) void load(const GemmArgs& p, int row0, int tile_n, int kb) {
+  const float* row_a;  // this lane's row of scale_a
+  const float* tile_b;  // the tile's row of scale_b
+  float a = 0, b = 0;
+  // For the block of rows from row0 (rows past M read row M - 1: their partial sums are zero) and tile_n's columns.
+  __device__ ChunkScales(const GemmArgs& p, int row0, int tile_n) {
     const int r = row0 + lane_id(), row = r < p.m ? r : p.m - 1;
-    a = p.scale_a[long(row) * p.ld_scale_a + kb];
-    b = p.scale_b[long(tile_n) * p.ld_scale_b + kb];
+    row_a = p.scale_a + long(row) * p.ld_scale_a, tile_b = p.scale_b + long(tile_n) * p.ld_scale_b;
   }
+  // Chunk kb's.
+  __device__ __attribute__((always_inline)) void load(int kb) { a = row_a[kb], b = tile_b[kb]; }
   // acc += part * scale_a[row] * scale_b.
   __device__ __attribute__((always_inline)) void fold(Acc& acc, const Acc& part) const {
     const int lane = lane_id();
@@ -87,8 +90,8 @@ __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
   zero(acc);
   const int steps = (p.k + BK - 1) / BK;
   const int row0 = BM * v.tile_m + WM * wr;
-  detail::ChunkScales<Acc> scales, next_scales;
-  if constexpr (Blockwise) scales.load(p, row0, v.tile_n, 0);
+  detail::ChunkScales<Acc> scales(p, row0, v.tile_n), next_scales = scales;
+  if constexpr (Blockwise) scales.load(0);
   // The next step's loads. With LdsDma they are issued unconditionally, so that the step is one basic block the
   // scheduler can interleave: past the last step they lie outside the tensor (no memory is read; zeros land in the
   // stage nobody reads again) and are waited for after the loop.
@@ -105,7 +108,7 @@ __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
     if constexpr (Blockwise) {  // the next chunk's scales (the last chunk's again at the end), ahead of the operands
       if (chunk_start) {
         const int kb = kt / chunk_steps + 1, chunks = steps / chunk_steps;
-        next_scales.load(p, row0, v.tile_n, kb < chunks ? kb : chunks - 1);
+        next_scales.load(kb < chunks ? kb : chunks - 1);
       }
     }
     if constexpr (BIsNK) {
@@ -127,13 +130,15 @@ __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
     }
   };
   issue(0, 0);
-  for (int kt = 0; kt < steps; kt += chunk_steps) {
+  for (int kt = 0; kt < steps; ++kt) {
     if constexpr (Blockwise) {
-      zero(part);
-#pragma unroll
-      for (int j = 0; j < chunk_steps; ++j) step(kt + j, part, j == 0);
-      scales.fold(acc, part);
-      scales = next_scales;
+      const bool first = kt % chunk_steps == 0;
+      if (first) zero(part);
+      step(kt, part, first);
+      if (kt % chunk_steps == chunk_steps - 1) {
+        scales.fold(acc, part);
+        scales.a = next_scales.a, scales.b = next_scales.b;
+      }
     } else {
       step(kt, acc, false);
     }
