@@ -3,6 +3,10 @@
 //   hk-run gemm --m M --n N --k K --dtype mxfp8|mxfp6|mxfp4 [--a-format F] [--b-format F] [--out fp32|bf16|f16] (gfx950)
 //   hk-run gemm --m M --n N --k K --dtype int8 [--out int32|bf16|fp32] (B N x K; bf16/fp32: per-row/column scales)
 //               [--arch gfx942|gfx950]
+//   hk-run gemm --m M --n N --k K --dtype fp8_block [--out bf16|fp32] [--pow2-scales] (hk::gemm_blockwise: e4m3 A, B
+//               N x K, fp32 scales per 1 x 128 of A and 128 x 128 of B; K a multiple of 128; tools/hk_run_blockwise.h)
+//   hk-run grouped-gemm --groups M0,M1,... --n N --k K [--dtype bf16|f16|fp8|fp8_e4m3|fp8_e5m2] [--out fp32|bf16] [--bt]
+//               (hk::grouped_gemm: groups of M0, M1, ... rows, 0 an empty group, "8x1024" eight of 1024; tools/hk_run_grouped.h)
 //   (fp8 = fp8_e4m3; fp8 types in the device arch's format: FNUZ e4m3 / e5m2 on gfx942, OCP e4m3fn / e5m2 on gfx950)
 //   hk-run rotary --b B --s S --h H --d D [--rotary-dim R] [--interleaved] [--dtype bf16|f16|fp32] [--arch ...]
 //   hk-run norm --rows R --cols C [--rms] [--p P] [--seed S] [--dtype bf16|f16|fp32] [--arch ...]
@@ -45,6 +49,7 @@
 #include "attention/attention.h"
 #include "attention/decode.h"
 #include "gemm/gemm.h"
+#include "gemm/gemm_blockwise.h"
 #include "gemm/gemm_int8.h"
 #include "gemm/gemm_mx.h"
 #include "kernels/rotary_norm_ref.h"
@@ -301,6 +306,8 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
 
 #include "hk_run_int8.h"  // the int8 GEMM runner (int8_run::run), inside this namespace
 #include "hk_run_mx.h"  // the MX GEMM runner (mx_run::run), inside this namespace
+#include "hk_run_blockwise.h"  // the blockwise fp8 GEMM runner (blockwise_run::run), inside this namespace
+#include "hk_run_grouped.h"  // the grouped GEMM runner (grouped_run::run), inside this namespace
 
 // ---- rotary and norm (hk::rotary, hk::layer_norm / rms_norm and their backwards) ----------------------------------
 
@@ -894,7 +901,7 @@ int main(int argc, char** argv) {
   gemm->add_option("--n", n, "columns of B and C")->check(positive);
   gemm->add_option("--k", k, "columns of A, rows of B")->check(positive);
   gemm->add_option("--dtype", in, "A and B element type (mx*: hk::gemm_mx, B given N x K, e8m0 scales per 32 k)")
-      ->check(CLI::IsMember({"bf16", "f16", "fp8", "fp8_e4m3", "fp8_e5m2", "mxfp8", "mxfp6", "mxfp4", "int8"}));
+      ->check(CLI::IsMember({"bf16", "f16", "fp8", "fp8_e4m3", "fp8_e5m2", "mxfp8", "mxfp6", "mxfp4", "int8", "fp8_block"}));
   gemm->add_option("--out", out, "C element type (f16: mx* only; int32: int8 only, its default)")
       ->check(CLI::IsMember({"fp32", "bf16", "f16", "int32"}));
   std::string mx_a, mx_b;
@@ -902,6 +909,8 @@ int main(int argc, char** argv) {
   gemm->add_option("--a-format", mx_a, "mx*: A's element format (default: the dtype's)")->check(mx_formats);
   gemm->add_option("--b-format", mx_b, "mx*: B's element format (default: the dtype's)")->check(mx_formats);
   gemm->add_flag("--bt", bt, "B is N x K (C = A * B^T)");
+  bool pow2_scales = false;
+  gemm->add_flag("--pow2-scales", pow2_scales, "fp8_block: power-of-two scales");
   gemm->add_option("--arch", arch)->check(is_target);
   std::string model;
   std::vector<std::string> product_names;
@@ -920,6 +929,18 @@ int main(int argc, char** argv) {
     command->add_flag("--stalls", g_stalls, "with --model: print each launch's stall table and hot loop");
   };
   add_model(gemm);
+  auto* grouped = app.add_subcommand("grouped-gemm", "the MoE GEMM: groups of rows of A, one B each, with hk::grouped_gemm");
+  std::string group_rows = "0,17,300,1", gin = "bf16", gout = "fp32";
+  int gn = 512, gk = 256;
+  bool gbt = false;
+  grouped->add_option("--groups", group_rows, "rows of each group, comma-separated (0: empty; 8x1024: eight groups of 1024)");
+  grouped->add_option("--n", gn, "columns of B and C")->check(positive);
+  grouped->add_option("--k", gk, "columns of A, rows of B")->check(positive);
+  grouped->add_option("--dtype", gin, "A and B element type")->check(CLI::IsMember({"bf16", "f16", "fp8", "fp8_e4m3", "fp8_e5m2"}));
+  grouped->add_option("--out", gout, "C element type")->check(CLI::IsMember({"fp32", "bf16"}));
+  grouped->add_flag("--bt", gbt, "B is (G, N, K) (C = A * B^T per group), else (G, K, N)");
+  grouped->add_option("--arch", arch)->check(is_target);
+  add_model(grouped);
   auto* rotary = app.add_subcommand("rotary", "rotary embedding of Q and K (and its backward) with hk::rotary");
   int rb = 2, rs = 128, rh = 4, rd = 128, rrot = 0;
   bool interleaved = false;
@@ -988,9 +1009,18 @@ int main(int argc, char** argv) {
       if (out == "f16") return std::fprintf(stderr, "hk-run: int8 gives int32, bf16 or fp32\n"), 1;
       return int8_run::run(m, n, k, out == "bf16" || (out == "fp32" && gemm->count("--out")) ? out : "int32", model);
     }
+    if (*gemm && in == "fp8_block") {
+      if (out != "bf16" && out != "fp32") return std::fprintf(stderr, "hk-run: fp8_block gives bf16 or fp32\n"), 1;
+      return blockwise_run::run(m, n, k, gemm->count("--out") ? out : "bf16", pow2_scales, model);
+    }
     if (*gemm && (out == "f16" || out == "int32" || !mx_a.empty() || !mx_b.empty()))
       return std::fprintf(stderr, "hk-run: --out f16 and --a-format, --b-format are for the mx* dtypes, --out int32 for int8\n"), 1;
     if (*gemm) return run_gemm(m, n, k, in, out, bt, model);
+    if (*grouped) {
+      std::vector<long> rows;
+      if (!grouped_run::parse(group_rows, rows)) return 1;
+      return grouped_run::run(rows, gn, gk, gin, gout, gbt, model);
+    }
     if (*rotary && !model.empty()) return model_rotary(rb, rs, rh, rd, rrot, interleaved, rtype, q_only, model);
     if (*rotary) return run_rotary(rb, rs, rh, rd, rrot, interleaved, rtype);
     if (*norm && !model.empty()) return model_norm(nrows, ncols, rms, drop, seed, ntype, model, nmask);

@@ -34,6 +34,23 @@ struct GemmProblem {
 // Validates `p` and launches the GEMM on p.stream. Asynchronous like any kernel launch.
 Status gemm(const GemmProblem& p);
 
+// hk::grouped_gemm, the mixture-of-experts GEMM: G problems of different M sharing N and K, in one launch. A (m x K,
+// lda) holds every group's rows, group g owning rows offsets[g] .. offsets[g+1] - 1 (tokens sorted by expert; empty
+// groups own none); C (m x N, ldc) likewise; each group has its own B, K x N or N x K (b_is_nk) with ldb, the groups'
+// B matrices b_group_stride elements apart (0: packed, (b_is_nk ? n : k) * ldb): B is (G, K, N) or (G, N, K).
+// Types, alpha / beta (fp8: the per-tensor scale) and the feed are hk::gemm's. The grid is the flat list of every
+// group's output tiles, each workgroup finding its group from the offsets (kernels/gemm/gemm_common.h), so the CUs
+// stay busy however the rows are spread. The offsets live on the device (int32, or int64 with offsets_int64); the
+// validation reads them back (one copy of G + 1 values on p.stream that waits for it) to check that offsets[0] = 0,
+// they never decrease and offsets[G] = m, and to size the grid.
+struct GroupedGemmProblem : GemmProblem {
+  int groups = 0;                 // G >= 1
+  const void* offsets = nullptr;  // G + 1 row offsets into A and C, on the device
+  bool offsets_int64 = false;
+  long b_group_stride = 0;        // elements between consecutive groups' B (0: packed)
+};
+Status grouped_gemm(const GroupedGemmProblem& p);
+
 // The tiles of C each kernel computes per workgroup.
 inline constexpr int gemm_staged_tile = 128, gemm_pingpong_tile = 256, gemm_fp8_tile = 128;
 

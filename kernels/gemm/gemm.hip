@@ -2,6 +2,9 @@
 // orientation.
 #include "gemm.h"
 
+#include <cstring>
+#include <vector>
+
 #include "gemm_fp8.h"
 #include "gemm_pingpong.h"
 #include "gemm_staged.h"
@@ -13,30 +16,28 @@ namespace {
 
 constexpr const char* entry = "hk::gemm";
 
-Status error(hipError_t code, const std::string& message) { return api::error(entry, code, message); }
-
 bool fp8(scalar_type t) { return t == scalar_type::fp8_e4m3 || t == scalar_type::fp8_e5m2; }
 
 // The problem's own checks, independent of the device.
-Status validate(const GemmProblem& p) {
+Status validate(const GemmProblem& p, const char* who) {
   if (p.m <= 0 || p.n <= 0 || p.k <= 0)
-    return error(hipErrorInvalidValue, "m, n and k must be positive (got " + std::to_string(p.m) + ", " +
+    return api::error(who, hipErrorInvalidValue, "m, n and k must be positive (got " + std::to_string(p.m) + ", " +
                                            std::to_string(p.n) + ", " + std::to_string(p.k) + ")");
-  if (!p.a || !p.b || !p.c) return error(hipErrorInvalidValue, std::string("null pointer for ") + (!p.a ? "A" : !p.b ? "B" : "C"));
+  if (!p.a || !p.b || !p.c) return api::error(who, hipErrorInvalidValue, std::string("null pointer for ") + (!p.a ? "A" : !p.b ? "B" : "C"));
   if (p.ab_type != scalar_type::bf16 && p.ab_type != scalar_type::f16 && !fp8(p.ab_type))
-    return error(hipErrorInvalidValue, std::string("A and B must be bf16 or f16 (or both fp8_e4m3, or both fp8_e5m2), not ") +
+    return api::error(who, hipErrorInvalidValue, std::string("A and B must be bf16 or f16 (or both fp8_e4m3, or both fp8_e5m2), not ") +
                                            to_string(p.ab_type));
   if (p.c_type != scalar_type::fp32 && p.c_type != scalar_type::bf16)
-    return error(hipErrorInvalidValue, std::string("C must be fp32 or bf16, not ") + to_string(p.c_type));
+    return api::error(who, hipErrorInvalidValue, std::string("C must be fp32 or bf16, not ") + to_string(p.c_type));
   const long b_cols = p.b_is_nk ? p.k : p.n;
-  if (p.lda < p.k) return error(hipErrorInvalidValue, "lda (" + std::to_string(p.lda) + ") is less than k");
+  if (p.lda < p.k) return api::error(who, hipErrorInvalidValue, "lda (" + std::to_string(p.lda) + ") is less than k");
   if (p.ldb < b_cols)
-    return error(hipErrorInvalidValue, "ldb (" + std::to_string(p.ldb) + ") is less than " + (p.b_is_nk ? "k" : "n"));
-  if (p.ldc < p.n) return error(hipErrorInvalidValue, "ldc (" + std::to_string(p.ldc) + ") is less than n");
+    return api::error(who, hipErrorInvalidValue, "ldb (" + std::to_string(p.ldb) + ") is less than " + (p.b_is_nk ? "k" : "n"));
+  if (p.ldc < p.n) return api::error(who, hipErrorInvalidValue, "ldc (" + std::to_string(p.ldc) + ") is less than n");
   const size_t in = size_of(p.ab_type), out = size_of(p.c_type);
   if (reinterpret_cast<uintptr_t>(p.a) % in || reinterpret_cast<uintptr_t>(p.b) % in)
-    return error(hipErrorInvalidValue, "A and B must be aligned to their element size");
-  if (reinterpret_cast<uintptr_t>(p.c) % out) return error(hipErrorInvalidValue, "C is not aligned to its element size");
+    return api::error(who, hipErrorInvalidValue, "A and B must be aligned to their element size");
+  if (reinterpret_cast<uintptr_t>(p.c) % out) return api::error(who, hipErrorInvalidValue, "C is not aligned to its element size");
   return {};
 }
 
@@ -48,6 +49,19 @@ bool dma_feedable(const GemmProblem& p, int dma_bytes) {
   return async_loadable(gl<T, 1, 1>(a, 1, 1, p.m, p.k, p.lda), dma_bytes) &&
          async_loadable(gl<T, 1, 1>(b, 1, 1, p.b_is_nk ? p.n : p.k, p.b_is_nk ? p.k : p.n, p.ldb), dma_bytes);
 }
+
+// The number of bm x bn tiles covering C: one problem's, or with group_rows, every group's of a grouped GEMM.
+struct TileCount {
+  const GemmProblem& p;
+  const std::vector<long>* group_rows = nullptr;
+  int operator()(int bm, int bn) const {
+    const long tiles_n = (p.n + bn - 1) / bn;
+    if (!group_rows) return int((p.m + bm - 1) / bm * tiles_n);
+    long tiles = 0;
+    for (long rows : *group_rows) tiles += (rows + bm - 1) / bm * tiles_n;
+    return int(tiles);
+  }
+};
 
 // The kernel for B's orientation; with NkOnly, only the B^T instance exists (the caller never asks for the other).
 template <class TIn, class TOut, template <class, class, bool> class Kernel, bool NkOnly = false>
@@ -66,13 +80,21 @@ struct pingpong_half { static constexpr auto kernel = kernels::gemm_pingpong<TIn
 // The ping-pong kernel's 256 x 256 tiles, one per workgroup and CU. Where more tiles than CUs leave a last round
 // under half full (1024 tiles on 304 CUs: 3 rounds and 112 tiles), the whole rounds run first and the last round's
 // tiles then run as two 128 x 256 halves each, on up to twice as many CUs, in about half the time.
+// A grouped GEMM takes whole tiles or halves throughout, whichever needs fewer rounds of the CUs (a round of halves
+// counted as half a round).
 template <class TIn, class TOut, bool NkOnly>
-void launch_pingpong(const GemmProblem& p, kernels::GemmArgs args) {
+void launch_pingpong(const GemmProblem& p, kernels::GemmArgs args, const TileCount& count) {
   constexpr int tile = gemm_pingpong_tile;
-  const int tiles = ((p.m + tile - 1) / tile) * ((p.n + tile - 1) / tile);
+  const int tiles = count(tile, tile);
   int device = 0, cus = 0;
   if (hipGetDevice(&device) != hipSuccess || hipDeviceGetAttribute(&cus, hipDeviceAttributeMultiprocessorCount, device) != hipSuccess)
     cus = 0;
+  if (count.group_rows) {
+    const int halves = count(tile / 2, tile);
+    if (cus > 0 && (halves + cus - 1) / cus < 2 * ((tiles + cus - 1) / cus))
+      return launch<TIn, TOut, pingpong_half, NkOnly>(p, args, halves, 512);
+    return launch<TIn, TOut, pingpong, NkOnly>(p, args, tiles, 512);
+  }
   const int last = cus > 0 && tiles > cus ? tiles % cus : 0;
   if (last == 0 || 2 * last > cus) return launch<TIn, TOut, pingpong, NkOnly>(p, args, tiles, 512);
   launch<TIn, TOut, pingpong, NkOnly>(p, args, tiles - last, 512);
@@ -87,11 +109,12 @@ template <class TIn, class TOut, bool BIsNK>
 struct fp8_registers { static constexpr auto kernel = kernels::gemm_fp8<TIn, TOut, BIsNK, false>; };
 
 template <class TIn, class TOut>
-void launch(const GemmProblem& p, const kernels::GemmArgs& args, bool dma) {
+void launch(const GemmProblem& p, const kernels::GemmArgs& args, bool dma, const TileCount& count) {
   // fp8 A * B (B in the col layout) stays on the 4-wave kernel: its transposed B fragments would not fit the
   // ping-pong kernel's registers.
-  auto tiles = [&](int tile) { return ((p.m + tile - 1) / tile) * ((p.n + tile - 1) / tile); };
-  if (dma && (!fp8_input<TIn> || p.b_is_nk)) launch_pingpong<TIn, TOut, fp8_input<TIn>>(p, args);
+  auto tiles = [&](int tile) { return count(tile, tile); };
+  if (tiles(gemm_staged_tile) == 0) return;  // a grouped GEMM whose groups are all empty
+  if (dma && (!fp8_input<TIn> || p.b_is_nk)) launch_pingpong<TIn, TOut, fp8_input<TIn>>(p, args, count);
   else if constexpr (fp8_input<TIn>) {
     if (dma) launch<TIn, TOut, fp8_dma>(p, args, tiles(gemm_fp8_tile), 256);
     else launch<TIn, TOut, fp8_registers>(p, args, tiles(gemm_fp8_tile), 256);
@@ -101,9 +124,9 @@ void launch(const GemmProblem& p, const kernels::GemmArgs& args, bool dma) {
 }
 
 template <class TIn>
-void launch(const GemmProblem& p, const kernels::GemmArgs& args, bool dma) {
-  if (p.c_type == scalar_type::fp32) launch<TIn, float>(p, args, dma);
-  else launch<TIn, bf16>(p, args, dma);
+void launch(const GemmProblem& p, const kernels::GemmArgs& args, bool dma, const TileCount& count) {
+  if (p.c_type == scalar_type::fp32) launch<TIn, float>(p, args, dma, count);
+  else launch<TIn, bf16>(p, args, dma, count);
 }
 
 // f(T{}) for the C++ type of A and B.
@@ -117,33 +140,82 @@ decltype(auto) with_input_type(scalar_type t, F&& f) {
   }
 }
 
-}  // namespace
-
-Status gemm(const GemmProblem& p) {
-  if (Status s = validate(p); !s) return s;
+// The checks against the device (allocations, the LDS DMA feed), then the launch over `count`'s tiles. B spans
+// b_bytes from p.b. `who`: the entry point named in errors.
+Status run(const char* who, const GemmProblem& p, kernels::GemmArgs args, size_t b_bytes, const TileCount& count) {
   Status status;
-  const arch::target* target = api::current_target(entry, status);
+  const arch::target* target = api::current_target(who, status);
   if (!target) return status;
   const size_t in = size_of(p.ab_type), out = size_of(p.c_type);
   if (!api::inside_allocation(p.a, api::matrix_bytes(p.m, p.k, p.lda, in)))
-    return error(hipErrorInvalidValue, "A does not lie inside one device allocation");
-  if (!api::inside_allocation(p.b, api::matrix_bytes(p.b_is_nk ? p.n : p.k, p.b_is_nk ? p.k : p.n, p.ldb, in)))
-    return error(hipErrorInvalidValue, "B does not lie inside one device allocation");
+    return api::error(who, hipErrorInvalidValue, "A does not lie inside one device allocation");
+  if (!api::inside_allocation(p.b, b_bytes)) return api::error(who, hipErrorInvalidValue, "B does not lie inside one device allocation");
   if (!api::inside_allocation(p.c, api::matrix_bytes(p.m, p.n, p.ldc, out)))
-    return error(hipErrorInvalidValue, "C does not lie inside one device allocation");
+    return api::error(who, hipErrorInvalidValue, "C does not lie inside one device allocation");
 
   const int dma_bytes = target->lds_dma_bytes;
-  const bool dma_ok = with_input_type(p.ab_type, [&]<class T>(T) { return dma_feedable<T>(p, dma_bytes); });
+  const bool dma_ok = args.b_group_stride * long(in) % dma_bytes == 0 && with_input_type(p.ab_type, [&]<class T>(T) { return dma_feedable<T>(p, dma_bytes); });
   if (p.feed == GemmProblem::Feed::lds_dma && !dma_ok)
-    return error(hipErrorInvalidValue, "the LDS DMA feed needs A and B to start on " + std::to_string(dma_bytes) +
-                                           "-byte boundaries, k, lda, ldb (and n when B is K x N) in whole " +
-                                           std::to_string(dma_bytes) + "-byte units, and A, B under 2 GiB on " + target->name);
+    return api::error(who, hipErrorInvalidValue, "the LDS DMA feed needs A and B to start on " + std::to_string(dma_bytes) +
+                                           "-byte boundaries, k, lda, ldb (and n when B is K x N; a grouped B's group "
+                                           "stride) in whole " + std::to_string(dma_bytes) + "-byte units, and A, B under 2 GiB on " + target->name);
   const bool dma = p.feed == GemmProblem::Feed::lds_dma || (p.feed == GemmProblem::Feed::automatic && dma_ok);
-  const kernels::GemmArgs args{p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, p.c, p.ldc, p.alpha, p.beta};
   (void)hipGetLastError();  // launch errors below are ours alone
-  with_input_type(p.ab_type, [&]<class T>(T) { launch<T>(p, args, dma); });
-  if (hipError_t e = hipGetLastError(); e != hipSuccess) return error(e, std::string("launch failed: ") + hipGetErrorString(e));
+  with_input_type(p.ab_type, [&]<class T>(T) { launch<T>(p, args, dma, count); });
+  if (hipError_t e = hipGetLastError(); e != hipSuccess) return api::error(who, e, std::string("launch failed: ") + hipGetErrorString(e));
   return {};
+}
+
+}  // namespace
+
+Status gemm(const GemmProblem& p) {
+  if (Status s = validate(p, entry); !s) return s;
+  const size_t b_bytes = api::matrix_bytes(p.b_is_nk ? p.n : p.k, p.b_is_nk ? p.k : p.n, p.ldb, size_of(p.ab_type));
+  const kernels::GemmArgs args{p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, p.c, p.ldc, p.alpha, p.beta};
+  return run(entry, p, args, b_bytes, TileCount{p});
+}
+
+Status grouped_gemm(const GroupedGemmProblem& p) {
+  constexpr const char* who = "hk::grouped_gemm";
+  auto fail = [&](const std::string& message) { return api::error(who, hipErrorInvalidValue, message); };
+  if (Status s = validate(p, who); !s) return s;
+  if (p.groups <= 0) return fail("groups must be positive (got " + std::to_string(p.groups) + ")");
+  const size_t off_bytes = p.offsets_int64 ? 8 : 4;
+  if (!p.offsets) return fail("null pointer for the offsets");
+  if (reinterpret_cast<uintptr_t>(p.offsets) % off_bytes)
+    return fail(std::string("the offsets must be aligned to their ") + (p.offsets_int64 ? "8" : "4") + "-byte elements");
+  if (!api::inside_allocation(p.offsets, (size_t(p.groups) + 1) * off_bytes))
+    return fail("the offsets (groups + 1 values) do not lie inside one device allocation");
+  const long b_rows = p.b_is_nk ? p.n : p.k, b_cols = p.b_is_nk ? p.k : p.n;
+  const long span = (b_rows - 1) * p.ldb + b_cols, stride = p.b_group_stride ? p.b_group_stride : b_rows * p.ldb;
+  if (stride < span)
+    return fail("b_group_stride (" + std::to_string(p.b_group_stride) + ") is less than one group's B (" + std::to_string(span) +
+                " elements): the groups' B matrices would overlap");
+  // The offsets, read back: their checks and the tiles of each group.
+  std::vector<uint8_t> raw((size_t(p.groups) + 1) * off_bytes);
+  if (hipError_t e = hipMemcpyAsync(raw.data(), p.offsets, raw.size(), hipMemcpyDeviceToHost, p.stream); e != hipSuccess)
+    return api::error(who, e, std::string("reading the offsets: ") + hipGetErrorString(e));
+  if (hipError_t e = hipStreamSynchronize(p.stream); e != hipSuccess)
+    return api::error(who, e, std::string("reading the offsets: ") + hipGetErrorString(e));
+  std::vector<long> offsets(size_t(p.groups) + 1), rows(size_t(p.groups));
+  for (size_t g = 0; g < offsets.size(); ++g) {
+    if (p.offsets_int64) std::memcpy(&offsets[g], &raw[g * 8], 8);
+    else offsets[g] = *reinterpret_cast<const int32_t*>(&raw[g * 4]);
+  }
+  if (offsets[0] != 0) return fail("offsets[0] must be 0 (got " + std::to_string(offsets[0]) + ")");
+  for (int g = 0; g < p.groups; ++g) {
+    rows[g] = offsets[g + 1] - offsets[g];
+    if (rows[g] < 0)
+      return fail("the offsets must not decrease (offsets[" + std::to_string(g + 1) + "] = " + std::to_string(offsets[g + 1]) +
+                  " < offsets[" + std::to_string(g) + "] = " + std::to_string(offsets[g]) + ")");
+  }
+  if (offsets.back() != p.m)
+    return fail("offsets[groups] (" + std::to_string(offsets.back()) + ") must be m, the rows of A and C (" + std::to_string(p.m) + ")");
+  const size_t in = size_of(p.ab_type);
+  const size_t b_bytes = (size_t(p.groups - 1) * size_t(stride) + size_t(span)) * in;
+  kernels::GemmArgs args{p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, p.c, p.ldc, p.alpha, p.beta};
+  args.groups = p.groups, args.offsets = p.offsets, args.offsets64 = p.offsets_int64, args.b_group_stride = stride;
+  return run(who, p, args, b_bytes, TileCount{p, &rows});
 }
 
 }  // namespace hk

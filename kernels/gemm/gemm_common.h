@@ -16,26 +16,103 @@ struct GemmArgs {
   long ldc;
   float alpha, beta;
   int tile_first = 0;  // the logical tile (in the kernel's own tiles) of workgroup 0: a grid may cover part of C
+  // A grouped GEMM (hk::grouped_gemm) when groups > 0: `groups` problems sharing n and k, group g owning rows
+  // offsets[g] .. offsets[g+1] - 1 of A and C (m is all groups' rows) and the B at b + g * b_group_stride. The grid
+  // is the flat list of every group's tiles, group after group (GemmPlace).
+  int groups = 0;
+  const void* offsets = nullptr;  // groups + 1 row offsets, int64 or int32
+  bool offsets64 = false;
+  long b_group_stride = 0;  // elements
+  // Blockwise fp8 (hk::gemm_blockwise, B given N x K): one fp32 scale per row of A and 128 k (scale_a, M x K/128,
+  // rows ld_scale_a apart) and one per 128 x 128 block of B (scale_b, ceil(N/128) x K/128, ld_scale_b).
+  const float* scale_a = nullptr;
+  long ld_scale_a = 0;
+  const float* scale_b = nullptr;
+  long ld_scale_b = 0;
 };
+
+// Where a workgroup's tile lies: the rows of A and C of its problem (row0 .. row0 + rows - 1), its B (group), its
+// tile of C in units of the kernel's tiles, and whether there is one (a grouped grid may be longer than its tiles).
+struct GemmPlace {
+  long row0 = 0;
+  int rows = 0, group = 0, tile_m = 0, tile_n = 0;
+  bool live = true;
+};
+
+namespace detail {
+
+__device__ inline long group_offset(const GemmArgs& p, int g) {
+  return p.offsets64 ? static_cast<const long*>(p.offsets)[g] : long(static_cast<const int*>(p.offsets)[g]);
+}
+
+// The tile scheduler of a grouped GEMM. Logical tile t of the grid is tile t - first(g) of group g, where first(g)
+// is the sum of the tile counts ceil(rows / BM) * tiles_n of the groups before g, and runs along the group's rows of
+// tiles (consecutive tiles share rows of A). Every wave finds its group from the offsets alone, without a table: the
+// 64 lanes count the tiles of 64 groups at a time, a prefix sum across the lanes (six shuffles) gives each group's
+// end, and the first lane whose end passes t holds the group; empty groups own no tiles and are never found. The host
+// sizes the grid to every group's tiles, taken in hk::gemm's chiplet order; a workgroup past them finds no group.
+template <int BM>
+__device__ inline GemmPlace grouped_place(const GemmArgs& p, int tiles_n) {
+  GemmPlace at;
+  const int hw = int(blockIdx.x), tiles = int(gridDim.x);
+  const int t = xcd_remap(hw, tiles), lane = lane_id();
+  int before = 0;  // tiles of the groups before this chunk's
+  at.live = false;
+  for (int g0 = 0; g0 < p.groups; g0 += 64) {
+    const int g = g0 + lane;
+    const long row0 = g < p.groups ? group_offset(p, g) : 0, rows = g < p.groups ? group_offset(p, g + 1) - row0 : 0;
+    const int own = int((rows + BM - 1) / BM) * tiles_n;
+    int end = own;  // inclusive prefix sum across the lanes
+    for (int o = 1; o < 64; o <<= 1) {
+      const int u = __shfl_up(end, o);
+      if (lane >= o) end += u;
+    }
+    const uint64_t past = __ballot(before + end > t);
+    if (past) {  // lane l holds the group: its values, read out of lane l, are the workgroup's (scalars)
+      const int l = __builtin_amdgcn_readfirstlane(__builtin_ctzll(past));
+      auto from_l = [&](int x) { return __builtin_amdgcn_readlane(x, l); };
+      const int local = t - before - from_l(end - own);
+      at.group = g0 + l, at.live = true;
+      at.row0 = long(uint32_t(from_l(int(row0)))) | long(from_l(int(row0 >> 32))) << 32;
+      at.rows = from_l(int(rows));
+      at.tile_m = local / tiles_n, at.tile_n = local % tiles_n;
+      return at;
+    }
+    before += __builtin_amdgcn_readlane(end, 63);
+  }
+  return at;
+}
+
+}  // namespace detail
 
 // The operands as global layouts and this workgroup's tile of C (tile_m, tile_n) in units of BM x BN, in the
 // chiplet-aware order: consecutive logical tiles, which share rows of A, land on one XCD's L2. Logical tiles run
 // along rows of units of Pieces tiles stacked vertically (Pieces x BM rows, BN columns), piece by piece: a grid of
 // BM = 128, Pieces = 2 tiles covers a run of logical 256 x BN units in halves. The grid covers logical tiles
-// tile_first .. tile_first + gridDim.x - 1.
+// tile_first .. tile_first + gridDim.x - 1. A grouped GEMM's view is its group's problem (GemmPlace).
 template <class TIn, class TOut, bool BIsNK, int BM, int BN, int Pieces = 1>
 struct GemmView {
   gl<TIn, 1, 1> a, b;
   gl<TOut, 1, 1> c;
   int tile_m, tile_n;
-  __device__ explicit GemmView(const GemmArgs& p)
-      : a(static_cast<TIn*>(const_cast<void*>(p.a)), 1, 1, p.m, p.k, p.lda),
-        b(static_cast<TIn*>(const_cast<void*>(p.b)), 1, 1, BIsNK ? p.n : p.k, BIsNK ? p.k : p.n, p.ldb),
-        c(static_cast<TOut*>(p.c), 1, 1, p.m, p.n, p.ldc) {
+  bool live;  // false: no tile for this workgroup (it returns at once)
+  __device__ explicit GemmView(const GemmArgs& p) : GemmView(p, place(p)) {}
+  __device__ GemmView(const GemmArgs& p, const GemmPlace& at)
+      : a(static_cast<TIn*>(const_cast<void*>(p.a)) + at.row0 * p.lda, 1, 1, at.rows, p.k, p.lda),
+        b(static_cast<TIn*>(const_cast<void*>(p.b)) + at.group * p.b_group_stride, 1, 1, BIsNK ? p.n : p.k,
+          BIsNK ? p.k : p.n, p.ldb),
+        c(static_cast<TOut*>(p.c) + at.row0 * p.ldc, 1, 1, at.rows, p.n, p.ldc),
+        tile_m(at.tile_m),
+        tile_n(at.tile_n),
+        live(at.live) {}
+  __device__ static GemmPlace place(const GemmArgs& p) {
     const int tiles_n = (p.n + BN - 1) / BN;
+    if (p.groups > 0) return detail::grouped_place<BM>(p, tiles_n);
+    GemmPlace at;
     const int id = p.tile_first + xcd_remap(int(blockIdx.x), int(gridDim.x));
     const int unit = id / Pieces;
-    tile_m = unit / tiles_n * Pieces + id % Pieces, tile_n = unit % tiles_n;
+    at.rows = p.m, at.tile_m = unit / tiles_n * Pieces + id % Pieces, at.tile_n = unit % tiles_n;
+    return at;
   }
   // The WM x WN block of C that wave (wr, wc) of the workgroup owns, in units of WM x WN.
   template <int WM, int WN>

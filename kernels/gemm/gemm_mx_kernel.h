@@ -37,16 +37,7 @@ constexpr int mx_bits(int format) { return format <= 1 ? 8 : format <= 3 ? 6 : 4
 
 namespace mx {
 
-using i32x8 = int __attribute__((ext_vector_type(8)));
-
-// v_mfma_scale_f32_32x32x64_f8f6f4 with A and B of the formats FA and FB (the f8f6f4 codes: 0 e4m3, 1 e5m2, 2 e2m3,
-// 3 e3m2, 4 e2m1), the lane's E8M0 scales in byte 0 of sa / sb. The scales must be per-lane values: uniform ones in an
-// SGPR or an inline constant are read from bits 30:23 by the hardware (docs/vgpu-mfma.md). gfx950 only: called from
-// gemm_mx's gfx950 branch alone (a template, so the other targets never see the builtin).
-template <int FA, int FB>
-__device__ inline arch::f32x16 mma_scale32(i32x8 a, i32x8 b, arch::f32x16 c, int sa, int sb) {
-  return __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(a, b, c, FA, FB, 0, sa, 0, sb);
-}
+using i32x8 = arch::i32x8;
 
 // One lane's operand registers for row `row` (zeros past `rows`) and k0 .. k0 + 63, k-group g; see the schedule.
 template <int Bits>
@@ -116,7 +107,7 @@ __global__ __launch_bounds__(256) void gemm_mx(GemmMxArgs p) {
         sb[i] = mx::scale(p.scale_b, p.ld_scale_b, col0 + 32 * i + lr, p.n, k0 / 32 + g, blocks);
       }
       for (int i = 0; i < 2; ++i)
-        for (int j = 0; j < 2; ++j) acc[i][j] = mx::mma_scale32<FA, FB>(a[i], b[j], acc[i][j], sa[i], sb[j]);
+        for (int j = 0; j < 2; ++j) acc[i][j] = arch::cdna4::mma_scale32<FA, FB>(a[i], b[j], acc[i][j], sa[i], sb[j]);
     }
     // D[i][j] of a 32x32 tile: lane j + 32 * ((i / 4) mod 2), register 4 * (i / 8) + i mod 4.
     for (int i = 0; i < 2; ++i)

@@ -96,6 +96,7 @@ __global__ __launch_bounds__(512) void gemm_pingpong(GemmArgs p) {
   using Stages = GemmStages<TIn, BM, BN, BK, BIsNK, group<4>>;
   __shared__ Stages s;
   const GemmView<TIn, TOut, BIsNK, BM, BN, 256 / BM> v(p);
+  if (!v.live) return;  // a grouped grid's workgroup without a tile
   if (wave_id() < 4) detail::pingpong<true, TIn, BIsNK, BM, BN, BK, WM, WN>(p, s, v);  // group 0: loads A
   else detail::pingpong<false, TIn, BIsNK, BM, BN, BK, WM, WN>(p, s, v);             // group 1: loads B
 }

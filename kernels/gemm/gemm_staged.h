@@ -16,6 +16,7 @@ __global__ __launch_bounds__(256) void gemm_staged(GemmArgs p) {
   __shared__ BTile sb;
 
   const GemmView<TIn, TOut, BIsNK, BM, BN> v(p);
+  if (!v.live) return;  // a grouped grid's workgroup without a tile
   const auto &A = v.a, &B = v.b;
   const int tm = v.tile_m, tn = v.tile_n;
 

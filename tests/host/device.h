@@ -1,8 +1,9 @@
-// The device side of the host toolkit (HIP runtime, no googletest): which target the device is, and device copies of
-// host matrices in a device type.
+// The device side of the host toolkit (HIP runtime, no googletest): which target the device is, device copies of
+// host matrices in a device type, and plain device arrays.
 #pragma once
 #include <hip/hip_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -68,6 +69,34 @@ class DeviceMatrix {
   void* base_ = nullptr;
   void* dev_ = nullptr;
   hipError_t status_;
+};
+
+// A device copy of a host vector (at least one element allocated, so that an empty vector still has an address).
+// `p` is null when the allocation failed; status() is the allocation's and the upload's.
+template <class T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(const std::vector<T>& v) {
+    status_ = hipMalloc(&p, std::max<size_t>(1, v.size()) * sizeof(T));
+    if (status_ != hipSuccess) p = nullptr;
+    else if (!v.empty()) status_ = hipMemcpy(p, v.data(), v.size() * sizeof(T), hipMemcpyHostToDevice);
+  }
+  ~DeviceArray() { (void)hipFree(p); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  hipError_t status() const { return status_; }
+  // The first n elements the device holds now (status: the copy's).
+  std::vector<T> download(size_t n, hipError_t* status = nullptr) const {
+    std::vector<T> out(n);
+    const hipError_t e = hipMemcpy(out.data(), p, n * sizeof(T), hipMemcpyDeviceToHost);
+    if (status) *status = e;
+    return out;
+  }
+
+  T* p = nullptr;
+
+ private:
+  hipError_t status_ = hipSuccess;
 };
 
 }  // namespace hk_host

@@ -13,20 +13,13 @@
 #include <gtest/gtest.h>
 
 #include "gemm/gemm_int8.h"
+#include "host/device.h"
 
 namespace {
 
 using O = hk::GemmInt8Problem::Output;
 
-template <class T>
-struct Dev {
-  T* p = nullptr;
-  explicit Dev(const std::vector<T>& v) {
-    EXPECT_EQ(hipMalloc(&p, std::max<size_t>(1, v.size()) * sizeof(T)), hipSuccess);
-    EXPECT_EQ(hipMemcpy(p, v.data(), v.size() * sizeof(T), hipMemcpyHostToDevice), hipSuccess);
-  }
-  ~Dev() { (void)hipFree(p); }
-};
+using hk_host::DeviceArray;
 
 void run(int m, int n, int k, O out, bool rows, bool cols, long pad = 4) {
   SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " out " + std::to_string(int(out)));
@@ -40,9 +33,10 @@ void run(int m, int n, int k, O out, bool rows, bool cols, long pad = 4) {
   for (auto& x : cs) x = std::uniform_real_distribution<float>(-0.01f, 0.01f)(rng);
   const size_t ce = out == O::bf16 ? 2 : 4;
   std::vector<uint8_t> c(size_t(m) * ldc * ce, 0xab);
-  Dev<int8_t> da(a), db(b);
-  Dev<float> drs(rs), dcs(cs);
-  Dev<uint8_t> dc(c);
+  DeviceArray<int8_t> da(a), db(b);
+  DeviceArray<float> drs(rs), dcs(cs);
+  DeviceArray<uint8_t> dc(c);
+  for (hipError_t e : {da.status(), db.status(), drs.status(), dcs.status(), dc.status()}) ASSERT_EQ(e, hipSuccess);
   hk::GemmInt8Problem p;
   p.m = m, p.n = n, p.k = k, p.a = da.p, p.lda = ld, p.b = db.p, p.ldb = ld, p.c = dc.p, p.ldc = ldc, p.c_type = out;
   if (rows) p.row_scale = drs.p;
@@ -102,7 +96,8 @@ TEST(GemmInt8, ScaledOutputs) {
 
 TEST(GemmInt8, RefusesBadProblems) {
   std::vector<int8_t> bytes(8192);
-  Dev<int8_t> buf(bytes);
+  DeviceArray<int8_t> buf(bytes);
+  ASSERT_EQ(buf.status(), hipSuccess);
   auto base = [&] {
     hk::GemmInt8Problem p;
     p.m = 16, p.n = 16, p.k = 64, p.a = buf.p, p.lda = 64, p.b = buf.p + 1024, p.ldb = 64, p.c = buf.p + 4096, p.ldc = 16;

@@ -37,15 +37,7 @@ double decode(uint32_t x, mx_format f) {
   return neg ? -mag : mag;
 }
 
-template <class T>
-struct Dev {
-  T* p = nullptr;
-  explicit Dev(const std::vector<T>& v) {
-    EXPECT_EQ(hipMalloc(&p, std::max<size_t>(1, v.size()) * sizeof(T)), hipSuccess);
-    EXPECT_EQ(hipMemcpy(p, v.data(), v.size() * sizeof(T), hipMemcpyHostToDevice), hipSuccess);
-  }
-  ~Dev() { (void)hipFree(p); }
-};
+using hk_host::DeviceArray;
 
 struct Case {
   int m, n, k;
@@ -106,7 +98,8 @@ void run(const Case& c) {
       std::memcpy(&c0[x * 2], &h, 2), c0v[x] = double(h);
     }
   }
-  Dev<uint8_t> da(a), db(b), dsa(sa), dsb(sb), dc(c0);
+  DeviceArray<uint8_t> da(a), db(b), dsa(sa), dsb(sb), dc(c0);
+  for (hipError_t e : {da.status(), db.status(), dsa.status(), dsb.status(), dc.status()}) ASSERT_EQ(e, hipSuccess);
   hk::GemmMxProblem p;
   p.m = c.m, p.n = c.n, p.k = c.k, p.a = da.p, p.lda = ld, p.a_format = c.fa, p.b = db.p, p.ldb = ld, p.b_format = c.fb;
   p.scale_a = dsa.p, p.ld_scale_a = lds, p.scale_b = dsb.p, p.ld_scale_b = lds, p.c = dc.p, p.ldc = c.n, p.c_type = c.out;
@@ -169,7 +162,8 @@ TEST(GemmMx, EdgeScales) {
 
 TEST(GemmMx, RefusesBadProblems) {
   std::vector<uint8_t> bytes(4096);
-  Dev<uint8_t> buf(bytes);
+  DeviceArray<uint8_t> buf(bytes);
+  ASSERT_EQ(buf.status(), hipSuccess);
   auto base = [&] {
     hk::GemmMxProblem p;
     p.m = 16, p.n = 16, p.k = 64, p.a = buf.p, p.lda = 64, p.b = buf.p + 1024, p.ldb = 64, p.scale_a = buf.p + 2048;

@@ -39,6 +39,15 @@ struct cdna4 : gfx9<cdna4> {
   __device__ static f32x4 mma16(f16_frag a, f16_frag b, f32x4 c) { return __builtin_amdgcn_mfma_f32_16x16x32_f16(a, b, c, 0, 0, 0); }
   __device__ static f32x16 mma32(bf16_frag32 a, bf16_frag32 b, f32x16 c) { return __builtin_amdgcn_mfma_f32_32x32x16_bf16(a, b, c, 0, 0, 0); }
   __device__ static f32x16 mma32(f16_frag32 a, f16_frag32 b, f32x16 c) { return __builtin_amdgcn_mfma_f32_32x32x16_f16(a, b, c, 0, 0, 0); }
+  // v_mfma_scale_f32_32x32x64_f8f6f4 with A and B of the formats FA and FB (the f8f6f4 codes: 0 e4m3, 1 e5m2, 2 e2m3,
+  // 3 e3m2, 4 e2m1; 32 bytes a lane, fp6 / fp4 packed), the lane's E8M0 scales in byte 0 of sa / sb. The scales must
+  // be per-lane values: uniform ones in an SGPR or an inline constant are read from bits 30:23 by the hardware
+  // (docs/vgpu-mfma.md). A template, so that code for other targets that names it (in a branch for this one) never
+  // instantiates the builtin.
+  template <int FA, int FB>
+  __device__ static f32x16 mma_scale32(i32x8 a, i32x8 b, f32x16 c, int sa, int sb) {
+    return __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(a, b, c, FA, FB, 0, sa, 0, sb);
+  }
 
   // fp8: the f8f6f4 instructions, unscaled (constant zero scales and byte selects: LLVM selects the unscaled form,
   // scale 1.0); cbsz / blgp are A's and B's formats. The instruction deals k out to lanes in 16-byte chunks (see

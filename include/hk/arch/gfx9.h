@@ -13,6 +13,7 @@ using f32x4 = float __attribute__((ext_vector_type(4)));
 using f32x16 = float __attribute__((ext_vector_type(16)));
 using u16x4 = short __attribute__((ext_vector_type(4)));
 using u32x2 = int __attribute__((ext_vector_type(2)));
+using i32x8 = int __attribute__((ext_vector_type(8)));
 template <int N>
 using bf16_vec = __bf16 __attribute__((ext_vector_type(N)));
 template <int N>
