@@ -311,7 +311,8 @@ TEST(GemmSkinnyDeterminism, AcrossThreadCounts) {
   char self[4096] = {};
   ASSERT_GT(readlink("/proc/self/exe", self, sizeof(self) - 1), 0);  // this program (the shell's /proc/self is the shell)
   for (int threads : {1, 2}) {
-    const std::string path = testing::TempDir() + "gemm_bits_" + std::to_string(threads);
+    // Named by this process: the arch's test programs may run at once.
+    const std::string path = testing::TempDir() + "gemm_bits_" + std::to_string(getpid()) + "_" + std::to_string(threads);
     const std::string cmd = "HK_VGPU_THREADS=" + std::to_string(threads) + " HK_GEMM_BITS=" + path + " '" + self +
                             "' --gtest_filter=GemmSkinnyDeterminism.WriteBits > /dev/null";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
