@@ -4,7 +4,7 @@ next to the published figures of other libraries (../shared/reference/cdna.md, c
 date they were gathered).
 
 Run inside the toolchain root, after `./hk build`:
-    tools/toolchain run python3 bench/model_table.py [--only gemm|attn|memory|decode] [--products mi300x,mi355x] [--quick]
+    tools/toolchain run python3 bench/model_table.py [--only gemm|skinny|attn|memory|decode] [--products mi300x,mi355x] [--quick]
 Writes bench/results/model_table.md, model_table.png and model_table.json (the raw predictions; cases already in it
 are reused unless --fresh, so an interrupted run resumes). Every prediction is one `hk-run ... --model P` process in
 the model's sample-only mode (only the sampled workgroups execute).
@@ -74,6 +74,8 @@ MEMORY_PUBLISHED = {
 MODEL_LINE = re.compile(r"^  model (\S+) (\S+): ([0-9.]+) ms(?:, ([0-9.]+) TFLOP/s)?(?:, ([0-9.]+) GB/s)?")
 # hk-run decode's line: the bytes a decode step must move over the modelled time, and its share of sustained HBM.
 DECODE_LINE = re.compile(r"^  decode: .* = ([0-9.]+) TB/s = ([0-9.]+)% of \S+'s sustained ([0-9.]+) TB/s HBM")
+SKINNY_M = (1, 16, 64, 256)  # rows of A of the skinny GEMMs (tokens in flight at decode)
+ROOFLINE_LINE = re.compile(r"^  HBM roofline: .* runs at ([0-9.]+)% of it")
 TOTAL_LINE = re.compile(r"^  model (\S+) (total) of \d+ launches: ([0-9.]+) ms, ([0-9.]+) TFLOP/s(?:, ([0-9.]+) GB/s)?")
 
 
@@ -106,15 +108,19 @@ def run_case(args, timeout=300):
         raise RuntimeError(f"hk-run {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
     launches = []
     section = ""
+    roofline = None
     for line in proc.stdout.splitlines():
         if not line.startswith(" "):
             section = line
+        r = ROOFLINE_LINE.match(line)
+        if r:
+            roofline = float(r.group(1))
         m = MODEL_LINE.match(line) or TOTAL_LINE.match(line)
         if m:
             launches.append({"section": section, "kernel": m.group(2), "ms": float(m.group(3)),
                              "tflops": float(m.group(4)) if m.group(4) else None,
                              "gbs": float(m.group(5)) if m.group(5) else None})
-    out = {"launches": launches, "wall_s": round(wall, 1), "stdout": proc.stdout}
+    out = {"launches": launches, "roofline": roofline, "wall_s": round(wall, 1), "stdout": proc.stdout}
     for line in proc.stdout.splitlines():
         m = DECODE_LINE.match(line)
         if m:
@@ -131,6 +137,13 @@ def cases(only, products, quick):
                 for n in sizes:
                     out.append((("gemm", dtype, n, product),
                                 ["gemm", "--m", str(n), "--n", str(n), "--k", str(n), "--bt", "--dtype", dtype,
+                                 "--model", product]))
+    if only in (None, "gemm", "skinny"):
+        for product in products:
+            for dtype in ("bf16", "fp8"):
+                for m in SKINNY_M:
+                    out.append((("skinny", dtype, m, product),
+                                ["gemm", "--m", str(m), "--n", "8192", "--k", "8192", "--bt", "--dtype", dtype,
                                  "--model", product]))
     if only in (None, "attn"):
         for (variant, d, n) in ATTN_PUBLISHED:
@@ -196,6 +209,18 @@ def write_markdown(results, products, path):
                     pubs.append(f"{names[p]} {lib} {fig} ({delta})")
             if any(cells):
                 lines.append(f"| {n}^3 | {dtype} | " + " | ".join(cells) + " | " + "; ".join(pubs) + " |")
+    lines += ["", "## Skinny GEMM (decode), A*B^T, N = K = 8192, fp32 out: ms (% of the HBM roofline: the bytes of A, B "
+              "and C at the product's sustained HBM bandwidth; hk: the total over its launches)", "",
+              "| M | dtype | " + " | ".join(names[p] for p in products) + " |",
+              "|---|---|" + "---|" * len(products)]
+    for dtype in ("bf16", "fp8"):
+        for m in SKINNY_M:
+            cells = []
+            for p in products:
+                r = results.get(json.dumps(("skinny", dtype, m, p)))
+                cells.append(f"{overall(r['launches'])['ms']:.4f} ({r['roofline']:.0f}%)" if r and r.get("roofline") else "")
+            if any(cells):
+                lines.append(f"| {m} | {dtype} | " + " | ".join(cells) + " |")
     lines += ["", "## Attention forward, bf16, B16 (MHA H16; GQA H64 Hkv8), TFLOP/s (4·B·N²·H·D, causal: visible "
               "pairs)", "",
               "| variant | D | N | " + " | ".join(names[p] for p in products) + " | published MI355X (Δ of the model) |",
@@ -291,7 +316,7 @@ def write_plot(results, products, path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["gemm", "attn", "memory", "decode"])
+    parser.add_argument("--only", choices=["gemm", "skinny", "attn", "memory", "decode"])
     parser.add_argument("--products", default=",".join(PRODUCTS))
     parser.add_argument("--quick", action="store_true", help="skip the largest sizes")
     parser.add_argument("--fresh", action="store_true", help="ignore predictions already in model_table.json")

@@ -193,6 +193,11 @@ std::string top_stall(const vgpuTimingInfo& t, int launch) {
 
 // What one modelled launch did: its time, the work it was charged with (`flops` against `peak_tflops`, or `bytes`
 // against the product's HBM), and where the sampled CU's time went. `launch`: its index in the timing log.
+// `bytes` moved in `seconds` as a fraction of the product's sustained HBM bandwidth (its HBM roofline).
+double sustained_fraction(const vgpu::ProductInfo& product, double bytes, double seconds) {
+  return bytes / seconds * 1e-12 / product.timing.hbm_measured_tb_per_s;
+}
+
 void print_model(const vgpuTimingInfo& t, int launch, double flops, double peak_tflops, double bytes = 0) {
   const vgpu::ProductInfo& product = *vgpu::find_product(t.product);
   std::printf("  model %s %s: %.4f ms", t.product, short_name(t.kernel).c_str(), t.seconds * 1e3);
@@ -203,7 +208,7 @@ void print_model(const vgpuTimingInfo& t, int launch, double flops, double peak_
   if (bytes > 0) {
     const double tb = bytes / t.seconds * 1e-12;
     std::printf(", %.1f GB/s = %.1f%% of the %.1f TB/s HBM peak (%.0f%% of the %.2f TB/s sustained)", tb * 1e3,
-                100 * tb / product.hbm_tb_per_s, product.hbm_tb_per_s, 100 * tb / product.timing.hbm_measured_tb_per_s,
+                100 * tb / product.hbm_tb_per_s, product.hbm_tb_per_s, 100 * sustained_fraction(product, bytes, t.seconds),
                 product.timing.hbm_measured_tb_per_s);
   }
   std::printf(" (limited by %s)\n", t.limiter);
@@ -230,10 +235,10 @@ void print_model(const vgpuTimingInfo& t, int launch, double flops, double peak_
   if (g_stalls) print_stalls(t, launch);
 }
 
-// The modelled launches of one operation: each, then their sum when there are several.
-void print_model_log(double flops, double peak_tflops, double bytes = 0) {
+// The modelled launches of one operation: each, then their sum when there are several. Returns the total seconds.
+double print_model_log(double flops, double peak_tflops, double bytes = 0) {
   const std::vector<vgpuTimingInfo> log = model_log();
-  if (log.empty()) return (void)std::printf("  model: no launch was modelled\n");
+  if (log.empty()) return (void)std::printf("  model: no launch was modelled\n"), 0;
   double seconds = 0;
   for (const vgpuTimingInfo& t : log) seconds += t.seconds;
   // Work is charged to the whole operation; with one launch its line carries it.
@@ -242,9 +247,13 @@ void print_model_log(double flops, double peak_tflops, double bytes = 0) {
   if (log.size() > 1) {
     std::printf("  model %s total of %zu launches: %.4f ms", log[0].product, log.size(), seconds * 1e3);
     if (flops > 0) std::printf(", %.1f TFLOP/s", flops / seconds * 1e-12);
-    if (bytes > 0) std::printf(", %.1f GB/s", bytes / seconds * 1e-9);
+    if (bytes > 0)
+      std::printf(", %.1f GB/s (%.0f%% of the %.2f TB/s sustained)", bytes / seconds * 1e-9,
+                  100 * sustained_fraction(*vgpu::find_product(log[0].product), bytes, seconds),
+                  vgpu::find_product(log[0].product)->timing.hbm_measured_tb_per_s);
     std::printf("\n");
   }
+  return seconds;
 }
 
 int run_gemm(int m, int n, int k, const std::string& in, const std::string& out, bool bt, const std::string& model) {
@@ -278,8 +287,14 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
     std::printf("gemm %dx%dx%d %s%s -> %s on %s: not checked (the model executed %llu waves only)\n", m, n, k,
                 in.c_str(), bt ? " A*B^T" : " A*B", out.c_str(), d.arch, d.waves);
     const vgpu::ProductInfo& product = *vgpu::find_product(model);
-    // A skinny GEMM (M up to 256: decode) is bound by reading B: its bytes give the line's share of the HBM roofline.
-    print_model_log(2.0 * m * n * k, fp8 ? product.peak.fp8 : product.peak.f16, m <= 256 ? double(b_bytes.size()) : 0);
+    // A skinny GEMM (M up to 256: decode) is bound by reading B once: the bytes of A, B and C (written once: beta is
+    // 0) over the product's sustained HBM bandwidth are its roofline.
+    const double bytes = double(a_bytes.size() + b_bytes.size()) + double(m) * n * c_elem;
+    const double seconds = print_model_log(2.0 * m * n * k, fp8 ? product.peak.fp8 : product.peak.f16, m <= 256 ? bytes : 0);
+    if (m <= 256 && seconds > 0)
+      std::printf("  HBM roofline: %.1f MB of A, B and C take %.4f ms at the %.2f TB/s sustained; the GEMM runs at %.1f%% of it\n",
+                  bytes * 1e-6, bytes / (product.timing.hbm_measured_tb_per_s * 1e12) * 1e3,
+                  product.timing.hbm_measured_tb_per_s, 100 * sustained_fraction(product, bytes, seconds));
     (void)hipFree(da), (void)hipFree(db), (void)hipFree(dc);
     return 0;
   }

@@ -27,7 +27,9 @@ struct GemmProblem {
   // 128x256 halves), and so does fp8 with B given N x K. `registers`: through registers,
   // 16-byte loads where rows allow and element loads elsewhere, any layout; bf16/f16 then run the staged kernel
   // (128x128 tiles). fp8 otherwise runs its 4-wave interleaved kernel (128x128 tiles), with either feed.
-  // `automatic` takes lds_dma wherever A and B allow it.
+  // `automatic` takes lds_dma wherever A and B allow it, except for skinny problems: M <= 256 with A's and B's rows
+  // starting on 16-byte boundaries run the skinny kernel (gemm_skinny.h: bound by reading B once from memory; 16-byte
+  // loads straight into registers, 16 to 64 rows of C per workgroup, K split where the blocks of C are few).
   enum class Feed { automatic, registers, lds_dma } feed = Feed::automatic;
 };
 

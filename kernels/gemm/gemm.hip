@@ -7,7 +7,10 @@
 
 #include "gemm_fp8.h"
 #include "gemm_pingpong.h"
+#include "gemm_skinny.h"
 #include "gemm_staged.h"
+#include <algorithm>
+
 #include "hk/ops/async.h"
 
 namespace hk {
@@ -129,6 +132,59 @@ void launch(const GemmProblem& p, const kernels::GemmArgs& args, bool dma, const
   else launch<TIn, bf16>(p, args, dma, count);
 }
 
+// The skinny kernel (gemm_skinny.h) where A has few rows: at most skinny_max_m, and A's and B's rows on 16-byte
+// boundaries (its loads).
+constexpr int skinny_max_m = 256;
+bool skinny_fits(const GemmProblem& p) {
+  const uintptr_t in = size_of(p.ab_type);
+  auto rows16 = [&](const void* x, long ld) { return (reinterpret_cast<uintptr_t>(x) | uintptr_t(ld) * in) % 16 == 0; };
+  // fp8 with B given K x N stays on the tiled fp8 kernel: the skinny kernel's per-wave LDS transpose of such a B
+  // conflicts in its loop (8192 cycles on gfx942) and spills 4 SGPRs at 64 rows.
+  if (fp8(p.ab_type) && !p.b_is_nk) return false;
+  return p.m <= skinny_max_m && rows16(p.a, p.lda) && rows16(p.b, p.ldb);
+}
+
+// The skinny kernel with BM rows of C per workgroup; K split where the blocks of C are few, the splits' partial
+// products summed by a second kernel in a workspace allocated and freed in stream order.
+template <class TIn, class TOut, int BM>
+Status launch_skinny(const GemmProblem& p, const kernels::GemmArgs& args) {
+  using Shape = kernels::SkinnyShape<TIn, BM, true>;  // WN and KB: the same for both orientations but fp8 K x N's KB
+  const int kb = p.b_is_nk ? Shape::KB : kernels::SkinnyShape<TIn, BM, false>::KB;
+  kernels::SkinnyArgs s{args, nullptr, 1, 0, (p.m + BM - 1) / BM, (p.n + Shape::WN - 1) / Shape::WN};
+  int device = 0, cus = 0;
+  if (hipGetDevice(&device) != hipSuccess || hipDeviceGetAttribute(&cus, hipDeviceAttributeMultiprocessorCount, device) != hipSuccess)
+    cus = 0;
+  const int steps = (p.k + kb - 1) / kb;
+  const long blocks = long(s.tiles_m) * s.tiles_n;
+  // On the model a workgroup per CU or fewer keeps HBM busy down to a quarter of the CUs (4 x 16 KB in flight
+  // each); under that, K splits into ranges of at least a step per wave, about a workgroup per CU.
+  const long splits = 4 * blocks >= cus ? 1 : std::clamp((cus + blocks - 1) / blocks, 1l, long(std::max(1, steps / 4)));
+  s.split_steps = int((steps + splits - 1) / splits);
+  s.splits = (steps + s.split_steps - 1) / s.split_steps;
+  const size_t part_bytes = s.splits > 1 ? size_t(s.splits) * p.m * p.n * sizeof(float) : 0;
+  if (part_bytes) {
+    void* part = nullptr;
+    if (hipError_t e = hipMallocAsync(&part, part_bytes, p.stream); e != hipSuccess)
+      return api::error(entry, e, "allocating the " + std::to_string(part_bytes) + "-byte workspace of the split K: " + hipGetErrorString(e));
+    s.part = static_cast<float*>(part);
+  }
+  const dim3 grid{unsigned(blocks * s.splits), 1, 1};
+  if (p.b_is_nk) hipLaunchKernelGGL((kernels::gemm_skinny<TIn, TOut, true, BM>), grid, dim3(256), 0, p.stream, s);
+  else hipLaunchKernelGGL((kernels::gemm_skinny<TIn, TOut, false, BM>), grid, dim3(256), 0, p.stream, s);
+  if (part_bytes) {
+    const long mn = long(p.m) * p.n;
+    hipLaunchKernelGGL((kernels::gemm_skinny_reduce<TOut>), dim3(unsigned((mn + 255) / 256)), dim3(256), 0, p.stream, s);
+    (void)hipFreeAsync(s.part, p.stream);
+  }
+  return {};
+}
+
+template <class TIn>
+Status launch_skinny(const GemmProblem& p, const kernels::GemmArgs& args) {
+  auto rows = [&]<class TOut>(TOut) { return p.m <= 16 ? launch_skinny<TIn, TOut, 16>(p, args) : launch_skinny<TIn, TOut, 64>(p, args); };
+  return p.c_type == scalar_type::fp32 ? rows(float{}) : rows(bf16{});
+}
+
 // f(T{}) for the C++ type of A and B.
 template <class F>
 decltype(auto) with_input_type(scalar_type t, F&& f) {
@@ -161,7 +217,11 @@ Status run(const char* who, const GemmProblem& p, kernels::GemmArgs args, size_t
                                            "stride) in whole " + std::to_string(dma_bytes) + "-byte units, and A, B under 2 GiB on " + target->name);
   const bool dma = p.feed == GemmProblem::Feed::lds_dma || (p.feed == GemmProblem::Feed::automatic && dma_ok);
   (void)hipGetLastError();  // launch errors below are ours alone
-  with_input_type(p.ab_type, [&]<class T>(T) { launch<T>(p, args, dma, count); });
+  if (args.groups == 0 && p.feed == GemmProblem::Feed::automatic && skinny_fits(p)) {
+    if (Status s = with_input_type(p.ab_type, [&]<class T>(T) { return launch_skinny<T>(p, args); }); !s) return s;
+  } else {
+    with_input_type(p.ab_type, [&]<class T>(T) { launch<T>(p, args, dma, count); });
+  }
   if (hipError_t e = hipGetLastError(); e != hipSuccess) return api::error(who, e, std::string("launch failed: ") + hipGetErrorString(e));
   return {};
 }
