@@ -17,6 +17,7 @@
 #include "attention/attention.h"
 #include "attention/decode.h"
 #include "gemm/gemm.h"
+#include "gemm/gemm_blockwise.h"
 #include "gemm/gemm_int8.h"
 #include "gemm/gemm_mx.h"
 #include "norm/norm.h"
@@ -244,6 +245,40 @@ void bind_gemm_int8(py::module_& m) {
   pointer(c, "col_scale", &P::col_scale);
   pointer(c, "stream", &P::stream);
   bind_call(m, "gemm_int8", &hk::gemm_int8);
+}
+
+void bind_grouped_gemm(py::module_& m) {
+  using P = hk::GroupedGemmProblem;
+  py::class_<P, hk::GemmProblem> c(m, "GroupedGemmProblem");
+  c.def(py::init<>())
+      .def_readwrite("groups", &P::groups)
+      .def_readwrite("offsets_int64", &P::offsets_int64)
+      .def_readwrite("b_group_stride", &P::b_group_stride);
+  pointer(c, "offsets", &P::offsets);
+  bind_call(m, "grouped_gemm", &hk::grouped_gemm);
+}
+
+void bind_gemm_blockwise(py::module_& m) {
+  using P = hk::GemmBlockwiseProblem;
+  py::class_<P> c(m, "GemmBlockwiseProblem");
+  c.def(py::init<>())
+      .def_readwrite("m", &P::m)
+      .def_readwrite("n", &P::n)
+      .def_readwrite("k", &P::k)
+      .def_readwrite("lda", &P::lda)
+      .def_readwrite("ldb", &P::ldb)
+      .def_readwrite("ld_scale_a", &P::ld_scale_a)
+      .def_readwrite("ld_scale_b", &P::ld_scale_b)
+      .def_readwrite("ldc", &P::ldc)
+      .def_readwrite("c_type", &P::c_type)
+      .def_readwrite("pow2_scales", &P::pow2_scales);
+  pointer(c, "a", &P::a);
+  pointer(c, "b", &P::b);
+  pointer(c, "scale_a", &P::scale_a);
+  pointer(c, "scale_b", &P::scale_b);
+  pointer(c, "c", &P::c);
+  pointer(c, "stream", &P::stream);
+  bind_call(m, "gemm_blockwise", &hk::gemm_blockwise);
 }
 
 // hk::AttentionInputs, the part the forward and backward problems share (their Python classes derive from it).
@@ -486,6 +521,8 @@ PYBIND11_MODULE(_C, m) {
   bind_gemm(m);
   bind_gemm_mx(m);
   bind_gemm_int8(m);
+  bind_grouped_gemm(m);
+  bind_gemm_blockwise(m);
   bind_attention_inputs(m);  // the base of the next two
   bind_attention(m);
   bind_attention_backward(m);

@@ -7,10 +7,10 @@ from . import flash_attn
 from .attention import attention, attention_varlen
 from .decode import attention_with_kvcache
 from .gemm import gemm
-from .gemm_formats import gemm_int8, gemm_mx
+from .gemm_formats import gemm_blockwise, gemm_int8, gemm_mx, grouped_gemm
 from .norm import layer_norm, rms_norm
 from .rotary import rotary
 from ._runtime import USE_ROCM
 
-__all__ = ["gemm", "gemm_mx", "gemm_int8", "attention", "attention_varlen", "attention_with_kvcache", "rotary", "layer_norm", "rms_norm",
+__all__ = ["gemm", "gemm_mx", "gemm_int8", "gemm_blockwise", "grouped_gemm", "attention", "attention_varlen", "attention_with_kvcache", "rotary", "layer_norm", "rms_norm",
            "USE_ROCM", "flash_attn"]

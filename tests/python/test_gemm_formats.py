@@ -1,4 +1,5 @@
-"""hk.gemm_mx and hk.gemm_int8 against float64 / exact integer references built from the operands' bits."""
+"""hk.gemm_mx, hk.gemm_int8, hk.grouped_gemm and hk.gemm_blockwise against float64 / exact integer references built
+from the operands' bits."""
 import pytest
 import torch
 
@@ -121,3 +122,80 @@ def test_gemm_int8_bad_inputs():
         hk.gemm_int8(a, a, out_dtype=torch.float32, col_scale=torch.ones(9))
     with pytest.raises(ValueError, match="out_dtype"):
         hk.gemm_int8(a, a, out_dtype=torch.float16)
+
+
+def _fp8(kind):
+    """This device's fp8 dtype of `kind` ("e4m3" / "e5m2"): FNUZ on gfx942, OCP on gfx950."""
+    fnuz = rt.device_arch() == "gfx942"
+    return {("e4m3", True): torch.float8_e4m3fnuz, ("e4m3", False): torch.float8_e4m3fn,
+            ("e5m2", True): torch.float8_e5m2fnuz, ("e5m2", False): torch.float8_e5m2}[kind, fnuz]
+
+
+@pytest.mark.parametrize("dtype,b_transposed,offsets_dtype", [
+    (torch.bfloat16, False, torch.int32), (torch.bfloat16, True, torch.int64), ("e4m3", True, torch.int32),
+    ("e5m2", False, torch.int64)])
+def test_grouped_gemm(dtype, b_transposed, offsets_dtype):
+    g = torch.Generator().manual_seed(11)
+    dtype = _fp8(dtype) if isinstance(dtype, str) else dtype
+    counts = [0, 17, 40, 1, 0]  # empty groups first and last, ragged ones between
+    rows, n, k = sum(counts), 48, 64
+    offsets = torch.tensor([0] + list(torch.tensor(counts).cumsum(0)), dtype=offsets_dtype)
+    a = torch.randn(rows, k, dtype=torch.float64, generator=g).to(dtype)
+    b = torch.randn(len(counts), *((n, k) if b_transposed else (k, n)), dtype=torch.float64, generator=g).to(dtype)
+    alpha = 0.75
+    out = hk.grouped_gemm(a, b, offsets, b_transposed=b_transposed, alpha=alpha)
+    assert out.shape == (rows, n) and out.dtype == torch.bfloat16
+    ref = torch.empty(rows, n, dtype=torch.float64)
+    for e in range(len(counts)):
+        s, t = int(offsets[e]), int(offsets[e + 1])
+        w = b[e].double()
+        ref[s:t] = alpha * a[s:t].double() @ (w.t() if b_transposed else w)
+    assert_close(out, ref, torch.bfloat16, ulps=2, what=f"grouped {dtype}")
+
+
+def test_grouped_gemm_bad_inputs():
+    a = torch.zeros(10, 32, dtype=torch.bfloat16)
+    b = torch.zeros(2, 32, 16, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="3 are needed"):
+        hk.grouped_gemm(a, b, torch.tensor([0, 10], dtype=torch.int32))
+    with pytest.raises(ValueError, match="int32 or int64"):
+        hk.grouped_gemm(a, b, torch.tensor([0, 5, 10], dtype=torch.float32))
+    with pytest.raises(ValueError, match="K differs"):
+        hk.grouped_gemm(a, b, torch.tensor([0, 5, 10], dtype=torch.int32), b_transposed=True)
+    with pytest.raises(ValueError, match="must agree"):
+        hk.grouped_gemm(a, b.half(), torch.tensor([0, 5, 10], dtype=torch.int32))
+    # hk's own check of the offsets on the device: they must end at the rows of a.
+    with pytest.raises(ValueError, match="offsets"):
+        hk.grouped_gemm(a, b, torch.tensor([0, 5, 9], dtype=torch.int32))
+
+
+@pytest.mark.parametrize("out_dtype,pow2", [(torch.bfloat16, False), (torch.float32, True)])
+def test_gemm_blockwise(out_dtype, pow2):
+    g = torch.Generator().manual_seed(5)
+    e4m3 = _fp8("e4m3")
+    m, n, k = 70, 200, 256  # N not a multiple of 128: a partial block of B's scales
+    a = torch.randn(m, k, dtype=torch.float64, generator=g).to(e4m3)
+    b = torch.randn(n, k, dtype=torch.float64, generator=g).to(e4m3)
+    exponent = lambda *s: torch.rand(*s, generator=g, dtype=torch.float64) * 6 - 3  # noqa: E731
+    sa = torch.pow(2.0, exponent(m, k // 128).round() if pow2 else exponent(m, k // 128)).float()
+    sb = torch.pow(2.0, exponent(2, k // 128).round() if pow2 else exponent(2, k // 128)).float()
+    out = hk.gemm_blockwise(a, sa, b, sb, out_dtype=out_dtype, pow2_scales=pow2)
+    ref = torch.zeros(m, n, dtype=torch.float64)
+    for kb in range(k // 128):
+        blk = slice(128 * kb, 128 * (kb + 1))
+        part = a[:, blk].double() @ b[:, blk].double().t()
+        ref += part * sa[:, kb].double()[:, None] * sb[torch.arange(n) // 128, kb].double()[None, :]
+    assert_close(out, ref, out_dtype, ulps=2 if out_dtype == torch.bfloat16 else 4 * k, what="blockwise")
+
+
+def test_gemm_blockwise_bad_inputs():
+    e4m3 = _fp8("e4m3")
+    a = torch.zeros(8, 256, dtype=e4m3)
+    sa = torch.ones(8, 2)
+    sb = torch.ones(1, 2)
+    with pytest.raises(ValueError, match="multiple of 128"):
+        hk.gemm_blockwise(a[:, :192], sa[:, :1], a[:, :192], sb[:, :1])
+    with pytest.raises(ValueError, match=r"float32 of shape \(1, 2\)"):
+        hk.gemm_blockwise(a, sa, a, torch.ones(2, 2))
+    with pytest.raises(ValueError, match="expected"):
+        hk.gemm_blockwise(a.to(torch.bfloat16), sa, a, sb)
