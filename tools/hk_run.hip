@@ -120,6 +120,19 @@ bool start_model(const std::string& product) {
   return true;
 }
 
+// One hk entry point's launch as every runner makes it: the profiler on, the model started when one is asked for,
+// `call` (returning hk::Status) launched and waited for, `d` the dispatch's record. False, after saying why, on failure.
+template <class Call>
+bool launch_once(const std::string& model, Call&& call, vgpuDispatchInfo& d) {
+  if (auto prof = ext<int (*)(int)>("vgpuSetProfiling")) prof(1);
+  if (!model.empty() && !start_model(model)) return false;
+  if (hk::Status s = call(); !s) return std::fprintf(stderr, "%s\n", s.message.c_str()), false;
+  if (hipError_t e = hipDeviceSynchronize(); e != hipSuccess) return std::fprintf(stderr, "%s\n", hipGetErrorString(e)), false;
+  d = {};
+  if (auto last = ext<int (*)(vgpuDispatchInfo*)>("vgpuGetLastDispatch")) last(&d);
+  return true;
+}
+
 // Every launch modelled since start_model, in order.
 std::vector<vgpuTimingInfo> model_log() {
   auto log = ext<int (*)(vgpuTimingInfo*, int)>("vgpuGetTimingLog");
@@ -276,14 +289,9 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
   hk::GemmProblem p;
   p.m = m, p.n = n, p.k = k, p.a = da, p.lda = k, p.b = db, p.ldb = bt ? k : n, p.b_is_nk = bt, p.c = dc, p.ldc = n;
   p.ab_type = ab, p.c_type = ct;
-  if (auto prof = ext<int (*)(int)>("vgpuSetProfiling")) prof(1);
-  if (!model.empty() && !start_model(model)) return 1;
-  hk::Status s = hk::gemm(p);
-  if (!s) return std::fprintf(stderr, "%s\n", s.message.c_str()), 1;
-  if (hipError_t e = hipDeviceSynchronize(); e != hipSuccess) return std::fprintf(stderr, "%s\n", hipGetErrorString(e)), 1;
+  vgpuDispatchInfo d{};
+  if (!launch_once(model, [&] { return hk::gemm(p); }, d)) return 1;
   if (!model.empty()) {
-    vgpuDispatchInfo d{};
-    if (auto last = ext<int (*)(vgpuDispatchInfo*)>("vgpuGetLastDispatch")) last(&d);
     std::printf("gemm %dx%dx%d %s%s -> %s on %s: not checked (the model executed %llu waves only)\n", m, n, k,
                 in.c_str(), bt ? " A*B^T" : " A*B", out.c_str(), d.arch, d.waves);
     const vgpu::ProductInfo& product = *vgpu::find_product(model);
@@ -307,8 +315,6 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
   const hk_host::Comparison check = hk_host::compare(got, hk_host::Matmul{{a}, {b, bt}}, fc.type, "C", step);
   for (const std::string& miss : check.first_misses()) std::fprintf(stderr, "%s\n", miss.c_str());
   const bool bad = !check.ok();
-  vgpuDispatchInfo d{};
-  if (auto last = ext<int (*)(vgpuDispatchInfo*)>("vgpuGetLastDispatch")) last(&d);
   std::printf("gemm %dx%dx%d %s%s -> %s on %s: %s (%ld of %ld elements checked within tolerance, worst error %.2f of it)\n",
               m, n, k, in.c_str(), bt ? " A*B^T" : " A*B", out.c_str(), d.arch, bad ? "FAILED" : "ok",
               check.checked() - check.failed(), check.checked(), check.worst());

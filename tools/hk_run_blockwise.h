@@ -36,13 +36,8 @@ int run(int m, int n, int k, const std::string& out, bool pow2, const std::strin
   p.pow2_scales = pow2;
   const std::string name = "gemm_blockwise " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
                            " fp8 e4m3 A*B^T, " + (pow2 ? "power-of-two" : "fp32") + " block scales -> " + out;
-  if (auto prof = ext<int (*)(int)>("vgpuSetProfiling")) prof(1);
-  if (!model.empty() && !start_model(model)) return release(), 1;
-  hk::Status s = hk::gemm_blockwise(p);
-  if (!s) return std::fprintf(stderr, "%s\n", s.message.c_str()), release(), 1;
-  if (hipError_t e = hipDeviceSynchronize(); e != hipSuccess) return std::fprintf(stderr, "%s\n", hipGetErrorString(e)), release(), 1;
   vgpuDispatchInfo d{};
-  if (auto last = ext<int (*)(vgpuDispatchInfo*)>("vgpuGetLastDispatch")) last(&d);
+  if (!launch_once(model, [&] { return hk::gemm_blockwise(p); }, d)) return release(), 1;
   if (!model.empty()) {
     std::printf("%s on %s: not checked (the model executed %llu waves only)\n", name.c_str(), d.arch, d.waves);
     print_model_log(2.0 * m * n * k, vgpu::find_product(model)->peak.fp8);

@@ -62,13 +62,8 @@ int run(const std::vector<long>& rows, int n, int k, const std::string& in, cons
   p.ab_type = ab, p.c_type = ct, p.groups = groups, p.offsets = doff, p.offsets_int64 = true;
   std::string name = "grouped_gemm " + std::to_string(groups) + " groups of " + std::to_string(m) + " rows, n " +
                      std::to_string(n) + " k " + std::to_string(k) + " " + in + (bt ? " A*B^T" : " A*B") + " -> " + out;
-  if (auto prof = ext<int (*)(int)>("vgpuSetProfiling")) prof(1);
-  if (!model.empty() && !start_model(model)) return release(), 1;
-  hk::Status s = hk::grouped_gemm(p);
-  if (!s) return std::fprintf(stderr, "%s\n", s.message.c_str()), release(), 1;
-  if (hipError_t e = hipDeviceSynchronize(); e != hipSuccess) return std::fprintf(stderr, "%s\n", hipGetErrorString(e)), release(), 1;
   vgpuDispatchInfo d{};
-  if (auto last = ext<int (*)(vgpuDispatchInfo*)>("vgpuGetLastDispatch")) last(&d);
+  if (!launch_once(model, [&] { return hk::grouped_gemm(p); }, d)) return release(), 1;
   if (!model.empty()) {
     std::printf("%s on %s: not checked (the model executed %llu waves only)\n", name.c_str(), d.arch, d.waves);
     const vgpu::ProductInfo& product = *vgpu::find_product(model);

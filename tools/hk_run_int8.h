@@ -30,15 +30,10 @@ int run(int m, int n, int k, const std::string& out, const std::string& model) {
   p.m = m, p.n = n, p.k = k, p.a = static_cast<const int8_t*>(da), p.lda = ld, p.b = static_cast<const int8_t*>(db), p.ldb = ld;
   p.c = dc, p.ldc = n, p.c_type = ct;
   if (ct != O::int32) p.row_scale = static_cast<const float*>(drs), p.col_scale = static_cast<const float*>(dcs);
-  if (auto prof = ext<int (*)(int)>("vgpuSetProfiling")) prof(1);
-  if (!model.empty() && !start_model(model)) return release(), 1;
   const std::string name = "gemm_int8 " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " -> " +
                            (ct == O::int32 ? "int32" : out);
-  hk::Status s = hk::gemm_int8(p);
-  if (!s) return std::fprintf(stderr, "%s\n", s.message.c_str()), release(), 1;
-  if (hipError_t e = hipDeviceSynchronize(); e != hipSuccess) return std::fprintf(stderr, "%s\n", hipGetErrorString(e)), release(), 1;
   vgpuDispatchInfo d{};
-  if (auto last = ext<int (*)(vgpuDispatchInfo*)>("vgpuGetLastDispatch")) last(&d);
+  if (!launch_once(model, [&] { return hk::gemm_int8(p); }, d)) return release(), 1;
   if (!model.empty()) {
     std::printf("%s on %s: not checked (the model executed %llu waves only); TOPS below\n", name.c_str(), d.arch, d.waves);
     print_model_log(2.0 * m * n * k, vgpu::find_product(model)->peak.fp8);  // int8 runs at the fp8 rate on CDNA3/4

@@ -85,15 +85,10 @@ int run(int m, int n, int k, hk::mx_format fa, hk::mx_format fb, const std::stri
   p.m = m, p.n = n, p.k = k, p.a = da, p.lda = k, p.a_format = fa, p.b = db, p.ldb = k, p.b_format = fb;
   p.scale_a = static_cast<const uint8_t*>(dsa), p.ld_scale_a = blocks, p.scale_b = static_cast<const uint8_t*>(dsb);
   p.ld_scale_b = blocks, p.c = dc, p.ldc = n, p.c_type = ct;
-  if (auto prof = ext<int (*)(int)>("vgpuSetProfiling")) prof(1);
-  if (!model.empty() && !start_model(model)) return release(), 1;
   const std::string name = std::string("gemm_mx ") + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
                            " " + hk::to_string(fa) + " x " + hk::to_string(fb) + " -> " + out;
-  hk::Status s = hk::gemm_mx(p);
-  if (!s) return std::fprintf(stderr, "%s\n", s.message.c_str()), release(), 1;
-  if (hipError_t e = hipDeviceSynchronize(); e != hipSuccess) return std::fprintf(stderr, "%s\n", hipGetErrorString(e)), release(), 1;
   vgpuDispatchInfo d{};
-  if (auto last = ext<int (*)(vgpuDispatchInfo*)>("vgpuGetLastDispatch")) last(&d);
+  if (!launch_once(model, [&] { return hk::gemm_mx(p); }, d)) return release(), 1;
   if (!model.empty()) {
     std::printf("%s on %s: not checked (the model executed %llu waves only)\n", name.c_str(), d.arch, d.waves);
     const vgpu::ProductInfo& product = *vgpu::find_product(model);
