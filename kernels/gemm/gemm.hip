@@ -170,7 +170,8 @@ Status launch_skinny(const GemmProblem& p, const kernels::GemmArgs& args) {
   }
   const dim3 grid{unsigned(blocks * s.splits), 1, 1};
   if (p.b_is_nk) hipLaunchKernelGGL((kernels::gemm_skinny<TIn, TOut, true, BM>), grid, dim3(256), 0, p.stream, s);
-  else hipLaunchKernelGGL((kernels::gemm_skinny<TIn, TOut, false, BM>), grid, dim3(256), 0, p.stream, s);
+  else if constexpr (sizeof(TIn) == 2)  // fp8 with B given K x N takes the tiled kernel (skinny_fits): no instance
+    hipLaunchKernelGGL((kernels::gemm_skinny<TIn, TOut, false, BM>), grid, dim3(256), 0, p.stream, s);
   if (part_bytes) {
     const long mn = long(p.m) * p.n;
     hipLaunchKernelGGL((kernels::gemm_skinny_reduce<TOut>), dim3(unsigned((mn + 255) / 256)), dim3(256), 0, p.stream, s);
