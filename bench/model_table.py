@@ -4,7 +4,7 @@ next to the published figures of other libraries (../shared/reference/cdna.md, c
 date they were gathered).
 
 Run inside the toolchain root, after `./hk build`:
-    tools/toolchain run python3 bench/model_table.py [--only gemm|skinny|attn|memory|decode] [--products mi300x,mi355x] [--quick]
+    tools/toolchain run python3 bench/model_table.py [--only gemm|skinny|formats|attn|memory|decode] [--products mi300x,mi355x] [--quick]
 Writes bench/results/model_table.md, model_table.png and model_table.json (the raw predictions; cases already in it
 are reused unless --fresh, so an interrupted run resumes). Every prediction is one `hk-run ... --model P` process in
 the model's sample-only mode (only the sampled workgroups execute).
@@ -69,6 +69,22 @@ MEMORY_PUBLISHED = {
     ("rotary", 2048): {"HipKittens": 0.072, "AITER": 0.072},
     ("rotary", 16384): {"HipKittens": 0.629, "AITER": 0.903, "torch.compile": 0.907},
     ("norm", 16384): {"HipKittens": 1.104, "torch.compile": 1.579},
+}
+
+# The GEMM formats (hk::gemm_mx on gfx950's products, hk::gemm_int8, hk::gemm_blockwise), A*B^T cubes, and the MoE
+# GEMM (hk::grouped_gemm, bf16): 8 of 64 experts active with 1024 tokens each, N = K = 4096, weights N x K.
+# Published: cdna.md's "newer published figures" (HipKittens' repository: MXFP8 "2900+", FP6 8192^3 2861.5, INT8 4096^3
+# 2187 / 8192^3 2696 TOPS, blockwise FP8 (fp32 scales) MI355X 1859, MI300X 963).
+FORMATS = ("mxfp8", "mxfp6", "mxfp4", "int8", "fp8_block")
+MX_PRODUCTS = ("mi350x", "mi355x")  # the MX formats need gfx950's scaled MFMA
+MOE_GROUPS = ",".join(["1024"] * 8 + ["0"] * 56)
+FORMAT_PUBLISHED = {
+    ("mxfp8", 8192, "mi355x"): {"HipKittens": 2900},
+    ("mxfp6", 8192, "mi355x"): {"HipKittens": 2861},
+    ("int8", 4096, "mi355x"): {"HipKittens": 2187},
+    ("int8", 8192, "mi355x"): {"HipKittens": 2696},
+    ("fp8_block", 8192, "mi355x"): {"HipKittens": 1859},
+    ("fp8_block", 8192, "mi300x"): {"HipKittens": 963},
 }
 
 MODEL_LINE = re.compile(r"^  model (\S+) (\S+): ([0-9.]+) ms(?:, ([0-9.]+) TFLOP/s)?(?:, ([0-9.]+) GB/s)?")
@@ -145,6 +161,18 @@ def cases(only, products, quick):
                     out.append((("skinny", dtype, m, product),
                                 ["gemm", "--m", str(m), "--n", "8192", "--k", "8192", "--bt", "--dtype", dtype,
                                  "--model", product]))
+    if only in (None, "formats"):
+        for product in products:
+            for fmt in FORMATS:
+                if fmt.startswith("mx") and product not in MX_PRODUCTS:
+                    continue
+                for n in (4096, 8192):
+                    out.append((("format", fmt, n, product),
+                                ["gemm", "--m", str(n), "--n", str(n), "--k", str(n), "--bt", "--dtype", fmt,
+                                 "--model", product]))
+            out.append((("moe", "bf16", product),
+                        ["grouped-gemm", "--groups", MOE_GROUPS, "--n", "4096", "--k", "4096", "--bt", "--model",
+                         product]))
     if only in (None, "attn"):
         for (variant, d, n) in ATTN_PUBLISHED:
             if quick and n > 4096:
@@ -221,6 +249,24 @@ def write_markdown(results, products, path):
                 cells.append(f"{overall(r['launches'])['ms']:.4f} ({r['roofline']:.0f}%)" if r and r.get("roofline") else "")
             if any(cells):
                 lines.append(f"| {m} | {dtype} | " + " | ".join(cells) + " |")
+    lines += ["", "## GEMM formats, A*B^T, TFLOP/s (int8: TOPS; hk: the total over its launches); MoE: 8 of 64 experts x "
+              "1024 tokens, N = K = 4096, bf16", "",
+              "| format | size | " + " | ".join(names[p] for p in products) + " | published (Δ of the model) |",
+              "|---|---|" + "---|" * len(products) + "---|"]
+    for fmt in FORMATS:
+        for n in (4096, 8192):
+            cells, pubs = [], []
+            for p in products:
+                launches = get(("format", fmt, n, p))
+                cells.append(f"{overall(launches)['tflops']:.0f}" if launches else "")
+                for lib, fig in FORMAT_PUBLISHED.get((fmt, n, p), {}).items():
+                    delta = pct(overall(launches)["tflops"], fig) if launches else "?"
+                    pubs.append(f"{names[p]} {lib} {fig} ({delta})")
+            if any(cells):
+                lines.append(f"| {fmt} | {n}^3 | " + " | ".join(cells) + " | " + "; ".join(pubs) + " |")
+    cells = [f"{overall(get(('moe', 'bf16', p)))['tflops']:.0f}" if get(("moe", "bf16", p)) else "" for p in products]
+    if any(cells):
+        lines.append("| MoE bf16 | 8 x 1024 x 4096 x 4096 | " + " | ".join(cells) + " |  |")
     lines += ["", "## Attention forward, bf16, B16 (MHA H16; GQA H64 Hkv8), TFLOP/s (4·B·N²·H·D, causal: visible "
               "pairs)", "",
               "| variant | D | N | " + " | ".join(names[p] for p in products) + " | published MI355X (Δ of the model) |",
@@ -316,7 +362,7 @@ def write_plot(results, products, path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["gemm", "skinny", "attn", "memory", "decode"])
+    parser.add_argument("--only", choices=["gemm", "skinny", "formats", "attn", "memory", "decode"])
     parser.add_argument("--products", default=",".join(PRODUCTS))
     parser.add_argument("--quick", action="store_true", help="skip the largest sizes")
     parser.add_argument("--fresh", action="store_true", help="ignore predictions already in model_table.json")
