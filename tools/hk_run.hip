@@ -81,6 +81,35 @@ void* device_alloc(size_t bytes, const char* what) {
   return p;
 }
 
+// A run's device arrays, freed together when the run returns. `copy` allocates one and fills it from the host (a
+// null source leaves it unset); after a failed allocation it and every later call return null, so a run allocates
+// everything and checks the last pointer once.
+class DeviceArrays {
+ public:
+  DeviceArrays() = default;
+  DeviceArrays(const DeviceArrays&) = delete;
+  DeviceArrays& operator=(const DeviceArrays&) = delete;
+  ~DeviceArrays() {
+    for (void* p : arrays_) (void)hipFree(p);
+  }
+  void* copy(const void* host, size_t bytes, const char* what) {
+    void* p = failed_ ? nullptr : device_alloc(bytes, what);
+    if (!p) return failed_ = true, nullptr;
+    arrays_.push_back(p);
+    if (host) (void)hipMemcpy(p, host, bytes, hipMemcpyHostToDevice);
+    return p;
+  }
+  template <class T>
+  void* copy(const std::vector<T>& host, const char* what) {
+    return copy(host.data(), host.size() * sizeof(T), what);
+  }
+  void* alloc(size_t bytes, const char* what) { return copy(nullptr, bytes, what); }
+
+ private:
+  std::vector<void*> arrays_;
+  bool failed_ = false;
+};
+
 // `./hk report --model P`: the modelled column, by kernel symbol (filled by print_model while run_report runs).
 std::map<std::string, std::string>* g_report_model = nullptr;
 std::string g_report_problem;  // the standard problem being modelled, for the column
@@ -280,12 +309,11 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
                         b = bt ? hk_host::random_matrix(n, k, fab, 2, limit) : hk_host::random_matrix(k, n, fab, 2, limit);
   const std::vector<uint8_t> a_bytes = fab.encode(a.values), b_bytes = fab.encode(b.values);
   const size_t c_elem = fc.bytes();
-  void* da = device_alloc(a_bytes.size(), "A");
-  void* db = da ? device_alloc(b_bytes.size(), "B") : nullptr;
-  void* dc = db ? device_alloc(size_t(m) * n * c_elem, "C") : nullptr;
-  if (!dc) return (void)hipFree(da), (void)hipFree(db), 1;
-  (void)hipMemcpy(da, a_bytes.data(), a_bytes.size(), hipMemcpyHostToDevice);
-  (void)hipMemcpy(db, b_bytes.data(), b_bytes.size(), hipMemcpyHostToDevice);
+  DeviceArrays dev;
+  void* da = dev.copy(a_bytes, "A");
+  void* db = dev.copy(b_bytes, "B");
+  void* dc = dev.alloc(size_t(m) * n * c_elem, "C");
+  if (!dc) return 1;
   hk::GemmProblem p;
   p.m = m, p.n = n, p.k = k, p.a = da, p.lda = k, p.b = db, p.ldb = bt ? k : n, p.b_is_nk = bt, p.c = dc, p.ldc = n;
   p.ab_type = ab, p.c_type = ct;
@@ -303,7 +331,6 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
       std::printf("  HBM roofline: %.1f MB of A, B and C take %.4f ms at the %.2f TB/s sustained; the GEMM runs at %.1f%% of it\n",
                   bytes * 1e-6, bytes / (product.timing.hbm_measured_tb_per_s * 1e12) * 1e3,
                   product.timing.hbm_measured_tb_per_s, 100 * sustained_fraction(product, bytes, seconds));
-    (void)hipFree(da), (void)hipFree(db), (void)hipFree(dc);
     return 0;
   }
   std::vector<uint8_t> raw(size_t(m) * n * c_elem);
@@ -321,7 +348,6 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
   std::printf("  grid %u, %llu waves, %llu wave instructions, %.3f s emulated\n", d.grid[0], d.waves, d.wave_instructions,
               d.wall_seconds);
   print_report(d.kernel, d.block[0] * d.block[1] * d.block[2], true);
-  (void)hipFree(da), (void)hipFree(db), (void)hipFree(dc);
   return bad ? 1 : 0;
 }
 
