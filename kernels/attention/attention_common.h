@@ -16,6 +16,7 @@
 #include "hk/hk.h"
 #include "hk/ops/acc_order.h"
 #include "hk/ops/async.h"
+#include "hk/ops/philox.h"
 
 namespace hk::kernels {
 
@@ -54,6 +55,11 @@ struct AttnArgs {
       return fmaf(-th, th, 1.f);
     }
   } cap;
+  struct Dropout {  // AttnVariant::dropout: hk's dropout stream (ops/philox.h), stream offset + b Hq + h
+    uint32_t seed_lo, seed_hi, offset_lo, offset_hi;
+    uint32_t threshold;  // an element is kept when its 16 bits are >= threshold (dropout_threshold(p))
+    float scale;         // 1 / (1 - p)
+  } drop;
 };
 
 // What a kernel instance computes beyond plain softmax attention, fixed at compile time (one instance per variant
@@ -61,7 +67,72 @@ struct AttnArgs {
 struct AttnVariant {
   bool softcap = false;  // scores capped to cap tanh(scale s / cap) before the softmax (Gemma 2's logit softcapping)
   bool alibi = false;    // ALiBi: -slope |j - i - (Sk - Sq)| added to the scaled score of query i and key j
+  bool dropout = false;  // P's elements dropped (attn_dropout_keep), the kept ones scaled by 1 / (1 - p) in P V
 };
+
+// Dropout (flash-attention's): element (i, j) of sequence b, query head h is kept when the 16 bits of hk's dropout
+// stream (ops/philox.h) at row i, column j of stream offset + b Hq + h pass the threshold: a function of the problem's
+// coordinates alone, so every kernel (forward, backward, any tile shape, either arch) regenerates the same mask. The
+// softmax's denominator and the LSE take the whole P; O = (mask * P / (1 - p)) V; the backward scales dP by the same
+// mask and factor.
+//
+// The keep bits of a score accumulator (bit (i tiles_c + j) E + e: element data[i][j][e]) whose element (0, 0) is
+// query q0 and key k0, keys along the rows when `keys_are_rows`. An accumulator lane holds runs of 4 rows aligned
+// to 4 in one column: along keys (S^T) a run lies in one Philox call's 8 keys, which serves the run; along queries (S)
+// each element takes a call of its own.
+template <bool keys_are_rows, class Tile>
+__device__ __attribute__((always_inline)) inline uint32_t attn_dropout_keep(const AttnArgs& p, int b, int h, int q0,
+                                                                            int k0) {
+  static_assert(Tile::tiles_r * Tile::tiles_c * Tile::E <= 32 && Tile::run == 4, "one 32-bit mask of runs of 4");
+  const uint64_t stream = (uint64_t(p.drop.offset_hi) << 32 | p.drop.offset_lo) + uint64_t(b) * uint32_t(p.heads_q) + uint32_t(h);
+  const uint32_t s_lo = uint32_t(stream), s_hi = uint32_t(stream >> 32);
+  const int lane = lane_id(), rl = Tile::row_lane_part(lane), cl = Tile::col_lane_part(lane);
+  auto keep8 = [&](int query, int key) __attribute__((always_inline)) {
+    return dropout_keep8(philox4x32_10({{uint32_t(key) >> 3, uint32_t(query), s_lo, s_hi}}, p.drop.seed_lo, p.drop.seed_hi),
+                         p.drop.threshold);
+  };
+  uint32_t keep = 0;
+#pragma unroll
+  for (int i = 0; i < Tile::tiles_r; ++i)
+#pragma unroll
+    for (int j = 0; j < Tile::tiles_c; ++j)
+#pragma unroll
+      for (int e = 0; e < Tile::E; e += keys_are_rows ? 4 : 1) {
+        const int bit = (i * Tile::tiles_c + j) * Tile::E + e;
+        if constexpr (keys_are_rows) {
+          const int key = k0 + Tile::row_tile_part(i, e) + rl;  // a multiple of 4: keys key .. key + 3
+          keep |= (keep8(q0 + Tile::col_tile_part(j, e) + cl, key) >> (key & 4) & 0xfu) << bit;
+        } else {
+          const int key = k0 + Tile::col_tile_part(j, e) + cl;
+          keep |= (keep8(q0 + Tile::row_tile_part(i, e) + rl, key) >> (key & 7) & 1u) << bit;
+        }
+      }
+  return keep;
+}
+
+// x scale where `keep` keeps element x, else 0, for every element of a score-shaped tile.
+template <class Tile>
+__device__ __attribute__((always_inline)) inline void attn_dropout_apply(Tile& s, uint32_t keep, float scale) {
+#pragma unroll
+  for (int i = 0; i < Tile::tiles_r; ++i)
+#pragma unroll
+    for (int j = 0; j < Tile::tiles_c; ++j)
+#pragma unroll
+      for (int e = 0; e < Tile::E; ++e)
+        s.data[i][j][e] = keep >> ((i * Tile::tiles_c + j) * Tile::E + e) & 1u ? s.data[i][j][e] * scale : 0.f;
+}
+
+// `s` with attn_dropout_apply when `on`, else `s` itself: an operand dropped on its way into a product.
+template <bool on, class Tile>
+__device__ __attribute__((always_inline)) inline decltype(auto) attn_dropped(const Tile& s, uint32_t keep, float scale) {
+  if constexpr (on) {
+    Tile d = s;
+    attn_dropout_apply(d, keep, scale);
+    return d;
+  } else {
+    return (s);
+  }
+}
 
 // ALiBi's slope of sequence b, query head h, in the raw score's units (the kernels scale scores after the bias).
 __device__ inline float alibi_slope(const AttnArgs& p, int b, int h) { return p.alibi[b * p.alibi_bs + h] / p.scale; }
@@ -227,10 +298,13 @@ struct AttnWave {
   rt_acc<D, WQ, S> ot;
   long first, last;  // this wave's first and last query (rows past the sequence's end excluded)
   int row_tile;      // this wave's queries as a tile index of the sequence
+  int drop_b, drop_h;  // AttnVariant::dropout: the sequence and head, and the first key of the tile mask() saw last
+  mutable int drop_k0;
 
   __device__ AttnWave(const AttnView<T, D>& v, int rows_before) {
     first = v.first_row + rows_before, last = std::min<long>(first + WQ, v.blk.sq) - 1;
     row_tile = int(first / WQ);
+    drop_b = v.blk.b, drop_h = v.blk.h, drop_k0 = 0;
     vec_apply([](float& mi, float& li) { mi = -INFINITY, li = 0.f; }, m, l);
     zero(ot);
   }
@@ -252,6 +326,7 @@ struct AttnWave {
     // In ints (AttnVisible: no sum here overflows), so that the test is scalar: there are no 64-bit SALU compares,
     // and on the VALU the test waited for the softmax's vector work and delayed the phase's end.
     const int k0 = kt * BK, off = int(v.off), q0 = int(first), q1 = int(last);
+    if constexpr (V.dropout) drop_k0 = k0;  // for softmax, which drops from this tile's P
     const bool whole = k0 + BK <= v.blk.sk && (p.left < 0 || k0 >= q1 + off - p.left) &&
                        (p.right < 0 || k0 + BK - 1 <= q0 + off + p.right);
     if (!whole) {
@@ -300,6 +375,8 @@ struct AttnWave {
       sum.data[j][0] = detail::lanes_reduce<detail::sum_op>(acc.x + acc.y, S::dim, 32);  // as col_sum
     }
     vec_apply([](float& li, float& ai, float& si) { li = li * ai + si; }, l, alpha, sum);
+    // Dropout after the sums (l takes the whole P); its 1 / (1 - p) waits for finish.
+    if constexpr (V.dropout) attn_dropout_apply(s, attn_dropout_keep<true, s_tile>(p, drop_b, drop_h, int(first), drop_k0), 1.f);
     copy_acc_order(pt, s);  // P^T: the accumulator itself, in acc order
   }
 
@@ -349,6 +426,7 @@ struct AttnWave {
           ei = li > 0.f ? (mi + __log2f(li)) * 0.69314718055994531f : -INFINITY;
         },
         l, m, inv, lse);
+    if constexpr (V.dropout) vec_apply([k = p.drop.scale](float& ii) { ii *= k; }, inv);  // O's 1 / (1 - p), not LSE's
     mul_col(ot, inv);
     rt<float, WQ, D, layout::row, S> o;
     transpose(o, ot);  // the same registers
