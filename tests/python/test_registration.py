@@ -22,15 +22,17 @@ def _cases():
     yield "norm_backward", (rand(4, 32, dtype=torch.float32), rand(4, 32, dtype=torch.float32), r, mean, rstd,
                             rand(32, dtype=torch.float32), False, True, True, 0.1, 7, 0)
     q = rand(1, 16, 2, 64, dtype=bf)
-    yield "attention", (q, q, q, True, -1, -1, 0.0, 0.0, rand(2, dtype=torch.float32).requires_grad_(), None)
+    yield "attention", (q, q, q, True, -1, -1, 0.0, 0.0, rand(2, dtype=torch.float32).requires_grad_(), None, 0.0, 0, 0)
+    qg = rand(1, 16, 2, 64, dtype=bf).requires_grad_()
+    yield "attention", (qg, qg, qg, False, -1, -1, 0.0, 0.0, None, None, 0.25, 2**62 + 5, 2**40)  # dropout
     packed = rand(20, 2, 64, dtype=bf)
     cu = torch.tensor([0, 7, 20], dtype=torch.int32)
     yield "attention_varlen", (packed, packed, packed, cu, cu, 13, 13, True, -1, -1, 0.0, 0.0, None,
-                              rand(2, 2, dtype=torch.float32).abs())
+                              rand(2, 2, dtype=torch.float32).abs(), 0.0, 0, 0)
     sinks = rand(2, dtype=torch.float32)
-    out, lse = torch.ops.hk.attention(q, q, q, True, -1, -1, 0.0, 0.0, sinks, None)
+    out, lse = torch.ops.hk.attention(q, q, q, True, -1, -1, 0.0, 0.0, sinks, None, 0.0, 0, 0)
     yield "attention_backward", (q, q, q, out, lse, rand(1, 16, 2, 64, dtype=bf), None, None, 0, 0, True, -1, -1, 0.0, 0.0,
-                                 sinks, None)
+                                 sinks, None, 0.0, 0, 0)
 
 
 @pytest.mark.parametrize("name,args", list(_cases()), ids=lambda v: v if isinstance(v, str) else "")
