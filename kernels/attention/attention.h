@@ -59,6 +59,7 @@ struct AttentionInputs {
   // ones scaled by 1 / (1 - p) in P V (the softmax's denominator and the LSE take the whole P). The mask is hk's
   // dropout stream (include/hk/ops/philox.h) at row i, column j of stream dropout_offset + b * heads_q + h under
   // dropout_seed: a function of the problem alone (not of tiles, launches or arch), which the backward regenerates.
+  // p is resolved to 2^-16 (an element is kept when its 16 random bits are >= ceil(p 2^16)), and at most 1 - 2^-16.
   // Not with softcap or ALiBi yet.
   float dropout_p = 0.f;
   uint64_t dropout_seed = 0, dropout_offset = 0;

@@ -68,6 +68,8 @@ Status validate(const AttentionInputs& p, const void* o) {
     return invalid("softcap and ALiBi together are not supported yet: pass one of them");
   if (!(p.dropout_p >= 0.f && p.dropout_p < 1.f))
     return invalid("dropout_p must be in [0, 1) (got " + std::to_string(p.dropout_p) + ")");
+  if (p.dropout_p > 0x1.fffep-1f)  // the kernels compare 16-bit values with a 16-bit threshold
+    return invalid("dropout_p must be at most 1 - 2^-16, the mask's resolution (got " + std::to_string(p.dropout_p) + ")");
   if (p.dropout_p > 0.f && (p.softcap > 0.f || p.alibi_slopes))
     return invalid("dropout with softcap or ALiBi is not supported yet: pass dropout_p = 0 or neither of them");
   if (p.alibi_slopes && p.alibi_batch_stride != 0 && p.alibi_batch_stride < p.heads_q)

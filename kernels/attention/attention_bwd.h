@@ -390,8 +390,7 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
     map_cols(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     // dP^T = V dO^T; dS^T = P^T * (dP^T - delta); dQ^T += K^T dS^T.
     auto dp = mma_ABt_lds<true>(sv[stage], dout);
-    if constexpr (V.dropout)
-      attn_dropout_apply(dp, attn_dropout_keep<true, decltype(dp)>(p, blk.b, blk.h, int(q0), int(k0)), p.drop.scale);
+    if constexpr (V.dropout) attn_dropout_scale<true>(dp, p, blk.b, blk.h, int(q0), int(k0), p.drop.scale);
     map_cols(dp, delta, [](float x, float d) { return x - d; });
     if constexpr (V.softcap) map_cols(s, lse, [cap = p.cap](float x, float l) { return x * cap.slope(x, l); });
     mul(s, s, dp);

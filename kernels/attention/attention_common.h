@@ -75,39 +75,99 @@ struct AttnVariant {
 // coordinates alone, so every kernel (forward, backward, any tile shape, either arch) regenerates the same mask. The
 // softmax's denominator and the LSE take the whole P; O = (mask * P / (1 - p)) V; the backward scales dP by the same
 // mask and factor.
-//
-// The keep bits of a score accumulator (bit (i tiles_c + j) E + e: element data[i][j][e]) whose element (0, 0) is
-// query q0 and key k0, keys along the rows when `keys_are_rows`. An accumulator lane holds runs of 4 rows aligned
-// to 4 in one column: along keys (S^T) a run lies in one Philox call's 8 keys, which serves the run; along queries (S)
-// each element takes a call of its own.
+
+// Lanes l and l ^ dist trade: the lower lane's y and the upper lane's x change places (the lower keeps x, the upper
+// y). One v_permlane32_swap where the target has it, else through ds_bpermute.
+template <int dist>
+__device__ __attribute__((always_inline)) inline void attn_lanes_swap(uint32_t& x, uint32_t& y) {
+  if constexpr (dist == 32 && arch::current::permlane32_swap) {
+    arch::current::halves_swap(x, y);
+  } else {
+    const bool lower = !(lane_id() & dist);
+    const uint32_t got = uint32_t(__shfl_xor(int(lower ? y : x), dist));
+    (lower ? y : x) = got;
+  }
+}
+
+// f(i, j, e, kept) for every element data[i][j][e] of a score accumulator whose element (0, 0) is query q0 and key k0,
+// keys along the rows when `keys_are_rows`. An accumulator lane holds runs of 4 rows aligned to 4 in one column, and
+// lanes l and l ^ dim hold the two halves of 8 rows: along keys (S^T) the two runs of such a pair lie in one Philox
+// call's 8 keys. So each lane of the pair makes the calls of half its runs (the lower lane the first half, the upper
+// the second) and they trade what the other needs: the low 16-bit halves (keys 8c .. 8c + 3) packed two to a register
+// (v_perm) to the lower lane, the high halves to the upper, one swap per register pair, and each element is one
+// compare of its 16 bits. Along queries (S) each element takes a call of its own.
+template <bool keys_are_rows, class Tile, class F>
+__device__ __attribute__((always_inline)) inline void attn_dropout_each(const AttnArgs& p, int b, int h, int q0, int k0,
+                                                                        F f) {
+  static_assert(Tile::run == 4, "runs of 4 rows");
+  const uint64_t stream = (uint64_t(p.drop.offset_hi) << 32 | p.drop.offset_lo) + uint64_t(b) * uint32_t(p.heads_q) + uint32_t(h);
+  const uint32_t s_lo = uint32_t(stream), s_hi = uint32_t(stream >> 32), t = p.drop.threshold;
+  const int lane = lane_id(), rl = Tile::row_lane_part(lane), cl = Tile::col_lane_part(lane);
+  auto block = [&](int query, int key) __attribute__((always_inline)) {
+    return philox4x32_10({{uint32_t(key) >> 3, uint32_t(query), s_lo, s_hi}}, p.drop.seed_lo, p.drop.seed_hi);
+  };
+  if constexpr (keys_are_rows) {
+    constexpr int per = Tile::E / 4, runs = Tile::tiles_r * per, half = runs / 2;  // runs of a column block
+    static_assert(runs % 2 == 0, "the lanes of a pair split the runs");
+    auto run_row = [](int r) { return Tile::row_tile_part(r / per, 4 * (r % per)); };
+    const bool lower = (rl & 4) == 0;
+    const uint32_t t_hi = t << 16;
+    // The 4 elements of run r from its 16-bit values packed in lo (keys 0, 1) and hi (keys 2, 3).
+    auto emit = [&](int j, int r, uint32_t lo, uint32_t hi) __attribute__((always_inline)) {
+      const int i = r / per, e = 4 * (r % per);
+      f(i, j, e, uint16_t(lo) >= uint16_t(t));
+      f(i, j, e + 1, lo >= t_hi);
+      f(i, j, e + 2, uint16_t(hi) >= uint16_t(t));
+      f(i, j, e + 3, hi >= t_hi);
+    };
+#pragma unroll
+    for (int j = 0; j < Tile::tiles_c; ++j) {
+      const int query = q0 + Tile::col_tile_part(j, 0) + cl;
+#pragma unroll
+      for (int m = 0; m < half; ++m) {
+        const philox4x32 w = block(query, k0 + (rl & ~4) + (lower ? run_row(m) : run_row(m + half)));
+        // The low halves (what lower lanes take) and the high halves, two to a register; after the swaps x01 and
+        // x23 hold this lane's run m, y01 and y23 its run m + half.
+        uint32_t x01 = __builtin_amdgcn_perm(w.v[1], w.v[0], 0x05040100u), y01 = __builtin_amdgcn_perm(w.v[1], w.v[0], 0x07060302u);
+        uint32_t x23 = __builtin_amdgcn_perm(w.v[3], w.v[2], 0x05040100u), y23 = __builtin_amdgcn_perm(w.v[3], w.v[2], 0x07060302u);
+        attn_lanes_swap<Tile::dim>(x01, y01);
+        attn_lanes_swap<Tile::dim>(x23, y23);
+        emit(j, m, x01, x23);
+        emit(j, m + half, y01, y23);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < Tile::tiles_r; ++i)
+#pragma unroll
+      for (int j = 0; j < Tile::tiles_c; ++j)
+#pragma unroll
+        for (int e = 0; e < Tile::E; ++e) {
+          const int key = k0 + Tile::col_tile_part(j, e) + cl;
+          f(i, j, e, dropout_keep8(block(q0 + Tile::row_tile_part(i, e) + rl, key), t) >> (key & 7) & 1u);
+        }
+  }
+}
+
+// The keep bits of a score accumulator (bit (i tiles_c + j) E + e: element data[i][j][e]), attn_dropout_each's.
 template <bool keys_are_rows, class Tile>
 __device__ __attribute__((always_inline)) inline uint32_t attn_dropout_keep(const AttnArgs& p, int b, int h, int q0,
                                                                             int k0) {
-  static_assert(Tile::tiles_r * Tile::tiles_c * Tile::E <= 32 && Tile::run == 4, "one 32-bit mask of runs of 4");
-  const uint64_t stream = (uint64_t(p.drop.offset_hi) << 32 | p.drop.offset_lo) + uint64_t(b) * uint32_t(p.heads_q) + uint32_t(h);
-  const uint32_t s_lo = uint32_t(stream), s_hi = uint32_t(stream >> 32);
-  const int lane = lane_id(), rl = Tile::row_lane_part(lane), cl = Tile::col_lane_part(lane);
-  auto keep8 = [&](int query, int key) __attribute__((always_inline)) {
-    return dropout_keep8(philox4x32_10({{uint32_t(key) >> 3, uint32_t(query), s_lo, s_hi}}, p.drop.seed_lo, p.drop.seed_hi),
-                         p.drop.threshold);
-  };
+  static_assert(Tile::tiles_r * Tile::tiles_c * Tile::E <= 32, "one 32-bit mask");
   uint32_t keep = 0;
-#pragma unroll
-  for (int i = 0; i < Tile::tiles_r; ++i)
-#pragma unroll
-    for (int j = 0; j < Tile::tiles_c; ++j)
-#pragma unroll
-      for (int e = 0; e < Tile::E; e += keys_are_rows ? 4 : 1) {
-        const int bit = (i * Tile::tiles_c + j) * Tile::E + e;
-        if constexpr (keys_are_rows) {
-          const int key = k0 + Tile::row_tile_part(i, e) + rl;  // a multiple of 4: keys key .. key + 3
-          keep |= (keep8(q0 + Tile::col_tile_part(j, e) + cl, key) >> (key & 4) & 0xfu) << bit;
-        } else {
-          const int key = k0 + Tile::col_tile_part(j, e) + cl;
-          keep |= (keep8(q0 + Tile::row_tile_part(i, e) + rl, key) >> (key & 7) & 1u) << bit;
-        }
-      }
+  attn_dropout_each<keys_are_rows, Tile>(p, b, h, q0, k0, [&](int i, int j, int e, bool kept) {
+    keep |= uint32_t(kept) << ((i * Tile::tiles_c + j) * Tile::E + e);
+  });
   return keep;
+}
+
+// The dropped elements of a score accumulator set to 0 and the kept ones scaled, straight from attn_dropout_each.
+template <bool keys_are_rows, class Tile>
+__device__ __attribute__((always_inline)) inline void attn_dropout_scale(Tile& s, const AttnArgs& p, int b, int h,
+                                                                         int q0, int k0, float scale) {
+  attn_dropout_each<keys_are_rows, Tile>(p, b, h, q0, k0, [&](int i, int j, int e, bool kept) {
+    s.data[i][j][e] = kept ? s.data[i][j][e] * scale : 0.f;
+  });
 }
 
 // x scale where `keep` keeps element x, else 0, for every element of a score-shaped tile.
@@ -339,7 +399,8 @@ struct AttnWave {
   // The masked S^T of a KV tile: the new running max and denominator, alpha, and P^T in acc order. The running max
   // moves only when some query's max grew by more than 8 (log2 units; flash-attention 4's lazy rescale): otherwise
   // p = exp2(s c - m) stays below 2^8, well inside fp32 and bf16, O^T and l need no rescale, and the wave skips it.
-  __device__ void softmax(s_tile& s, p_tile& pt, const AttnArgs& p) {
+  // Inlined by force: with dropout's Philox LLVM calls it out of line, through the stack.
+  __device__ __attribute__((always_inline)) void softmax(s_tile& s, p_tile& pt, const AttnArgs& p) {
     const float c = p.scale_log2;
     // Capped after the masks (the pipelined kernel masks in an earlier phase): a hidden score stays -inf.
     if constexpr (V.softcap) map(s, [cap = p.cap](float x) { return x == -INFINITY ? x : cap(x); });
@@ -376,7 +437,7 @@ struct AttnWave {
     }
     vec_apply([](float& li, float& ai, float& si) { li = li * ai + si; }, l, alpha, sum);
     // Dropout after the sums (l takes the whole P); its 1 / (1 - p) waits for finish.
-    if constexpr (V.dropout) attn_dropout_apply(s, attn_dropout_keep<true, s_tile>(p, drop_b, drop_h, int(first), drop_k0), 1.f);
+    if constexpr (V.dropout) attn_dropout_scale<true>(s, p, drop_b, drop_h, int(first), drop_k0, 1.f);
     copy_acc_order(pt, s);  // P^T: the accumulator itself, in acc order
   }
 
