@@ -12,7 +12,7 @@
 //   hk-run norm --rows R --cols C [--rms] [--p P] [--seed S] [--dtype bf16|f16|fp32] [--arch ...]
 //               [--mask none|bytes|bits] (with --model: the dropout mask the forward writes; default none, as
 //               the backward regenerates it from Philox)
-//   hk-run attn --b B --sq SQ --sk SK --hq HQ --hkv HKV --d 64|128 [--causal] [--window L,R] [--softcap C] [--sinks] [--alibi] [--dtype bf16|f16]
+//   hk-run attn --b B --sq SQ --sk SK --hq HQ --hkv HKV --d 64|128 [--causal] [--window L,R] [--softcap C] [--sinks] [--alibi] [--dropout P] [--dtype bf16|f16]
 //               [--varlen QLENS[:KLENS]] [--bwd] [--arch gfx942|gfx950]
 //   (--bwd: the backward too, each of its kernels checked and reported;
 //    --varlen: comma-separated sequence lengths, packed; keys as long as the queries unless KLENS is given)
@@ -569,8 +569,10 @@ struct AttnOptions {
   int b = 1, sq = 128, sk = 128, hq = 1, hkv = 1, d = 128;
   bool causal = false, bwd = false, sinks = false, alibi = false;
   float softcap = 0.f;
+  float dropout = 0.f;  // dropout_p, under a fixed seed and offset (attn_dropout_seed / attn_dropout_offset)
   std::string window, dtype = "bf16", varlen;
 };
+constexpr uint64_t attn_dropout_seed = 0x5eed, attn_dropout_offset = 0;
 
 std::vector<int> parse_lengths(const std::string& text) {
   std::vector<int> out;
@@ -593,12 +595,18 @@ std::string causal_text(const AttnOptions& a) {
   }
   if (a.sinks) t += " sinks";
   if (a.alibi) t += " alibi";
+  if (a.dropout > 0) {
+    char drop[32];
+    std::snprintf(drop, sizeof drop, " dropout %g", a.dropout);
+    t += drop;
+  }
   return t;
 }
 
 // The options' shape, or false (with a message) if they do not make one.
 bool attn_shape(const AttnOptions& a, attn_ref::Shape& shape) {
   shape.hq = a.hq, shape.hkv = a.hkv, shape.d = a.d, shape.causal = a.causal, shape.softcap = a.softcap;
+  shape.dropout = a.dropout, shape.seed = attn_dropout_seed, shape.offset = attn_dropout_offset;
   if (a.sinks)
     for (float z : attn_ref::sample_sinks(a.hq)) shape.sinks.push_back(z);
   if (a.alibi)
@@ -648,6 +656,7 @@ int model_attn(const AttnOptions& a, const std::string& product_name) {
   p.batch = int(shape.len_q.size()), p.heads_q = a.hq, p.heads_kv = a.hkv, p.head_dim = a.d;
   p.q = q.p, p.k = k.p, p.v = v.p, p.o = o.p, p.lse = static_cast<float*>(lse.p), p.type = type, p.causal = a.causal;
   p.window_left = shape.left, p.window_right = shape.right, p.softcap = a.softcap;
+  p.dropout_p = a.dropout, p.dropout_seed = attn_dropout_seed, p.dropout_offset = attn_dropout_offset;
   const std::vector<float> sinks_host = attn_ref::sample_sinks(a.hq);
   Untouched sinks(sinks_host.size() * 4), dsinks(sinks_host.size() * 4);
   if (a.sinks) {
@@ -688,6 +697,7 @@ int model_attn(const AttnOptions& a, const std::string& product_name) {
   bp.dq = dq.p, bp.dk = dk.p, bp.dv = dv.p, bp.type = type, bp.causal = a.causal;
   bp.window_left = p.window_left, bp.window_right = p.window_right, bp.softcap = a.softcap, bp.sinks = p.sinks;
   bp.alibi_slopes = p.alibi_slopes;
+  bp.dropout_p = p.dropout_p, bp.dropout_seed = p.dropout_seed, bp.dropout_offset = p.dropout_offset;
   if (a.sinks) bp.dsinks = static_cast<float*>(dsinks.p);
   bp.cu_seqlens_q = p.cu_seqlens_q, bp.cu_seqlens_k = p.cu_seqlens_k;
   bp.workspace = workspace.p, bp.workspace_bytes = size_t(tq) * a.hq * 4;
@@ -724,6 +734,7 @@ int run_attn(const AttnOptions& a) {
   p.batch = int(shape.len_q.size()), p.heads_q = a.hq, p.heads_kv = a.hkv, p.head_dim = a.d;
   p.q = dq, p.k = dk, p.v = dv, p.o = dout, p.lse = dlse, p.type = type, p.causal = a.causal;
   p.window_left = shape.left, p.window_right = shape.right, p.softcap = a.softcap;
+  p.dropout_p = a.dropout, p.dropout_seed = attn_dropout_seed, p.dropout_offset = attn_dropout_offset;
   float *d_sinks = nullptr, *d_dsinks = nullptr;
   if (a.sinks) {
     const std::vector<float> z = attn_ref::sample_sinks(a.hq);
@@ -809,6 +820,7 @@ int run_attn(const AttnOptions& a) {
     b.dq = d_dq, b.dk = d_dk, b.dv = d_dv, b.type = type, b.causal = a.causal;
     b.window_left = shape.left, b.window_right = shape.right, b.cu_seqlens_q = cu_q, b.cu_seqlens_k = cu_k;
     b.softcap = a.softcap, b.sinks = d_sinks, b.dsinks = d_dsinks, b.alibi_slopes = d_slopes;
+    b.dropout_p = p.dropout_p, b.dropout_seed = p.dropout_seed, b.dropout_offset = p.dropout_offset;
     b.workspace_bytes = hk::attention_backward_workspace_bytes(b);
     b.workspace = device_alloc(std::max<size_t>(b.workspace_bytes, 4), "the workspace");
     struct Step {
@@ -878,6 +890,8 @@ CLI::App* add_attn_command(CLI::App& app, AttnOptions& a, std::string& arch) {
   attn->add_option("--softcap", a.softcap, "cap the scaled scores x to C tanh(x / C) (0: none)");
   attn->add_flag("--sinks", a.sinks, "attention sinks: one logit per query head in every row's denominator");
   attn->add_flag("--alibi", a.alibi, "ALiBi: -slope(h) |i + Sk - Sq - j| added to the scaled scores, slopes 2^(-8 (h + 1) / Hq)");
+  attn->add_option("--dropout", a.dropout, "dropout_p: P's elements dropped with this probability (seed 0x5eed, offset 0)")
+      ->check(CLI::Range(0.0, 0.999));
   attn->add_option("--dtype", a.dtype, "Q, K, V and O element type")->check(CLI::IsMember({"bf16", "f16"}));
   attn->add_option("--varlen", a.varlen, "packed sequences: QLENS[:KLENS], comma-separated");
   attn->add_flag("--bwd", a.bwd, "also the backward (dQ, dK, dV with hk::attention_backward), checked, with each kernel's report");
