@@ -26,7 +26,7 @@ namespace detail {
 
 // One wave group's side of the schedule, with its role fixed at compile time: each side's code keeps only its own
 // loads' addresses live, which is what keeps the accumulators, fragments and addresses within the registers.
-template <bool LoadsA, class TIn, bool BIsNK, int BM, int BN, int BK, int WM, int WN, class Stages, class View>
+template <bool LoadsA, bool InsideB, class TIn, bool BIsNK, int BM, int BN, int BK, int WM, int WN, class Stages, class View>
 __device__ __attribute__((always_inline)) inline void pingpong(const GemmArgs& p, Stages& s, const View& v) {
   constexpr int waves_n = BN / WN;
   using Half = group<4>;
@@ -67,12 +67,24 @@ __device__ __attribute__((always_inline)) inline void pingpong(const GemmArgs& p
     barrier();
     // Compute phase: the MFMAs; group 1 issues B two steps ahead, group 0 waits for its A.
     set_priority<1>();
-    if constexpr (!LoadsA) {
+    auto mma = [&]() __attribute__((always_inline)) {
+      if constexpr (BIsNK) mma_ABt(acc, ra, rb, acc);
+      else mma_AB(acc, ra, rb, acc);
+    };
+    if constexpr (LoadsA) {
+      mma();
+      wait_vmcnt<0>();
+    } else if constexpr (InsideB) {
+      // Every B tile inside the operand: the loads without a branch, one after each of the first MFMAs, so that the
+      // matrix cores start at once and the loads issue in the shadow of the multiplies. Past the last step they
+      // load the last step's tile again, into the stage this step has consumed (nobody reads it again).
+      s.template fill_b<true, true>(v, kt + 2 < steps ? kt + 2 : steps - 1, stage, wave);
+      mma();
+      interleave_mfma<b_loads, 1, sched::vmem>();
+    } else {
       if (kt + 2 < steps) fill(kt + 2);
+      mma();
     }
-    if constexpr (BIsNK) mma_ABt(acc, ra, rb, acc);
-    else mma_AB(acc, ra, rb, acc);
-    if constexpr (LoadsA) wait_vmcnt<0>();
     set_priority<0>();
     sched_barrier();
     barrier();
@@ -97,8 +109,11 @@ __global__ __launch_bounds__(512) void gemm_pingpong(GemmArgs p) {
   __shared__ Stages s;
   const GemmView<TIn, TOut, BIsNK, BM, BN, 256 / BM> v(p);
   if (!v.live) return;  // a grouped grid's workgroup without a tile
-  if (wave_id() < 4) detail::pingpong<true, TIn, BIsNK, BM, BN, BK, WM, WN>(p, s, v);  // group 0: loads A
-  else detail::pingpong<false, TIn, BIsNK, BM, BN, BK, WM, WN>(p, s, v);             // group 1: loads B
+  // Group 0 loads A; group 1 loads B, without a per-step test where every B tile of the workgroup lies inside B (the
+  // last K step's does).
+  if (wave_id() < 4) detail::pingpong<true, false, TIn, BIsNK, BM, BN, BK, WM, WN>(p, s, v);
+  else if (Stages::b_inside(v, (p.k + BK - 1) / BK - 1)) detail::pingpong<false, true, TIn, BIsNK, BM, BN, BK, WM, WN>(p, s, v);
+  else detail::pingpong<false, false, TIn, BIsNK, BM, BN, BK, WM, WN>(p, s, v);
 }
 
 }  // namespace hk::kernels
