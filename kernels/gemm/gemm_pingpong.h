@@ -37,14 +37,27 @@ __device__ __attribute__((always_inline)) inline void pingpong(const GemmArgs& p
     else s.template fill_b<true>(v, kt, kt & 1, wave);
   };
   const int wr = wave_id() / waves_n, wc = wave_id() % waves_n;
+  const int steps = (p.k + BK - 1) / BK;
+  // The first loads, then the accumulators zeroed while they fly (the empty asms keep the compiler from moving
+  // the zeroing, a cycle per register, behind the barriers, where it delayed the first MFMAs).
+  if constexpr (InsideB) {  // straight-line: B(1) is B(0) again where K is one step
+    s.template fill_b<true, true>(v, 0, 0, wave);
+    s.template fill_b<true, true>(v, steps > 1 ? 1 : 0, 1, wave);
+  } else {
+    fill(0);
+    if (!LoadsA && steps > 1) fill(1);
+  }
   rt_acc<WM, WN> acc;
   zero(acc);
-  const int steps = (p.k + BK - 1) / BK;
-  fill(0);
+#pragma unroll
+  for (int i = 0; i < acc.tiles_r; ++i)
+#pragma unroll
+    for (int j = 0; j < acc.tiles_c; ++j)
+#pragma unroll
+      for (int e = 0; e < acc.E; ++e) asm volatile("" : "+v"(acc.data[i][j][e]));
   if constexpr (LoadsA) {
     wait_vmcnt<0>();
-  } else if (steps > 1) {
-    fill(1);
+  } else if (InsideB || steps > 1) {
     wait_vmcnt<b_loads>();
   } else {
     wait_vmcnt<0>();
@@ -63,16 +76,19 @@ __device__ __attribute__((always_inline)) inline void pingpong(const GemmArgs& p
     } else {
       wait_vmcnt<0>();
     }
+    // Compute phase: the MFMAs, at raised priority (raised before the barrier and lowered after the next, so that
+    // nothing but the barrier lies between one group's last MFMA and the other's first); group 1 issues B two steps
+    // ahead, group 0 waits for its A after its MFMAs.
     sched_barrier();
-    barrier();
-    // Compute phase: the MFMAs; group 1 issues B two steps ahead, group 0 waits for its A.
     set_priority<1>();
+    barrier();
     auto mma = [&]() __attribute__((always_inline)) {
       if constexpr (BIsNK) mma_ABt(acc, ra, rb, acc);
       else mma_AB(acc, ra, rb, acc);
     };
     if constexpr (LoadsA) {
       mma();
+      sched_barrier();
       wait_vmcnt<0>();
     } else if constexpr (InsideB) {
       // Every B tile inside the operand: the loads without a branch, one after each of the first MFMAs, so that the
@@ -85,9 +101,9 @@ __device__ __attribute__((always_inline)) inline void pingpong(const GemmArgs& p
       if (kt + 2 < steps) fill(kt + 2);
       mma();
     }
-    set_priority<0>();
     sched_barrier();
     barrier();
+    set_priority<0>();
   }
   if constexpr (LoadsA) barrier();  // group 0 meets group 1's last barrier
   store_bounded(v.c, acc, v.template out_block<WM, WN>(wr, wc), p.alpha, p.beta);
