@@ -344,9 +344,9 @@ __device__ inline void mask_scores(Tile& s, const AttnArgs& p, long q0, long k0,
 // A KV tile is folded in by qk (S^T), mask, softmax (the online update, P^T as the next product's operand, and the
 // factor alpha that rescales what came before), rescale (O^T *= alpha) and accumulate (O^T += V^T P^T); the pipelined
 // kernel runs them in separate phases, scores runs the first four in a row.
-template <class T, int D, class S = mfma16, AttnVariant V = AttnVariant{}>
+template <class T, int D, class S = mfma16, AttnVariant V = AttnVariant{}, int Keys = AttnTiles::keys>
 struct AttnWave {
-  static constexpr int WQ = S::dim, BK = AttnTiles::keys;
+  static constexpr int WQ = S::dim, BK = Keys;  // queries, and keys per step (a KV tile or a part of one)
   using cols_vec = rv<float, WQ, vec_align::cols, S>;
   using k_tile = rt<T, BK, D, layout::row, S>;
   using v_tile = rt<T, BK, D, layout::col, S>;  // acc order (load_acc_order)
@@ -375,7 +375,7 @@ struct AttnWave {
     mma_ABt(s, k, q, s);
   }
 
-  // The hidden scores of S^T (KV tile kt) set to -inf, where the tile crosses the visible range of a query. In S^T a
+  // The hidden scores of S^T (keys kt * BK ...) set to -inf, where the tile crosses the visible range of a query. In S^T a
   // row is a key and a column a query. Queries past the sequence's end are not stored: the tile is whole when
   // [first, last] sees all of it.
   // Inlined by force: with ALiBi's extra work LLVM calls it out of line, through the stack (448 vs 1105 TFLOP/s).

@@ -43,10 +43,9 @@ template <class T, int D, AttnVariant V = AttnVariant{}>
 __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void attention_fwd_pingpong(AttnArgs p) {
   if constexpr (attn_pingpong_fits<D>) {  // the host launches it only where it fits
     using Half = group<4>;
-    using W = AttnWave<T, D, AttnPingpongShape, V>;
+    using W = AttnWave<T, D, AttnPingpongShape, V, AttnTiles::keys / 2>;  // a phase takes half a tile
     constexpr int BK = AttnTiles::keys;
     using KV = st<T, BK, D>;
-    constexpr int tile_loads = async_loads<Half, KV>;  // per wave of group 0, per K or V tile
     __shared__ KV sk[2], sv[2];
 
     const AttnView<T, D> view(p, attn_pingpong_rows);
@@ -55,62 +54,67 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
     const int kb = __builtin_amdgcn_readfirstlane(view.kt_begin), ke = __builtin_amdgcn_readfirstlane(view.kt_end);
     const int wave = __builtin_amdgcn_readfirstlane(wave_id()), grp = wave / 4;  // scalar: so is all that follows
     const bool loads = grp == 0;
-    const async_wave<Half> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
-    auto fill_k = [&](int kt) __attribute__((always_inline)) { load_async<Half>(sk[kt & 1], view.k, {0, 0, kt, 0}, dma_wave); };
-    auto fill_v = [&](int kt) __attribute__((always_inline)) { load_async<Half>(sv[kt & 1], view.v, {0, 0, kt, 0}, dma_wave); };
-    if (loads && kb < ke) fill_k(kb);
+    const async_wave<Half> dma_wave;
+    // The row stride passes through an empty asm at each fill, so the loads' per-lane offsets (r_lane * stride) are
+    // computed there (three VALU in a memory phase) instead of held in registers across the loop (they spilled).
+    auto fill = [&](KV& st, auto g, int kt) __attribute__((always_inline)) {
+      asm volatile("" : "+s"(g.stride_));
+      load_async<Half>(st, g, {0, 0, kt, 0}, dma_wave);
+    };
+    if (loads && kb < ke) fill(sk[kb & 1], view.k, kb);
     W me(view, wave * W::WQ);
     load_bounded(me.q, view.q, {0, 0, me.row_tile, 0});  // Q from global memory straight into registers
     wait_vmcnt<0>();
     barrier();
     if (!loads) barrier();  // group 1 runs one phase behind
 
-    typename W::s_tile s;   // S^T(j+1), then P^T(j+1) in fp32
-    typename W::p_tile pt;  // P^T(j), then P^T(j+1)
-    constexpr int mfmas = BK / 32 * D / (2 * arch::mfma32_elems);  // of either product
-    // Step j: has_cur when tile j exists (its O^T update), has_next when tile j+1 does (its scores).
-    auto step = [&](int j, auto has_cur, auto has_next) __attribute__((always_inline)) {
+    // S^T of a tile's first and second 32 keys in s[0] and s[1], their P^T in pt[0] and pt[1]: fixed registers.
+    typename W::s_tile s[2];
+    typename W::p_tile pt[2];
+    constexpr int mfmas = 2 * (W::BK / 32) * D / (2 * arch::mfma32_elems);  // of a phase: both products of a half
+    // Phase h (0 or 1) of step j: has_cur when tile j exists (its O^T update, the softmax of its second half), has_next
+    // when tile j+1 does (its scores, the softmax of its first half).
+    auto phase = [&](int j, auto h_of, auto has_cur, auto has_next) __attribute__((always_inline)) {
+      constexpr int h = decltype(h_of)::value;
+      constexpr bool qk = has_next, pv = has_cur, sm = h == 0 ? bool(has_cur) : bool(has_next);
       typename W::k_tile k;
       typename W::v_tile vc;
-      // M1
-      if constexpr (has_next) load(k, sk[(j + 1) & 1]);
-      if (loads && j + 2 < ke) fill_k(j + 2);
-      sched_barrier();
-      barrier();
-      // C1
-      set_priority<1>();
-      if constexpr (has_cur) me.rescale();
-      if constexpr (has_next) me.qk(s, k);
-      if constexpr (has_cur && has_next) interleave_mfma<mfmas, D / 2 / mfmas>();
-      sched_barrier();
-      if constexpr (has_next) me.mask(s, view, p, j + 1);
-      if (loads) {
-        if (j + 2 < ke) wait_vmcnt<tile_loads>();
-        else wait_vmcnt<0>();
+      // M: half h of K(j+1) and of V(j) (one phase's registers: the k and v of a half)
+      if constexpr (qk) load(k, sk[(j + 1) & 1], {0, 0, h, 0});
+      if constexpr (pv) load_acc_order(vc, sv[j & 1], {0, 0, h, 0});
+      // Each read right after its address (the stage's base plus the lane's part): the addresses die at once.
+      [&]<int... I>(std::integer_sequence<int, I...>) {
+        ((sched_group_barrier<sched::valu, 1 + 0 * I>(), sched_group_barrier<sched::ds_read, 1>()), ...);
+      }(std::make_integer_sequence<int, 24>{});
+      if constexpr (h == 1) {
+        if (loads && j + 2 < ke) fill(sk[j & 1], view.k, j + 2);
+        if (loads && j + 1 < ke) fill(sv[(j + 1) & 1], view.v, j + 1);
       }
-      set_priority<0>();
       sched_barrier();
       barrier();
-      // M2
-      if constexpr (has_cur) load_acc_order(vc, sv[j & 1]);
-      if (loads && j + 1 < ke) fill_v(j + 1);
-      sched_barrier();
-      barrier();
-      // C2
+      // C
       set_priority<1>();
-      if constexpr (has_cur) me.accumulate(pt, vc);
-      if constexpr (has_next) me.softmax(s, pt, p);  // P^T(j+1) written last, after the MFMAs reading P^T(j)
-      if constexpr (has_cur && has_next) interleave_mfma<mfmas, 96 / mfmas, sched::valu | sched::transcendental>();
-      if (loads) {
-        if (j + 1 < ke) wait_vmcnt<tile_loads>();
-        else wait_vmcnt<0>();
-      }
+      if constexpr (pv) me.rescale();  // by the alpha of the previous phase's softmax, before its P^T meets O^T
+      if constexpr (sm) me.mask(s[1 - h], view, p, 2 * j + 1 + h);
+      sched_barrier();
+      if constexpr (qk) me.qk(s[h], k);
+      if constexpr (pv) me.accumulate(pt[h], vc);
+      if constexpr (sm) me.softmax(s[1 - h], pt[1 - h], p);
+      if constexpr (qk && pv && sm) interleave_mfma<mfmas, 80 / mfmas, sched::valu | sched::transcendental>();
+      sched_barrier();
+      if (loads && h == 1) wait_vmcnt<0>();  // K(j+2), V(j+1)
       set_priority<0>();
       sched_barrier();
       barrier();
     };
     using yes = std::true_type;
     using no = std::false_type;
+    using zero = std::integral_constant<int, 0>;
+    using one = std::integral_constant<int, 1>;
+    auto step = [&](int j, auto has_cur, auto has_next) __attribute__((always_inline)) {
+      phase(j, zero{}, has_cur, has_next);
+      phase(j, one{}, has_cur, has_next);
+    };
     if (kb < ke) {
       step(kb - 1, no{}, yes{});
       for (int j = kb; j + 1 < ke; ++j) step(j, yes{}, yes{});
