@@ -417,24 +417,28 @@ struct AttnWave {
           mi = m_new;
         },
         m, tile_max, sub, alpha);
-    // p = exp2(s c - max) and its column sums, two elements per packed instruction.
+    // p = exp2(s c - max) and its column sums, two elements per packed instruction. In three passes over the tile
+    // (in place: no registers), so that no exp2 waits on the multiply-add just before it, nor a sum on its exp2.
     using f2 = float __attribute__((ext_vector_type(2)));
+    auto pairs = [&](auto f) __attribute__((always_inline)) {
 #pragma unroll
-    for (int j = 0; j < s_tile::tiles_c; ++j) {
-      const f2 c2 = {c, c}, nm = {-sub.data[j][0], -sub.data[j][0]};
-      f2 acc = {0.f, 0.f};
+      for (int j = 0; j < s_tile::tiles_c; ++j)
 #pragma unroll
-      for (int i = 0; i < s_tile::tiles_r; ++i)
+        for (int i = 0; i < s_tile::tiles_r; ++i)
 #pragma unroll
-        for (int e = 0; e < s_tile::E; e += 2) {
-          f2 x = {s.data[i][j][e], s.data[i][j][e + 1]};
-          x = x * c2 + nm;
-          x = f2{__builtin_amdgcn_exp2f(x.x), __builtin_amdgcn_exp2f(x.y)};
-          s.data[i][j][e] = x.x, s.data[i][j][e + 1] = x.y;
-          acc += x;
-        }
-      sum.data[j][0] = detail::lanes_reduce<detail::sum_op>(acc.x + acc.y, S::dim, 32);  // as col_sum
-    }
+          for (int e = 0; e < s_tile::E; e += 2) {
+            f2 x = {s.data[i][j][e], s.data[i][j][e + 1]};
+            f(x, j);
+            s.data[i][j][e] = x.x, s.data[i][j][e + 1] = x.y;
+          }
+    };
+    pairs([&](f2& x, int j) { x = x * f2{c, c} + f2{-sub.data[j][0], -sub.data[j][0]}; });
+    pairs([](f2& x, int) { x = f2{__builtin_amdgcn_exp2f(x.x), __builtin_amdgcn_exp2f(x.y)}; });
+    f2 acc[s_tile::tiles_c] = {};
+    pairs([&](f2& x, int j) { acc[j] += x; });
+#pragma unroll
+    for (int j = 0; j < s_tile::tiles_c; ++j)
+      sum.data[j][0] = detail::lanes_reduce<detail::sum_op>(acc[j].x + acc[j].y, S::dim, 32);  // as col_sum
     vec_apply([](float& li, float& ai, float& si) { li = li * ai + si; }, l, alpha, sum);
     // Dropout after the sums (l takes the whole P); its 1 / (1 - p) waits for finish.
     if constexpr (V.dropout) attn_dropout_scale<true>(s, p, drop_b, drop_h, int(first), drop_k0, 1.f);

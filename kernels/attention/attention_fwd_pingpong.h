@@ -79,24 +79,29 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       constexpr bool qk = has_next, pv = has_cur, sm = h == 0 ? bool(has_cur) : bool(has_next);
       typename W::k_tile k;
       typename W::v_tile vc;
-      // M: half h of K(j+1) and of V(j) (one phase's registers: the k and v of a half)
+      // M: half h of K(j+1) and of V(j) (one phase's registers: the k and v of a half). Their addresses (a VALU add
+      // each) at the highest priority: the other group's softmax, which keeps the SIMD's VALU busy, would delay them
+      // past its own phase.
+      set_priority<2>();
       if constexpr (qk) load(k, sk[(j + 1) & 1], {0, 0, h, 0});
       if constexpr (pv) load_acc_order(vc, sv[j & 1], {0, 0, h, 0});
       // Each read right after its address (the stage's base plus the lane's part): the addresses die at once.
       [&]<int... I>(std::integer_sequence<int, I...>) {
         ((sched_group_barrier<sched::valu, 1 + 0 * I>(), sched_group_barrier<sched::ds_read, 1>()), ...);
       }(std::make_integer_sequence<int, 24>{});
+      sched_barrier();
+      set_priority<0>();
       if constexpr (h == 1) {
         if (loads && j + 2 < ke) fill(sk[j & 1], view.k, j + 2);
         if (loads && j + 1 < ke) fill(sv[(j + 1) & 1], view.v, j + 1);
       }
+      // The tests (scalar) and the rare vector work of the rescale and the masks, off the compute phase.
+      if constexpr (pv) me.rescale();  // by the alpha of the previous phase's softmax, before its P^T meets O^T
+      if constexpr (sm) me.mask(s[1 - h], view, p, 2 * j + 1 + h);
       sched_barrier();
       barrier();
       // C
       set_priority<1>();
-      if constexpr (pv) me.rescale();  // by the alpha of the previous phase's softmax, before its P^T meets O^T
-      if constexpr (sm) me.mask(s[1 - h], view, p, 2 * j + 1 + h);
-      sched_barrier();
       if constexpr (qk) me.qk(s[h], k);
       if constexpr (pv) me.accumulate(pt[h], vc);
       if constexpr (sm) me.softmax(s[1 - h], pt[1 - h], p);
