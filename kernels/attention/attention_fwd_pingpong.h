@@ -83,7 +83,8 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       // each) at the highest priority: the other group's softmax, which keeps the SIMD's VALU busy, would delay them
       // past its own phase.
       set_priority<2>();
-      if constexpr (qk) load(k, sk[(j + 1) & 1], {0, 0, h, 0});
+      // (The last step reads tile j's K again for the tile past the end, whose scores the masks hide; see below.)
+      if constexpr (qk) load(k, sk[(j + (j + 1 < ke)) & 1], {0, 0, h, 0});
       if constexpr (pv) load_acc_order(vc, sv[j & 1], {0, 0, h, 0});
       // Each read right after its address (the stage's base plus the lane's part): the addresses die at once.
       [&]<int... I>(std::integer_sequence<int, I...>) {
@@ -122,8 +123,11 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
     };
     if (kb < ke) {
       step(kb - 1, no{}, yes{});
-      for (int j = kb; j + 1 < ke; ++j) step(j, yes{}, yes{});
-      step(ke - 1, yes{}, no{});
+      // The last step as the others: its scores of tile ke (K of tile ke - 1 read again) are all hidden by the masks
+      // (tile ke lies past the visible range of every query: past the keys' end or the window's right edge), so the
+      // softmax of its first half leaves m and l as they are and gives P^T = 0, and the rest of tile ke is not
+      // computed. One copy of the step (a separate last step held 3 VGPRs of addresses across the loop: spills).
+      for (int j = kb; j < ke; ++j) step(j, yes{}, yes{});
     }
     if (loads) barrier();  // group 0 meets group 1's last barrier
     me.finish(view, p);
