@@ -79,9 +79,9 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       constexpr bool qk = has_next, pv = has_cur, sm = h == 0 ? bool(has_cur) : bool(has_next);
       typename W::k_tile k;
       typename W::v_tile vc;
-      // M: half h of K(j+1) and of V(j) (one phase's registers: the k and v of a half). Their addresses (a VALU add
-      // each) at the highest priority: the other group's softmax, which keeps the SIMD's VALU busy, would delay them
-      // past its own phase.
+      // M: half h of K(j+1) and of V(j) (one phase's registers: the k and v of a half). The phase's few VALU (an add
+      // per LDS address, the loads' offsets) at the highest priority: the other group's softmax, which keeps the
+      // SIMD's VALU busy, would delay them past its own phase.
       set_priority<2>();
       // (The last step reads tile j's K again for the tile past the end, whose scores the masks hide; see below.)
       if constexpr (qk) load(k, sk[(j + (j + 1 < ke)) & 1], {0, 0, h, 0});
@@ -90,8 +90,6 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       [&]<int... I>(std::integer_sequence<int, I...>) {
         ((sched_group_barrier<sched::valu, 1 + 0 * I>(), sched_group_barrier<sched::ds_read, 1>()), ...);
       }(std::make_integer_sequence<int, 24>{});
-      sched_barrier();
-      set_priority<0>();
       if constexpr (h == 1) {
         if (loads && j + 2 < ke) fill(sk[j & 1], view.k, j + 2);
         if (loads && j + 1 < ke) fill(sv[(j + 1) & 1], view.v, j + 1);
