@@ -94,6 +94,8 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
         if (loads && j + 2 < ke) fill(sk[j & 1], view.k, j + 2);
         if (loads && j + 1 < ke) fill(sv[(j + 1) & 1], view.v, j + 1);
       }
+      sched_barrier();
+      set_priority<0>();
       // The tests (scalar) and the rare vector work of the rescale and the masks, off the compute phase.
       if constexpr (pv) me.rescale();  // by the alpha of the previous phase's softmax, before its P^T meets O^T
       if constexpr (sm) me.mask(s[1 - h], view, p, 2 * j + 1 + h);
