@@ -106,7 +106,7 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       if constexpr (qk) me.qk(s[h], k);
       if constexpr (pv) me.accumulate(pt[h], vc);
       if constexpr (sm) me.softmax(s[1 - h], pt[1 - h], p);
-      if constexpr (qk && pv && sm) interleave_mfma<mfmas, 80 / mfmas, sched::valu | sched::transcendental>();
+      if constexpr (qk && pv && sm) interleave_mfma<mfmas, 64 / mfmas, sched::valu | sched::transcendental>();
       sched_barrier();
       if (loads && h == 1) wait_vmcnt<0>();  // K(j+2), V(j+1)
       set_priority<0>();
