@@ -1,26 +1,30 @@
 // The 8-wave ping-pong attention forward kernel: one workgroup per (256-query tile, query head, sequence), each wave
-// owning 32 queries in 32x32 MFMA blocks (AttnWave<T, D, mfma32>), K and V tiles of 64 keys straight into LDS, each in
-// two stages of its own.
+// owning 32 queries in 32x32 MFMA blocks (AttnWave<T, D, mfma32>, 32 keys a phase), K and V tiles of 64 keys straight
+// into LDS, each in two stages of its own.
 //
-// Every KV tile takes two products, S^T = K Q^T and O^T += V^T P^T, and between them the softmax, whose vector work
-// would leave the matrix cores idle if it ran alone. So the loop is pipelined by one tile: step j computes S^T of tile
-// j+1 and O^T's update of tile j, and each product shares its phase with vector work that does not depend on it:
-//   M1  K(j+1) from LDS into registers                 (group 0 issues K(j+2))
-//   C1  S^T(j+1) = K Q^T  || O^T *= alpha(j)           then the masks of S^T(j+1) where its tile needs them
-//   M2  V(j) from LDS into registers (K's registers)   (group 0 issues V(j+1))
-//   C2  O^T += V^T P^T(j) || the softmax of S^T(j+1): max, alpha, exp2, sum, P^T(j+1)
-// with interleave_mfma placing the vector work one MFMA at a time. The waves form two groups of four, one phase
-// apart, so one group's compute phase (at raised priority) runs while the other reads LDS: per SIMD, one wave of
-// each group. Every phase ends with a workgroup barrier; with b(n) the n-th barrier of the loop and group 0's phase n
-// ending at b(n), group 1's ends at b(n + 1).
+// Every 32 keys take two products, S^T = K Q^T and O^T += V^T P^T, and between them the softmax, whose vector work
+// (16 exp2 at a quarter of the VALU's rate, about 50 other VALU) equals the matrix cores' work of both products. So
+// the loop is pipelined by half a tile, and every compute phase holds the same mix: the scores of one half, the O^T
+// update of the half before the last, the softmax of the last. With s[2] and pt[2] (S^T and P^T of a tile's first
+// and second halves, fixed registers), step j is two phases h = 0, 1 of the same shape:
+//   M(h)  half h of K(j+1) and of V(j) from LDS into registers; the rescale of O^T (alpha of the softmax before) and
+//         the masks of s[1-h] where they are needed (tests and rare vector work kept off the compute phase)
+//   C(h)  s[h] = K Q^T, O^T += V^T pt[h]  ||  the softmax of s[1-h] into pt[1-h]: max, alpha, exp2, sum, P^T
+// with four VALU placed after each MFMA. The waves form two groups of four, one phase apart, so one group's compute
+// phase (priority 1) runs while the other reads LDS (priority 2 over its reads and loads, whose address VALU the
+// other group's softmax would otherwise hold off past its own phase): per SIMD, one wave of each group. Every phase
+// ends with a workgroup barrier. The registers: O^T 64, Q 32, s and pt 48, a half of K and of V 64, the LDS
+// addresses' lane parts 24 (256 at D = 128, no spills).
 //
-// Stages: K(t) lives in sk[t % 2], V(t) in sv[t % 2]. Group 0 issues K(j+2) in M1(j), after b(4j - 1): the stage held
-// K(j), which group 1 read in its M1(j-1), done by b(4j - 3); it issues V(j+1) in M2(j), after b(4j + 1): V(j-1) was
-// read by group 1 by b(4j - 1). Loads complete in issue order (K(j+1), V(j), K(j+2), V(j+1), ...), so group 0 waits
-// for K(j+2) at the end of C2(j) leaving V(j+1) in flight, and for V(j+1) at the end of C1(j+1) leaving K(j+3) in
-// flight; the barrier after each wait publishes the tile to both groups before either reads it. Memory phases end
-// with their LDS reads complete (the barrier waits for them), so no stage is refilled under a read. Q goes from global
-// memory straight into registers, so the LDS holds only the four stages (64 KiB at D = 128: the kernel fits gfx942).
+// Stages: tile t's K lives in sk[t % 2], V in sv[t % 2]. Group 0 issues K(j+2) into sk[j % 2] and V(j+1) into
+// sv[(j+1) % 2] in M(1) of step j, after its own reads: both stages were last read (K(j), V(j-1)) by group 1 in M(1)
+// of step j-1, which ended at the barrier before. It waits for them at the end of C(1), and the barrier after
+// publishes them to both groups before M(0) of step j+1 reads them. Memory phases end with their LDS reads complete
+// (the barrier waits for them), so no stage is refilled under a read. The last step runs as the others: its scores
+// of tile kt_end (K read from a stage that holds a real tile) are hidden by the masks, as tile kt_end lies past every
+// query's visible keys, so its softmax leaves m and l as they are (one copy of the step: a separate last step kept
+// registers across the loop and spilled). Q goes from global memory straight into registers, so the LDS holds only
+// the four stages (64 KiB at D = 128).
 #pragma once
 #include "attention_common.h"
 
@@ -31,7 +35,7 @@ inline constexpr int attn_pingpong_rows = 8 * AttnPingpongShape::dim;  // querie
 
 // Whether it runs on a target (host and device): its stages (two of K, two of V) must fit the LDS, and V's operand its
 // registers. Without transposing LDS reads (gfx942) V is read element by element, each read with a register of its
-// own until packed: at D = 64 the kernel holds that in 210 VGPRs, at D = 128 it spills (154 registers): there gfx942
+// own until packed: at D = 64 the kernel holds that in 198 VGPRs, at D = 128 it spills (91 registers): there gfx942
 // runs attention_fwd.h.
 __host__ __device__ constexpr bool attn_pingpong_runs(int lds_bytes, bool lds_read_transpose, int d) {
   return 4 * AttnTiles::keys * d * 2 <= lds_bytes && (lds_read_transpose || d <= 64);
