@@ -375,12 +375,16 @@ struct AttnWave {
     mma_ABt(s, k, q, s);
   }
 
+  // ALiBi's bias of S^T (keys kt * BK ...), on every tile; before or after the masks (a hidden -inf stays -inf).
+  __device__ __attribute__((always_inline)) void bias(s_tile& s, const AttnView<T, D>& v, int kt) const {
+    if constexpr (V.alibi) add_alibi<true>(s, v.slope, first, long(kt) * BK, v.off);
+  }
+
   // The hidden scores of S^T (keys kt * BK ...) set to -inf, where the tile crosses the visible range of a query. In S^T a
   // row is a key and a column a query. Queries past the sequence's end are not stored: the tile is whole when
   // [first, last] sees all of it.
   // Inlined by force: with ALiBi's extra work LLVM calls it out of line, through the stack (448 vs 1105 TFLOP/s).
   __device__ __attribute__((always_inline)) void mask(s_tile& s, const AttnView<T, D>& v, const AttnArgs& p, int kt) const {
-    if constexpr (V.alibi) add_alibi<true>(s, v.slope, first, long(kt) * BK, v.off);
     // In S^T a row is a key j and a column a query i: i sees j when i + off - left <= j <= i + off + right. (Tile-wise
     // masks, not mask_scores' element-by-element rule: in the 256-VGPR ping-pong kernel that one spilled 49 VGPRs.)
     // In ints (AttnVisible: no sum here overflows), so that the test is scalar: there are no 64-bit SALU compares,
@@ -454,6 +458,7 @@ struct AttnWave {
   __device__ p_tile scores(const AttnView<T, D>& v, const AttnArgs& p, int kt, const k_tile& k) {
     s_tile s;
     qk(s, k);
+    bias(s, v, kt);
     mask(s, v, p, kt);
     p_tile pt;
     softmax(s, pt, p);

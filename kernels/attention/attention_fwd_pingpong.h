@@ -109,6 +109,7 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       set_priority<1>();
       if constexpr (qk) me.qk(s[h], k);
       if constexpr (pv) me.accumulate(pt[h], vc);
+      if constexpr (sm) me.bias(s[1 - h], view, 2 * j + 1 + h);  // ALiBi: vector work on every tile
       if constexpr (sm) me.softmax(s[1 - h], pt[1 - h], p);
       if constexpr (qk && pv && sm) interleave_mfma<mfmas, 64 / mfmas, sched::valu | sched::transcendental>();
       sched_barrier();
