@@ -344,9 +344,9 @@ __device__ inline void mask_scores(Tile& s, const AttnArgs& p, long q0, long k0,
 // A KV tile is folded in by qk (S^T), mask, softmax (the online update, P^T as the next product's operand, and the
 // factor alpha that rescales what came before), rescale (O^T *= alpha) and accumulate (O^T += V^T P^T); the pipelined
 // kernel runs them in separate phases, scores runs the first four in a row.
-template <class T, int D, class S = mfma16, AttnVariant V = AttnVariant{}>
+template <class T, int D, class S = mfma16, AttnVariant V = AttnVariant{}, int Keys = AttnTiles::keys>
 struct AttnWave {
-  static constexpr int WQ = S::dim, BK = AttnTiles::keys;
+  static constexpr int WQ = S::dim, BK = Keys;  // queries, and keys per step (a KV tile or a part of one)
   using cols_vec = rv<float, WQ, vec_align::cols, S>;
   using k_tile = rt<T, BK, D, layout::row, S>;
   using v_tile = rt<T, BK, D, layout::col, S>;  // acc order (load_acc_order)
@@ -375,12 +375,16 @@ struct AttnWave {
     mma_ABt(s, k, q, s);
   }
 
-  // The hidden scores of S^T (KV tile kt) set to -inf, where the tile crosses the visible range of a query. In S^T a
+  // ALiBi's bias of S^T (keys kt * BK ...), on every tile; before or after the masks (a hidden -inf stays -inf).
+  __device__ __attribute__((always_inline)) void bias(s_tile& s, const AttnView<T, D>& v, int kt) const {
+    if constexpr (V.alibi) add_alibi<true>(s, v.slope, first, long(kt) * BK, v.off);
+  }
+
+  // The hidden scores of S^T (keys kt * BK ...) set to -inf, where the tile crosses the visible range of a query. In S^T a
   // row is a key and a column a query. Queries past the sequence's end are not stored: the tile is whole when
   // [first, last] sees all of it.
   // Inlined by force: with ALiBi's extra work LLVM calls it out of line, through the stack (448 vs 1105 TFLOP/s).
   __device__ __attribute__((always_inline)) void mask(s_tile& s, const AttnView<T, D>& v, const AttnArgs& p, int kt) const {
-    if constexpr (V.alibi) add_alibi<true>(s, v.slope, first, long(kt) * BK, v.off);
     // In S^T a row is a key j and a column a query i: i sees j when i + off - left <= j <= i + off + right. (Tile-wise
     // masks, not mask_scores' element-by-element rule: in the 256-VGPR ping-pong kernel that one spilled 49 VGPRs.)
     // In ints (AttnVisible: no sum here overflows), so that the test is scalar: there are no 64-bit SALU compares,
@@ -417,24 +421,28 @@ struct AttnWave {
           mi = m_new;
         },
         m, tile_max, sub, alpha);
-    // p = exp2(s c - max) and its column sums, two elements per packed instruction.
+    // p = exp2(s c - max) and its column sums, two elements per packed instruction. In three passes over the tile
+    // (in place: no registers), so that no exp2 waits on the multiply-add just before it, nor a sum on its exp2.
     using f2 = float __attribute__((ext_vector_type(2)));
+    auto pairs = [&](auto f) __attribute__((always_inline)) {
 #pragma unroll
-    for (int j = 0; j < s_tile::tiles_c; ++j) {
-      const f2 c2 = {c, c}, nm = {-sub.data[j][0], -sub.data[j][0]};
-      f2 acc = {0.f, 0.f};
+      for (int j = 0; j < s_tile::tiles_c; ++j)
 #pragma unroll
-      for (int i = 0; i < s_tile::tiles_r; ++i)
+        for (int i = 0; i < s_tile::tiles_r; ++i)
 #pragma unroll
-        for (int e = 0; e < s_tile::E; e += 2) {
-          f2 x = {s.data[i][j][e], s.data[i][j][e + 1]};
-          x = x * c2 + nm;
-          x = f2{__builtin_amdgcn_exp2f(x.x), __builtin_amdgcn_exp2f(x.y)};
-          s.data[i][j][e] = x.x, s.data[i][j][e + 1] = x.y;
-          acc += x;
-        }
-      sum.data[j][0] = detail::lanes_reduce<detail::sum_op>(acc.x + acc.y, S::dim, 32);  // as col_sum
-    }
+          for (int e = 0; e < s_tile::E; e += 2) {
+            f2 x = {s.data[i][j][e], s.data[i][j][e + 1]};
+            f(x, j);
+            s.data[i][j][e] = x.x, s.data[i][j][e + 1] = x.y;
+          }
+    };
+    pairs([&](f2& x, int j) { x = x * f2{c, c} + f2{-sub.data[j][0], -sub.data[j][0]}; });
+    pairs([](f2& x, int) { x = f2{__builtin_amdgcn_exp2f(x.x), __builtin_amdgcn_exp2f(x.y)}; });
+    f2 acc[s_tile::tiles_c] = {};
+    pairs([&](f2& x, int j) { acc[j] += x; });
+#pragma unroll
+    for (int j = 0; j < s_tile::tiles_c; ++j)
+      sum.data[j][0] = detail::lanes_reduce<detail::sum_op>(acc[j].x + acc[j].y, S::dim, 32);  // as col_sum
     vec_apply([](float& li, float& ai, float& si) { li = li * ai + si; }, l, alpha, sum);
     // Dropout after the sums (l takes the whole P); its 1 / (1 - p) waits for finish.
     if constexpr (V.dropout) attn_dropout_scale<true>(s, p, drop_b, drop_h, int(first), drop_k0, 1.f);
@@ -450,6 +458,7 @@ struct AttnWave {
   __device__ p_tile scores(const AttnView<T, D>& v, const AttnArgs& p, int kt, const k_tile& k) {
     s_tile s;
     qk(s, k);
+    bias(s, v, kt);
     mask(s, v, p, kt);
     p_tile pt;
     softmax(s, pt, p);
