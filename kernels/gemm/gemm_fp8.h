@@ -66,8 +66,9 @@ struct ChunkScales {
 
 }  // namespace detail
 
-template <class T, class TOut, bool BIsNK, bool LdsDma, bool Blockwise = false>
-__global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
+// Form: the MFMA and epilogue (GemmPlainForm; int8 and MX bring theirs, see gemm_common.h).
+template <class T, class TOut, bool BIsNK, bool LdsDma, bool Blockwise = false, class Form = GemmPlainForm>
+__global__ __launch_bounds__(256) void gemm_fp8(typename Form::Args p) {
   static_assert(fp8_input<T>, "gemm_fp8: A and B must be fp8e4m3 or fp8e5m2");
   static_assert(!Blockwise || BIsNK, "gemm_fp8: blockwise scales take B given N x K");
   constexpr int BM = 128, BN = 128, WM = 64, WN = 64;
@@ -90,6 +91,7 @@ __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
   zero(acc);
   const int steps = (p.k + BK - 1) / BK;
   const int row0 = BM * v.tile_m + WM * wr;
+  typename Form::template wave<WM, WN> form(p, row0, BN * v.tile_n + WN * wc);
   detail::ChunkScales<Acc> scales(p, row0, v.tile_n), next_scales = scales;
   if constexpr (Blockwise) scales.load(0);
   // The next step's loads. With LdsDma they are issued unconditionally, so that the step is one basic block the
@@ -104,7 +106,7 @@ __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
     if constexpr (LdsDma) wait_vmcnt<0>();
     barrier();
     rt<T, WM, BK> ra;
-    load(ra, s.a[stage], {0, 0, wr, 0});
+    form.read(ra, s.a[stage], {0, 0, wr, 0});
     if constexpr (Blockwise) {  // the next chunk's scales (the last chunk's again at the end), ahead of the operands
       if (chunk_start) {
         const int kb = kt / chunk_steps + 1, chunks = steps / chunk_steps;
@@ -113,14 +115,16 @@ __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
     }
     if constexpr (BIsNK) {
       rt<T, WN, BK> rb;
-      load(rb, s.b[stage], {0, 0, wc, 0});
+      form.read(rb, s.b[stage], {0, 0, wc, 0});
+      form.prefetch(p, kt + 1);
       next(kt);
-      mma_ABt(into, ra, rb, into);
+      form.mma(into, ra, rb);
     } else {
       rt<T, BK, WN, layout::col> rb;
-      load(rb, s.b[stage], {0, 0, 0, wc});
+      form.read(rb, s.b[stage], {0, 0, 0, wc});
+      form.prefetch(p, kt + 1);
       next(kt);
-      mma_AB(into, ra, rb, into);
+      form.mma(into, ra, rb);
     }
     if constexpr (LdsDma) {
       // mfma_per_load MFMAs, one load straight into LDS, ... .
@@ -129,6 +133,7 @@ __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
       }(std::make_integer_sequence<int, loads_per_stage>{});
     }
   };
+  form.prefetch(p, 0);
   issue(0, 0);
   for (int kt = 0; kt < steps; ++kt) {
     if constexpr (Blockwise) {
@@ -144,7 +149,7 @@ __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
     }
   }
   if constexpr (LdsDma) wait_vmcnt<0>();
-  store_bounded(v.c, acc, v.template out_block<WM, WN>(wr, wc), p.alpha, p.beta);
+  form.store(p, v, acc, v.template out_block<WM, WN>(wr, wc));
 }
 
 }  // namespace hk::kernels
