@@ -26,7 +26,15 @@ void launch(const GemmInt8Problem& p, const kernels::GemmArgs& base, bool dma) {
   static_cast<kernels::GemmArgs&>(args) = base;
   args.row_scale = p.row_scale, args.col_scale = p.col_scale;
   auto tiles = [&](int t) { return unsigned(((p.m + t - 1) / t) * ((p.n + t - 1) / t)); };
-  if (dma) hipLaunchKernelGGL((kernels::gemm_pingpong<T, C, true, 256, Form>), dim3(tiles(gemm_pingpong_tile)), dim3(512), 0, p.stream, args);
+  // The scaled epilogue needs registers the ping-pong kernel's loop leaves none of (it would spill): bf16 and fp32 C
+  // take the 4-wave kernel.
+  if constexpr (std::same_as<TOut, int>) {
+    if (dma) {
+      hipLaunchKernelGGL((kernels::gemm_pingpong<T, C, true, 256, Form>), dim3(tiles(gemm_pingpong_tile)), dim3(512), 0, p.stream, args);
+      return;
+    }
+  }
+  if (dma) hipLaunchKernelGGL((kernels::gemm_fp8<T, C, true, true, false, Form>), dim3(tiles(gemm_fp8_tile)), dim3(256), 0, p.stream, args);
   else hipLaunchKernelGGL((kernels::gemm_fp8<T, C, true, false, false, Form>), dim3(tiles(gemm_fp8_tile)), dim3(256), 0, p.stream, args);
 }
 

@@ -11,6 +11,8 @@
 // int32 bits; the epilogue writes them as int32, or converts them and applies the row and column scales for an fp32 or
 // bf16 C (nearest even).
 #pragma once
+#include <utility>
+
 #include "gemm_common.h"
 
 namespace hk::kernels {
@@ -34,6 +36,12 @@ __device__ __attribute__((always_inline)) inline i32x4 mma16(const F& a, const F
     if constexpr (arch::device_pass) c = __builtin_amdgcn_mfma_i32_16x16x32_i8(__builtin_bit_cast(long, a), __builtin_bit_cast(long, b), c, 0, 0, 0);
   }
   return c;
+}
+
+// f(integral_constant<int, 0>) .. f(integral_constant<int, N - 1>), unrolled whatever the compiler's thresholds.
+template <int N, class F>
+__device__ __attribute__((always_inline)) inline void unrolled(F&& f) {
+  [&]<int... I>(std::integer_sequence<int, I...>) { (f(std::integral_constant<int, I>{}), ...); }(std::make_integer_sequence<int, N>{});
 }
 
 }  // namespace i8
@@ -70,32 +78,34 @@ struct GemmInt8Form {
           }
         }
     }
+    // Lane l holds rows r0 + 16 i + 4 (l / 16) + e and columns c0 + 16 j + l % 16 of the block (the accumulator's
+    // layout). The addresses are a part the wave shares (the block's origin, in scalars) and the lane's 32-bit offset,
+    // as store_bounded's; the loops are unrolled by construction (a loop left rolled would index the accumulators and
+    // put them in memory).
     template <class View, class Acc>
     __device__ void store(const Args& p, const View& v, Acc& acc, coord at) {
-      const int lane = lane_id(), r0 = at.r * Acc::rows, c0 = at.c * Acc::cols;
+      static_assert(Acc::shape::dim == 16 && Acc::E == 4, "int8 form: 16x16 accumulator blocks");
       if constexpr (std::same_as<TOut, int>) {
-#pragma unroll
-        for (int i = 0; i < Acc::tiles_r; ++i)
-#pragma unroll
-          for (int j = 0; j < Acc::tiles_c; ++j)
-#pragma unroll
-            for (int e = 0; e < Acc::E; ++e) {
-              const int r = r0 + Acc::row_of(i, lane, e), c = c0 + Acc::col_of(j, lane, e);
-              if (v.c.inside(r, c)) *v.c.at(0, 0, r, c) = acc.data[i][j][e];
-            }
+        // The int32 words through the fp32 store: alpha = 1 and beta = 0 are constants here, so each element is
+        // stored as it is (x * 1.0 is x; no arithmetic touches the bits, which may read as denormals or NaNs).
+        store_bounded(v.c, acc, at, 1.f, 0.f);
       } else {
-#pragma unroll
-        for (int i = 0; i < Acc::tiles_r; ++i)
-#pragma unroll
-          for (int j = 0; j < Acc::tiles_c; ++j)
-#pragma unroll
-            for (int e = 0; e < Acc::E; ++e) {
-              const int r = r0 + Acc::row_of(i, lane, e), c = c0 + Acc::col_of(j, lane, e);
-              float x = float(__builtin_bit_cast(int, acc.data[i][j][e]));
-              if (p.row_scale) x *= p.row_scale[r < p.m ? r : p.m - 1];
-              if (p.col_scale) x *= p.col_scale[c < p.n ? c : p.n - 1];
-              acc.data[i][j][e] = x;
-            }
+        // acc * row_scale * col_scale, the rows past M and columns past N reading the last one's (never stored).
+        const int lane = lane_id(), lr = 4 * (lane / 16), lc = lane % 16;
+        const int r0 = __builtin_amdgcn_readfirstlane(at.r * Acc::rows), c0 = __builtin_amdgcn_readfirstlane(at.c * Acc::cols);
+        i8::unrolled<Acc::tiles_r * 4>([&](auto x) __attribute__((always_inline)) {
+          constexpr int i = x / 4, e = x % 4;
+          const int ri = r0 + lr + 16 * i + e;
+          const float rs = p.row_scale ? p.row_scale[unsigned(ri < p.m ? ri : p.m - 1)] : 1.f;
+          i8::unrolled<Acc::tiles_c>([&](auto j) __attribute__((always_inline)) {
+            acc.data[i][j][e] = float(__builtin_bit_cast(int, acc.data[i][j][e])) * rs;
+          });
+        });
+        i8::unrolled<Acc::tiles_c>([&](auto j) __attribute__((always_inline)) {
+          const int cj = c0 + lc + 16 * j;
+          const float cs = p.col_scale ? p.col_scale[unsigned(cj < p.n ? cj : p.n - 1)] : 1.f;
+          i8::unrolled<Acc::tiles_r * 4>([&](auto x) __attribute__((always_inline)) { acc.data[x / 4][j][x % 4] *= cs; });
+        });
         store_bounded(v.c, acc, at);
       }
     }
