@@ -69,10 +69,11 @@ struct ChunkScales {
 // Form: the MFMA and epilogue (GemmPlainForm; int8 and MX bring theirs, see gemm_common.h).
 template <class T, class TOut, bool BIsNK, bool LdsDma, bool Blockwise = false, class Form = GemmPlainForm>
 __global__ __launch_bounds__(256) void gemm_fp8(typename Form::Args p) {
-  static_assert(fp8_input<T>, "gemm_fp8: A and B must be fp8e4m3 or fp8e5m2");
+  // (A form may hold its bytes as 16-bit elements: their shared tiles' swizzle serves its fragments' reads.)
+  static_assert(fp8_input<T> || !std::same_as<Form, GemmPlainForm>, "gemm_fp8: A and B must be fp8e4m3 or fp8e5m2");
   static_assert(!Blockwise || BIsNK, "gemm_fp8: blockwise scales take B given N x K");
   constexpr int BM = 128, BN = 128, WM = 64, WN = 64;
-  constexpr int BK = arch::current::fp8_mfma_k >= 128 ? 128 : 64;
+  constexpr int BK = (arch::current::fp8_mfma_k >= 128 ? 128 : 64) / int(sizeof(T));
   constexpr int chunk_steps = Blockwise ? 128 / BK : 1;  // K steps per scale block
   using G = group<4>;
   using Acc = rt_acc<WM, WN>;
@@ -83,7 +84,7 @@ __global__ __launch_bounds__(256) void gemm_fp8(typename Form::Args p) {
   const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
   auto issue = [&](int kt, int stage) __attribute__((always_inline)) { s.template fill<LdsDma>(v, kt, stage, dma_wave); };
   constexpr int loads_per_stage = decltype(s)::async_loads_per_stage;
-  constexpr int mfmas_per_step = (WM / 16) * (WN / 16) * (BK / arch::current::fp8_mfma_k);
+  constexpr int mfmas_per_step = (WM / 16) * (WN / 16) * (BK * int(sizeof(T)) / arch::current::fp8_mfma_k);
   constexpr int mfma_per_load = mfmas_per_step / loads_per_stage > 0 ? mfmas_per_step / loads_per_stage : 1;
 
   const int wr = G::wave() / 2, wc = G::wave() % 2;

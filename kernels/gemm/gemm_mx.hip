@@ -49,6 +49,8 @@ Status validate(const GemmMxProblem& p) {
   if (p.ld_scale_a < p.k / 32 || p.ld_scale_b < p.k / 32)
     return error(hipErrorInvalidValue, "ld_scale_a and ld_scale_b must be at least k / 32 (" + std::to_string(p.k / 32) + ")");
   if (p.ldc < p.n) return error(hipErrorInvalidValue, "ldc (" + std::to_string(p.ldc) + ") is less than n");
+  if (long(p.m) * p.ld_scale_a >= (1l << 32) || long(p.n) * p.ld_scale_b >= (1l << 32))
+    return error(hipErrorInvalidValue, "scale_a and scale_b must each span under 4 GiB (the kernels address them with 32-bit offsets)");
   if (reinterpret_cast<uintptr_t>(p.a) % 4 || reinterpret_cast<uintptr_t>(p.b) % 4)
     return error(hipErrorInvalidValue, "A and B must be aligned to 4 bytes");
   if (reinterpret_cast<uintptr_t>(p.c) % size_of(p.c_type)) return error(hipErrorInvalidValue, "C is not aligned to its element size");
@@ -62,17 +64,18 @@ constexpr bool on_fp8_kernel = kernels::mx_bits(FA) == kernels::mx_bits(FB) && (
 
 template <int FA, int FB, class TOut>
 void launch_form(const GemmMxProblem& p, const kernels::GemmMxArgs& a, int dma_bytes) {
-  using T = fp8e4m3;  // the bytes' container
+  // The bytes' container: 16-bit elements for 8-bit formats (their swizzle serves the form's reads), fp8 for e2m1.
+  using T = std::conditional_t<kernels::mx_bits(FA) == 8, bf16, fp8e4m3>;
   using Form = kernels::GemmMxForm<FA, FB>;
-  const int k_bytes = p.k * kernels::mx_bits(FA) / 8;
+  const int k = p.k * kernels::mx_bits(FA) / 8 / int(sizeof(T));  // K in elements of T
   typename Form::Args args;
-  static_cast<kernels::GemmArgs&>(args) = {p.m, p.n, k_bytes, p.a, a.lda_bytes, p.b, a.ldb_bytes, p.c, p.ldc, p.alpha, p.beta};
+  const long lda = a.lda_bytes / long(sizeof(T)), ldb = a.ldb_bytes / long(sizeof(T));
+  static_cast<kernels::GemmArgs&>(args) = {p.m, p.n, k, p.a, lda, p.b, ldb, p.c, p.ldc, p.alpha, p.beta};
   args.scale_a8 = a.scale_a, args.ld_scale_a8 = a.ld_scale_a, args.scale_b8 = a.scale_b, args.ld_scale_b8 = a.ld_scale_b;
   args.blocks = p.k / 32;
   T* pa = static_cast<T*>(const_cast<void*>(p.a));
   T* pb = static_cast<T*>(const_cast<void*>(p.b));
-  const bool dma = async_loadable(gl<T, 1, 1>(pa, 1, 1, p.m, k_bytes, a.lda_bytes), dma_bytes) &&
-                   async_loadable(gl<T, 1, 1>(pb, 1, 1, p.n, k_bytes, a.ldb_bytes), dma_bytes);
+  const bool dma = async_loadable(gl<T, 1, 1>(pa, 1, 1, p.m, k, lda), dma_bytes) && async_loadable(gl<T, 1, 1>(pb, 1, 1, p.n, k, ldb), dma_bytes);
   const dim3 grid{unsigned(((p.m + gemm_fp8_tile - 1) / gemm_fp8_tile) * ((p.n + gemm_fp8_tile - 1) / gemm_fp8_tile)), 1, 1};
   if (dma) hipLaunchKernelGGL((kernels::gemm_fp8<T, TOut, true, true, false, Form>), grid, dim3(256), 0, p.stream, args);
   else hipLaunchKernelGGL((kernels::gemm_fp8<T, TOut, true, false, false, Form>), grid, dim3(256), 0, p.stream, args);

@@ -8,8 +8,9 @@
 // l's scale as that of row l mod 16 and k-block l / 16 of its own K, so each logical block of 32 k must be one block
 // of the format in memory:
 //   - 8-bit: the instruction deals k in 16-byte chunks (lane group g: k 16g..16g+15 in registers 0-3, 64+16g.. in
-//     4-7), so the form reads each lane's fragment as those two chunks of the stage (not the 32 contiguous bytes the
-//     plain fp8 form reads): logical k is memory k, and lane (r, g) takes the scale of block 4 kt + g of step kt;
+//     4-7), so the kernel holds the bytes as 16-bit elements (its stages then take the 16-bit swizzle, whose
+//     fragments, two of 8 elements a lane, are exactly those chunks, read without bank conflicts): logical k is memory
+//     k, and lane (r, g) takes the scale of block 4 kt + g of step kt;
 //   - e2m1: a lane's 32 contiguous bytes (64 k: blocks 2g and 2g+1 of the step) are two instructions' operands of 16
 //     bytes (registers 0-3, then 4-7), each instruction's logical block g is one memory block, and the lane's two
 //     scale bytes sit side by side: the instructions pick byte 0 and byte 1 (op_sel). e2m1 runs at twice the 8-bit
@@ -118,67 +119,65 @@ struct GemmMxForm {
   template <int WM, int WN>
   struct wave {
     static constexpr int TA = WM / 16, TB = WN / 16;  // 16-row MFMA tiles of A and of B
-    const uint8_t* row_a[TA];  // this lane's row of scales (row 16 i + l % 16 of the block; past M: the last)
-    const uint8_t* row_b[TB];
-    int cur_a[TA], cur_b[TB], next_a[TA] = {}, next_b[TB] = {};
+    // Offsets of this lane's rows of scales (row 16 i + l % 16 of the block; past M: the last) from scale_a8 / _b8.
+    unsigned row_a[TA], row_b[TB];
+    // Step kt's scales (cur: ready for the MFMAs), and step kt + 1's as loaded (next: raw bytes, fixed up when they
+    // become current, a step later, so that nothing waits for them before).
+    int cur_a[TA], cur_b[TB], next_a[TA][bits == 8 ? 1 : 2] = {}, next_b[TB][bits == 8 ? 1 : 2] = {}, next_block = 0;
     __device__ wave(const Args& p, int row0, int col0) {
       const int lane = lane_id();
 #pragma unroll
       for (int i = 0; i < TA; ++i) {
         const int r = row0 + 16 * i + lane % 16;
-        row_a[i] = p.scale_a8 + long(r < p.m ? r : p.m - 1) * p.ld_scale_a8;
+        row_a[i] = unsigned(r < p.m ? r : p.m - 1) * unsigned(p.ld_scale_a8);
       }
 #pragma unroll
       for (int j = 0; j < TB; ++j) {
         const int r = col0 + 16 * j + lane % 16;
-        row_b[j] = p.scale_b8 + long(r < p.n ? r : p.n - 1) * p.ld_scale_b8;
+        row_b[j] = unsigned(r < p.n ? r : p.n - 1) * unsigned(p.ld_scale_b8);
       }
     }
-    // Block b of a row (127 past K); e2m1: blocks b and b + 1 in bytes 0 and 1.
-    __device__ __attribute__((always_inline)) static int scale_of(const uint8_t* row, int b, int blocks) {
-      if constexpr (bits == 8) return b < blocks ? int(row[b]) : 127;
-      else return (b < blocks ? int(row[b]) : 127) | (b + 1 < blocks ? int(row[b + 1]) : 127) << 8;
+    // The scale bytes as the MFMA takes them: block b (127 past K); e2m1: blocks b and b + 1 in bytes 0 and 1.
+    __device__ __attribute__((always_inline)) static int fix(const int (&raw)[bits == 8 ? 1 : 2], int b, int blocks) {
+      if constexpr (bits == 8) return b < blocks ? raw[0] : 127;
+      else return (b < blocks ? raw[0] : 127) | (b + 1 < blocks ? raw[1] : 127) << 8;
     }
-    // Step kt's scales (the step before's become current).
+    // Step kt's scales are loaded; step kt - 1's become current.
     __device__ __attribute__((always_inline)) void prefetch(const Args& p, int kt) {
+#pragma unroll
+      for (int i = 0; i < TA; ++i) cur_a[i] = fix(next_a[i], next_block, p.blocks);
+#pragma unroll
+      for (int j = 0; j < TB; ++j) cur_b[j] = fix(next_b[j], next_block, p.blocks);
       const int b = blocks_per_step * kt + (bits == 8 ? 1 : 2) * (lane_id() / 16);
+      // Past K the loads read the row's last block (inside the matrix; replaced by 127 when fixed).
+      const unsigned at = unsigned(b < p.blocks ? b : p.blocks - 1), at1 = unsigned(b + 1 < p.blocks ? b + 1 : p.blocks - 1);
+      next_block = b;
 #pragma unroll
-      for (int i = 0; i < TA; ++i) cur_a[i] = next_a[i], next_a[i] = scale_of(row_a[i], b, p.blocks);
+      for (int i = 0; i < TA; ++i) {
+        next_a[i][0] = p.scale_a8[row_a[i] + at];
+        if constexpr (bits == 4) next_a[i][1] = p.scale_a8[row_a[i] + at1];
+      }
 #pragma unroll
-      for (int j = 0; j < TB; ++j) cur_b[j] = next_b[j], next_b[j] = scale_of(row_b[j], b, p.blocks);
-    }
-    // 8-bit: each 16-row fragment as the bytes 16g..16g+15 and 64+16g.. of its row (lane l: row l % 16, g = l / 16).
-    template <class R, class S>
-    __device__ __attribute__((always_inline)) void read(R& r, const S& s, coord at) {
-      if constexpr (bits == 4 || !cdna4) {
-        load(r, s, at);
-      } else {
-        static_assert(R::lay == layout::row && R::tiles_c == 1 && R::E == 32 && S::chunk_elems == 16, "MX form: gfx950's fp8 fragments");
-        using T = typename R::dtype;
-        const int lane = lane_id(), g = lane / 16;
-#pragma unroll
-        for (int i = 0; i < R::tiles_r; ++i)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const auto c = *reinterpret_cast<const hk::detail::chunk<T, 16>*>(&s(at.r * R::rows + 16 * i, lane % 16, 64 * h + 16 * g));
-#pragma unroll
-            for (int e = 0; e < 16; ++e) r.data[i][0][16 * h + e] = c.v[e];
-          }
+      for (int j = 0; j < TB; ++j) {
+        next_b[j][0] = p.scale_b8[row_b[j] + at];
+        if constexpr (bits == 4) next_b[j][1] = p.scale_b8[row_b[j] + at1];
       }
     }
+    template <class R, class S>
+    __device__ __attribute__((always_inline)) void read(R& r, const S& s, coord at) { load(r, s, at); }
     template <class Acc, class A, class B>
     __device__ __attribute__((always_inline)) void mma(Acc& acc, const A& a, const B& b) {
       if constexpr (cdna4) mma_cdna4(acc, a, b);
     }
     template <class Acc, class A, class B>
     __device__ __attribute__((always_inline)) void mma_cdna4(Acc& acc, const A& a, const B& b) {
-      static_assert(A::tiles_r == TA && B::tiles_r == TB && A::tiles_c == 1, "MX form: one fragment of 128 bytes per tile");
+      static_assert(A::tiles_r == TA && B::tiles_r == TB && sizeof(a.data[0]) == 32, "MX form: 128 bytes of a row per tile");
 #pragma unroll
       for (int i = 0; i < TA; ++i)
 #pragma unroll
         for (int j = 0; j < TB; ++j) {
           arch::f32x4 c = {acc.data[i][j][0], acc.data[i][j][1], acc.data[i][j][2], acc.data[i][j][3]};
-          const arch::i32x8 x = __builtin_bit_cast(arch::i32x8, a.data[i][0]), y = __builtin_bit_cast(arch::i32x8, b.data[j][0]);
+          const arch::i32x8 x = __builtin_bit_cast(arch::i32x8, a.data[i]), y = __builtin_bit_cast(arch::i32x8, b.data[j]);
           if constexpr (arch::device_pass) {
             if constexpr (bits == 8) {
               c = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(x, y, c, FA, FB, 0, cur_a[i], 0, cur_b[j]);
