@@ -1,9 +1,10 @@
 // The int8 form of the fp8 GEMM kernels (hk::gemm_int8): C = A * B^T, int8 operands (A M x K, B N x K), int32
 // accumulators, on gfx950's v_mfma_i32_16x16x64_i8 or gfx942's v_mfma_i32_16x16x32_i8.
 //
-// int8 has fp8's byte layout, so the fp8 kernels feed it unchanged: the same LDS stages, filled straight by the LDS
-// DMA (the 8-wave ping-pong kernel, gemm_pingpong.h) or through registers with zero-filled edges where the DMA cannot
-// feed A and B (the 4-wave kernel, gemm_fp8.h); only the MFMA and the epilogue are this form's. A lane's fp8 fragment
+// int8 has fp8's byte layout, so the fp8 kernels feed it unchanged: the 4-wave kernel's LDS stages (gemm_fp8.h),
+// filled straight by the LDS DMA or through registers with zero-filled edges where the DMA cannot feed A and B; only
+// the MFMA and the epilogue are this form's (the form also fits the 8-wave ping-pong kernel, gemm_pingpong.h, whose
+// loop however leaves its epilogue no register: see gemm_int8.hip). A lane's fp8 fragment
 // is K/4 of the fp8 MFMA's K in consecutive bytes: 8 on gfx942, exactly the i8 MFMA's 8 bytes (one instruction per
 // fragment), and 32 on gfx950, the operands of two i8 MFMAs of 16 bytes each (registers 0-3, then 4-7). Both operands
 // take the same bytes into the same instruction slots, so every k meets its partner once and the dot products are the
