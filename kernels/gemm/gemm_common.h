@@ -31,6 +31,29 @@ struct GemmArgs {
   long ld_scale_b = 0;
 };
 
+// A form of the fp8 GEMM kernels (gemm_pingpong.h, gemm_fp8.h): the arguments the kernel takes and what each wave
+// does with its block of C: read a step's fragments out of the LDS stages, issue the loads a form needs for the next
+// step (prefetch, before the step's operand loads, so that they fly under its MFMAs), multiply, write C. The plain
+// form is fp8 (or bf16 / f16) times B^T or B into fp32 accumulators, written as alpha * acc + beta * C; hk::gemm_int8
+// and hk::gemm_mx bring their own (gemm_int8_kernel.h, gemm_mx_kernel.h) on the same LDS feed.
+struct GemmPlainForm {
+  using Args = GemmArgs;
+  template <int WM, int WN>
+  struct wave {
+    __device__ wave(const Args&, int /*row0*/, int /*col0*/) {}
+    __device__ void prefetch(const Args&, int /*kt*/) {}
+    template <class R, class S>
+    __device__ __attribute__((always_inline)) void read(R& r, const S& s, coord at) { load(r, s, at); }
+    template <class Acc, class A, class B>
+    __device__ __attribute__((always_inline)) void mma(Acc& acc, const A& a, const B& b) {
+      if constexpr (B::lay == layout::row) mma_ABt(acc, a, b, acc);
+      else mma_AB(acc, a, b, acc);
+    }
+    template <class View, class Acc>
+    __device__ void store(const Args& p, const View& v, const Acc& acc, coord at) { store_bounded(v.c, acc, at, p.alpha, p.beta); }
+  };
+};
+
 // Where a workgroup's tile lies: the rows of A and C of its problem (row0 .. row0 + rows - 1), its B (group), its
 // tile of C in units of the kernel's tiles, and whether there is one (a grouped grid may be longer than its tiles).
 struct GemmPlace {

@@ -66,12 +66,14 @@ struct ChunkScales {
 
 }  // namespace detail
 
-template <class T, class TOut, bool BIsNK, bool LdsDma, bool Blockwise = false>
-__global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
-  static_assert(fp8_input<T>, "gemm_fp8: A and B must be fp8e4m3 or fp8e5m2");
+// Form: the MFMA and epilogue (GemmPlainForm; int8 and MX bring theirs, see gemm_common.h).
+template <class T, class TOut, bool BIsNK, bool LdsDma, bool Blockwise = false, class Form = GemmPlainForm>
+__global__ __launch_bounds__(256) void gemm_fp8(typename Form::Args p) {
+  // (A form may hold its bytes as 16-bit elements: their shared tiles' swizzle serves its fragments' reads.)
+  static_assert(fp8_input<T> || !std::same_as<Form, GemmPlainForm>, "gemm_fp8: A and B must be fp8e4m3 or fp8e5m2");
   static_assert(!Blockwise || BIsNK, "gemm_fp8: blockwise scales take B given N x K");
   constexpr int BM = 128, BN = 128, WM = 64, WN = 64;
-  constexpr int BK = arch::current::fp8_mfma_k >= 128 ? 128 : 64;
+  constexpr int BK = (arch::current::fp8_mfma_k >= 128 ? 128 : 64) / int(sizeof(T));
   constexpr int chunk_steps = Blockwise ? 128 / BK : 1;  // K steps per scale block
   using G = group<4>;
   using Acc = rt_acc<WM, WN>;
@@ -82,7 +84,7 @@ __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
   const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
   auto issue = [&](int kt, int stage) __attribute__((always_inline)) { s.template fill<LdsDma>(v, kt, stage, dma_wave); };
   constexpr int loads_per_stage = decltype(s)::async_loads_per_stage;
-  constexpr int mfmas_per_step = (WM / 16) * (WN / 16) * (BK / arch::current::fp8_mfma_k);
+  constexpr int mfmas_per_step = (WM / 16) * (WN / 16) * (BK * int(sizeof(T)) / arch::current::fp8_mfma_k);
   constexpr int mfma_per_load = mfmas_per_step / loads_per_stage > 0 ? mfmas_per_step / loads_per_stage : 1;
 
   const int wr = G::wave() / 2, wc = G::wave() % 2;
@@ -90,6 +92,7 @@ __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
   zero(acc);
   const int steps = (p.k + BK - 1) / BK;
   const int row0 = BM * v.tile_m + WM * wr;
+  typename Form::template wave<WM, WN> form(p, row0, BN * v.tile_n + WN * wc);
   detail::ChunkScales<Acc> scales(p, row0, v.tile_n), next_scales = scales;
   if constexpr (Blockwise) scales.load(0);
   // The next step's loads. With LdsDma they are issued unconditionally, so that the step is one basic block the
@@ -104,7 +107,7 @@ __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
     if constexpr (LdsDma) wait_vmcnt<0>();
     barrier();
     rt<T, WM, BK> ra;
-    load(ra, s.a[stage], {0, 0, wr, 0});
+    form.read(ra, s.a[stage], {0, 0, wr, 0});
     if constexpr (Blockwise) {  // the next chunk's scales (the last chunk's again at the end), ahead of the operands
       if (chunk_start) {
         const int kb = kt / chunk_steps + 1, chunks = steps / chunk_steps;
@@ -113,14 +116,16 @@ __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
     }
     if constexpr (BIsNK) {
       rt<T, WN, BK> rb;
-      load(rb, s.b[stage], {0, 0, wc, 0});
+      form.read(rb, s.b[stage], {0, 0, wc, 0});
+      form.prefetch(p, kt + 1);
       next(kt);
-      mma_ABt(into, ra, rb, into);
+      form.mma(into, ra, rb);
     } else {
       rt<T, BK, WN, layout::col> rb;
-      load(rb, s.b[stage], {0, 0, 0, wc});
+      form.read(rb, s.b[stage], {0, 0, 0, wc});
+      form.prefetch(p, kt + 1);
       next(kt);
-      mma_AB(into, ra, rb, into);
+      form.mma(into, ra, rb);
     }
     if constexpr (LdsDma) {
       // mfma_per_load MFMAs, one load straight into LDS, ... .
@@ -129,6 +134,7 @@ __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
       }(std::make_integer_sequence<int, loads_per_stage>{});
     }
   };
+  form.prefetch(p, 0);
   issue(0, 0);
   for (int kt = 0; kt < steps; ++kt) {
     if constexpr (Blockwise) {
@@ -144,7 +150,7 @@ __global__ __launch_bounds__(256) void gemm_fp8(GemmArgs p) {
     }
   }
   if constexpr (LdsDma) wait_vmcnt<0>();
-  store_bounded(v.c, acc, v.template out_block<WM, WN>(wr, wc), p.alpha, p.beta);
+  form.store(p, v, acc, v.template out_block<WM, WN>(wr, wc));
 }
 
 }  // namespace hk::kernels

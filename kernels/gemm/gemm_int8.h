@@ -24,6 +24,5 @@ struct GemmInt8Problem {
 // Validates `p` and launches the GEMM on p.stream.
 Status gemm_int8(const GemmInt8Problem& p);
 
-inline constexpr int gemm_int8_tile = 128;  // C per workgroup: 128 x 128
 
 }  // namespace hk

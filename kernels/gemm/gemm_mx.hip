@@ -3,8 +3,11 @@
 
 #include <utility>
 
+#include "gemm.h"
+#include "gemm_fp8.h"
 #include "gemm_mx_kernel.h"
 #include "hk/arch/target.h"
+#include "hk/ops/async.h"
 
 namespace hk {
 
@@ -46,26 +49,58 @@ Status validate(const GemmMxProblem& p) {
   if (p.ld_scale_a < p.k / 32 || p.ld_scale_b < p.k / 32)
     return error(hipErrorInvalidValue, "ld_scale_a and ld_scale_b must be at least k / 32 (" + std::to_string(p.k / 32) + ")");
   if (p.ldc < p.n) return error(hipErrorInvalidValue, "ldc (" + std::to_string(p.ldc) + ") is less than n");
+  if (long(p.m) * p.ld_scale_a >= (1l << 32) || long(p.n) * p.ld_scale_b >= (1l << 32))
+    return error(hipErrorInvalidValue, "scale_a and scale_b must each span under 4 GiB (the kernels address them with 32-bit offsets)");
   if (reinterpret_cast<uintptr_t>(p.a) % 4 || reinterpret_cast<uintptr_t>(p.b) % 4)
     return error(hipErrorInvalidValue, "A and B must be aligned to 4 bytes");
   if (reinterpret_cast<uintptr_t>(p.c) % size_of(p.c_type)) return error(hipErrorInvalidValue, "C is not aligned to its element size");
   return {};
 }
 
+// Both operands 8-bit, or both e2m1: the MX form of the 4-wave fp8 kernel (gemm_mx_kernel.h), LDS DMA feed where A
+// and B allow it.
 template <int FA, int FB>
-void launch(const GemmMxProblem& p, const kernels::GemmMxArgs& args) {
-  const dim3 grid{unsigned(((p.m + gemm_mx_tile - 1) / gemm_mx_tile) * ((p.n + gemm_mx_tile - 1) / gemm_mx_tile)), 1, 1};
-  hipLaunchKernelGGL((kernels::gemm_mx<FA, FB>), grid, dim3(256), 0, p.stream, args);
+constexpr bool on_fp8_kernel = kernels::mx_bits(FA) == kernels::mx_bits(FB) && (kernels::mx_bits(FA) == 8 || FA == 4);
+
+template <int FA, int FB, class TOut>
+void launch_form(const GemmMxProblem& p, const kernels::GemmMxArgs& a, int dma_bytes) {
+  // The bytes' container: 16-bit elements for 8-bit formats (their swizzle serves the form's reads), fp8 for e2m1.
+  using T = std::conditional_t<kernels::mx_bits(FA) == 8, bf16, fp8e4m3>;
+  using Form = kernels::GemmMxForm<FA, FB>;
+  const int k = p.k * kernels::mx_bits(FA) / 8 / int(sizeof(T));  // K in elements of T
+  typename Form::Args args;
+  const long lda = a.lda_bytes / long(sizeof(T)), ldb = a.ldb_bytes / long(sizeof(T));
+  static_cast<kernels::GemmArgs&>(args) = {p.m, p.n, k, p.a, lda, p.b, ldb, p.c, p.ldc, p.alpha, p.beta};
+  args.scale_a8 = a.scale_a, args.ld_scale_a8 = a.ld_scale_a, args.scale_b8 = a.scale_b, args.ld_scale_b8 = a.ld_scale_b;
+  args.blocks = p.k / 32;
+  T* pa = static_cast<T*>(const_cast<void*>(p.a));
+  T* pb = static_cast<T*>(const_cast<void*>(p.b));
+  const bool dma = async_loadable(gl<T, 1, 1>(pa, 1, 1, p.m, k, lda), dma_bytes) && async_loadable(gl<T, 1, 1>(pb, 1, 1, p.n, k, ldb), dma_bytes);
+  const dim3 grid{unsigned(((p.m + gemm_fp8_tile - 1) / gemm_fp8_tile) * ((p.n + gemm_fp8_tile - 1) / gemm_fp8_tile)), 1, 1};
+  if (dma) hipLaunchKernelGGL((kernels::gemm_fp8<T, TOut, true, true, false, Form>), grid, dim3(256), 0, p.stream, args);
+  else hipLaunchKernelGGL((kernels::gemm_fp8<T, TOut, true, false, false, Form>), grid, dim3(256), 0, p.stream, args);
+}
+
+template <int FA, int FB>
+void launch(const GemmMxProblem& p, const kernels::GemmMxArgs& args, int dma_bytes) {
+  if constexpr (on_fp8_kernel<FA, FB>) {
+    if (p.c_type == scalar_type::fp32) launch_form<FA, FB, float>(p, args, dma_bytes);
+    else if (p.c_type == scalar_type::bf16) launch_form<FA, FB, bf16>(p, args, dma_bytes);
+    else launch_form<FA, FB, half>(p, args, dma_bytes);
+  } else {
+    const dim3 grid{unsigned(((p.m + gemm_mx_tile - 1) / gemm_mx_tile) * ((p.n + gemm_mx_tile - 1) / gemm_mx_tile)), 1, 1};
+    hipLaunchKernelGGL((kernels::gemm_mx<FA, FB>), grid, dim3(256), 0, p.stream, args);
+  }
 }
 
 // The instance for (A's format, B's format), both runtime values, out of the 25.
 template <int FA, int... F>
-void dispatch_b(const GemmMxProblem& p, const kernels::GemmMxArgs& args, std::integer_sequence<int, F...>) {
-  ((int(p.b_format) == F ? launch<FA, F>(p, args) : void()), ...);
+void dispatch_b(const GemmMxProblem& p, const kernels::GemmMxArgs& args, int dma_bytes, std::integer_sequence<int, F...>) {
+  ((int(p.b_format) == F ? launch<FA, F>(p, args, dma_bytes) : void()), ...);
 }
 template <int... F>
-void dispatch(const GemmMxProblem& p, const kernels::GemmMxArgs& args, std::integer_sequence<int, F...> formats) {
-  ((int(p.a_format) == F ? dispatch_b<F>(p, args, formats) : void()), ...);
+void dispatch(const GemmMxProblem& p, const kernels::GemmMxArgs& args, int dma_bytes, std::integer_sequence<int, F...> formats) {
+  ((int(p.a_format) == F ? dispatch_b<F>(p, args, dma_bytes, formats) : void()), ...);
 }
 
 }  // namespace
@@ -93,7 +128,7 @@ Status gemm_mx(const GemmMxProblem& p) {
                                  static_cast<const uint8_t*>(p.b), ldb_bytes, p.scale_a, p.ld_scale_a, p.scale_b,
                                  p.ld_scale_b, p.c,       p.ldc,        c_type,    p.alpha,   p.beta};
   (void)hipGetLastError();
-  dispatch(p, args, std::make_integer_sequence<int, 5>{});
+  dispatch(p, args, target->lds_dma_bytes, std::make_integer_sequence<int, 5>{});
   if (hipError_t e = hipGetLastError(); e != hipSuccess) return error(e, std::string("launch failed: ") + hipGetErrorString(e));
   return {};
 }

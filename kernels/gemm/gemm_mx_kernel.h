@@ -1,19 +1,34 @@
-// The block-scaled (MX) GEMM kernel of hk::gemm_mx (gfx950): C = alpha * A_s * B_s^T + beta * C with A (M x K) and
-// B (N x K) in OCP MX element formats and one E8M0 scale per 32 k of each row, on v_mfma_scale_f32_32x32x64_f8f6f4.
+// The block-scaled (MX) GEMM kernels of hk::gemm_mx (gfx950): C = alpha * A_s * B_s^T + beta * C with A (M x K) and
+// B (N x K) in OCP MX element formats and one E8M0 scale per 32 k of each row, on gfx950's scaled MFMAs.
 //
-// The schedule, a first correct version (not yet the fp8 ping-pong one): 128x128 tiles of C per workgroup of 4 waves
-// (2 x 2, each 64 x 64 as 2 x 2 MFMA tiles of 32 x 32, 64 fp32 accumulators per lane), workgroups in chiplet (XCD)
-// order. Each K step of 64 every lane loads its own operand registers straight from memory, in exactly the MFMA's
-// register layout, so no LDS and no barriers: lane l serves row (l mod 32) and k-group g = l / 32 of each 32-row
-// fragment; an 8-bit format fills registers 0-3 with k0 + 16g .. +15 and 4-7 with k0 + 32 + 16g .. +15 (the
+// Where A and B are both 8-bit (e4m3 / e5m2, mixed or not) or both e2m1, hk::gemm_mx runs the MX form of the 4-wave
+// fp8 kernel (gemm_fp8.h, GemmMxForm below): the fp8 kernel's LDS stages hold the operands' bytes (K steps of 128
+// bytes: 128 k of 8-bit, 256 of e2m1) fed straight by the LDS DMA (through registers where it cannot feed), and the
+// form reads the fragments, loads the scales and runs v_mfma_scale_f32_16x16x128_f8f6f4. The instruction takes lane
+// l's scale as that of row l mod 16 and k-block l / 16 of its own K, so each logical block of 32 k must be one block
+// of the format in memory:
+//   - 8-bit: the instruction deals k in 16-byte chunks (lane group g: k 16g..16g+15 in registers 0-3, 64+16g.. in
+//     4-7), so the kernel holds the bytes as 16-bit elements (its stages then take the 16-bit swizzle, whose
+//     fragments, two of 8 elements a lane, are exactly those chunks, read without bank conflicts): logical k is memory
+//     k, and lane (r, g) takes the scale of block 4 kt + g of step kt;
+//   - e2m1: a lane's 32 contiguous bytes (64 k: blocks 2g and 2g+1 of the step) are two instructions' operands of 16
+//     bytes (registers 0-3, then 4-7), each instruction's logical block g is one memory block, and the lane's two
+//     scale bytes sit side by side: the instructions pick byte 0 and byte 1 (op_sel). e2m1 runs at twice the 8-bit
+//     rate, so a step's two instructions take the time of one 8-bit one.
+// The scales of step kt + 1 are loaded during step kt (before the step's operand loads, so that they fly under its
+// MFMAs); rows past M read row M - 1's scales and blocks past K scale 127 (their operands are zeros; never stored).
+//
+// Other pairs (6-bit formats, or operands of different widths) run the direct kernel below, a first correct version:
+// 128x128 tiles of C per workgroup of 4 waves (2 x 2, each 64 x 64 as 2 x 2 MFMA tiles of 32 x 32), workgroups in
+// chiplet order. Each K step of 64 every lane loads its own operand registers straight from memory, in exactly the
+// MFMA's register layout, so no LDS and no barriers: lane l serves row (l mod 32) and k-group g = l / 32 of each
+// 32-row fragment; an 8-bit format fills registers 0-3 with k0 + 16g .. +15 and 4-7 with k0 + 32 + 16g .. +15 (the
 // instruction's 16-k chunks), a 6- or 4-bit one registers 0-5 / 0-3 with the 32 consecutive k0 + 32g .. +31, which are
 // exactly the 24 / 16 bytes of that block in memory. The lane's scale is the block's: row l mod 32, block k0/32 + g
 // (the instruction reads the scale of row r, block b from lane r + 32 b). Rows past M, columns past N and the k-block
-// past K (K a multiple of 32, not of 64) load zeros and scale 127 and are never stored. Each A fragment feeds two
-// MFMAs and each B fragment two: the kernel is bound by its loads (4 fragments of 16-32 bytes and 4 scale bytes per
-// 4 MFMAs); staging the tiles through LDS with the fp8 kernels' DMA feed is the next step.
+// past K (K a multiple of 32, not of 64) load zeros and scale 127 and are never stored; it is bound by its loads.
 #pragma once
-#include "hk/hk.h"
+#include "gemm_common.h"
 
 namespace hk::kernels {
 
@@ -84,6 +99,103 @@ __device__ inline void store(const GemmMxArgs& p, int row, int col, float acc) {
 }
 
 }  // namespace mx
+
+// The MX form of the 4-wave fp8 kernel (see the top of this file), for A and B both 8-bit or both e2m1 (FA, FB: the
+// f8f6f4 codes). The kernel's K is in bytes.
+template <int FA, int FB>
+struct GemmMxForm {
+  static constexpr int bits = mx_bits(FA);
+  static_assert(bits == mx_bits(FB) && (bits == 8 || bits == 4), "MX form: both operands 8-bit, or both e2m1");
+  static constexpr int blocks_per_step = 128 * 8 / bits / 32;
+  // The form exists for gfx950 (elsewhere its kernels compile to nothing useful and hk::gemm_mx never launches them).
+  static constexpr bool cdna4 = arch::current::id == arch::target_id::gfx950;  // 4 (8-bit) or 8 (e2m1) blocks of 32 k per step
+  struct Args : GemmArgs {
+    const uint8_t* scale_a8;
+    long ld_scale_a8;
+    const uint8_t* scale_b8;
+    long ld_scale_b8;
+    int blocks;  // K / 32
+  };
+  template <int WM, int WN>
+  struct wave {
+    static constexpr int TA = WM / 16, TB = WN / 16;  // 16-row MFMA tiles of A and of B
+    // Offsets of this lane's rows of scales (row 16 i + l % 16 of the block; past M: the last) from scale_a8 / _b8.
+    unsigned row_a[TA], row_b[TB];
+    // Step kt's scales (cur: ready for the MFMAs), and step kt + 1's as loaded (next: raw bytes, fixed up when they
+    // become current, a step later, so that nothing waits for them before).
+    int cur_a[TA], cur_b[TB], next_a[TA][bits == 8 ? 1 : 2] = {}, next_b[TB][bits == 8 ? 1 : 2] = {}, next_block = 0;
+    __device__ wave(const Args& p, int row0, int col0) {
+      const int lane = lane_id();
+#pragma unroll
+      for (int i = 0; i < TA; ++i) {
+        const int r = row0 + 16 * i + lane % 16;
+        row_a[i] = unsigned(r < p.m ? r : p.m - 1) * unsigned(p.ld_scale_a8);
+      }
+#pragma unroll
+      for (int j = 0; j < TB; ++j) {
+        const int r = col0 + 16 * j + lane % 16;
+        row_b[j] = unsigned(r < p.n ? r : p.n - 1) * unsigned(p.ld_scale_b8);
+      }
+    }
+    // The scale bytes as the MFMA takes them: block b (127 past K); e2m1: blocks b and b + 1 in bytes 0 and 1.
+    __device__ __attribute__((always_inline)) static int fix(const int (&raw)[bits == 8 ? 1 : 2], int b, int blocks) {
+      if constexpr (bits == 8) return b < blocks ? raw[0] : 127;
+      else return (b < blocks ? raw[0] : 127) | (b + 1 < blocks ? raw[1] : 127) << 8;
+    }
+    // Step kt's scales are loaded; step kt - 1's become current.
+    __device__ __attribute__((always_inline)) void prefetch(const Args& p, int kt) {
+#pragma unroll
+      for (int i = 0; i < TA; ++i) cur_a[i] = fix(next_a[i], next_block, p.blocks);
+#pragma unroll
+      for (int j = 0; j < TB; ++j) cur_b[j] = fix(next_b[j], next_block, p.blocks);
+      const int b = blocks_per_step * kt + (bits == 8 ? 1 : 2) * (lane_id() / 16);
+      // Past K the loads read the row's last block (inside the matrix; replaced by 127 when fixed).
+      const unsigned at = unsigned(b < p.blocks ? b : p.blocks - 1), at1 = unsigned(b + 1 < p.blocks ? b + 1 : p.blocks - 1);
+      next_block = b;
+#pragma unroll
+      for (int i = 0; i < TA; ++i) {
+        next_a[i][0] = p.scale_a8[row_a[i] + at];
+        if constexpr (bits == 4) next_a[i][1] = p.scale_a8[row_a[i] + at1];
+      }
+#pragma unroll
+      for (int j = 0; j < TB; ++j) {
+        next_b[j][0] = p.scale_b8[row_b[j] + at];
+        if constexpr (bits == 4) next_b[j][1] = p.scale_b8[row_b[j] + at1];
+      }
+    }
+    template <class R, class S>
+    __device__ __attribute__((always_inline)) void read(R& r, const S& s, coord at) { load(r, s, at); }
+    template <class Acc, class A, class B>
+    __device__ __attribute__((always_inline)) void mma(Acc& acc, const A& a, const B& b) {
+      if constexpr (cdna4) mma_cdna4(acc, a, b);
+    }
+    template <class Acc, class A, class B>
+    __device__ __attribute__((always_inline)) void mma_cdna4(Acc& acc, const A& a, const B& b) {
+      static_assert(A::tiles_r == TA && B::tiles_r == TB && sizeof(a.data[0]) == 32, "MX form: 128 bytes of a row per tile");
+#pragma unroll
+      for (int i = 0; i < TA; ++i)
+#pragma unroll
+        for (int j = 0; j < TB; ++j) {
+          arch::f32x4 c = {acc.data[i][j][0], acc.data[i][j][1], acc.data[i][j][2], acc.data[i][j][3]};
+          const arch::i32x8 x = __builtin_bit_cast(arch::i32x8, a.data[i]), y = __builtin_bit_cast(arch::i32x8, b.data[j]);
+          if constexpr (arch::device_pass) {
+            if constexpr (bits == 8) {
+              c = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(x, y, c, FA, FB, 0, cur_a[i], 0, cur_b[j]);
+            } else {  // registers 0-3 with the scales' byte 0, then 4-7 with byte 1
+              const arch::i32x8 xl = {x[0], x[1], x[2], x[3], 0, 0, 0, 0}, yl = {y[0], y[1], y[2], y[3], 0, 0, 0, 0};
+              const arch::i32x8 xh = {x[4], x[5], x[6], x[7], 0, 0, 0, 0}, yh = {y[4], y[5], y[6], y[7], 0, 0, 0, 0};
+              c = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(xl, yl, c, FA, FB, 0, cur_a[i], 0, cur_b[j]);
+              c = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(xh, yh, c, FA, FB, 1, cur_a[i], 1, cur_b[j]);
+            }
+          }
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc.data[i][j][e] = c[e];
+        }
+    }
+    template <class View, class Acc>
+    __device__ void store(const Args& p, const View& v, const Acc& acc, coord at) { store_bounded(v.c, acc, at, p.alpha, p.beta); }
+  };
+};
 
 // The body exists for gfx950 only, the one target with the instruction (elsewhere an empty kernel hk::gemm_mx never
 // launches).
