@@ -71,9 +71,11 @@ inline constexpr int attn_bwd_waves_per_simd = D == 64 || arch::current::lds_rea
 constexpr int attn_bwd_wave_keys(int d, bool lds_read_transpose) { return d == 64 && lds_read_transpose ? 32 : 16; }
 constexpr int attn_bwd_block_keys(int d, bool lds_read_transpose) { return 4 * attn_bwd_wave_keys(d, lds_read_transpose); }
 
-// Waves per SIMD of kernel 2: as kernel 3's at 16 queries per wave.
+// Waves per SIMD of kernel 2: two everywhere, so that one wave's LDS reads and vector work run under the other's MFMAs
+// (gfx942 at D = 128 gets there with 16-query steps: at 32 it needs more than 256 registers, and one wave per SIMD
+// took 262.6 against 191.5 ms on MI300X at GQA N8192).
 template <int D>
-inline constexpr int attn_bwd_dkdv_waves_per_simd = attn_bwd_waves_per_simd<D>;
+inline constexpr int attn_bwd_dkdv_waves_per_simd = 2;
 
 // One step's staged operands of kernel 2: BQ queries' Q and dO rows, their LSE (in log2 units, 0 for a query that
 // sees no key) and delta.
@@ -85,13 +87,14 @@ struct AttnBwdStage {
 
 // Queries per step of kernel 2: 64 where the registers allow (not at D = 128 without transposing reads) and two
 // stages of them fit in the LDS of the workgroups a CU runs; else 32, which halves the Q and dO fragments a wave
-// holds at once and the stages.
+// holds at once and the stages; 16 at D = 128 without transposing reads, whose acc-order reads (an element a register
+// before packing) would not fit two waves' registers at 32.
 template <int D>
 inline constexpr int attn_bwd_query_step =
     (D == 64 || arch::current::lds_read_transpose) &&
             2 * attn_bwd_dkdv_waves_per_simd<D> * int(sizeof(AttnBwdStage<bf16, 64, D>)) <= arch::current::lds_bytes
         ? 64
-        : 32;
+        : D == 128 && !arch::current::lds_read_transpose ? 16 : 32;
 
 // Stages of kernel 3's K and V: two where they fit in the LDS share of two workgroups per CU (the occupancy its
 // registers allow), else one (gfx942 at D = 128, whose schedule then waits for each tile's loads).
@@ -198,10 +201,10 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
   using Stage = AttnBwdStage<T, BQ, D>;
   using KV = st<T, 4 * WK, D>;
   using rows_vec = rv<float, BQ, vec_align::rows>;
-  static_assert(sizeof(KV) <= sizeof(Stage), "K and V are staged in the stages' memory");
   static_assert(BQ <= 64, "one lane per LSE and per delta value");
-  __shared__ Stage stages[2];
-  KV* skv = reinterpret_cast<KV*>(&stages[0]);  // K, V: before the first step's loads
+  __shared__ __attribute__((aligned(16))) char smem[std::max(sizeof(Stage), sizeof(KV)) * 2];
+  Stage* stages = reinterpret_cast<Stage*>(smem);
+  KV* skv = reinterpret_cast<KV*>(smem);  // K, V: before the first step's loads
   const AttnArgs& p = a.f;
   const AttnKeyBlock kb(a, 4 * WK, BQ);
   const AttnBlock& blk = kb.blk;
