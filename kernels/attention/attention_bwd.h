@@ -276,7 +276,8 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
     if constexpr (V.softcap) map(s, [cap = p.cap](float x) { return cap(x); });  // before the masks' -inf
     const long q0 = long(qt) * BQ;
     if constexpr (V.alibi) add_alibi<false>(s, alibi_slope(p, blk.b, h), q0, k0, kb.off);
-    if (!attn_tile_whole(p, q0, q0 + BQ - 1, k0, k0 + WK - 1, blk.sq, blk.sk)) mask_scores<false>(s, p, q0, k0, blk.sq, blk.sk);
+    const int qi = int(q0), kj = int(k0), off = int(kb.off);
+    if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off)) mask_visible<false>(s, p, qi, kj, blk.sq, blk.sk, off);
     map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     mma_AtB_acc(dvt, cur.dout, s);  // dV^T += dO^T P
     // dP = dO V^T; dS = P * (dP - delta); dK^T += Q^T dS.
@@ -384,7 +385,8 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
     if constexpr (V.softcap) map(s, [cap = p.cap](float x) { return cap(x); });  // before the masks' -inf
     const long k0 = long(kt) * BK;
     if constexpr (V.alibi) add_alibi<true>(s, view.slope, q0, k0, view.off);
-    if (!attn_tile_whole(p, q0, q0 + WQ - 1, k0, k0 + BK - 1, blk.sq, blk.sk)) mask_scores<true>(s, p, q0, k0, blk.sq, blk.sk);
+    const int qi = int(q0), kj = int(k0), off = int(view.off);
+    if (qi + WQ > blk.sq || !attn_tile_whole(p, qi, qi + WQ - 1, kj, BK, blk.sk, off)) mask_visible<true>(s, p, qi, kj, blk.sq, blk.sk, off);
     map_cols(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     // dP^T = V dO^T; dS^T = P^T * (dP^T - delta); dQ^T += K^T dS^T.
     auto dp = mma_ABt_lds<true>(sv[stage], dout);
