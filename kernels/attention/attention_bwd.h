@@ -326,7 +326,13 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
   constexpr int S = attn_bwd_dq_stages<D>, QS = 4 * WQ / BK;  // stages of K and V; of them, Q's and dO's (the last)
   static_assert(QS >= 1 && QS <= S && 4 * WQ == QS * BK, "the Q and dO tiles are staged in K and V stages");
   using cols_vec = rv<float, WQ, vec_align::cols>;
-  __shared__ st<T, BK, D> sk[S], sv[S];  // the stages of K and V
+  // The stages of K and V, each its own variable (not one array): the compiler then tells a stage's reads from the
+  // other stage's loads (their alias scopes differ) and lets those fly; of one array it waits for them before the
+  // step's first LDS read.
+  using Tile = st<T, BK, D>;
+  __shared__ Tile sk0, sv0, sk1, sv1;
+  auto sk = [&](int i) __attribute__((always_inline)) -> Tile& { return S == 1 || i == 0 ? sk0 : sk1; };
+  auto sv = [&](int i) __attribute__((always_inline)) -> Tile& { return S == 1 || i == 0 ? sv0 : sv1; };
   const AttnArgs& p = a.f;
   const AttnView<T, D> view(p, 4 * WQ);
   if (view.empty) return;
@@ -336,15 +342,15 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
   const auto do_view = head_view<T, D>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, blk.h, blk.sq);
   const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
   auto fill = [&](int kt, int stage) __attribute__((always_inline)) {
-    load_async<G>(sk[stage], view.k, {0, 0, kt, 0}, dma_wave);
-    load_async<G>(sv[stage], view.v, {0, 0, kt, 0}, dma_wave);
+    load_async<G>(sk(stage), view.k, {0, 0, kt, 0}, dma_wave);
+    load_async<G>(sv(stage), view.v, {0, 0, kt, 0}, dma_wave);
   };
   // Q and dO through the last QS stages, free until the first step's barrier; the first key tile into stage 0 when
   // that is not one of them (else once every wave holds its Q and dO).
 #pragma unroll
   for (int i = 0; i < QS; ++i) {
-    load_async<G>(sk[S - QS + i], view.q, {0, 0, blk.tile * QS + i, 0}, dma_wave);
-    load_async<G>(sv[S - QS + i], do_view, {0, 0, blk.tile * QS + i, 0}, dma_wave);
+    load_async<G>(sk(S - QS + i), view.q, {0, 0, blk.tile * QS + i, 0}, dma_wave);
+    load_async<G>(sv(S - QS + i), do_view, {0, 0, blk.tile * QS + i, 0}, dma_wave);
   }
   if (S == 2 && QS == 1 && kt_begin < kt_end) fill(kt_begin, 0);
   const int wave = G::wave();
@@ -358,8 +364,8 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
   barrier();
   rt<T, WQ, D> q, dout;
   constexpr int per_stage = BK / WQ;  // waves' query rows per stage
-  load(q, sk[S - QS + wave / per_stage], {0, 0, wave % per_stage, 0});
-  load(dout, sv[S - QS + wave / per_stage], {0, 0, wave % per_stage, 0});
+  load(q, sk(S - QS + wave / per_stage), {0, 0, wave % per_stage, 0});
+  load(dout, sv(S - QS + wave / per_stage), {0, 0, wave % per_stage, 0});
   if constexpr (S == 2 && QS == 2) {
     barrier();  // every wave holds its Q and dO: stage 0 is free
     fill(kt_begin, 0);  // unconditionally (a tile past the keys reads zeros; under a branch the compiler fails here)
@@ -381,7 +387,7 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
       barrier();
     }
     // S^T = K Q^T (keys x queries), masked, and P^T.
-    auto s = mma_ABt_lds<true>(sk[stage], q);
+    auto s = mma_ABt_lds<true>(sk(stage), q);
     if constexpr (V.softcap) map(s, [cap = p.cap](float x) { return cap(x); });  // before the masks' -inf
     const long k0 = long(kt) * BK;
     if constexpr (V.alibi) add_alibi<true>(s, view.slope, q0, k0, view.off);
@@ -389,11 +395,11 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
     if (qi + WQ > blk.sq || !attn_tile_whole(p, qi, qi + WQ - 1, kj, BK, blk.sk, off)) mask_visible<true>(s, p, qi, kj, blk.sq, blk.sk, off);
     map_cols(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     // dP^T = V dO^T; dS^T = P^T * (dP^T - delta); dQ^T += K^T dS^T.
-    auto dp = mma_ABt_lds<true>(sv[stage], dout);
+    auto dp = mma_ABt_lds<true>(sv(stage), dout);
     map_cols(dp, delta, [](float x, float d) { return x - d; });
     if constexpr (V.softcap) map_cols(s, lse, [cap = p.cap](float x, float l) { return x * cap.slope(x, l); });
     mul(s, s, dp);
-    mma_AtB_acc(dqt, sk[stage], s);
+    mma_AtB_acc(dqt, sk(stage), s);
   };
   for (int kt = kt_begin; kt < kt_end; kt += S) {
     step(kt, std::integral_constant<int, 0>{});
