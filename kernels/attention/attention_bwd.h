@@ -32,8 +32,8 @@
 // 2's stage is a runtime index (in pairs its registers spill on gfx950 at D = 128, and gfx942 was slower), so the
 // compiler waits for step n+1's loads before step n's first LDS read: there they overlap only the few instructions
 // before it (6.6% of the waves' time on MI355X at GQA D128 N8192). Q and dO go straight into LDS (buffer loads with
-// the lds modifier); LSE and delta (64 floats each) are too small for that, so in kernel 2 one lane per query (wave 0: LSE,
-// wave 1: delta) loads its value into a register before the step's work and writes it to the other stage after it
+// the lds modifier); LSE and delta (64 floats each) are too small for that, so in kernel 2 one lane per query (wave
+// 0: LSE, wave 1: delta) loads its value into a register before the step's work and writes it to the other stage after it
 // (that stage's vectors were last read in step n-1, before the barrier). The once-per-workgroup tiles pass through
 // the stages' memory: kernel 2's K and V before the first step's loads, kernel 3's Q and dO in its last stage, which
 // the first step's loads leave alone (at 32 queries per wave in both stages: the first key tile's loads then wait for
@@ -281,7 +281,8 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
     const long q0 = long(qt) * BQ;
     if constexpr (V.alibi) add_alibi<false>(s, alibi_slope(p, blk.b, h), q0, k0, kb.off);
     const int qi = int(q0), kj = int(k0), off = int(kb.off);
-    if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off)) mask_visible<false>(s, p, qi, kj, blk.sq, blk.sk, off);
+    if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
+      mask_visible<false>(s, p, qi, kj, blk.sq, blk.sk, off);
     map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     mma_AtB_acc(dvt, cur.dout, s);  // dV^T += dO^T P
     // dP = dO V^T; dS = P * (dP - delta); dK^T += Q^T dS.
@@ -396,7 +397,8 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
     const long k0 = long(kt) * BK;
     if constexpr (V.alibi) add_alibi<true>(s, view.slope, q0, k0, view.off);
     const int qi = int(q0), kj = int(k0), off = int(view.off);
-    if (qi + WQ > blk.sq || !attn_tile_whole(p, qi, qi + WQ - 1, kj, BK, blk.sk, off)) mask_visible<true>(s, p, qi, kj, blk.sq, blk.sk, off);
+    if (qi + WQ > blk.sq || !attn_tile_whole(p, qi, qi + WQ - 1, kj, BK, blk.sk, off))
+      mask_visible<true>(s, p, qi, kj, blk.sq, blk.sk, off);
     map_cols(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     // dP^T = V dO^T; dS^T = P^T * (dP^T - delta); dQ^T += K^T dS^T.
     auto dp = mma_ABt_lds<true>(sv(stage), dout);

@@ -184,17 +184,18 @@ struct AttnView {
 //
 // Whether every query of [q0, q1] sees every key of [k0, k0 + keys): such a tile needs no mask, given that q1 < sq
 // (the backward tests that too; the forward stores no row past the end).
-__device__ __attribute__((always_inline)) inline bool attn_tile_whole(const AttnArgs& p, int q0, int q1, int k0, int keys,
-                                                                      int sk, int off) {
-  return k0 + keys <= sk && (p.left < 0 || k0 >= q1 + off - p.left) && (p.right < 0 || k0 + keys - 1 <= q0 + off + p.right);
+__device__ __attribute__((always_inline)) inline bool attn_tile_whole(const AttnArgs& p, int q0, int q1, int k0,
+                                                                      int keys, int sk, int off) {
+  return k0 + keys <= sk && (p.left < 0 || k0 >= q1 + off - p.left) &&
+         (p.right < 0 || k0 + keys - 1 <= q0 + off + p.right);
 }
 
 // A score accumulator's hidden elements set to -inf, tile-wise (the diagonals as triangles, the ends as bounds: in
 // the 256-VGPR ping-pong forward an element-by-element test spilled 49 VGPRs); its element (0, 0) is query q0 and key
 // k0, keys along the rows when `keys_are_rows` (S^T) and along the columns otherwise (S).
 template <bool keys_are_rows, class Tile>
-__device__ __attribute__((always_inline)) inline void mask_visible(Tile& s, const AttnArgs& p, int q0, int k0, int sq, int sk,
-                                                                   int off) {
+__device__ __attribute__((always_inline)) inline void mask_visible(Tile& s, const AttnArgs& p, int q0, int k0, int sq,
+                                                                   int sk, int off) {
   if constexpr (keys_are_rows) {  // row j, column i: j - i > off + right is i - j < -(off + right)
     mask_bounds(s, k0, q0, sk, sq, -INFINITY);
     if (p.right >= 0) triu(s, -INFINITY, -(off + p.right), k0, q0);
