@@ -5,8 +5,9 @@
 //      and every query tile that sees one of its keys, recomputes P = exp(scale S - LSE) and accumulates dV^T += dO^T
 //      P and dK^T += Q^T dS (dS = P * (dP - delta), dP = dO V^T) in fp32 registers, written once at the end (dK
 //      scaled);
-//   3. attention_bwd_dq: one workgroup per (sequence, query head, 4 WQ queries), each wave owning WQ queries (16; 32
-//      at D = 64 with transposing LDS reads, so that each key tile read from the LDS serves twice the MFMA work); it
+//   3. attention_bwd_dq: one workgroup per (sequence, query head, 4 WQ queries; 8 WQ on gfx942 at D = 128), each
+//      wave owning WQ queries (16; 32 at D = 64 with transposing LDS reads, so that each key tile read from the LDS
+//      serves twice the MFMA work); it
 //      recomputes P^T and dS^T over the visible key tiles in order and accumulates dQ^T += K^T dS^T in fp32. No
 //      atomics anywhere: every gradient element is summed by one wave in a fixed order, so results are bit-identical
 //      run after run.
@@ -37,8 +38,9 @@
 // (that stage's vectors were last read in step n-1, before the barrier). The once-per-workgroup tiles pass through
 // the stages' memory: kernel 2's K and V before the first step's loads, kernel 3's Q and dO in its last stage, which
 // the first step's loads leave alone (at 32 queries per wave in both stages: the first key tile's loads then wait for
-// every wave to hold its Q and dO). Kernel 3 has one stage where two would cost occupancy (gfx942 at D = 128); its
-// steps then load and wait behind a barrier each.
+// every wave to hold its Q and dO). Where the LDS holds only one workgroup's two stages of kernel 3 (gfx942 at D =
+// 128) its workgroup has 8 waves (128 queries, two waves a SIMD reading the same stages), as the forward's; a kernel
+// with one stage (no arch today) would load and wait behind a barrier each step.
 #pragma once
 #include "attention_common.h"
 #include "hk/ops/group_reduce.h"
@@ -60,7 +62,12 @@ struct AttnBwdArgs {
 // registers and spill; at one wave per SIMD the model finds them slower: 60.0 against 49.7 ms on MI355X at GQA N8192.)
 constexpr int attn_bwd_dq_wave_rows(int d, bool lds_read_transpose) { return d == 64 && lds_read_transpose ? 32 : 16; }
 // Queries per workgroup of kernels 1 and 3: a function of the arch's fact, so that the host's grid and the kernels agree.
-constexpr int attn_bwd_rows(int d, bool lds_read_transpose) { return 4 * attn_bwd_dq_wave_rows(d, lds_read_transpose); }
+// Waves of kernel 3's workgroup: 8 where the LDS holds one workgroup's two stages of K and V only (gfx942 at D = 128,
+// as the forward's attn_waves): two waves per SIMD reading the same stages; else 4, two workgroups a CU.
+constexpr int attn_bwd_dq_waves(int d, bool lds_read_transpose) { return d == 128 && !lds_read_transpose ? 8 : 4; }
+constexpr int attn_bwd_rows(int d, bool lds_read_transpose) {
+  return attn_bwd_dq_waves(d, lds_read_transpose) * attn_bwd_dq_wave_rows(d, lds_read_transpose);
+}
 
 // Waves per SIMD kernel 3 declares, so that the compiler keeps the accumulators in arch VGPRs within 256 registers.
 // Where col-layout operands are read from LDS an element at a time (no transposing reads: gfx942), each element lands
@@ -103,7 +110,11 @@ inline constexpr int attn_bwd_query_step =
 // Stages of kernel 3's K and V: two where they fit in the LDS share of two workgroups per CU (the occupancy its
 // registers allow), else one (gfx942 at D = 128, whose schedule then waits for each tile's loads).
 template <int D>
-inline constexpr int attn_bwd_dq_stages = 2 * 2 * 2 * AttnTiles::keys * D * 2 <= arch::current::lds_bytes ? 2 : 1;
+inline constexpr int attn_bwd_dq_stages =
+    (attn_bwd_dq_waves(D, arch::current::lds_read_transpose) == 8 ? 1 : 2) * 2 * 2 * AttnTiles::keys * D * 2 <=
+            arch::current::lds_bytes
+        ? 2
+        : 1;
 
 // A B^T, A a tile of the LDS read in row layout and B a register tile: S = Q K^T and dP = dO V^T (kernel 2), S^T =
 // K Q^T and dP^T = V dO^T (kernel 3). `streamed`: A is read one k step (the MFMA's K columns) at a time, each used as
@@ -325,11 +336,13 @@ __global__ __launch_bounds__(256) void attention_bwd_dsink(AttnBwdArgs a) {
 }
 
 template <class T, int D, AttnVariant V = AttnVariant{}>
-__global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_waves_per_simd<D>))) void attention_bwd_dq(AttnBwdArgs a) {
-  using G = group<4>;
+__global__ __launch_bounds__(64 * attn_bwd_dq_waves(D, arch::current::lds_read_transpose))
+__attribute__((amdgpu_waves_per_eu(attn_bwd_dq_waves(D, arch::current::lds_read_transpose) == 8 ? 2 : attn_bwd_waves_per_simd<D>)))
+void attention_bwd_dq(AttnBwdArgs a) {
+  using G = group<attn_bwd_dq_waves(D, arch::current::lds_read_transpose)>;
   constexpr int BK = AttnTiles::keys, WQ = attn_bwd_dq_wave_rows(D, arch::current::lds_read_transpose);
-  constexpr int S = attn_bwd_dq_stages<D>, QS = 4 * WQ / BK;  // stages of K and V; of them, Q's and dO's (the last)
-  static_assert(QS >= 1 && QS <= S && 4 * WQ == QS * BK, "the Q and dO tiles are staged in K and V stages");
+  constexpr int S = attn_bwd_dq_stages<D>, QS = G::waves * WQ / BK;  // stages of K and V; of them, Q's and dO's (the last)
+  static_assert(QS >= 1 && QS <= S && G::waves * WQ == QS * BK, "the Q and dO tiles are staged in K and V stages");
   using cols_vec = rv<float, WQ, vec_align::cols>;
   // The stages of K and V, each its own variable (not one array): the compiler then tells a stage's reads from the
   // other stage's loads (their alias scopes differ) and lets those fly; of one array it waits for them before the
@@ -339,7 +352,7 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
   auto sk = [&](int i) __attribute__((always_inline)) -> Tile& { return S == 1 || i == 0 ? sk0 : sk1; };
   auto sv = [&](int i) __attribute__((always_inline)) -> Tile& { return S == 1 || i == 0 ? sv0 : sv1; };
   const AttnArgs& p = a.f;
-  const AttnView<T, D> view(p, 4 * WQ);
+  const AttnView<T, D> view(p, G::waves * WQ);
   if (view.empty) return;
   const AttnBlock& blk = view.blk;
   const int kt_begin = view.kt_begin, kt_end = view.kt_end;
