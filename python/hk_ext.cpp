@@ -304,6 +304,9 @@ void bind_attention_inputs(py::module_& m) {
       .def_readwrite("softmax_scale", &P::softmax_scale)
       .def_readwrite("softcap", &P::softcap)
       .def_readwrite("alibi_batch_stride", &P::alibi_batch_stride)
+      .def_readwrite("dropout_p", &P::dropout_p)
+      .def_readwrite("dropout_seed", &P::dropout_seed)
+      .def_readwrite("dropout_offset", &P::dropout_offset)
       .def_readwrite("causal", &P::causal)
       .def_readwrite("window_left", &P::window_left)
       .def_readwrite("window_right", &P::window_right);

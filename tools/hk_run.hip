@@ -12,7 +12,7 @@
 //   hk-run norm --rows R --cols C [--rms] [--p P] [--seed S] [--dtype bf16|f16|fp32] [--arch ...]
 //               [--mask none|bytes|bits] (with --model: the dropout mask the forward writes; default none, as
 //               the backward regenerates it from Philox)
-//   hk-run attn --b B --sq SQ --sk SK --hq HQ --hkv HKV --d 64|128 [--causal] [--window L,R] [--softcap C] [--sinks] [--alibi] [--dtype bf16|f16]
+//   hk-run attn --b B --sq SQ --sk SK --hq HQ --hkv HKV --d 64|128 [--causal] [--window L,R] [--softcap C] [--sinks] [--alibi] [--dropout P] [--dtype bf16|f16]
 //               [--varlen QLENS[:KLENS]] [--bwd] [--arch gfx942|gfx950]
 //   (--bwd: the backward too, each of its kernels checked and reported;
 //    --varlen: comma-separated sequence lengths, packed; keys as long as the queries unless KLENS is given)
@@ -80,6 +80,35 @@ void* device_alloc(size_t bytes, const char* what) {
   }
   return p;
 }
+
+// A run's device arrays, freed together when the run returns. `copy` allocates one and fills it from the host (a
+// null source leaves it unset); after a failed allocation it and every later call return null, so a run allocates
+// everything and checks the last pointer once.
+class DeviceArrays {
+ public:
+  DeviceArrays() = default;
+  DeviceArrays(const DeviceArrays&) = delete;
+  DeviceArrays& operator=(const DeviceArrays&) = delete;
+  ~DeviceArrays() {
+    for (void* p : arrays_) (void)hipFree(p);
+  }
+  void* copy(const void* host, size_t bytes, const char* what) {
+    void* p = failed_ ? nullptr : device_alloc(bytes, what);
+    if (!p) return failed_ = true, nullptr;
+    arrays_.push_back(p);
+    if (host) (void)hipMemcpy(p, host, bytes, hipMemcpyHostToDevice);
+    return p;
+  }
+  template <class T>
+  void* copy(const std::vector<T>& host, const char* what) {
+    return copy(host.data(), host.size() * sizeof(T), what);
+  }
+  void* alloc(size_t bytes, const char* what) { return copy(nullptr, bytes, what); }
+
+ private:
+  std::vector<void*> arrays_;
+  bool failed_ = false;
+};
 
 // `./hk report --model P`: the modelled column, by kernel symbol (filled by print_model while run_report runs).
 std::map<std::string, std::string>* g_report_model = nullptr;
@@ -280,12 +309,11 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
                         b = bt ? hk_host::random_matrix(n, k, fab, 2, limit) : hk_host::random_matrix(k, n, fab, 2, limit);
   const std::vector<uint8_t> a_bytes = fab.encode(a.values), b_bytes = fab.encode(b.values);
   const size_t c_elem = fc.bytes();
-  void* da = device_alloc(a_bytes.size(), "A");
-  void* db = da ? device_alloc(b_bytes.size(), "B") : nullptr;
-  void* dc = db ? device_alloc(size_t(m) * n * c_elem, "C") : nullptr;
-  if (!dc) return (void)hipFree(da), (void)hipFree(db), 1;
-  (void)hipMemcpy(da, a_bytes.data(), a_bytes.size(), hipMemcpyHostToDevice);
-  (void)hipMemcpy(db, b_bytes.data(), b_bytes.size(), hipMemcpyHostToDevice);
+  DeviceArrays dev;
+  void* da = dev.copy(a_bytes, "A");
+  void* db = dev.copy(b_bytes, "B");
+  void* dc = dev.alloc(size_t(m) * n * c_elem, "C");
+  if (!dc) return 1;
   hk::GemmProblem p;
   p.m = m, p.n = n, p.k = k, p.a = da, p.lda = k, p.b = db, p.ldb = bt ? k : n, p.b_is_nk = bt, p.c = dc, p.ldc = n;
   p.ab_type = ab, p.c_type = ct;
@@ -303,7 +331,6 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
       std::printf("  HBM roofline: %.1f MB of A, B and C take %.4f ms at the %.2f TB/s sustained; the GEMM runs at %.1f%% of it\n",
                   bytes * 1e-6, bytes / (product.timing.hbm_measured_tb_per_s * 1e12) * 1e3,
                   product.timing.hbm_measured_tb_per_s, 100 * sustained_fraction(product, bytes, seconds));
-    (void)hipFree(da), (void)hipFree(db), (void)hipFree(dc);
     return 0;
   }
   std::vector<uint8_t> raw(size_t(m) * n * c_elem);
@@ -321,7 +348,6 @@ int run_gemm(int m, int n, int k, const std::string& in, const std::string& out,
   std::printf("  grid %u, %llu waves, %llu wave instructions, %.3f s emulated\n", d.grid[0], d.waves, d.wave_instructions,
               d.wall_seconds);
   print_report(d.kernel, d.block[0] * d.block[1] * d.block[2], true);
-  (void)hipFree(da), (void)hipFree(db), (void)hipFree(dc);
   return bad ? 1 : 0;
 }
 
@@ -543,8 +569,10 @@ struct AttnOptions {
   int b = 1, sq = 128, sk = 128, hq = 1, hkv = 1, d = 128;
   bool causal = false, bwd = false, sinks = false, alibi = false;
   float softcap = 0.f;
+  float dropout = 0.f;  // dropout_p, under a fixed seed and offset (attn_dropout_seed / attn_dropout_offset)
   std::string window, dtype = "bf16", varlen;
 };
+constexpr uint64_t attn_dropout_seed = 0x5eed, attn_dropout_offset = 0;
 
 std::vector<int> parse_lengths(const std::string& text) {
   std::vector<int> out;
@@ -567,12 +595,18 @@ std::string causal_text(const AttnOptions& a) {
   }
   if (a.sinks) t += " sinks";
   if (a.alibi) t += " alibi";
+  if (a.dropout > 0) {
+    char drop[32];
+    std::snprintf(drop, sizeof drop, " dropout %g", a.dropout);
+    t += drop;
+  }
   return t;
 }
 
 // The options' shape, or false (with a message) if they do not make one.
 bool attn_shape(const AttnOptions& a, attn_ref::Shape& shape) {
   shape.hq = a.hq, shape.hkv = a.hkv, shape.d = a.d, shape.causal = a.causal, shape.softcap = a.softcap;
+  shape.dropout = a.dropout, shape.seed = attn_dropout_seed, shape.offset = attn_dropout_offset;
   if (a.sinks)
     for (float z : attn_ref::sample_sinks(a.hq)) shape.sinks.push_back(z);
   if (a.alibi)
@@ -622,6 +656,7 @@ int model_attn(const AttnOptions& a, const std::string& product_name) {
   p.batch = int(shape.len_q.size()), p.heads_q = a.hq, p.heads_kv = a.hkv, p.head_dim = a.d;
   p.q = q.p, p.k = k.p, p.v = v.p, p.o = o.p, p.lse = static_cast<float*>(lse.p), p.type = type, p.causal = a.causal;
   p.window_left = shape.left, p.window_right = shape.right, p.softcap = a.softcap;
+  p.dropout_p = a.dropout, p.dropout_seed = attn_dropout_seed, p.dropout_offset = attn_dropout_offset;
   const std::vector<float> sinks_host = attn_ref::sample_sinks(a.hq);
   Untouched sinks(sinks_host.size() * 4), dsinks(sinks_host.size() * 4);
   if (a.sinks) {
@@ -662,6 +697,7 @@ int model_attn(const AttnOptions& a, const std::string& product_name) {
   bp.dq = dq.p, bp.dk = dk.p, bp.dv = dv.p, bp.type = type, bp.causal = a.causal;
   bp.window_left = p.window_left, bp.window_right = p.window_right, bp.softcap = a.softcap, bp.sinks = p.sinks;
   bp.alibi_slopes = p.alibi_slopes;
+  bp.dropout_p = p.dropout_p, bp.dropout_seed = p.dropout_seed, bp.dropout_offset = p.dropout_offset;
   if (a.sinks) bp.dsinks = static_cast<float*>(dsinks.p);
   bp.cu_seqlens_q = p.cu_seqlens_q, bp.cu_seqlens_k = p.cu_seqlens_k;
   bp.workspace = workspace.p, bp.workspace_bytes = size_t(tq) * a.hq * 4;
@@ -698,6 +734,7 @@ int run_attn(const AttnOptions& a) {
   p.batch = int(shape.len_q.size()), p.heads_q = a.hq, p.heads_kv = a.hkv, p.head_dim = a.d;
   p.q = dq, p.k = dk, p.v = dv, p.o = dout, p.lse = dlse, p.type = type, p.causal = a.causal;
   p.window_left = shape.left, p.window_right = shape.right, p.softcap = a.softcap;
+  p.dropout_p = a.dropout, p.dropout_seed = attn_dropout_seed, p.dropout_offset = attn_dropout_offset;
   float *d_sinks = nullptr, *d_dsinks = nullptr;
   if (a.sinks) {
     const std::vector<float> z = attn_ref::sample_sinks(a.hq);
@@ -783,6 +820,7 @@ int run_attn(const AttnOptions& a) {
     b.dq = d_dq, b.dk = d_dk, b.dv = d_dv, b.type = type, b.causal = a.causal;
     b.window_left = shape.left, b.window_right = shape.right, b.cu_seqlens_q = cu_q, b.cu_seqlens_k = cu_k;
     b.softcap = a.softcap, b.sinks = d_sinks, b.dsinks = d_dsinks, b.alibi_slopes = d_slopes;
+    b.dropout_p = p.dropout_p, b.dropout_seed = p.dropout_seed, b.dropout_offset = p.dropout_offset;
     b.workspace_bytes = hk::attention_backward_workspace_bytes(b);
     b.workspace = device_alloc(std::max<size_t>(b.workspace_bytes, 4), "the workspace");
     struct Step {
@@ -852,6 +890,8 @@ CLI::App* add_attn_command(CLI::App& app, AttnOptions& a, std::string& arch) {
   attn->add_option("--softcap", a.softcap, "cap the scaled scores x to C tanh(x / C) (0: none)");
   attn->add_flag("--sinks", a.sinks, "attention sinks: one logit per query head in every row's denominator");
   attn->add_flag("--alibi", a.alibi, "ALiBi: -slope(h) |i + Sk - Sq - j| added to the scaled scores, slopes 2^(-8 (h + 1) / Hq)");
+  attn->add_option("--dropout", a.dropout, "dropout_p: P's elements dropped with this probability (seed 0x5eed, offset 0)")
+      ->check(CLI::Range(0.0, 0.999));
   attn->add_option("--dtype", a.dtype, "Q, K, V and O element type")->check(CLI::IsMember({"bf16", "f16"}));
   attn->add_option("--varlen", a.varlen, "packed sequences: QLENS[:KLENS], comma-separated");
   attn->add_flag("--bwd", a.bwd, "also the backward (dQ, dK, dV with hk::attention_backward), checked, with each kernel's report");

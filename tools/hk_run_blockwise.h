@@ -19,17 +19,13 @@ int run(int m, int n, int k, const std::string& out, bool pow2, const std::strin
   for (float& x : sa) x = scale();
   for (float& x : sb) x = scale();
   const std::vector<uint8_t> a_bytes = f8.encode(a.values), b_bytes = f8.encode(b.values);
-  void* da = device_alloc(a_bytes.size(), "A");
-  void* db = da ? device_alloc(b_bytes.size(), "B") : nullptr;
-  void* dsa = db ? device_alloc(sa.size() * 4, "scale_a") : nullptr;
-  void* dsb = dsa ? device_alloc(sb.size() * 4, "scale_b") : nullptr;
-  void* dc = dsb ? device_alloc(size_t(m) * n * fc.bytes(), "C") : nullptr;
-  auto release = [&] { (void)hipFree(da), (void)hipFree(db), (void)hipFree(dsa), (void)hipFree(dsb), (void)hipFree(dc); };
-  if (!dc) return release(), 1;
-  (void)hipMemcpy(da, a_bytes.data(), a_bytes.size(), hipMemcpyHostToDevice);
-  (void)hipMemcpy(db, b_bytes.data(), b_bytes.size(), hipMemcpyHostToDevice);
-  (void)hipMemcpy(dsa, sa.data(), sa.size() * 4, hipMemcpyHostToDevice);
-  (void)hipMemcpy(dsb, sb.data(), sb.size() * 4, hipMemcpyHostToDevice);
+  DeviceArrays dev;
+  void* da = dev.copy(a_bytes, "A");
+  void* db = dev.copy(b_bytes, "B");
+  void* dsa = dev.copy(sa, "scale_a");
+  void* dsb = dev.copy(sb, "scale_b");
+  void* dc = dev.alloc(size_t(m) * n * fc.bytes(), "C");
+  if (!dc) return 1;
   hk::GemmBlockwiseProblem p;
   p.m = m, p.n = n, p.k = k, p.a = da, p.lda = k, p.b = db, p.ldb = k, p.c = dc, p.ldc = n, p.c_type = ct;
   p.scale_a = static_cast<const float*>(dsa), p.ld_scale_a = kb, p.scale_b = static_cast<const float*>(dsb), p.ld_scale_b = kb;
@@ -37,11 +33,11 @@ int run(int m, int n, int k, const std::string& out, bool pow2, const std::strin
   const std::string name = "gemm_blockwise " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
                            " fp8 e4m3 A*B^T, " + (pow2 ? "power-of-two" : "fp32") + " block scales -> " + out;
   vgpuDispatchInfo d{};
-  if (!launch_once(model, [&] { return hk::gemm_blockwise(p); }, d)) return release(), 1;
+  if (!launch_once(model, [&] { return hk::gemm_blockwise(p); }, d)) return 1;
   if (!model.empty()) {
     std::printf("%s on %s: not checked (the model executed %llu waves only)\n", name.c_str(), d.arch, d.waves);
     print_model_log(2.0 * m * n * k, vgpu::find_product(model)->peak.fp8);
-    return release(), 0;
+    return 0;
   }
   std::vector<uint8_t> raw(size_t(m) * n * fc.bytes());
   (void)hipMemcpy(raw.data(), dc, raw.size(), hipMemcpyDeviceToHost);
@@ -65,7 +61,6 @@ int run(int m, int n, int k, const std::string& out, bool pow2, const std::strin
   std::printf("  grid %u, %llu waves, %llu wave instructions, %.3f s emulated\n", d.grid[0], d.waves, d.wave_instructions,
               d.wall_seconds);
   print_report(d.kernel, d.block[0] * d.block[1] * d.block[2], true);
-  release();
   return check.ok() ? 0 : 1;
 }
 

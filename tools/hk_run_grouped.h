@@ -48,27 +48,24 @@ int run(const std::vector<long>& rows, int n, int k, const std::string& in, cons
     }
   }
   const size_t c_elem = fc.bytes();
-  void* da = device_alloc(a_bytes.size(), "A");
-  void* db = da ? device_alloc(b_bytes.size(), "B") : nullptr;
-  void* dc = db ? device_alloc(size_t(m) * n * c_elem, "C") : nullptr;
-  void* doff = dc ? device_alloc(offsets.size() * 8, "offsets") : nullptr;
-  auto release = [&] { (void)hipFree(da), (void)hipFree(db), (void)hipFree(dc), (void)hipFree(doff); };
-  if (!doff) return release(), 1;
-  (void)hipMemcpy(da, a_bytes.data(), a_bytes.size(), hipMemcpyHostToDevice);
-  (void)hipMemcpy(db, b_bytes.data(), b_bytes.size(), hipMemcpyHostToDevice);
-  (void)hipMemcpy(doff, offsets.data(), offsets.size() * 8, hipMemcpyHostToDevice);
+  DeviceArrays dev;
+  void* da = dev.copy(a_bytes, "A");
+  void* db = dev.copy(b_bytes, "B");
+  void* dc = dev.alloc(size_t(m) * n * c_elem, "C");
+  void* doff = dev.copy(offsets, "offsets");
+  if (!doff) return 1;
   hk::GroupedGemmProblem p;
   p.m = int(m), p.n = n, p.k = k, p.a = da, p.lda = k, p.b = db, p.ldb = bt ? k : n, p.b_is_nk = bt, p.c = dc, p.ldc = n;
   p.ab_type = ab, p.c_type = ct, p.groups = groups, p.offsets = doff, p.offsets_int64 = true;
   std::string name = "grouped_gemm " + std::to_string(groups) + " groups of " + std::to_string(m) + " rows, n " +
                      std::to_string(n) + " k " + std::to_string(k) + " " + in + (bt ? " A*B^T" : " A*B") + " -> " + out;
   vgpuDispatchInfo d{};
-  if (!launch_once(model, [&] { return hk::grouped_gemm(p); }, d)) return release(), 1;
+  if (!launch_once(model, [&] { return hk::grouped_gemm(p); }, d)) return 1;
   if (!model.empty()) {
     std::printf("%s on %s: not checked (the model executed %llu waves only)\n", name.c_str(), d.arch, d.waves);
     const vgpu::ProductInfo& product = *vgpu::find_product(model);
     print_model_log(2.0 * m * n * k, fp8 ? product.peak.fp8 : product.peak.f16);
-    return release(), 0;
+    return 0;
   }
   std::vector<uint8_t> raw(size_t(m) * n * c_elem);
   (void)hipMemcpy(raw.data(), dc, raw.size(), hipMemcpyDeviceToHost);
@@ -89,7 +86,6 @@ int run(const std::vector<long>& rows, int n, int k, const std::string& in, cons
   std::printf("  grid %u, %llu waves, %llu wave instructions, %.3f s emulated\n", d.grid[0], d.waves, d.wave_instructions,
               d.wall_seconds);
   print_report(d.kernel, d.block[0] * d.block[1] * d.block[2], true);
-  release();
   return failed ? 1 : 0;
 }
 

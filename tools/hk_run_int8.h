@@ -15,17 +15,13 @@ int run(int m, int n, int k, const std::string& out, const std::string& model) {
   for (auto& x : rs) x = std::uniform_real_distribution<float>(0.5f, 2.f)(rng);
   for (auto& x : cs) x = std::uniform_real_distribution<float>(-1e-3f, 1e-3f)(rng);
   const size_t ce = ct == O::bf16 ? 2 : 4;
-  void* da = device_alloc(a.size(), "A");
-  void* db = da ? device_alloc(b.size(), "B") : nullptr;
-  void* drs = db ? device_alloc(rs.size() * 4, "row scales") : nullptr;
-  void* dcs = drs ? device_alloc(cs.size() * 4, "column scales") : nullptr;
-  void* dc = dcs ? device_alloc(size_t(m) * n * ce, "C") : nullptr;
-  auto release = [&] { (void)hipFree(da), (void)hipFree(db), (void)hipFree(drs), (void)hipFree(dcs), (void)hipFree(dc); };
-  if (!dc) return release(), 1;
-  (void)hipMemcpy(da, a.data(), a.size(), hipMemcpyHostToDevice);
-  (void)hipMemcpy(db, b.data(), b.size(), hipMemcpyHostToDevice);
-  (void)hipMemcpy(drs, rs.data(), rs.size() * 4, hipMemcpyHostToDevice);
-  (void)hipMemcpy(dcs, cs.data(), cs.size() * 4, hipMemcpyHostToDevice);
+  DeviceArrays dev;
+  void* da = dev.copy(a, "A");
+  void* db = dev.copy(b, "B");
+  void* drs = dev.copy(rs, "row scales");
+  void* dcs = dev.copy(cs, "column scales");
+  void* dc = dev.alloc(size_t(m) * n * ce, "C");
+  if (!dc) return 1;
   hk::GemmInt8Problem p;
   p.m = m, p.n = n, p.k = k, p.a = static_cast<const int8_t*>(da), p.lda = ld, p.b = static_cast<const int8_t*>(db), p.ldb = ld;
   p.c = dc, p.ldc = n, p.c_type = ct;
@@ -33,11 +29,11 @@ int run(int m, int n, int k, const std::string& out, const std::string& model) {
   const std::string name = "gemm_int8 " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " -> " +
                            (ct == O::int32 ? "int32" : out);
   vgpuDispatchInfo d{};
-  if (!launch_once(model, [&] { return hk::gemm_int8(p); }, d)) return release(), 1;
+  if (!launch_once(model, [&] { return hk::gemm_int8(p); }, d)) return 1;
   if (!model.empty()) {
     std::printf("%s on %s: not checked (the model executed %llu waves only); TOPS below\n", name.c_str(), d.arch, d.waves);
     print_model_log(2.0 * m * n * k, vgpu::find_product(model)->peak.fp8);  // int8 runs at the fp8 rate on CDNA3/4
-    return release(), 0;
+    return 0;
   }
   std::vector<uint8_t> raw(size_t(m) * n * ce);
   (void)hipMemcpy(raw.data(), dc, raw.size(), hipMemcpyDeviceToHost);
@@ -75,7 +71,6 @@ int run(int m, int n, int k, const std::string& out, const std::string& model) {
   std::printf("  grid %u, %llu waves, %llu wave instructions, %.3f s emulated\n", d.grid[0], d.waves, d.wave_instructions,
               d.wall_seconds);
   print_report(d.kernel, d.block[0] * d.block[1] * d.block[2], true);
-  release();
   return failed ? 1 : 0;
 }
 

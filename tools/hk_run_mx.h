@@ -70,17 +70,13 @@ int run(int m, int n, int k, hk::mx_format fa, hk::mx_format fb, const std::stri
     if (n > 3) sb[size_t(3) * blocks] = 0;
   }
   const size_t c_elem = hk::size_of(ct);
-  void* da = device_alloc(a.size(), "A");
-  void* db = da ? device_alloc(b.size(), "B") : nullptr;
-  void* dsa = db ? device_alloc(sa.size(), "scale_a") : nullptr;
-  void* dsb = dsa ? device_alloc(sb.size(), "scale_b") : nullptr;
-  void* dc = dsb ? device_alloc(size_t(m) * n * c_elem, "C") : nullptr;
-  auto release = [&] { (void)hipFree(da), (void)hipFree(db), (void)hipFree(dsa), (void)hipFree(dsb), (void)hipFree(dc); };
-  if (!dc) return release(), 1;
-  (void)hipMemcpy(da, a.data(), a.size(), hipMemcpyHostToDevice);
-  (void)hipMemcpy(db, b.data(), b.size(), hipMemcpyHostToDevice);
-  (void)hipMemcpy(dsa, sa.data(), sa.size(), hipMemcpyHostToDevice);
-  (void)hipMemcpy(dsb, sb.data(), sb.size(), hipMemcpyHostToDevice);
+  DeviceArrays dev;
+  void* da = dev.copy(a, "A");
+  void* db = dev.copy(b, "B");
+  void* dsa = dev.copy(sa, "scale_a");
+  void* dsb = dev.copy(sb, "scale_b");
+  void* dc = dev.alloc(size_t(m) * n * c_elem, "C");
+  if (!dc) return 1;
   hk::GemmMxProblem p;
   p.m = m, p.n = n, p.k = k, p.a = da, p.lda = k, p.a_format = fa, p.b = db, p.ldb = k, p.b_format = fb;
   p.scale_a = static_cast<const uint8_t*>(dsa), p.ld_scale_a = blocks, p.scale_b = static_cast<const uint8_t*>(dsb);
@@ -88,12 +84,12 @@ int run(int m, int n, int k, hk::mx_format fa, hk::mx_format fb, const std::stri
   const std::string name = std::string("gemm_mx ") + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
                            " " + hk::to_string(fa) + " x " + hk::to_string(fb) + " -> " + out;
   vgpuDispatchInfo d{};
-  if (!launch_once(model, [&] { return hk::gemm_mx(p); }, d)) return release(), 1;
+  if (!launch_once(model, [&] { return hk::gemm_mx(p); }, d)) return 1;
   if (!model.empty()) {
     std::printf("%s on %s: not checked (the model executed %llu waves only)\n", name.c_str(), d.arch, d.waves);
     const vgpu::ProductInfo& product = *vgpu::find_product(model);
     print_model_log(2.0 * m * n * k, ba < 8 && bb < 8 ? product.peak.fp6_fp4 : product.peak.fp8);
-    return release(), 0;
+    return 0;
   }
   std::vector<uint8_t> raw(size_t(m) * n * c_elem);
   (void)hipMemcpy(raw.data(), dc, raw.size(), hipMemcpyDeviceToHost);
@@ -135,7 +131,6 @@ int run(int m, int n, int k, hk::mx_format fa, hk::mx_format fb, const std::stri
   std::printf("  grid %u, %llu waves, %llu wave instructions, %.3f s emulated\n", d.grid[0], d.waves, d.wave_instructions,
               d.wall_seconds);
   print_report(d.kernel, d.block[0] * d.block[1] * d.block[2], true);
-  release();
   return failed ? 1 : 0;
 }
 

@@ -55,6 +55,14 @@ struct AttentionInputs {
   const float* sinks = nullptr;      // (Hq) fp32 device array: attention sinks (gpt-oss), or null
   const float* alibi_slopes = nullptr;  // fp32 device array: ALiBi slopes of (b, h) at b * alibi_batch_stride + h, or null
   long alibi_batch_stride = 0;          // 0: one slope per head, (Hq); else (B, Hq) rows this far apart (>= Hq)
+  // Dropout (flash-attention's dropout_p): 0 <= p < 1; P's element (b, h, i, j) is dropped with probability p, the kept
+  // ones scaled by 1 / (1 - p) in P V (the softmax's denominator and the LSE take the whole P). The mask is hk's
+  // dropout stream (include/hk/ops/philox.h) at row i, column j of stream dropout_offset + b * heads_q + h under
+  // dropout_seed: a function of the problem alone (not of tiles, launches or arch), which the backward regenerates.
+  // p is resolved to 2^-16 (an element is kept when its 16 random bits are >= ceil(p 2^16)), and at most 1 - 2^-16.
+  // Not with softcap or ALiBi yet.
+  float dropout_p = 0.f;
+  uint64_t dropout_seed = 0, dropout_offset = 0;
   bool causal = false;
   int window_left = -1, window_right = -1;  // -1 = unbounded; causal needs window_right -1 or 0
   const int* cu_seqlens_q = nullptr;  // varlen: both or neither (device memory, read by the validation)

@@ -66,6 +66,12 @@ Status validate(const AttentionInputs& p, const void* o) {
     return invalid("softcap must be positive and finite, or 0 for none (got " + std::to_string(p.softcap) + ")");
   if (p.alibi_slopes && p.softcap > 0.f)
     return invalid("softcap and ALiBi together are not supported yet: pass one of them");
+  if (!(p.dropout_p >= 0.f && p.dropout_p < 1.f))
+    return invalid("dropout_p must be in [0, 1) (got " + std::to_string(p.dropout_p) + ")");
+  if (p.dropout_p > 0x1.fffep-1f)  // the kernels compare 16-bit values with a 16-bit threshold
+    return invalid("dropout_p must be at most 1 - 2^-16, the mask's resolution (got " + std::to_string(p.dropout_p) + ")");
+  if (p.dropout_p > 0.f && (p.softcap > 0.f || p.alibi_slopes))
+    return invalid("dropout with softcap or ALiBi is not supported yet: pass dropout_p = 0 or neither of them");
   if (p.alibi_slopes && p.alibi_batch_stride != 0 && p.alibi_batch_stride < p.heads_q)
     return invalid("alibi_batch_stride must be 0 (one slope per head) or at least heads_q (got " +
                    std::to_string(p.alibi_batch_stride) + ")");
@@ -140,9 +146,10 @@ Status read_cu_seqlens(const char* name, const int* cu, int batch, int& total, i
 template <class F>
 void dispatch(const AttentionInputs& p, F f) {
   using kernels::AttnVariant;
-  constexpr AttnVariant plain{}, capped{.softcap = true}, alibi{.alibi = true};
+  constexpr AttnVariant plain{}, capped{.softcap = true}, alibi{.alibi = true}, dropped{.dropout = true};
   auto variant = [&](auto t, auto d) {
-    if (p.softcap > 0.f) f(t, d, std::integral_constant<AttnVariant, capped>{});
+    if (p.dropout_p > 0.f) f(t, d, std::integral_constant<AttnVariant, dropped>{});
+    else if (p.softcap > 0.f) f(t, d, std::integral_constant<AttnVariant, capped>{});
     else if (p.alibi_slopes) f(t, d, std::integral_constant<AttnVariant, alibi>{});
     else f(t, d, std::integral_constant<AttnVariant, plain>{});
   };
@@ -246,6 +253,8 @@ Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides
     const double cap = p.softcap, log2e = 1.4426950408889634;
     a.cap = {float(cap / scale), float(2 * log2e * scale / cap), float(1 / (cap * log2e))};
   }
+  a.drop = {uint32_t(p.dropout_seed), uint32_t(p.dropout_seed >> 32), uint32_t(p.dropout_offset),
+            uint32_t(p.dropout_offset >> 32), dropout_threshold(p.dropout_p), 1.f / (1.f - p.dropout_p)};
   // A window wider than any sequence is no window; this keeps the kernel's diagonal offsets within an int.
   const long reach = long(longest_q) + longest_k;
   a.left = p.window_left > reach ? -1 : p.window_left;

@@ -15,6 +15,8 @@
 // holds the sink, so P is recomputed as before and dS is unchanged (the sink's dP is 0: delta still sums P dP over
 // the keys); kernel 4, attention_bwd_dsink, adds the sinks' gradient dz = -sum_rows exp(z - LSE) delta, one
 // workgroup per query head summing its rows in a fixed order.
+// With dropout (AttnVariant) both kernels regenerate the forward's mask (attn_dropout_keep) and scale dP by it and 1 /
+// (1 - p) (kernel 2 also P on its way into dV); dS takes the whole P, and delta needs nothing (O holds the dropout).
 // With ALiBi (AttnVariant) both kernels add the bias to the recomputed scores as the forward does (no gradient: the
 // slopes are constants, as in flash-attention). With softcapping both kernels cap the recomputed scores as the forward does, and scale dS by the cap's
 // slope (AttnArgs::Softcap) before it enters dK and dQ.
@@ -295,9 +297,12 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
     if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
       mask_visible<false>(s, p, qi, kj, blk.sq, blk.sk, off);
     map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
-    mma_AtB_acc(dvt, cur.dout, s);  // dV^T += dO^T P
+    uint32_t keep = 0;  // dropout: P and dP dropped and scaled alike (attn_dropout_keep)
+    if constexpr (V.dropout) keep = attn_dropout_keep<false, decltype(s)>(p, blk.b, h, int(q0), int(k0));
+    mma_AtB_acc(dvt, cur.dout, attn_dropped<V.dropout>(s, keep, p.drop.scale));  // dV^T += dO^T P
     // dP = dO V^T; dS = P * (dP - delta); dK^T += Q^T dS.
     auto dp = mma_ABt_lds(cur.dout, v);
+    if constexpr (V.dropout) attn_dropout_apply(dp, keep, p.drop.scale);
     map_rows(dp, delta, [](float x, float d) { return x - d; });
     if constexpr (V.softcap) map_rows(s, lse, [cap = p.cap](float x, float l) { return x * cap.slope(x, l); });
     mul(s, s, dp);
@@ -415,6 +420,7 @@ void attention_bwd_dq(AttnBwdArgs a) {
     map_cols(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     // dP^T = V dO^T; dS^T = P^T * (dP^T - delta); dQ^T += K^T dS^T.
     auto dp = mma_ABt_lds<true>(sv(stage), dout);
+    if constexpr (V.dropout) attn_dropout_scale<true>(dp, p, blk.b, blk.h, int(q0), int(k0), p.drop.scale);
     map_cols(dp, delta, [](float x, float d) { return x - d; });
     if constexpr (V.softcap) map_cols(s, lse, [cap = p.cap](float x, float l) { return x * cap.slope(x, l); });
     mul(s, s, dp);

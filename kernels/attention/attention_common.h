@@ -16,6 +16,7 @@
 #include "hk/hk.h"
 #include "hk/ops/acc_order.h"
 #include "hk/ops/async.h"
+#include "hk/ops/philox.h"
 
 namespace hk::kernels {
 
@@ -54,6 +55,11 @@ struct AttnArgs {
       return fmaf(-th, th, 1.f);
     }
   } cap;
+  struct Dropout {  // AttnVariant::dropout: hk's dropout stream (ops/philox.h), stream offset + b Hq + h
+    uint32_t seed_lo, seed_hi, offset_lo, offset_hi;
+    uint32_t threshold;  // an element is kept when its 16 bits are >= threshold (dropout_threshold(p))
+    float scale;         // 1 / (1 - p)
+  } drop;
 };
 
 // What a kernel instance computes beyond plain softmax attention, fixed at compile time (one instance per variant
@@ -61,7 +67,132 @@ struct AttnArgs {
 struct AttnVariant {
   bool softcap = false;  // scores capped to cap tanh(scale s / cap) before the softmax (Gemma 2's logit softcapping)
   bool alibi = false;    // ALiBi: -slope |j - i - (Sk - Sq)| added to the scaled score of query i and key j
+  bool dropout = false;  // P's elements dropped (attn_dropout_keep), the kept ones scaled by 1 / (1 - p) in P V
 };
+
+// Dropout (flash-attention's): element (i, j) of sequence b, query head h is kept when the 16 bits of hk's dropout
+// stream (ops/philox.h) at row i, column j of stream offset + b Hq + h pass the threshold: a function of the problem's
+// coordinates alone, so every kernel (forward, backward, any tile shape, either arch) regenerates the same mask. The
+// softmax's denominator and the LSE take the whole P; O = (mask * P / (1 - p)) V; the backward scales dP by the same
+// mask and factor.
+
+// Lanes l and l ^ dist trade: the lower lane's y and the upper lane's x change places (the lower keeps x, the upper
+// y). One v_permlane32_swap where the target has it, else through ds_bpermute.
+template <int dist>
+__device__ __attribute__((always_inline)) inline void attn_lanes_swap(uint32_t& x, uint32_t& y) {
+  if constexpr (dist == 32 && arch::current::permlane32_swap) {
+    arch::current::halves_swap(x, y);
+  } else {
+    const bool lower = !(lane_id() & dist);
+    const uint32_t got = uint32_t(__shfl_xor(int(lower ? y : x), dist));
+    (lower ? y : x) = got;
+  }
+}
+
+// f(i, j, e, kept) for every element data[i][j][e] of a score accumulator whose element (0, 0) is query q0 and key k0,
+// keys along the rows when `keys_are_rows`. An accumulator lane holds runs of 4 rows aligned to 4 in one column, and
+// lanes l and l ^ dim hold the two halves of 8 rows: along keys (S^T) the two runs of such a pair lie in one Philox
+// call's 8 keys. So each lane of the pair makes the calls of half its runs (the lower lane the first half, the upper
+// the second) and they trade what the other needs: the low 16-bit halves (keys 8c .. 8c + 3) packed two to a register
+// (v_perm) to the lower lane, the high halves to the upper, one swap per register pair, and each element is one
+// compare of its 16 bits. Along queries (S) each element takes a call of its own.
+template <bool keys_are_rows, class Tile, class F>
+__device__ __attribute__((always_inline)) inline void attn_dropout_each(const AttnArgs& p, int b, int h, int q0, int k0,
+                                                                        F f) {
+  static_assert(Tile::run == 4, "runs of 4 rows");
+  const uint64_t stream = (uint64_t(p.drop.offset_hi) << 32 | p.drop.offset_lo) + uint64_t(b) * uint32_t(p.heads_q) + uint32_t(h);
+  const uint32_t s_lo = uint32_t(stream), s_hi = uint32_t(stream >> 32), t = p.drop.threshold;
+  const int lane = lane_id(), rl = Tile::row_lane_part(lane), cl = Tile::col_lane_part(lane);
+  auto block = [&](int query, int key) __attribute__((always_inline)) {
+    return philox4x32_10({{uint32_t(key) >> 3, uint32_t(query), s_lo, s_hi}}, p.drop.seed_lo, p.drop.seed_hi);
+  };
+  if constexpr (keys_are_rows) {
+    constexpr int per = Tile::E / 4, runs = Tile::tiles_r * per, half = runs / 2;  // runs of a column block
+    static_assert(runs % 2 == 0, "the lanes of a pair split the runs");
+    auto run_row = [](int r) { return Tile::row_tile_part(r / per, 4 * (r % per)); };
+    const bool lower = (rl & 4) == 0;
+    const uint32_t t_hi = t << 16;
+    // The 4 elements of run r from its 16-bit values packed in lo (keys 0, 1) and hi (keys 2, 3).
+    auto emit = [&](int j, int r, uint32_t lo, uint32_t hi) __attribute__((always_inline)) {
+      const int i = r / per, e = 4 * (r % per);
+      f(i, j, e, uint16_t(lo) >= uint16_t(t));
+      f(i, j, e + 1, lo >= t_hi);
+      f(i, j, e + 2, uint16_t(hi) >= uint16_t(t));
+      f(i, j, e + 3, hi >= t_hi);
+    };
+#pragma unroll
+    for (int j = 0; j < Tile::tiles_c; ++j) {
+      const int query = q0 + Tile::col_tile_part(j, 0) + cl;
+#pragma unroll
+      for (int m = 0; m < half; ++m) {
+        const philox4x32 w = block(query, k0 + (rl & ~4) + (lower ? run_row(m) : run_row(m + half)));
+        // The low halves (what lower lanes take) and the high halves, two to a register; after the swaps x01 and
+        // x23 hold this lane's run m, y01 and y23 its run m + half.
+        uint32_t x01 = __builtin_amdgcn_perm(w.v[1], w.v[0], 0x05040100u), y01 = __builtin_amdgcn_perm(w.v[1], w.v[0], 0x07060302u);
+        uint32_t x23 = __builtin_amdgcn_perm(w.v[3], w.v[2], 0x05040100u), y23 = __builtin_amdgcn_perm(w.v[3], w.v[2], 0x07060302u);
+        attn_lanes_swap<Tile::dim>(x01, y01);
+        attn_lanes_swap<Tile::dim>(x23, y23);
+        emit(j, m, x01, x23);
+        emit(j, m + half, y01, y23);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < Tile::tiles_r; ++i)
+#pragma unroll
+      for (int j = 0; j < Tile::tiles_c; ++j)
+#pragma unroll
+        for (int e = 0; e < Tile::E; ++e) {
+          const int key = k0 + Tile::col_tile_part(j, e) + cl;
+          f(i, j, e, dropout_keep8(block(q0 + Tile::row_tile_part(i, e) + rl, key), t) >> (key & 7) & 1u);
+        }
+  }
+}
+
+// The keep bits of a score accumulator (bit (i tiles_c + j) E + e: element data[i][j][e]), attn_dropout_each's.
+template <bool keys_are_rows, class Tile>
+__device__ __attribute__((always_inline)) inline uint32_t attn_dropout_keep(const AttnArgs& p, int b, int h, int q0,
+                                                                            int k0) {
+  static_assert(Tile::tiles_r * Tile::tiles_c * Tile::E <= 32, "one 32-bit mask");
+  uint32_t keep = 0;
+  attn_dropout_each<keys_are_rows, Tile>(p, b, h, q0, k0, [&](int i, int j, int e, bool kept) {
+    keep |= uint32_t(kept) << ((i * Tile::tiles_c + j) * Tile::E + e);
+  });
+  return keep;
+}
+
+// The dropped elements of a score accumulator set to 0 and the kept ones scaled, straight from attn_dropout_each.
+template <bool keys_are_rows, class Tile>
+__device__ __attribute__((always_inline)) inline void attn_dropout_scale(Tile& s, const AttnArgs& p, int b, int h,
+                                                                         int q0, int k0, float scale) {
+  attn_dropout_each<keys_are_rows, Tile>(p, b, h, q0, k0, [&](int i, int j, int e, bool kept) {
+    s.data[i][j][e] = kept ? s.data[i][j][e] * scale : 0.f;
+  });
+}
+
+// x scale where `keep` keeps element x, else 0, for every element of a score-shaped tile.
+template <class Tile>
+__device__ __attribute__((always_inline)) inline void attn_dropout_apply(Tile& s, uint32_t keep, float scale) {
+#pragma unroll
+  for (int i = 0; i < Tile::tiles_r; ++i)
+#pragma unroll
+    for (int j = 0; j < Tile::tiles_c; ++j)
+#pragma unroll
+      for (int e = 0; e < Tile::E; ++e)
+        s.data[i][j][e] = keep >> ((i * Tile::tiles_c + j) * Tile::E + e) & 1u ? s.data[i][j][e] * scale : 0.f;
+}
+
+// `s` with attn_dropout_apply when `on`, else `s` itself: an operand dropped on its way into a product.
+template <bool on, class Tile>
+__device__ __attribute__((always_inline)) inline decltype(auto) attn_dropped(const Tile& s, uint32_t keep, float scale) {
+  if constexpr (on) {
+    Tile d = s;
+    attn_dropout_apply(d, keep, scale);
+    return d;
+  } else {
+    return (s);
+  }
+}
 
 // ALiBi's slope of sequence b, query head h, in the raw score's units (the kernels scale scores after the bias).
 __device__ inline float alibi_slope(const AttnArgs& p, int b, int h) { return p.alibi[b * p.alibi_bs + h] / p.scale; }
@@ -212,9 +343,9 @@ __device__ __attribute__((always_inline)) inline void mask_visible(Tile& s, cons
 // A KV tile is folded in by qk (S^T), mask, softmax (the online update, P^T as the next product's operand, and the
 // factor alpha that rescales what came before), rescale (O^T *= alpha) and accumulate (O^T += V^T P^T); the pipelined
 // kernel runs them in separate phases, scores runs the first four in a row.
-template <class T, int D, class S = mfma16, AttnVariant V = AttnVariant{}>
+template <class T, int D, class S = mfma16, AttnVariant V = AttnVariant{}, int Keys = AttnTiles::keys>
 struct AttnWave {
-  static constexpr int WQ = S::dim, BK = AttnTiles::keys;
+  static constexpr int WQ = S::dim, BK = Keys;  // queries, and keys per step (a KV tile or a part of one)
   using cols_vec = rv<float, WQ, vec_align::cols, S>;
   using k_tile = rt<T, BK, D, layout::row, S>;
   using v_tile = rt<T, BK, D, layout::col, S>;  // acc order (load_acc_order)
@@ -226,10 +357,13 @@ struct AttnWave {
   rt_acc<D, WQ, S> ot;
   long first, last;  // this wave's first and last query (rows past the sequence's end excluded)
   int row_tile;      // this wave's queries as a tile index of the sequence
+  int drop_b, drop_h;  // AttnVariant::dropout: the sequence and head, and the first key of the tile mask() saw last
+  mutable int drop_k0;
 
   __device__ AttnWave(const AttnView<T, D>& v, int rows_before) {
     first = v.first_row + rows_before, last = std::min<long>(first + WQ, v.blk.sq) - 1;
     row_tile = int(first / WQ);
+    drop_b = v.blk.b, drop_h = v.blk.h, drop_k0 = 0;
     vec_apply([](float& mi, float& li) { mi = -INFINITY, li = 0.f; }, m, l);
     zero(ot);
   }
@@ -240,13 +374,18 @@ struct AttnWave {
     mma_ABt(s, k, q, s);
   }
 
-  // The hidden scores of S^T (KV tile kt) set to -inf, where the tile crosses the visible range of a query. In S^T a
+  // ALiBi's bias of S^T (keys kt * BK ...), on every tile; before or after the masks (a hidden -inf stays -inf).
+  __device__ __attribute__((always_inline)) void bias(s_tile& s, const AttnView<T, D>& v, int kt) const {
+    if constexpr (V.alibi) add_alibi<true>(s, v.slope, first, long(kt) * BK, v.off);
+  }
+
+  // The hidden scores of S^T (keys kt * BK ...) set to -inf, where the tile crosses the visible range of a query. In S^T a
   // row is a key and a column a query. Queries past the sequence's end are not stored: the tile is whole when
   // [first, last] sees all of it.
   // Inlined by force: with ALiBi's extra work LLVM calls it out of line, through the stack (448 vs 1105 TFLOP/s).
   __device__ __attribute__((always_inline)) void mask(s_tile& s, const AttnView<T, D>& v, const AttnArgs& p, int kt) const {
-    if constexpr (V.alibi) add_alibi<true>(s, v.slope, first, long(kt) * BK, v.off);
     const int k0 = kt * BK, off = int(v.off), q0 = int(first), q1 = int(last);
+    if constexpr (V.dropout) drop_k0 = k0;  // for softmax, which drops from this tile's P
     // (attn_tile_whole's test spelled here: called, even inlined by force, it costs this 256-VGPR kernel 37 spills.)
     const bool whole = k0 + BK <= v.blk.sk && (p.left < 0 || k0 >= q1 + off - p.left) &&
                        (p.right < 0 || k0 + BK - 1 <= q0 + off + p.right);
@@ -256,7 +395,8 @@ struct AttnWave {
   // The masked S^T of a KV tile: the new running max and denominator, alpha, and P^T in acc order. The running max
   // moves only when some query's max grew by more than 8 (log2 units; flash-attention 4's lazy rescale): otherwise
   // p = exp2(s c - m) stays below 2^8, well inside fp32 and bf16, O^T and l need no rescale, and the wave skips it.
-  __device__ void softmax(s_tile& s, p_tile& pt, const AttnArgs& p) {
+  // Inlined by force: with dropout's Philox LLVM calls it out of line, through the stack.
+  __device__ __attribute__((always_inline)) void softmax(s_tile& s, p_tile& pt, const AttnArgs& p) {
     const float c = p.scale_log2;
     // Capped after the masks (the pipelined kernel masks in an earlier phase): a hidden score stays -inf.
     if constexpr (V.softcap) map(s, [cap = p.cap](float x) { return x == -INFINITY ? x : cap(x); });
@@ -273,25 +413,31 @@ struct AttnWave {
           mi = m_new;
         },
         m, tile_max, sub, alpha);
-    // p = exp2(s c - max) and its column sums, two elements per packed instruction.
+    // p = exp2(s c - max) and its column sums, two elements per packed instruction. In three passes over the tile
+    // (in place: no registers), so that no exp2 waits on the multiply-add just before it, nor a sum on its exp2.
     using f2 = float __attribute__((ext_vector_type(2)));
+    auto pairs = [&](auto f) __attribute__((always_inline)) {
 #pragma unroll
-    for (int j = 0; j < s_tile::tiles_c; ++j) {
-      const f2 c2 = {c, c}, nm = {-sub.data[j][0], -sub.data[j][0]};
-      f2 acc = {0.f, 0.f};
+      for (int j = 0; j < s_tile::tiles_c; ++j)
 #pragma unroll
-      for (int i = 0; i < s_tile::tiles_r; ++i)
+        for (int i = 0; i < s_tile::tiles_r; ++i)
 #pragma unroll
-        for (int e = 0; e < s_tile::E; e += 2) {
-          f2 x = {s.data[i][j][e], s.data[i][j][e + 1]};
-          x = x * c2 + nm;
-          x = f2{__builtin_amdgcn_exp2f(x.x), __builtin_amdgcn_exp2f(x.y)};
-          s.data[i][j][e] = x.x, s.data[i][j][e + 1] = x.y;
-          acc += x;
-        }
-      sum.data[j][0] = detail::lanes_reduce<detail::sum_op>(acc.x + acc.y, S::dim, 32);  // as col_sum
-    }
+          for (int e = 0; e < s_tile::E; e += 2) {
+            f2 x = {s.data[i][j][e], s.data[i][j][e + 1]};
+            f(x, j);
+            s.data[i][j][e] = x.x, s.data[i][j][e + 1] = x.y;
+          }
+    };
+    pairs([&](f2& x, int j) { x = x * f2{c, c} + f2{-sub.data[j][0], -sub.data[j][0]}; });
+    pairs([](f2& x, int) { x = f2{__builtin_amdgcn_exp2f(x.x), __builtin_amdgcn_exp2f(x.y)}; });
+    f2 acc[s_tile::tiles_c] = {};
+    pairs([&](f2& x, int j) { acc[j] += x; });
+#pragma unroll
+    for (int j = 0; j < s_tile::tiles_c; ++j)
+      sum.data[j][0] = detail::lanes_reduce<detail::sum_op>(acc[j].x + acc[j].y, S::dim, 32);  // as col_sum
     vec_apply([](float& li, float& ai, float& si) { li = li * ai + si; }, l, alpha, sum);
+    // Dropout after the sums (l takes the whole P); its 1 / (1 - p) waits for finish.
+    if constexpr (V.dropout) attn_dropout_scale<true>(s, p, drop_b, drop_h, int(first), drop_k0, 1.f);
     copy_acc_order(pt, s);  // P^T: the accumulator itself, in acc order
   }
 
@@ -304,6 +450,7 @@ struct AttnWave {
   __device__ p_tile scores(const AttnView<T, D>& v, const AttnArgs& p, int kt, const k_tile& k) {
     s_tile s;
     qk(s, k);
+    bias(s, v, kt);
     mask(s, v, p, kt);
     p_tile pt;
     softmax(s, pt, p);
@@ -341,6 +488,7 @@ struct AttnWave {
           ei = li > 0.f ? (mi + __log2f(li)) * 0.69314718055994531f : -INFINITY;
         },
         l, m, inv, lse);
+    if constexpr (V.dropout) vec_apply([k = p.drop.scale](float& ii) { ii *= k; }, inv);  // O's 1 / (1 - p), not LSE's
     mul_col(ot, inv);
     rt<float, WQ, D, layout::row, S> o;
     transpose(o, ot);  // the same registers

@@ -148,8 +148,8 @@ bool skinny_fits(const GemmProblem& p) {
 // products summed by a second kernel in a workspace allocated and freed in stream order.
 template <class TIn, class TOut, int BM>
 Status launch_skinny(const GemmProblem& p, const kernels::GemmArgs& args) {
-  using Shape = kernels::SkinnyShape<TIn, BM, true>;  // WN and KB: the same for both orientations but fp8 K x N's KB
-  const int kb = p.b_is_nk ? Shape::KB : kernels::SkinnyShape<TIn, BM, false>::KB;
+  using Shape = kernels::SkinnyShape<TIn, BM>;
+  const int kb = Shape::KB;
   kernels::SkinnyArgs s{args, nullptr, 1, 0, (p.m + BM - 1) / BM, (p.n + Shape::WN - 1) / Shape::WN};
   int device = 0, cus = 0;
   if (hipGetDevice(&device) != hipSuccess || hipDeviceGetAttribute(&cus, hipDeviceAttributeMultiprocessorCount, device) != hipSuccess)

@@ -134,13 +134,23 @@ struct GemmStages {
 
   // Each operand alone (the ping-pong kernel gives A and B to different wave groups) or both. A K loop passes the
   // wave's index read once before it (async_wave), so that the loads' per-lane addressing stays out of the loop.
-  template <bool LdsDma, class View>
+  // Inside: the tile lies inside its operand (b_inside, a_inside), so the LDS DMA feed's loads are straight-line code
+  // without a branch, which the scheduler can interleave with MFMAs.
+  template <bool LdsDma, bool Inside = false, class View>
   __device__ __attribute__((always_inline)) void fill_a(const View& v, int kt, int stage, async_wave<G> wave = {}) {
-    fill_one<LdsDma>(a[stage], v.a, coord{0, 0, v.tile_m, kt}, wave);
+    fill_one<LdsDma, Inside>(a[stage], v.a, a_at(v, kt), wave);
   }
-  template <bool LdsDma, class View>
+  template <bool LdsDma, bool Inside = false, class View>
   __device__ __attribute__((always_inline)) void fill_b(const View& v, int kt, int stage, async_wave<G> wave = {}) {
-    fill_one<LdsDma>(b[stage], v.b, BIsNK ? coord{0, 0, v.tile_n, kt} : coord{0, 0, kt, v.tile_n}, wave);
+    fill_one<LdsDma, Inside>(b[stage], v.b, b_at(v, kt), wave);
+  }
+  template <class View>
+  __device__ __attribute__((always_inline)) static bool a_inside(const View& v, int kt) {
+    return async_inside<ATile>(v.a, a_at(v, kt));
+  }
+  template <class View>
+  __device__ __attribute__((always_inline)) static bool b_inside(const View& v, int kt) {
+    return async_inside<BTile>(v.b, b_at(v, kt));
   }
   template <bool LdsDma, class View>
   __device__ __attribute__((always_inline)) void fill(const View& v, int kt, int stage, async_wave<G> wave = {}) {
@@ -149,9 +159,18 @@ struct GemmStages {
   }
 
  private:
-  template <bool LdsDma, class ST, class GL>
+  template <class View>
+  __device__ __attribute__((always_inline)) static coord a_at(const View& v, int kt) {
+    return {0, 0, v.tile_m, kt};
+  }
+  template <class View>
+  __device__ __attribute__((always_inline)) static coord b_at(const View& v, int kt) {
+    return BIsNK ? coord{0, 0, v.tile_n, kt} : coord{0, 0, kt, v.tile_n};
+  }
+  template <bool LdsDma, bool Inside, class ST, class GL>
   __device__ __attribute__((always_inline)) static void fill_one(ST& dst, const GL& src, coord at, async_wave<G> wave) {
-    if constexpr (LdsDma) load_async<G>(dst, src, at, wave);
+    if constexpr (LdsDma && Inside) load_async_inside<G>(dst, src, at, wave);
+    else if constexpr (LdsDma) load_async<G>(dst, src, at, wave);
     else load_bounded<G>(dst, src, at);
   }
 };

@@ -16,6 +16,12 @@
 //     end of its memory phase of step t+1, before b(2t+3), which group 0's reads of step t+2 follow.
 // Each load so flies for a whole phase of the other group. The memory phases end with their LDS reads complete
 // (the barrier waits for them), so no stage is refilled under a read.
+// The matrix cores idle only between one group's last MFMA and the other's first, so nothing else sits there: the
+// priority is raised before the barrier that opens a compute phase and lowered after the one that closes it, group
+// 0 waits for A(t+1) after its MFMAs, and where every B tile of the workgroup lies inside B (all but edge tiles and
+// a K that is not whole steps) group 1's B loads are straight-line code, one issued after each of its first MFMAs
+// (they cost ~190 cycles of branches and address work ahead of the MFMAs, 8% of the loop, when issued first). Before
+// the loop the accumulators are zeroed while the first loads fly, not behind the barriers.
 #pragma once
 #include "gemm_common.h"
 #include "hk/ops/async.h"
@@ -26,7 +32,7 @@ namespace detail {
 
 // One wave group's side of the schedule, with its role fixed at compile time: each side's code keeps only its own
 // loads' addresses live, which is what keeps the accumulators, fragments and addresses within the registers.
-template <bool LoadsA, class TIn, bool BIsNK, int BM, int BN, int BK, int WM, int WN, class Stages, class View>
+template <bool LoadsA, bool InsideB, class TIn, bool BIsNK, int BM, int BN, int BK, int WM, int WN, class Stages, class View>
 __device__ __attribute__((always_inline)) inline void pingpong(const GemmArgs& p, Stages& s, const View& v) {
   constexpr int waves_n = BN / WN;
   using Half = group<4>;
@@ -37,14 +43,27 @@ __device__ __attribute__((always_inline)) inline void pingpong(const GemmArgs& p
     else s.template fill_b<true>(v, kt, kt & 1, wave);
   };
   const int wr = wave_id() / waves_n, wc = wave_id() % waves_n;
+  const int steps = (p.k + BK - 1) / BK;
+  // The first loads, then the accumulators zeroed while they fly (the empty asms keep the compiler from moving
+  // the zeroing, a cycle per register, behind the barriers, where it delayed the first MFMAs).
+  if constexpr (InsideB) {  // straight-line: B(1) is B(0) again where K is one step
+    s.template fill_b<true, true>(v, 0, 0, wave);
+    s.template fill_b<true, true>(v, steps > 1 ? 1 : 0, 1, wave);
+  } else {
+    fill(0);
+    if (!LoadsA && steps > 1) fill(1);
+  }
   rt_acc<WM, WN> acc;
   zero(acc);
-  const int steps = (p.k + BK - 1) / BK;
-  fill(0);
+#pragma unroll
+  for (int i = 0; i < acc.tiles_r; ++i)
+#pragma unroll
+    for (int j = 0; j < acc.tiles_c; ++j)
+#pragma unroll
+      for (int e = 0; e < acc.E; ++e) asm volatile("" : "+v"(acc.data[i][j][e]));
   if constexpr (LoadsA) {
     wait_vmcnt<0>();
-  } else if (steps > 1) {
-    fill(1);
+  } else if (InsideB || steps > 1) {
     wait_vmcnt<b_loads>();
   } else {
     wait_vmcnt<0>();
@@ -63,19 +82,34 @@ __device__ __attribute__((always_inline)) inline void pingpong(const GemmArgs& p
     } else {
       wait_vmcnt<0>();
     }
+    // Compute phase: the MFMAs, at raised priority (raised before the barrier and lowered after the next, so that
+    // nothing but the barrier lies between one group's last MFMA and the other's first); group 1 issues B two steps
+    // ahead, group 0 waits for its A after its MFMAs.
     sched_barrier();
-    barrier();
-    // Compute phase: the MFMAs; group 1 issues B two steps ahead, group 0 waits for its A.
     set_priority<1>();
-    if constexpr (!LoadsA) {
+    barrier();
+    auto mma = [&]() __attribute__((always_inline)) {
+      if constexpr (BIsNK) mma_ABt(acc, ra, rb, acc);
+      else mma_AB(acc, ra, rb, acc);
+    };
+    if constexpr (LoadsA) {
+      mma();
+      sched_barrier();
+      wait_vmcnt<0>();
+    } else if constexpr (InsideB) {
+      // Every B tile inside the operand: the loads without a branch, one after each of the first MFMAs, so that the
+      // matrix cores start at once and the loads issue in the shadow of the multiplies. Past the last step they
+      // load the last step's tile again, into the stage this step has consumed (nobody reads it again).
+      s.template fill_b<true, true>(v, kt + 2 < steps ? kt + 2 : steps - 1, stage, wave);
+      mma();
+      interleave_mfma<b_loads, 1, sched::vmem>();
+    } else {
       if (kt + 2 < steps) fill(kt + 2);
+      mma();
     }
-    if constexpr (BIsNK) mma_ABt(acc, ra, rb, acc);
-    else mma_AB(acc, ra, rb, acc);
-    if constexpr (LoadsA) wait_vmcnt<0>();
-    set_priority<0>();
     sched_barrier();
     barrier();
+    set_priority<0>();
   }
   if constexpr (LoadsA) barrier();  // group 0 meets group 1's last barrier
   store_bounded(v.c, acc, v.template out_block<WM, WN>(wr, wc), p.alpha, p.beta);
@@ -97,8 +131,11 @@ __global__ __launch_bounds__(512) void gemm_pingpong(GemmArgs p) {
   __shared__ Stages s;
   const GemmView<TIn, TOut, BIsNK, BM, BN, 256 / BM> v(p);
   if (!v.live) return;  // a grouped grid's workgroup without a tile
-  if (wave_id() < 4) detail::pingpong<true, TIn, BIsNK, BM, BN, BK, WM, WN>(p, s, v);  // group 0: loads A
-  else detail::pingpong<false, TIn, BIsNK, BM, BN, BK, WM, WN>(p, s, v);             // group 1: loads B
+  // Group 0 loads A; group 1 loads B, without a per-step test where every B tile of the workgroup lies inside B (the
+  // last K step's does).
+  if (wave_id() < 4) detail::pingpong<true, false, TIn, BIsNK, BM, BN, BK, WM, WN>(p, s, v);
+  else if (Stages::b_inside(v, (p.k + BK - 1) / BK - 1)) detail::pingpong<false, true, TIn, BIsNK, BM, BN, BK, WM, WN>(p, s, v);
+  else detail::pingpong<false, false, TIn, BIsNK, BM, BN, BK, WM, WN>(p, s, v);
 }
 
 }  // namespace hk::kernels

@@ -37,13 +37,12 @@ struct SkinnyArgs {
   int tiles_m, tiles_n;     // blocks of C (BM x WN)
 };
 
-// The kernel's geometry for element type T, BM rows of C and B's orientation. fp8 B given K x N at BM = 64 takes
-// half-deep steps: its 32-row loads' addresses would otherwise spill scalar registers.
-template <class T, int BM, bool BIsNK>
+// The kernel's geometry for element type T and BM rows of C (the same for both orientations of B).
+template <class T, int BM>
 struct SkinnyShape {
   static constexpr int LE = 16 / int(sizeof(T));            // elements per 16-byte chunk
   static constexpr int WN = 32;                             // columns of C per workgroup
-  static constexpr int NC = BM <= 16 ? 8 : sizeof(T) == 1 && !BIsNK ? 2 : 4;  // chunks per lane of each row and step
+  static constexpr int NC = BM <= 16 ? 8 : 4;               // chunks per lane of each row and step
   static constexpr int KB = 4 * NC * LE;                    // K elements per step
   static constexpr int E = elems_per_lane<T>;               // a lane's operand elements per MFMA
   static constexpr int KS = 4 * E > 64 ? 4 * E : 64;        // K rows per LDS round trip (B given K x N)
@@ -79,7 +78,10 @@ __host__ __device__ constexpr int permuted(int r) {
 
 template <class T, class TOut, bool BIsNK, int BM>
 __global__ __launch_bounds__(256) void gemm_skinny(SkinnyArgs p) {
-  using Shape = SkinnyShape<T, BM, BIsNK>;
+  // fp8 with B given K x N takes the tiled fp8 kernel (hk::gemm's skinny_fits): its per-wave LDS transpose here
+  // conflicted in the loop and spilled scalar registers at 64 rows.
+  static_assert(BIsNK || sizeof(T) == 2, "gemm_skinny: B given K x N takes 16-bit elements");
+  using Shape = SkinnyShape<T, BM>;
   constexpr int LE = Shape::LE, WN = Shape::WN, NC = Shape::NC, KB = Shape::KB, KS = Shape::KS, UPS = Shape::UPS;
   constexpr int MB = BM / 16, NB = WN / 16, SUBS = KB / KS;
   // B given K x N: CR chunks per K row of the block, RPI rows per load, LOADS loads per step.

@@ -140,7 +140,7 @@ bool vector_rows(std::initializer_list<Rows> tensors) {
 
 kernels::Dropout dropout_of(float p, uint64_t seed, uint64_t offset) {
   // p < 1, so ceil(p * 2^16) <= 2^16 (the product is exact in float); 2^16 keeps nothing.
-  const uint32_t threshold = uint32_t(std::ceil(p * 0x1p16f));
+  const uint32_t threshold = dropout_threshold(p);
   return {p, 1.f / (1.f - p), uint32_t(seed), uint32_t(seed >> 32), uint32_t(offset), uint32_t(offset >> 32), threshold};
 }
 

@@ -57,12 +57,7 @@ struct Dropout {
     // backward's row loop into registers held across it.
     uint32_t k0 = seed_lo, k1 = seed_hi, c0 = uint32_t(q), c2 = offset_lo, c3 = offset_hi;
     asm volatile("" : "+s"(k0), "+s"(k1), "+v"(c0), "+s"(c2), "+s"(c3));
-    const philox4x32 bits = philox4x32_10({{c0, uint32_t(row), c2, c3}}, k0, k1);
-    uint32_t keep = 0;
-#pragma unroll
-    for (int v = 0; v < 4; ++v)
-      keep |= uint32_t((bits.v[v] & 0xffffu) >= threshold) << v | uint32_t((bits.v[v] >> 16) >= threshold) << (4 + v);
-    return keep;
+    return dropout_keep8(philox4x32_10({{c0, uint32_t(row), c2, c3}}, k0, k1), threshold);
   }
 };
 

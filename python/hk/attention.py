@@ -4,6 +4,12 @@ The semantics are flash-attention's (flash_attn_func / flash_attn_varlen_func): 
 Hq is a multiple of Hkv, causal masks aligned bottom-right (query i sees keys j <= i + Sk - Sq), sliding windows
 (left, right) with -1 unbounded, the default scale 1 / sqrt(D). flash-attention's keyword names softmax_scale and
 window_size are accepted as well as scale and window.
+
+Dropout (dropout_p > 0, for training) is flash-attention's: each element of the softmax's P is dropped with
+probability p and the kept ones are scaled by 1 / (1 - p) in P V (the LSE takes the whole P). The mask is hk's
+dropout stream (Philox4x32-10, include/hk/ops/philox.h) keyed by a seed and an offset that each call draws from
+torch's default (CPU) generator, as flash-attention draws its Philox seed and offset from torch's: torch.manual_seed
+reproduces a run. The backward regenerates the same mask from the seed and offset saved with the forward.
 """
 from typing import Optional
 
@@ -22,7 +28,7 @@ def _strides(t, varlen):
 
 
 def _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left, window_right,
-             scale, softcap, sinks, alibi_slopes):
+             scale, softcap, sinks, alibi_slopes, dropout_p, seed, offset):
     varlen = cu_seqlens_q is not None
     entry = "attention_varlen" if varlen else "attention"
     ty = rt.scalar_type(entry, "q", q.dtype, _TYPES)
@@ -42,6 +48,7 @@ def _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, ca
     p.type, p.softmax_scale, p.softcap, p.causal = ty, scale, softcap, causal
     p.alibi_batch_stride = _alibi_stride(alibi_slopes)
     p.window_left, p.window_right = window_left, window_right
+    _set_dropout(p, dropout_p, seed, offset)
     tensors = rt.bind(p, q=q, k=k, v=v, o=out, lse=lse, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
                       sinks=sinks, alibi_slopes=alibi_slopes)
     if q.numel() > 0:
@@ -52,12 +59,14 @@ def _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, ca
 @torch.library.custom_op("hk::attention", mutates_args=())
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, window_left: int, window_right: int,
                scale: float, softcap: float, sinks: Optional[torch.Tensor],
-               alibi_slopes: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-    return _forward(q, k, v, None, None, 0, 0, causal, window_left, window_right, scale, softcap, sinks, alibi_slopes)
+               alibi_slopes: Optional[torch.Tensor], dropout_p: float, seed: int,
+               offset: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return _forward(q, k, v, None, None, 0, 0, causal, window_left, window_right, scale, softcap, sinks, alibi_slopes,
+                    dropout_p, seed, offset)
 
 
 @_attention.register_fake
-def _(q, k, v, causal, window_left, window_right, scale, softcap, sinks, alibi_slopes):
+def _(q, k, v, causal, window_left, window_right, scale, softcap, sinks, alibi_slopes, dropout_p, seed, offset):
     return q.new_empty(q.shape), q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)
 
 
@@ -66,23 +75,25 @@ def _attention_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seql
                       cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, causal: bool,
                       window_left: int, window_right: int, scale: float,
                       softcap: float, sinks: Optional[torch.Tensor],
-                      alibi_slopes: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+                      alibi_slopes: Optional[torch.Tensor], dropout_p: float, seed: int,
+                      offset: int) -> tuple[torch.Tensor, torch.Tensor]:
     return _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left,
-                    window_right, scale, softcap, sinks, alibi_slopes)
+                    window_right, scale, softcap, sinks, alibi_slopes, dropout_p, seed, offset)
 
 
 @_attention_varlen.register_fake
 def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left, window_right, scale,
-      softcap, sinks, alibi_slopes):
+      softcap, sinks, alibi_slopes, dropout_p, seed, offset):
     return q.new_empty(q.shape), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
 
 
 def _attention_backward(q, k, v, out, lse, grad_out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
-                        window_left, window_right, scale, softcap, sinks, alibi_slopes):
+                        window_left, window_right, scale, softcap, sinks, alibi_slopes, dropout_p, seed, offset):
     """dQ, dK, dV and the sinks' gradient (empty without sinks) from hk::attention_backward. The one place the
     attention ops' autograd reaches the kernels."""
     return _attention_bwd(q, k, v, out, lse, grad_out.to(q.dtype), cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                          max_seqlen_k, causal, window_left, window_right, scale, softcap, sinks, alibi_slopes)
+                          max_seqlen_k, causal, window_left, window_right, scale, softcap, sinks, alibi_slopes,
+                          dropout_p, seed, offset)
 
 
 @torch.library.custom_op("hk::attention_backward", mutates_args=())
@@ -90,8 +101,8 @@ def _attention_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch
                    grad_out: torch.Tensor, cu_seqlens_q: Optional[torch.Tensor], cu_seqlens_k: Optional[torch.Tensor],
                    max_seqlen_q: int, max_seqlen_k: int, causal: bool, window_left: int, window_right: int,
                    scale: float, softcap: float, sinks: Optional[torch.Tensor],
-                   alibi_slopes: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
-                                                                  torch.Tensor]:
+                   alibi_slopes: Optional[torch.Tensor], dropout_p: float, seed: int,
+                   offset: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     varlen = cu_seqlens_q is not None
     q, k, v, out, grad_out = (rt.unit_stride_last(t) for t in (q, k, v, out, grad_out))
     dq, dk, dv = (torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in (q, k, v))
@@ -109,6 +120,7 @@ def _attention_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch
     p.type = rt.scalar_type("attention", "q", q.dtype, _TYPES)
     p.softmax_scale, p.softcap, p.causal, p.window_left, p.window_right = scale, softcap, causal, window_left, window_right
     p.alibi_batch_stride = _alibi_stride(alibi_slopes)
+    _set_dropout(p, dropout_p, seed, offset)
     p.workspace_bytes = workspace.numel() * 4
     tensors = rt.bind(p, q=q, k=k, v=v, o=out, dout=grad_out, lse=lse, dq=dq, dk=dk, dv=dv, workspace=workspace,
                       cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, sinks=sinks, dsinks=dsinks,
@@ -124,43 +136,46 @@ def _attention_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch
 
 @_attention_bwd.register_fake
 def _(q, k, v, out, lse, grad_out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left,
-      window_right, scale, softcap, sinks, alibi_slopes):
+      window_right, scale, softcap, sinks, alibi_slopes, dropout_p, seed, offset):
     return (q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape),
             q.new_empty((0,) if sinks is None else sinks.shape, dtype=torch.float32))
 
 
+_DENSE_INPUTS = 13  # hk::attention's inputs (hk::attention_varlen has four more: the offsets and longest lengths)
+
+
 def _setup(ctx, inputs, output):
     q, k, v = inputs[:3]
-    if len(inputs) == 10:
+    if len(inputs) == _DENSE_INPUTS:
         cu_q = cu_k = None
         max_q = max_k = 0
-        causal, wl, wr, scale, softcap, sinks, alibi = inputs[3:]
+        causal, wl, wr, scale, softcap, sinks, alibi, dropout_p, seed, offset = inputs[3:]
     else:
-        cu_q, cu_k, max_q, max_k, causal, wl, wr, scale, softcap, sinks, alibi = inputs[3:]
+        cu_q, cu_k, max_q, max_k, causal, wl, wr, scale, softcap, sinks, alibi, dropout_p, seed, offset = inputs[3:]
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k, sinks, alibi)
-    ctx.args = (max_q, max_k, causal, wl, wr, scale, softcap)
+    ctx.args = (max_q, max_k, causal, wl, wr, scale, softcap, dropout_p, seed, offset)  # the mask's seed and offset too
 
 
 def _grads(ctx, grad_out, grad_lse):
     q, k, v, out, lse, cu_q, cu_k, sinks, alibi = ctx.saved_tensors
-    max_q, max_k, causal, wl, wr, scale, softcap = ctx.args
+    max_q, max_k, causal, wl, wr, scale, softcap, dropout_p, seed, offset = ctx.args
     if grad_lse is not None:
         # Checked where the gradient lives, without waiting for it on the host (a device assert on a ROCm build).
         torch._assert_async(grad_lse.eq(0).all(), "hk.attention: gradients through the returned LSE are not supported")
     dq, dk, dv, dsinks = _attention_backward(q, k, v, out, lse, grad_out, cu_q, cu_k, max_q, max_k, causal, wl, wr,
-                                             scale, softcap, sinks, alibi)
+                                             scale, softcap, sinks, alibi, dropout_p, seed, offset)
     return dq, dk, dv, None if sinks is None else dsinks
 
 
 def _backward(ctx, grad_out, grad_lse):
     dq, dk, dv, dsinks = _grads(ctx, grad_out, grad_lse)
-    return dq, dk, dv, None, None, None, None, None, dsinks, None
+    return dq, dk, dv, None, None, None, None, None, dsinks, None, None, None, None
 
 
 def _backward_varlen(ctx, grad_out, grad_lse):
     dq, dk, dv, dsinks = _grads(ctx, grad_out, grad_lse)
-    return dq, dk, dv, None, None, None, None, None, None, None, None, None, dsinks, None
+    return dq, dk, dv, None, None, None, None, None, None, None, None, None, dsinks, None, None, None, None
 
 
 _attention.register_autograd(_backward, setup_context=_setup)
@@ -195,6 +210,28 @@ def _check(entry, q, k, v, dim):
         raise ValueError(f"hk.{entry}: q's head dimension {q.shape[-1]} differs from k's {k.shape[-1]}")
 
 
+def _set_dropout(p, dropout_p, seed, offset):
+    """The problem's dropout: p and the mask's (seed, offset) as the unsigned 64-bit values the kernels take."""
+    p.dropout_p = dropout_p
+    p.dropout_seed, p.dropout_offset = seed % 2**64, offset % 2**64
+
+
+def draw_dropout_seed(dropout_p):
+    """(seed, offset) of a call's dropout mask: two draws from torch's default (CPU) generator when dropout_p > 0
+    (torch.manual_seed reproduces them), else (0, 0) and no draw."""
+    if not dropout_p:
+        return 0, 0
+    seed, offset = torch.randint(0, 2**62, (2,), dtype=torch.int64).tolist()
+    return seed, offset
+
+
+def _dropout(entry, dropout_p):
+    dropout_p = float(dropout_p or 0.0)
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"hk.{entry}: dropout_p must be in [0, 1), got {dropout_p}")
+    return (dropout_p, *draw_dropout_seed(dropout_p))
+
+
 def _alibi_stride(alibi_slopes):
     """hk's alibi_batch_stride: 0 for (H) slopes, H for (B, H)."""
     return 0 if alibi_slopes is None or alibi_slopes.dim() == 1 else alibi_slopes.shape[1]
@@ -224,12 +261,12 @@ def _sinks(entry, sinks, q):
 
 
 def attention(q, k, v, *, causal=False, window=(-1, -1), scale=None, return_lse=False, softmax_scale=None,
-              window_size=None, softcap=0.0, sinks=None, alibi_slopes=None):
+              window_size=None, softcap=0.0, sinks=None, alibi_slopes=None, dropout_p=0.0):
     """Softmax attention of q (B, Sq, Hq, D) over k, v (B, Sk, Hkv, D); bf16 or f16, D 64 or 128; softcap > 0
     caps each scaled score x to softcap * tanh(x / softcap) (Gemma 2); sinks (Hq,) adds one logit per query head to
     every row's softmax denominator, a key with no value (gpt-oss's attention sinks), and alibi_slopes (H) or (B, H)
-    fp32 adds flash-attention's ALiBi bias -slope |i + Sk - Sq - j| (not with softcap). Differentiable in q, k, v
-    and sinks.
+    fp32 adds flash-attention's ALiBi bias -slope |i + Sk - Sq - j| (not with softcap); dropout_p in [0, 1) drops
+    P's elements (see the module's text; not with softcap or ALiBi). Differentiable in q, k, v and sinks.
 
     Returns the output (B, Sq, Hq, D), and with return_lse=True also the fp32 log-sum-exp (B, Hq, Sq) of each row's
     scaled scores. Differentiable in q, k and v once hk's attention backward is built in (see backward_available()).
@@ -239,13 +276,13 @@ def attention(q, k, v, *, causal=False, window=(-1, -1), scale=None, return_lse=
         raise ValueError(f"hk.attention: q has batch {q.shape[0]} and k has {k.shape[0]}")
     wl, wr, s, cap = _options("attention", window, scale, softmax_scale, window_size, softcap)
     out, lse = _attention(q, k, v, bool(causal), wl, wr, s, cap, _sinks("attention", sinks, q),
-                          _alibi("attention", alibi_slopes, q, q.shape[0]))
+                          _alibi("attention", alibi_slopes, q, q.shape[0]), *_dropout("attention", dropout_p))
     return (out, lse) if return_lse else out
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False,
                      window=(-1, -1), scale=None, return_lse=False, softmax_scale=None, window_size=None,
-                     softcap=0.0, sinks=None, alibi_slopes=None):
+                     softcap=0.0, sinks=None, alibi_slopes=None, dropout_p=0.0):
     """attention over a packed batch: q (total_q, Hq, D), k and v (total_k, Hkv, D); sequence b is rows
     cu_seqlens[b] .. cu_seqlens[b + 1] - 1 (int32, B + 1 offsets). The LSE is (Hq, total_q)."""
     _check("attention_varlen", q, k, v, 3)
@@ -258,5 +295,6 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     wl, wr, s, cap = _options("attention_varlen", window, scale, softmax_scale, window_size, softcap)
     out, lse = _attention_varlen(q, k, v, cu_seqlens_q.contiguous(), cu_seqlens_k.contiguous(), int(max_seqlen_q),
                                  int(max_seqlen_k), bool(causal), wl, wr, s, cap, _sinks("attention_varlen", sinks, q),
-                                 _alibi("attention_varlen", alibi_slopes, q, cu_seqlens_q.shape[0] - 1))
+                                 _alibi("attention_varlen", alibi_slopes, q, cu_seqlens_q.shape[0] - 1),
+                                 *_dropout("attention_varlen", dropout_p))
     return (out, lse) if return_lse else out

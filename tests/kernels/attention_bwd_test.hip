@@ -163,6 +163,44 @@ TEST(AttentionBackwardReference, FiniteDifferences) {
   }
 }
 
+// With dropout the mask is a constant of the loss: the reference's gradients against central differences again.
+TEST(AttentionBackwardReference, FiniteDifferencesDropout) {
+  attn_ref::Shape s{{5, 3}, {6, 4}, 2, 1, 4, true, -1, -1, 0.7};
+  s.dropout = 0.4, s.seed = 11, s.offset = 3;
+  auto values = [](long n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    std::vector<float> x(n);
+    for (auto& e : x) e = hk_host::round_bf16(u(rng));
+    return x;
+  };
+  const long nq = s.total_q() * s.hq * s.d, nk = s.total_k() * s.hkv * s.d;
+  std::vector<float> q = values(nq, 1), k = values(nk, 2), v = values(nk, 3), dout = values(nq, 4);
+  const attn_ref::Gradients g = attn_ref::backward(s, q, k, v, dout, true);
+  int dropped = 0;
+  for (long i = 0; i < 5; ++i)
+    for (long j = 0; j < 6; ++j) dropped += s.dropped(0, 0, i, j) == 0;
+  EXPECT_GT(dropped, 0);  // the mask drops something here
+  const float h = 0x1p-10f;
+  int checked = 0;
+  for (auto [x, grad, name] : {std::tuple{&q, &g.dq, "dQ"}, {&k, &g.dk, "dK"}, {&v, &g.dv, "dV"}})
+    for (size_t n = 0; n < x->size(); ++n) {
+      const float keep = (*x)[n];
+      double l[2];
+      for (int side = 0; side < 2; ++side) {
+        (*x)[n] = keep + (side ? -h : h);
+        const attn_ref::Result r = attn_ref::forward(s, q, k, v, true);
+        l[side] = 0;
+        for (long m = 0; m < nq; ++m) l[side] += r.o[m] * dout[m];
+      }
+      (*x)[n] = keep;
+      const double fd = (l[0] - l[1]) / (2.0 * h);
+      EXPECT_NEAR((*grad)[n], fd, 1e-5 + 1e-4 * std::fabs(fd)) << name << "[" << n << "]";
+      checked += (*grad)[n] != 0;
+    }
+  EXPECT_GT(checked, 20);
+}
+
 TEST(AttentionBackward, HeadsAndLengths) {
   run({same(100, 2), same(100, 2), false, 2, 2, 64, dtype::bf16});              // MHA
   run({same(17, 1), same(255, 1), false, 6, 2, 128, dtype::f16});               // GQA 3, fewer queries than keys
@@ -203,6 +241,31 @@ TEST(AttentionBackward, Alibi) {
   run({same(130, 1), same(200, 1), false, 4, 2, 64, dtype::bf16, true, -1, -1, 0.f, 1.f, bshd, 0.f, false, 1});
   run({same(100, 2), same(90, 2), false, 2, 1, 128, dtype::f16, false, 30, 8, 0.f, 1.f, bshd, 0.f, false, 2});
   run({{0, 1, 70, 130}, {3, 1, 100, 130}, true, 2, 2, 128, dtype::bf16, false, -1, -1, 0.f, 1.f, bshd, 0.f, true, 1});
+}
+
+// Dropout: P and dP dropped by the forward's mask (regenerated), every mask kind, GQA, varlen, both D and types.
+Case dropped(Case c, float p, uint64_t seed, uint64_t offset) {
+  c.dropout = p, c.seed = seed, c.offset = offset;
+  return c;
+}
+TEST(AttentionBackward, Dropout) {
+  const Layout bshd = Layout::bshd;
+  run(dropped({same(100, 2), same(130, 2), false, 4, 2, 64, dtype::bf16}, 0.17f, 42, 0));
+  run(dropped({same(130, 1), same(200, 1), false, 6, 2, 128, dtype::f16, true}, 0.5f, 1ull << 40 | 7, 3ull << 32 | 5));
+  run(dropped({same(257, 1), same(257, 1), false, 2, 1, 64, dtype::f16, false, 32, 0}, 0.1f, 7, 100));
+  run(dropped({{0, 1, 70, 130}, {3, 1, 100, 130}, true, 4, 2, 128, dtype::bf16, false, 30, 10}, 0.3f, 9, 1));
+  run(dropped({same(100, 1), same(90, 1), false, 4, 2, 64, dtype::bf16, true, -1, -1, 0.f, 2.f, bshd, 0.f, true}, 0.25f,
+              5, 0));  // with sinks
+}
+
+// The mask is the seed's: the same seed gives the same bits, another seed other gradients.
+TEST(AttentionBackwardDeterminism, DropoutSeed) {
+  const Case c = dropped({same(100, 1), same(130, 1), false, 4, 2, 128, dtype::bf16, true}, 0.2f, 1234, 0);
+  const Grads first = run(c, false);
+  EXPECT_TRUE(run(c, false) == first);
+  Case other = c;
+  other.seed = 1235;
+  EXPECT_FALSE(run(other, false) == first);
 }
 
 TEST(AttentionBackward, VarlenAndLayouts) {

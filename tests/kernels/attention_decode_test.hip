@@ -183,6 +183,17 @@ struct DecodeRun {
     }
   }
 
+  // Calls f(at, from, h, x) for each element (head h, column x) of key j of sequence s: `at` its index in the cache
+  // (through the page table), `from` its index in the keys k / v. A page outside the cache (the validation cases'
+  // bad tables) has nothing to visit.
+  template <class F> void for_each_element(int s, long j, F&& f) const {
+    const long page = c.page ? table[size_t(s) * per_seq + j / rows] : s, row = c.page ? j % rows : j;
+    if (page < 0 || page >= pages) return;
+    for (int h = 0; h < c.hkv; ++h)
+      for (int x = 0; x < c.d; ++x)
+        f(((size_t(page) * rows + row) * c.hkv + h) * c.d + x, ((size_t(start_of(s)) + j) * c.hkv + h) * c.d + x, h, x);
+  }
+
   // Runs hk::attention_decode (the caches' unused slots NaN); the error status, or success with o_bits and lse set.
   hk::Status run(void (*tweak)(hk::AttentionDecodeProblem&) = nullptr) {
     const int b = int(c.seqlens.size());
@@ -192,18 +203,11 @@ struct DecodeRun {
     f8.store(std::numeric_limits<float>::quiet_NaN(), &nan8);
     std::vector<uint8_t> kc8(c.descale < 0 ? 0 : cache_elems, nan8), vc8(kc8);
     for (int s = 0; s < b; ++s) {
-      const long start = start_of(s);
-      for (long j = 0; j < c.seqlens[s]; ++j) {
-        const long page = c.page ? table[size_t(s) * per_seq + j / rows] : s, row = c.page ? j % rows : j;
-        if (page < 0 || page >= pages) continue;  // a bad table (the validation cases): nothing to place
-        for (int h = 0; h < c.hkv; ++h)
-          for (int x = 0; x < c.d; ++x) {
-            const size_t at = ((size_t(page) * rows + row) * c.hkv + h) * c.d + x;
-            const size_t from = ((size_t(start) + j) * c.hkv + h) * c.d + x;
-            if (c.descale >= 0) kc8[at] = k8[from], vc8[at] = v8[from];
-            else kc[at] = attn_test::to_bits(k[from], c.type), vc[at] = attn_test::to_bits(v[from], c.type);
-          }
-      }
+      for (long j = 0; j < c.seqlens[s]; ++j)
+        for_each_element(s, j, [&](size_t at, size_t from, int, int) {
+          if (c.descale >= 0) kc8[at] = k8[from], vc8[at] = v8[from];
+          else kc[at] = attn_test::to_bits(k[from], c.type), vc[at] = attn_test::to_bits(v[from], c.type);
+        });
     }
     kc_init = kc, vc_init = vc, kc8_init = kc8, vc8_init = vc8;
     auto bits = [&](const std::vector<float>& x) {
@@ -296,16 +300,12 @@ struct DecodeRun {
     for (int s = 0; s < int(c.seqlens.size()); ++s)
       for (int i = 0; i < c.append; ++i) {
         const long j = c.seqlens[s] + i;
-        const long page = c.page ? table[size_t(s) * per_seq + j / rows] : s, row = c.page ? j % rows : j;
-        for (int h = 0; h < c.hkv; ++h)
-          for (int x = 0; x < c.d; ++x) {
-            const size_t at = ((size_t(page) * rows + row) * c.hkv + h) * c.d + x;
-            const size_t from = ((size_t(start_of(s)) + j) * c.hkv + h) * c.d + x;
-            const double got = attn_test::from_bits(kc_out[at], c.type);
-            if (!(std::fabs(got - k[from]) <= k_tol[from]) && bad++ < 5)
-              ADD_FAILURE() << "rotated key " << j << " of sequence " << s << "[" << h << "][" << x << "] = " << got << ", want " << k[from];
-            k[from] = float(got);
-          }
+        for_each_element(s, j, [&](size_t at, size_t from, int h, int x) {
+          const double got = attn_test::from_bits(kc_out[at], c.type);
+          if (!(std::fabs(got - k[from]) <= k_tol[from]) && bad++ < 5)
+            ADD_FAILURE() << "rotated key " << j << " of sequence " << s << "[" << h << "][" << x << "] = " << got << ", want " << k[from];
+          k[from] = float(got);
+        });
       }
     EXPECT_EQ(bad, 0) << "rotations";
   }
@@ -319,22 +319,14 @@ struct DecodeRun {
     for (int s = 0; s < int(c.seqlens.size()); ++s)
       for (int i = 0; i < c.append; ++i) {
         const long j = c.seqlens[s] + i;
-        const long page = c.page ? table[size_t(s) * per_seq + j / rows] : s, row = c.page ? j % rows : j;
-        for (int h = 0; h < c.hkv; ++h)
-          for (int x = 0; x < c.d; ++x) {
-            const size_t at = ((size_t(page) * rows + row) * c.hkv + h) * c.d + x;
-            const size_t from = ((size_t(start_of(s)) + j) * c.hkv + h) * c.d + x;
-            const size_t nw = ((size_t(s) * c.append + i) * c.hkv + h) * c.d + x;
-            appended[at] = 1;
-            bool ok;
-            if (f8c) {
-              ok = kc8_out[at] == kn8[nw] && vc8_out[at] == vn8[nw];
-            } else {
-              // K: the new key, or its rotation (checked in adopt_rotated)
-              ok = vc_out[at] == attn_test::to_bits(vn[nw], c.type) && kc_out[at] == attn_test::to_bits(k[from], c.type);
-            }
-            if (!ok && bad++ < 5) ADD_FAILURE() << "appended row " << j << " of sequence " << s << ", head " << h << ", element " << x;
-          }
+        for_each_element(s, j, [&](size_t at, size_t from, int h, int x) {
+          const size_t nw = ((size_t(s) * c.append + i) * c.hkv + h) * c.d + x;
+          appended[at] = 1;
+          // K: the new key, or its rotation (checked in adopt_rotated)
+          const bool ok = f8c ? kc8_out[at] == kn8[nw] && vc8_out[at] == vn8[nw]
+                              : vc_out[at] == attn_test::to_bits(vn[nw], c.type) && kc_out[at] == attn_test::to_bits(k[from], c.type);
+          if (!ok && bad++ < 5) ADD_FAILURE() << "appended row " << j << " of sequence " << s << ", head " << h << ", element " << x;
+        });
       }
     for (size_t at = 0; at < appended.size(); ++at)
       if (!appended[at] && (f8c ? kc8_out[at] != kc8_init[at] || vc8_out[at] != vc8_init[at]

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/philox_ref.h"
+
 namespace attn_ref {
 
 struct Shape {
@@ -25,6 +27,14 @@ struct Shape {
   std::vector<double> sinks;      // empty, or one logit per query head in every row's denominator (a key with no value)
   std::vector<double> alibi;      // empty, or ALiBi slopes: (hq), or (sequences, hq) with alibi_batched
   bool alibi_batched = false;
+  double dropout = 0;             // dropout_p; the mask: hk's dropout stream (philox_ref.h) under seed, offset
+  uint64_t seed = 0, offset = 0;
+  // What dropout makes of P's element (sequence b, head h, query i, key j): 1 / (1 - p) where it is kept, else 0.
+  double dropped(size_t b, int h, long i, long j) const {
+    if (!(dropout > 0)) return 1;
+    const uint64_t stream = offset + uint64_t(b) * uint64_t(hq) + uint64_t(h);
+    return philox_ref::dropout_keep(float(dropout), seed, stream, i, j) ? 1 / (1 - double(float(dropout))) : 0;
+  }
   // ALiBi's bias of query i and key j of sequence b (sq queries, sk keys), head h: -slope |i + sk - sq - j|.
   double bias(size_t b, int h, long i, long j, long sq, long sk) const {
     if (alibi.empty()) return 0;
@@ -136,10 +146,10 @@ inline Result forward(const Shape& s, const std::vector<float>& q, const std::ve
         std::vector<double> acc(d, 0), acc_abs(d, 0);
         for (long j = 0; j < sk; ++j) {
           if (score[j] == -std::numeric_limits<double>::infinity()) continue;
-          const double p = std::exp(score[j] - mx);
+          const double p = std::exp(score[j] - mx), pd = p * s.dropped(b, h, i, j);  // l takes the whole P
           const float* vj = &v[((start_k + j) * s.hkv + hk) * d];
           l += p;
-          for (int x = 0; x < d; ++x) acc[x] += p * vj[x], acc_abs[x] += p * std::fabs(vj[x]), vmax = std::max(vmax, double(std::fabs(vj[x])));
+          for (int x = 0; x < d; ++x) acc[x] += pd * vj[x], acc_abs[x] += pd * std::fabs(vj[x]), vmax = std::max(vmax, double(std::fabs(vj[x])));
         }
         const double score_err = 16 * fp32_u * mag_max + s.cap_error();  // natural-log units (a cap's slope is <= 1)
         for (int x = 0; x < d; ++x) {
@@ -225,7 +235,8 @@ inline Gradients backward(const Shape& s, const std::vector<float>& q, const std
           double dot = 0, dp = 0, dp_mag = 0;
           for (int x = 0; x < d; ++x) dot += double(qi[x]) * kj[x], dp += double(doi[x]) * vj[x], dp_mag += std::fabs(double(doi[x]) * vj[x]);
           const double logit = s.logit(dot) + s.bias(b, h, i, j, sq, sk), p = std::exp(logit - fwd.lse[row]),
-                       slope = s.logit_slope(dot);
+                       slope = s.logit_slope(dot), drop = s.dropped(b, h, i, j);
+          dp *= drop, dp_mag *= drop;  // dropout: dP of the dropped P, whose element is p drop
           const double ds_logit = p * (dp - delta), ds = ds_logit * slope;
           double ds_err = p * ((2 * u + 2 * e) * std::fabs(dp - delta) + delta_err + 8 * fp32_u * dp_mag) + sub;
           if (s.softcap > 0) {
@@ -234,8 +245,8 @@ inline Gradients backward(const Shape& s, const std::vector<float>& q, const std
             ds_err = ds_err * slope + std::fabs(ds_logit) * 2 * t_err;
           }
           for (int x = 0; x < d; ++x) {
-            g.dv[col * d + x] += p * doi[x];
-            g.dv_tol[col * d + x] += ((2 * u + 2 * e) * p + sub) * std::fabs(doi[x]);
+            g.dv[col * d + x] += p * drop * doi[x];
+            g.dv_tol[col * d + x] += ((2 * u + 2 * e) * p + sub) * drop * std::fabs(doi[x]);
             g.dq[row * d + x] += scale * ds * kj[x];
             g.dq_tol[row * d + x] += scale * (ds_err + 4 * fp32_u * std::fabs(ds)) * std::fabs(kj[x]);
             g.dk[col * d + x] += scale * ds * qi[x];

@@ -148,6 +148,78 @@ TEST(AttentionVariants, Alibi) {
   run({{0, 1, 70, 200}, {3, 1, 100, 130}, true, 2, 2, 128, dtype::bf16, false, 30, 10, 0.f, 1.f, bshd, 0.f, true, 2});
 }
 
+// Dropout against the reference with the same mask (hk's dropout stream): every mask kind, GQA, varlen, sinks, both D
+// and types, seeds and offsets past 32 bits.
+Case dropped(Case c, float p, uint64_t seed, uint64_t offset) {
+  c.dropout = p, c.seed = seed, c.offset = offset;
+  return c;
+}
+TEST(AttentionVariants, Dropout) {
+  const Layout bshd = Layout::bshd;
+  run(dropped({same(100, 2), same(257, 2), false, 4, 2, 64, dtype::bf16}, 0.17f, 42, 0));
+  run(dropped({same(255, 1), same(255, 1), false, 8, 2, 128, dtype::f16, true}, 0.5f, 1ull << 40 | 7, 3ull << 32 | 5));
+  run(dropped({same(1000, 1), same(1000, 1), false, 2, 1, 64, dtype::bf16, false, 64, 64}, 0.1f, 7, 100));
+  run(dropped({{0, 1, 70, 200}, {3, 1, 100, 130}, true, 4, 2, 128, dtype::bf16, true}, 0.3f, 9, 1));
+  run(dropped({same(100, 1), same(257, 1), false, 4, 1, 128, dtype::bf16, false, -1, -1, 0.f, 2.f, bshd, 0.f, true},
+              0.25f, 5, 0));  // with sinks
+}
+
+// The device's mask itself, element by element: Q = 0 gives every key p = 1 / Sk, and V the identity (Sk = D = 128,
+// key j's row e_j) makes O[i][j] = keep(i, j) / (Sk (1 - p)). Returns O's bits (packed by sequence).
+std::vector<float> dropout_pattern(dtype type, float p, uint64_t seed, uint64_t offset, int batch, int hq, int hkv,
+                                   int sq) {
+  const Case c{same(sq, batch), same(128, batch), false, hq, hkv, 128, type, false, -1, -1, 0.f, 0.f, Layout::bshd,
+               0.f, false, 0, p, seed, offset};
+  Tensor q(c, hq, c.lq, 1, 0.f), k(c, hkv, c.lk, 2, 1.f), v(c, hkv, c.lk, 3, 0.f), o(c, hq, c.lq, 4, 0.f);
+  v.for_each([&](long at, long packed) {
+    const long row = packed / (long(hkv) * 128) % 128, x = packed % 128;  // key j = row within its sequence
+    v.host[packed] = row == x ? 1.f : 0.f;
+    v.image[at] = to_bits(v.host[packed], type);
+  });
+  EXPECT_EQ(hipMemcpy(v.dev, v.image.data(), v.image.size() * 2, hipMemcpyHostToDevice), hipSuccess);
+  hk::AttentionProblem pr;
+  pr.batch = batch, pr.seqlen_q = sq, pr.seqlen_k = 128, pr.heads_q = hq, pr.heads_kv = hkv, pr.head_dim = 128;
+  pr.q = q.dev, pr.k = k.dev, pr.v = v.dev, pr.o = o.dev;
+  const DeviceVariants variants(c);
+  set_options(c, pr, variants);
+  hk::Status s = hk::attention_forward(pr);
+  EXPECT_TRUE(s) << s.message;
+  EXPECT_EQ(hipDeviceSynchronize(), hipSuccess);
+  const std::vector<uint16_t> bits = o.download();
+  std::vector<float> out(o.host.size());
+  o.for_each([&](long at, long packed) { out[packed] = from_bits(bits[at], type); });
+  return out;
+}
+
+// The kept fraction (2M elements: within 0.01 of 1 - p), the mask equal to the host's stream element by element, the
+// kept values 1 / (Sk (1 - p)), the same bits for the same seed and offset, another mask for another seed or offset.
+TEST(AttentionDropout, Mask) {
+  const int batch = 2, hq = 8, hkv = 2, sq = 1000;
+  for (const auto& [type, p] : {std::pair{dtype::bf16, 0.1f}, {dtype::f16, 0.5f}, {dtype::bf16, 0.9f}}) {
+    SCOPED_TRACE("p " + std::to_string(p));
+    const uint64_t seed = 0x123456789abull, offset = 77;
+    const std::vector<float> o = dropout_pattern(type, p, seed, offset, batch, hq, hkv, sq);
+    const double kept_value = 1.0 / (128.0 * (1.0 - double(p)));
+    long kept = 0, wrong = 0;
+    for (int b = 0; b < batch; ++b)
+      for (int i = 0; i < sq; ++i)
+        for (int h = 0; h < hq; ++h)
+          for (int j = 0; j < 128; ++j) {
+            const float g = o[((long(b) * sq + i) * hq + h) * 128 + j];
+            const bool want = philox_ref::dropout_keep(p, seed, offset + uint64_t(b) * hq + h, i, j);
+            const bool ok = want ? std::fabs(g - kept_value) <= attn_ref::unit_roundoff(type == dtype::bf16) * kept_value : g == 0.f;
+            if (!ok && wrong++ < 5) ADD_FAILURE() << "O(" << b << ", " << i << ", " << h << ", " << j << ") = " << g << ", want " << (want ? kept_value : 0.0);
+            kept += g != 0.f;
+          }
+    EXPECT_EQ(wrong, 0);
+    const double fraction = double(kept) / (double(batch) * sq * hq * 128);
+    EXPECT_NEAR(fraction, 1.0 - p, 0.01);
+    EXPECT_TRUE(dropout_pattern(type, p, seed, offset, batch, hq, hkv, sq) == o);  // the same bits again
+    EXPECT_FALSE(dropout_pattern(type, p, seed + 1, offset, batch, hq, hkv, sq) == o);
+    EXPECT_FALSE(dropout_pattern(type, p, seed, offset + 1, batch, hq, hkv, sq) == o);
+  }
+}
+
 // Packed batches with empty and length-1 sequences on either side.
 TEST(AttentionVarlen, Ragged) {
   const std::vector<int> lq{0, 1, 100, 17, 257}, lk{5, 1, 255, 0, 300};
@@ -207,6 +279,10 @@ TEST(AttentionValidation, Errors) {
   { auto p = base(); p.alibi_slopes = lse, p.softcap = 5.f; expect_error(p, "softcap and ALiBi together"); }
   { auto p = base(); p.alibi_slopes = lse, p.alibi_batch_stride = 1; expect_error(p, "alibi_batch_stride"); }
   { auto p = base(); p.alibi_slopes = lse + b * h * s - 1; expect_error(p, "alibi_slopes must be"); }
+  { auto p = base(); p.dropout_p = 1.f; expect_error(p, "dropout_p must be in [0, 1)"); }
+  { auto p = base(); p.dropout_p = NAN; expect_error(p, "dropout_p must be in [0, 1)"); }
+  { auto p = base(); p.dropout_p = 0.1f, p.softcap = 5.f; expect_error(p, "dropout with softcap or ALiBi"); }
+  { auto p = base(); p.dropout_p = 0.1f, p.alibi_slopes = lse; expect_error(p, "dropout with softcap or ALiBi"); }
   { auto p = base(); p.window_left = -2; expect_error(p, "window sizes"); }
   { auto p = base(); p.causal = true, p.window_right = 4; expect_error(p, "window_right must be -1 or 0"); }
   { auto p = base(); p.cu_seqlens_q = cu_good.dev; expect_error(p, "both cu_seqlens_q and cu_seqlens_k"); }

@@ -34,6 +34,8 @@ struct Case {
   float softcap = 0.f;
   bool sinks = false;  // attention sinks: one logit per query head (sink_values)
   int alibi = 0;       // ALiBi slopes (alibi_values): 0 none, 1 one per head, 2 one per (sequence, head)
+  float dropout = 0.f;  // dropout_p, with the mask's seed and offset
+  uint64_t seed = 0, offset = 0;
 };
 
 // The ALiBi slopes of a case (none without ALiBi).
@@ -50,6 +52,7 @@ inline attn_ref::Shape shape_of(const Case& c) {
   for (float z : sink_values(c)) s.sinks.push_back(z);
   for (float m : alibi_values(c)) s.alibi.push_back(m);
   s.alibi_batched = c.alibi == 2;
+  s.dropout = c.dropout, s.seed = c.seed, s.offset = c.offset;
   return s;
 }
 
@@ -65,7 +68,9 @@ inline std::string describe(const Case& c) {
          std::to_string(c.hq) + " Hkv " + std::to_string(c.hkv) + " D " + std::to_string(c.d) + " " +
          hk::to_string(c.type) + (c.causal ? " causal" : "") + " window " + std::to_string(c.left) + "," +
          std::to_string(c.right) + " magnitude " + std::to_string(c.magnitude) + " layout " +
-         std::to_string(int(c.layout)) + (c.softcap > 0 ? " softcap " + std::to_string(c.softcap) : "") + (c.sinks ? " sinks" : "") + (c.alibi ? " alibi " + std::to_string(c.alibi) : "");
+         std::to_string(int(c.layout)) + (c.softcap > 0 ? " softcap " + std::to_string(c.softcap) : "") + (c.sinks ? " sinks" : "") + (c.alibi ? " alibi " + std::to_string(c.alibi) : "") +
+         (c.dropout > 0 ? " dropout " + std::to_string(c.dropout) + " seed " + std::to_string(c.seed) + " offset " +
+                              std::to_string(c.offset) : "");
 }
 
 // A 16-bit element's bits and value as the device stores them (the host toolkit's bf16 / f16).
@@ -158,6 +163,7 @@ inline void set_options(const Case& c, hk::AttentionInputs& p, const DeviceVaria
   p.type = c.type, p.softmax_scale = c.scale, p.softcap = c.softcap, p.causal = c.causal;
   p.window_left = c.left, p.window_right = c.right, p.sinks = v.sinks.dev;
   p.alibi_slopes = v.alibi.dev, p.alibi_batch_stride = c.alibi == 2 ? c.hq : 0;
+  p.dropout_p = c.dropout, p.dropout_seed = c.seed, p.dropout_offset = c.offset;
 }
 
 inline std::vector<int> offsets(const std::vector<int>& lens) {

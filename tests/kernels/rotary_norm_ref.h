@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "host/scalar_type.h"
+#include "kernels/philox_ref.h"
 
 namespace rnref {
 
@@ -76,33 +77,11 @@ struct Expect {
   bool accepts(double got) const { return std::fabs(got - value) <= tol || got == value; }
 };
 
-// ---- Philox4x32-10 and the dropout mask --------------------------------------------------------------------------
+// ---- Philox4x32-10 and the dropout mask: philox_ref.h ----------------------------------------------------------
 
-// Written from the definition (Salmon et al., SC 2011): the ten round keys are laid out first, then each round maps
-// (c0, c1, c2, c3) to (hi(M1 c2) ^ c1 ^ k0, lo(M1 c2), hi(M0 c0) ^ c3 ^ k1, lo(M0 c0)).
-inline std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> c, std::array<uint32_t, 2> key) {
-  constexpr uint64_t M0 = 0xD2511F53, M1 = 0xCD9E8D57;
-  constexpr uint32_t W0 = 0x9E3779B9, W1 = 0xBB67AE85;
-  std::array<std::array<uint32_t, 2>, 10> keys;
-  for (uint32_t r = 0; r < 10; ++r) keys[r] = {key[0] + r * W0, key[1] + r * W1};
-  for (const auto& k : keys) {
-    const uint64_t a = M0 * c[0], b = M1 * c[2];
-    c = {uint32_t(b >> 32) ^ c[1] ^ k[0], uint32_t(b & 0xffffffffu), uint32_t(a >> 32) ^ c[3] ^ k[1],
-         uint32_t(a & 0xffffffffu)};
-  }
-  return c;
-}
-
-// hk's dropout stream (norm.h): element (row, col) uses the low (col % 8 < 4) or high 16 bits of word col % 4 of the
-// block at counter {col / 8, row, offset low, offset high}, key {seed low, seed high}; kept when those bits / 2^16 >= p.
-inline uint32_t dropout_bits(uint64_t seed, uint64_t offset, long row, long col) {
-  const uint32_t word = philox4x32_10({uint32_t(col / 8), uint32_t(row), uint32_t(offset), uint32_t(offset >> 32)},
-                                      {uint32_t(seed), uint32_t(seed >> 32)})[col % 4];
-  return col % 8 < 4 ? word & 0xffffu : word >> 16;
-}
-inline bool dropout_keep(float p, uint64_t seed, uint64_t offset, long row, long col) {
-  return double(dropout_bits(seed, offset, row, col)) / 65536.0 >= double(p);
-}
+using philox_ref::dropout_bits;
+using philox_ref::dropout_keep;
+using philox_ref::philox4x32_10;
 
 // ---- rotary -------------------------------------------------------------------------------------------------------
 

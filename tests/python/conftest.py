@@ -38,12 +38,42 @@ def seeded():
     torch.manual_seed(1234)
 
 
+def dropout_keep(p, seed, offset, batch, heads, sq, sk):
+    """hk's dropout mask, (batch, heads, sq, sk) bool, written from the definition with numpy's uint64: element (b, h,
+    i, j) takes the low (j % 8 < 4) or high 16 bits of word j % 4 of Philox4x32-10 at counter {j / 8, i, stream low,
+    stream high}, stream = offset + b heads + h, key {seed low, seed high}, and is kept when they are >= ceil(p
+    2^16) (p as fp32)."""
+    import numpy as np
+    u64, lo32 = np.uint64, np.uint64(0xFFFFFFFF)
+    m0, m1, w0, w1 = u64(0xD2511F53), u64(0xCD9E8D57), u64(0x9E3779B9), u64(0xBB67AE85)
+    bb, hh, ii, cc = np.meshgrid(np.arange(batch, dtype=np.uint64), np.arange(heads, dtype=np.uint64),
+                                 np.arange(sq, dtype=np.uint64), np.arange((sk + 7) // 8, dtype=np.uint64),
+                                 indexing="ij")
+    stream = u64(offset % 2**64) + bb * u64(heads) + hh  # wraps modulo 2^64
+    c0, c1, c2, c3 = cc, ii, stream & lo32, stream >> u64(32)
+    k0, k1 = u64(seed % 2**64) & lo32, u64(seed % 2**64) >> u64(32)
+    for _ in range(10):
+        a, b = m0 * c0, m1 * c2  # 32 x 32 bits: exact in 64
+        c0, c1, c2, c3 = (b >> u64(32)) ^ c1 ^ k0, b & lo32, (a >> u64(32)) ^ c3 ^ k1, a & lo32
+        k0, k1 = (k0 + w0) & lo32, (k1 + w1) & lo32
+    words = np.stack((c0, c1, c2, c3), axis=-1)
+    bits = np.concatenate((words & u64(0xFFFF), words >> u64(16)), axis=-1).reshape(batch, heads, sq, -1)[..., :sk]
+    threshold = math.ceil(float(np.float32(p)) * 65536)
+    return torch.from_numpy(bits >= u64(threshold))
+
+
 def attention_reference(q, k, v, causal=False, window=(-1, -1), scale=None, softcap=0.0, sinks=None,
-                        alibi_slopes=None):
+                        alibi_slopes=None, dropout_p=0.0, dropout_mask=None):
     """(out, lse) in float64 with an explicit mask aligned bottom-right, as flash-attention's (SDPA's is_causal is
     top-left), flash-attention's softcap (scaled scores x -> softcap tanh(x / softcap)) and sinks (one logit per head
     in every row's denominator) and ALiBi (alibi_slopes (H) or (B, H): -slope |i + Sk - Sq - j|). Rows that see no key give 0 and LSE -inf (the sink with sinks). Tensors are
-    (B, S, H, D); differentiable."""
+    (B, S, H, D); differentiable. dropout_mask (B, H, Sq, Sk) bool: P's kept elements, scaled by 1 / (1 - dropout_p)
+    in P V (the LSE takes the whole P)."""
+    def drop(p):
+        if dropout_mask is None:
+            return p
+        return p * dropout_mask.to(torch.float64) / (1.0 - float(np.float32(dropout_p)))
+    import numpy as np
     q, k, v = (t.to(torch.float64).transpose(1, 2) for t in (q, k, v))  # (B, H, S, D)
     sq, sk, d = q.shape[2], k.shape[2], q.shape[3]
     scale = scale or 1.0 / math.sqrt(d)
@@ -69,12 +99,12 @@ def attention_reference(q, k, v, causal=False, window=(-1, -1), scale=None, soft
     if sinks is not None:
         z = sinks.to(torch.float64)[None, :, None, None].expand(*masked.shape[:3], 1)
         lse = torch.logsumexp(torch.cat((masked, z), dim=-1), dim=-1)
-        return (torch.exp(masked - lse[..., None]) @ v).transpose(1, 2), lse
+        return (drop(torch.exp(masked - lse[..., None])) @ v).transpose(1, 2), lse
     seen = allowed.any(dim=1)[:, None]
     lse = torch.logsumexp(masked, dim=-1)
     p = torch.softmax(torch.where(seen, masked, torch.zeros_like(masked)), dim=-1)
     p = torch.where(seen, p, torch.zeros_like(p))
-    return (p @ v).transpose(1, 2), lse
+    return (drop(p) @ v).transpose(1, 2), lse
 
 
 def rotary_reference(x, cos, sin, interleaved, offset=0):

@@ -25,6 +25,16 @@ def _reference(q, k_cache, v_cache, seqlens, block_table, causal, window):
     return torch.cat(outs), torch.cat(lses)
 
 
+def _cache_layout(b, capacity, page, g):
+    """The leading dims of a cache of `capacity` keys per sequence, and its block table: pages of `page` rows, one
+    spare page no one uses and the pages shuffled; contiguous (b, capacity) rows and no table when page is 0."""
+    if not page:
+        return (b, capacity), None
+    per_seq = (capacity + page - 1) // page
+    table = torch.randperm(b * per_seq + 1, generator=g)[:b * per_seq].to(torch.int32).reshape(b, per_seq)
+    return (b * per_seq + 1, page), table
+
+
 @pytest.mark.parametrize("page", [0, 1, 16])
 @pytest.mark.parametrize("causal", [False, True])
 def test_with_kvcache_matches_reference(page, causal):
@@ -32,14 +42,8 @@ def test_with_kvcache_matches_reference(page, causal):
     dtype, b, sq, hq, hkv, d = torch.bfloat16, 3, 2, 8, 2, 64
     seqlens = torch.tensor([0, 17, 40], dtype=torch.int32)
     q = rand(b, sq, hq, d, dtype=dtype, generator=g)
-    if page:
-        per_seq = (48 + page - 1) // page
-        k_cache = rand(b * per_seq + 2, page, hkv, d, dtype=dtype, generator=g)
-        v_cache = rand(b * per_seq + 2, page, hkv, d, dtype=dtype, generator=g)
-        block_table = torch.randperm(b * per_seq + 2, generator=g)[:b * per_seq].to(torch.int32).reshape(b, per_seq)
-    else:
-        k_cache, v_cache = (rand(b, 48, hkv, d, dtype=dtype, generator=g) for _ in range(2))
-        block_table = None
+    rows, block_table = _cache_layout(b, 48, page, g)
+    k_cache, v_cache = (rand(*rows, hkv, d, dtype=dtype, generator=g) for _ in range(2))
     out, lse = fa.flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=seqlens, block_table=block_table,
                                           causal=causal, return_softmax_lse=True)
     want, want_lse = _reference(q, k_cache, v_cache, seqlens, block_table, causal, (-1, -1))
@@ -83,13 +87,8 @@ def test_with_kvcache_fp8(page):
     b, sq, hq, hkv, d = 2, 2, 8, 2, 128
     seqlens = torch.tensor([5, 40], dtype=torch.int32)
     q = rand(b, sq, hq, d, dtype=torch.bfloat16, generator=g)
-    if page:
-        per_seq = 3
-        shape = (b * per_seq + 1, page, hkv, d)
-        block_table = torch.randperm(b * per_seq + 1, generator=g)[:b * per_seq].to(torch.int32).reshape(b, per_seq)
-    else:
-        shape, block_table = (b, 48, hkv, d), None
-    k_cache, v_cache = ((torch.randn(*shape, dtype=torch.float64, generator=g) * 60).clamp(-200, 200).to(fp8)
+    rows, block_table = _cache_layout(b, 48, page, g)
+    k_cache, v_cache = ((torch.randn(*rows, hkv, d, dtype=torch.float64, generator=g) * 60).clamp(-200, 200).to(fp8)
                         for _ in range(2))
     k_descale = torch.tensor([1 / 256, 1.25 / 256], dtype=torch.float32)
     v_descale = torch.tensor([1 / 128], dtype=torch.float32)
@@ -123,13 +122,8 @@ def test_with_kvcache_append(page, rotary):
     seqlens = torch.tensor([0, 14, 29], dtype=torch.int32)
     q = rand(b, sq, hq, d, dtype=dtype, generator=g)
     k_new, v_new = (rand(b, new, hkv, d, dtype=dtype, generator=g) for _ in range(2))
-    if page:
-        per_seq = 2
-        shape = (b * per_seq + 1, page, hkv, d)
-        block_table = torch.randperm(b * per_seq + 1, generator=g)[:b * per_seq].to(torch.int32).reshape(b, per_seq)
-    else:
-        shape, block_table = (b, 32, hkv, d), None
-    k_cache, v_cache = (rand(*shape, dtype=dtype, generator=g) for _ in range(2))
+    rows, block_table = _cache_layout(b, 32, page, g)
+    k_cache, v_cache = (rand(*rows, hkv, d, dtype=dtype, generator=g) for _ in range(2))
     k_before, v_before = k_cache.clone(), v_cache.clone()
     cos, sin = rotary_tables(40, rdim) if rotary else (None, None)
     out, lse = fa.flash_attn_with_kvcache(q, k_cache, v_cache, k=k_new, v=v_new, rotary_cos=cos, rotary_sin=sin,

@@ -7,8 +7,9 @@ import math
 import pytest
 import torch
 
+import hk
 import hk.flash_attn as fa
-from conftest import assert_close, attention_reference, rand
+from conftest import assert_close, attention_reference, dropout_keep, rand
 
 # flash-attention 2.8's public functions (flash_attn/flash_attn_interface.py): argument names, order, defaults.
 _COMMON = [("dropout_p", 0.0), ("softmax_scale", None), ("causal", False), ("window_size", (-1, -1)),
@@ -123,6 +124,119 @@ def test_forward_and_gradients(dtype, b, sq, sk, hq, hkv, d, causal, window, sof
         assert _worst(g, r) <= 2 * _worst(lo, r) + atol, f"{name}: {_worst(g, r):.3g} vs torch's {_worst(lo, r):.3g}"
 
 
+def _dropout_reference_inputs(p, seed_state):
+    """The (seed, offset) a call draws after torch.manual_seed(seed_state): the same two draws from torch's generator."""
+    from hk.attention import draw_dropout_seed
+    torch.manual_seed(seed_state)
+    return draw_dropout_seed(p)
+
+
+def _low_precision_dropped(q, k, v, causal, window, scale, p, mask):
+    """_low_precision_reference with the dropout mask applied to P in the inputs' type."""
+    q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+    sq, sk = q.shape[2], k.shape[2]
+    groups = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    i = torch.arange(sq)[:, None] + (sk - sq)
+    j = torch.arange(sk)[None, :]
+    left, right = window[0], 0 if causal else window[1]
+    allowed = torch.ones(sq, sk, dtype=torch.bool)
+    if left >= 0:
+        allowed &= j >= i - left
+    if right >= 0:
+        allowed &= j <= i + right
+    probs = torch.softmax(((q * scale) @ k.transpose(-1, -2)).masked_fill(~allowed, -math.inf), dim=-1)
+    probs = torch.where(allowed.any(dim=1)[:, None], probs, torch.zeros_like(probs))
+    probs = probs.masked_fill(~mask, 0.0) / (1 - p)
+    return (probs @ v).transpose(1, 2)
+
+
+# Dropout as flash-attention tests it: forward and gradients against float64 with the same mask (hk's dropout stream
+# written again in numpy), hk's error at most twice torch's in the inputs' type; every mask kind, GQA, both types.
+@pytest.mark.parametrize("dtype,b,sq,sk,hq,hkv,d,causal,window,p", [
+    (torch.bfloat16, 2, 70, 90, 4, 2, 64, True, (-1, -1), 0.17),     # GQA, bottom-right causal
+    (torch.float16, 1, 50, 50, 2, 2, 128, False, (-1, -1), 0.5),
+    (torch.bfloat16, 1, 64, 80, 2, 1, 96, False, (16, 8), 0.1),      # sliding window, head dim 96 (padded)
+])
+def test_dropout_forward_and_gradients(dtype, b, sq, sk, hq, hkv, d, causal, window, p):
+    q, k, v = _inputs(b, sq, sk, hq, hkv, d, dtype)
+    scale = 0.8 / math.sqrt(d)
+    seed, offset = _dropout_reference_inputs(p, 99)
+    torch.manual_seed(99)
+    out = fa.flash_attn_func(q, k, v, p, scale, causal, window)
+    mask = dropout_keep(p, seed, offset, b, hq, sq, sk)
+    grad = rand(b, sq, hq, d, dtype=dtype)
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    ref, _ = attention_reference(q64, k64, v64, causal=causal, window=window, scale=scale, dropout_p=p,
+                                 dropout_mask=mask)
+    low = _low_precision_dropped(q, k, v, causal, window, scale, p, mask)
+    atol = 2 * _worst(ref + 0.3 - 0.3, ref)
+    assert _worst(out, ref) <= 2 * _worst(low, ref) + atol, "O"
+    ref_grads = _grads(ref, grad.double(), (q64, k64, v64))
+    low_grads = _grads(low, grad, (q, k, v))
+    hk_grads = _grads(out, grad, (q, k, v))
+    for name, g, r, lo in zip(("dQ", "dK", "dV"), hk_grads, ref_grads, low_grads):
+        assert _worst(g, r) <= 2 * _worst(lo, r) + atol, f"{name}: {_worst(g, r):.3g} vs torch's {_worst(lo, r):.3g}"
+
+
+def test_dropout_varlen():
+    """flash_attn_varlen_func with dropout: sequence b's mask is stream offset + b H + h, queries and keys counted
+    within the sequence."""
+    p, dtype, hq, hkv, d = 0.3, torch.bfloat16, 4, 2, 64
+    lens_q, lens_k = [17, 0, 70], [30, 5, 64]
+    cu_q = torch.tensor([0, 17, 17, 87], dtype=torch.int32)
+    cu_k = torch.tensor([0, 30, 35, 99], dtype=torch.int32)
+    q = rand(87, hq, d, dtype=dtype).requires_grad_()
+    k, v = rand(99, hkv, d, dtype=dtype).requires_grad_(), rand(99, hkv, d, dtype=dtype).requires_grad_()
+    seed, offset = _dropout_reference_inputs(p, 5)
+    torch.manual_seed(5)
+    out = fa.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 70, 64, p, causal=True)
+    grad = rand(87, hq, d, dtype=dtype)
+    (dq,) = torch.autograd.grad(out, (q,), grad)
+    mask = dropout_keep(p, seed, offset, 3, hq, 70, 64)
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    refs = []
+    for b in range(3):
+        qs, ks = slice(cu_q[b], cu_q[b + 1]), slice(cu_k[b], cu_k[b + 1])
+        ref, _ = attention_reference(q64[None, qs], k64[None, ks], v64[None, ks], causal=True, dropout_p=p,
+                                     dropout_mask=mask[b:b + 1, :, :lens_q[b], :lens_k[b]])
+        refs.append(ref[0])
+    ref = torch.cat(refs)
+    (dq_ref,) = torch.autograd.grad(ref, (q64,), grad.double())
+    assert_close(out, ref, dtype, ulps=8, what="O")
+    assert_close(dq, dq_ref, dtype, ulps=16, what="dQ")
+
+
+def test_dropout_mask_is_the_stream_and_the_seed_reproduces_it():
+    """Q = 0 gives every key p = 1 / 128 and V the identity shows the mask: O[i][j] = keep / (128 (1 - p)). The kept
+    fraction is within 0.01 of 1 - p, the mask is the numpy stream's, torch.manual_seed gives the same bits again and
+    another seed another mask; the gradients repeat too."""
+    p, b, sq, hq = 0.25, 2, 256, 4
+    q = torch.zeros(b, sq, hq, 128, dtype=torch.bfloat16)
+    k = rand(b, 128, 1, 128, dtype=torch.bfloat16)
+    v = torch.eye(128, dtype=torch.bfloat16)[None, :, None, :].expand(b, 128, 1, 128).contiguous()
+    seed, offset = _dropout_reference_inputs(p, 21)
+    torch.manual_seed(21)
+    out = hk.attention(q, k, v, dropout_p=p)
+    kept = (out != 0).permute(0, 2, 1, 3)  # (B, H, Sq, Sk)
+    assert torch.equal(kept, dropout_keep(p, seed, offset, b, hq, sq, 128))
+    assert abs(kept.double().mean().item() - (1 - p)) <= 0.01
+    assert torch.all(out.permute(0, 2, 1, 3)[kept].double() == torch.tensor(1 / (128 * (1 - p))).to(torch.bfloat16).double())
+    torch.manual_seed(21)
+    assert torch.equal(hk.attention(q, k, v, dropout_p=p), out)
+    assert not torch.equal(hk.attention(q, k, v, dropout_p=p), out)  # the generator moved on: another mask
+
+    qg, kg, vg = _inputs(1, 64, 64, 4, 2, 128, torch.bfloat16)
+    grad = rand(1, 64, 4, 128, dtype=torch.bfloat16)
+    runs = []
+    for state in (3, 3, 4):
+        torch.manual_seed(state)
+        o = fa.flash_attn_func(qg, kg, vg, 0.2, causal=True)
+        runs.append((o, *_grads(o, grad, (qg, kg, vg))))
+    assert all(torch.equal(x, y) for x, y in zip(runs[0], runs[1]))
+    assert not any(torch.equal(x, y) for x, y in zip(runs[0], runs[2]))
+
+
 def test_output_alone_by_default_and_keyword_call():
     q, k, v = _inputs(1, 16, 16, 2, 2, 64, torch.bfloat16)
     out = fa.flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=True)
@@ -197,8 +311,10 @@ def test_backward_is_deterministic_in_both_modes():
 
 def test_refusals_name_the_feature():
     q = rand(1, 16, 2, 64, dtype=torch.bfloat16)
-    with pytest.raises(NotImplementedError, match="dropout"):
-        fa.flash_attn_func(q, q, q, 0.1)
+    with pytest.raises(NotImplementedError, match="dropout .* with softcap or alibi_slopes"):
+        fa.flash_attn_func(q, q, q, 0.1, softcap=2.0)
+    with pytest.raises(NotImplementedError, match="return_attn_probs with dropout"):
+        fa.flash_attn_func(q, q, q, 0.1, return_attn_probs=True)
     with pytest.raises(ValueError, match="dropout_p must be in"):
         fa.flash_attn_func(q, q, q, 1.5)
     with pytest.raises(ValueError, match="softcap"):

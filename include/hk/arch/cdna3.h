@@ -75,6 +75,8 @@ struct cdna3 : gfx9<cdna3> {
     static_assert(sizeof(Op) == 0, "gfx942 has no v_permlane32_swap");
     return 0.f;
   }
+  template <class U>
+  __device__ static void halves_swap(U&, U&) { static_assert(sizeof(U) == 0, "gfx942 has no v_permlane32_swap"); }
 
   // No transposing LDS reads on this target (lds_read_transpose is false): naming one is a compile error.
   template <class P>

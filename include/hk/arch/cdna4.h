@@ -70,6 +70,13 @@ struct cdna4 : gfx9<cdna4> {
     const auto r = __builtin_amdgcn_permlane32_swap(__float_as_uint(x), __float_as_uint(x), false, false);
     return op(__uint_as_float(r[0]), __uint_as_float(r[1]));
   }
+  // Lanes l and l ^ 32 trade in one instruction: the lower half's y and the upper half's x trade places (the lower half
+  // keeps its x, the upper half its y).
+  template <class U>
+  __device__ static void halves_swap(U& x, U& y) {
+    const auto r = __builtin_amdgcn_permlane32_swap(x, y, false, false);
+    x = r[0], y = r[1];
+  }
   // Transposing LDS read (ds_read_b64_tr_b16): each lane names 8 bytes (four 16-bit elements); within each group of
   // 16 lanes, lanes 4j..4j+3 name row j (16 elements) of a 4 x 16 matrix and lane i receives its column i.
   template <class P>

@@ -66,16 +66,22 @@ struct async_wave {
   int index = __builtin_amdgcn_readfirstlane(G::wave());
 };
 
-// Shared tile `dst` <- the tile at `at` of `src`, by the waves of group G; parts outside the tensor read as zero (the
-// buffer's range check). `src` must satisfy async_loadable.
+// Whether the tile `ST` at `at` of `src` lies wholly inside the tensor: load_async's common path, which
+// load_async_inside takes without a test.
+template <shared_tile ST, class GL>
+__device__ inline bool async_inside(const GL& src, coord at) {
+  return at.r * ST::rows + ST::rows <= src.rows() && at.c * ST::cols + ST::cols <= src.cols();
+}
+
+// Shared tile `dst` <- the tile at `at` of `src`, by the waves of group G, for a tile inside the tensor
+// (async_inside): straight-line code without a branch, which a caller can interleave with other work (a K loop's
+// MFMAs). `src` must satisfy async_loadable.
 //
 // Every load's LDS address (M0) and the row part of its global offset (soffset) are wave-uniform, computed in SGPRs
-// from the wave's index; only the lane's part of the offset is vector work. A tile inside the tensor (the common
-// case) needs no per-lane test, and the tile's origin rides in soffset, so the lane parts do not change from one
-// tile to the next (a K loop keeps them in registers). An edge tile takes the checked path: a lane outside the tensor
-// gets an offset past the buffer's range, which reads zeros.
+// from the wave's index; only the lane's part of the offset is vector work. The tile's origin rides in soffset, so
+// the lane parts do not change from one tile to the next (a K loop keeps them in registers).
 template <class G, shared_tile ST, class GL>
-__device__ inline void load_async(ST& dst, const GL& src, coord at, async_wave<G> wave) {
+__device__ inline void load_async_inside(ST& dst, const GL& src, coord at, async_wave<G> wave) {
   using T = typename ST::dtype;
   constexpr int unit = arch::current::lds_dma_bytes, per_inst = unit * 64, waves = G::waves, chunk = ST::chunk_bytes;
   constexpr int row_bytes = ST::cols * int(sizeof(T)), total = ST::rows * row_bytes;
@@ -90,54 +96,70 @@ __device__ inline void load_async(ST& dst, const GL& src, coord at, async_wave<G
   auto lds = [&](int i) __attribute__((always_inline)) {
     return (__attribute__((address_space(3))) void*)(reinterpret_cast<char*>(dst.data) + (i * waves + wave.index) * per_inst);
   };
-  if (r0 + ST::rows <= rows && c0 + ST::cols <= cols) {
-    const int ld_bytes = int(ld * long(sizeof(T))), origin = int((r0 * ld + c0) * long(sizeof(T)));
-    constexpr auto pow2 = [](int x) { return (x & (x - 1)) == 0; };
-    if constexpr (pow2(row_bytes) && pow2(waves)) {
-      // Tile byte p of load i is inst_i + wave_w + lane_l, three parts with no set bit in common (all powers of two),
-      // and the row, the slot and the swizzle are all linear in p's bits: each part's share is separate. Load i's own
-      // share is a constant, the wave's is scalar, and the lane's vector part is one register for every load whose
-      // constant leaves the slot alone.
-      const int lane_bytes = unit * lane_id(), wave_bytes = wave.index * per_inst;
-      const int r_lane = lane_bytes / row_bytes, r_wave = wave_bytes / row_bytes;
-      const int lane_slot = (lane_bytes % row_bytes / chunk ^ ST::swizzle(r_lane)) ^
-                            (wave_bytes % row_bytes / chunk ^ ST::swizzle(r_wave));
-      const int lane_part = r_lane * ld_bytes + lane_bytes % chunk;
-      // The rows advance by a constant from one load to the next: a running sum, at most one scalar add per load.
-      // (The empty asms make each sum opaque; the compiler would otherwise rebuild every offset from its factors.)
-      int uniform_offset = origin + r_wave * ld_bytes;
-#pragma unroll
-      for (int i = 0; i < async_loads<G, ST>; ++i) {
-        constexpr auto inst_row = [](int i) { return i * waves * per_inst / row_bytes; };
-        const int inst_bytes = i * waves * per_inst;
-        const int inst_slot = inst_bytes % row_bytes / chunk ^ ST::swizzle(inst_row(i));
-        const int this_offset = uniform_offset;
-        if (inst_row(i + 1) != inst_row(i)) {
-          uniform_offset = detail::opaque_uniform(uniform_offset + (inst_row(i + 1) - inst_row(i)) * ld_bytes);
-        }
-        arch::current::lds_dma(rsrc, lds(i), lane_part + (lane_slot ^ inst_slot) * chunk, this_offset);
-      }
-    } else {
-      const int lane_bytes = unit * lane_id();
-#pragma unroll
-      for (int i = 0; i < async_loads<G, ST>; ++i) {
-        const auto s = detail::async_source_of<G, ST>(i, wave.index, lane_bytes);
-        arch::current::lds_dma(rsrc, lds(i), s.r_lane * ld_bytes + s.col_bytes, origin + s.r_inst * ld_bytes);
-      }
-    }
-  } else {
-    // The lane index passes through an empty asm: nothing here is computed ahead of a loop around the call, so the
-    // edge path holds no registers while the common path runs.
-    int lane = lane_id();
-    asm volatile("" : "+v"(lane));
-    lane &= 63;  // (it is, but the compiler no longer sees it)
+  const int ld_bytes = int(ld * long(sizeof(T))), origin = int((r0 * ld + c0) * long(sizeof(T)));
+  constexpr auto pow2 = [](int x) { return (x & (x - 1)) == 0; };
+  if constexpr (pow2(row_bytes) && pow2(waves)) {
+    // Tile byte p of load i is inst_i + wave_w + lane_l, three parts with no set bit in common (all powers of two),
+    // and the row, the slot and the swizzle are all linear in p's bits: each part's share is separate. Load i's own
+    // share is a constant, the wave's is scalar, and the lane's vector part is one register for every load whose
+    // constant leaves the slot alone.
+    const int lane_bytes = unit * lane_id(), wave_bytes = wave.index * per_inst;
+    const int r_lane = lane_bytes / row_bytes, r_wave = wave_bytes / row_bytes;
+    const int lane_slot = (lane_bytes % row_bytes / chunk ^ ST::swizzle(r_lane)) ^
+                          (wave_bytes % row_bytes / chunk ^ ST::swizzle(r_wave));
+    const int lane_part = r_lane * ld_bytes + lane_bytes % chunk;
+    // The rows advance by a constant from one load to the next: a running sum, at most one scalar add per load.
+    // (The empty asms make each sum opaque; the compiler would otherwise rebuild every offset from its factors.)
+    int uniform_offset = origin + r_wave * ld_bytes;
 #pragma unroll
     for (int i = 0; i < async_loads<G, ST>; ++i) {
-      const auto s = detail::async_source_of<G, ST>(i, wave.index, unit * lane);
-      const long gr = r0 + s.r_inst + s.r_lane, gc = c0 + s.col_bytes / int(sizeof(T));
-      const bool inside = gr < rows && gc < cols;
-      arch::current::lds_dma(rsrc, lds(i), inside ? int((gr * ld + gc) * long(sizeof(T))) : num_records);  // past the range: zeros
+      constexpr auto inst_row = [](int i) { return i * waves * per_inst / row_bytes; };
+      const int inst_bytes = i * waves * per_inst;
+      const int inst_slot = inst_bytes % row_bytes / chunk ^ ST::swizzle(inst_row(i));
+      const int this_offset = uniform_offset;
+      if (inst_row(i + 1) != inst_row(i)) {
+        uniform_offset = detail::opaque_uniform(uniform_offset + (inst_row(i + 1) - inst_row(i)) * ld_bytes);
+      }
+      arch::current::lds_dma(rsrc, lds(i), lane_part + (lane_slot ^ inst_slot) * chunk, this_offset);
     }
+  } else {
+    const int lane_bytes = unit * lane_id();
+#pragma unroll
+    for (int i = 0; i < async_loads<G, ST>; ++i) {
+      const auto s = detail::async_source_of<G, ST>(i, wave.index, lane_bytes);
+      arch::current::lds_dma(rsrc, lds(i), s.r_lane * ld_bytes + s.col_bytes, origin + s.r_inst * ld_bytes);
+    }
+  }
+}
+
+// Shared tile `dst` <- the tile at `at` of `src`, by the waves of group G; parts outside the tensor read as zero (the
+// buffer's range check). `src` must satisfy async_loadable. A tile inside the tensor (the common case) takes
+// load_async_inside, with no per-lane test; an edge tile takes the checked path: a lane outside the tensor gets an
+// offset past the buffer's range, which reads zeros.
+template <class G, shared_tile ST, class GL>
+__device__ inline void load_async(ST& dst, const GL& src, coord at, async_wave<G> wave) {
+  if (async_inside<ST>(src, at)) return load_async_inside<G>(dst, src, at, wave);
+  using T = typename ST::dtype;
+  constexpr int unit = arch::current::lds_dma_bytes, per_inst = unit * 64, waves = G::waves;
+  const long rows = src.rows(), cols = src.cols(), ld = src.row_stride();
+  T* base = src.at(at.b, at.d, 0, 0);
+  const int num_records = int(((rows - 1) * ld + cols) * long(sizeof(T)));
+  __amdgpu_buffer_rsrc_t rsrc = arch::current::buffer_rsrc(base, num_records);
+  const int r0 = at.r * ST::rows, c0 = at.c * ST::cols;
+  auto lds = [&](int i) __attribute__((always_inline)) {
+    return (__attribute__((address_space(3))) void*)(reinterpret_cast<char*>(dst.data) + (i * waves + wave.index) * per_inst);
+  };
+  // The lane index passes through an empty asm: nothing here is computed ahead of a loop around the call, so the
+  // edge path holds no registers while the common path runs.
+  int lane = lane_id();
+  asm volatile("" : "+v"(lane));
+  lane &= 63;  // (it is, but the compiler no longer sees it)
+#pragma unroll
+  for (int i = 0; i < async_loads<G, ST>; ++i) {
+    const auto s = detail::async_source_of<G, ST>(i, wave.index, unit * lane);
+    const long gr = r0 + s.r_inst + s.r_lane, gc = c0 + s.col_bytes / int(sizeof(T));
+    const bool inside = gr < rows && gc < cols;
+    arch::current::lds_dma(rsrc, lds(i), inside ? int((gr * ld + gc) * long(sizeof(T))) : num_records);  // past the range: zeros
   }
 }
 

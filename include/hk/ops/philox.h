@@ -6,6 +6,7 @@
 #pragma once
 #include <hip/hip_runtime.h>
 
+#include <cmath>
 #include <cstdint>
 
 namespace hk {
@@ -39,5 +40,22 @@ __host__ __device__ inline philox4x32 philox4x32_10(philox4x32 counter, uint32_t
 // A uniform number in [0, 1) from the top 24 bits of a word: exactly representable in fp32, so a comparison with a
 // float threshold decides the same way on the host and the device.
 __host__ __device__ inline float philox_uniform(uint32_t word) { return float(word >> 8) * 0x1p-24f; }
+
+// hk's dropout stream, 16 random bits an element, shared by every kernel that drops: element (row, col) of stream
+// `stream` under `seed` takes the low (col % 8 < 4) or high (col % 8 >= 4) half h of word col % 4 of
+// philox4x32_10({col / 8, row, stream low, stream high}, {seed low, seed high}), and is kept when h >= threshold =
+// ceil(p 2^16) (dropout_threshold: h / 2^16 >= p, both sides exact). One call serves 8 columns of a row. (The norms:
+// the activations' row and column, stream = offset; attention: query i, key j, stream = offset + b Hq + h.)
+__host__ __device__ inline uint32_t dropout_threshold(float p) { return uint32_t(ceilf(p * 0x1p16f)); }
+
+// Bit v: whether column 8 q + v of the block `bits` (the call for chunk q) is kept.
+__host__ __device__ __attribute__((always_inline)) inline uint32_t dropout_keep8(const philox4x32& bits,
+                                                                                 uint32_t threshold) {
+  uint32_t keep = 0;
+#pragma unroll
+  for (int v = 0; v < 4; ++v)
+    keep |= uint32_t((bits.v[v] & 0xffffu) >= threshold) << v | uint32_t((bits.v[v] >> 16) >= threshold) << (4 + v);
+  return keep;
+}
 
 }  // namespace hk
