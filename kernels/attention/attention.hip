@@ -107,8 +107,8 @@ Status check_layout(const Tensor& t, bool written) {
 // The device's target (hk's lookup): an error unless the kernels are built for it; `pingpong` tells whether it runs
 // the 8-wave ping-pong kernel (attn_pingpong_runs: gfx950, and gfx942 at D = 64); `fwd_waves`: the waves of
 // attention_fwd's workgroup otherwise; `bwd_block_keys(D)`: the keys of one workgroup of the backward's dK, dV kernel;
-// `bwd_rows`: the queries of one workgroup of its delta and dQ kernels.
-Status check_arch(bool& pingpong, int& fwd_waves, int& bwd_block_keys, int& bwd_rows, int d) {
+// `bwd_rows`: the queries of one workgroup of its delta and dQ kernels; `bwd_dq_waves`: the waves of the dQ kernel's.
+Status check_arch(bool& pingpong, int& fwd_waves, int& bwd_block_keys, int& bwd_rows, int& bwd_dq_waves, int d) {
   Status status;
   const arch::target* target = api::current_target(entry, status);
   if (!target) return status;
@@ -116,6 +116,7 @@ Status check_arch(bool& pingpong, int& fwd_waves, int& bwd_block_keys, int& bwd_
   fwd_waves = kernels::attn_waves(target->lds_bytes, d);
   bwd_block_keys = kernels::attn_bwd_block_keys(d, target->lds_read_transpose);
   bwd_rows = kernels::attn_bwd_rows(d, target->lds_read_transpose);
+  bwd_dq_waves = kernels::attn_bwd_dq_waves(d, target->lds_read_transpose);
   return {};
 }
 
@@ -167,7 +168,7 @@ struct Prepared {
   int longest_q = 0, longest_k = 0;
   bool pingpong = false;
   int fwd_waves = 4;
-  int bwd_block_keys = 0, bwd_rows = 0;
+  int bwd_block_keys = 0, bwd_rows = 0, bwd_dq_waves = 4;
   AttentionInputs::Strides resolved(AttentionInputs::Strides s, long rows, long heads, long d) const {
     s = resolve(s, rows, heads, d);
     if (batch == 1 && a.cu_q) s.batch = 0;  // unused
@@ -180,7 +181,7 @@ struct Prepared {
 Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides o_strides, const float* lse,
                bool backward, Prepared& r) {
   if (Status s = validate(p, o); !s) return s;
-  if (Status s = check_arch(r.pingpong, r.fwd_waves, r.bwd_block_keys, r.bwd_rows, p.head_dim); !s) return s;
+  if (Status s = check_arch(r.pingpong, r.fwd_waves, r.bwd_block_keys, r.bwd_rows, r.bwd_dq_waves, p.head_dim); !s) return s;
   if (backward && !lse) return invalid("LSE (the forward's log-sum-exp) must be given");
   const bool varlen = p.cu_seqlens_q != nullptr;
   // Rows of the tensors as the kernel addresses them: per sequence (padded) or packed totals (varlen).
@@ -287,11 +288,13 @@ Status attention_forward(const AttentionProblem& p) {
 namespace {
 
 template <class T, int D, kernels::AttnVariant V>
-void launch_backward(const kernels::AttnBwdArgs& a, unsigned q_blocks, unsigned k_blocks, unsigned steps, hipStream_t stream) {
+void launch_backward(const kernels::AttnBwdArgs& a, unsigned q_blocks, unsigned k_blocks, int dq_waves, unsigned steps,
+                     hipStream_t stream) {
   // No query at all (every query sequence empty): no delta, no dQ, and dK = dV = 0 from key blocks that see nothing.
   if (q_blocks && (steps & 1)) hipLaunchKernelGGL((kernels::attention_bwd_delta<T, D>), dim3(q_blocks), dim3(256), 0, stream, a);
   if (k_blocks && (steps & 2)) hipLaunchKernelGGL((kernels::attention_bwd_dkdv<T, D, V>), dim3(k_blocks), dim3(256), 0, stream, a);
-  if (q_blocks && (steps & 4)) hipLaunchKernelGGL((kernels::attention_bwd_dq<T, D, V>), dim3(q_blocks), dim3(256), 0, stream, a);
+  if (q_blocks && (steps & 4))
+    hipLaunchKernelGGL((kernels::attention_bwd_dq<T, D, V>), dim3(q_blocks), dim3(64 * dq_waves), 0, stream, a);
   if (a.dsinks && (steps & 8)) hipLaunchKernelGGL(kernels::attention_bwd_dsink, dim3(a.f.heads_q), dim3(256), 0, stream, a);
 }
 
@@ -362,7 +365,7 @@ Status backward(const AttentionBackwardProblem& p, float* own_delta, bool& needs
   (void)hipGetLastError();  // launch errors below are ours alone
   dispatch(p, [&](auto t, auto dim, auto v) {
     launch_backward<decltype(t), decltype(dim)::value, decltype(v)::value>(a, unsigned(q_blocks), unsigned(k_blocks),
-                                                                           steps, p.stream);
+                                                                           r.bwd_dq_waves, steps, p.stream);
   });
   if (hipError_t e = hipGetLastError(); e != hipSuccess) return error(e, std::string("launch failed: ") + hipGetErrorString(e));
   return {};

@@ -5,8 +5,9 @@
 //      and every query tile that sees one of its keys, recomputes P = exp(scale S - LSE) and accumulates dV^T += dO^T
 //      P and dK^T += Q^T dS (dS = P * (dP - delta), dP = dO V^T) in fp32 registers, written once at the end (dK
 //      scaled);
-//   3. attention_bwd_dq: one workgroup per (sequence, query head, 4 WQ queries), each wave owning WQ queries (16; 32
-//      at D = 64 with transposing LDS reads, so that each key tile read from the LDS serves twice the MFMA work); it
+//   3. attention_bwd_dq: one workgroup per (sequence, query head, 4 WQ queries; 8 WQ on gfx942 at D = 128), each
+//      wave owning WQ queries (16; 32 at D = 64 with transposing LDS reads, so that each key tile read from the LDS
+//      serves twice the MFMA work); it
 //      recomputes P^T and dS^T over the visible key tiles in order and accumulates dQ^T += K^T dS^T in fp32. No
 //      atomics anywhere: every gradient element is summed by one wave in a fixed order, so results are bit-identical
 //      run after run.
@@ -28,15 +29,20 @@
 // Schedule (both loops, as the forward's): the staged tiles (kernel 2: Q, dO, LSE and delta of a step; kernel 3: K
 // and V of a key tile) live in two stages, and one barrier per step separates them. At the top of step n each wave
 // waits for its own loads of step n, then the barrier makes every wave's part visible and certifies that every wave
-// has finished reading the other stage (step n-1), which the loads of step n+1, issued right after it, overwrite:
-// those loads fly under the whole of step n's MFMAs. Q and dO go straight into LDS (buffer loads with the lds
-// modifier); LSE and delta (64 floats each) are too small for that, so in kernel 2 one lane per query (wave 0: LSE,
-// wave 1: delta) loads its value into a register before the step's work and writes it to the other stage after it
+// has finished reading the other stage (step n-1), which the loads of step n+1, issued right after it, overwrite.
+// In kernel 3 those loads fly under the whole of step n: its stages are distinct LDS variables and the steps go in
+// pairs with the stage a constant, so the compiler sees that step n's reads cannot touch what the loads write. Kernel
+// 2's stage is a runtime index (in pairs its registers spill on gfx950 at D = 128, and gfx942 was slower), so the
+// compiler waits for step n+1's loads before step n's first LDS read: there they overlap only the few instructions
+// before it (6.6% of the waves' time on MI355X at GQA D128 N8192). Q and dO go straight into LDS (buffer loads with
+// the lds modifier); LSE and delta (64 floats each) are too small for that, so in kernel 2 one lane per query (wave
+// 0: LSE, wave 1: delta) loads its value into a register before the step's work and writes it to the other stage after it
 // (that stage's vectors were last read in step n-1, before the barrier). The once-per-workgroup tiles pass through
 // the stages' memory: kernel 2's K and V before the first step's loads, kernel 3's Q and dO in its last stage, which
 // the first step's loads leave alone (at 32 queries per wave in both stages: the first key tile's loads then wait for
-// every wave to hold its Q and dO). Kernel 3 has one stage where two would cost occupancy (gfx942 at D = 128); its
-// steps then load and wait behind a barrier each.
+// every wave to hold its Q and dO). Where the LDS holds only one workgroup's two stages of kernel 3 (gfx942 at D =
+// 128) its workgroup has 8 waves (128 queries, two waves a SIMD reading the same stages), as the forward's; a kernel
+// with one stage (no arch today) would load and wait behind a barrier each step.
 #pragma once
 #include "attention_common.h"
 #include "hk/ops/group_reduce.h"
@@ -58,7 +64,12 @@ struct AttnBwdArgs {
 // registers and spill; at one wave per SIMD the model finds them slower: 60.0 against 49.7 ms on MI355X at GQA N8192.)
 constexpr int attn_bwd_dq_wave_rows(int d, bool lds_read_transpose) { return d == 64 && lds_read_transpose ? 32 : 16; }
 // Queries per workgroup of kernels 1 and 3: a function of the arch's fact, so that the host's grid and the kernels agree.
-constexpr int attn_bwd_rows(int d, bool lds_read_transpose) { return 4 * attn_bwd_dq_wave_rows(d, lds_read_transpose); }
+// Waves of kernel 3's workgroup: 8 where the LDS holds one workgroup's two stages of K and V only (gfx942 at D = 128,
+// as the forward's attn_waves): two waves per SIMD reading the same stages; else 4, two workgroups a CU.
+constexpr int attn_bwd_dq_waves(int d, bool lds_read_transpose) { return d == 128 && !lds_read_transpose ? 8 : 4; }
+constexpr int attn_bwd_rows(int d, bool lds_read_transpose) {
+  return attn_bwd_dq_waves(d, lds_read_transpose) * attn_bwd_dq_wave_rows(d, lds_read_transpose);
+}
 
 // Waves per SIMD kernel 3 declares, so that the compiler keeps the accumulators in arch VGPRs within 256 registers.
 // Where col-layout operands are read from LDS an element at a time (no transposing reads: gfx942), each element lands
@@ -73,9 +84,11 @@ inline constexpr int attn_bwd_waves_per_simd = D == 64 || arch::current::lds_rea
 constexpr int attn_bwd_wave_keys(int d, bool lds_read_transpose) { return d == 64 && lds_read_transpose ? 32 : 16; }
 constexpr int attn_bwd_block_keys(int d, bool lds_read_transpose) { return 4 * attn_bwd_wave_keys(d, lds_read_transpose); }
 
-// Waves per SIMD of kernel 2: as kernel 3's at 16 queries per wave.
+// Waves per SIMD of kernel 2: two everywhere, so that one wave's LDS reads and vector work run under the other's MFMAs
+// (gfx942 at D = 128 gets there with 16-query steps: at 32 it needs more than 256 registers, and one wave per SIMD
+// took 262.6 against 191.5 ms on MI300X at GQA N8192).
 template <int D>
-inline constexpr int attn_bwd_dkdv_waves_per_simd = attn_bwd_waves_per_simd<D>;
+inline constexpr int attn_bwd_dkdv_waves_per_simd = 2;
 
 // One step's staged operands of kernel 2: BQ queries' Q and dO rows, their LSE (in log2 units, 0 for a query that
 // sees no key) and delta.
@@ -87,18 +100,23 @@ struct AttnBwdStage {
 
 // Queries per step of kernel 2: 64 where the registers allow (not at D = 128 without transposing reads) and two
 // stages of them fit in the LDS of the workgroups a CU runs; else 32, which halves the Q and dO fragments a wave
-// holds at once and the stages.
+// holds at once and the stages; 16 at D = 128 without transposing reads, whose acc-order reads (an element a register
+// before packing) would not fit two waves' registers at 32.
 template <int D>
 inline constexpr int attn_bwd_query_step =
     (D == 64 || arch::current::lds_read_transpose) &&
             2 * attn_bwd_dkdv_waves_per_simd<D> * int(sizeof(AttnBwdStage<bf16, 64, D>)) <= arch::current::lds_bytes
         ? 64
-        : 32;
+        : D == 128 && !arch::current::lds_read_transpose ? 16 : 32;
 
 // Stages of kernel 3's K and V: two where they fit in the LDS share of two workgroups per CU (the occupancy its
 // registers allow), else one (gfx942 at D = 128, whose schedule then waits for each tile's loads).
 template <int D>
-inline constexpr int attn_bwd_dq_stages = 2 * 2 * 2 * AttnTiles::keys * D * 2 <= arch::current::lds_bytes ? 2 : 1;
+inline constexpr int attn_bwd_dq_stages =
+    (attn_bwd_dq_waves(D, arch::current::lds_read_transpose) == 8 ? 1 : 2) * 2 * 2 * AttnTiles::keys * D * 2 <=
+            arch::current::lds_bytes
+        ? 2
+        : 1;
 
 // A B^T, A a tile of the LDS read in row layout and B a register tile: S = Q K^T and dP = dO V^T (kernel 2), S^T =
 // K Q^T and dP^T = V dO^T (kernel 3). `streamed`: A is read one k step (the MFMA's K columns) at a time, each used as
@@ -200,10 +218,10 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
   using Stage = AttnBwdStage<T, BQ, D>;
   using KV = st<T, 4 * WK, D>;
   using rows_vec = rv<float, BQ, vec_align::rows>;
-  static_assert(sizeof(KV) <= sizeof(Stage), "K and V are staged in the stages' memory");
   static_assert(BQ <= 64, "one lane per LSE and per delta value");
-  __shared__ Stage stages[2];
-  KV* skv = reinterpret_cast<KV*>(&stages[0]);  // K, V: before the first step's loads
+  __shared__ __attribute__((aligned(16))) char smem[std::max(sizeof(Stage), sizeof(KV)) * 2];
+  Stage* stages = reinterpret_cast<Stage*>(smem);
+  KV* skv = reinterpret_cast<KV*>(smem);  // K, V: before the first step's loads
   const AttnArgs& p = a.f;
   const AttnKeyBlock kb(a, 4 * WK, BQ);
   const AttnBlock& blk = kb.blk;
@@ -275,7 +293,9 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
     if constexpr (V.softcap) map(s, [cap = p.cap](float x) { return cap(x); });  // before the masks' -inf
     const long q0 = long(qt) * BQ;
     if constexpr (V.alibi) add_alibi<false>(s, alibi_slope(p, blk.b, h), q0, k0, kb.off);
-    if (!attn_tile_whole(p, q0, q0 + BQ - 1, k0, k0 + WK - 1, blk.sq, blk.sk)) mask_scores<false>(s, p, q0, k0, blk.sq, blk.sk);
+    const int qi = int(q0), kj = int(k0), off = int(kb.off);
+    if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
+      mask_visible<false>(s, p, qi, kj, blk.sq, blk.sk, off);
     map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     uint32_t keep = 0;  // dropout: P and dP dropped and scaled alike (attn_dropout_keep)
     if constexpr (V.dropout) keep = attn_dropout_keep<false, decltype(s)>(p, blk.b, h, int(q0), int(k0));
@@ -321,15 +341,23 @@ __global__ __launch_bounds__(256) void attention_bwd_dsink(AttnBwdArgs a) {
 }
 
 template <class T, int D, AttnVariant V = AttnVariant{}>
-__global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_waves_per_simd<D>))) void attention_bwd_dq(AttnBwdArgs a) {
-  using G = group<4>;
+__global__ __launch_bounds__(64 * attn_bwd_dq_waves(D, arch::current::lds_read_transpose))
+__attribute__((amdgpu_waves_per_eu(attn_bwd_dq_waves(D, arch::current::lds_read_transpose) == 8 ? 2 : attn_bwd_waves_per_simd<D>)))
+void attention_bwd_dq(AttnBwdArgs a) {
+  using G = group<attn_bwd_dq_waves(D, arch::current::lds_read_transpose)>;
   constexpr int BK = AttnTiles::keys, WQ = attn_bwd_dq_wave_rows(D, arch::current::lds_read_transpose);
-  constexpr int S = attn_bwd_dq_stages<D>, QS = 4 * WQ / BK;  // stages of K and V; of them, Q's and dO's (the last)
-  static_assert(QS >= 1 && QS <= S && 4 * WQ == QS * BK, "the Q and dO tiles are staged in K and V stages");
+  constexpr int S = attn_bwd_dq_stages<D>, QS = G::waves * WQ / BK;  // stages of K and V; of them, Q's and dO's (the last)
+  static_assert(QS >= 1 && QS <= S && G::waves * WQ == QS * BK, "the Q and dO tiles are staged in K and V stages");
   using cols_vec = rv<float, WQ, vec_align::cols>;
-  __shared__ st<T, BK, D> sk[S], sv[S];  // the stages of K and V
+  // The stages of K and V, each its own variable (not one array): the compiler then tells a stage's reads from the
+  // other stage's loads (their alias scopes differ) and lets those fly; of one array it waits for them before the
+  // step's first LDS read.
+  using Tile = st<T, BK, D>;
+  __shared__ Tile sk0, sv0, sk1, sv1;
+  auto sk = [&](int i) __attribute__((always_inline)) -> Tile& { return S == 1 || i == 0 ? sk0 : sk1; };
+  auto sv = [&](int i) __attribute__((always_inline)) -> Tile& { return S == 1 || i == 0 ? sv0 : sv1; };
   const AttnArgs& p = a.f;
-  const AttnView<T, D> view(p, 4 * WQ);
+  const AttnView<T, D> view(p, G::waves * WQ);
   if (view.empty) return;
   const AttnBlock& blk = view.blk;
   const int kt_begin = view.kt_begin, kt_end = view.kt_end;
@@ -337,15 +365,15 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
   const auto do_view = head_view<T, D>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, blk.h, blk.sq);
   const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
   auto fill = [&](int kt, int stage) __attribute__((always_inline)) {
-    load_async<G>(sk[stage], view.k, {0, 0, kt, 0}, dma_wave);
-    load_async<G>(sv[stage], view.v, {0, 0, kt, 0}, dma_wave);
+    load_async<G>(sk(stage), view.k, {0, 0, kt, 0}, dma_wave);
+    load_async<G>(sv(stage), view.v, {0, 0, kt, 0}, dma_wave);
   };
   // Q and dO through the last QS stages, free until the first step's barrier; the first key tile into stage 0 when
   // that is not one of them (else once every wave holds its Q and dO).
 #pragma unroll
   for (int i = 0; i < QS; ++i) {
-    load_async<G>(sk[S - QS + i], view.q, {0, 0, blk.tile * QS + i, 0}, dma_wave);
-    load_async<G>(sv[S - QS + i], do_view, {0, 0, blk.tile * QS + i, 0}, dma_wave);
+    load_async<G>(sk(S - QS + i), view.q, {0, 0, blk.tile * QS + i, 0}, dma_wave);
+    load_async<G>(sv(S - QS + i), do_view, {0, 0, blk.tile * QS + i, 0}, dma_wave);
   }
   if (S == 2 && QS == 1 && kt_begin < kt_end) fill(kt_begin, 0);
   const int wave = G::wave();
@@ -359,8 +387,8 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
   barrier();
   rt<T, WQ, D> q, dout;
   constexpr int per_stage = BK / WQ;  // waves' query rows per stage
-  load(q, sk[S - QS + wave / per_stage], {0, 0, wave % per_stage, 0});
-  load(dout, sv[S - QS + wave / per_stage], {0, 0, wave % per_stage, 0});
+  load(q, sk(S - QS + wave / per_stage), {0, 0, wave % per_stage, 0});
+  load(dout, sv(S - QS + wave / per_stage), {0, 0, wave % per_stage, 0});
   if constexpr (S == 2 && QS == 2) {
     barrier();  // every wave holds its Q and dO: stage 0 is free
     fill(kt_begin, 0);  // unconditionally (a tile past the keys reads zeros; under a branch the compiler fails here)
@@ -382,19 +410,21 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_wa
       barrier();
     }
     // S^T = K Q^T (keys x queries), masked, and P^T.
-    auto s = mma_ABt_lds<true>(sk[stage], q);
+    auto s = mma_ABt_lds<true>(sk(stage), q);
     if constexpr (V.softcap) map(s, [cap = p.cap](float x) { return cap(x); });  // before the masks' -inf
     const long k0 = long(kt) * BK;
     if constexpr (V.alibi) add_alibi<true>(s, view.slope, q0, k0, view.off);
-    if (!attn_tile_whole(p, q0, q0 + WQ - 1, k0, k0 + BK - 1, blk.sq, blk.sk)) mask_scores<true>(s, p, q0, k0, blk.sq, blk.sk);
+    const int qi = int(q0), kj = int(k0), off = int(view.off);
+    if (qi + WQ > blk.sq || !attn_tile_whole(p, qi, qi + WQ - 1, kj, BK, blk.sk, off))
+      mask_visible<true>(s, p, qi, kj, blk.sq, blk.sk, off);
     map_cols(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     // dP^T = V dO^T; dS^T = P^T * (dP^T - delta); dQ^T += K^T dS^T.
-    auto dp = mma_ABt_lds<true>(sv[stage], dout);
+    auto dp = mma_ABt_lds<true>(sv(stage), dout);
     if constexpr (V.dropout) attn_dropout_scale<true>(dp, p, blk.b, blk.h, int(q0), int(k0), p.drop.scale);
     map_cols(dp, delta, [](float x, float d) { return x - d; });
     if constexpr (V.softcap) map_cols(s, lse, [cap = p.cap](float x, float l) { return x * cap.slope(x, l); });
     mul(s, s, dp);
-    mma_AtB_acc(dqt, sk[stage], s);
+    mma_AtB_acc(dqt, sk(stage), s);
   };
   for (int kt = kt_begin; kt < kt_end; kt += S) {
     step(kt, std::integral_constant<int, 0>{});

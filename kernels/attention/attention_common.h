@@ -308,35 +308,34 @@ struct AttnView {
 };
 
 // The visibility rule, the one place every kernel's masks come from. Query i of a sequence of sq queries sees key j of
-// its sk keys (flash-attention's bottom-right diagonal) when i < sq, j < sk and -left <= j - (i + sk - sq) <= right
-// (a negative bound: unbounded, held as INT_MAX). Positions are ints: the host keeps sequences below 2^28 and windows
-// within the sequences' reach, so no difference overflows.
-struct AttnVisible {
-  int sq, sk, off, right, left;
-  __device__ AttnVisible(const AttnArgs& p, int sq_, int sk_)
-      : sq(sq_), sk(sk_), off(sk_ - sq_), right(p.right < 0 ? INT_MAX : p.right), left(p.left < 0 ? INT_MAX : p.left) {}
-  __device__ bool operator()(int i, int j) const {
-    const int d = j - i - off;
-    return i < sq && j < sk && d <= right && -d <= left;
-  }
-};
-
-// Whether every query of [q0, q1] sees every key of [k0, k1]: such a tile needs no mask.
-__device__ inline bool attn_tile_whole(const AttnArgs& p, long q0, long q1, long k0, long k1, long sq, long sk) {
-  const long off = sk - sq;
-  return q1 < sq && k1 < sk && (p.right < 0 || k1 <= q0 + off + p.right) && (p.left < 0 || k0 >= q1 + off - p.left);
+// its sk keys (flash-attention's bottom-right diagonal) when i < sq, j < sk and -left <= j - (i + off) <= right, off =
+// sk - sq (a negative bound: unbounded). Positions are ints, so that the tests are scalar (there are no 64-bit SALU
+// compares): the host keeps sequences below 2^28 and windows within the sequences' reach, so no sum overflows. A
+// kernel that stores no row past its sequence's end passes sq = INT_MAX.
+//
+// Whether every query of [q0, q1] sees every key of [k0, k0 + keys): such a tile needs no mask, given that q1 < sq
+// (the backward tests that too; the forward stores no row past the end).
+__device__ __attribute__((always_inline)) inline bool attn_tile_whole(const AttnArgs& p, int q0, int q1, int k0,
+                                                                      int keys, int sk, int off) {
+  return k0 + keys <= sk && (p.left < 0 || k0 >= q1 + off - p.left) &&
+         (p.right < 0 || k0 + keys - 1 <= q0 + off + p.right);
 }
 
-// A score accumulator's hidden elements (queries past the end, keys past the end or outside the window) set to
-// -inf, element by element; its element (0, 0) is query q0 and key k0, keys along the rows when `keys_are_rows`
-// (S^T) and along the columns otherwise (S).
+// A score accumulator's hidden elements set to -inf, tile-wise (the diagonals as triangles, the ends as bounds: in
+// the 256-VGPR ping-pong forward an element-by-element test spilled 49 VGPRs); its element (0, 0) is query q0 and key
+// k0, keys along the rows when `keys_are_rows` (S^T) and along the columns otherwise (S).
 template <bool keys_are_rows, class Tile>
-__device__ inline void mask_scores(Tile& s, const AttnArgs& p, long q0, long k0, long sq, long sk) {
-  const int qi = int(q0), kj = int(k0);
-  const AttnVisible visible(p, int(sq), int(sk));
-  map_at(s, [=](float x, int r, int c) {
-    return visible(qi + (keys_are_rows ? c : r), kj + (keys_are_rows ? r : c)) ? x : -INFINITY;
-  });
+__device__ __attribute__((always_inline)) inline void mask_visible(Tile& s, const AttnArgs& p, int q0, int k0, int sq,
+                                                                   int sk, int off) {
+  if constexpr (keys_are_rows) {  // row j, column i: j - i > off + right is i - j < -(off + right)
+    mask_bounds(s, k0, q0, sk, sq, -INFINITY);
+    if (p.right >= 0) triu(s, -INFINITY, -(off + p.right), k0, q0);
+    if (p.left >= 0) tril(s, -INFINITY, p.left - off, k0, q0);
+  } else {  // row i, column j
+    mask_bounds(s, q0, k0, sq, sk, -INFINITY);
+    if (p.right >= 0) tril(s, -INFINITY, off + p.right, q0, k0);
+    if (p.left >= 0) triu(s, -INFINITY, off - p.left, q0, k0);
+  }
 }
 
 // One wave's queries (16 with 16x16 MFMA blocks, S = mfma16; 32 with 32x32 blocks, S = mfma32): Q (the B operand of
@@ -385,19 +384,12 @@ struct AttnWave {
   // [first, last] sees all of it.
   // Inlined by force: with ALiBi's extra work LLVM calls it out of line, through the stack (448 vs 1105 TFLOP/s).
   __device__ __attribute__((always_inline)) void mask(s_tile& s, const AttnView<T, D>& v, const AttnArgs& p, int kt) const {
-    // In S^T a row is a key j and a column a query i: i sees j when i + off - left <= j <= i + off + right. (Tile-wise
-    // masks, not mask_scores' element-by-element rule: in the 256-VGPR ping-pong kernel that one spilled 49 VGPRs.)
-    // In ints (AttnVisible: no sum here overflows), so that the test is scalar: there are no 64-bit SALU compares,
-    // and on the VALU the test waited for the softmax's vector work and delayed the phase's end.
     const int k0 = kt * BK, off = int(v.off), q0 = int(first), q1 = int(last);
     if constexpr (V.dropout) drop_k0 = k0;  // for softmax, which drops from this tile's P
+    // (attn_tile_whole's test spelled here: called, even inlined by force, it costs this 256-VGPR kernel 37 spills.)
     const bool whole = k0 + BK <= v.blk.sk && (p.left < 0 || k0 >= q1 + off - p.left) &&
                        (p.right < 0 || k0 + BK - 1 <= q0 + off + p.right);
-    if (!whole) {
-      mask_bounds(s, k0, q0, v.blk.sk, 0x7fffffff, -INFINITY);                   // keys past the end
-      if (p.right >= 0) triu(s, -INFINITY, -(off + p.right), k0, q0);        // i - j < -(off + right)
-      if (p.left >= 0) tril(s, -INFINITY, p.left - off, k0, q0);             // i - j > left - off
-    }
+    if (!whole) mask_visible<true>(s, p, q0, k0, INT_MAX, v.blk.sk, off);
   }
 
   // The masked S^T of a KV tile: the new running max and denominator, alpha, and P^T in acc order. The running max
