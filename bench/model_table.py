@@ -64,6 +64,16 @@ ATTN_BWD_PUBLISHED = {
     ("gqa_causal", 128, 8192): {"HipKittens": 933, "AITER": 272},
     ("gqa", 64, 4096): {},
 }
+# The attention's features (issue 32: each loses at most 10% against the plain kernel of the same shape), forward and
+# backward at GQA H64 Hkv8 D128 N8192 B16, each with its hk-run flags.
+ATTN_FEATURES = {
+    "plain": [],
+    "softcap 30": ["--softcap", "30"],
+    "ALiBi": ["--alibi"],
+    "sinks": ["--sinks"],
+    "dropout 0.1": ["--dropout", "0.1"],
+}
+ATTN_FEATURE_PRODUCTS = ("mi300x", "mi355x")
 # Memory-bound kernels on MI355X, ms.
 MEMORY_PUBLISHED = {
     ("rotary", 2048): {"HipKittens": 0.072, "AITER": 0.072},
@@ -191,6 +201,14 @@ def cases(only, products, quick):
                 out.append((("attn_bwd", variant, d, n, product),
                             ["attn", "--b", "16", "--sq", str(n), "--sk", str(n), "--d", str(d), "--hq", "64", "--hkv",
                              "8", "--bwd"] + causal + ["--model", product]))
+        for feature, flags in ATTN_FEATURES.items():
+            if quick:
+                break
+            for product in products:
+                if product in ATTN_FEATURE_PRODUCTS:
+                    out.append((("attn_feature", feature, product),
+                                ["attn", "--b", "16", "--sq", "8192", "--sk", "8192", "--d", "128", "--hq", "64",
+                                 "--hkv", "8", "--bwd"] + flags + ["--model", product]))
     if only in (None, "decode"):
         for product in products:
             for b, ctx in decode_cases():
@@ -291,6 +309,26 @@ def write_markdown(results, products, path):
         pubs = "; ".join(f"{lib} {fig} ({pct(mi355[0]['tflops'], fig) if mi355 else '?'})" for lib, fig in pub.items())
         if any(cells):
             lines.append(f"| {variant} | {d} | {n} | " + " | ".join(cells) + f" | {pubs} |")
+    feature_products = [p for p in products if p in ATTN_FEATURE_PRODUCTS]
+    lines += ["", "## Attention features, bf16, B16 GQA H64 Hkv8 D128 N8192: forward / backward TFLOP/s (Δ against the "
+              "plain kernel)", "",
+              "| feature | " + " | ".join(names[p] for p in feature_products) + " |",
+              "|---|" + "---|" * len(feature_products)]
+    for feature in ATTN_FEATURES:
+        cells = []
+        for p in feature_products:
+            launches, plain = get(("attn_feature", feature, p)), get(("attn_feature", "plain", p))
+            if not launches:
+                cells.append("")
+                continue
+            fwd, bwd = launches[0]["tflops"], overall(launches)["tflops"]
+            if plain and feature != "plain":
+                cells.append(f"{fwd:.0f} ({pct(fwd, plain[0]['tflops'])}) / {bwd:.0f} "
+                             f"({pct(bwd, overall(plain)['tflops'])})")
+            else:
+                cells.append(f"{fwd:.0f} / {bwd:.0f}")
+        if any(cells):
+            lines.append(f"| {feature} | " + " | ".join(cells) + " |")
     lines += ["", "## Memory-bound kernels, bf16, forward: ms (GB/s)", "",
               "rotary: Q alone, B16 S=N H16 D128 (read and written once); LayerNorm: dropout p=0.1 + residual, "
               "B16 x N rows of 2048 (x, residual in; y, r, statistics out; no mask: the backward regenerates it from Philox).", "",
