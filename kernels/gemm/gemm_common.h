@@ -31,7 +31,7 @@ struct GemmArgs {
   long ld_scale_b = 0;
 };
 
-// A form of the fp8 GEMM kernels (gemm_pingpong.h, gemm_fp8.h): the arguments the kernel takes and what each wave
+// A form of the 4-wave fp8 GEMM kernel (gemm_fp8.h): the arguments the kernel takes and what each wave
 // does with its block of C: read a step's fragments out of the LDS stages, issue the loads a form needs for the next
 // step (prefetch, before the step's operand loads, so that they fly under its MFMAs), multiply, write C. The plain
 // form is fp8 (or bf16 / f16) times B^T or B into fp32 accumulators, written as alpha * acc + beta * C; hk::gemm_int8
