@@ -107,6 +107,15 @@ Grads run(const Case& c, bool check = true, bool workspace = true) {
   return got;
 }
 
+// n values uniform in [-1, 1] rounded to bf16, from a generator seeded with `seed`: the reference checks' inputs.
+std::vector<float> bf16_values(long n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> x(n);
+  for (auto& e : x) e = hk_host::round_bf16(u(rng));
+  return x;
+}
+
 // The reference's gradients are those of its own forward: central differences of sum(O * dO) on a tiny case (every
 // mask kind, GQA, a row that sees no key), with steps exact in float.
 TEST(AttentionBackwardReference, FiniteDifferences) {
@@ -118,15 +127,8 @@ TEST(AttentionBackwardReference, FiniteDifferences) {
     if (alibi) s.alibi = {0.5, 0.25, 1.0, 0.125}, s.alibi_batched = true;  // per sequence and head
     SCOPED_TRACE("causal " + std::to_string(causal) + " window " + std::to_string(left) + "," + std::to_string(right) +
                  " softcap " + std::to_string(cap) + " sinks " + std::to_string(sinks) + " alibi " + std::to_string(alibi));
-    auto values = [](long n, uint32_t seed) {
-      std::mt19937 rng(seed);
-      std::uniform_real_distribution<float> u(-1.f, 1.f);
-      std::vector<float> x(n);
-      for (auto& e : x) e = hk_host::round_bf16(u(rng));
-      return x;
-    };
     const long nq = s.total_q() * s.hq * s.d, nk = s.total_k() * s.hkv * s.d;
-    std::vector<float> q = values(nq, 1), k = values(nk, 2), v = values(nk, 3), dout = values(nq, 4);
+    std::vector<float> q = bf16_values(nq, 1), k = bf16_values(nk, 2), v = bf16_values(nk, 3), dout = bf16_values(nq, 4);
     const attn_ref::Gradients g = attn_ref::backward(s, q, k, v, dout, true);
     auto loss = [&] {
       const attn_ref::Result r = attn_ref::forward(s, q, k, v, true);
@@ -167,15 +169,8 @@ TEST(AttentionBackwardReference, FiniteDifferences) {
 TEST(AttentionBackwardReference, FiniteDifferencesDropout) {
   attn_ref::Shape s{{5, 3}, {6, 4}, 2, 1, 4, true, -1, -1, 0.7};
   s.dropout = 0.4, s.seed = 11, s.offset = 3;
-  auto values = [](long n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> u(-1.f, 1.f);
-    std::vector<float> x(n);
-    for (auto& e : x) e = hk_host::round_bf16(u(rng));
-    return x;
-  };
   const long nq = s.total_q() * s.hq * s.d, nk = s.total_k() * s.hkv * s.d;
-  std::vector<float> q = values(nq, 1), k = values(nk, 2), v = values(nk, 3), dout = values(nq, 4);
+  std::vector<float> q = bf16_values(nq, 1), k = bf16_values(nk, 2), v = bf16_values(nk, 3), dout = bf16_values(nq, 4);
   const attn_ref::Gradients g = attn_ref::backward(s, q, k, v, dout, true);
   int dropped = 0;
   for (long i = 0; i < 5; ++i)

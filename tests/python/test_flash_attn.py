@@ -42,8 +42,9 @@ def test_signature_is_flash_attentions(name):
     assert all(p.kind == inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params)
 
 
-def _low_precision_reference(q, k, v, causal, window, scale, softcap=0.0, alibi=None):
-    """The same attention done by torch in the inputs' own type (flash-attention's attention_ref, upcast=False)."""
+def _low_precision_reference(q, k, v, causal, window, scale, softcap=0.0, alibi=None, dropout=None):
+    """The same attention done by torch in the inputs' own type (flash-attention's attention_ref, upcast=False);
+    dropout = (p, keep mask) drops P's elements where the mask is False and scales the rest by 1 / (1 - p)."""
     q, k, v = (t.transpose(1, 2) for t in (q, k, v))
     sq, sk = q.shape[2], k.shape[2]
     groups = q.shape[1] // k.shape[1]
@@ -63,6 +64,8 @@ def _low_precision_reference(q, k, v, causal, window, scale, softcap=0.0, alibi=
         scores = scores - (alibi.reshape(-1, alibi.shape[-1])[:, :, None, None] * (i - j).abs()).to(scores.dtype)
     p = torch.softmax(scores.masked_fill(~allowed, -math.inf), dim=-1)
     p = torch.where(allowed.any(dim=1)[:, None], p, torch.zeros_like(p))
+    if dropout is not None:
+        p = p.masked_fill(~dropout[1], 0.0) / (1 - dropout[0])
     return (p @ v).transpose(1, 2)
 
 
@@ -131,25 +134,6 @@ def _dropout_reference_inputs(p, seed_state):
     return draw_dropout_seed(p)
 
 
-def _low_precision_dropped(q, k, v, causal, window, scale, p, mask):
-    """_low_precision_reference with the dropout mask applied to P in the inputs' type."""
-    q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-    sq, sk = q.shape[2], k.shape[2]
-    groups = q.shape[1] // k.shape[1]
-    k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
-    i = torch.arange(sq)[:, None] + (sk - sq)
-    j = torch.arange(sk)[None, :]
-    left, right = window[0], 0 if causal else window[1]
-    allowed = torch.ones(sq, sk, dtype=torch.bool)
-    if left >= 0:
-        allowed &= j >= i - left
-    if right >= 0:
-        allowed &= j <= i + right
-    probs = torch.softmax(((q * scale) @ k.transpose(-1, -2)).masked_fill(~allowed, -math.inf), dim=-1)
-    probs = torch.where(allowed.any(dim=1)[:, None], probs, torch.zeros_like(probs))
-    probs = probs.masked_fill(~mask, 0.0) / (1 - p)
-    return (probs @ v).transpose(1, 2)
-
 
 # Dropout as flash-attention tests it: forward and gradients against float64 with the same mask (hk's dropout stream
 # written again in numpy), hk's error at most twice torch's in the inputs' type; every mask kind, GQA, both types.
@@ -169,7 +153,7 @@ def test_dropout_forward_and_gradients(dtype, b, sq, sk, hq, hkv, d, causal, win
     q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
     ref, _ = attention_reference(q64, k64, v64, causal=causal, window=window, scale=scale, dropout_p=p,
                                  dropout_mask=mask)
-    low = _low_precision_dropped(q, k, v, causal, window, scale, p, mask)
+    low = _low_precision_reference(q, k, v, causal, window, scale, dropout=(p, mask))
     atol = 2 * _worst(ref + 0.3 - 0.3, ref)
     assert _worst(out, ref) <= 2 * _worst(low, ref) + atol, "O"
     ref_grads = _grads(ref, grad.double(), (q64, k64, v64))
