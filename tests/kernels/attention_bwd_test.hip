@@ -239,10 +239,6 @@ TEST(AttentionBackward, Alibi) {
 }
 
 // Dropout: P and dP dropped by the forward's mask (regenerated), every mask kind, GQA, varlen, both D and types.
-Case dropped(Case c, float p, uint64_t seed, uint64_t offset) {
-  c.dropout = p, c.seed = seed, c.offset = offset;
-  return c;
-}
 TEST(AttentionBackward, Dropout) {
   const Layout bshd = Layout::bshd;
   run(dropped({same(100, 2), same(130, 2), false, 4, 2, 64, dtype::bf16}, 0.17f, 42, 0));

@@ -150,10 +150,6 @@ TEST(AttentionVariants, Alibi) {
 
 // Dropout against the reference with the same mask (hk's dropout stream): every mask kind, GQA, varlen, sinks, both D
 // and types, seeds and offsets past 32 bits.
-Case dropped(Case c, float p, uint64_t seed, uint64_t offset) {
-  c.dropout = p, c.seed = seed, c.offset = offset;
-  return c;
-}
 TEST(AttentionVariants, Dropout) {
   const Layout bshd = Layout::bshd;
   run(dropped({same(100, 2), same(257, 2), false, 4, 2, 64, dtype::bf16}, 0.17f, 42, 0));

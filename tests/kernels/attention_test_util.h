@@ -174,4 +174,10 @@ inline std::vector<int> offsets(const std::vector<int>& lens) {
 
 inline std::vector<int> same(int n, int batch) { return std::vector<int>(batch, n); }
 
+// `c` with dropout p under the stream of (seed, offset).
+inline Case dropped(Case c, float p, uint64_t seed, uint64_t offset) {
+  c.dropout = p, c.seed = seed, c.offset = offset;
+  return c;
+}
+
 }  // namespace attn_test
