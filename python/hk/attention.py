@@ -225,11 +225,16 @@ def draw_dropout_seed(dropout_p):
     return seed, offset
 
 
-def _dropout(entry, dropout_p):
+def _dropout(entry, dropout_p, dropout_seed):
     dropout_p = float(dropout_p or 0.0)
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"hk.{entry}: dropout_p must be in [0, 1), got {dropout_p}")
-    return (dropout_p, *draw_dropout_seed(dropout_p))
+    if dropout_seed is None:
+        return (dropout_p, *draw_dropout_seed(dropout_p))
+    if not isinstance(dropout_seed, (tuple, list)) or len(dropout_seed) != 2 or not all(isinstance(x, int) for x in dropout_seed):
+        raise ValueError(f"hk.{entry}: dropout_seed must be (seed, offset), two ints, got {dropout_seed}")
+    # the op's schema takes int64; the kernels read the same 64 bits unsigned
+    return (dropout_p, *((x + 2**63) % 2**64 - 2**63 for x in dropout_seed))
 
 
 def _alibi_stride(alibi_slopes):
@@ -261,12 +266,13 @@ def _sinks(entry, sinks, q):
 
 
 def attention(q, k, v, *, causal=False, window=(-1, -1), scale=None, return_lse=False, softmax_scale=None,
-              window_size=None, softcap=0.0, sinks=None, alibi_slopes=None, dropout_p=0.0):
+              window_size=None, softcap=0.0, sinks=None, alibi_slopes=None, dropout_p=0.0, dropout_seed=None):
     """Softmax attention of q (B, Sq, Hq, D) over k, v (B, Sk, Hkv, D); bf16 or f16, D 64 or 128; softcap > 0
     caps each scaled score x to softcap * tanh(x / softcap) (Gemma 2); sinks (Hq,) adds one logit per query head to
     every row's softmax denominator, a key with no value (gpt-oss's attention sinks), and alibi_slopes (H) or (B, H)
     fp32 adds flash-attention's ALiBi bias -slope |i + Sk - Sq - j| (not with softcap); dropout_p in [0, 1) drops
-    P's elements (see the module's text; not with softcap or ALiBi). Differentiable in q, k, v and sinks.
+    P's elements (see the module's text; not with softcap or ALiBi), the mask keyed by dropout_seed = (seed, offset) when
+    given, else by two draws from torch's generator (hk.dropout.keep_mask gives a call's mask). Differentiable in q, k, v and sinks.
 
     Returns the output (B, Sq, Hq, D), and with return_lse=True also the fp32 log-sum-exp (B, Hq, Sq) of each row's
     scaled scores. Differentiable in q, k and v once hk's attention backward is built in (see backward_available()).
@@ -276,13 +282,13 @@ def attention(q, k, v, *, causal=False, window=(-1, -1), scale=None, return_lse=
         raise ValueError(f"hk.attention: q has batch {q.shape[0]} and k has {k.shape[0]}")
     wl, wr, s, cap = _options("attention", window, scale, softmax_scale, window_size, softcap)
     out, lse = _attention(q, k, v, bool(causal), wl, wr, s, cap, _sinks("attention", sinks, q),
-                          _alibi("attention", alibi_slopes, q, q.shape[0]), *_dropout("attention", dropout_p))
+                          _alibi("attention", alibi_slopes, q, q.shape[0]), *_dropout("attention", dropout_p, dropout_seed))
     return (out, lse) if return_lse else out
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False,
                      window=(-1, -1), scale=None, return_lse=False, softmax_scale=None, window_size=None,
-                     softcap=0.0, sinks=None, alibi_slopes=None, dropout_p=0.0):
+                     softcap=0.0, sinks=None, alibi_slopes=None, dropout_p=0.0, dropout_seed=None):
     """attention over a packed batch: q (total_q, Hq, D), k and v (total_k, Hkv, D); sequence b is rows
     cu_seqlens[b] .. cu_seqlens[b + 1] - 1 (int32, B + 1 offsets). The LSE is (Hq, total_q)."""
     _check("attention_varlen", q, k, v, 3)
@@ -296,5 +302,5 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     out, lse = _attention_varlen(q, k, v, cu_seqlens_q.contiguous(), cu_seqlens_k.contiguous(), int(max_seqlen_q),
                                  int(max_seqlen_k), bool(causal), wl, wr, s, cap, _sinks("attention_varlen", sinks, q),
                                  _alibi("attention_varlen", alibi_slopes, q, cu_seqlens_q.shape[0] - 1),
-                                 *_dropout("attention_varlen", dropout_p))
+                                 *_dropout("attention_varlen", dropout_p, dropout_seed))
     return (out, lse) if return_lse else out

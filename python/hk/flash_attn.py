@@ -6,9 +6,11 @@ Code written against flash-attention runs after changing its import only:
 
 Every function keeps flash-attention's argument names, order and defaults, and its return convention: the output
 alone, or with return_attn_probs=True the triple (out, softmax_lse, S_dmask), softmax_lse (B, H, Sq) fp32
-((H, total_q) for varlen) and S_dmask an empty tensor, as flash-attention returns it when dropout_p is 0 (it fills
-S_dmask only to show a dropout pattern, for its tests; hk refuses return_attn_probs with dropout_p > 0 rather than
-return an empty pattern). Gradients flow to every input through torch's autograd.
+((H, total_q) for varlen). S_dmask is what flash-attention's tests read the dropout pattern from: with dropout_p > 0
+it is (B, H, Sq, Sk) rounded up to multiples of 128 (max_seqlen for varlen), in q's type, holding the softmax's P
+(exp of the scaled score minus the row's LSE) where the call kept the element and -P where it dropped it, 0 outside
+the mask and the sequences, so `S_dmask >= 0` is the keep mask; with dropout_p = 0 it is empty, as flash-attention
+returns it. Gradients flow to every input through torch's autograd.
 
 dropout_p > 0 drops each element of the softmax's P with that probability and scales the kept ones by 1 / (1 - p),
 its mask drawn from torch's default generator (torch.manual_seed reproduces it, as with flash-attention) and
@@ -26,7 +28,7 @@ Head dims: hk's kernels run D = 64 and 128; any other D up to 128 is zero-padded
 adds nothing to Q K^T and the padded output columns are dropped), the scale taken from the real D, as
 flash-attention pads to a multiple of 8. Not yet in hk's kernels, and refused with a sentence rather than computed
 another way: head dims above 128, Q/K's head dim different from V's, softcap with alibi_slopes, dropout_p > 0 with
-either of them or with return_attn_probs, and a paged KV cache (block_table) in flash_attn_varlen_func. flash_attn_with_kvcache (decode over a contiguous or paged KV cache,
+either of them, and a paged KV cache (block_table) in flash_attn_varlen_func. flash_attn_with_kvcache (decode over a contiguous or paged KV cache,
 appending k / v in place with optional rotary, FP8 caches with k_descale / v_descale) runs on hk::attention_decode
 (hk/decode.py).
 """
@@ -34,6 +36,7 @@ import torch
 
 from . import attention as _attn
 from . import decode as _decode
+from .dropout import keep_mask as _keep_mask
 
 _KERNEL_DIMS = (64, 128)
 
@@ -42,16 +45,13 @@ def _refuse(entry, what):
     raise NotImplementedError(f"hk.flash_attn.{entry}: {what} is not supported by hk's attention kernels yet")
 
 
-def _features(entry, dropout_p, softcap, alibi_slopes, return_attn_probs):
+def _features(entry, dropout_p, softcap, alibi_slopes):
     """Refuses what hk's kernels do not compute yet; flash-attention's 'off' values pass."""
     if dropout_p is None or not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"hk.flash_attn.{entry}: dropout_p must be in [0, 1), got {dropout_p}")
     if dropout_p > 0.0:
         if softcap or alibi_slopes is not None:
             _refuse(entry, f"dropout (dropout_p={dropout_p}) with softcap or alibi_slopes")
-        if return_attn_probs:
-            _refuse(entry, f"return_attn_probs with dropout (dropout_p={dropout_p}): flash-attention's S_dmask, "
-                    "the dropout pattern for its tests,")
 
 
 def _window(entry, causal, window_size):
@@ -85,7 +85,7 @@ def _run(entry, q, k, v, varlen, dropout_p, softmax_scale, causal, window_size, 
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"hk.flash_attn.{entry}: {name} must be a torch.Tensor, not {type(t).__name__}")
-    _features(entry, dropout_p, softcap, alibi_slopes, return_attn_probs)
+    _features(entry, dropout_p, softcap, alibi_slopes)
     if block_table is not None:
         _refuse(entry, "a paged KV cache (block_table)")
     left, right = _window(entry, causal, window_size)
@@ -93,17 +93,54 @@ def _run(entry, q, k, v, varlen, dropout_p, softmax_scale, causal, window_size, 
     d = q.shape[-1]
     scale = d ** -0.5 if softmax_scale is None else float(softmax_scale)
     qp, kp, vp = (_pad(t, dim) for t in (q, k, v))
+    seed = _attn.draw_dropout_seed(dropout_p)
+    options = dict(causal=bool(causal), window=(left, right), scale=scale, softcap=softcap, alibi_slopes=alibi_slopes,
+                   return_lse=True, dropout_p=dropout_p, dropout_seed=seed)
     if varlen is None:
-        out, lse = _attn.attention(qp, kp, vp, causal=bool(causal), window=(left, right), scale=scale,
-                                   softcap=softcap, alibi_slopes=alibi_slopes, return_lse=True, dropout_p=dropout_p)
+        out, lse = _attn.attention(qp, kp, vp, **options)
     else:
-        out, lse = _attn.attention_varlen(qp, kp, vp, *varlen, causal=bool(causal), window=(left, right),
-                                          scale=scale, softcap=softcap, alibi_slopes=alibi_slopes,
-                                          return_lse=True, dropout_p=dropout_p)
+        out, lse = _attn.attention_varlen(qp, kp, vp, *varlen, **options)
     out = out[..., :d] if dim != d else out
     if not return_attn_probs:
         return out
-    return out, lse, q.new_empty((0,))
+    if not dropout_p:
+        return out, lse, q.new_empty((0,))
+    return out, lse, _dropout_pattern(q, k, lse, varlen, scale, left, right, dropout_p, seed)
+
+
+def _round128(n):
+    return (n + 127) // 128 * 128
+
+
+def _dropout_pattern(q, k, lse, varlen, scale, left, right, dropout_p, seed):
+    """flash-attention's S_dmask (see the module's text), computed beside the kernel in fp32 from q, k, the kernel's
+    LSE and the call's mask (hk.dropout.keep_mask: the kernels' bits)."""
+    q, k, lse = q.detach(), k.detach(), lse.detach()
+    if varlen is None:
+        seqs = [(q[b], k[b], lse[b], b) for b in range(q.shape[0])]
+        max_q, max_k = q.shape[1], k.shape[1]
+    else:
+        cu_q, cu_k, max_q, max_k = varlen
+        cu_q, cu_k = cu_q.tolist(), cu_k.tolist()
+        seqs = [(q[cu_q[b]:cu_q[b + 1]], k[cu_k[b]:cu_k[b + 1]], lse[:, cu_q[b]:cu_q[b + 1]], b)
+                for b in range(len(cu_q) - 1)]
+    heads = q.shape[-2]
+    pattern = torch.zeros(len(seqs), heads, _round128(max_q), _round128(max_k), dtype=torch.float32)
+    for qs, ks, ls, b in seqs:
+        sq, sk = qs.shape[0], ks.shape[0]
+        keys = ks.float().repeat_interleave(heads // ks.shape[1], dim=1)  # (Sk, H, D)
+        scores = torch.einsum("ihd,jhd->hij", qs.float(), keys) * scale
+        i = torch.arange(sq)[:, None] + (sk - sq)
+        j = torch.arange(sk)[None, :]
+        visible = torch.ones(sq, sk, dtype=torch.bool)
+        if left >= 0:
+            visible &= j >= i - left
+        if right >= 0:
+            visible &= j <= i + right
+        probs = torch.where(visible & torch.isfinite(ls)[:, :, None], torch.exp(scores - ls[:, :, None]), 0.0)
+        keep = _keep_mask(dropout_p, seed[0], seed[1] + b * heads, 1, heads, sq, sk)[0]
+        pattern[b, :, :sq, :sk] = torch.where(keep, probs, -probs)
+    return pattern.to(q.dtype)
 
 
 def _unpack(entry, packed, n, dim):

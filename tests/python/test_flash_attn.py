@@ -191,6 +191,63 @@ def test_dropout_varlen():
     assert_close(dq, dq_ref, dtype, ulps=16, what="dQ")
 
 
+def _probabilities(q, k, causal, window=(-1, -1), scale=None):
+    """The float64 softmax P (B, H, Sq, Sk) of the reference: its output for V the identity (no dropout)."""
+    b, sk, hkv = k.shape[:3]
+    eye = torch.eye(sk, dtype=torch.float64)[None, :, None, :].expand(b, sk, hkv, sk)
+    out, _ = attention_reference(q.double(), k.double(), eye, causal=causal, window=window, scale=scale)
+    return out.transpose(1, 2)
+
+
+def _check_pattern(pattern, probs, mask, dtype):
+    """S_dmask's sign is the keep mask where P > 0, its magnitude P to the type's rounding, 0 outside the mask."""
+    sq, sk = probs.shape[-2:]
+    assert torch.all(pattern[..., sq:, :] == 0) and torch.all(pattern[..., :, sk:] == 0)
+    s = pattern[..., :sq, :sk].double()
+    seen = probs > 0
+    assert torch.equal(s[seen] > 0, mask[seen]), "S_dmask >= 0 is not the keep mask"
+    assert torch.all(s[~seen] == 0)
+    rel = 2 * (2.0 ** -8 if dtype == torch.bfloat16 else 2.0 ** -11)
+    assert torch.all((s.abs() - probs).abs() <= rel * probs + 1e-30), "|S_dmask| is not P"
+
+
+def test_return_attn_probs_shows_the_dropout_pattern():
+    """flash-attention's tests take the dropout mask as S_dmask >= 0 and the probabilities from |S_dmask|, then check
+    the output against a reference with that mask: S_dmask's shape rounds up to 128, its sign is hk's stream (numpy)
+    and its magnitude the float64 softmax; dense GQA causal and varlen."""
+    p, dtype, b, sq, sk, hq, hkv, d = 0.2, torch.bfloat16, 2, 70, 90, 4, 2, 64
+    q, k, v = _inputs(b, sq, sk, hq, hkv, d, dtype)
+    seed, offset = _dropout_reference_inputs(p, 3)
+    torch.manual_seed(3)
+    out, lse, pattern = fa.flash_attn_func(q, k, v, p, causal=True, return_attn_probs=True)
+    assert pattern.shape == (b, hq, 128, 128) and pattern.dtype == dtype and lse.shape == (b, hq, sq)
+    mask = dropout_keep(p, seed, offset, b, hq, sq, sk)
+    _check_pattern(pattern, _probabilities(q.detach(), k.detach(), True), mask, dtype)
+    ref, _ = attention_reference(*(t.detach().double() for t in (q, k, v)), causal=True, dropout_p=p,
+                                 dropout_mask=pattern[..., :sq, :sk] >= 0)
+    assert_close(out, ref, dtype, ulps=8, what="O with S_dmask's mask")
+    assert torch.equal(hk.attention(q, k, v, causal=True, dropout_p=p, dropout_seed=(seed, offset)), out)
+    for s, o in ((seed, offset), (2**64 - 1, 2**64 - 3)):  # hk.dropout.keep_mask: the same bits as numpy's stream
+        assert torch.equal(hk.dropout.keep_mask(p, s, o, b, hq, sq, sk), dropout_keep(p, s, o, b, hq, sq, sk))
+
+    cu_q, cu_k = torch.tensor([0, 17, 17, 87], dtype=torch.int32), torch.tensor([0, 30, 35, 99], dtype=torch.int32)
+    qv, kv, vv = rand(87, hq, d, dtype=dtype), rand(99, hkv, d, dtype=dtype), rand(99, hkv, d, dtype=dtype)
+    seed, offset = _dropout_reference_inputs(p, 4)
+    torch.manual_seed(4)
+    _, _, pattern = fa.flash_attn_varlen_func(qv, kv, vv, cu_q, cu_k, 70, 64, p, window_size=(20, 3),
+                                              return_attn_probs=True)
+    assert pattern.shape == (3, hq, 128, 128)
+    mask = dropout_keep(p, seed, offset, 3, hq, 70, 64)
+    for i in range(3):
+        qs, ks = slice(cu_q[i], cu_q[i + 1]), slice(cu_k[i], cu_k[i + 1])
+        lq, lk = qs.stop - qs.start, ks.stop - ks.start
+        probs = _probabilities(qv[None, qs], kv[None, ks], False, window=(20, 3))[0]
+        _check_pattern(pattern[i], probs, mask[i, :, :lq, :lk], dtype)
+
+    _, _, empty = fa.flash_attn_func(q, k, v, 0.0, return_attn_probs=True)
+    assert empty.numel() == 0  # no dropout: an empty S_dmask, as flash-attention returns
+
+
 def test_dropout_mask_is_the_stream_and_the_seed_reproduces_it():
     """Q = 0 gives every key p = 1 / 128 and V the identity shows the mask: O[i][j] = keep / (128 (1 - p)). The kept
     fraction is within 0.01 of 1 - p, the mask is the numpy stream's, torch.manual_seed gives the same bits again and
@@ -297,8 +354,8 @@ def test_refusals_name_the_feature():
     q = rand(1, 16, 2, 64, dtype=torch.bfloat16)
     with pytest.raises(NotImplementedError, match="dropout .* with softcap or alibi_slopes"):
         fa.flash_attn_func(q, q, q, 0.1, softcap=2.0)
-    with pytest.raises(NotImplementedError, match="return_attn_probs with dropout"):
-        fa.flash_attn_func(q, q, q, 0.1, return_attn_probs=True)
+    with pytest.raises(ValueError, match="dropout_seed must be"):
+        hk.attention(q, q, q, dropout_p=0.1, dropout_seed=5)
     with pytest.raises(ValueError, match="dropout_p must be in"):
         fa.flash_attn_func(q, q, q, 1.5)
     with pytest.raises(ValueError, match="softcap"):

@@ -1,0 +1,51 @@
+"""hk's dropout stream in torch: which elements of attention's P a call with a given (seed, offset) keeps.
+
+The kernels draw 16 random bits per element from Philox4x32-10 (include/hk/ops/philox.h): element (b, h, i, j) of
+attention's P (query i, key j, counted within the sequence for varlen) takes the low (j % 8 < 4) or high 16 bits of
+word j % 4 of philox4x32_10({j / 8, i, stream low, stream high}, {seed low, seed high}), stream = offset + b Hq + h
+(mod 2^64), and is kept when they are >= ceil(p 2^16), p as fp32. This module computes the same bits with torch's
+int64 arithmetic (32 x 32-bit products split so that no intermediate leaves int64), for flash-attention's S_dmask
+and for users who want a call's mask.
+"""
+import math
+
+import torch
+
+_M32 = 0xFFFFFFFF
+_ROUND_MULTIPLIERS = (0xD2511F53, 0xCD9E8D57)
+_KEY_BUMPS = (0x9E3779B9, 0xBB67AE85)
+
+
+def _mul_hi_lo(m, c):
+    """(high, low) 32-bit halves of the 64-bit product m * c, m a 32-bit constant, c an int64 tensor of 32-bit values:
+    m times each 16-bit half of c stays below 2^48."""
+    low_part, high_part = m * (c & 0xFFFF), m * (c >> 16)
+    t = low_part + ((high_part & 0xFFFF) << 16)
+    return ((high_part >> 16) + (t >> 32)) & _M32, t & _M32
+
+
+def _philox4x32_10(c0, c1, c2, c3, seed):
+    k0, k1 = seed & _M32, seed >> 32
+    for _ in range(10):
+        hi0, lo0 = _mul_hi_lo(_ROUND_MULTIPLIERS[0], c0)
+        hi1, lo1 = _mul_hi_lo(_ROUND_MULTIPLIERS[1], c2)
+        c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+        k0, k1 = (k0 + _KEY_BUMPS[0]) & _M32, (k1 + _KEY_BUMPS[1]) & _M32
+    return c0, c1, c2, c3
+
+
+def keep_mask(dropout_p, seed, offset, batch, heads, seqlen_q, seqlen_k, device=None):
+    """(batch, heads, seqlen_q, seqlen_k) bool: the elements of P that attention with dropout_p, seed and offset
+    keeps (the same bits as the kernels; see the module's text)."""
+    seed, offset = int(seed) % 2**64, int(offset) % 2**64
+    streams = [[(offset + b * heads + h) % 2**64 for h in range(heads)] for b in range(batch)]
+    lo, hi = (torch.tensor([[f(s) for s in row] for row in streams], dtype=torch.int64, device=device)
+              .view(batch, heads, 1, 1) for f in (lambda s: s & _M32, lambda s: s >> 32))
+    chunks = torch.arange((seqlen_k + 7) // 8, dtype=torch.int64, device=device).view(1, 1, 1, -1)
+    rows = torch.arange(seqlen_q, dtype=torch.int64, device=device).view(1, 1, -1, 1)
+    shape = (batch, heads, seqlen_q, chunks.shape[-1])
+    words = _philox4x32_10(chunks.expand(shape), rows.expand(shape), lo.expand(shape), hi.expand(shape), seed)
+    halves = torch.stack(words, dim=-1)  # (..., chunk, word)
+    bits = torch.cat((halves & 0xFFFF, halves >> 16), dim=-1).flatten(-2)[..., :seqlen_k]
+    threshold = math.ceil(float(torch.tensor(dropout_p, dtype=torch.float32)) * 65536)
+    return bits >= threshold
