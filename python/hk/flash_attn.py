@@ -28,7 +28,8 @@ Head dims: hk's kernels run D = 64 and 128; any other D up to 128 is zero-padded
 adds nothing to Q K^T and the padded output columns are dropped), the scale taken from the real D, as
 flash-attention pads to a multiple of 8. Not yet in hk's kernels, and refused with a sentence rather than computed
 another way: head dims above 128, Q/K's head dim different from V's, softcap with alibi_slopes, dropout_p > 0 with
-either of them, and a paged KV cache (block_table) in flash_attn_varlen_func. flash_attn_with_kvcache (decode over a contiguous or paged KV cache,
+either of them. flash_attn_varlen_func's paged KV cache (block_table, any page size) is gathered into packed keys
+before the kernel. flash_attn_with_kvcache (decode over a contiguous or paged KV cache,
 appending k / v in place with optional rotary, FP8 caches with k_descale / v_descale) runs on hk::attention_decode
 (hk/decode.py).
 """
@@ -87,7 +88,7 @@ def _run(entry, q, k, v, varlen, dropout_p, softmax_scale, causal, window_size, 
             raise TypeError(f"hk.flash_attn.{entry}: {name} must be a torch.Tensor, not {type(t).__name__}")
     _features(entry, dropout_p, softcap, alibi_slopes)
     if block_table is not None:
-        _refuse(entry, "a paged KV cache (block_table)")
+        k, v = _gather_pages(entry, k, v, varlen[1], block_table)
     left, right = _window(entry, causal, window_size)
     dim = _padded_dim(entry, q, k, v)
     d = q.shape[-1]
@@ -106,6 +107,36 @@ def _run(entry, q, k, v, varlen, dropout_p, softmax_scale, causal, window_size, 
     if not dropout_p:
         return out, lse, q.new_empty((0,))
     return out, lse, _dropout_pattern(q, k, lse, varlen, scale, left, right, dropout_p, seed)
+
+
+def _gather_pages(entry, k, v, cu_seqlens_k, block_table):
+    """flash_attn_varlen_func's paged keys as the packed (total_k, Hk, D) the kernel reads: k and v are
+    (num_blocks, page_size, Hk, D) and sequence b's key t is k[block_table[b, t // page_size], t % page_size], t <
+    cu_seqlens_k[b + 1] - cu_seqlens_k[b]. One gather (index_select, so gradients reach the pages), any page size; the
+    offsets and the table are read on the host."""
+    if not isinstance(block_table, torch.Tensor) or block_table.dtype != torch.int32 or block_table.dim() != 2:
+        raise ValueError(f"hk.flash_attn.{entry}: block_table must be an int32 (batch, max_blocks) tensor")
+    if k.dim() != 4 or v.dim() != 4 or k.shape[:3] != v.shape[:3]:
+        raise ValueError(f"hk.flash_attn.{entry}: with block_table, k and v must be (num_blocks, page_size, Hk, D) "
+                         f"with the same blocks, got {tuple(k.shape)} and {tuple(v.shape)}")
+    num_blocks, page = k.shape[:2]
+    lengths = torch.diff(cu_seqlens_k.to(torch.int64)).tolist()
+    if block_table.shape[0] != len(lengths):
+        raise ValueError(f"hk.flash_attn.{entry}: block_table has {block_table.shape[0]} rows for {len(lengths)} "
+                         "sequences")
+    if any(n < 0 or n > block_table.shape[1] * page for n in lengths):
+        raise ValueError(f"hk.flash_attn.{entry}: a sequence of cu_seqlens_k ({lengths}) is negative or longer than "
+                         f"block_table's {block_table.shape[1]} pages of {page} keys")
+    rows = []
+    for b, n in enumerate(lengths):
+        t = torch.arange(n)
+        blocks = block_table[b].to(torch.int64)[t // page]
+        if n and (blocks.min() < 0 or blocks.max() >= num_blocks):
+            raise ValueError(f"hk.flash_attn.{entry}: block_table[{b}] names a page outside the {num_blocks} "
+                             "blocks of k and v")
+        rows.append(blocks * page + t % page)
+    index = torch.cat(rows).to(k.device)
+    return (t.reshape(num_blocks * page, *t.shape[2:]).index_select(0, index) for t in (k, v))
 
 
 def _round128(n):

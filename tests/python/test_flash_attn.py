@@ -350,6 +350,42 @@ def test_backward_is_deterministic_in_both_modes():
         assert all(torch.equal(a, b) for a, b in zip(runs[0], other))
 
 
+def test_varlen_paged_keys_are_the_packed_keys():
+    """flash_attn_varlen_func with block_table (pages of 24 keys in shuffled order, an empty sequence, a partial last
+    page) gives the packed call's output and gradients bit for bit; a page outside the cache is refused."""
+    hq, hkv, d, page, dtype = 4, 2, 64, 24, torch.bfloat16
+    lens_q, lens_k = [9, 0, 40], [50, 7, 72]
+    cu_q = torch.tensor([0, 9, 9, 49], dtype=torch.int32)
+    cu_k = torch.tensor([0, 50, 57, 129], dtype=torch.int32)
+    pages_per_seq = [(n + page - 1) // page for n in lens_k]
+    order = torch.randperm(sum(pages_per_seq) + 2)  # two spare pages nobody names
+    table = torch.zeros(3, max(pages_per_seq), dtype=torch.int32)
+    k_pages, v_pages = (rand(len(order), page, hkv, d, dtype=dtype) for _ in range(2))
+    packed_k, packed_v, used = [], [], 0
+    for b, n in enumerate(pages_per_seq):
+        table[b, :n] = order[used:used + n].to(torch.int32)
+        packed_k.append(k_pages[table[b, :n].long()].flatten(0, 1)[:lens_k[b]])
+        packed_v.append(v_pages[table[b, :n].long()].flatten(0, 1)[:lens_k[b]])
+        used += n
+    q = rand(49, hq, d, dtype=dtype).requires_grad_()
+    k_pages.requires_grad_()
+    k, v = torch.cat(packed_k).detach().requires_grad_(), torch.cat(packed_v)
+    grad = rand(49, hq, d, dtype=dtype)
+    paged = fa.flash_attn_varlen_func(q, k_pages, v_pages, cu_q, cu_k, 40, 72, causal=True, block_table=table)
+    dq_paged, dk_pages = torch.autograd.grad(paged, (q, k_pages), grad)
+    packed = fa.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 40, 72, causal=True)
+    dq, dk = torch.autograd.grad(packed, (q, k), grad)
+    assert torch.equal(paged, packed) and torch.equal(dq_paged, dq)
+    for b, n in enumerate(pages_per_seq):  # each page's gradient is its keys' rows of the packed dK
+        got = dk_pages[table[b, :n].long()].flatten(0, 1)[:lens_k[b]]
+        assert torch.equal(got, dk[cu_k[b]:cu_k[b + 1]])
+    assert torch.all(dk_pages[order[used:]] == 0)  # the spare pages
+    bad = table.clone()
+    bad[2, 0] = len(order)
+    with pytest.raises(ValueError, match="names a page outside"):
+        fa.flash_attn_varlen_func(q, k_pages, v_pages, cu_q, cu_k, 40, 72, block_table=bad)
+
+
 def test_refusals_name_the_feature():
     q = rand(1, 16, 2, 64, dtype=torch.bfloat16)
     with pytest.raises(NotImplementedError, match="dropout .* with softcap or alibi_slopes"):
@@ -375,7 +411,7 @@ def test_refusals_name_the_feature():
     with pytest.raises(ValueError, match="the packed tensor"):
         fa.flash_attn_qkvpacked_func(rand(1, 16, 2, 2, 64, dtype=torch.bfloat16))
     cu = torch.tensor([0, 16], dtype=torch.int32)
-    with pytest.raises(NotImplementedError, match="block_table"):
+    with pytest.raises(ValueError, match="block_table must be an int32"):
         fa.flash_attn_varlen_func(q[0], q[0], q[0], cu, cu, 16, 16, block_table=cu)
     with pytest.raises(ValueError, match="float32"):
         fa.flash_attn_func(q.float(), q.float(), q.float())
