@@ -75,6 +75,10 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
     // S^T of a tile's first and second 32 keys in s[0] and s[1], their P^T in pt[0] and pt[1]: fixed registers.
     typename W::s_tile s[2];
     typename W::p_tile pt[2];
+    // The running max in the memory phase, unless a variant's vector work on every score (ALiBi's bias, softcap's
+    // tanh) must come before it: that work held off the memory phase's end.
+    constexpr bool early = !V.alibi && !V.softcap && D <= 64;
+    constexpr bool vector_first = false;
     constexpr int mfmas = 2 * (W::BK / 32) * D / (2 * arch::mfma32_elems);  // of a phase: both products of a half
     // Phase h (0 or 1) of step j: has_cur when tile j exists (its O^T update, the softmax of its second half), has_next
     // when tile j+1 does (its scores, the softmax of its first half).
@@ -86,14 +90,47 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       // M: half h of K(j+1) and of V(j) (one phase's registers: the k and v of a half). The phase's few VALU (an add
       // per LDS address, the loads' offsets) at the highest priority: the other group's softmax, which keeps the
       // SIMD's VALU busy, would delay them past its own phase.
+      // The tests (scalar) and the rare vector work of the rescale and the masks, and the running max's tests, off the
+      // compute phase.
+      auto vector_work = [&]() __attribute__((always_inline)) {
+        if constexpr (pv) me.rescale();  // by the alpha of the previous phase's softmax, before its P^T meets O^T
+        if constexpr (sm) me.mask(s[1 - h], view, p, 2 * j + 1 + h);
+        if constexpr (sm && early) me.template rebase<true>(s[1 - h], p);
+      };
+      if constexpr (vector_first) {
+        vector_work();
+        sched_barrier();
+      }
       set_priority<2>();
-      // (The last step reads tile j's K again for the tile past the end, whose scores the masks hide; see below.)
-      if constexpr (qk) load(k, sk[(j + (j + 1 < ke)) & 1], {0, 0, h, 0});
-      if constexpr (pv) load_acc_order(vc, sv[j & 1], {0, 0, h, 0});
-      // Each read right after its address (the stage's base plus the lane's part): the addresses die at once.
-      [&]<int... I>(std::integer_sequence<int, I...>) {
-        ((sched_group_barrier<sched::valu, 1 + 0 * I>(), sched_group_barrier<sched::ds_read, 1>()), ...);
-      }(std::make_integer_sequence<int, 24>{});
+      // At D = 64 each stage's LDS addresses are the lanes' parts plus compile-time offsets (no VALU): one copy of the
+      // reads per pair of stages, chosen by a scalar branch. At D = 128 the compiler keeps V's addresses per stage
+      // (42 spills), so there the stage's base is added to each lane part (a VALU per read). (The last step reads
+      // tile j's K again for the tile past the end, whose scores the masks hide; see below.)
+      const int kst = (j + (j + 1 < ke)) & 1, vst = j & 1;
+      auto reads = [&](auto sk_of, auto sv_of) __attribute__((always_inline)) {
+        if constexpr (qk) load(k, sk[int(sk_of)], {0, 0, h, 0});
+        if constexpr (pv) load_acc_order(vc, sv[int(sv_of)], {0, 0, h, 0});
+      };
+      if constexpr (D <= 64) {
+        using s0 = std::integral_constant<int, 0>;
+        using s1 = std::integral_constant<int, 1>;
+        auto fixed = [&](auto sk_of, auto sv_of) __attribute__((always_inline)) {
+          reads(sk_of, sv_of);
+          asm volatile("; stages %0 %1" ::"n"(int(sk_of)), "n"(int(sv_of)));  // the copies stay apart
+        };
+        switch (kst * 2 + vst) {
+          case 0: fixed(s0{}, s0{}); break;
+          case 1: fixed(s0{}, s1{}); break;
+          case 2: fixed(s1{}, s0{}); break;
+          default: fixed(s1{}, s1{}); break;
+        }
+      } else {
+        reads(kst, vst);
+        // Each read right after its address (the stage's base plus the lane's part): the addresses die at once.
+        [&]<int... I>(std::integer_sequence<int, I...>) {
+          ((sched_group_barrier<sched::valu, 1 + 0 * I>(), sched_group_barrier<sched::ds_read, 1>()), ...);
+        }(std::make_integer_sequence<int, 24>{});
+      }
       if constexpr (h == 1) {
         if (loads && j + 2 < ke) fill(sk[j & 1], view.k, j + 2);
         if (loads && j + 1 < ke) fill(sv[(j + 1) & 1], view.v, j + 1);
@@ -101,16 +138,16 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       sched_barrier();
       set_priority<0>();
       // The tests (scalar) and the rare vector work of the rescale and the masks, off the compute phase.
-      if constexpr (pv) me.rescale();  // by the alpha of the previous phase's softmax, before its P^T meets O^T
-      if constexpr (sm) me.mask(s[1 - h], view, p, 2 * j + 1 + h);
+      if constexpr (!vector_first) vector_work();
       sched_barrier();
       barrier();
       // C
       set_priority<1>();
       if constexpr (qk) me.qk(s[h], k);
       if constexpr (pv) me.accumulate(pt[h], vc);
-      if constexpr (sm) me.bias(s[1 - h], view, 2 * j + 1 + h);  // ALiBi: vector work on every tile
-      if constexpr (sm) me.softmax(s[1 - h], pt[1 - h], p);
+      if constexpr (sm && !early) me.bias(s[1 - h], view, 2 * j + 1 + h);  // ALiBi: vector work on every tile
+      if constexpr (sm && !early) me.softmax(s[1 - h], pt[1 - h], p);
+      if constexpr (sm && early) me.exp(s[1 - h], pt[1 - h], p);
       if constexpr (qk && pv && sm) interleave_mfma<mfmas, 64 / mfmas, sched::valu | sched::transcendental>();
       sched_barrier();
       if (loads && h == 1) wait_vmcnt<0>();  // K(j+2), V(j+1)
