@@ -65,7 +65,11 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       asm volatile("" : "+s"(g.stride_));
       load_async<Half>(st, g, {0, 0, kt, 0}, dma_wave);
     };
-    if (loads && kb < ke) fill(sk[kb & 1], view.k, kb);
+    if (loads && kb < ke) {
+      fill(sk[kb & 1], view.k, kb);
+      // One tile: its K in the other stage too, which the last step reads (see below).
+      if (kb + 1 == ke) fill(sk[(kb + 1) & 1], view.k, kb);
+    }
     W me(view, wave * W::WQ);
     load_bounded(me.q, view.q, {0, 0, me.row_tile, 0});  // Q from global memory straight into registers
     wait_vmcnt<0>();
@@ -106,26 +110,21 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       // reads per pair of stages, chosen by a scalar branch. At D = 128 the compiler keeps V's addresses per stage
       // (42 spills), so there the stage's base is added to each lane part (a VALU per read). (The last step reads
       // tile j's K again for the tile past the end, whose scores the masks hide; see below.)
-      const int kst = (j + (j + 1 < ke)) & 1, vst = j & 1;
-      auto reads = [&](auto sk_of, auto sv_of) __attribute__((always_inline)) {
-        if constexpr (qk) load(k, sk[int(sk_of)], {0, 0, h, 0});
-        if constexpr (pv) load_acc_order(vc, sv[int(sv_of)], {0, 0, h, 0});
+      const int stage = (j + 1) & 1;  // of K(j+1) and of V(j)
+      auto reads = [&](auto stage_of) __attribute__((always_inline)) {
+        if constexpr (qk) load(k, sk[int(stage_of)], {0, 0, h, 0});
+        if constexpr (pv) load_acc_order(vc, sv[int(stage_of)], {0, 0, h, 0});
       };
       if constexpr (D <= 64) {
-        using s0 = std::integral_constant<int, 0>;
-        using s1 = std::integral_constant<int, 1>;
-        auto fixed = [&](auto sk_of, auto sv_of) __attribute__((always_inline)) {
-          reads(sk_of, sv_of);
-          asm volatile("; stages %0 %1" ::"n"(int(sk_of)), "n"(int(sv_of)));  // the copies stay apart
-        };
-        switch (kst * 2 + vst) {
-          case 0: fixed(s0{}, s0{}); break;
-          case 1: fixed(s0{}, s1{}); break;
-          case 2: fixed(s1{}, s0{}); break;
-          default: fixed(s1{}, s1{}); break;
+        if (stage) {
+          reads(std::integral_constant<int, 1>{});
+          asm volatile("; stage 1");  // the copies stay apart (no merged select of addresses)
+        } else {
+          reads(std::integral_constant<int, 0>{});
+          asm volatile("; stage 0");
         }
       } else {
-        reads(kst, vst);
+        reads(stage);
         // Each read right after its address (the stage's base plus the lane's part): the addresses die at once.
         [&]<int... I>(std::integer_sequence<int, I...>) {
           ((sched_group_barrier<sched::valu, 1 + 0 * I>(), sched_group_barrier<sched::ds_read, 1>()), ...);
@@ -133,7 +132,7 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       }
       if constexpr (h == 1) {
         if (loads && j + 2 < ke) fill(sk[j & 1], view.k, j + 2);
-        if (loads && j + 1 < ke) fill(sv[(j + 1) & 1], view.v, j + 1);
+        if (loads && j + 1 < ke) fill(sv[j & 1], view.v, j + 1);
       }
       sched_barrier();
       set_priority<0>();

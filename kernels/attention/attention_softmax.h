@@ -29,9 +29,9 @@ __device__ __attribute__((always_inline)) inline void attn_rebase(W& w, typename
       for (int e = 0; e < s_tile::E; ++e) x = fmaxf(x, s.data[i][j][e]);
     top.data[j][0] = x;
   }
-  int grow = 0;
-  vec_apply([c, &grow](float& mi, float& ti) { grow |= ti * c - mi > 8.f; }, w.m, top);
-  w.stale = __any(grow);
+  bool grow = false;
+  vec_apply([c, &grow](float& mi, float& ti) { grow = grow || ti * c - mi > 8.f; }, w.m, top);
+  w.stale = __builtin_amdgcn_ballot_w64(grow) != 0;
   auto move = [&](bool moved) __attribute__((always_inline)) {
 #pragma unroll
     for (int j = 0; j < s_tile::tiles_c; ++j)
@@ -74,8 +74,10 @@ __device__ __attribute__((always_inline)) inline void attn_exp(W& w, typename W:
   };
   pairs([&](f2& x, int j) { x = x * f2{c, c} + f2{-w.m.data[j][0], -w.m.data[j][0]}; });
   pairs([](f2& x, int) { x = f2{__builtin_amdgcn_exp2f(x.x), __builtin_amdgcn_exp2f(x.y)}; });
-  f2 acc[s_tile::tiles_c] = {};
-  pairs([&](f2& x, int j) { acc[j] += x; });
+  f2 acc[s_tile::tiles_c];
+  bool first[s_tile::tiles_c];
+  for (bool& f : first) f = true;
+  pairs([&](f2& x, int j) { acc[j] = first[j] ? x : acc[j] + x, first[j] = false; });
 #pragma unroll
   for (int j = 0; j < s_tile::tiles_c; ++j)
     w.l.data[j][0] += detail::lanes_reduce<detail::sum_op>(acc[j].x + acc[j].y, W::shape::dim, 32);  // as col_sum
