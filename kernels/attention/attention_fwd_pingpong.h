@@ -51,6 +51,8 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
     constexpr int BK = AttnTiles::keys;
     using KV = st<T, BK, D>;
     __shared__ KV sk[2], sv[2];
+    static_assert(KV::swizzle(32) == 0 && KV::swizzle(64) == 0 && sizeof(KV) == BK * D * sizeof(T),
+                  "stage 1 is read as rows 64.. of stage 0");
 
     const AttnView<T, D> view(p, attn_pingpong_rows);
     if (view.empty) return;  // past the end of a shorter sequence (varlen)
@@ -81,7 +83,7 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
     typename W::p_tile pt[2];
     // The running max in the memory phase, unless a variant's vector work on every score (ALiBi's bias, softcap's
     // tanh) must come before it: that work held off the memory phase's end.
-    constexpr bool early = !V.alibi && !V.softcap && D <= 64;
+    constexpr bool early = !V.alibi && !V.softcap;
     constexpr bool vector_first = false;
     constexpr int mfmas = 2 * (W::BK / 32) * D / (2 * arch::mfma32_elems);  // of a phase: both products of a half
     // Phase h (0 or 1) of step j: has_cur when tile j exists (its O^T update, the softmax of its second half), has_next
@@ -106,29 +108,21 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
         sched_barrier();
       }
       set_priority<2>();
-      // At D = 64 each stage's LDS addresses are the lanes' parts plus compile-time offsets (no VALU): one copy of the
-      // reads per pair of stages, chosen by a scalar branch. At D = 128 the compiler keeps V's addresses per stage
-      // (42 spills), so there the stage's base is added to each lane part (a VALU per read). (The last step reads
-      // tile j's K again for the tile past the end, whose scores the masks hide; see below.)
-      const int stage = (j + 1) & 1;  // of K(j+1) and of V(j)
+      // Each stage's LDS addresses are the lanes' parts plus compile-time offsets (no VALU): one copy of the reads per
+      // stage, chosen by a scalar branch. Stage 1 is read as rows 64.. of stage 0 (the two are one array, and a tile's
+      // layout repeats every 32 rows), so that both stages' reads share the lanes' address registers (named as two
+      // tiles, the compiler kept V's per stage: 42 spills at D = 128). (The last step reads K(j-1) again for the tile
+      // past the end, whose scores the masks hide; see below.)
       auto reads = [&](auto stage_of) __attribute__((always_inline)) {
-        if constexpr (qk) load(k, sk[int(stage_of)], {0, 0, h, 0});
-        if constexpr (pv) load_acc_order(vc, sv[int(stage_of)], {0, 0, h, 0});
+        if constexpr (qk) load(k, sk[0], {0, 0, h + 2 * int(stage_of), 0});
+        if constexpr (pv) load_acc_order(vc, sv[0], {0, 0, h + 2 * int(stage_of), 0});
       };
-      if constexpr (D <= 64) {
-        if (stage) {
-          reads(std::integral_constant<int, 1>{});
-          asm volatile("; stage 1");  // the copies stay apart (no merged select of addresses)
-        } else {
-          reads(std::integral_constant<int, 0>{});
-          asm volatile("; stage 0");
-        }
+      if ((j + 1) & 1) {  // the stage of K(j+1) and of V(j)
+        reads(std::integral_constant<int, 1>{});
+        asm volatile("; stage 1");  // the copies stay apart (no merged select of addresses)
       } else {
-        reads(stage);
-        // Each read right after its address (the stage's base plus the lane's part): the addresses die at once.
-        [&]<int... I>(std::integer_sequence<int, I...>) {
-          ((sched_group_barrier<sched::valu, 1 + 0 * I>(), sched_group_barrier<sched::ds_read, 1>()), ...);
-        }(std::make_integer_sequence<int, 24>{});
+        reads(std::integral_constant<int, 0>{});
+        asm volatile("; stage 0");
       }
       if constexpr (h == 1) {
         if (loads && j + 2 < ke) fill(sk[j & 1], view.k, j + 2);
