@@ -141,9 +141,16 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       if constexpr (sm && !early) me.bias(s[1 - h], view, 2 * j + 1 + h);  // ALiBi: vector work on every tile
       if constexpr (sm && !early) me.softmax(s[1 - h], pt[1 - h], p);
       if constexpr (sm && early) me.exp(s[1 - h], pt[1 - h], p);
-      if constexpr (qk && pv && sm) interleave_mfma<mfmas, 64 / mfmas, sched::valu | sched::transcendental>();
+      if constexpr (qk && pv && sm) {
+        // Per MFMA an equal share of the 16 exp2 (a quarter of the VALU's rate) and of the other VALU: bunched, the
+        // exp2 held the MFMAs apart and left the rest for a tail behind them.
+        [&]<int... I>(std::integer_sequence<int, I...>) {
+          ((sched_group_barrier<sched::mfma, 1 + 0 * I>(), sched_group_barrier<sched::transcendental, 16 / mfmas>(),
+            sched_group_barrier<sched::valu, 32 / mfmas>()), ...);
+        }(std::make_integer_sequence<int, mfmas>{});
+      }
       sched_barrier();
-      if (loads && h == 1) wait_vmcnt<0>();  // K(j+2), V(j+1)
+      if constexpr (h == 1) wait_vmcnt<0>();  // K(j+2), V(j+1) (group 1 has none: no branch)
       set_priority<0>();
       sched_barrier();
       barrier();
