@@ -141,7 +141,9 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       if constexpr (sm && !early) me.bias(s[1 - h], view, 2 * j + 1 + h);  // ALiBi: vector work on every tile
       if constexpr (sm && !early) me.softmax(s[1 - h], pt[1 - h], p);
       if constexpr (sm && early) me.exp(s[1 - h], pt[1 - h], p);
-      if constexpr (qk && pv && sm) {
+      if constexpr (qk && pv && sm && V.softcap) {  // (its tanh: an exp2 and a reciprocal more per score)
+        interleave_mfma<mfmas, 64 / mfmas, sched::valu | sched::transcendental>();
+      } else if constexpr (qk && pv && sm) {
         // Per MFMA an equal share of the 16 exp2 (a quarter of the VALU's rate) and of the other VALU: bunched, the
         // exp2 held the MFMAs apart and left the rest for a tail behind them.
         [&]<int... I>(std::integer_sequence<int, I...>) {
