@@ -147,8 +147,8 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
         // Per MFMA an equal share of the 16 exp2 (a quarter of the VALU's rate) and of the other VALU: bunched, the
         // exp2 held the MFMAs apart and left the rest for a tail behind them.
         [&]<int... I>(std::integer_sequence<int, I...>) {
-          ((sched_group_barrier<sched::mfma, 1 + 0 * I>(), sched_group_barrier<sched::transcendental, 16 / mfmas>(),
-            sched_group_barrier<sched::valu, 32 / mfmas>()), ...);
+          ((sched_group_barrier<sched::mfma, 1 + 0 * I>(), sched_group_barrier<sched::transcendental, (16 + mfmas - 1) / mfmas>(),
+            sched_group_barrier<sched::valu, (32 + mfmas - 1) / mfmas>()), ...);
         }(std::make_integer_sequence<int, mfmas>{});
       }
       sched_barrier();
