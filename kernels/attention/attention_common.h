@@ -403,8 +403,12 @@ struct AttnWave {
   // Branch) and exp (the rest). attention_softmax.h. Inlined by force: with dropout's Philox LLVM calls them out of
   // line, through the stack.
   template <bool Branch = false>
-  __device__ __attribute__((always_inline)) void rebase(s_tile& s, const AttnArgs& p) { attn_rebase<Branch>(*this, s, p); }
-  __device__ __attribute__((always_inline)) void exp(s_tile& s, p_tile& pt, const AttnArgs& p) { attn_exp(*this, s, pt, p); }
+  __device__ __attribute__((always_inline)) void rebase(s_tile& s, const AttnArgs& p) {
+    attn_rebase<Branch>(*this, s, p);
+  }
+  __device__ __attribute__((always_inline)) void exp(s_tile& s, p_tile& pt, const AttnArgs& p) {
+    attn_exp(*this, s, pt, p);
+  }
   __device__ __attribute__((always_inline)) void softmax(s_tile& s, p_tile& pt, const AttnArgs& p) {
     rebase(s, p);
     exp(s, pt, p);
