@@ -217,6 +217,10 @@ __device__ __attribute__((always_inline)) inline void add_alibi(Tile& s, float s
       }
 }
 
+// The running max of a query that has seen no key (log2 units): finite, so that exp2(-inf - m) is 0, and far below
+// any score.
+inline constexpr float attn_no_max = -1e30f;
+
 // Every wave owns 16 queries; K and V move in tiles of 64 keys.
 struct AttnTiles {
   static constexpr int wave_rows = 16, keys = 64;
@@ -346,6 +350,8 @@ __device__ __attribute__((always_inline)) inline void mask_visible(Tile& s, cons
 template <class T, int D, class S = mfma16, AttnVariant V = AttnVariant{}, int Keys = AttnTiles::keys>
 struct AttnWave {
   static constexpr int WQ = S::dim, BK = Keys;  // queries, and keys per step (a KV tile or a part of one)
+  static constexpr AttnVariant variant = V;
+  using shape = S;
   using cols_vec = rv<float, WQ, vec_align::cols, S>;
   using k_tile = rt<T, BK, D, layout::row, S>;
   using v_tile = rt<T, BK, D, layout::col, S>;  // acc order (load_acc_order)
@@ -364,7 +370,7 @@ struct AttnWave {
     first = v.first_row + rows_before, last = std::min<long>(first + WQ, v.blk.sq) - 1;
     row_tile = int(first / WQ);
     drop_b = v.blk.b, drop_h = v.blk.h, drop_k0 = 0;
-    vec_apply([](float& mi, float& li) { mi = -INFINITY, li = 0.f; }, m, l);
+    vec_apply([](float& mi, float& li) { mi = attn_no_max, li = 0.f; }, m, l);
     zero(ot);
   }
 
@@ -392,53 +398,20 @@ struct AttnWave {
     if (!whole) mask_visible<true>(s, p, q0, k0, INT_MAX, v.blk.sk, off);
   }
 
-  // The masked S^T of a KV tile: the new running max and denominator, alpha, and P^T in acc order. The running max
-  // moves only when some query's max grew by more than 8 (log2 units; flash-attention 4's lazy rescale): otherwise
-  // p = exp2(s c - m) stays below 2^8, well inside fp32 and bf16, O^T and l need no rescale, and the wave skips it.
-  // Inlined by force: with dropout's Philox LLVM calls it out of line, through the stack.
+  // The masked S^T of a KV tile: the new running max and denominator, alpha, and P^T in acc order, in two parts that
+  // the pipelined kernel runs in different phases: rebase (the running max, with the rare work under a branch where
+  // Branch) and exp (the rest). attention_softmax.h. Inlined by force: with dropout's Philox LLVM calls them out of
+  // line, through the stack.
+  template <bool Branch = false>
+  __device__ __attribute__((always_inline)) void rebase(s_tile& s, const AttnArgs& p) {
+    attn_rebase<Branch>(*this, s, p);
+  }
+  __device__ __attribute__((always_inline)) void exp(s_tile& s, p_tile& pt, const AttnArgs& p) {
+    attn_exp(*this, s, pt, p);
+  }
   __device__ __attribute__((always_inline)) void softmax(s_tile& s, p_tile& pt, const AttnArgs& p) {
-    const float c = p.scale_log2;
-    // Capped after the masks (the pipelined kernel masks in an earlier phase): a hidden score stays -inf.
-    if constexpr (V.softcap) map(s, [cap = p.cap](float x) { return x == -INFINITY ? x : cap(x); });
-    cols_vec tile_max, sub, sum;
-    col_max(tile_max, s);
-    int grow = 0;
-    vec_apply([c, &grow](float& mi, float& ti) { grow |= ti * c - mi > 8.f; }, m, tile_max);  // -inf - -inf: no
-    stale = __any(grow);
-    vec_apply(
-        [c, moved = stale](float& mi, float& ti, float& si, float& ai) {
-          const float m_new = moved ? fmaxf(mi, ti * c) : mi;
-          si = m_new == -INFINITY ? 0.f : m_new;  // a query that has seen no key yet keeps p = 0
-          ai = moved ? __builtin_amdgcn_exp2f(mi - si) : 1.f;
-          mi = m_new;
-        },
-        m, tile_max, sub, alpha);
-    // p = exp2(s c - max) and its column sums, two elements per packed instruction. In three passes over the tile
-    // (in place: no registers), so that no exp2 waits on the multiply-add just before it, nor a sum on its exp2.
-    using f2 = float __attribute__((ext_vector_type(2)));
-    auto pairs = [&](auto f) __attribute__((always_inline)) {
-#pragma unroll
-      for (int j = 0; j < s_tile::tiles_c; ++j)
-#pragma unroll
-        for (int i = 0; i < s_tile::tiles_r; ++i)
-#pragma unroll
-          for (int e = 0; e < s_tile::E; e += 2) {
-            f2 x = {s.data[i][j][e], s.data[i][j][e + 1]};
-            f(x, j);
-            s.data[i][j][e] = x.x, s.data[i][j][e + 1] = x.y;
-          }
-    };
-    pairs([&](f2& x, int j) { x = x * f2{c, c} + f2{-sub.data[j][0], -sub.data[j][0]}; });
-    pairs([](f2& x, int) { x = f2{__builtin_amdgcn_exp2f(x.x), __builtin_amdgcn_exp2f(x.y)}; });
-    f2 acc[s_tile::tiles_c] = {};
-    pairs([&](f2& x, int j) { acc[j] += x; });
-#pragma unroll
-    for (int j = 0; j < s_tile::tiles_c; ++j)
-      sum.data[j][0] = detail::lanes_reduce<detail::sum_op>(acc[j].x + acc[j].y, S::dim, 32);  // as col_sum
-    vec_apply([](float& li, float& ai, float& si) { li = li * ai + si; }, l, alpha, sum);
-    // Dropout after the sums (l takes the whole P); its 1 / (1 - p) waits for finish.
-    if constexpr (V.dropout) attn_dropout_scale<true>(s, p, drop_b, drop_h, int(first), drop_k0, 1.f);
-    copy_acc_order(pt, s);  // P^T: the accumulator itself, in acc order
+    rebase(s, p);
+    exp(s, pt, p);
   }
 
   // O^T *= alpha: what came before, rescaled to the new running max (when it moved).
@@ -498,3 +471,5 @@ struct AttnWave {
 };
 
 }  // namespace hk::kernels
+
+#include "attention_softmax.h"  // AttnWave's softmax (attn_rebase, attn_exp)

@@ -3,28 +3,34 @@
 // into LDS, each in two stages of its own.
 //
 // Every 32 keys take two products, S^T = K Q^T and O^T += V^T P^T, and between them the softmax, whose vector work
-// (16 exp2 at a quarter of the VALU's rate, about 50 other VALU) equals the matrix cores' work of both products. So
-// the loop is pipelined by half a tile, and every compute phase holds the same mix: the scores of one half, the O^T
-// update of the half before the last, the softmax of the last. With s[2] and pt[2] (S^T and P^T of a tile's first
-// and second halves, fixed registers), step j is two phases h = 0, 1 of the same shape:
-//   M(h)  half h of K(j+1) and of V(j) from LDS into registers; the rescale of O^T (alpha of the softmax before) and
-//         the masks of s[1-h] where they are needed (tests and rare vector work kept off the compute phase)
-//   C(h)  s[h] = K Q^T, O^T += V^T pt[h]  ||  the softmax of s[1-h] into pt[1-h]: max, alpha, exp2, sum, P^T
-// with four VALU placed after each MFMA. The waves form two groups of four, one phase apart, so one group's compute
-// phase (priority 1) runs while the other reads LDS (priority 2 over its reads and loads, whose address VALU the
-// other group's softmax would otherwise hold off past its own phase): per SIMD, one wave of each group. Every phase
-// ends with a workgroup barrier. The registers: O^T 64, Q 32, s and pt 48, a half of K and of V 64, the LDS
-// addresses' lane parts 24 (256 at D = 128, no spills).
+// (16 exp2 at a quarter of the VALU's rate, about 40 other VALU) is about the matrix cores' work of both products at
+// D = 128 and twice it at D = 64. So the loop is pipelined by half a tile, and every compute phase holds the same mix:
+// the scores of one half, the O^T update of the half before the last, the softmax of the last. With s[2] and pt[2]
+// (S^T and P^T of a tile's first and second halves, fixed registers), step j is two phases h = 0, 1 of one shape:
+//   M(h)  half h of K(j+1) and of V(j) from LDS into registers; then the rescale of O^T (alpha of the max before),
+//         the masks of s[1-h] where they are needed, and its running max (attn_rebase: a max per lane and a test; the
+//         cross-lane reduce and the move only when a max grew): tests and rare vector work off the compute phase
+//   C(h)  s[h] = K Q^T, O^T += V^T pt[h]  ||  the rest of the softmax of s[1-h] (attn_exp): exp2, sums, P^T
+// with each MFMA followed by an equal share of the exp2 and of the other VALU (the exp2 bunched held the MFMAs
+// apart, and what followed them ran as a tail behind the last). ALiBi and softcap, whose vector work on every score
+// must precede the max, keep the whole softmax in C(h). The waves form two groups of four, one phase apart, so one
+// group's compute phase (priority 1) runs while the other reads LDS (priority 2 over its reads and loads): per SIMD,
+// one wave of each group. Every phase ends with a workgroup barrier. The registers: O^T 64, Q 32, s and pt 48, a half
+// of K and of V 64, the LDS addresses' lane parts 24 (256 at D = 128, no spills).
 //
-// Stages: tile t's K lives in sk[t % 2], V in sv[t % 2]. Group 0 issues K(j+2) into sk[j % 2] and V(j+1) into
-// sv[(j+1) % 2] in M(1) of step j, after its own reads: both stages were last read (K(j), V(j-1)) by group 1 in M(1)
+// LDS addresses: the reads name no stage register. Both stages of K (and of V) are one array whose tile layout
+// repeats every 32 rows, so stage 1 is rows 64.. of stage 0: a compile-time offset on the lanes' address registers,
+// one copy of the reads per stage behind a scalar branch. Tile t's K lives in sk[t % 2], its V in sv[(t + 1) % 2], so
+// that K(j+1) and V(j), read in the same phases, share the stage bit. Group 0 issues K(j+2) into sk[j % 2] and V(j+1)
+// into sv[j % 2] in M(1) of step j, after its own reads: both stages were last read (K(j), V(j-1)) by group 1 in M(1)
 // of step j-1, which ended at the barrier before. It waits for them at the end of C(1), and the barrier after
 // publishes them to both groups before M(0) of step j+1 reads them. Memory phases end with their LDS reads complete
 // (the barrier waits for them), so no stage is refilled under a read. The last step runs as the others: its scores
-// of tile kt_end (K read from a stage that holds a real tile) are hidden by the masks, as tile kt_end lies past every
-// query's visible keys, so its softmax leaves m and l as they are (one copy of the step: a separate last step kept
-// registers across the loop and spilled). Q goes from global memory straight into registers, so the LDS holds only
-// the four stages (64 KiB at D = 128).
+// of tile kt_end (K read from the stage of K(kt_end), which holds K(kt_end - 2), or K(kt_begin) again where the
+// workgroup has one tile) are hidden by the masks, as tile kt_end lies past every query's visible keys, so its
+// softmax leaves m and l as they are (one copy of the step: a separate last step kept registers across the loop and
+// spilled). Q goes from global memory straight into registers, so the LDS holds only the four stages (64 KiB at D =
+// 128).
 #pragma once
 #include "attention_common.h"
 
@@ -51,6 +57,8 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
     constexpr int BK = AttnTiles::keys;
     using KV = st<T, BK, D>;
     __shared__ KV sk[2], sv[2];
+    static_assert(KV::swizzle(32) == 0 && KV::swizzle(64) == 0 && sizeof(KV) == BK * D * sizeof(T),
+                  "stage 1 is read as rows 64.. of stage 0");
 
     const AttnView<T, D> view(p, attn_pingpong_rows);
     if (view.empty) return;  // past the end of a shorter sequence (varlen)
@@ -65,7 +73,11 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       asm volatile("" : "+s"(g.stride_));
       load_async<Half>(st, g, {0, 0, kt, 0}, dma_wave);
     };
-    if (loads && kb < ke) fill(sk[kb & 1], view.k, kb);
+    if (loads && kb < ke) {
+      fill(sk[kb & 1], view.k, kb);
+      // One tile: its K in the other stage too, which the last step reads (see below).
+      if (kb + 1 == ke) fill(sk[(kb + 1) & 1], view.k, kb);
+    }
     W me(view, wave * W::WQ);
     load_bounded(me.q, view.q, {0, 0, me.row_tile, 0});  // Q from global memory straight into registers
     wait_vmcnt<0>();
@@ -75,6 +87,9 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
     // S^T of a tile's first and second 32 keys in s[0] and s[1], their P^T in pt[0] and pt[1]: fixed registers.
     typename W::s_tile s[2];
     typename W::p_tile pt[2];
+    // The running max in the memory phase, unless a variant's vector work on every score (ALiBi's bias, softcap's
+    // tanh) must come before it: that work held off the memory phase's end.
+    constexpr bool early = !V.alibi && !V.softcap;
     constexpr int mfmas = 2 * (W::BK / 32) * D / (2 * arch::mfma32_elems);  // of a phase: both products of a half
     // Phase h (0 or 1) of step j: has_cur when tile j exists (its O^T update, the softmax of its second half), has_next
     // when tile j+1 does (its scores, the softmax of its first half).
@@ -83,37 +98,54 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       constexpr bool qk = has_next, pv = has_cur, sm = h == 0 ? bool(has_cur) : bool(has_next);
       typename W::k_tile k;
       typename W::v_tile vc;
-      // M: half h of K(j+1) and of V(j) (one phase's registers: the k and v of a half). The phase's few VALU (an add
-      // per LDS address, the loads' offsets) at the highest priority: the other group's softmax, which keeps the
-      // SIMD's VALU busy, would delay them past its own phase.
+      // M: half h of K(j+1) and of V(j) (one phase's registers: the k and v of a half), and the loads, at the highest
+      // priority: the other group's softmax, which keeps the SIMD's VALU busy, would delay them past its own phase.
       set_priority<2>();
-      // (The last step reads tile j's K again for the tile past the end, whose scores the masks hide; see below.)
-      if constexpr (qk) load(k, sk[(j + (j + 1 < ke)) & 1], {0, 0, h, 0});
-      if constexpr (pv) load_acc_order(vc, sv[j & 1], {0, 0, h, 0});
-      // Each read right after its address (the stage's base plus the lane's part): the addresses die at once.
-      [&]<int... I>(std::integer_sequence<int, I...>) {
-        ((sched_group_barrier<sched::valu, 1 + 0 * I>(), sched_group_barrier<sched::ds_read, 1>()), ...);
-      }(std::make_integer_sequence<int, 24>{});
+      // The stage's offset an immediate (see the top; named as two tiles, the compiler kept V's addresses per stage:
+      // 42 spills at D = 128). (The last step reads K(j-1) again for the tile past the end; see below.)
+      auto reads = [&](auto stage_of) __attribute__((always_inline)) {
+        if constexpr (qk) load(k, sk[0], {0, 0, h + 2 * int(stage_of), 0});
+        if constexpr (pv) load_acc_order(vc, sv[0], {0, 0, h + 2 * int(stage_of), 0});
+      };
+      if ((j + 1) & 1) {  // the stage of K(j+1) and of V(j)
+        reads(std::integral_constant<int, 1>{});
+        asm volatile("; stage 1");  // the copies stay apart (no merged select of addresses)
+      } else {
+        reads(std::integral_constant<int, 0>{});
+        asm volatile("; stage 0");
+      }
       if constexpr (h == 1) {
         if (loads && j + 2 < ke) fill(sk[j & 1], view.k, j + 2);
-        if (loads && j + 1 < ke) fill(sv[(j + 1) & 1], view.v, j + 1);
+        if (loads && j + 1 < ke) fill(sv[j & 1], view.v, j + 1);
       }
       sched_barrier();
       set_priority<0>();
-      // The tests (scalar) and the rare vector work of the rescale and the masks, off the compute phase.
-      if constexpr (pv) me.rescale();  // by the alpha of the previous phase's softmax, before its P^T meets O^T
+      // The tests (scalar) and the rare vector work of the rescale, the masks and the running max.
+      if constexpr (pv) me.rescale();  // by the alpha of the previous phase's max, before its P^T meets O^T
       if constexpr (sm) me.mask(s[1 - h], view, p, 2 * j + 1 + h);
+      if constexpr (sm && early) me.template rebase<true>(s[1 - h], p);
       sched_barrier();
       barrier();
       // C
       set_priority<1>();
       if constexpr (qk) me.qk(s[h], k);
       if constexpr (pv) me.accumulate(pt[h], vc);
-      if constexpr (sm) me.bias(s[1 - h], view, 2 * j + 1 + h);  // ALiBi: vector work on every tile
-      if constexpr (sm) me.softmax(s[1 - h], pt[1 - h], p);
-      if constexpr (qk && pv && sm) interleave_mfma<mfmas, 64 / mfmas, sched::valu | sched::transcendental>();
+      if constexpr (sm && !early) me.bias(s[1 - h], view, 2 * j + 1 + h);  // ALiBi: vector work on every tile
+      if constexpr (sm && !early) me.softmax(s[1 - h], pt[1 - h], p);
+      if constexpr (sm && early) me.exp(s[1 - h], pt[1 - h], p);
+      if constexpr (qk && pv && sm && V.softcap) {  // (its tanh: an exp2 and a reciprocal more per score)
+        interleave_mfma<mfmas, 64 / mfmas, sched::valu | sched::transcendental>();
+      } else if constexpr (qk && pv && sm) {
+        // Per MFMA an equal share of the 16 exp2 (a quarter of the VALU's rate) and of the other VALU: bunched, the
+        // exp2 held the MFMAs apart and left the rest for a tail behind them.
+        [&]<int... I>(std::integer_sequence<int, I...>) {
+          ((sched_group_barrier<sched::mfma, 1 + 0 * I>(),
+            sched_group_barrier<sched::transcendental, (16 + mfmas - 1) / mfmas>(),
+            sched_group_barrier<sched::valu, (32 + mfmas - 1) / mfmas>()), ...);
+        }(std::make_integer_sequence<int, mfmas>{});
+      }
       sched_barrier();
-      if (loads && h == 1) wait_vmcnt<0>();  // K(j+2), V(j+1)
+      if constexpr (h == 1) wait_vmcnt<0>();  // K(j+2), V(j+1) (group 1 has none: no branch)
       set_priority<0>();
       sched_barrier();
       barrier();
@@ -128,7 +160,7 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
     };
     if (kb < ke) {
       step(kb - 1, no{}, yes{});
-      // The last step as the others: its scores of tile ke (K of tile ke - 1 read again) are all hidden by the masks
+      // The last step as the others: its scores of tile ke (K of tile ke - 2 read again) are all hidden by the masks
       // (tile ke lies past the visible range of every query: past the keys' end or the window's right edge), so the
       // softmax of its first half leaves m and l as they are and gives P^T = 0, and the rest of tile ke is not
       // computed. One copy of the step (a separate last step held 3 VGPRs of addresses across the loop: spills).
