@@ -2,7 +2,7 @@
 // tile, query head, sequence), each wave owning 16 queries (attention_common.h); K and V tiles of 64 keys loaded
 // straight into LDS (buffer loads with the lds modifier), two stages deep, so the next tile's loads fly while the
 // waves compute on the current one. Only the KV tiles some query of the tile sees are visited. It runs where the
-// 8-wave ping-pong kernel does not (attn_pingpong_runs: gfx942 at D = 128).
+// 8-wave ping-pong kernel does not (attn_pingpong_runs: gfx942 at D = 128, and every wide head).
 //
 // Two waves per SIMD in either shape: one wave's softmax (vector work) and LDS reads run while the other's MFMAs do.
 // Where two workgroups' stages fit the LDS they are two workgroups of 4 waves; where one does (gfx942, D = 128: the
@@ -11,29 +11,35 @@
 // One barrier per KV tile: each wave waits for its own loads of tile t, then the barrier makes every wave's part of
 // tile t visible and certifies that every wave has finished reading tile t-1's stage, which the loads of tile t+1,
 // issued right after it, overwrite. Q goes from global memory straight into registers.
+//
+// Wide heads (attention_heads.h) take KV tiles of 32 keys: a wave then holds O^T (DV x 16 fp32, 64 VGPRs at DV =
+// 256), Q and one tile of K or V (64 VGPRs at 256) within the 256 registers of two waves per SIMD, and two stages of K
+// and V fit 64 KiB (gfx942: one workgroup of 8 waves; gfx950 at D = 256: two of 4).
 #pragma once
 #include "attention_common.h"
+#include "attention_heads.h"
 
 namespace hk::kernels {
 
 // Waves of a workgroup (host and device): 4 where the LDS holds two workgroups' stages (two of K and two of V tiles),
 // else 8. Two waves per SIMD either way; declaring it lets the compiler keep the MFMA accumulators in arch VGPRs (it
 // uses AGPRs when a wave may own all 512 registers, and then every rescale of O^T copies it out and back).
-__host__ __device__ constexpr int attn_waves(int lds_bytes, int d) {
-  return lds_bytes / (4 * AttnTiles::keys * d * 2) >= 2 ? 4 : 8;
+__host__ __device__ constexpr int attn_waves(int lds_bytes, int d, int dv) {
+  return lds_bytes / (2 * attn_tile_keys(d, dv) * (d + dv) * 2) >= 2 ? 4 : 8;
 }
-template <int D>
-inline constexpr int attn_fwd_waves = attn_waves(arch::current::lds_bytes, D);
+template <int D, int DV>
+inline constexpr int attn_fwd_waves = attn_waves(arch::current::lds_bytes, D, DV);
 
-template <class T, int D, AttnVariant V = AttnVariant{}>
-__global__ __launch_bounds__(64 * attn_fwd_waves<D>) __attribute__((amdgpu_waves_per_eu(2))) void attention_fwd(AttnArgs p) {
-  using W = AttnWave<T, D, mfma16, V>;
-  using G = group<attn_fwd_waves<D>>;
+template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
+__global__ __launch_bounds__((64 * attn_fwd_waves<D, DV>)) __attribute__((amdgpu_waves_per_eu(2))) void attention_fwd(AttnArgs p) {
+  constexpr int BK = attn_tile_keys(D, DV);
+  using W = AttnWave<T, D, mfma16, V, BK, DV>;
+  using G = group<attn_fwd_waves<D, DV>>;
   constexpr int rows = G::waves * AttnTiles::wave_rows;  // queries per workgroup
-  using Tile = st<T, AttnTiles::keys, D>;
-  __shared__ Tile sk[2], sv[2];  // two stages of K and V
+  __shared__ st<T, BK, D> sk[2];  // two stages of K and V
+  __shared__ st<T, BK, DV> sv[2];
 
-  const AttnView<T, D> view(p, rows);
+  const AttnView<T, D, DV> view(p, rows, BK);
   if (view.empty) return;  // past the end of a shorter sequence (varlen)
   const int kt_begin = view.kt_begin, kt_end = view.kt_end;
   // Tile kt's K and V into stage `stage`, zeros past the last key.
