@@ -169,6 +169,34 @@ __device__ inline void mma_AtB_acc(rt_acc<D, N>& acc, const ST& x, const rt_acc<
   mma_AB(acc, xt, b, acc);
 }
 
+// mma_AtB_acc in chunks of C of X's columns (C of acc's rows) at a time: one chunk's acc-order reads held at once, not
+// all of X's (wide heads without transposing LDS reads, whose reads hold an element a register before packing).
+template <int C, int D, int N, int K, shared_tile ST>
+__device__ inline void mma_AtB_acc_chunks(rt_acc<D, N>& acc, const ST& x, const rt_acc<K, N>& s) {
+  using T = typename ST::dtype;
+  using Part = rt_acc<C, N>;
+  static_assert(D % C == 0 && ST::rows == K && ST::cols == D, "mma_AtB_acc_chunks: X is K x D, in chunks of C");
+  rt<T, K, N, layout::col> b;
+  copy_acc_order(b, s);
+#pragma unroll
+  for (int c = 0; c < D / C; ++c) {
+    rt<T, K, C, layout::col> xc;
+    load_acc_order(xc, x, {0, 0, 0, c});
+    rt<T, C, K, layout::row> xt;
+    transpose(xt, xc);
+    Part part;  // acc's rows c C .. (c + 1) C - 1: its row tiles, the same registers
+#pragma unroll
+    for (int i = 0; i < Part::tiles_r; ++i)
+      for (int j = 0; j < Part::tiles_c; ++j)
+        for (int e = 0; e < Part::E; ++e) part.data[i][j][e] = acc.data[c * Part::tiles_r + i][j][e];
+    mma_AB(part, xt, b, part);
+#pragma unroll
+    for (int i = 0; i < Part::tiles_r; ++i)
+      for (int j = 0; j < Part::tiles_c; ++j)
+        for (int e = 0; e < Part::E; ++e) acc.data[c * Part::tiles_r + i][j][e] = part.data[i][j][e];
+  }
+}
+
 // Kernel 1: L = 256 / rows lanes per query row (4 or 2), each summing 1/L of its D products.
 template <class T, int D, int DV = D>
 __global__ __launch_bounds__(256) void attention_bwd_delta(AttnBwdArgs p) {
@@ -298,7 +326,9 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
     load(lse, cur.lse);
     load(delta, cur.delta);
     // S = Q K^T (queries x keys), masked where the tile crosses a query's visible range, and P.
-    auto s = mma_ABt_lds(cur.q, k);
+    // (Streamed for wide heads without transposing LDS reads: else gfx942 spills at D = 256.)
+    constexpr bool streamed = attn_wide(D, DV) && !arch::current::lds_read_transpose;
+    auto s = mma_ABt_lds<streamed>(cur.q, k);
     if constexpr (V.softcap) map(s, [cap = p.cap](float x) { return cap(x); });  // before the masks' -inf
     const long q0 = long(qt) * BQ;
     if constexpr (V.alibi) add_alibi<false>(s, alibi_slope(p, blk.b, h), q0, k0, kb.off);
@@ -308,14 +338,19 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
     map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     uint32_t keep = 0;  // dropout: P and dP dropped and scaled alike (attn_dropout_keep)
     if constexpr (V.dropout) keep = attn_dropout_keep<false, decltype(s)>(p, blk.b, h, int(q0), int(k0));
-    mma_AtB_acc(dvt, cur.dout, attn_dropped<V.dropout>(s, keep, p.drop.scale));  // dV^T += dO^T P
+    // dV^T += dO^T P (in chunks of 64 of D where the S and dP products are streamed: the registers are short there)
+    auto acc_tb = [&](auto& acc, const auto& x, const auto& b) __attribute__((always_inline)) {
+      if constexpr (streamed) mma_AtB_acc_chunks<64>(acc, x, b);
+      else mma_AtB_acc(acc, x, b);
+    };
+    acc_tb(dvt, cur.dout, attn_dropped<V.dropout>(s, keep, p.drop.scale));
     // dP = dO V^T; dS = P * (dP - delta); dK^T += Q^T dS.
-    auto dp = mma_ABt_lds(cur.dout, v);
+    auto dp = mma_ABt_lds<streamed>(cur.dout, v);
     if constexpr (V.dropout) attn_dropout_apply(dp, keep, p.drop.scale);
     map_rows(dp, delta, [](float x, float d) { return x - d; });
     if constexpr (V.softcap) map_rows(s, lse, [cap = p.cap](float x, float l) { return x * cap.slope(x, l); });
     mul(s, s, dp);
-    mma_AtB_acc(dkt, cur.q, s);
+    acc_tb(dkt, cur.q, s);
     if (more) put(next, staged);
     h = nh, qt = nqt;
   }

@@ -32,8 +32,10 @@ inline constexpr int attn_fwd_waves = attn_waves(arch::current::lds_bytes, D, DV
 
 template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
 __global__ __launch_bounds__((64 * attn_fwd_waves<D, DV>)) __attribute__((amdgpu_waves_per_eu(2))) void attention_fwd(AttnArgs p) {
-  constexpr int BK = attn_tile_keys(D, DV);
-  using W = AttnWave<T, D, mfma16, V, BK, DV>;
+  // Keys of a tile, and of a wave's step: a wide head's tile in halves without transposing LDS reads (gfx942), whose
+  // acc-order reads of V hold an element a register before packing (32 keys at D = 256: 83 VGPRs spilled).
+  constexpr int BK = attn_tile_keys(D, DV), WK = attn_wide(D, DV) && !arch::current::lds_read_transpose ? BK / 2 : BK;
+  using W = AttnWave<T, D, mfma16, V, WK, DV>;
   using G = group<attn_fwd_waves<D, DV>>;
   constexpr int rows = G::waves * AttnTiles::wave_rows;  // queries per workgroup
   __shared__ st<T, BK, D> sk[2];  // two stages of K and V
@@ -59,18 +61,27 @@ __global__ __launch_bounds__((64 * attn_fwd_waves<D, DV>)) __attribute__((amdgpu
     wait_vmcnt<0>();
     barrier();  // tile kt is in; every wave is done with the other stage
     if (kt + 1 < kt_end) fill(kt + 1, stage ^ 1);
-    typename W::k_tile k;
-    load(k, sk[stage]);
-    const auto pt = me.scores(view, p, kt, k);
-    typename W::v_tile vc;
-    load_acc_order(vc, sv[stage]);
-    me.accumulate(pt, vc);
+#pragma unroll
+    for (int h = 0; h < BK / WK; ++h) {
+      typename W::k_tile k;
+      load(k, sk[stage], {0, 0, h, 0});
+      const auto pt = me.scores(view, p, kt * (BK / WK) + h, k);
+      typename W::v_tile vc;
+      load_acc_order(vc, sv[stage], {0, 0, h, 0});
+      me.accumulate(pt, vc);
+    }
   };
   // Pairs of tiles, each with its stage fixed: the addresses cost registers (gfx950 D = 128: 150 -> 196 VGPRs), which
   // the 256 of two waves per SIMD have room for.
-  for (int kt = kt_begin; kt < kt_end; kt += 2) {
-    step(kt, std::integral_constant<int, 0>{});
-    if (kt + 1 < kt_end) step(kt + 1, std::integral_constant<int, 1>{});
+  // Where a wave's step is half a tile (wide heads on gfx942) the registers have no such room: one tile a step, the
+  // stage a runtime index.
+  if constexpr (WK < BK) {
+    for (int kt = kt_begin; kt < kt_end; ++kt) step(kt, (kt - kt_begin) & 1);
+  } else {
+    for (int kt = kt_begin; kt < kt_end; kt += 2) {
+      step(kt, std::integral_constant<int, 0>{});
+      if (kt + 1 < kt_end) step(kt + 1, std::integral_constant<int, 1>{});
+    }
   }
   me.finish(view, p);
 }
