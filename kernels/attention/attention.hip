@@ -120,7 +120,7 @@ Status check_arch(bool& pingpong, int& fwd_waves, int& bwd_block_keys, int& bwd_
   const arch::target* target = api::current_target(entry, status);
   if (!target) return status;
   pingpong = d == dv && kernels::attn_pingpong_runs(target->lds_bytes, target->lds_read_transpose, d);
-  fwd_waves = kernels::attn_waves(target->lds_bytes, d, dv);
+  fwd_waves = kernels::attn_waves(target->lds_bytes, target->lds_read_transpose, d, dv);
   bwd_block_keys = kernels::attn_bwd_block_keys(d, target->lds_read_transpose);
   bwd_rows = kernels::attn_bwd_rows(d, target->lds_read_transpose);
   bwd_dq_waves = kernels::attn_bwd_dq_waves(d, target->lds_read_transpose);

@@ -21,17 +21,26 @@
 
 namespace hk::kernels {
 
+// Waves per SIMD (host and device): two, so that one wave's softmax and LDS reads run under the other's MFMAs; declaring
+// it lets the compiler keep the MFMA accumulators in arch VGPRs (it uses AGPRs when a wave may own all 512 registers,
+// and then every rescale of O^T copies it out and back). One at D = 256 without transposing LDS reads (gfx942): there
+// the lane parts of the LDS addresses (one per column block of K and V) and V's unpacked reads pass the 256 registers
+// of two (23 VGPRs spilled).
+__host__ __device__ constexpr int attn_fwd_simd_waves(bool lds_read_transpose, int d, int dv) {
+  return d + dv > 384 && !lds_read_transpose ? 1 : 2;
+}
 // Waves of a workgroup (host and device): 4 where the LDS holds two workgroups' stages (two of K and two of V tiles),
-// else 8. Two waves per SIMD either way; declaring it lets the compiler keep the MFMA accumulators in arch VGPRs (it
-// uses AGPRs when a wave may own all 512 registers, and then every rescale of O^T copies it out and back).
-__host__ __device__ constexpr int attn_waves(int lds_bytes, int d, int dv) {
-  return lds_bytes / (2 * attn_tile_keys(d, dv) * (d + dv) * 2) >= 2 ? 4 : 8;
+// else 8; half as many at one wave per SIMD.
+__host__ __device__ constexpr int attn_waves(int lds_bytes, bool lds_read_transpose, int d, int dv) {
+  return (lds_bytes / (2 * attn_tile_keys(d, dv) * (d + dv) * 2) >= 2 ? 4 : 8) *
+         attn_fwd_simd_waves(lds_read_transpose, d, dv) / 2;
 }
 template <int D, int DV>
-inline constexpr int attn_fwd_waves = attn_waves(arch::current::lds_bytes, D, DV);
+inline constexpr int attn_fwd_waves = attn_waves(arch::current::lds_bytes, arch::current::lds_read_transpose, D, DV);
 
 template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
-__global__ __launch_bounds__((64 * attn_fwd_waves<D, DV>)) __attribute__((amdgpu_waves_per_eu(2))) void attention_fwd(AttnArgs p) {
+__global__ __launch_bounds__((64 * attn_fwd_waves<D, DV>))
+__attribute__((amdgpu_waves_per_eu(attn_fwd_simd_waves(arch::current::lds_read_transpose, D, DV)))) void attention_fwd(AttnArgs p) {
   // Keys of a tile, and of a wave's step: a wide head's tile in halves without transposing LDS reads (gfx942), whose
   // acc-order reads of V hold an element a register before packing (32 keys at D = 256: 83 VGPRs spilled).
   constexpr int BK = attn_tile_keys(D, DV), WK = attn_wide(D, DV) && !arch::current::lds_read_transpose ? BK / 2 : BK;

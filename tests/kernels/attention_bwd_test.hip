@@ -354,7 +354,8 @@ TEST(AttentionBackwardValidation, Errors) {
   };
   ASSERT_TRUE(hk::attention_backward(base()));
   ASSERT_EQ(hipDeviceSynchronize(), hipSuccess);
-  { auto p = base(); p.head_dim = 96; expect_error(p, "head_dim must be 64 or 128"); }
+  { auto p = base(); p.head_dim = 96; expect_error(p, "must both be 64, 128, 192 or 256, or 192 and 128"); }
+  { auto p = base(); p.head_dim = 256, p.head_dim_v = 192; expect_error(p, "must both be 64, 128, 192 or 256"); }
   { auto p = base(); p.heads_q = 3; expect_error(p, "must be a multiple of heads_kv"); }
   { auto p = base(); p.type = hk::scalar_type::fp32; expect_error(p, "must be bf16 or f16"); }
   { auto p = base(); p.lse = nullptr; expect_error(p, "LSE (the forward's log-sum-exp) must be given"); }
