@@ -287,9 +287,14 @@ TEST(AttentionBackward, OwnWorkspace) {
 // workgroups on (a child process per thread count: vgpu reads HK_VGPU_THREADS when it starts).
 const Case determinism_case{same(150, 1), same(200, 1), false, 4, 2, 64, dtype::bf16, true, -1, -1, 0.f, 1.f,
                              Layout::bshd, 0.f, true};
+// and a wide head's (192 / 128: its own kernel shapes), whose bits follow the first case's
+const Case determinism_wide = [] {
+  Case c{same(100, 1), same(130, 1), false, 4, 2, 192, dtype::f16, true};
+  c.dv = 128;
+  return c;
+}();
 
-std::vector<char> bytes_of(const Grads& g) {
-  std::vector<char> out;
+std::vector<char> bytes_of(const Grads& g, std::vector<char> out = {}) {
   for (const auto* v : {&g.dq, &g.dk, &g.dv})
     out.insert(out.end(), reinterpret_cast<const char*>(v->data()), reinterpret_cast<const char*>(v->data() + v->size()));
   out.insert(out.end(), reinterpret_cast<const char*>(g.dsinks.data()),
@@ -297,22 +302,27 @@ std::vector<char> bytes_of(const Grads& g) {
   return out;
 }
 
+// Both determinism cases' bits, one after the other.
+std::vector<char> determinism_bits() { return bytes_of(run(determinism_wide, false), bytes_of(run(determinism_case, false))); }
+
 TEST(AttentionBackwardDeterminism, RunToRun) {
-  const Grads first = run(determinism_case, false);
-  EXPECT_TRUE(run(determinism_case, false) == first);
+  for (const Case& c : {determinism_case, determinism_wide}) {
+    const Grads first = run(c, false);
+    EXPECT_TRUE(run(c, false) == first) << describe(c);
+  }
 }
 
 // Run by AcrossThreadCounts in a child process: writes the gradients' bits to $HK_ATTN_BWD_BITS.
 TEST(AttentionBackwardDeterminism, WriteBits) {
   const char* path = std::getenv("HK_ATTN_BWD_BITS");
   if (!path) GTEST_SKIP() << "run by AcrossThreadCounts";
-  const std::vector<char> bits = bytes_of(run(determinism_case, false));
+  const std::vector<char> bits = determinism_bits();
   std::ofstream(path, std::ios::binary).write(bits.data(), std::streamsize(bits.size()));
 }
 
 TEST(AttentionBackwardDeterminism, AcrossThreadCounts) {
   if (std::getenv("HK_ATTN_BWD_BITS")) GTEST_SKIP() << "in the child";
-  const std::vector<char> here = bytes_of(run(determinism_case, false));
+  const std::vector<char> here = determinism_bits();
   char self[4096] = {};
   ASSERT_GT(readlink("/proc/self/exe", self, sizeof(self) - 1), 0);  // this program (the shell's /proc/self is the shell)
   for (int threads : {1, 2}) {
