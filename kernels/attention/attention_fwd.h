@@ -12,9 +12,10 @@
 // tile t visible and certifies that every wave has finished reading tile t-1's stage, which the loads of tile t+1,
 // issued right after it, overwrite. Q goes from global memory straight into registers.
 //
-// Wide heads (attention_heads.h) take KV tiles of 32 keys: a wave then holds O^T (DV x 16 fp32, 64 VGPRs at DV =
-// 256), Q and one tile of K or V (64 VGPRs at 256) within the 256 registers of two waves per SIMD, and two stages of K
-// and V fit 64 KiB (gfx942: one workgroup of 8 waves; gfx950 at D = 256: two of 4).
+// Wide heads (attention_heads.h): a wave takes 32 keys a step (16 on gfx942), so that it holds O^T (DV x 16 fp32, 64
+// VGPRs at DV = 256), Q and one step's K or V (64 VGPRs at 256) within the 256 registers of two waves per SIMD. The LDS
+// tiles (attn_fwd_keys) are 64 keys on gfx950 at D = 192 and 256 (one workgroup of 8 waves) and 32 at 192 / 128 (two
+// of 4) and on gfx942, whose 64 KiB two stages of 32 keys fill at D = 256 (there one wave per SIMD: attn_fwd_simd_waves).
 #pragma once
 #include "attention_common.h"
 #include "attention_heads.h"
@@ -29,10 +30,18 @@ namespace hk::kernels {
 __host__ __device__ constexpr int attn_fwd_simd_waves(bool lds_read_transpose, int d, int dv) {
   return d + dv > 384 && !lds_read_transpose ? 1 : 2;
 }
+// Keys of a KV tile (host and device): 64; 32 for wide heads (attn_tile_keys) without transposing LDS reads (gfx942:
+// two stages of 64 keys at D = 256 would take twice its 64 KiB) and at 192 / 128, whose 147 VGPRs let three waves a
+// SIMD run (two workgroups' stages fit at 32 keys, one at 64; modelled on MI355X at GQA N8192: 841 against 736
+// TFLOP/s; at D = 192 and 256 64-key tiles gain 7% and 1%). A wide head's wave takes a tile 32 keys at a time (16 on
+// gfx942).
+__host__ __device__ constexpr int attn_fwd_keys(bool lds_read_transpose, int d, int dv) {
+  return lds_read_transpose && d == dv ? AttnTiles::keys : attn_tile_keys(d, dv);
+}
 // Waves of a workgroup (host and device): 4 where the LDS holds two workgroups' stages (two of K and two of V tiles),
 // else 8; half as many at one wave per SIMD.
 __host__ __device__ constexpr int attn_waves(int lds_bytes, bool lds_read_transpose, int d, int dv) {
-  return (lds_bytes / (2 * attn_tile_keys(d, dv) * (d + dv) * 2) >= 2 ? 4 : 8) *
+  return (lds_bytes / (2 * attn_fwd_keys(lds_read_transpose, d, dv) * (d + dv) * 2) >= 2 ? 4 : 8) *
          attn_fwd_simd_waves(lds_read_transpose, d, dv) / 2;
 }
 template <int D, int DV>
@@ -43,7 +52,8 @@ __global__ __launch_bounds__((64 * attn_fwd_waves<D, DV>))
 __attribute__((amdgpu_waves_per_eu(attn_fwd_simd_waves(arch::current::lds_read_transpose, D, DV)))) void attention_fwd(AttnArgs p) {
   // Keys of a tile, and of a wave's step: a wide head's tile in halves without transposing LDS reads (gfx942), whose
   // acc-order reads of V hold an element a register before packing (32 keys at D = 256: 83 VGPRs spilled).
-  constexpr int BK = attn_tile_keys(D, DV), WK = attn_wide(D, DV) && !arch::current::lds_read_transpose ? BK / 2 : BK;
+  constexpr bool tr = arch::current::lds_read_transpose;
+  constexpr int BK = attn_fwd_keys(tr, D, DV), WK = attn_wide(D, DV) ? attn_tile_keys(D, DV) / (tr ? 1 : 2) : BK;
   using W = AttnWave<T, D, mfma16, V, WK, DV>;
   using G = group<attn_fwd_waves<D, DV>>;
   constexpr int rows = G::waves * AttnTiles::wave_rows;  // queries per workgroup

@@ -1,8 +1,8 @@
 // The head dims the attention kernels run (host and device): D for Q and K, DV for V and O, and what a wide head (D +
 // DV > 256: 192, 256, and DeepSeek-V3's 192 for Q and K with 128 for V) changes in the kernels' shapes. A wide head's
 // O^T (DV x 16 fp32) and dQ^T, dK^T, dV^T accumulators take 48 to 64 VGPRs each, so the kernels that hold them take
-// tiles of 32 keys where they take 64 (a KV tile in registers: 64 VGPRs at D = 256) and stages of 16 queries where
-// they take 32 or 64, and the backward's runs one wave per SIMD (512 registers with the AGPRs).
+// 32 keys a step where they take 64 (a step's K or V in registers: 64 VGPRs at D = 256) and stages of the MFMA's K
+// (16 or 32) queries where they take 32 or 64, and the backward runs one wave per SIMD (512 registers with the AGPRs).
 #pragma once
 
 namespace hk::kernels {
