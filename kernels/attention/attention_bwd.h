@@ -326,8 +326,9 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
     load(lse, cur.lse);
     load(delta, cur.delta);
     // S = Q K^T (queries x keys), masked where the tile crosses a query's visible range, and P.
-    // (Streamed for wide heads without transposing LDS reads: else gfx942 spills at D = 256.)
-    constexpr bool streamed = attn_wide(D, DV) && !arch::current::lds_read_transpose;
+    // (Streamed for wide heads: else gfx942 spills at D = 256, and on MI355X at GQA D256 N8192 the kernel took 287
+    // against 224 ms, its accumulators moved between AGPRs and VGPRs.)
+    constexpr bool streamed = attn_wide(D, DV);
     auto s = mma_ABt_lds<streamed>(cur.q, k);
     if constexpr (V.softcap) map(s, [cap = p.cap](float x) { return cap(x); });  // before the masks' -inf
     const long q0 = long(qt) * BQ;
@@ -472,7 +473,8 @@ void attention_bwd_dq(AttnBwdArgs a) {
     map_cols(dp, delta, [](float x, float d) { return x - d; });
     if constexpr (V.softcap) map_cols(s, lse, [cap = p.cap](float x, float l) { return x * cap.slope(x, l); });
     mul(s, s, dp);
-    mma_AtB_acc(dqt, sk(stage), s);
+    if constexpr (attn_wide(D, DV)) mma_AtB_acc_chunks<64>(dqt, sk(stage), s);  // (as kernel 2's)
+    else mma_AtB_acc(dqt, sk(stage), s);
   };
   for (int kt = kt_begin; kt < kt_end; kt += S) {
     step(kt, std::integral_constant<int, 0>{});
