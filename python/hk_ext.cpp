@@ -297,6 +297,7 @@ void bind_attention_inputs(py::module_& m) {
       .def_readwrite("heads_q", &P::heads_q)
       .def_readwrite("heads_kv", &P::heads_kv)
       .def_readwrite("head_dim", &P::head_dim)
+      .def_readwrite("head_dim_v", &P::head_dim_v)
       .def_readwrite("q_strides", &P::q_strides)
       .def_readwrite("k_strides", &P::k_strides)
       .def_readwrite("v_strides", &P::v_strides)

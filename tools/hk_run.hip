@@ -12,7 +12,7 @@
 //   hk-run norm --rows R --cols C [--rms] [--p P] [--seed S] [--dtype bf16|f16|fp32] [--arch ...]
 //               [--mask none|bytes|bits] (with --model: the dropout mask the forward writes; default none, as
 //               the backward regenerates it from Philox)
-//   hk-run attn --b B --sq SQ --sk SK --hq HQ --hkv HKV --d 64|128 [--causal] [--window L,R] [--softcap C] [--sinks] [--alibi] [--dropout P] [--dtype bf16|f16]
+//   hk-run attn --b B --sq SQ --sk SK --hq HQ --hkv HKV --d 64|128|192|256 [--dv DV] [--causal] [--window L,R] [--softcap C] [--sinks] [--alibi] [--dropout P] [--dtype bf16|f16]
 //               [--varlen QLENS[:KLENS]] [--bwd] [--arch gfx942|gfx950]
 //   (--bwd: the backward too, each of its kernels checked and reported;
 //    --varlen: comma-separated sequence lengths, packed; keys as long as the queries unless KLENS is given)
@@ -567,6 +567,9 @@ int model_norm(int rows, int cols, bool rms, float drop, uint64_t seed, const st
 // element by element against the float64 reference with its per-dtype tolerances.
 struct AttnOptions {
   int b = 1, sq = 128, sk = 128, hq = 1, hkv = 1, d = 128;
+  int dv = 0;  // V's and O's head dim; 0 = d
+  int vd() const { return dv ? dv : d; }
+  std::string dims() const { return std::to_string(d) + (vd() != d ? "/" + std::to_string(vd()) : ""); }
   bool causal = false, bwd = false, sinks = false, alibi = false;
   float softcap = 0.f;
   float dropout = 0.f;  // dropout_p, under a fixed seed and offset (attn_dropout_seed / attn_dropout_offset)
@@ -605,7 +608,7 @@ std::string causal_text(const AttnOptions& a) {
 
 // The options' shape, or false (with a message) if they do not make one.
 bool attn_shape(const AttnOptions& a, attn_ref::Shape& shape) {
-  shape.hq = a.hq, shape.hkv = a.hkv, shape.d = a.d, shape.causal = a.causal, shape.softcap = a.softcap;
+  shape.hq = a.hq, shape.hkv = a.hkv, shape.d = a.d, shape.dv = a.dv, shape.causal = a.causal, shape.softcap = a.softcap;
   shape.dropout = a.dropout, shape.seed = attn_dropout_seed, shape.offset = attn_dropout_offset;
   if (a.sinks)
     for (float z : attn_ref::sample_sinks(a.hq)) shape.sinks.push_back(z);
@@ -628,7 +631,7 @@ bool attn_shape(const AttnOptions& a, attn_ref::Shape& shape) {
   return true;
 }
 
-// Forward FLOPs: 4 * D per visible (query, key) pair and query head (the keys a query sees are one interval).
+// Forward FLOPs: 2 (D + DV) per visible (query, key) pair and query head (the keys a query sees are one interval).
 double attn_flops(const attn_ref::Shape& shape) {
   double pairs = 0;
   for (size_t b = 0; b < shape.len_q.size(); ++b) {
@@ -641,7 +644,7 @@ double attn_flops(const attn_ref::Shape& shape) {
       pairs += double(std::max(0L, hi - lo + 1));
     }
   }
-  return 4.0 * shape.d * shape.hq * pairs;
+  return 2.0 * (shape.d + shape.vd()) * shape.hq * pairs;
 }
 
 int model_attn(const AttnOptions& a, const std::string& product_name) {
@@ -649,11 +652,11 @@ int model_attn(const AttnOptions& a, const std::string& product_name) {
   if (!attn_shape(a, shape)) return 2;
   const hk::scalar_type type = a.dtype == "f16" ? hk::scalar_type::f16 : hk::scalar_type::bf16;
   const long tq = shape.total_q(), tk = shape.total_k();
-  Untouched q(size_t(tq) * a.hq * a.d * 2), k(size_t(tk) * a.hkv * a.d * 2), v(size_t(tk) * a.hkv * a.d * 2),
-      o(size_t(tq) * a.hq * a.d * 2), lse(size_t(tq) * a.hq * 4);
+  Untouched q(size_t(tq) * a.hq * a.d * 2), k(size_t(tk) * a.hkv * a.d * 2), v(size_t(tk) * a.hkv * a.vd() * 2),
+      o(size_t(tq) * a.hq * a.vd() * 2), lse(size_t(tq) * a.hq * 4);
   if (!q.p || !k.p || !v.p || !o.p || !lse.p) return 1;
   hk::AttentionProblem p;
-  p.batch = int(shape.len_q.size()), p.heads_q = a.hq, p.heads_kv = a.hkv, p.head_dim = a.d;
+  p.batch = int(shape.len_q.size()), p.heads_q = a.hq, p.heads_kv = a.hkv, p.head_dim = a.d, p.head_dim_v = a.dv;
   p.q = q.p, p.k = k.p, p.v = v.p, p.o = o.p, p.lse = static_cast<float*>(lse.p), p.type = type, p.causal = a.causal;
   p.window_left = shape.left, p.window_right = shape.right, p.softcap = a.softcap;
   p.dropout_p = a.dropout, p.dropout_seed = attn_dropout_seed, p.dropout_offset = attn_dropout_offset;
@@ -682,18 +685,18 @@ int model_attn(const AttnOptions& a, const std::string& product_name) {
   }
   const vgpu::ProductInfo& product = *vgpu::find_product(product_name);
   char what[200];
-  std::snprintf(what, sizeof what, "attn B=%zu Sq=%d Sk=%d Hq=%d Hkv=%d D=%d %s%s on %s", shape.len_q.size(), a.sq, a.sk,
-                a.hq, a.hkv, a.d, a.dtype.c_str(), causal_text(a).c_str(), product_name.c_str());
+  std::snprintf(what, sizeof what, "attn B=%zu Sq=%d Sk=%d Hq=%d Hkv=%d D=%s %s%s on %s", shape.len_q.size(), a.sq, a.sk,
+                a.hq, a.hkv, a.dims().c_str(), a.dtype.c_str(), causal_text(a).c_str(), product_name.c_str());
   if (!modelled(product_name, what, attn_flops(shape), product.peak.f16, 0, [&] { return hk::attention_forward(p); }))
     return 1;
   if (!a.bwd) return 0;
   // The backward: its three launches, charged with flash-attention's count (2.5x the forward's FLOPs).
-  Untouched dout(size_t(tq) * a.hq * a.d * 2), dq(size_t(tq) * a.hq * a.d * 2), dk(size_t(tk) * a.hkv * a.d * 2),
-      dv(size_t(tk) * a.hkv * a.d * 2), workspace(size_t(tq) * a.hq * 4);
+  Untouched dout(size_t(tq) * a.hq * a.vd() * 2), dq(size_t(tq) * a.hq * a.d * 2), dk(size_t(tk) * a.hkv * a.d * 2),
+      dv(size_t(tk) * a.hkv * a.vd() * 2), workspace(size_t(tq) * a.hq * 4);
   if (!dout.p || !dq.p || !dk.p || !dv.p || !workspace.p) return 1;
   hk::AttentionBackwardProblem bp;
   bp.batch = p.batch, bp.seqlen_q = p.seqlen_q, bp.seqlen_k = p.seqlen_k, bp.heads_q = a.hq, bp.heads_kv = a.hkv;
-  bp.head_dim = a.d, bp.q = q.p, bp.k = k.p, bp.v = v.p, bp.o = o.p, bp.dout = dout.p, bp.lse = p.lse;
+  bp.head_dim = a.d, bp.head_dim_v = a.dv, bp.q = q.p, bp.k = k.p, bp.v = v.p, bp.o = o.p, bp.dout = dout.p, bp.lse = p.lse;
   bp.dq = dq.p, bp.dk = dk.p, bp.dv = dv.p, bp.type = type, bp.causal = a.causal;
   bp.window_left = p.window_left, bp.window_right = p.window_right, bp.softcap = a.softcap, bp.sinks = p.sinks;
   bp.alibi_slopes = p.alibi_slopes;
@@ -701,8 +704,8 @@ int model_attn(const AttnOptions& a, const std::string& product_name) {
   if (a.sinks) bp.dsinks = static_cast<float*>(dsinks.p);
   bp.cu_seqlens_q = p.cu_seqlens_q, bp.cu_seqlens_k = p.cu_seqlens_k;
   bp.workspace = workspace.p, bp.workspace_bytes = size_t(tq) * a.hq * 4;
-  std::snprintf(what, sizeof what, "attn backward B=%zu Sq=%d Sk=%d Hq=%d Hkv=%d D=%d %s%s on %s", shape.len_q.size(),
-                a.sq, a.sk, a.hq, a.hkv, a.d, a.dtype.c_str(), causal_text(a).c_str(), product_name.c_str());
+  std::snprintf(what, sizeof what, "attn backward B=%zu Sq=%d Sk=%d Hq=%d Hkv=%d D=%s %s%s on %s", shape.len_q.size(),
+                a.sq, a.sk, a.hq, a.hkv, a.dims().c_str(), a.dtype.c_str(), causal_text(a).c_str(), product_name.c_str());
   return modelled(product_name, what, 2.5 * attn_flops(shape), product.peak.f16, 0,
                   [&] { return hk::attention_backward(bp); }) ? 0 : 1;
 }
@@ -715,8 +718,8 @@ int run_attn(const AttnOptions& a) {
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   const hk_host::Format format = device_format(type);  // the host toolkit's model of the element type
-  auto tensor = [&](long rows, int heads, std::vector<float>& host) {
-    host.resize(size_t(rows) * heads * a.d);
+  auto tensor = [&](long rows, int heads, std::vector<float>& host, int dim) {
+    host.resize(size_t(rows) * heads * dim);
     for (auto& x : host) x = format.round(u(rng));
     const std::vector<uint8_t> bytes = format.encode(host);
     void* dev = device_alloc(std::max<size_t>(bytes.size(), 2), "a tensor");
@@ -726,12 +729,13 @@ int run_attn(const AttnOptions& a) {
   };
   std::vector<float> q, k, v, o_host;
   const long tq = shape.total_q(), tk = shape.total_k();
-  void *dq = tensor(tq, a.hq, q), *dk = tensor(tk, a.hkv, k), *dv = tensor(tk, a.hkv, v), *dout = tensor(tq, a.hq, o_host);
+  void *dq = tensor(tq, a.hq, q, a.d), *dk = tensor(tk, a.hkv, k, a.d), *dv = tensor(tk, a.hkv, v, a.vd()),
+       *dout = tensor(tq, a.hq, o_host, a.vd());
   float* dlse = nullptr;
   int *cu_q = nullptr, *cu_k = nullptr;
   if (hipMalloc(&dlse, std::max<size_t>(size_t(tq) * a.hq, 1) * 4) != hipSuccess) return 1;
   hk::AttentionProblem p;
-  p.batch = int(shape.len_q.size()), p.heads_q = a.hq, p.heads_kv = a.hkv, p.head_dim = a.d;
+  p.batch = int(shape.len_q.size()), p.heads_q = a.hq, p.heads_kv = a.hkv, p.head_dim = a.d, p.head_dim_v = a.dv;
   p.q = dq, p.k = dk, p.v = dv, p.o = dout, p.lse = dlse, p.type = type, p.causal = a.causal;
   p.window_left = shape.left, p.window_right = shape.right, p.softcap = a.softcap;
   p.dropout_p = a.dropout, p.dropout_seed = attn_dropout_seed, p.dropout_offset = attn_dropout_offset;
@@ -771,7 +775,7 @@ int run_attn(const AttnOptions& a) {
   vgpuDispatchInfo d{};
   if (auto last = ext<int (*)(vgpuDispatchInfo*)>("vgpuGetLastDispatch")) last(&d);
 
-  std::vector<uint16_t> o_bits(size_t(tq) * a.hq * a.d);
+  std::vector<uint16_t> o_bits(size_t(tq) * a.hq * a.vd());
   std::vector<float> lse(size_t(tq) * a.hq);
   (void)hipMemcpy(o_bits.data(), dout, o_bits.size() * 2, hipMemcpyDeviceToHost);
   (void)hipMemcpy(lse.data(), dlse, lse.size() * 4, hipMemcpyDeviceToHost);
@@ -798,12 +802,12 @@ int run_attn(const AttnOptions& a) {
     start += shape.len_q[b];
   }
   const double flops = attn_flops(shape);
-  std::printf("attn %s B=%zu Sq=%s Sk=%s Hq=%d Hkv=%d D=%d %s%s window %d,%d on %s: %s (%zu O and %zu LSE elements, "
+  std::printf("attn %s B=%zu Sq=%s Sk=%s Hq=%d Hkv=%d D=%s %s%s window %d,%d on %s: %s (%zu O and %zu LSE elements, "
               "%zu outside tolerance, worst error %.2f of its tolerance)\n",
               varlen ? "varlen" : "", shape.len_q.size(), varlen ? a.varlen.substr(0, a.varlen.find(':')).c_str() : std::to_string(a.sq).c_str(),
               varlen ? (a.varlen.find(':') == std::string::npos ? "same" : a.varlen.substr(a.varlen.find(':') + 1).c_str())
                      : std::to_string(a.sk).c_str(),
-              a.hq, a.hkv, a.d, a.dtype.c_str(), causal_text(a).c_str(), shape.left, shape.right, d.arch,
+              a.hq, a.hkv, a.dims().c_str(), a.dtype.c_str(), causal_text(a).c_str(), shape.left, shape.right, d.arch,
               bad ? "FAILED" : "ok", o_bits.size(), lse.size(), bad, worst);
   std::printf("  grid %u, %llu waves, %llu wave instructions, %.3f s emulated, %.3f GFLOP/s emulated\n", d.grid[0],
               d.waves, d.wave_instructions, d.wall_seconds, d.wall_seconds > 0 ? flops / d.wall_seconds * 1e-9 : 0.0);
@@ -812,11 +816,11 @@ int run_attn(const AttnOptions& a) {
   if (a.bwd) {
     // The backward of loss sum(O * dO) for random dO, one kernel at a time so that each one's report is its own.
     std::vector<float> dout_host, unused;
-    void* d_dout = tensor(tq, a.hq, dout_host);
-    void *d_dq = tensor(tq, a.hq, unused), *d_dk = tensor(tk, a.hkv, unused), *d_dv = tensor(tk, a.hkv, unused);
+    void* d_dout = tensor(tq, a.hq, dout_host, a.vd());
+    void *d_dq = tensor(tq, a.hq, unused, a.d), *d_dk = tensor(tk, a.hkv, unused, a.d), *d_dv = tensor(tk, a.hkv, unused, a.vd());
     hk::AttentionBackwardProblem b;
     b.batch = p.batch, b.seqlen_q = p.seqlen_q, b.seqlen_k = p.seqlen_k, b.heads_q = a.hq, b.heads_kv = a.hkv;
-    b.head_dim = a.d, b.q = dq, b.k = dk, b.v = dv, b.o = dout, b.dout = d_dout, b.lse = dlse;
+    b.head_dim = a.d, b.head_dim_v = a.dv, b.q = dq, b.k = dk, b.v = dv, b.o = dout, b.dout = d_dout, b.lse = dlse;
     b.dq = d_dq, b.dk = d_dk, b.dv = d_dv, b.type = type, b.causal = a.causal;
     b.window_left = shape.left, b.window_right = shape.right, b.cu_seqlens_q = cu_q, b.cu_seqlens_k = cu_k;
     b.softcap = a.softcap, b.sinks = d_sinks, b.dsinks = d_dsinks, b.alibi_slopes = d_slopes;
@@ -884,7 +888,8 @@ CLI::App* add_attn_command(CLI::App& app, AttnOptions& a, std::string& arch) {
   attn->add_option("--sk", a.sk, "key length")->check(CLI::PositiveNumber);
   attn->add_option("--hq", a.hq, "query heads")->check(CLI::PositiveNumber);
   attn->add_option("--hkv", a.hkv, "key/value heads")->check(CLI::PositiveNumber);
-  attn->add_option("--d", a.d, "head dimension")->check(CLI::IsMember({64, 128}));
+  attn->add_option("--d", a.d, "head dimension of Q and K")->check(CLI::IsMember({64, 128, 192, 256}));
+  attn->add_option("--dv", a.dv, "head dimension of V and O (default --d; 128 with --d 192)")->check(CLI::IsMember({64, 128, 192, 256}));
   attn->add_flag("--causal", a.causal, "causal, aligned bottom-right");
   attn->add_option("--window", a.window, "sliding window L,R (-1 = unbounded)");
   attn->add_option("--softcap", a.softcap, "cap the scaled scores x to C tanh(x / C) (0: none)");

@@ -1,6 +1,7 @@
 // hk::attention_forward: O = softmax(scale * Q K^T + mask) V and its log-sum-exp, on the current HIP device, for
 // gfx942 and gfx950, with flash-attention's conventions:
-//   - Q is (B, Sq, Hq, D), K and V are (B, Sk, Hkv, D), O is like Q; each tensor has its own batch, row (sequence)
+//   - Q is (B, Sq, Hq, D), K is (B, Sk, Hkv, D), V is (B, Sk, Hkv, DV), O is (B, Sq, Hq, DV): D = DV = 64, 128, 192
+//     or 256, or D = 192 with DV = 128 (DeepSeek-V3's MLA); each tensor has its own batch, row (sequence)
 //     and head strides in elements (the last dimension is contiguous), so BSHD and BHSD layouts both work.
 //   - query head h reads KV head h / (Hq / Hkv) (MHA: Hq = Hkv; GQA/MQA: any Hq that is a multiple of Hkv).
 //   - causal is aligned bottom-right: query i sees keys j <= i + Sk - Sq. A window (left, right) keeps keys in
@@ -42,7 +43,8 @@ struct AttentionInputs {
   int seqlen_q = 0, seqlen_k = 0;    // Sq, Sk (varlen: the longest sequences, as flash_attn_varlen_func's max_seqlen;
                                      // 0 = found from cu_seqlens)
   int heads_q = 0, heads_kv = 0;     // Hq, a multiple of Hkv
-  int head_dim = 0;                  // D: 64 or 128
+  int head_dim = 0;                  // D, of Q and K: 64, 128, 192 or 256
+  int head_dim_v = 0;                // DV, of V and O: 0 = D; else D, or 128 with D = 192 (DeepSeek-V3)
   const void* q = nullptr;
   Strides q_strides;
   const void* k = nullptr;

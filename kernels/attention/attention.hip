@@ -24,6 +24,9 @@ thread_local const char* entry = "hk::attention_forward";
 Status error(hipError_t code, std::string message) { return api::error(entry, code, message); }
 Status invalid(std::string message) { return error(hipErrorInvalidValue, std::move(message)); }
 
+// V's and O's head dim (head_dim_v, 0 meaning head_dim).
+int value_dim(const AttentionInputs& p) { return p.head_dim_v ? p.head_dim_v : p.head_dim; }
+
 // Sequence lengths are kept below this so that every row index, and a window's reach past it, stays an int.
 constexpr long max_seqlen = 1l << 28;
 
@@ -54,8 +57,12 @@ Status validate(const AttentionInputs& p, const void* o) {
   if (p.heads_q % p.heads_kv)
     return invalid("heads_q (" + std::to_string(p.heads_q) + ") must be a multiple of heads_kv (" +
                    std::to_string(p.heads_kv) + ")");
-  if (p.head_dim != 64 && p.head_dim != 128)
-    return invalid("head_dim must be 64 or 128 (got " + std::to_string(p.head_dim) + ")");
+  if (!kernels::attn_head_dims(p.head_dim, value_dim(p)))
+    return invalid("head_dim (Q, K) and head_dim_v (V, O) must both be 64, 128, 192 or 256, or 192 and 128 (got " +
+                   std::to_string(p.head_dim) + " and " + std::to_string(value_dim(p)) + ")");
+  if (kernels::attn_wide(p.head_dim, value_dim(p)) && (p.softcap > 0.f || p.alibi_slopes || p.dropout_p > 0.f))
+    return invalid("softcap, ALiBi and dropout run at head dims 64 and 128 only (got head_dim " +
+                   std::to_string(p.head_dim) + "): pass none of them");
   if (p.type != scalar_type::bf16 && p.type != scalar_type::f16)
     return invalid(std::string("Q, K, V and O must be bf16 or f16, not ") + to_string(p.type));
   if (!p.q || !p.k || !p.v || !o)
@@ -108,12 +115,12 @@ Status check_layout(const Tensor& t, bool written) {
 // the 8-wave ping-pong kernel (attn_pingpong_runs: gfx950, and gfx942 at D = 64); `fwd_waves`: the waves of
 // attention_fwd's workgroup otherwise; `bwd_block_keys(D)`: the keys of one workgroup of the backward's dK, dV kernel;
 // `bwd_rows`: the queries of one workgroup of its delta and dQ kernels; `bwd_dq_waves`: the waves of the dQ kernel's.
-Status check_arch(bool& pingpong, int& fwd_waves, int& bwd_block_keys, int& bwd_rows, int& bwd_dq_waves, int d) {
+Status check_arch(bool& pingpong, int& fwd_waves, int& bwd_block_keys, int& bwd_rows, int& bwd_dq_waves, int d, int dv) {
   Status status;
   const arch::target* target = api::current_target(entry, status);
   if (!target) return status;
-  pingpong = kernels::attn_pingpong_runs(target->lds_bytes, target->lds_read_transpose, d);
-  fwd_waves = kernels::attn_waves(target->lds_bytes, d);
+  pingpong = d == dv && kernels::attn_pingpong_runs(target->lds_bytes, target->lds_read_transpose, d);
+  fwd_waves = kernels::attn_waves(target->lds_bytes, target->lds_read_transpose, d, dv);
   bwd_block_keys = kernels::attn_bwd_block_keys(d, target->lds_read_transpose);
   bwd_rows = kernels::attn_bwd_rows(d, target->lds_read_transpose);
   bwd_dq_waves = kernels::attn_bwd_dq_waves(d, target->lds_read_transpose);
@@ -141,8 +148,8 @@ Status read_cu_seqlens(const char* name, const int* cu, int batch, int& total, i
   return {};
 }
 
-// f(T, D, variant) for the problem's element type, head dim and variant, as compile-time constants: the one place the
-// kernel instances are chosen.
+// f(T, dims, variant) for the problem's element type, head dims (dims: a kernels::AttnDims) and variant, as
+// compile-time constants: the one place the kernel instances are chosen (wide heads: the plain variant only).
 template <class F>
 void dispatch(const AttentionInputs& p, F f) {
   using kernels::AttnVariant;
@@ -154,8 +161,13 @@ void dispatch(const AttentionInputs& p, F f) {
     else f(t, d, std::integral_constant<AttnVariant, plain>{});
   };
   auto dim = [&](auto t) {
-    if (p.head_dim == 64) variant(t, std::integral_constant<int, 64>{});
-    else variant(t, std::integral_constant<int, 128>{});
+    using kernels::AttnDims;
+    auto wide = [&](auto d) { f(t, d, std::integral_constant<AttnVariant, plain>{}); };
+    if (p.head_dim == 64) variant(t, std::integral_constant<AttnDims, AttnDims{64, 64}>{});
+    else if (p.head_dim == 128) variant(t, std::integral_constant<AttnDims, AttnDims{128, 128}>{});
+    else if (p.head_dim == 256) wide(std::integral_constant<AttnDims, AttnDims{256, 256}>{});
+    else if (value_dim(p) == 192) wide(std::integral_constant<AttnDims, AttnDims{192, 192}>{});
+    else wide(std::integral_constant<AttnDims, AttnDims{192, 128}>{});
   };
   if (p.type == scalar_type::bf16) dim(bf16{});
   else dim(half{});
@@ -181,7 +193,9 @@ struct Prepared {
 Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides o_strides, const float* lse,
                bool backward, Prepared& r) {
   if (Status s = validate(p, o); !s) return s;
-  if (Status s = check_arch(r.pingpong, r.fwd_waves, r.bwd_block_keys, r.bwd_rows, r.bwd_dq_waves, p.head_dim); !s) return s;
+  if (Status s = check_arch(r.pingpong, r.fwd_waves, r.bwd_block_keys, r.bwd_rows, r.bwd_dq_waves, p.head_dim, value_dim(p));
+      !s)
+    return s;
   if (backward && !lse) return invalid("LSE (the forward's log-sum-exp) must be given");
   const bool varlen = p.cu_seqlens_q != nullptr;
   // Rows of the tensors as the kernel addresses them: per sequence (padded) or packed totals (varlen).
@@ -201,19 +215,19 @@ Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides
                      std::to_string(longest_k) + ")");
     batch = 1, rows_q = total_q, rows_k = total_k;
   }
-  const long d = p.head_dim;
-  auto strides = [&](AttentionInputs::Strides s, long rows, long heads) {
-    return r.resolved(s, rows, heads, d);
+  const long d = p.head_dim, dv = value_dim(p);
+  auto strides = [&](AttentionInputs::Strides s, long rows, long heads, long dim) {
+    return r.resolved(s, rows, heads, dim);
   };
-  const Tensor tq{"Q", p.q, batch, rows_q, p.heads_q, d, strides(p.q_strides, rows_q, p.heads_q)};
-  const Tensor tk{"K", p.k, batch, rows_k, p.heads_kv, d, strides(p.k_strides, rows_k, p.heads_kv)};
-  const Tensor tv{"V", p.v, batch, rows_k, p.heads_kv, d, strides(p.v_strides, rows_k, p.heads_kv)};
-  const Tensor to{"O", o, batch, rows_q, p.heads_q, d, strides(o_strides, rows_q, p.heads_q)};
+  const Tensor tq{"Q", p.q, batch, rows_q, p.heads_q, d, strides(p.q_strides, rows_q, p.heads_q, d)};
+  const Tensor tk{"K", p.k, batch, rows_k, p.heads_kv, d, strides(p.k_strides, rows_k, p.heads_kv, d)};
+  const Tensor tv{"V", p.v, batch, rows_k, p.heads_kv, dv, strides(p.v_strides, rows_k, p.heads_kv, dv)};
+  const Tensor to{"O", o, batch, rows_q, p.heads_q, dv, strides(o_strides, rows_q, p.heads_q, dv)};
   for (const Tensor* t : {&tq, &tk, &tv, &to})
     if (Status s = check_layout(*t, t == &to && !backward); !s) return s;
   // The kernel reads K and V with buffer loads, whose offsets are 32-bit: one head of one sequence under 2 GiB.
   for (const Tensor* t : {&tk, &tv})
-    if (longest_k > 0 && ((longest_k - 1) * t->s.row + d) * 2 >= (1l << 31))
+    if (longest_k > 0 && ((longest_k - 1) * t->s.row + t->dim) * 2 >= (1l << 31))
       return invalid(std::string(t->name) + ": one head of one sequence must span less than 2 GiB");
   if (lse && reinterpret_cast<uintptr_t>(lse) % alignof(float)) return invalid("LSE must be 4-byte aligned");
   // Every tensor inside one allocation (empty ones address nothing).
@@ -274,12 +288,17 @@ Status attention_forward(const AttentionProblem& p) {
   if (blocks == 0) return {};  // every query sequence is empty: nothing to compute
   if (blocks >= (1l << 31)) return invalid("too many query tiles for one launch (batch * heads_q * tiles >= 2^31)");
   (void)hipGetLastError();  // launch errors below are ours alone
-  dispatch(p, [&](auto t, auto dim, auto v) {
+  dispatch(p, [&](auto t, auto dims, auto v) {
     using T = decltype(t);
-    constexpr int D = decltype(dim)::value;
+    constexpr int D = decltype(dims)::value.d, DV = decltype(dims)::value.dv;
     constexpr kernels::AttnVariant V = decltype(v)::value;
-    if (r.pingpong) hipLaunchKernelGGL((kernels::attention_fwd_pingpong<T, D, V>), dim3(blocks), dim3(512), 0, p.stream, a);
-    else hipLaunchKernelGGL((kernels::attention_fwd<T, D, V>), dim3(blocks), dim3(64 * r.fwd_waves), 0, p.stream, a);
+    if constexpr (!kernels::attn_wide(D, DV)) {  // (the ping-pong kernel runs no wide head: no instance of it)
+      if (r.pingpong) {
+        hipLaunchKernelGGL((kernels::attention_fwd_pingpong<T, D, V>), dim3(blocks), dim3(512), 0, p.stream, a);
+        return;
+      }
+    }
+    hipLaunchKernelGGL((kernels::attention_fwd<T, D, V, DV>), dim3(blocks), dim3(64 * r.fwd_waves), 0, p.stream, a);
   });
   if (hipError_t e = hipGetLastError(); e != hipSuccess) return error(e, std::string("launch failed: ") + hipGetErrorString(e));
   return {};
@@ -287,14 +306,14 @@ Status attention_forward(const AttentionProblem& p) {
 
 namespace {
 
-template <class T, int D, kernels::AttnVariant V>
+template <class T, int D, int DV, kernels::AttnVariant V>
 void launch_backward(const kernels::AttnBwdArgs& a, unsigned q_blocks, unsigned k_blocks, int dq_waves, unsigned steps,
                      hipStream_t stream) {
   // No query at all (every query sequence empty): no delta, no dQ, and dK = dV = 0 from key blocks that see nothing.
-  if (q_blocks && (steps & 1)) hipLaunchKernelGGL((kernels::attention_bwd_delta<T, D>), dim3(q_blocks), dim3(256), 0, stream, a);
-  if (k_blocks && (steps & 2)) hipLaunchKernelGGL((kernels::attention_bwd_dkdv<T, D, V>), dim3(k_blocks), dim3(256), 0, stream, a);
+  if (q_blocks && (steps & 1)) hipLaunchKernelGGL((kernels::attention_bwd_delta<T, D, DV>), dim3(q_blocks), dim3(256), 0, stream, a);
+  if (k_blocks && (steps & 2)) hipLaunchKernelGGL((kernels::attention_bwd_dkdv<T, D, V, DV>), dim3(k_blocks), dim3(256), 0, stream, a);
   if (q_blocks && (steps & 4))
-    hipLaunchKernelGGL((kernels::attention_bwd_dq<T, D, V>), dim3(q_blocks), dim3(64 * dq_waves), 0, stream, a);
+    hipLaunchKernelGGL((kernels::attention_bwd_dq<T, D, V, DV>), dim3(q_blocks), dim3(64 * dq_waves), 0, stream, a);
   if (a.dsinks && (steps & 8)) hipLaunchKernelGGL(kernels::attention_bwd_dsink, dim3(a.f.heads_q), dim3(256), 0, stream, a);
 }
 
@@ -304,11 +323,11 @@ Status backward(const AttentionBackwardProblem& p, float* own_delta, bool& needs
   if (Status s = prepare(p, p.o, p.o_strides, p.lse, true, r); !s) return s;
   if (!p.dout || !p.dq || !p.dk || !p.dv)
     return invalid(std::string("null pointer for ") + (!p.dout ? "dO" : !p.dq ? "dQ" : !p.dk ? "dK" : "dV"));
-  const long d = p.head_dim;
-  const Tensor tdo{"dO", p.dout, r.batch, r.rows_q, p.heads_q, d, r.resolved(p.do_strides, r.rows_q, p.heads_q, d)};
+  const long d = p.head_dim, dv = value_dim(p);
+  const Tensor tdo{"dO", p.dout, r.batch, r.rows_q, p.heads_q, dv, r.resolved(p.do_strides, r.rows_q, p.heads_q, dv)};
   const Tensor tdq{"dQ", p.dq, r.batch, r.rows_q, p.heads_q, d, r.resolved(p.dq_strides, r.rows_q, p.heads_q, d)};
   const Tensor tdk{"dK", p.dk, r.batch, r.rows_k, p.heads_kv, d, r.resolved(p.dk_strides, r.rows_k, p.heads_kv, d)};
-  const Tensor tdv{"dV", p.dv, r.batch, r.rows_k, p.heads_kv, d, r.resolved(p.dv_strides, r.rows_k, p.heads_kv, d)};
+  const Tensor tdv{"dV", p.dv, r.batch, r.rows_k, p.heads_kv, dv, r.resolved(p.dv_strides, r.rows_k, p.heads_kv, dv)};
   for (const Tensor* t : {&tdo, &tdq, &tdk, &tdv}) {
     if (Status s = check_layout(*t, t != &tdo); !s) return s;
     if (t->rows > 0 && !api::inside_allocation(t->data, size_t(t->span()) * 2))
@@ -317,7 +336,7 @@ Status backward(const AttentionBackwardProblem& p, float* own_delta, bool& needs
   // The backward also reads Q and dO with buffer loads (32-bit offsets).
   const Tensor tq{"Q", p.q, r.batch, r.rows_q, p.heads_q, d, r.resolved(p.q_strides, r.rows_q, p.heads_q, d)};
   for (const Tensor* t : {&tq, &tdo})
-    if (r.longest_q > 0 && ((r.longest_q - 1) * t->s.row + d) * 2 >= (1l << 31))
+    if (r.longest_q > 0 && ((r.longest_q - 1) * t->s.row + t->dim) * 2 >= (1l << 31))
       return invalid(std::string(t->name) + ": one head of one sequence must span less than 2 GiB");
   const long delta_elems = r.batch * p.heads_q * r.rows_q;  // laid out like LSE
   const size_t delta_bytes = size_t(delta_elems) * sizeof(float);
@@ -336,8 +355,8 @@ Status backward(const AttentionBackwardProblem& p, float* own_delta, bool& needs
   // Outputs alias nothing else the kernels touch (the byte ranges each spans).
   auto span = [](const Tensor& t) { return checks::Span{t.data, t.rows > 0 ? size_t(t.span()) * 2 : 0, t.name}; };
   const Tensor tk{"K", p.k, r.batch, r.rows_k, p.heads_kv, d, r.resolved(p.k_strides, r.rows_k, p.heads_kv, d)};
-  const Tensor tv{"V", p.v, r.batch, r.rows_k, p.heads_kv, d, r.resolved(p.v_strides, r.rows_k, p.heads_kv, d)};
-  const Tensor to{"O", p.o, r.batch, r.rows_q, p.heads_q, d, r.resolved(p.o_strides, r.rows_q, p.heads_q, d)};
+  const Tensor tv{"V", p.v, r.batch, r.rows_k, p.heads_kv, dv, r.resolved(p.v_strides, r.rows_k, p.heads_kv, dv)};
+  const Tensor to{"O", p.o, r.batch, r.rows_q, p.heads_q, dv, r.resolved(p.o_strides, r.rows_q, p.heads_q, dv)};
   if (p.dsinks) {
     if (!p.sinks) return invalid("dsinks is the sinks' gradient: it needs sinks");
     if (reinterpret_cast<uintptr_t>(p.dsinks) % alignof(float) ||
@@ -363,8 +382,8 @@ Status backward(const AttentionBackwardProblem& p, float* own_delta, bool& needs
   if (q_blocks >= (1l << 31) || k_blocks >= (1l << 31)) return invalid("too many tiles for one launch (>= 2^31)");
   if (q_blocks == 0 && k_blocks == 0 && !p.dsinks) return {};
   (void)hipGetLastError();  // launch errors below are ours alone
-  dispatch(p, [&](auto t, auto dim, auto v) {
-    launch_backward<decltype(t), decltype(dim)::value, decltype(v)::value>(a, unsigned(q_blocks), unsigned(k_blocks),
+  dispatch(p, [&](auto t, auto dims, auto v) {
+    launch_backward<decltype(t), decltype(dims)::value.d, decltype(dims)::value.dv, decltype(v)::value>(a, unsigned(q_blocks), unsigned(k_blocks),
                                                                            r.bwd_dq_waves, steps, p.stream);
   });
   if (hipError_t e = hipGetLastError(); e != hipSuccess) return error(e, std::string("launch failed: ") + hipGetErrorString(e));

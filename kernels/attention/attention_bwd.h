@@ -45,6 +45,7 @@
 // with one stage (no arch today) would load and wait behind a barrier each step.
 #pragma once
 #include "attention_common.h"
+#include "attention_heads.h"
 #include "hk/ops/group_reduce.h"
 
 namespace hk::kernels {
@@ -75,7 +76,7 @@ constexpr int attn_bwd_rows(int d, bool lds_read_transpose) {
 // Where col-layout operands are read from LDS an element at a time (no transposing reads: gfx942), each element lands
 // in a register of its own before packing, and at D = 128 the kernel needs more than 256.
 template <int D>
-inline constexpr int attn_bwd_waves_per_simd = D == 64 || arch::current::lds_read_transpose ? 2 : 1;
+inline constexpr int attn_bwd_waves_per_simd = D == 64 || (D == 128 && arch::current::lds_read_transpose) ? 2 : 1;
 
 // Keys per wave of kernel 2 (its workgroup holds four times as many): 32 at D = 64 where transposing LDS reads leave
 // the registers for them, else 16. Every wave reads each step's Q and dO from LDS, so the keys a wave owns are its
@@ -88,32 +89,36 @@ constexpr int attn_bwd_block_keys(int d, bool lds_read_transpose) { return 4 * a
 // (gfx942 at D = 128 gets there with 16-query steps: at 32 it needs more than 256 registers, and one wave per SIMD
 // took 262.6 against 191.5 ms on MI300X at GQA N8192).
 template <int D>
-inline constexpr int attn_bwd_dkdv_waves_per_simd = 2;
+inline constexpr int attn_bwd_dkdv_waves_per_simd = D <= 128 ? 2 : 1;  // wide heads: attention_heads.h
 
 // One step's staged operands of kernel 2: BQ queries' Q and dO rows, their LSE (in log2 units, 0 for a query that
 // sees no key) and delta.
-template <class T, int BQ, int D>
+template <class T, int BQ, int D, int DV = D>
 struct AttnBwdStage {
-  st<T, BQ, D> q, dout;
+  st<T, BQ, D> q;
+  st<T, BQ, DV> dout;
   sv<float, BQ> lse, delta;
 };
 
 // Queries per step of kernel 2: 64 where the registers allow (not at D = 128 without transposing reads) and two
 // stages of them fit in the LDS of the workgroups a CU runs; else 32, which halves the Q and dO fragments a wave
 // holds at once and the stages; 16 at D = 128 without transposing reads, whose acc-order reads (an element a register
-// before packing) would not fit two waves' registers at 32.
-template <int D>
+// before packing) would not fit two waves' registers at 32. Wide heads (attention_heads.h): the MFMA's K (16 or 32),
+// the fewest a product over queries takes.
+template <int D, int DV = D>
 inline constexpr int attn_bwd_query_step =
-    (D == 64 || arch::current::lds_read_transpose) &&
+    attn_wide(D, DV) ? 4 * arch::mfma_elems
+    : (D == 64 || arch::current::lds_read_transpose) &&
             2 * attn_bwd_dkdv_waves_per_simd<D> * int(sizeof(AttnBwdStage<bf16, 64, D>)) <= arch::current::lds_bytes
         ? 64
         : D == 128 && !arch::current::lds_read_transpose ? 16 : 32;
 
 // Stages of kernel 3's K and V: two where they fit in the LDS share of two workgroups per CU (the occupancy its
 // registers allow), else one (gfx942 at D = 128, whose schedule then waits for each tile's loads).
-template <int D>
+template <int D, int DV = D>
 inline constexpr int attn_bwd_dq_stages =
-    (attn_bwd_dq_waves(D, arch::current::lds_read_transpose) == 8 ? 1 : 2) * 2 * 2 * AttnTiles::keys * D * 2 <=
+    (attn_bwd_dq_waves(D, arch::current::lds_read_transpose) == 8 || attn_wide(D, DV) ? 1 : 2) * 2 *
+                attn_tile_keys(D, DV) * (D + DV) * 2 <=
             arch::current::lds_bytes
         ? 2
         : 1;
@@ -164,17 +169,45 @@ __device__ inline void mma_AtB_acc(rt_acc<D, N>& acc, const ST& x, const rt_acc<
   mma_AB(acc, xt, b, acc);
 }
 
+// mma_AtB_acc in chunks of C of X's columns (C of acc's rows) at a time: one chunk's acc-order reads held at once, not
+// all of X's (wide heads without transposing LDS reads, whose reads hold an element a register before packing).
+template <int C, int D, int N, int K, shared_tile ST>
+__device__ inline void mma_AtB_acc_chunks(rt_acc<D, N>& acc, const ST& x, const rt_acc<K, N>& s) {
+  using T = typename ST::dtype;
+  using Part = rt_acc<C, N>;
+  static_assert(D % C == 0 && ST::rows == K && ST::cols == D, "mma_AtB_acc_chunks: X is K x D, in chunks of C");
+  rt<T, K, N, layout::col> b;
+  copy_acc_order(b, s);
+#pragma unroll
+  for (int c = 0; c < D / C; ++c) {
+    rt<T, K, C, layout::col> xc;
+    load_acc_order(xc, x, {0, 0, 0, c});
+    rt<T, C, K, layout::row> xt;
+    transpose(xt, xc);
+    Part part;  // acc's rows c C .. (c + 1) C - 1: its row tiles, the same registers
+#pragma unroll
+    for (int i = 0; i < Part::tiles_r; ++i)
+      for (int j = 0; j < Part::tiles_c; ++j)
+        for (int e = 0; e < Part::E; ++e) part.data[i][j][e] = acc.data[c * Part::tiles_r + i][j][e];
+    mma_AB(part, xt, b, part);
+#pragma unroll
+    for (int i = 0; i < Part::tiles_r; ++i)
+      for (int j = 0; j < Part::tiles_c; ++j)
+        for (int e = 0; e < Part::E; ++e) acc.data[c * Part::tiles_r + i][j][e] = part.data[i][j][e];
+  }
+}
+
 // Kernel 1: L = 256 / rows lanes per query row (4 or 2), each summing 1/L of its D products.
-template <class T, int D>
+template <class T, int D, int DV = D>
 __global__ __launch_bounds__(256) void attention_bwd_delta(AttnBwdArgs p) {
   constexpr int rows = attn_bwd_rows(D, arch::current::lds_read_transpose), L = 256 / rows;
   static_assert(L == 2 || L == 4, "two or four lanes per row");
-  const AttnView<T, D> view(p.f, rows);
+  const AttnView<T, D, DV> view(p.f, rows);
   if (view.empty) return;
   const AttnBlock& blk = view.blk;
-  const auto dout = head_view<T, D>(p.dout, p.do_bs, p.do_rs, p.do_hs, blk.b, p.f.cu_q != nullptr, blk.q_start, blk.h, blk.sq);
+  const auto dout = head_view<T, DV>(p.dout, p.do_bs, p.do_rs, p.do_hs, blk.b, p.f.cu_q != nullptr, blk.q_start, blk.h, blk.sq);
   const int row = int(view.first_row) + int(threadIdx.x) / L, part = int(threadIdx.x) % L;
-  constexpr int per = D / L, chunk = 8;  // elements per lane, per 16-byte load
+  constexpr int per = DV / L, chunk = 8;  // elements per lane, per 16-byte load
   float sum = 0.f;
   if (row < blk.sq) {
 #pragma unroll
@@ -211,35 +244,39 @@ struct AttnKeyBlock {
   }
 };
 
-template <class T, int D, AttnVariant V = AttnVariant{}>
+template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
 __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void attention_bwd_dkdv(AttnBwdArgs a) {
   using G = group<4>;
-  constexpr int BQ = attn_bwd_query_step<D>, WK = attn_bwd_wave_keys(D, arch::current::lds_read_transpose);
-  using Stage = AttnBwdStage<T, BQ, D>;
-  using KV = st<T, 4 * WK, D>;
+  constexpr int BQ = attn_bwd_query_step<D, DV>, WK = attn_bwd_wave_keys(D, arch::current::lds_read_transpose);
+  using Stage = AttnBwdStage<T, BQ, D, DV>;
+  using KT = st<T, 4 * WK, D>;
+  using VT = st<T, 4 * WK, DV>;
   using rows_vec = rv<float, BQ, vec_align::rows>;
   static_assert(BQ <= 64, "one lane per LSE and per delta value");
-  __shared__ __attribute__((aligned(16))) char smem[std::max(sizeof(Stage), sizeof(KV)) * 2];
+  __shared__ __attribute__((aligned(16))) char smem[std::max(sizeof(Stage) * 2, sizeof(KT) + sizeof(VT))];
   Stage* stages = reinterpret_cast<Stage*>(smem);
-  KV* skv = reinterpret_cast<KV*>(smem);  // K, V: before the first step's loads
+  KT& sk = *reinterpret_cast<KT*>(smem);  // K, V: before the first step's loads
+  VT& sv = *reinterpret_cast<VT*>(smem + sizeof(KT));
   const AttnArgs& p = a.f;
   const AttnKeyBlock kb(a, 4 * WK, BQ);
   const AttnBlock& blk = kb.blk;
   if (kb.first_key >= blk.sk) return;  // past the end of a shorter sequence (varlen)
   const bool varlen = p.cu_q != nullptr;
   const auto k_view = head_view<T, D>(p.k, p.k_bs, p.k_rs, p.k_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
-  const auto v_view = head_view<T, D>(p.v, p.v_bs, p.v_rs, p.v_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
+  const auto v_view = head_view<T, DV>(p.v, p.v_bs, p.v_rs, p.v_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
   // This wave's WK keys, through the LDS (zeros past the end).
-  load_async<G>(skv[0], k_view, {0, 0, blk.tile, 0});
-  load_async<G>(skv[1], v_view, {0, 0, blk.tile, 0});
+  load_async<G>(sk, k_view, {0, 0, blk.tile, 0});
+  load_async<G>(sv, v_view, {0, 0, blk.tile, 0});
   wait_vmcnt<0>();
   barrier();
   const int wave = G::wave();
-  rt<T, WK, D> k, v;
-  load(k, skv[0], {0, 0, wave, 0});
-  load(v, skv[1], {0, 0, wave, 0});
+  rt<T, WK, D> k;
+  rt<T, WK, DV> v;
+  load(k, sk, {0, 0, wave, 0});
+  load(v, sv, {0, 0, wave, 0});
   const long k0 = kb.first_key + long(wave) * WK;  // this wave's first key
-  rt_acc<D, WK> dvt, dkt;
+  rt_acc<DV, WK> dvt;
+  rt_acc<D, WK> dkt;
   zero(dvt), zero(dkt);
 
   // The steps: every query tile [qt_begin, qt_end) of every query head of the group, heads outer.
@@ -248,7 +285,7 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
   const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
   auto fill = [&](int h, int qt, Stage& s) __attribute__((always_inline)) {
     load_async<G>(s.q, head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq), {0, 0, qt, 0}, dma_wave);
-    load_async<G>(s.dout, head_view<T, D>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq),
+    load_async<G>(s.dout, head_view<T, DV>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq),
                   {0, 0, qt, 0}, dma_wave);
   };
   // The LSE (wave 0) or delta (wave 1) of the step's query `lane` (lanes below BQ), 0 past the sequence's end, loaded
@@ -289,7 +326,10 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
     load(lse, cur.lse);
     load(delta, cur.delta);
     // S = Q K^T (queries x keys), masked where the tile crosses a query's visible range, and P.
-    auto s = mma_ABt_lds(cur.q, k);
+    // (Streamed for wide heads: else gfx942 spills at D = 256, and on MI355X at GQA D256 N8192 the kernel took 287
+    // against 224 ms, its accumulators moved between AGPRs and VGPRs.)
+    constexpr bool streamed = attn_wide(D, DV);
+    auto s = mma_ABt_lds<streamed>(cur.q, k);
     if constexpr (V.softcap) map(s, [cap = p.cap](float x) { return cap(x); });  // before the masks' -inf
     const long q0 = long(qt) * BQ;
     if constexpr (V.alibi) add_alibi<false>(s, alibi_slope(p, blk.b, h), q0, k0, kb.off);
@@ -299,26 +339,32 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
     map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     uint32_t keep = 0;  // dropout: P and dP dropped and scaled alike (attn_dropout_keep)
     if constexpr (V.dropout) keep = attn_dropout_keep<false, decltype(s)>(p, blk.b, h, int(q0), int(k0));
-    mma_AtB_acc(dvt, cur.dout, attn_dropped<V.dropout>(s, keep, p.drop.scale));  // dV^T += dO^T P
+    // dV^T += dO^T P (in chunks of 64 of D where the S and dP products are streamed: the registers are short there)
+    auto acc_tb = [&](auto& acc, const auto& x, const auto& b) __attribute__((always_inline)) {
+      if constexpr (streamed) mma_AtB_acc_chunks<64>(acc, x, b);
+      else mma_AtB_acc(acc, x, b);
+    };
+    acc_tb(dvt, cur.dout, attn_dropped<V.dropout>(s, keep, p.drop.scale));
     // dP = dO V^T; dS = P * (dP - delta); dK^T += Q^T dS.
-    auto dp = mma_ABt_lds(cur.dout, v);
+    auto dp = mma_ABt_lds<streamed>(cur.dout, v);
     if constexpr (V.dropout) attn_dropout_apply(dp, keep, p.drop.scale);
     map_rows(dp, delta, [](float x, float d) { return x - d; });
     if constexpr (V.softcap) map_rows(s, lse, [cap = p.cap](float x, float l) { return x * cap.slope(x, l); });
     mul(s, s, dp);
-    mma_AtB_acc(dkt, cur.q, s);
+    acc_tb(dkt, cur.q, s);
     if (more) put(next, staged);
     h = nh, qt = nqt;
   }
   // dK = scale dK^T^T and dV = dV^T^T, from the registers (the transposes are free).
   const auto dk_view = head_view<T, D>(a.dk, a.dk_bs, a.dk_rs, a.dk_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
-  const auto dv_view = head_view<T, D>(a.dv, a.dv_bs, a.dv_rs, a.dv_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
+  const auto dv_view = head_view<T, DV>(a.dv, a.dv_bs, a.dv_rs, a.dv_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
   const int key_tile = int(k0 / WK);
   rt<float, WK, D, layout::row> out;
   transpose(out, dkt);
   store_bounded(dk_view, out, {0, 0, key_tile, 0}, p.scale);
-  transpose(out, dvt);
-  store_bounded(dv_view, out, {0, 0, key_tile, 0});
+  rt<float, WK, DV, layout::row> out_v;
+  transpose(out_v, dvt);
+  store_bounded(dv_view, out_v, {0, 0, key_tile, 0});
 }
 
 // Kernel 4: each thread sums a fixed stride of the head's rows (every sequence's, in order), then the workgroup adds
@@ -340,29 +386,31 @@ __global__ __launch_bounds__(256) void attention_bwd_dsink(AttnBwdArgs a) {
   if (threadIdx.x == 0) a.dsinks[h] = -sum[0];
 }
 
-template <class T, int D, AttnVariant V = AttnVariant{}>
+template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
 __global__ __launch_bounds__(64 * attn_bwd_dq_waves(D, arch::current::lds_read_transpose))
 __attribute__((amdgpu_waves_per_eu(attn_bwd_dq_waves(D, arch::current::lds_read_transpose) == 8 ? 2 : attn_bwd_waves_per_simd<D>)))
 void attention_bwd_dq(AttnBwdArgs a) {
   using G = group<attn_bwd_dq_waves(D, arch::current::lds_read_transpose)>;
-  constexpr int BK = AttnTiles::keys, WQ = attn_bwd_dq_wave_rows(D, arch::current::lds_read_transpose);
-  constexpr int S = attn_bwd_dq_stages<D>, QS = G::waves * WQ / BK;  // stages of K and V; of them, Q's and dO's (the last)
+  constexpr int BK = attn_tile_keys(D, DV), WQ = attn_bwd_dq_wave_rows(D, arch::current::lds_read_transpose);
+  constexpr int S = attn_bwd_dq_stages<D, DV>, QS = G::waves * WQ / BK;  // stages of K and V; of them, Q's and dO's (the last)
   static_assert(QS >= 1 && QS <= S && G::waves * WQ == QS * BK, "the Q and dO tiles are staged in K and V stages");
   using cols_vec = rv<float, WQ, vec_align::cols>;
   // The stages of K and V, each its own variable (not one array): the compiler then tells a stage's reads from the
   // other stage's loads (their alias scopes differ) and lets those fly; of one array it waits for them before the
   // step's first LDS read.
-  using Tile = st<T, BK, D>;
-  __shared__ Tile sk0, sv0, sk1, sv1;
-  auto sk = [&](int i) __attribute__((always_inline)) -> Tile& { return S == 1 || i == 0 ? sk0 : sk1; };
-  auto sv = [&](int i) __attribute__((always_inline)) -> Tile& { return S == 1 || i == 0 ? sv0 : sv1; };
+  using KT = st<T, BK, D>;
+  using VT = st<T, BK, DV>;
+  __shared__ KT sk0, sk1;
+  __shared__ VT sv0, sv1;
+  auto sk = [&](int i) __attribute__((always_inline)) -> KT& { return S == 1 || i == 0 ? sk0 : sk1; };
+  auto sv = [&](int i) __attribute__((always_inline)) -> VT& { return S == 1 || i == 0 ? sv0 : sv1; };
   const AttnArgs& p = a.f;
-  const AttnView<T, D> view(p, G::waves * WQ);
+  const AttnView<T, D, DV> view(p, G::waves * WQ, BK);
   if (view.empty) return;
   const AttnBlock& blk = view.blk;
   const int kt_begin = view.kt_begin, kt_end = view.kt_end;
   const bool varlen = p.cu_q != nullptr;
-  const auto do_view = head_view<T, D>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, blk.h, blk.sq);
+  const auto do_view = head_view<T, DV>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, blk.h, blk.sq);
   const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
   auto fill = [&](int kt, int stage) __attribute__((always_inline)) {
     load_async<G>(sk(stage), view.k, {0, 0, kt, 0}, dma_wave);
@@ -385,7 +433,8 @@ void attention_bwd_dq(AttnBwdArgs a) {
   vec_apply([](float& l) { l = l == -INFINITY ? 0.f : l * 1.44269504088896341f; }, lse);
   wait_vmcnt<0>();
   barrier();
-  rt<T, WQ, D> q, dout;
+  rt<T, WQ, D> q;
+  rt<T, WQ, DV> dout;
   constexpr int per_stage = BK / WQ;  // waves' query rows per stage
   load(q, sk(S - QS + wave / per_stage), {0, 0, wave % per_stage, 0});
   load(dout, sv(S - QS + wave / per_stage), {0, 0, wave % per_stage, 0});
@@ -424,7 +473,8 @@ void attention_bwd_dq(AttnBwdArgs a) {
     map_cols(dp, delta, [](float x, float d) { return x - d; });
     if constexpr (V.softcap) map_cols(s, lse, [cap = p.cap](float x, float l) { return x * cap.slope(x, l); });
     mul(s, s, dp);
-    mma_AtB_acc(dqt, sk(stage), s);
+    if constexpr (attn_wide(D, DV)) mma_AtB_acc_chunks<64>(dqt, sk(stage), s);  // (as kernel 2's)
+    else mma_AtB_acc(dqt, sk(stage), s);
   };
   for (int kt = kt_begin; kt < kt_end; kt += S) {
     step(kt, std::integral_constant<int, 0>{});

@@ -282,25 +282,25 @@ __device__ inline gl<T, 1, 1, runtime_dim, D> head_view(const void* base, long b
   return gl<T, 1, 1, runtime_dim, D>(p, 1, 1, rows, D, rs);
 }
 
-// The sequence, head and query tile of this workgroup (of `rows` queries) as tensor views, and the KV tiles any of its
-// queries sees (queries past the sequence's end do not count).
-template <class T, int D>
+// The sequence, head and query tile of this workgroup (of `rows` queries) as tensor views (Q and K of D columns, V
+// and O of DV), and the KV tiles of BK keys any of its queries sees (queries past the sequence's end do not count).
+template <class T, int D, int DV = D>
 struct AttnView {
   AttnBlock blk;
-  gl<T, 1, 1, runtime_dim, D> q, k, v, o;
+  gl<T, 1, 1, runtime_dim, D> q, k;
+  gl<T, 1, 1, runtime_dim, DV> v, o;
   long off, first_row;     // Sk - Sq: the causal diagonal's offset; the tile's first query
   int kt_begin, kt_end;    // KV tiles [kt_begin, kt_end)
   bool empty;              // the tile lies past the end of its sequence (varlen): nothing to do
   float slope;             // ALiBi's slope of the block's sequence and head (alibi_slope), 0 without ALiBi; read
                            // here, at the kernel's start (read later from the arguments, the ping-pong kernel spills)
 
-  __device__ AttnView(const AttnArgs& p, int rows)
+  __device__ AttnView(const AttnArgs& p, int rows, int BK = AttnTiles::keys)
       : blk(p),
         q(head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, p.cu_q != nullptr, blk.q_start, blk.h, blk.sq)),
         k(head_view<T, D>(p.k, p.k_bs, p.k_rs, p.k_hs, blk.b, p.cu_q != nullptr, blk.k_start, blk.h_kv, blk.sk)),
-        v(head_view<T, D>(p.v, p.v_bs, p.v_rs, p.v_hs, blk.b, p.cu_q != nullptr, blk.k_start, blk.h_kv, blk.sk)),
-        o(head_view<T, D>(p.o, p.o_bs, p.o_rs, p.o_hs, blk.b, p.cu_q != nullptr, blk.q_start, blk.h, blk.sq)) {
-    constexpr int BK = AttnTiles::keys;
+        v(head_view<T, DV>(p.v, p.v_bs, p.v_rs, p.v_hs, blk.b, p.cu_q != nullptr, blk.k_start, blk.h_kv, blk.sk)),
+        o(head_view<T, DV>(p.o, p.o_bs, p.o_rs, p.o_hs, blk.b, p.cu_q != nullptr, blk.q_start, blk.h, blk.sq)) {
     off = long(blk.sk) - blk.sq, first_row = long(blk.tile) * rows;
     empty = first_row >= blk.sq;
     const long last_row = std::min<long>(first_row + rows, blk.sq) - 1;
@@ -343,30 +343,30 @@ __device__ __attribute__((always_inline)) inline void mask_visible(Tile& s, cons
 }
 
 // One wave's queries (16 with 16x16 MFMA blocks, S = mfma16; 32 with 32x32 blocks, S = mfma32): Q (the B operand of
-// S^T = K Q^T), the running max of the scaled scores (log2 units) and softmax denominator per query, and O^T (D x WQ).
+// S^T = K Q^T), the running max of the scaled scores (log2 units) and softmax denominator per query, and O^T (DV x WQ).
 // A KV tile is folded in by qk (S^T), mask, softmax (the online update, P^T as the next product's operand, and the
 // factor alpha that rescales what came before), rescale (O^T *= alpha) and accumulate (O^T += V^T P^T); the pipelined
 // kernel runs them in separate phases, scores runs the first four in a row.
-template <class T, int D, class S = mfma16, AttnVariant V = AttnVariant{}, int Keys = AttnTiles::keys>
+template <class T, int D, class S = mfma16, AttnVariant V = AttnVariant{}, int Keys = AttnTiles::keys, int DV = D>
 struct AttnWave {
   static constexpr int WQ = S::dim, BK = Keys;  // queries, and keys per step (a KV tile or a part of one)
   static constexpr AttnVariant variant = V;
   using shape = S;
   using cols_vec = rv<float, WQ, vec_align::cols, S>;
   using k_tile = rt<T, BK, D, layout::row, S>;
-  using v_tile = rt<T, BK, D, layout::col, S>;  // acc order (load_acc_order)
+  using v_tile = rt<T, BK, DV, layout::col, S>;  // acc order (load_acc_order)
   using p_tile = rt<T, BK, WQ, layout::col, S>;
   using s_tile = rt_acc<BK, WQ, S>;  // keys x queries
   rt<T, WQ, D, layout::row, S> q;
   cols_vec m, l, alpha;
   bool stale = false;  // alpha is not all ones: O^T needs rescaling (the same for the whole wave)
-  rt_acc<D, WQ, S> ot;
+  rt_acc<DV, WQ, S> ot;
   long first, last;  // this wave's first and last query (rows past the sequence's end excluded)
   int row_tile;      // this wave's queries as a tile index of the sequence
   int drop_b, drop_h;  // AttnVariant::dropout: the sequence and head, and the first key of the tile mask() saw last
   mutable int drop_k0;
 
-  __device__ AttnWave(const AttnView<T, D>& v, int rows_before) {
+  __device__ AttnWave(const AttnView<T, D, DV>& v, int rows_before) {
     first = v.first_row + rows_before, last = std::min<long>(first + WQ, v.blk.sq) - 1;
     row_tile = int(first / WQ);
     drop_b = v.blk.b, drop_h = v.blk.h, drop_k0 = 0;
@@ -381,7 +381,7 @@ struct AttnWave {
   }
 
   // ALiBi's bias of S^T (keys kt * BK ...), on every tile; before or after the masks (a hidden -inf stays -inf).
-  __device__ __attribute__((always_inline)) void bias(s_tile& s, const AttnView<T, D>& v, int kt) const {
+  __device__ __attribute__((always_inline)) void bias(s_tile& s, const AttnView<T, D, DV>& v, int kt) const {
     if constexpr (V.alibi) add_alibi<true>(s, v.slope, first, long(kt) * BK, v.off);
   }
 
@@ -389,7 +389,7 @@ struct AttnWave {
   // row is a key and a column a query. Queries past the sequence's end are not stored: the tile is whole when
   // [first, last] sees all of it.
   // Inlined by force: with ALiBi's extra work LLVM calls it out of line, through the stack (448 vs 1105 TFLOP/s).
-  __device__ __attribute__((always_inline)) void mask(s_tile& s, const AttnView<T, D>& v, const AttnArgs& p, int kt) const {
+  __device__ __attribute__((always_inline)) void mask(s_tile& s, const AttnView<T, D, DV>& v, const AttnArgs& p, int kt) const {
     const int k0 = kt * BK, off = int(v.off), q0 = int(first), q1 = int(last);
     if constexpr (V.dropout) drop_k0 = k0;  // for softmax, which drops from this tile's P
     // (attn_tile_whole's test spelled here: called, even inlined by force, it costs this 256-VGPR kernel 37 spills.)
@@ -420,7 +420,7 @@ struct AttnWave {
   }
 
   // S^T for KV tile kt, its masks, the online softmax update (O^T rescaled) and P^T as the next product's operand.
-  __device__ p_tile scores(const AttnView<T, D>& v, const AttnArgs& p, int kt, const k_tile& k) {
+  __device__ p_tile scores(const AttnView<T, D, DV>& v, const AttnArgs& p, int kt, const k_tile& k) {
     s_tile s;
     qk(s, k);
     bias(s, v, kt);
@@ -433,7 +433,7 @@ struct AttnWave {
 
   // O^T += V^T P^T (V read in acc order, used transposed: the same registers).
   __device__ void accumulate(const p_tile& pt, const v_tile& vc) {
-    rt<T, D, BK, layout::row, S> vt;
+    rt<T, DV, BK, layout::row, S> vt;
     transpose(vt, vc);
     mma_AB(ot, vt, pt, ot);
   }
@@ -441,7 +441,7 @@ struct AttnWave {
   // O = O^T^T / l (0 for a query that saw no key) from the registers, and LSE = (m + log2 l) * ln 2. A sink (the
   // head's logit z, a key with no value) joins the denominator here, once per row: the max moves to max(m, z log2 e)
   // and O's and l's terms follow it.
-  __device__ void finish(const AttnView<T, D>& v, const AttnArgs& p) {
+  __device__ void finish(const AttnView<T, D, DV>& v, const AttnArgs& p) {
     if (p.sinks) {  // (at the tail of the 256-VGPR ping-pong kernel this costs one spill, outside its loop)
       const float z = p.sinks[v.blk.h] * 1.44269504088896341f;
       cols_vec keep;
@@ -463,7 +463,7 @@ struct AttnWave {
         l, m, inv, lse);
     if constexpr (V.dropout) vec_apply([k = p.drop.scale](float& ii) { ii *= k; }, inv);  // O's 1 / (1 - p), not LSE's
     mul_col(ot, inv);
-    rt<float, WQ, D, layout::row, S> o;
+    rt<float, WQ, DV, layout::row, S> o;
     transpose(o, ot);  // the same registers
     store_bounded(v.o, o, {0, 0, row_tile, 0});
     if (p.lse) store(lse_row(p, p.lse, v.blk, v.blk.h), lse, {0, 0, 0, row_tile});

@@ -42,9 +42,9 @@ inline constexpr int attn_pingpong_rows = 8 * AttnPingpongShape::dim;  // querie
 // Whether it runs on a target (host and device): its stages (two of K, two of V) must fit the LDS, and V's operand its
 // registers. Without transposing LDS reads (gfx942) V is read element by element, each read with a register of its
 // own until packed: at D = 64 the kernel holds that in 198 VGPRs, at D = 128 it spills (91 registers): there gfx942
-// runs attention_fwd.h.
+// runs attention_fwd.h, as every head wider than 128 does (O^T alone would take 96 or 128 of the 256 registers).
 __host__ __device__ constexpr bool attn_pingpong_runs(int lds_bytes, bool lds_read_transpose, int d) {
-  return 4 * AttnTiles::keys * d * 2 <= lds_bytes && (lds_read_transpose || d <= 64);
+  return d <= 128 && 4 * AttnTiles::keys * d * 2 <= lds_bytes && (lds_read_transpose || d <= 64);
 }
 template <int D>
 inline constexpr bool attn_pingpong_fits = attn_pingpong_runs(arch::current::lds_bytes, arch::current::lds_read_transpose, D);

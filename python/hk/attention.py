@@ -33,7 +33,7 @@ def _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, ca
     entry = "attention_varlen" if varlen else "attention"
     ty = rt.scalar_type(entry, "q", q.dtype, _TYPES)
     q, k, v = (rt.unit_stride_last(t) for t in (q, k, v))
-    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    out = torch.empty(q.shape[:-1] + v.shape[-1:], dtype=q.dtype, device=q.device)
     p = _C.AttentionProblem()
     if varlen:
         p.batch = cu_seqlens_q.shape[0] - 1
@@ -42,7 +42,7 @@ def _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, ca
     else:
         p.batch, p.seqlen_q, p.seqlen_k = q.shape[0], q.shape[1], k.shape[1]
         lse = torch.empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32, device=q.device)
-    p.heads_q, p.heads_kv, p.head_dim = q.shape[-2], k.shape[-2], q.shape[-1]
+    p.heads_q, p.heads_kv, p.head_dim, p.head_dim_v = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
     p.q_strides, p.k_strides, p.v_strides = _strides(q, varlen), _strides(k, varlen), _strides(v, varlen)
     p.o_strides = _strides(out, varlen)
     p.type, p.softmax_scale, p.softcap, p.causal = ty, scale, softcap, causal
@@ -67,7 +67,7 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, 
 
 @_attention.register_fake
 def _(q, k, v, causal, window_left, window_right, scale, softcap, sinks, alibi_slopes, dropout_p, seed, offset):
-    return q.new_empty(q.shape), q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)
+    return q.new_empty(q.shape[:-1] + v.shape[-1:]), q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)
 
 
 @torch.library.custom_op("hk::attention_varlen", mutates_args=())
@@ -84,7 +84,7 @@ def _attention_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seql
 @_attention_varlen.register_fake
 def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left, window_right, scale,
       softcap, sinks, alibi_slopes, dropout_p, seed, offset):
-    return q.new_empty(q.shape), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
+    return q.new_empty(q.shape[:-1] + v.shape[-1:]), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
 
 
 def _attention_backward(q, k, v, out, lse, grad_out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
@@ -113,7 +113,7 @@ def _attention_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch
         p.batch, p.seqlen_q, p.seqlen_k = cu_seqlens_q.shape[0] - 1, max_seqlen_q, max_seqlen_k
     else:
         p.batch, p.seqlen_q, p.seqlen_k = q.shape[0], q.shape[1], k.shape[1]
-    p.heads_q, p.heads_kv, p.head_dim = q.shape[-2], k.shape[-2], q.shape[-1]
+    p.heads_q, p.heads_kv, p.head_dim, p.head_dim_v = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
     p.q_strides, p.k_strides, p.v_strides = (_strides(t, varlen) for t in (q, k, v))
     p.o_strides, p.do_strides = _strides(out, varlen), _strides(grad_out, varlen)
     p.dq_strides, p.dk_strides, p.dv_strides = (_strides(t, varlen) for t in (dq, dk, dv))
@@ -204,8 +204,9 @@ def _check(entry, q, k, v, dim):
         rt.check_tensor(entry, name, t, dim=dim)
     if not (q.dtype == k.dtype == v.dtype):
         raise ValueError(f"hk.{entry}: q, k and v must have one type, got {q.dtype}, {k.dtype}, {v.dtype}")
-    if k.shape != v.shape:
-        raise ValueError(f"hk.{entry}: k is {tuple(k.shape)} and v is {tuple(v.shape)}; they must match")
+    if k.shape[:-1] != v.shape[:-1]:
+        raise ValueError(f"hk.{entry}: k is {tuple(k.shape)} and v is {tuple(v.shape)}; they must match but for the "
+                         f"head dim")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"hk.{entry}: q's head dimension {q.shape[-1]} differs from k's {k.shape[-1]}")
 
@@ -267,14 +268,15 @@ def _sinks(entry, sinks, q):
 
 def attention(q, k, v, *, causal=False, window=(-1, -1), scale=None, return_lse=False, softmax_scale=None,
               window_size=None, softcap=0.0, sinks=None, alibi_slopes=None, dropout_p=0.0, dropout_seed=None):
-    """Softmax attention of q (B, Sq, Hq, D) over k, v (B, Sk, Hkv, D); bf16 or f16, D 64 or 128; softcap > 0
+    """Softmax attention of q (B, Sq, Hq, D) over k (B, Sk, Hkv, D) and v (B, Sk, Hkv, DV); bf16 or f16; D = DV =
+    64, 128, 192 or 256, or D 192 with DV 128 (DeepSeek-V3; softcap, ALiBi and dropout at D 64 and 128 only); softcap > 0
     caps each scaled score x to softcap * tanh(x / softcap) (Gemma 2); sinks (Hq,) adds one logit per query head to
     every row's softmax denominator, a key with no value (gpt-oss's attention sinks), and alibi_slopes (H) or (B, H)
     fp32 adds flash-attention's ALiBi bias -slope |i + Sk - Sq - j| (not with softcap); dropout_p in [0, 1) drops
     P's elements (see the module's text; not with softcap or ALiBi), the mask keyed by dropout_seed = (seed, offset) when
     given, else by two draws from torch's generator (hk.dropout.keep_mask gives a call's mask). Differentiable in q, k, v and sinks.
 
-    Returns the output (B, Sq, Hq, D), and with return_lse=True also the fp32 log-sum-exp (B, Hq, Sq) of each row's
+    Returns the output (B, Sq, Hq, DV), and with return_lse=True also the fp32 log-sum-exp (B, Hq, Sq) of each row's
     scaled scores. Differentiable in q, k and v once hk's attention backward is built in (see backward_available()).
     """
     _check("attention", q, k, v, 4)
@@ -289,7 +291,7 @@ def attention(q, k, v, *, causal=False, window=(-1, -1), scale=None, return_lse=
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False,
                      window=(-1, -1), scale=None, return_lse=False, softmax_scale=None, window_size=None,
                      softcap=0.0, sinks=None, alibi_slopes=None, dropout_p=0.0, dropout_seed=None):
-    """attention over a packed batch: q (total_q, Hq, D), k and v (total_k, Hkv, D); sequence b is rows
+    """attention over a packed batch: q (total_q, Hq, D), k (total_k, Hkv, D), v (total_k, Hkv, DV); sequence b is rows
     cu_seqlens[b] .. cu_seqlens[b + 1] - 1 (int32, B + 1 offsets). The LSE is (Hq, total_q)."""
     _check("attention_varlen", q, k, v, 3)
     for name, t in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):

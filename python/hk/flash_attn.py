@@ -24,11 +24,13 @@ together with softcap yet). `deterministic` is accepted in both settings: hk's b
 deterministic (dQ, dK, dV summed in a fixed order, bit-identical run after run), so False costs nothing and loses
 nothing.
 
-Head dims: hk's kernels run D = 64 and 128; any other D up to 128 is zero-padded to the next of the two (padding
-adds nothing to Q K^T and the padded output columns are dropped), the scale taken from the real D, as
-flash-attention pads to a multiple of 8. Not yet in hk's kernels, and refused with a sentence rather than computed
-another way: head dims above 128, Q/K's head dim different from V's, softcap with alibi_slopes, dropout_p > 0 with
-either of them. flash_attn_varlen_func's paged KV cache (block_table, any page size) is gathered into packed keys
+Head dims: hk's kernels run D = 64, 128, 192 and 256 (the same for Q, K and V) and 192 for Q and K with 128 for V
+(DeepSeek-V3), the output taking V's head dim; any other D up to 256 (and Q/K and V dims up to 192 and 128, or
+each up to 256) is zero-padded to the cheapest of those that holds it (padding adds nothing to Q K^T and the padded
+output columns are dropped), the scale taken from the real D, as flash-attention pads to a multiple of 8. Not yet in
+hk's kernels, and refused with a sentence rather than computed another way: head dims above 256; softcap,
+alibi_slopes or dropout_p > 0 with a head dim above 128; softcap with alibi_slopes, dropout_p > 0 with either of
+them. flash_attn_varlen_func's paged KV cache (block_table, any page size) is gathered into packed keys
 before the kernel. flash_attn_with_kvcache (decode over a contiguous or paged KV cache,
 appending k / v in place with optional rotary, FP8 caches with k_descale / v_descale) runs on hk::attention_decode
 (hk/decode.py).
@@ -39,7 +41,8 @@ from . import attention as _attn
 from . import decode as _decode
 from .dropout import keep_mask as _keep_mask
 
-_KERNEL_DIMS = (64, 128)
+# The (Q/K, V) head dims hk's kernels run, cheapest first (attention.h).
+_KERNEL_DIMS = ((64, 64), (128, 128), (192, 128), (192, 192), (256, 256))
 
 
 def _refuse(entry, what):
@@ -66,15 +69,18 @@ def _window(entry, causal, window_size):
 
 
 def _padded_dim(entry, q, k, v):
-    d = q.shape[-1]
-    if d < 1:
-        raise ValueError(f"hk.flash_attn.{entry}: q's head dim must be at least 1, got shape {tuple(q.shape)}")
-    if k.shape[-1] != d or v.shape[-1] != d:
-        _refuse(entry, f"a head dim of V ({v.shape[-1]}) or K ({k.shape[-1]}) different from Q's ({d})")
-    for dim in _KERNEL_DIMS:
-        if d <= dim:
-            return dim
-    _refuse(entry, f"head dim {d} (up to {_KERNEL_DIMS[-1]} runs today)")
+    """The kernel's (Q/K, V) head dims for q, k, v: theirs where the kernels run them, else the cheapest pair that
+    holds them (zero padding)."""
+    d, dv = q.shape[-1], v.shape[-1]
+    if d < 1 or dv < 1:
+        raise ValueError(f"hk.flash_attn.{entry}: head dims must be at least 1, got q {tuple(q.shape)}, v "
+                         f"{tuple(v.shape)}")
+    if k.shape[-1] != d:
+        raise ValueError(f"hk.flash_attn.{entry}: k's head dim ({k.shape[-1]}) must be q's ({d})")
+    for dims in _KERNEL_DIMS:
+        if d <= dims[0] and dv <= dims[1]:
+            return dims
+    _refuse(entry, f"head dims {d} (q, k) and {dv} (v) (up to 256 each runs)")
 
 
 def _pad(t, dim):
@@ -90,10 +96,10 @@ def _run(entry, q, k, v, varlen, dropout_p, softmax_scale, causal, window_size, 
     if block_table is not None:
         k, v = _gather_pages(entry, k, v, varlen[1], block_table)
     left, right = _window(entry, causal, window_size)
-    dim = _padded_dim(entry, q, k, v)
-    d = q.shape[-1]
+    dim, dim_v = _padded_dim(entry, q, k, v)
+    d, dv = q.shape[-1], v.shape[-1]
     scale = d ** -0.5 if softmax_scale is None else float(softmax_scale)
-    qp, kp, vp = (_pad(t, dim) for t in (q, k, v))
+    qp, kp, vp = _pad(q, dim), _pad(k, dim), _pad(v, dim_v)
     seed = _attn.draw_dropout_seed(dropout_p)
     options = dict(causal=bool(causal), window=(left, right), scale=scale, softcap=softcap, alibi_slopes=alibi_slopes,
                    return_lse=True, dropout_p=dropout_p, dropout_seed=seed)
@@ -101,7 +107,7 @@ def _run(entry, q, k, v, varlen, dropout_p, softmax_scale, causal, window_size, 
         out, lse = _attn.attention(qp, kp, vp, **options)
     else:
         out, lse = _attn.attention_varlen(qp, kp, vp, *varlen, **options)
-    out = out[..., :d] if dim != d else out
+    out = out[..., :dv] if dim_v != dv else out
     if not return_attn_probs:
         return out
     if not dropout_p:
@@ -186,7 +192,7 @@ def _unpack(entry, packed, n, dim):
 
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
                     alibi_slopes=None, deterministic=False, return_attn_probs=False):
-    """q (B, Sq, H, D), k and v (B, Sk, Hk, D), H a multiple of Hk; returns out (B, Sq, H, D)."""
+    """q (B, Sq, H, D), k (B, Sk, Hk, D), v (B, Sk, Hk, Dv), H a multiple of Hk; returns out (B, Sq, H, Dv)."""
     return _run("flash_attn_func", q, k, v, None, dropout_p, softmax_scale, causal, window_size, softcap,
                 alibi_slopes, return_attn_probs)
 
@@ -210,8 +216,8 @@ def flash_attn_qkvpacked_func(qkv, dropout_p=0.0, softmax_scale=None, causal=Fal
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
                            softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
                            deterministic=False, return_attn_probs=False, block_table=None):
-    """q (total_q, H, D), k and v (total_k, Hk, D), sequence b at rows cu_seqlens[b] .. cu_seqlens[b + 1] - 1
-    (int32, B + 1 offsets); returns out (total_q, H, D), softmax_lse (H, total_q)."""
+    """q (total_q, H, D), k (total_k, Hk, D), v (total_k, Hk, Dv), sequence b at rows cu_seqlens[b] ..
+    cu_seqlens[b + 1] - 1 (int32, B + 1 offsets); returns out (total_q, H, Dv), softmax_lse (H, total_q)."""
     return _run("flash_attn_varlen_func", q, k, v, (cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k),
                 dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, return_attn_probs,
                 block_table)

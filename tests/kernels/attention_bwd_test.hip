@@ -1,5 +1,6 @@
 // hk::attention_backward on each virtual device: dQ, dK and dV against the float64 host reference (attention_ref.h)
-// within per-dtype tolerances, once per shape class of the forward's test (MHA and GQA, D 64 and 128, bf16 and f16,
+// within per-dtype tolerances, once per shape class of the forward's test (MHA and GQA, D 64 and 128 (and 192, 256,
+// 192 / 128 in a few cases), bf16 and f16,
 // causal and windows with rows that see no key, ragged lengths that are not multiples of the tiles, varlen batches
 // with empty sequences, BHSD and padded strides); a finite-difference check of the reference itself; bit-identical
 // gradients across runs and across HK_VGPU_THREADS=1 and 2; and the validation errors. Inputs sit in buffers whose
@@ -38,9 +39,9 @@ struct Grads {
 Grads run(const Case& c, bool check = true, bool workspace = true) {
   SCOPED_TRACE(describe(c));
   const attn_ref::Shape shape = shape_of(c);
-  Tensor q(c, c.hq, c.lq, 1, c.magnitude), k(c, c.hkv, c.lk, 2, c.magnitude), v(c, c.hkv, c.lk, 3, 1.f),
-      o(c, c.hq, c.lq, 4, 0.f), dout(c, c.hq, c.lq, 5, 1.f), dq(c, c.hq, c.lq, 6, 0.f), dk(c, c.hkv, c.lk, 7, 0.f),
-      dv(c, c.hkv, c.lk, 8, 0.f);
+  Tensor q(c, c.hq, c.lq, 1, c.magnitude), k(c, c.hkv, c.lk, 2, c.magnitude), v(c, c.hkv, c.lk, 3, 1.f, c.vd()),
+      o(c, c.hq, c.lq, 4, 0.f, c.vd()), dout(c, c.hq, c.lq, 5, 1.f, c.vd()), dq(c, c.hq, c.lq, 6, 0.f),
+      dk(c, c.hkv, c.lk, 7, 0.f), dv(c, c.hkv, c.lk, 8, 0.f, c.vd());
   for (Tensor* t : {&dq, &dk, &dv}) {
     const std::vector<uint16_t> fill(t->image.size(), canary(c.type));
     EXPECT_EQ(hipMemcpy(t->dev, fill.data(), fill.size() * 2, hipMemcpyHostToDevice), hipSuccess);
@@ -53,7 +54,7 @@ Grads run(const Case& c, bool check = true, bool workspace = true) {
   DeviceArray<float> dsinks(std::vector<float>(c.sinks ? c.hq : 0, NAN));
 
   hk::AttentionProblem f;
-  f.batch = int(c.lq.size()), f.heads_q = c.hq, f.heads_kv = c.hkv, f.head_dim = c.d;
+  f.batch = int(c.lq.size()), f.heads_q = c.hq, f.heads_kv = c.hkv, f.head_dim = c.d, f.head_dim_v = c.dv;
   if (!c.varlen) f.seqlen_q = c.lq[0], f.seqlen_k = c.lk[0];
   else f.cu_seqlens_q = cu_q.dev, f.cu_seqlens_k = cu_k.dev;
   f.q = q.dev, f.k = k.dev, f.v = v.dev, f.o = o.dev, f.lse = lse;
@@ -64,7 +65,7 @@ Grads run(const Case& c, bool check = true, bool workspace = true) {
 
   hk::AttentionBackwardProblem p;
   p.batch = f.batch, p.seqlen_q = f.seqlen_q, p.seqlen_k = f.seqlen_k, p.heads_q = c.hq, p.heads_kv = c.hkv;
-  p.head_dim = c.d, p.cu_seqlens_q = f.cu_seqlens_q, p.cu_seqlens_k = f.cu_seqlens_k;
+  p.head_dim = c.d, p.head_dim_v = c.dv, p.cu_seqlens_q = f.cu_seqlens_q, p.cu_seqlens_k = f.cu_seqlens_k;
   p.q = q.dev, p.k = k.dev, p.v = v.dev, p.o = o.dev, p.dout = dout.dev, p.lse = lse;
   p.dq = dq.dev, p.dk = dk.dev, p.dv = dv.dev;
   p.q_strides = q.given(), p.k_strides = k.given(), p.v_strides = v.given(), p.o_strides = o.given();
@@ -267,6 +268,17 @@ TEST(AttentionBackward, VarlenAndLayouts) {
   run({same(70, 2), same(70, 2), false, 3, 1, 64, dtype::f16, false, -1, -1, 0.3f, 1.f, Layout::padded});
 }
 
+// Wide heads (their own tile shapes): D 256 and 192, and 192 for Q and K with 128 for V (dQ and dK in Q's head dim,
+// dV in V's), with GQA, causal and window masks, a ragged varlen batch and sinks.
+TEST(AttentionBackward, WideHeads) {
+  const Layout bshd = Layout::bshd;
+  run({same(100, 1), same(130, 1), false, 4, 2, 256, dtype::bf16, true});
+  run({same(100, 1), same(90, 1), false, 2, 1, 192, dtype::f16, false, 30, 8});
+  Case mla{{0, 1, 70, 130}, {3, 1, 100, 130}, true, 4, 2, 192, dtype::bf16, true, -1, -1, 0.f, 1.f, bshd, 0.f, true};
+  mla.dv = 128;
+  run(mla);
+}
+
 TEST(AttentionBackward, OwnWorkspace) {
   run({same(40, 1), same(90, 1), false, 2, 1, 64, dtype::bf16, true}, true, false);
 }
@@ -275,9 +287,14 @@ TEST(AttentionBackward, OwnWorkspace) {
 // workgroups on (a child process per thread count: vgpu reads HK_VGPU_THREADS when it starts).
 const Case determinism_case{same(150, 1), same(200, 1), false, 4, 2, 64, dtype::bf16, true, -1, -1, 0.f, 1.f,
                              Layout::bshd, 0.f, true};
+// and a wide head's (192 / 128: its own kernel shapes), whose bits follow the first case's
+const Case determinism_wide = [] {
+  Case c{same(100, 1), same(130, 1), false, 4, 2, 192, dtype::f16, true};
+  c.dv = 128;
+  return c;
+}();
 
-std::vector<char> bytes_of(const Grads& g) {
-  std::vector<char> out;
+std::vector<char> bytes_of(const Grads& g, std::vector<char> out = {}) {
   for (const auto* v : {&g.dq, &g.dk, &g.dv})
     out.insert(out.end(), reinterpret_cast<const char*>(v->data()), reinterpret_cast<const char*>(v->data() + v->size()));
   out.insert(out.end(), reinterpret_cast<const char*>(g.dsinks.data()),
@@ -285,22 +302,27 @@ std::vector<char> bytes_of(const Grads& g) {
   return out;
 }
 
+// Both determinism cases' bits, one after the other.
+std::vector<char> determinism_bits() { return bytes_of(run(determinism_wide, false), bytes_of(run(determinism_case, false))); }
+
 TEST(AttentionBackwardDeterminism, RunToRun) {
-  const Grads first = run(determinism_case, false);
-  EXPECT_TRUE(run(determinism_case, false) == first);
+  for (const Case& c : {determinism_case, determinism_wide}) {
+    const Grads first = run(c, false);
+    EXPECT_TRUE(run(c, false) == first) << describe(c);
+  }
 }
 
 // Run by AcrossThreadCounts in a child process: writes the gradients' bits to $HK_ATTN_BWD_BITS.
 TEST(AttentionBackwardDeterminism, WriteBits) {
   const char* path = std::getenv("HK_ATTN_BWD_BITS");
   if (!path) GTEST_SKIP() << "run by AcrossThreadCounts";
-  const std::vector<char> bits = bytes_of(run(determinism_case, false));
+  const std::vector<char> bits = determinism_bits();
   std::ofstream(path, std::ios::binary).write(bits.data(), std::streamsize(bits.size()));
 }
 
 TEST(AttentionBackwardDeterminism, AcrossThreadCounts) {
   if (std::getenv("HK_ATTN_BWD_BITS")) GTEST_SKIP() << "in the child";
-  const std::vector<char> here = bytes_of(run(determinism_case, false));
+  const std::vector<char> here = determinism_bits();
   char self[4096] = {};
   ASSERT_GT(readlink("/proc/self/exe", self, sizeof(self) - 1), 0);  // this program (the shell's /proc/self is the shell)
   for (int threads : {1, 2}) {
@@ -342,7 +364,8 @@ TEST(AttentionBackwardValidation, Errors) {
   };
   ASSERT_TRUE(hk::attention_backward(base()));
   ASSERT_EQ(hipDeviceSynchronize(), hipSuccess);
-  { auto p = base(); p.head_dim = 96; expect_error(p, "head_dim must be 64 or 128"); }
+  { auto p = base(); p.head_dim = 96; expect_error(p, "must both be 64, 128, 192 or 256, or 192 and 128"); }
+  { auto p = base(); p.head_dim = 256, p.head_dim_v = 192; expect_error(p, "must both be 64, 128, 192 or 256"); }
   { auto p = base(); p.heads_q = 3; expect_error(p, "must be a multiple of heads_kv"); }
   { auto p = base(); p.type = hk::scalar_type::fp32; expect_error(p, "must be bf16 or f16"); }
   { auto p = base(); p.lse = nullptr; expect_error(p, "LSE (the forward's log-sum-exp) must be given"); }

@@ -3,8 +3,8 @@
 // kernels: plain softmax over the visible keys in double, no online rescaling, no tiles.
 //
 // Host tensors are packed by sequence: element (sequence b, row i, head h, x) of Q is q[((start_b + i) * Hq + h) * D
-// + x], start_b the sum of the earlier sequences' lengths (K and V alike with Hkv); O, dO and dQ like Q, dK and dV
-// like K; LSE is [(start_b + i) * Hq + h].
+// + x], start_b the sum of the earlier sequences' lengths (K alike with Hkv, V with Hkv and DV); dQ like Q, O and dO
+// like Q with DV, dK like K, dV like V; LSE is [(start_b + i) * Hq + h].
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -29,6 +29,8 @@ struct Shape {
   bool alibi_batched = false;
   double dropout = 0;             // dropout_p; the mask: hk's dropout stream (philox_ref.h) under seed, offset
   uint64_t seed = 0, offset = 0;
+  int dv = 0;                     // V's and O's head dim; 0 = d
+  int vd() const { return dv ? dv : d; }
   // What dropout makes of P's element (sequence b, head h, query i, key j): 1 / (1 - p) where it is kept, else 0.
   double dropped(size_t b, int h, long i, long j) const {
     if (!(dropout > 0)) return 1;
@@ -109,11 +111,11 @@ inline void parallel_for(size_t n, F&& f) {
 
 inline Result forward(const Shape& s, const std::vector<float>& q, const std::vector<float>& k,
                       const std::vector<float>& v, bool bf16) {
-  const int d = s.d, ratio = s.hq / s.hkv;
+  const int d = s.d, dv = s.vd(), ratio = s.hq / s.hkv;
   const double scale = s.softmax_scale(), u = unit_roundoff(bf16), fp32_u = std::ldexp(1.0, -24);
   Result r;
   const long tq = s.total_q();
-  r.o.assign(tq * s.hq * d, 0), r.o_tol.assign(r.o.size(), 0);
+  r.o.assign(tq * s.hq * dv, 0), r.o_tol.assign(r.o.size(), 0);
   r.lse.assign(tq * s.hq, -std::numeric_limits<double>::infinity()), r.lse_tol.assign(r.lse.size(), 0);
   // (sequence, head) pairs are independent (their rows of O and LSE apart): spread over the host's cores.
   const size_t nb = s.len_q.size();
@@ -143,19 +145,19 @@ inline Result forward(const Shape& s, const std::vector<float>& q, const std::ve
           continue;
         }
         double l = std::exp(sink - mx), vmax = 0;  // the sink's term (0 without one)
-        std::vector<double> acc(d, 0), acc_abs(d, 0);
+        std::vector<double> acc(dv, 0), acc_abs(dv, 0);
         for (long j = 0; j < sk; ++j) {
           if (score[j] == -std::numeric_limits<double>::infinity()) continue;
           const double p = std::exp(score[j] - mx), pd = p * s.dropped(b, h, i, j);  // l takes the whole P
-          const float* vj = &v[((start_k + j) * s.hkv + hk) * d];
+          const float* vj = &v[((start_k + j) * s.hkv + hk) * dv];
           l += p;
-          for (int x = 0; x < d; ++x) acc[x] += pd * vj[x], acc_abs[x] += pd * std::fabs(vj[x]), vmax = std::max(vmax, double(std::fabs(vj[x])));
+          for (int x = 0; x < dv; ++x) acc[x] += pd * vj[x], acc_abs[x] += pd * std::fabs(vj[x]), vmax = std::max(vmax, double(std::fabs(vj[x])));
         }
         const double score_err = 16 * fp32_u * mag_max + s.cap_error();  // natural-log units (a cap's slope is <= 1)
-        for (int x = 0; x < d; ++x) {
+        for (int x = 0; x < dv; ++x) {
           const double o = acc[x] / l, mean_abs = acc_abs[x] / l;
-          r.o[row * d + x] = o;
-          r.o_tol[row * d + x] = (2 * u + 2 * score_err) * mean_abs + u * std::fabs(o) + sk * std::ldexp(1.0, -25) * vmax + 1e-7;
+          r.o[row * dv + x] = o;
+          r.o_tol[row * dv + x] = (2 * u + 2 * score_err) * mean_abs + u * std::fabs(o) + sk * std::ldexp(1.0, -25) * vmax + 1e-7;
         }
         r.lse[row] = mx + std::log(l);
         r.lse_tol[row] = 2 * score_err + 8 * fp32_u * (std::fabs(mx) + std::log(l)) + sk * 4 * fp32_u + 1e-6;
@@ -188,14 +190,14 @@ struct Gradients {
 inline Gradients backward(const Shape& s, const std::vector<float>& q, const std::vector<float>& k,
                           const std::vector<float>& v, const std::vector<float>& dout, bool bf16) {
   const Result fwd = forward(s, q, k, v, bf16);
-  const int d = s.d, ratio = s.hq / s.hkv;
+  const int d = s.d, dv = s.vd(), ratio = s.hq / s.hkv;
   const double scale = s.softmax_scale(), u = unit_roundoff(bf16), fp32_u = std::ldexp(1.0, -24),
                sub = std::ldexp(1.0, -25);
   Gradients g;
   const long tq = s.total_q(), tk = s.total_k();
   g.dq.assign(tq * s.hq * d, 0), g.dq_tol.assign(g.dq.size(), 0);
   g.dk.assign(tk * s.hkv * d, 0), g.dk_tol.assign(g.dk.size(), 0);
-  g.dv.assign(tk * s.hkv * d, 0), g.dv_tol.assign(g.dv.size(), 0);
+  g.dv.assign(tk * s.hkv * dv, 0), g.dv_tol.assign(g.dv.size(), 0);
   if (!s.sinks.empty()) g.dsinks.assign(s.hq, 0), g.dsinks_tol.assign(s.hq, 0);
   long start_q = 0, start_k = 0;
   for (size_t b = 0; b < s.len_q.size(); ++b) {
@@ -206,14 +208,14 @@ inline Gradients backward(const Shape& s, const std::vector<float>& q, const std
         const long row = (start_q + i) * s.hq + h;
         if (std::isinf(fwd.lse[row])) continue;  // sees no key: every gradient term is 0
         const float* qi = &q[row * d];
-        const float* doi = &dout[row * d];
-        const double* oi = &fwd.o[row * d];
+        const float* doi = &dout[row * dv];
+        const double* oi = &fwd.o[row * dv];
         double delta = 0, delta_err = 0, mag_max = 0;
-        for (int x = 0; x < d; ++x) {
+        for (int x = 0; x < dv; ++x) {
           delta += doi[x] * oi[x];
-          delta_err += std::fabs(doi[x]) * (2 * u * std::fabs(oi[x]) + fwd.o_tol[row * d + x]);
+          delta_err += std::fabs(doi[x]) * (2 * u * std::fabs(oi[x]) + fwd.o_tol[row * dv + x]);
         }
-        delta_err += 8 * fp32_u * d * std::fabs(delta);
+        delta_err += 8 * fp32_u * dv * std::fabs(delta);
         if (!s.sinks.empty()) {
           const double p_sink = std::exp(s.sinks[h] - fwd.lse[row]);
           g.dsinks[h] -= p_sink * delta;
@@ -231,9 +233,10 @@ inline Gradients backward(const Shape& s, const std::vector<float>& q, const std
           if (!visible(s, i, j, sq, sk)) continue;
           const long col = (start_k + j) * s.hkv + hk;
           const float* kj = &k[col * d];
-          const float* vj = &v[col * d];
+          const float* vj = &v[col * dv];
           double dot = 0, dp = 0, dp_mag = 0;
-          for (int x = 0; x < d; ++x) dot += double(qi[x]) * kj[x], dp += double(doi[x]) * vj[x], dp_mag += std::fabs(double(doi[x]) * vj[x]);
+          for (int x = 0; x < d; ++x) dot += double(qi[x]) * kj[x];
+          for (int x = 0; x < dv; ++x) dp += double(doi[x]) * vj[x], dp_mag += std::fabs(double(doi[x]) * vj[x]);
           const double logit = s.logit(dot) + s.bias(b, h, i, j, sq, sk), p = std::exp(logit - fwd.lse[row]),
                        slope = s.logit_slope(dot), drop = s.dropped(b, h, i, j);
           dp *= drop, dp_mag *= drop;  // dropout: dP of the dropped P, whose element is p drop
@@ -244,9 +247,11 @@ inline Gradients backward(const Shape& s, const std::vector<float>& q, const std
             const double t_err = (2 * e + 16 * fp32_u * (std::fabs(fwd.lse[row]) + std::fabs(logit) + 1)) / s.softcap;
             ds_err = ds_err * slope + std::fabs(ds_logit) * 2 * t_err;
           }
+          for (int x = 0; x < dv; ++x) {
+            g.dv[col * dv + x] += p * drop * doi[x];
+            g.dv_tol[col * dv + x] += ((2 * u + 2 * e) * p + sub) * drop * std::fabs(doi[x]);
+          }
           for (int x = 0; x < d; ++x) {
-            g.dv[col * d + x] += p * drop * doi[x];
-            g.dv_tol[col * d + x] += ((2 * u + 2 * e) * p + sub) * drop * std::fabs(doi[x]);
             g.dq[row * d + x] += scale * ds * kj[x];
             g.dq_tol[row * d + x] += scale * (ds_err + 4 * fp32_u * std::fabs(ds)) * std::fabs(kj[x]);
             g.dk[col * d + x] += scale * ds * qi[x];

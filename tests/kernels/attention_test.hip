@@ -1,6 +1,7 @@
 // hk::attention_forward on each virtual device against the float64 host reference (attention_ref.h): O and LSE
 // within per-dtype tolerances, for query and key lengths below, equal to and above each other (1, 17, 100, 255, 257,
-// 1000), MHA and GQA (Hq / Hkv = 1, 2, 3, 4, 8, with Hkv > 1), D 64 and 128, bf16 and f16, non-causal, causal and
+// 1000), MHA and GQA (Hq / Hkv = 1, 2, 3, 4, 8, with Hkv > 1), D 64 and 128 (and a few cases of the wide heads:
+// 192, 256, and 192 for Q and K with 128 for V), bf16 and f16, non-causal, causal and
 // windows, rows that see no key, large scores, softcapping, sinks, ALiBi, varlen batches with empty and length-1 sequences, BHSD and padded
 // strides; and every validation error. Inputs sit in buffers whose unused elements are NaN, so a read outside the
 // tensor poisons the result; O's unused elements and LSE's tail must keep their canary bits.
@@ -27,8 +28,8 @@ using namespace attn_test;
 void run(const Case& c) {
   SCOPED_TRACE(describe(c));
   const attn_ref::Shape shape = shape_of(c);
-  Tensor q(c, c.hq, c.lq, 1, c.magnitude), k(c, c.hkv, c.lk, 2, c.magnitude), v(c, c.hkv, c.lk, 3, 1.f),
-      o(c, c.hq, c.lq, 4, 0.f);
+  Tensor q(c, c.hq, c.lq, 1, c.magnitude), k(c, c.hkv, c.lk, 2, c.magnitude), v(c, c.hkv, c.lk, 3, 1.f, c.vd()),
+      o(c, c.hq, c.lq, 4, 0.f, c.vd());
   std::vector<uint16_t> o_canary(o.image.size(), canary(c.type));
   ASSERT_EQ(hipMemcpy(o.dev, o_canary.data(), o_canary.size() * 2, hipMemcpyHostToDevice), hipSuccess);
   const long tq = shape.total_q(), lse_elems = tq * c.hq;
@@ -41,7 +42,7 @@ void run(const Case& c) {
   const DeviceVariants variants(c);
 
   hk::AttentionProblem p;
-  p.batch = int(c.lq.size()), p.heads_q = c.hq, p.heads_kv = c.hkv, p.head_dim = c.d;
+  p.batch = int(c.lq.size()), p.heads_q = c.hq, p.heads_kv = c.hkv, p.head_dim = c.d, p.head_dim_v = c.dv;
   if (!c.varlen) p.seqlen_q = c.lq[0], p.seqlen_k = c.lk[0];
   else p.cu_seqlens_q = cu_q.dev, p.cu_seqlens_k = cu_k.dev;
   p.q = q.dev, p.k = k.dev, p.v = v.dev, p.o = o.dev, p.lse = lse;
@@ -224,6 +225,21 @@ TEST(AttentionVarlen, Ragged) {
   run({{1, 1, 1}, {1, 17, 0}, true, 4, 1, 64, dtype::bf16});
 }
 
+// Wide heads (32-key tiles, their own kernel shapes): D 256 and 192, and 192 for Q and K with 128 for V (DeepSeek-V3),
+// with GQA, causal masks, ragged varlen batches, a sink and a padded layout.
+Case wide(Case c, int dv) {
+  c.dv = dv;
+  return c;
+}
+TEST(AttentionHeadDims, Wide) {
+  run({same(100, 1), same(257, 1), false, 4, 2, 256, dtype::bf16, true});
+  run({same(255, 1), same(100, 1), false, 2, 2, 256, dtype::f16, false, 30, 10, 0.f, 1.f, Layout::padded});
+  run({same(257, 1), same(257, 1), false, 6, 2, 192, dtype::f16, true});
+  run(wide({same(100, 2), same(255, 2), false, 8, 2, 192, dtype::bf16, true}, 128));
+  run(wide({{0, 1, 100, 17}, {5, 1, 255, 3}, true, 4, 1, 192, dtype::f16, false, -1, -1, 0.f, 1.f, Layout::bhsd,
+            0.f, true}, 128));
+}
+
 // Strided tensors: (B, H, S, D), padded rows and heads, and the default strides.
 TEST(AttentionLayouts, Strided) {
   run({same(100, 2), same(257, 2), false, 4, 2, 128, dtype::bf16, true, -1, -1, 0.f, 1.f, Layout::bhsd});
@@ -262,7 +278,10 @@ TEST(AttentionValidation, Errors) {
   { auto p = base(); p.seqlen_k = 1 << 29; expect_error(p, "2^28"); }
   { auto p = base(); p.heads_kv = 0; expect_error(p, "must be positive"); }
   { auto p = base(); p.heads_q = 3; expect_error(p, "must be a multiple of heads_kv"); }
-  { auto p = base(); p.head_dim = 96; expect_error(p, "head_dim must be 64 or 128"); }
+  { auto p = base(); p.head_dim = 96; expect_error(p, "must both be 64, 128, 192 or 256, or 192 and 128"); }
+  { auto p = base(); p.head_dim_v = 128; expect_error(p, "must both be 64, 128, 192 or 256, or 192 and 128"); }
+  { auto p = base(); p.head_dim = 256, p.softcap = 5.f; expect_error(p, "softcap, ALiBi and dropout run at head dims 64 and 128"); }
+  { auto p = base(); p.head_dim = 192, p.head_dim_v = 128, p.dropout_p = 0.1f; expect_error(p, "at head dims 64 and 128"); }
   { auto p = base(); p.type = dtype::fp32; expect_error(p, "must be bf16 or f16"); }
   { auto p = base(); p.type = dtype::fp8_e4m3; expect_error(p, "must be bf16 or f16"); }
   { auto p = base(); p.k = nullptr; expect_error(p, "null pointer for K"); }

@@ -36,6 +36,8 @@ struct Case {
   int alibi = 0;       // ALiBi slopes (alibi_values): 0 none, 1 one per head, 2 one per (sequence, head)
   float dropout = 0.f;  // dropout_p, with the mask's seed and offset
   uint64_t seed = 0, offset = 0;
+  int dv = 0;  // V's and O's head dim; 0 = d
+  int vd() const { return dv ? dv : d; }
 };
 
 // The ALiBi slopes of a case (none without ALiBi).
@@ -53,6 +55,7 @@ inline attn_ref::Shape shape_of(const Case& c) {
   for (float m : alibi_values(c)) s.alibi.push_back(m);
   s.alibi_batched = c.alibi == 2;
   s.dropout = c.dropout, s.seed = c.seed, s.offset = c.offset;
+  s.dv = c.dv;
   return s;
 }
 
@@ -65,7 +68,7 @@ inline std::string describe(const Case& c) {
     return s;
   };
   return std::string(c.varlen ? "varlen " : "") + "Sq " + lens(c.lq) + " Sk " + lens(c.lk) + " Hq " +
-         std::to_string(c.hq) + " Hkv " + std::to_string(c.hkv) + " D " + std::to_string(c.d) + " " +
+         std::to_string(c.hq) + " Hkv " + std::to_string(c.hkv) + " D " + std::to_string(c.d) + (c.dv ? "/" + std::to_string(c.dv) : "") + " " +
          hk::to_string(c.type) + (c.causal ? " causal" : "") + " window " + std::to_string(c.left) + "," +
          std::to_string(c.right) + " magnitude " + std::to_string(c.magnitude) + " layout " +
          std::to_string(int(c.layout)) + (c.softcap > 0 ? " softcap " + std::to_string(c.softcap) : "") + (c.sinks ? " sinks" : "") + (c.alibi ? " alibi " + std::to_string(c.alibi) : "") +
@@ -79,23 +82,25 @@ inline float from_bits(uint16_t b, dtype t) { return t == dtype::f16 ? hk_host::
 inline uint16_t canary(dtype t) { return t == dtype::f16 ? 0x7e01 : 0x7fc1; }  // NaNs
 
 // One (B, S, H, D) tensor (varlen: packed (total, H, D)) on the device, in the case's layout, with its host values
-// packed by sequence as attention_ref.h expects.
+// packed by sequence as attention_ref.h expects; D is the case's d, or `dim_` where given (V, O and their gradients:
+// the case's vd()).
 struct Tensor {
   const Case& c;
   int heads;
   const std::vector<int>& lens;
+  int dim;
   long rows = 0;  // per sequence (padded) or in total (varlen)
   hk::AttentionProblem::Strides s;
   std::vector<float> host;
   std::vector<uint16_t> image;  // the device buffer's contents
   void* dev = nullptr;
 
-  Tensor(const Case& c_, int heads_, const std::vector<int>& lens_, uint32_t seed, float magnitude)
-      : c(c_), heads(heads_), lens(lens_) {
+  Tensor(const Case& c_, int heads_, const std::vector<int>& lens_, uint32_t seed, float magnitude, int dim_ = 0)
+      : c(c_), heads(heads_), lens(lens_), dim(dim_ ? dim_ : c_.d) {
     long total = 0;
     for (int n : lens) total += n, rows = std::max<long>(rows, n);
     if (c.varlen) rows = total;
-    const long d = c.d, batches = c.varlen ? 1 : long(lens.size());
+    const long d = dim, batches = c.varlen ? 1 : long(lens.size());
     switch (c.layout) {
       case Layout::bshd: case Layout::bshd_default: s = {rows * heads * d, heads * d, d}; break;
       case Layout::bhsd: s = {heads * rows * d, d, rows * d}; break;
@@ -119,9 +124,9 @@ struct Tensor {
     for (size_t b = 0; b < lens.size(); ++b) {
       for (long i = 0; i < lens[b]; ++i)
         for (int h = 0; h < heads; ++h)
-          for (int x = 0; x < c.d; ++x) {
+          for (int x = 0; x < dim; ++x) {
             const long at = c.varlen ? (start + i) * s.row + h * s.head + x : long(b) * s.batch + i * s.row + h * s.head + x;
-            f(at, ((start + i) * heads + h) * c.d + x);
+            f(at, ((start + i) * heads + h) * dim + x);
           }
       start += lens[b];
     }

@@ -127,6 +127,57 @@ def test_forward_and_gradients(dtype, b, sq, sk, hq, hkv, d, causal, window, sof
         assert _worst(g, r) <= 2 * _worst(lo, r) + atol, f"{name}: {_worst(g, r):.3g} vs torch's {_worst(lo, r):.3g}"
 
 
+# Head dims above 128 (Gemma, Qwen3-Next: 256) and Q/K's different from V's (DeepSeek-V3: 192 / 128), run by the
+# kernels as they are (no padding), and 160 / 96 padded to 192 / 128; dQ and dK come in Q's head dim, dV in V's.
+@pytest.mark.parametrize("dtype,b,sq,sk,hq,hkv,d,dv,causal,window", [
+    (torch.bfloat16, 1, 70, 90, 4, 2, 256, 256, True, (-1, -1)),    # GQA, bottom-right causal
+    (torch.float16, 2, 50, 40, 2, 2, 192, 192, False, (16, 8)),     # sliding window, Sq > Sk
+    (torch.bfloat16, 1, 60, 80, 4, 1, 192, 128, True, (-1, -1)),    # DeepSeek-V3's MLA shape, MQA
+    (torch.float16, 1, 40, 40, 2, 1, 160, 96, False, (-1, -1)),     # padded to 192 / 128
+])
+def test_wide_head_dims(dtype, b, sq, sk, hq, hkv, d, dv, causal, window):
+    q, k = rand(b, sq, hq, d, dtype=dtype).requires_grad_(), rand(b, sk, hkv, d, dtype=dtype).requires_grad_()
+    v = rand(b, sk, hkv, dv, dtype=dtype).requires_grad_()
+    scale = 0.8 / math.sqrt(d)
+    out, lse, _ = fa.flash_attn_func(q, k, v, 0.0, scale, causal, window, return_attn_probs=True)
+    assert out.shape == (b, sq, hq, dv) and out.dtype == dtype and lse.shape == (b, hq, sq)
+    grad = rand(b, sq, hq, dv, dtype=dtype)
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    ref, ref_lse = attention_reference(q64, k64, v64, causal=causal, window=window, scale=scale)
+    low = _low_precision_reference(q, k, v, causal, window, scale)
+    atol = 2 * _worst(ref + 0.3 - 0.3, ref)
+    assert _worst(out, ref) <= 2 * _worst(low, ref) + atol, "O"
+    seen = torch.isfinite(ref_lse)
+    assert torch.equal(torch.isfinite(lse), seen)
+    assert_close(lse[seen], ref_lse[seen], torch.float32, ulps=2**13, what="LSE")
+    ref_grads = _grads(ref, grad.double(), (q64, k64, v64))
+    low_grads = _grads(low, grad, (q, k, v))
+    for name, g, r, lo in zip(("dQ", "dK", "dV"), _grads(out, grad, (q, k, v)), ref_grads, low_grads):
+        assert g.shape == r.shape and g.dtype == dtype, name
+        assert _worst(g, r) <= 2 * _worst(lo, r) + atol, f"{name}: {_worst(g, r):.3g} vs torch's {_worst(lo, r):.3g}"
+
+
+def test_wide_head_dims_varlen():
+    dtype, h, hk_, d, dv = torch.bfloat16, 4, 2, 192, 128
+    lens_q, lens_k = [30, 1, 0, 45], [40, 9, 12, 45]
+    q, k = rand(sum(lens_q), h, d, dtype=dtype).requires_grad_(), rand(sum(lens_k), hk_, d, dtype=dtype).requires_grad_()
+    v = rand(sum(lens_k), hk_, dv, dtype=dtype).requires_grad_()
+    cu_q, cu_k = _cu(lens_q), _cu(lens_k)
+    out = fa.flash_attn_varlen_func(q, k, v, cu_q, cu_k, max(lens_q), max(lens_k), causal=True)
+    assert out.shape == (sum(lens_q), h, dv)
+    grad = rand(*out.shape, dtype=dtype)
+    dq, dk, dv_ = torch.autograd.grad(out, (q, k, v), grad)
+    for i in range(len(lens_q)):
+        qs, ks = slice(cu_q[i], cu_q[i + 1]), slice(cu_k[i], cu_k[i + 1])
+        sub = [t.detach()[s][None].double().requires_grad_() for t, s in ((q, qs), (k, ks), (v, ks))]
+        ref, _ = attention_reference(*sub, causal=True)
+        assert_close(out[qs][None], ref, dtype, what=f"O of sequence {i}")
+        if lens_q[i]:
+            rq, rk, rv = torch.autograd.grad(ref, sub, grad[qs][None].double())
+            for name, g, r in (("dQ", dq[qs], rq), ("dK", dk[ks], rk), ("dV", dv_[ks], rv)):
+                assert_close(g[None], r, dtype, ulps=8 * math.sqrt(lens_k[i]), what=f"{name} of sequence {i}")
+
+
 def _dropout_reference_inputs(p, seed_state):
     """The (seed, offset) a call draws after torch.manual_seed(seed_state): the same two draws from torch's generator."""
     from hk.attention import draw_dropout_seed
@@ -400,12 +451,14 @@ def test_refusals_name_the_feature():
         fa.flash_attn_func(q, q, q, alibi_slopes=torch.ones(3))
     with pytest.raises(ValueError, match="softcap and ALiBi together"):
         fa.flash_attn_func(q, q, q, softcap=2.0, alibi_slopes=torch.ones(2))
+    q264 = rand(1, 16, 2, 264, dtype=torch.bfloat16)
+    with pytest.raises(NotImplementedError, match="head dims 264"):
+        fa.flash_attn_func(q264, q264, q264)
     q256 = rand(1, 16, 2, 256, dtype=torch.bfloat16)
-    with pytest.raises(NotImplementedError, match="head dim 256"):
-        fa.flash_attn_func(q256, q256, q256)
-    q192, v128 = rand(1, 16, 2, 192, dtype=torch.bfloat16), rand(1, 16, 2, 128, dtype=torch.bfloat16)
-    with pytest.raises(NotImplementedError, match="head dim of V"):
-        fa.flash_attn_func(q192, q192, v128)
+    with pytest.raises(ValueError, match="softcap, ALiBi and dropout run at head dims 64 and 128 only"):
+        fa.flash_attn_func(q256, q256, q256, softcap=2.0)
+    with pytest.raises(ValueError, match="k's head dim"):
+        fa.flash_attn_func(q256, q, q)
     with pytest.raises(ValueError, match="window_size"):
         fa.flash_attn_func(q, q, q, window_size=(4,))
     with pytest.raises(ValueError, match="the packed tensor"):
