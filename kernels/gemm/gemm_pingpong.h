@@ -1,8 +1,9 @@
 // The 8-wave ping-pong GEMM kernel: 256x256 tiles of C per workgroup of 8 waves (each 64 x 128 or 128 x 64), two LDS
-// stages fed by buffer loads straight into LDS. A and B are bf16, f16, or fp8 (e4m3 or e5m2 in the arch's format,
-// with B given N x K: the col-layout fp8 B fragments of A * B would not fit the registers). K steps are 128 bytes of
-// each row deep where two stages of 256-row A and B tiles fit the LDS (gfx950's 160 KiB: 64 16-bit elements, two MFMAs
-// deep, or 128 fp8, one) and 64 bytes on gfx942 (32 or 64 elements, two stages fill its 64 KiB).
+// stages fed by buffer loads straight into LDS. A and B are bf16, f16, or fp8 (e4m3 or e5m2 in the arch's format, with
+// B given N x K: the col-layout fp8 B fragments of A * B would not fit the registers). Forms (gemm_common.h) bring
+// other MFMAs and epilogues on the same feed: hk::gemm_int8's int8 (gemm_int8_kernel.h). K steps are 128 bytes of each
+// row deep where two stages of 256-row A and B tiles fit the LDS (gfx950's 160 KiB: 64 16-bit elements, two MFMAs deep,
+// or 128 fp8, one) and 64 bytes on gfx942 (32 or 64 elements, two stages fill its 64 KiB).
 //
 // The schedule: the waves form two groups of four, half a step apart, so that one group's MFMAs run while the other
 // group reads LDS and issues loads. Group 1 enters the loop one barrier late; every step is then a memory phase
