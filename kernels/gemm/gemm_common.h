@@ -31,17 +31,19 @@ struct GemmArgs {
   long ld_scale_b = 0;
 };
 
-// A form of the 4-wave fp8 GEMM kernel (gemm_fp8.h): the arguments the kernel takes and what each wave
-// does with its block of C: read a step's fragments out of the LDS stages, issue the loads a form needs for the next
-// step (prefetch, before the step's operand loads, so that they fly under its MFMAs), multiply, write C. The plain
-// form is fp8 (or bf16 / f16) times B^T or B into fp32 accumulators, written as alpha * acc + beta * C; hk::gemm_int8
-// and hk::gemm_mx bring their own (gemm_int8_kernel.h, gemm_mx_kernel.h) on the same LDS feed.
+// A form of the GEMM kernels that take one (the 4-wave fp8 kernel, gemm_fp8.h, and the 8-wave ping-pong kernel,
+// gemm_pingpong.h): the arguments the kernel takes and what each wave does with its block of C: read a step's
+// fragments out of the LDS stages, issue the loads a form needs for the next step (prefetch, before the step's operand
+// loads, so that they fly under its MFMAs), multiply, write C. The plain form is fp8 (or bf16 / f16) times B^T or B
+// into fp32 accumulators, written as alpha * acc + beta * C; hk::gemm_int8 and hk::gemm_mx bring their own
+// (gemm_int8_kernel.h, gemm_mx_kernel.h) on the same LDS feed. Every member is always_inline: a member left a call
+// takes the accumulators through memory (the ping-pong kernel's bf16 once ran twice its instructions so).
 struct GemmPlainForm {
   using Args = GemmArgs;
   template <int WM, int WN>
   struct wave {
-    __device__ wave(const Args&, int /*row0*/, int /*col0*/) {}
-    __device__ void prefetch(const Args&, int /*kt*/) {}
+    __device__ __attribute__((always_inline)) wave(const Args&, int /*row0*/, int /*col0*/) {}
+    __device__ __attribute__((always_inline)) void prefetch(const Args&, int /*kt*/) {}
     template <class R, class S>
     __device__ __attribute__((always_inline)) void read(R& r, const S& s, coord at) { load(r, s, at); }
     template <class Acc, class A, class B>
@@ -50,7 +52,9 @@ struct GemmPlainForm {
       else mma_AB(acc, a, b, acc);
     }
     template <class View, class Acc>
-    __device__ void store(const Args& p, const View& v, const Acc& acc, coord at) { store_bounded(v.c, acc, at, p.alpha, p.beta); }
+    __device__ __attribute__((always_inline)) void store(const Args& p, const View& v, const Acc& acc, coord at) {
+      store_bounded(v.c, acc, at, p.alpha, p.beta);
+    }
   };
 };
 

@@ -1,9 +1,11 @@
-// hk::gemm_int8: argument validation and the launch of the 4-wave fp8 kernel's int8 form (gemm_int8_kernel.h): fed
-// straight into LDS by the DMA where A and B allow it, through registers elsewhere.
+// hk::gemm_int8: argument validation and the launch of the fp8 kernels' int8 form (gemm_int8_kernel.h): the 8-wave
+// ping-pong kernel fed straight into LDS by the DMA where A and B allow it, the 4-wave kernel through registers
+// elsewhere.
 #include "gemm_int8.h"
 
 #include "gemm.h"
 #include "gemm_fp8.h"
+#include "gemm_pingpong.h"
 #include "gemm_int8_kernel.h"
 #include "hk/arch/target.h"
 #include "hk/ops/async.h"
@@ -25,10 +27,7 @@ void launch(const GemmInt8Problem& p, const kernels::GemmArgs& base, bool dma) {
   static_cast<kernels::GemmArgs&>(args) = base;
   args.row_scale = p.row_scale, args.col_scale = p.col_scale;
   auto tiles = [&](int t) { return unsigned(((p.m + t - 1) / t) * ((p.n + t - 1) / t)); };
-  // The 8-wave ping-pong kernel (gemm_pingpong.h) runs int32 C at 3043 TOPS on MI355X at 8192^3 (modelled) but its
-  // loop leaves no register for this form's epilogue: one value spills around the loop (branch formats3-wip), and
-  // the plain fp32 store in its place slows the loop; until that is solved every C takes the 4-wave kernel.
-  if (dma) hipLaunchKernelGGL((kernels::gemm_fp8<T, C, true, true, false, Form>), dim3(tiles(gemm_fp8_tile)), dim3(256), 0, p.stream, args);
+  if (dma) hipLaunchKernelGGL((kernels::gemm_pingpong<T, C, true, 256, Form>), dim3(tiles(gemm_pingpong_tile)), dim3(512), 0, p.stream, args);
   else hipLaunchKernelGGL((kernels::gemm_fp8<T, C, true, false, false, Form>), dim3(tiles(gemm_fp8_tile)), dim3(256), 0, p.stream, args);
 }
 

@@ -1,10 +1,9 @@
 // The int8 form of the fp8 GEMM kernels (hk::gemm_int8): C = A * B^T, int8 operands (A M x K, B N x K), int32
 // accumulators, on gfx950's v_mfma_i32_16x16x64_i8 or gfx942's v_mfma_i32_16x16x32_i8.
 //
-// int8 has fp8's byte layout, so the fp8 kernels feed it unchanged: the 4-wave kernel's LDS stages (gemm_fp8.h),
-// filled straight by the LDS DMA or through registers with zero-filled edges where the DMA cannot feed A and B; only
-// the MFMA and the epilogue are this form's (the form also fits the 8-wave ping-pong kernel, gemm_pingpong.h, whose
-// loop however leaves its epilogue no register: see gemm_int8.hip). A lane's fp8 fragment
+// int8 has fp8's byte layout, so the fp8 kernels feed it unchanged: the 8-wave ping-pong kernel (gemm_pingpong.h)
+// where the LDS DMA can feed A and B, the 4-wave kernel (gemm_fp8.h) through registers with zero-filled edges where
+// it cannot; only the MFMA and the epilogue are this form's. A lane's fp8 fragment
 // is K/4 of the fp8 MFMA's K in consecutive bytes: 8 on gfx942, exactly the i8 MFMA's 8 bytes (one instruction per
 // fragment), and 32 on gfx950, the operands of two i8 MFMAs of 16 bytes each (registers 0-3, then 4-7). Both operands
 // take the same bytes into the same instruction slots, so every k meets its partner once and the dot products are the
@@ -39,10 +38,13 @@ __device__ __attribute__((always_inline)) inline i32x4 mma16(const F& a, const F
   return c;
 }
 
-// f(integral_constant<int, 0>) .. f(integral_constant<int, N - 1>), unrolled whatever the compiler's thresholds.
+// f(integral_constant<int, 0>) .. f(integral_constant<int, N - 1>), unrolled whatever the compiler's thresholds (and
+// inlined: a call left here takes the accumulators and the view through scratch memory).
 template <int N, class F>
 __device__ __attribute__((always_inline)) inline void unrolled(F&& f) {
-  [&]<int... I>(std::integer_sequence<int, I...>) { (f(std::integral_constant<int, I>{}), ...); }(std::make_integer_sequence<int, N>{});
+  [&]<int... I>(std::integer_sequence<int, I...>) __attribute__((always_inline)) {
+    (f(std::integral_constant<int, I>{}), ...);
+  }(std::make_integer_sequence<int, N>{});
 }
 
 }  // namespace i8
@@ -57,8 +59,8 @@ struct GemmInt8Form {
   };
   template <int WM, int WN>
   struct wave {
-    __device__ wave(const Args&, int, int) {}
-    __device__ void prefetch(const Args&, int) {}
+    __device__ __attribute__((always_inline)) wave(const Args&, int, int) {}
+    __device__ __attribute__((always_inline)) void prefetch(const Args&, int) {}
     template <class R, class S>
     __device__ __attribute__((always_inline)) void read(R& r, const S& s, coord at) { load(r, s, at); }
     template <class Acc, class A, class B>
@@ -82,18 +84,18 @@ struct GemmInt8Form {
     // Lane l holds rows r0 + 16 i + 4 (l / 16) + e and columns c0 + 16 j + l % 16 of the block (the accumulator's
     // layout). The addresses are a part the wave shares (the block's origin, in scalars) and the lane's 32-bit offset,
     // as store_bounded's; the loops are unrolled by construction (a loop left rolled would index the accumulators and
-    // put them in memory).
+    // put them in memory). The lane's index is computed afresh here (mbcnt, which nothing before the loop computes):
+    // the ping-pong kernel's loop uses every register, and a lane-dependent value the compiler shared with the code
+    // before the loop (lane % 16 out of threadIdx.x) stayed live across it and spilled. (An empty asm on a copy of
+    // threadIdx.x put the accumulators in scratch memory and waterfall loops around the loads.)
     template <class View, class Acc>
-    __device__ void store(const Args& p, const View& v, Acc& acc, coord at) {
+    __device__ __attribute__((always_inline)) void store(const Args& p, const View& v, Acc& acc, coord at) {
       static_assert(Acc::shape::dim == 16 && Acc::E == 4, "int8 form: 16x16 accumulator blocks");
-      if constexpr (std::same_as<TOut, int>) {
-        // The int32 words through the fp32 store: alpha = 1 and beta = 0 are constants here, so each element is
-        // stored as it is (x * 1.0 is x; no arithmetic touches the bits, which may read as denormals or NaNs).
-        store_bounded(v.c, acc, at, 1.f, 0.f);
-      } else {
+      using T = typename std::remove_cvref_t<decltype(v.c)>::dtype;  // float holds an int32 C's words
+      const int lane = int(__builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u))), lr = 4 * (lane / 16), lc = lane % 16;
+      const int r0 = __builtin_amdgcn_readfirstlane(at.r * Acc::rows), c0 = __builtin_amdgcn_readfirstlane(at.c * Acc::cols);
+      if constexpr (!std::same_as<TOut, int>) {
         // acc * row_scale * col_scale, the rows past M and columns past N reading the last one's (never stored).
-        const int lane = lane_id(), lr = 4 * (lane / 16), lc = lane % 16;
-        const int r0 = __builtin_amdgcn_readfirstlane(at.r * Acc::rows), c0 = __builtin_amdgcn_readfirstlane(at.c * Acc::cols);
         i8::unrolled<Acc::tiles_r * 4>([&](auto x) __attribute__((always_inline)) {
           constexpr int i = x / 4, e = x % 4;
           const int ri = r0 + lr + 16 * i + e;
@@ -107,8 +109,25 @@ struct GemmInt8Form {
           const float cs = p.col_scale ? p.col_scale[unsigned(cj < p.n ? cj : p.n - 1)] : 1.f;
           i8::unrolled<Acc::tiles_r * 4>([&](auto x) __attribute__((always_inline)) { acc.data[x / 4][j][x % 4] *= cs; });
         });
-        store_bounded(v.c, acc, at);
       }
+      // Each element converted to C's type (an int32 C's words stored unchanged: no arithmetic touches the bits).
+      const long ld = v.c.row_stride();
+      char* const tile = reinterpret_cast<char*>(v.c.at(0, 0, r0, c0));
+      const unsigned lane_offset = unsigned((lr * ld + lc) * long(sizeof(T)));
+      auto each = [&](auto inside) __attribute__((always_inline)) {
+        i8::unrolled<Acc::tiles_r * 4 * Acc::tiles_c>([&](auto x) __attribute__((always_inline)) {
+          constexpr int i = x / (4 * Acc::tiles_c), e = x / Acc::tiles_c % 4, j = x % Acc::tiles_c;
+          const int r = r0 + lr + 16 * i + e, c = c0 + lc + 16 * j;
+          if constexpr (inside) *reinterpret_cast<T*>(tile + ((16 * i + e) * ld + 16 * j) * long(sizeof(T)) + lane_offset) = T(acc.data[i][j][e]);
+          else if (v.c.inside(r, c)) *v.c.at(0, 0, r, c) = T(acc.data[i][j][e]);
+        });
+      };
+      // A block inside C with 32-bit offsets (the common case): no per-element test, a scalar base and the lane's
+      // offset; elsewhere each element's own address and test.
+      if (r0 + Acc::rows <= v.c.rows() && c0 + Acc::cols <= v.c.cols() && ld * Acc::rows < (1l << 31) / long(sizeof(T)))
+        each(std::true_type{});
+      else
+        each(std::false_type{});
     }
   };
 };

@@ -1,8 +1,9 @@
 // The 8-wave ping-pong GEMM kernel: 256x256 tiles of C per workgroup of 8 waves (each 64 x 128 or 128 x 64), two LDS
-// stages fed by buffer loads straight into LDS. A and B are bf16, f16, or fp8 (e4m3 or e5m2 in the arch's format,
-// with B given N x K: the col-layout fp8 B fragments of A * B would not fit the registers). K steps are 128 bytes of
-// each row deep where two stages of 256-row A and B tiles fit the LDS (gfx950's 160 KiB: 64 16-bit elements, two MFMAs
-// deep, or 128 fp8, one) and 64 bytes on gfx942 (32 or 64 elements, two stages fill its 64 KiB).
+// stages fed by buffer loads straight into LDS. A and B are bf16, f16, or fp8 (e4m3 or e5m2 in the arch's format, with
+// B given N x K: the col-layout fp8 B fragments of A * B would not fit the registers). Forms (gemm_common.h) bring
+// other MFMAs and epilogues on the same feed: hk::gemm_int8's int8 (gemm_int8_kernel.h). K steps are 128 bytes of each
+// row deep where two stages of 256-row A and B tiles fit the LDS (gfx950's 160 KiB: 64 16-bit elements, two MFMAs deep,
+// or 128 fp8, one) and 64 bytes on gfx942 (32 or 64 elements, two stages fill its 64 KiB).
 //
 // The schedule: the waves form two groups of four, half a step apart, so that one group's MFMAs run while the other
 // group reads LDS and issues loads. Group 1 enters the loop one barrier late; every step is then a memory phase
@@ -32,8 +33,9 @@ namespace detail {
 
 // One wave group's side of the schedule, with its role fixed at compile time: each side's code keeps only its own
 // loads' addresses live, which is what keeps the accumulators, fragments and addresses within the registers.
-template <bool LoadsA, bool InsideB, class TIn, bool BIsNK, int BM, int BN, int BK, int WM, int WN, class Stages, class View>
-__device__ __attribute__((always_inline)) inline void pingpong(const GemmArgs& p, Stages& s, const View& v) {
+template <bool LoadsA, bool InsideB, class TIn, bool BIsNK, int BM, int BN, int BK, int WM, int WN, class Form, class Stages,
+          class View>
+__device__ __attribute__((always_inline)) inline void pingpong(const typename Form::Args& p, Stages& s, const View& v) {
   constexpr int waves_n = BN / WN;
   using Half = group<4>;
   constexpr int b_loads = async_loads<Half, typename Stages::BTile>;
@@ -44,6 +46,8 @@ __device__ __attribute__((always_inline)) inline void pingpong(const GemmArgs& p
   };
   const int wr = wave_id() / waves_n, wc = wave_id() % waves_n;
   const int steps = (p.k + BK - 1) / BK;
+  typename Form::template wave<WM, WN> form(p, BM * v.tile_m + WM * wr, BN * v.tile_n + WN * wc);
+  form.prefetch(p, 0);
   // The first loads, then the accumulators zeroed while they fly (the empty asms keep the compiler from moving
   // the zeroing, a cycle per register, behind the barriers, where it delayed the first MFMAs).
   if constexpr (InsideB) {  // straight-line: B(1) is B(0) again where K is one step
@@ -75,8 +79,9 @@ __device__ __attribute__((always_inline)) inline void pingpong(const GemmArgs& p
     // Memory phase: this step's fragments into registers; group 0 issues the next A, group 1 waits for its B.
     rt<TIn, WM, BK> ra;
     std::conditional_t<BIsNK, rt<TIn, WN, BK>, rt<TIn, BK, WN, layout::col>> rb;
-    load(ra, s.a[stage], {0, 0, wr, 0});
-    load(rb, s.b[stage], BIsNK ? coord{0, 0, wc, 0} : coord{0, 0, 0, wc});
+    form.read(ra, s.a[stage], {0, 0, wr, 0});
+    form.read(rb, s.b[stage], BIsNK ? coord{0, 0, wc, 0} : coord{0, 0, 0, wc});
+    form.prefetch(p, kt + 1);
     if constexpr (LoadsA) {
       if (kt + 1 < steps) fill(kt + 1);
     } else {
@@ -88,10 +93,7 @@ __device__ __attribute__((always_inline)) inline void pingpong(const GemmArgs& p
     sched_barrier();
     set_priority<1>();
     barrier();
-    auto mma = [&]() __attribute__((always_inline)) {
-      if constexpr (BIsNK) mma_ABt(acc, ra, rb, acc);
-      else mma_AB(acc, ra, rb, acc);
-    };
+    auto mma = [&]() __attribute__((always_inline)) { form.mma(acc, ra, rb); };
     if constexpr (LoadsA) {
       mma();
       sched_barrier();
@@ -112,13 +114,14 @@ __device__ __attribute__((always_inline)) inline void pingpong(const GemmArgs& p
     set_priority<0>();
   }
   if constexpr (LoadsA) barrier();  // group 0 meets group 1's last barrier
-  store_bounded(v.c, acc, v.template out_block<WM, WN>(wr, wc), p.alpha, p.beta);
+  form.store(p, v, acc, v.template out_block<WM, WN>(wr, wc));
 }
 
 }  // namespace detail
 
-template <class TIn, class TOut, bool BIsNK, int BM = 256>
-__global__ __launch_bounds__(512) void gemm_pingpong(GemmArgs p) {
+// Form: the fragment reads, MFMAs and epilogue (GemmPlainForm, gemm_common.h; hk::gemm_int8 brings its own).
+template <class TIn, class TOut, bool BIsNK, int BM = 256, class Form = GemmPlainForm>
+__global__ __launch_bounds__(512) void gemm_pingpong(typename Form::Args p) {
   // Each wave owns a WM x WN block of C. With B in the col layout (A * B) the wide side goes to A, whose row-layout
   // reads are the cheap ones: that keeps gfx942's 256 VGPRs free of spills. The half-height form (BM = 128, in
   // logical 256-row units of two: GemmView's Pieces) gives every wave 64 x 64; hk::gemm runs it for a last round of
@@ -133,9 +136,9 @@ __global__ __launch_bounds__(512) void gemm_pingpong(GemmArgs p) {
   if (!v.live) return;  // a grouped grid's workgroup without a tile
   // Group 0 loads A; group 1 loads B, without a per-step test where every B tile of the workgroup lies inside B (the
   // last K step's does).
-  if (wave_id() < 4) detail::pingpong<true, false, TIn, BIsNK, BM, BN, BK, WM, WN>(p, s, v);
-  else if (Stages::b_inside(v, (p.k + BK - 1) / BK - 1)) detail::pingpong<false, true, TIn, BIsNK, BM, BN, BK, WM, WN>(p, s, v);
-  else detail::pingpong<false, false, TIn, BIsNK, BM, BN, BK, WM, WN>(p, s, v);
+  if (wave_id() < 4) detail::pingpong<true, false, TIn, BIsNK, BM, BN, BK, WM, WN, Form>(p, s, v);
+  else if (Stages::b_inside(v, (p.k + BK - 1) / BK - 1)) detail::pingpong<false, true, TIn, BIsNK, BM, BN, BK, WM, WN, Form>(p, s, v);
+  else detail::pingpong<false, false, TIn, BIsNK, BM, BN, BK, WM, WN, Form>(p, s, v);
 }
 
 }  // namespace hk::kernels
