@@ -136,12 +136,19 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       if constexpr (qk && pv && sm && V.softcap) {  // (its tanh: an exp2 and a reciprocal more per score)
         interleave_mfma<mfmas, 64 / mfmas, sched::valu | sched::transcendental>();
       } else if constexpr (qk && pv && sm) {
-        // Per MFMA an equal share of the 16 exp2 (a quarter of the VALU's rate) and of the other VALU: bunched, the
-        // exp2 held the MFMAs apart and left the rest for a tail behind them.
+        // The 16 exp2 (a quarter of the VALU's rate) spread over the MFMAs, not bunched (they held the MFMAs apart).
+        // With 16 MFMAs: their arguments' multiply-adds after the first two, two exp2 after each of the next eight,
+        // and the sums and P^T's converts after the last six, in their shadow (after the last exp2, they ran as a tail
+        // behind the last MFMA). At D = 64 (VALU-bound), an equal share of each after every MFMA.
         [&]<int... I>(std::integer_sequence<int, I...>) {
-          ((sched_group_barrier<sched::mfma, 1 + 0 * I>(),
-            sched_group_barrier<sched::transcendental, (16 + mfmas - 1) / mfmas>(),
-            sched_group_barrier<sched::valu, (32 + mfmas - 1) / mfmas>()), ...);
+          ([&]<int G>(std::integral_constant<int, G>) {
+            constexpr bool split = mfmas >= 16 && D >= 128;  // (gfx942 at D = 64, also 16 MFMAs: 465 -> 451)
+            constexpr int trans = split ? (G >= 2 && G < 10 ? 2 : 0) : (16 + mfmas - 1) / mfmas;
+            constexpr int valu = split ? (G < 2 || G >= 10 ? 4 : 0) : (32 + mfmas - 1) / mfmas;
+            sched_group_barrier<sched::mfma, 1>();
+            if constexpr (trans > 0) sched_group_barrier<sched::transcendental, trans>();
+            if constexpr (valu > 0) sched_group_barrier<sched::valu, valu>();
+          }(std::integral_constant<int, I>{}), ...);
         }(std::make_integer_sequence<int, mfmas>{});
       }
       sched_barrier();
