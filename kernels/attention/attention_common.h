@@ -14,7 +14,7 @@
 #include <cmath>
 
 #include "hk/hk.h"
-#include "hk/ops/acc_order.h"
+#include "attention_p.h"  // hk/ops/acc_order.h and P^T's conversion
 #include "hk/ops/async.h"
 #include "hk/ops/philox.h"
 
@@ -438,7 +438,7 @@ struct AttnWave {
     vec_apply([](float& li, float& ai, float& si) { li = li * ai + si; }, l, alpha, sum);
     // Dropout after the sums (l takes the whole P); its 1 / (1 - p) waits for finish.
     if constexpr (V.dropout) attn_dropout_scale<true>(s, p, drop_b, drop_h, int(first), drop_k0, 1.f);
-    copy_acc_order(pt, s);  // P^T: the accumulator itself, in acc order
+    copy_acc_order(pt, s, AttnProbTo{});  // P^T: the accumulator itself, in acc order
   }
 
   // O^T *= alpha: what came before, rescaled to the new running max (when it moved).
