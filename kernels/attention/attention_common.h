@@ -14,7 +14,7 @@
 #include <cmath>
 
 #include "hk/hk.h"
-#include "hk/ops/acc_order.h"
+#include "attention_p.h"  // hk/ops/acc_order.h and P^T's conversion
 #include "hk/ops/async.h"
 #include "hk/ops/philox.h"
 

@@ -21,6 +21,7 @@ struct cdna3 : gfx9<cdna3> {
   static constexpr float fp8_max = 240.f;   // largest finite e4m3fnuz (bias 8, 0x80 is the only NaN, no inf, no -0)
   static constexpr float bf8_max = 57344.f; // largest finite e5m2fnuz (bias 16, 0x80 is the only NaN, no inf, no -0)
   static constexpr bool lds_read_transpose = false;  // no transposing LDS reads: col-layout tiles read elementwise
+  static constexpr bool bf16_convert = false;  // no v_cvt_pk_bf16_f32: fp32 -> bf16 rounds in VALU (5 a value, NaN kept)
   // Shared-tile swizzle masks of row bits 0..6 (see st.h), for 16-bit and 8-bit elements: printed by
   // tools/swizzle_search, which proves every register-tile read of either MFMA family conflict free under this
   // target's LDS phases for rows of 64 to 512 bytes.

@@ -21,6 +21,7 @@ struct cdna4 : gfx9<cdna4> {
   static constexpr float fp8_max = 448.f;    // largest finite e4m3fn (bias 7, S.1111.111 is NaN, no inf)
   static constexpr float bf8_max = 57344.f;  // largest finite OCP e5m2 (bias 15, S.11111.00 inf, S.11111.xx NaN)
   static constexpr bool lds_read_transpose = true;  // ds_read_b64_tr_b16 / _tr_b8
+  static constexpr bool bf16_convert = true;        // v_cvt_pk_bf16_f32
   // Shared-tile swizzle masks (see cdna3.h): searched by tools/swizzle_search for this target's LDS phases.
   static constexpr int swizzle_16bit[7] = {4, 13, 6, 7, 4, 0, 0};
   static constexpr int swizzle_8bit[7] = {2, 5, 11, 1, 0, 10, 1};

@@ -29,9 +29,14 @@ __host__ __device__ constexpr int acc_order_row(int t, int e) {
 }
 }  // namespace detail
 
-// d (col layout, acc order) = the accumulator s converted to d's element type: a copy, register by register.
-template <register_tile D, int R, int C, mfma_shape S>
-__device__ inline void copy_acc_order(D& d, const rt_acc<R, C, S>& s) {
+// d (col layout, acc order) = the accumulator s converted to d's element type (by `cvt`, to<> unless given): a copy,
+// register by register.
+struct acc_order_to {
+  template <class T>
+  __device__ T operator()(float x, T*) const { return to<T>(x); }
+};
+template <register_tile D, int R, int C, mfma_shape S, class Cvt = acc_order_to>
+__device__ inline void copy_acc_order(D& d, const rt_acc<R, C, S>& s, Cvt cvt = {}) {
   static_assert(detail::acc_order_tile<D>, "copy_acc_order: the destination is a col-layout operand tile");
   static_assert(std::same_as<typename D::shape, S>, "copy_acc_order: operand and accumulator of one MFMA family");
   static_assert(D::rows == R && D::cols == C, "copy_acc_order: the tiles must have the same shape");
@@ -44,7 +49,7 @@ __device__ inline void copy_acc_order(D& d, const rt_acc<R, C, S>& s) {
       for (int e = 0; e < D::E; ++e) {
         // The accumulator's block and register holding this row (the lane parts agree).
         const int row = detail::acc_order_row<D>(i, e), block = row / dim, reg = (row % dim) / (4 * G) * 4 + row % 4;
-        d.data[i][j][e] = to<typename D::dtype>(s.data[block][j][reg]);
+        d.data[i][j][e] = cvt(s.data[block][j][reg], static_cast<typename D::dtype*>(nullptr));
       }
 }
 
