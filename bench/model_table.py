@@ -74,6 +74,13 @@ ATTN_FEATURES = {
     "dropout 0.1": ["--dropout", "0.1"],
 }
 ATTN_FEATURE_PRODUCTS = ("mi300x", "mi355x")
+# Head dims beyond 128 (Gemma's 256, DeepSeek-V3's 192 for Q/K with 128 for V), same shape otherwise.
+ATTN_HEAD_DIMS = {
+    "128": ["--d", "128"],
+    "192": ["--d", "192"],
+    "256": ["--d", "256"],
+    "192 / 128": ["--d", "192", "--dv", "128"],
+}
 # Memory-bound kernels on MI355X, ms.
 MEMORY_PUBLISHED = {
     ("rotary", 2048): {"HipKittens": 0.072, "AITER": 0.072},
@@ -209,6 +216,14 @@ def cases(only, products, quick):
                     out.append((("attn_feature", feature, product),
                                 ["attn", "--b", "16", "--sq", "8192", "--sk", "8192", "--d", "128", "--hq", "64",
                                  "--hkv", "8", "--bwd"] + flags + ["--model", product]))
+        for heads, flags in ATTN_HEAD_DIMS.items():
+            if quick:
+                break
+            for product in products:
+                if product in ATTN_FEATURE_PRODUCTS:
+                    out.append((("attn_heads", heads, product),
+                                ["attn", "--b", "16", "--sq", "8192", "--sk", "8192", "--hq", "64", "--hkv", "8",
+                                 "--bwd"] + flags + ["--model", product]))
     if only in (None, "decode"):
         for product in products:
             for b, ctx in decode_cases():
@@ -329,6 +344,16 @@ def write_markdown(results, products, path):
                 cells.append(f"{fwd:.0f} / {bwd:.0f}")
         if any(cells):
             lines.append(f"| {feature} | " + " | ".join(cells) + " |")
+    lines += ["", "## Attention head dims, bf16, B16 GQA H64 Hkv8 N8192: forward / backward TFLOP/s (Q/K head dim / V's)",
+              "", "| head dim | " + " | ".join(names[p] for p in feature_products) + " |",
+              "|---|" + "---|" * len(feature_products)]
+    for heads in ATTN_HEAD_DIMS:
+        cells = []
+        for p in feature_products:
+            launches = get(("attn_heads", heads, p))
+            cells.append(f"{launches[0]['tflops']:.0f} / {overall(launches)['tflops']:.0f}" if launches else "")
+        if any(cells):
+            lines.append(f"| {heads} | " + " | ".join(cells) + " |")
     lines += ["", "## Memory-bound kernels, bf16, forward: ms (GB/s)", "",
               "rotary: Q alone, B16 S=N H16 D128 (read and written once); LayerNorm: dropout p=0.1 + residual, "
               "B16 x N rows of 2048 (x, residual in; y, r, statistics out; no mask: the backward regenerates it from Philox).", "",
