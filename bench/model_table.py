@@ -208,20 +208,13 @@ def cases(only, products, quick):
                 out.append((("attn_bwd", variant, d, n, product),
                             ["attn", "--b", "16", "--sq", str(n), "--sk", str(n), "--d", str(d), "--hq", "64", "--hkv",
                              "8", "--bwd"] + causal + ["--model", product]))
-        for feature, flags in ATTN_FEATURES.items():
-            if quick:
-                break
+        # The features at D128 and the head dims, forward and backward at GQA N8192 B16.
+        rows = [("attn_feature", name, ["--d", "128"] + flags) for name, flags in ATTN_FEATURES.items()]
+        rows += [("attn_heads", name, flags) for name, flags in ATTN_HEAD_DIMS.items()]
+        for kind, name, flags in [] if quick else rows:
             for product in products:
                 if product in ATTN_FEATURE_PRODUCTS:
-                    out.append((("attn_feature", feature, product),
-                                ["attn", "--b", "16", "--sq", "8192", "--sk", "8192", "--d", "128", "--hq", "64",
-                                 "--hkv", "8", "--bwd"] + flags + ["--model", product]))
-        for heads, flags in ATTN_HEAD_DIMS.items():
-            if quick:
-                break
-            for product in products:
-                if product in ATTN_FEATURE_PRODUCTS:
-                    out.append((("attn_heads", heads, product),
+                    out.append(((kind, name, product),
                                 ["attn", "--b", "16", "--sq", "8192", "--sk", "8192", "--hq", "64", "--hkv", "8",
                                  "--bwd"] + flags + ["--model", product]))
     if only in (None, "decode"):

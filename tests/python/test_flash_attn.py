@@ -157,6 +157,21 @@ def test_wide_head_dims(dtype, b, sq, sk, hq, hkv, d, dv, causal, window):
         assert _worst(g, r) <= 2 * _worst(lo, r) + atol, f"{name}: {_worst(g, r):.3g} vs torch's {_worst(lo, r):.3g}"
 
 
+def _check_causal_varlen(out, grads, inputs, grad, lens_q, lens_k, dtype):
+    """A causal varlen call's output and gradients (dQ, dK, dV) against the float64 reference, sequence by sequence."""
+    cu_q, cu_k = _cu(lens_q), _cu(lens_k)
+    q, k, v = inputs
+    for i in range(len(lens_q)):
+        qs, ks = slice(cu_q[i], cu_q[i + 1]), slice(cu_k[i], cu_k[i + 1])
+        sub = [t.detach()[s][None].double().requires_grad_() for t, s in ((q, qs), (k, ks), (v, ks))]
+        ref, _ = attention_reference(*sub, causal=True)
+        assert_close(out[qs][None], ref, dtype, what=f"O of sequence {i}")
+        if lens_q[i]:
+            refs = torch.autograd.grad(ref, sub, grad[qs][None].double())
+            for name, g, r, rows in zip(("dQ", "dK", "dV"), grads, refs, (qs, ks, ks)):
+                assert_close(g[rows][None], r, dtype, ulps=8 * math.sqrt(lens_k[i]), what=f"{name} of sequence {i}")
+
+
 def test_wide_head_dims_varlen():
     dtype, h, hk_, d, dv = torch.bfloat16, 4, 2, 192, 128
     lens_q, lens_k = [30, 1, 0, 45], [40, 9, 12, 45]
@@ -167,15 +182,7 @@ def test_wide_head_dims_varlen():
     assert out.shape == (sum(lens_q), h, dv)
     grad = rand(*out.shape, dtype=dtype)
     dq, dk, dv_ = torch.autograd.grad(out, (q, k, v), grad)
-    for i in range(len(lens_q)):
-        qs, ks = slice(cu_q[i], cu_q[i + 1]), slice(cu_k[i], cu_k[i + 1])
-        sub = [t.detach()[s][None].double().requires_grad_() for t, s in ((q, qs), (k, ks), (v, ks))]
-        ref, _ = attention_reference(*sub, causal=True)
-        assert_close(out[qs][None], ref, dtype, what=f"O of sequence {i}")
-        if lens_q[i]:
-            rq, rk, rv = torch.autograd.grad(ref, sub, grad[qs][None].double())
-            for name, g, r in (("dQ", dq[qs], rq), ("dK", dk[ks], rk), ("dV", dv_[ks], rv)):
-                assert_close(g[None], r, dtype, ulps=8 * math.sqrt(lens_k[i]), what=f"{name} of sequence {i}")
+    _check_causal_varlen(out, (dq, dk, dv_), (q, k, v), grad, lens_q, lens_k, dtype)
 
 
 def _dropout_reference_inputs(p, seed_state):
@@ -371,15 +378,7 @@ def test_varlen_forms():
     assert out.shape == q.shape and lse.shape == (h, sum(lens_q)) and s_dmask.numel() == 0
     grad = rand(*q.shape, dtype=dtype)
     dq, dk, dv = torch.autograd.grad(out, (q, k, v), grad)
-    for i in range(len(lens_q)):
-        qs, ks = slice(cu_q[i], cu_q[i + 1]), slice(cu_k[i], cu_k[i + 1])
-        sub = [t.detach()[s][None].double().requires_grad_() for t, s in ((q, qs), (k, ks), (v, ks))]
-        ref, _ = attention_reference(*sub, causal=True)
-        assert_close(out[qs][None], ref, dtype, what=f"O of sequence {i}")
-        if lens_q[i]:
-            rq, rk, rv = torch.autograd.grad(ref, sub, grad[qs][None].double())
-            for name, g, r in (("dQ", dq[qs], rq), ("dK", dk[ks], rk), ("dV", dv[ks], rv)):
-                assert_close(g[None], r, dtype, ulps=8 * math.sqrt(lens_k[i]), what=f"{name} of sequence {i}")
+    _check_causal_varlen(out, (dq, dk, dv), (q, k, v), grad, lens_q, lens_k, dtype)
 
     kv = torch.stack((k.detach(), v.detach()), dim=1)
     out_kv = fa.flash_attn_varlen_kvpacked_func(q.detach(), kv, cu_q, cu_k, max(lens_q), max(lens_k), causal=True)
