@@ -57,6 +57,18 @@ ATTN_PUBLISHED = {
     ("mha", 64, 4096): {"HipKittens": 941, "AITER": 720},
     ("gqa_causal", 64, 4096): {"HipKittens": 821, "AITER": 392},
 }
+# HipKittens' forward kernels on the same model (MI355X, TFLOP/s counted as ATTN_PUBLISHED): HazyResearch/HipKittens
+# f09e9685, kernels/attn/gqa and gqa_causal (kernel.cpp for D128, kernel_d64.cpp for D64), compiled outside this
+# repository by the toolchain's clang-21 as their Makefiles (-O3 -ffast-math, gfx950) with ATTN_B/H/H_KV/N/D set per
+# row and a small host harness, run with HK_VGPU_TIMING=mi355x HK_VGPU_TIMING_SAMPLE_ONLY=1 (2026-12-06). Their code
+# never enters this repository; the figures carry over.
+ATTN_HIPKITTENS_ON_MODEL = {
+    ("gqa", 128, 8192): 1267.8, ("gqa_causal", 128, 8192): 1283.1, ("gqa", 64, 4096): 808.7,
+    ("mha", 128, 1024): 1102.0, ("mha_causal", 128, 1024): 745.1, ("gqa", 128, 1024): 1116.0,
+    ("gqa_causal", 128, 1024): 780.7, ("mha", 128, 4096): 1244.9, ("mha_causal", 128, 4096): 1148.3,
+    ("gqa", 128, 4096): 1246.1, ("gqa_causal", 128, 4096): 1171.6, ("mha", 64, 1024): 733.8,
+    ("gqa", 64, 1024): 742.7, ("mha", 64, 4096): 808.0, ("gqa_causal", 64, 4096): 757.6,
+}
 # Attention backward on MI355X, TFLOP/s counted as 2.5x the forward's FLOPs (cdna.md), keyed by (variant, D, N);
 # hk's figure is the total over its launches (delta, dK/dV, dQ).
 ATTN_BWD_PUBLISHED = {
@@ -64,6 +76,10 @@ ATTN_BWD_PUBLISHED = {
     ("gqa_causal", 128, 8192): {"HipKittens": 933, "AITER": 272},
     ("gqa", 64, 4096): {},
 }
+# HipKittens' backward on the same model (MI355X, the sum of its three launches: prep 0.698 ms, the combined dK/dV/dQ
+# kernel, dQ shuffle 0.693 ms; its dQ goes out through bf16 atomics): kernels/attn/gqa_backwards and
+# gqa_causal_backwards at f09e9685, compiled and run as ATTN_HIPKITTENS_ON_MODEL (bwd kernel 65.106 ms, causal 29.900).
+ATTN_BWD_HIPKITTENS_ON_MODEL = {("gqa", 128, 8192): 1322.8, ("gqa_causal", 128, 8192): 1405.7}
 # The attention's features (issue 32: each loses at most 10% against the plain kernel of the same shape), forward and
 # backward at GQA H64 Hkv8 D128 N8192 B16, each with its hk-run flags.
 ATTN_FEATURES = {
@@ -295,8 +311,9 @@ def write_markdown(results, products, path):
         lines.append("| MoE bf16 | 8 x 1024 x 4096 x 4096 | " + " | ".join(cells) + " |  |")
     lines += ["", "## Attention forward, bf16, B16 (MHA H16; GQA H64 Hkv8), TFLOP/s (4·B·N²·H·D, causal: visible "
               "pairs)", "",
-              "| variant | D | N | " + " | ".join(names[p] for p in products) + " | published MI355X (Δ of the model) |",
-              "|---|---|---|" + "---|" * len(products) + "---|"]
+              "| variant | D | N | " + " | ".join(names[p] for p in products) +
+              " | HipKittens on the model, MI355X (Δ of hk) | published MI355X (Δ of the model) |",
+              "|---|---|---|" + "---|" * len(products) + "---|---|"]
     for (variant, d, n), pub in ATTN_PUBLISHED.items():
         cells = []
         for p in products:
@@ -304,19 +321,24 @@ def write_markdown(results, products, path):
             cells.append(f"{launches[0]['tflops']:.0f}" if launches else "")
         mi355 = get(("attn", variant, d, n, "mi355x"))
         pubs = "; ".join(f"{lib} {fig} ({pct(mi355[0]['tflops'], fig) if mi355 else '?'})" for lib, fig in pub.items())
+        peer = ATTN_HIPKITTENS_ON_MODEL.get((variant, d, n))
+        peer = f"{peer:.0f} ({pct(mi355[0]['tflops'], peer) if mi355 else '?'})" if peer else ""
         if any(cells):
-            lines.append(f"| {variant} | {d} | {n} | " + " | ".join(cells) + f" | {pubs} |")
+            lines.append(f"| {variant} | {d} | {n} | " + " | ".join(cells) + f" | {peer} | {pubs} |")
     lines += ["", "## Attention backward, bf16, B16 GQA H64 Hkv8, TFLOP/s (2.5x the forward's count; hk: the total over "
               "its launches)", "",
-              "| variant | D | N | " + " | ".join(names[p] for p in products) + " | published MI355X (Δ of the model) |",
-              "|---|---|---|" + "---|" * len(products) + "---|"]
+              "| variant | D | N | " + " | ".join(names[p] for p in products) +
+              " | HipKittens on the model, MI355X (Δ of hk) | published MI355X (Δ of the model) |",
+              "|---|---|---|" + "---|" * len(products) + "---|---|"]
     for (variant, d, n), pub in ATTN_BWD_PUBLISHED.items():
         totals = {p: [l for l in (get(("attn_bwd", variant, d, n, p)) or []) if l["kernel"] == "total"] for p in products}
         cells = [f"{totals[p][0]['tflops']:.0f}" if totals[p] else "" for p in products]
         mi355 = totals.get("mi355x")
         pubs = "; ".join(f"{lib} {fig} ({pct(mi355[0]['tflops'], fig) if mi355 else '?'})" for lib, fig in pub.items())
+        peer = ATTN_BWD_HIPKITTENS_ON_MODEL.get((variant, d, n))
+        peer = f"{peer:.0f} ({pct(mi355[0]['tflops'], peer) if mi355 else '?'})" if peer else ""
         if any(cells):
-            lines.append(f"| {variant} | {d} | {n} | " + " | ".join(cells) + f" | {pubs} |")
+            lines.append(f"| {variant} | {d} | {n} | " + " | ".join(cells) + f" | {peer} | {pubs} |")
     feature_products = [p for p in products if p in ATTN_FEATURE_PRODUCTS]
     lines += ["", "## Attention features, bf16, B16 GQA H64 Hkv8 D128 N8192: forward / backward TFLOP/s (Δ against the "
               "plain kernel)", "",
