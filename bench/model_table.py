@@ -108,6 +108,11 @@ MEMORY_PUBLISHED = {
     ("norm", 16384): {"HipKittens": 1.104, "torch.compile": 1.579},
 }
 
+# HipKittens' kernels on the same model (MI355X, ms): analysis/rotary/mi350x/kernel_2048.cpp, kernel_16384.cpp and
+# analysis/layernorm/mi350x/kernel_16384.cpp at f09e9685 (dropout + residual + LayerNorm, B16 x 16384 rows of 2048),
+# compiled and run as ATTN_HIPKITTENS_ON_MODEL (2026-12-06).
+MEMORY_HIPKITTENS_ON_MODEL = {("rotary", 2048): 0.0725, ("rotary", 16384): 0.5582, ("norm", 16384): 2.0082}
+
 # The GEMM formats (hk::gemm_mx on gfx950's products, hk::gemm_int8, hk::gemm_blockwise), A*B^T cubes, and the MoE
 # GEMM (hk::grouped_gemm, bf16): 8 of 64 experts active with 1024 tokens each, N = K = 4096, weights N x K.
 # Published: cdna.md's "newer published figures" (HipKittens' repository: MXFP8 "2900+", FP6 8192^3 2861.5, INT8 4096^3
@@ -380,8 +385,9 @@ def write_markdown(results, products, path):
     lines += ["", "## Memory-bound kernels, bf16, forward: ms (GB/s)", "",
               "rotary: Q alone, B16 S=N H16 D128 (read and written once); LayerNorm: dropout p=0.1 + residual, "
               "B16 x N rows of 2048 (x, residual in; y, r, statistics out; no mask: the backward regenerates it from Philox).", "",
-              "| kernel | N | " + " | ".join(names[p] for p in products) + " | published MI355X (Δ of the model's time) |",
-              "|---|---|" + "---|" * len(products) + "---|"]
+              "| kernel | N | " + " | ".join(names[p] for p in products) +
+              " | HipKittens on the model, MI355X (Δ of hk's time) | published MI355X (Δ of the model's time) |",
+              "|---|---|" + "---|" * len(products) + "---|---|"]
     for (kind, n), pub in MEMORY_PUBLISHED.items():
         cells = []
         for p in products:
@@ -392,8 +398,10 @@ def write_markdown(results, products, path):
                 cells.append("")
         mi355 = get((kind, n, "mi355x"))
         pubs = "; ".join(f"{lib} {fig} ms ({pct(mi355[0]['ms'], fig) if mi355 else '?'})" for lib, fig in pub.items())
+        peer = MEMORY_HIPKITTENS_ON_MODEL.get((kind, n))
+        peer = f"{peer} ms ({pct(mi355[0]['ms'], peer) if mi355 else '?'})" if peer else ""
         if any(cells):
-            lines.append(f"| {kind} | {n} | " + " | ".join(cells) + f" | {pubs} |")
+            lines.append(f"| {kind} | {n} | " + " | ".join(cells) + f" | {peer} | {pubs} |")
     lines += ["", "## Decode attention (flash_attn_with_kvcache), bf16 paged cache (pages of 64), Hq 64 Hkv 8 D 128, Sq 1: "
               "TB/s (% of the product's sustained HBM bandwidth)", "",
               "Bytes: every cached key's K and V row once, Q, O and the LSE; time: the model's total over the launches "
