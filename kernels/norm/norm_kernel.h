@@ -53,11 +53,15 @@ struct Dropout {
   // give columns 0-3, their high halves columns 4-7.
   __device__ __attribute__((always_inline)) uint32_t keep8(long row, int q) const {
     if (threshold == 0) return 0xffu;
-    // Opaque to the optimizer: the key schedule and the counter's first products are not hoisted out of the
-    // backward's row loop into registers held across it.
+    return dropout_keep8(bits(row, q), threshold);
+  }
+  // The Philox block of chunk q of `row`: word v's low half decides column v, its high half column 4 + v. The key
+  // and the counter's constant words are opaque to the optimizer: not hoisted out of the backward's row loop into
+  // registers held across it.
+  __device__ __attribute__((always_inline)) philox4x32 bits(long row, int q) const {
     uint32_t k0 = seed_lo, k1 = seed_hi, c0 = uint32_t(q), c2 = offset_lo, c3 = offset_hi;
     asm volatile("" : "+s"(k0), "+s"(k1), "+v"(c0), "+s"(c2), "+s"(c3));
-    return dropout_keep8(philox4x32_10({{c0, uint32_t(row), c2, c3}}, k0, k1), threshold);
+    return philox4x32_10({{c0, uint32_t(row), c2, c3}}, k0, k1);
   }
 };
 
@@ -237,17 +241,39 @@ __global__ void __launch_bounds__(S::block_threads) norm_forward(NormForwardArgs
 
 // dr = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * weight (RMSNorm: no mean(g) term), plus the
 // gradient reaching r directly; dx = dr through the dropout mask. Each team also sums dy * xhat and dy over its rows
-// per column into its own partial.
-template <class T, class TW, class S>
+// per column into its own partial. `Full` (decided on the host: vector accesses allowed and cols % 8 == 0): a chunk is
+// all in the row or all out, so the row loop has one uniform branch a chunk and only 16-byte accesses. The arithmetic
+// is on column pairs (float2: v_pk_fma_f32 / v_pk_mul_f32 / v_pk_add_f32, two columns an instruction), the weight
+// stays in registers across the rows (one-chunk shapes), and the mask takes one compare of a Philox half-word per
+// column (no bit packing): ~130 VALU per 8 columns of a row on gfx950, not ~390.
+using float2v = float __attribute__((ext_vector_type(2)));
+
+template <class T, class TW, class S, bool Full>
 __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardArgs a) {
   using G = group<S::waves_per_row>;
-  // The widest rows would not keep xhat and g in registers next to the dweight / dbias partials: they read dy, r and
-  // weight again in the second pass (the row was just read, so from cache) instead.
+  // The widest rows would not keep xhat, g and the weight in registers next to the dweight / dbias partials: they read
+  // dy, r and weight again in the second pass (the row was just read, so from cache) instead.
   constexpr bool reload = S::chunks > 1;
   constexpr int kept = reload ? 1 : S::chunks;
   __shared__ sv<float, S::block_waves * 2> scratch;
   const int t_ = G::thread(), team_in_block = wave_id() / S::waves_per_row;
-  float dweight[S::chunks][8] = {}, dbias[S::chunks][8] = {};
+  const bool vector = Full || a.vector;
+  // Columns of chunk q in the row (Full: 0 or 8, known to the compiler).
+  auto columns = [&](int q) __attribute__((always_inline)) {
+    return Full ? (q < (a.cols >> 3) ? norm_chunk : 0) : chunk_valid(q, a.cols);
+  };
+  float2v dweight[S::chunks][4] = {}, dbias[S::chunks][4] = {};
+  float w_kept[kept][8];
+  if constexpr (!reload) {
+#pragma unroll
+    for (int k = 0; k < S::chunks; ++k) {
+      const int q = k * S::row_threads + t_, valid = columns(q);
+#pragma unroll
+      for (int v = 0; v < 8; ++v) w_kept[k][v] = 0.f;
+      if (valid) load8<TW>(w_kept[k], a.weight, 8 * q, Full ? norm_chunk : valid, vector);
+    }
+  }
+  const float scale = a.dropout.scale;
   for (long first = long(blockIdx.x) * S::rows_per_block; first < a.rows; first += long(gridDim.x) * S::rows_per_block) {
     const long row = first + team_in_block;
     const bool live = row < a.rows;
@@ -256,94 +282,142 @@ __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardAr
     int t = t_;
     asm volatile("" : "+v"(t));
     const float mean = live && !a.rms ? a.mean[row] : 0.f, rstd = live ? a.rstd[row] : 0.f;
+    const float shift = -mean * rstd;  // xhat = r rstd + shift
     // The row's start in each tensor once; chunks are 32-bit offsets from it.
     const T* dy_row = static_cast<const T*>(a.dy) + row * a.ldy;
     const T* r_row = static_cast<const T*>(a.r) + row * a.ldr;
-    // dy, xhat and g of chunk k (zeros past the row: they add nothing to any sum).
-    auto values = [&](int k, float (&dy)[8], float (&xhat)[8], float (&g)[8]) __attribute__((always_inline)) {
-      const int q = k * S::row_threads + t, valid = live ? chunk_valid(q, a.cols) : 0;
-      float r[8] = {}, w[8] = {};
+    // dy, xhat and g of chunk k as column pairs (zeros past the row: they add nothing to any sum).
+    auto values = [&](int k, float2v (&dy2)[4], float2v (&x2)[4], float2v (&g2)[4]) __attribute__((always_inline)) {
+      const int q = k * S::row_threads + t, valid = live ? columns(q) : 0;
+      float dy[8], r[8], w[8];
 #pragma unroll
-      for (int v = 0; v < 8; ++v) dy[v] = 0.f;
+      for (int v = 0; v < 8; ++v) dy[v] = r[v] = w[v] = 0.f;
       if (valid) {
-        load8<T>(dy, dy_row, 8 * q, valid, a.vector);
-        load8<T>(r, r_row, 8 * q, valid, a.vector);
-        load8<TW>(w, a.weight, 8 * q, valid, a.vector);
+        load8<T>(dy, dy_row, 8 * q, Full ? norm_chunk : valid, vector);
+        load8<T>(r, r_row, 8 * q, Full ? norm_chunk : valid, vector);
+        if constexpr (reload) load8<TW>(w, a.weight, 8 * q, Full ? norm_chunk : valid, vector);
       }
 #pragma unroll
-      for (int v = 0; v < 8; ++v) {
-        xhat[v] = v < valid ? (r[v] - mean) * rstd : 0.f;
-        g[v] = dy[v] * w[v];
+      for (int v = 0; v < 4; ++v) {
+        const float2v r2 = {r[2 * v], r[2 * v + 1]};
+        const float2v w2 = reload ? float2v{w[2 * v], w[2 * v + 1]} : float2v{w_kept[k][2 * v], w_kept[k][2 * v + 1]};
+        dy2[v] = float2v{dy[2 * v], dy[2 * v + 1]};
+        x2[v] = r2 * rstd + shift;
+        if (!Full && 2 * v >= valid) x2[v].x = 0.f;
+        if (!Full && 2 * v + 1 >= valid) x2[v].y = 0.f;
+        g2[v] = dy2[v] * w2;
       }
     };
-    float xhat[kept][8], g[kept][8], sums[2] = {0.f, 0.f};
+    float2v xhat[kept][4], g[kept][4], sum_g = {0.f, 0.f}, sum_gx = {0.f, 0.f};
 #pragma unroll
     for (int k = 0; k < S::chunks; ++k) {
-      float dy[8];
-      values(k, dy, xhat[reload ? 0 : k], g[reload ? 0 : k]);
+      float2v dy[4];
+      float2v(&x)[4] = xhat[reload ? 0 : k];
+      float2v(&gk)[4] = g[reload ? 0 : k];
+      values(k, dy, x, gk);
 #pragma unroll
-      for (int v = 0; v < 8; ++v) {
-        const float x = xhat[reload ? 0 : k][v], gv = g[reload ? 0 : k][v];
-        sums[0] += gv;
-        sums[1] += gv * x;
-        dweight[k][v] += dy[v] * x;
+      for (int v = 0; v < 4; ++v) {
+        sum_g += gk[v];
+        sum_gx += gk[v] * x[v];
+        dweight[k][v] += dy[v] * x[v];
         dbias[k][v] += dy[v];
       }
     }
+    float sums[2] = {sum_g.x + sum_g.y, sum_gx.x + sum_gx.y};
     group_sum<G>(sums, scratch);
-    const float mean_g = a.rms ? 0.f : sums[0] / float(a.cols), mean_gx = sums[1] / float(a.cols);
     if (!live) continue;
+    // dr = rstd g + c0 - xhat c1 (c0 = -rstd mean(g), c1 = rstd mean(g xhat)).
+    const float c0 = a.rms ? 0.f : -rstd * (sums[0] / float(a.cols)), c1 = rstd * (sums[1] / float(a.cols));
 #pragma unroll
     for (int k = 0; k < S::chunks; ++k) {
-      const int q = k * S::row_threads + t, valid = chunk_valid(q, a.cols);
+      const int q = k * S::row_threads + t, valid = columns(q);
       if (!valid) continue;
       if constexpr (reload) {
-        float dy[8];
+        float2v dy[4];
         values(k, dy, xhat[0], g[0]);
       }
-      const float(&x)[8] = xhat[reload ? 0 : k];
-      const float(&gk)[8] = g[reload ? 0 : k];
-      const uint32_t keep = a.dropout.keep8(row, q);
+      const float2v(&x)[4] = xhat[reload ? 0 : k];
+      const float2v(&gk)[4] = g[reload ? 0 : k];
       float dr[8] = {}, dx[8];
-      if (a.dresidual_in) load8<T>(dr, a.dresidual_in, row * a.ld_dresidual_in + 8 * q, valid, a.vector);
+      if (a.dresidual_in) load8<T>(dr, a.dresidual_in, row * a.ld_dresidual_in + 8 * q, Full ? norm_chunk : valid, vector);
 #pragma unroll
-      for (int v = 0; v < 8; ++v) {
-        dr[v] += rstd * (gk[v] - mean_g - x[v] * mean_gx);
-        dx[v] = keep >> v & 1 ? dr[v] * a.dropout.scale : 0.f;
+      for (int v = 0; v < 4; ++v) {
+        float2v d = float2v{dr[2 * v], dr[2 * v + 1]} + (gk[v] * rstd + c0) - x[v] * c1;
+        dr[2 * v] = d.x, dr[2 * v + 1] = d.y;
+        d *= scale;
+        dx[2 * v] = d.x, dx[2 * v + 1] = d.y;
       }
-      if (a.dresidual) store8<T>(a.dresidual, row * a.ld_dresidual + 8 * q, dr, valid, a.vector);
-      store8<T>(a.dx, row * a.ldx + 8 * q, dx, valid, a.vector);
+      if (a.dropout.threshold) {
+        const philox4x32 bits = a.dropout.bits(row, q);
+#pragma unroll
+        for (int v = 0; v < 4; ++v) {
+          if ((bits.v[v] & 0xffffu) < a.dropout.threshold) dx[v] = 0.f;
+          if ((bits.v[v] >> 16) < a.dropout.threshold) dx[4 + v] = 0.f;
+        }
+      }
+      if (a.dresidual) store8<T>(a.dresidual, row * a.ld_dresidual + 8 * q, dr, Full ? norm_chunk : valid, vector);
+      store8<T>(a.dx, row * a.ldx + 8 * q, dx, Full ? norm_chunk : valid, vector);
     }
   }
   const long team = long(blockIdx.x) * S::rows_per_block + team_in_block;
 #pragma unroll
   for (int k = 0; k < S::chunks; ++k) {
-    const int q = k * S::row_threads + t_, valid = chunk_valid(q, a.cols);
+    const int q = k * S::row_threads + t_, valid = columns(q);
     if (!valid) continue;
+    float dw[8], db[8];
+#pragma unroll
+    for (int v = 0; v < 4; ++v) dw[2 * v] = dweight[k][v].x, dw[2 * v + 1] = dweight[k][v].y, db[2 * v] = dbias[k][v].x, db[2 * v + 1] = dbias[k][v].y;
     // Partials are float rows of cols: vector stores when cols keeps 16-byte chunks aligned.
-    store8<float>(a.partial_dweight, team * a.cols + 8 * q, dweight[k], valid, a.cols % 8 == 0);
-    if (a.partial_dbias) store8<float>(a.partial_dbias, team * a.cols + 8 * q, dbias[k], valid, a.cols % 8 == 0);
+    store8<float>(a.partial_dweight, team * a.cols + 8 * q, dw, valid, a.cols % 8 == 0);
+    if (a.partial_dbias) store8<float>(a.partial_dbias, team * a.cols + 8 * q, db, valid, a.cols % 8 == 0);
   }
 }
 
-inline constexpr int norm_reduce_threads = 256;
+// The column sums of the partials: a workgroup takes norm_reduce_columns_per_block columns (4 a thread, one 16-byte
+// load a partial row when cols % 4 == 0) and all teams, its norm_reduce_slices thread rows each adding the teams
+// s, s + slices, ... in order, then one thread a column adding the slices' sums in slice order through LDS. The order
+// is a function of (teams, cols) alone: the same bits for every run and launch.
+inline constexpr int norm_reduce_threads = 256, norm_reduce_col_threads = 8,
+                     norm_reduce_slices = norm_reduce_threads / norm_reduce_col_threads,
+                     norm_reduce_columns_per_block = 4 * norm_reduce_col_threads;
 
-// dweight[c] (and dbias[c]) = the teams' partials of column c, added in team order.
 template <class TW>
 __global__ void __launch_bounds__(norm_reduce_threads)
     norm_reduce_columns(const float* partial_dweight, const float* partial_dbias, int teams, int cols, void* dweight,
                         void* dbias) {
-  const int col = blockIdx.x * norm_reduce_threads + threadIdx.x;
-  if (col >= cols) return;
-  float w = 0.f, b = 0.f;
+  constexpr int C = norm_reduce_columns_per_block;
+  __shared__ float sums[2][norm_reduce_slices][C];
+  const int lane_col = 4 * (threadIdx.x % norm_reduce_col_threads), slice = threadIdx.x / norm_reduce_col_threads;
+  const int col = blockIdx.x * C + lane_col;
+  const bool vector = cols % 4 == 0 && col + 4 <= cols;
+  float w[4] = {}, b[4] = {};
+  auto add = [&](const float* partial, float (&s)[4], int team) __attribute__((always_inline)) {
+    const float* p = partial + long(team) * cols + col;
+    if (vector) {
+      const float4 v = *reinterpret_cast<const float4*>(p);
+      s[0] += v.x, s[1] += v.y, s[2] += v.z, s[3] += v.w;
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        if (col + i < cols) s[i] += p[i];
+    }
+  };
   // Unrolled so several teams' loads are in flight at once; the additions stay in team order.
-#pragma unroll 16
-  for (int team = 0; team < teams; ++team) {
-    w += partial_dweight[long(team) * cols + col];
-    if (dbias) b += partial_dbias[long(team) * cols + col];
+#pragma unroll 8
+  for (int team = slice; team < teams; team += norm_reduce_slices) {
+    add(partial_dweight, w, team);
+    if (partial_dbias) add(partial_dbias, b, team);
   }
-  store_f<TW>(dweight, col, w);
-  if (dbias) store_f<TW>(dbias, col, b);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) sums[0][slice][lane_col + i] = w[i], sums[1][slice][lane_col + i] = b[i];
+  __syncthreads();
+  if (threadIdx.x >= 2 * C) return;
+  const int which = threadIdx.x / C, c = threadIdx.x % C, out = blockIdx.x * C + c;
+  if (out >= cols || (which == 1 && !dbias)) return;
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < norm_reduce_slices; ++i) s += sums[which][i][c];
+  store_f<TW>(which ? dbias : dweight, out, s);
 }
 
 }  // namespace hk::kernels
