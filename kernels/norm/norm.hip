@@ -174,7 +174,10 @@ Status forward(const NormProblem& p, bool rms) {
   with_types(p.type, p.weight_type, [&]<class T, class TW>() {
     with_shape(p.cols, [&]<class S>(S) {
       const dim3 grid{unsigned((p.rows + S::rows_per_block - 1) / S::rows_per_block)};
-      hipLaunchKernelGGL((kernels::norm_forward<T, TW, S>), grid, dim3(S::block_threads), 0, p.stream, a);
+      if (a.vector && p.cols % kernels::norm_chunk == 0)  // whole chunks only: the branch-free kernel
+        hipLaunchKernelGGL((kernels::norm_forward<T, TW, S, true>), grid, dim3(S::block_threads), 0, p.stream, a);
+      else
+        hipLaunchKernelGGL((kernels::norm_forward<T, TW, S, false>), grid, dim3(S::block_threads), 0, p.stream, a);
     });
   });
   return launched(c);

@@ -116,7 +116,7 @@ __device__ inline float load_f(const void* p, long i) { return float(static_cast
 template <class T>
 __device__ inline void store_f(void* p, long i, float v) { static_cast<T*>(p)[i] = T(v); }
 
-// The 8 columns of a chunk, `valid` of them inside the row: 16-byte vector accesses (hk's chunk) when all 8 are and
+// The 8 columns of a chunk, `valid` (1 .. 8) of them inside the row: 16-byte vector accesses (hk's chunk) when all 8 are and
 // the tensors' rows are aligned for them (`vector`, decided once on the host), else one access per column.
 template <class T>
 __device__ inline void load8(float (&v)[8], const void* p, long at, int valid, bool vector) {
@@ -130,8 +130,13 @@ __device__ inline void load8(float (&v)[8], const void* p, long at, int valid, b
       for (int k = 0; k < n; ++k) v[j + k] = float(c.v[k]);
     }
   } else {
+    // valid >= 1: a column past the row loads column 0 again (inside the row) and is then zeroed, a select rather
+    // than a branch (no exec mask, no SGPR pair held per column).
 #pragma unroll
-    for (int k = 0; k < 8; ++k) v[k] = k < valid ? float(e[k]) : 0.f;
+    for (int k = 0; k < 8; ++k) {
+      const float c = float(e[k < valid ? k : 0]);
+      v[k] = k < valid ? c : 0.f;
+    }
   }
 }
 template <class T>
@@ -159,66 +164,107 @@ __device__ inline int chunk_valid(int q, int cols) {
   return n < 0 ? 0 : n > norm_chunk ? norm_chunk : n;
 }
 
-template <class T, class TW, class S>
+using float2v = float __attribute__((ext_vector_type(2)));
+
+// The forward. `Full` (decided on the host: vector accesses allowed and cols % 8 == 0): a chunk is all in the row or
+// all out, so each chunk is one uniform branch and only 16-byte accesses. The arithmetic is on column pairs (float2:
+// v_pk_fma_f32 / v_pk_mul_f32 / v_pk_add_f32), and the dropout takes one compare of a Philox half-word per column,
+// the keep bits packed only when a mask is written.
+template <class T, class TW, class S, bool Full>
 __global__ void __launch_bounds__(S::block_threads) norm_forward(NormForwardArgs a) {
   using G = group<S::waves_per_row>;
   __shared__ sv<float, S::block_waves> scratch;
   const int t = G::thread();
   const long row = long(blockIdx.x) * S::rows_per_block + wave_id() / S::waves_per_row;
   const bool live = row < a.rows;  // a team past the last row still joins the group sums' barriers
+  const bool vector = Full || a.vector;
+  // Columns of chunk q in the row (Full: 0 or 8, known to the compiler). Ragged rows: q opaque, so each loop
+  // recomputes its column masks rather than holding 64-bit SGPR masks across the sums (which spilled SGPRs).
+  auto columns = [&](int q) __attribute__((always_inline)) {
+    if constexpr (!Full) asm volatile("" : "+v"(q));
+    return !live ? 0 : Full ? (q < (a.cols >> 3) ? norm_chunk : 0) : chunk_valid(q, a.cols);
+  };
   // Every chunk's x and residual loads first (all in flight together), then the dropout, sums and stores.
-  float r[S::chunks][8], res[S::chunks][8], sum[1] = {0.f};
+  float r[S::chunks][8], res[S::chunks][8];
 #pragma unroll
   for (int k = 0; k < S::chunks; ++k) {
-    const int q = k * S::row_threads + t, valid = live ? chunk_valid(q, a.cols) : 0;
+    const int q = k * S::row_threads + t, valid = columns(q);
 #pragma unroll
     for (int v = 0; v < 8; ++v) r[k][v] = res[k][v] = 0.f;
     if (valid) {
-      load8<T>(r[k], a.x, row * a.ldx + 8 * q, valid, a.vector);
-      if (a.residual) load8<T>(res[k], a.residual, row * a.ld_residual + 8 * q, valid, a.vector);
+      load8<T>(r[k], a.x, row * a.ldx + 8 * q, Full ? norm_chunk : valid, vector);
+      if (a.residual) load8<T>(res[k], a.residual, row * a.ld_residual + 8 * q, Full ? norm_chunk : valid, vector);
     }
   }
+  float2v sum2 = {0.f, 0.f};
 #pragma unroll
   for (int k = 0; k < S::chunks; ++k) {
-    const int q = k * S::row_threads + t, valid = live ? chunk_valid(q, a.cols) : 0;
-    const uint32_t keep = valid ? a.dropout.keep8(row, q) : 0u;
+    const int q = k * S::row_threads + t, valid = columns(q);
+    if (!valid) continue;  // r stays 0 past the row
+    float scale[8];
 #pragma unroll
-    for (int v = 0; v < 8; ++v) {
-      r[k][v] = v < valid ? (keep >> v & 1 ? r[k][v] * a.dropout.scale : 0.f) + res[k][v] : 0.f;
-      sum[0] += r[k][v];
-    }
-    if (!valid) continue;
-    if (a.mask) {
-      uint8_t* m = a.mask + row * a.ld_mask + 8 * q;
-      if (a.vector && valid == 8) {
-        uint32_t lo = 0, hi = 0;
+    for (int v = 0; v < 8; ++v) scale[v] = a.dropout.scale;
+    if (a.dropout.threshold) {
+      const philox4x32 bits = a.dropout.bits(row, q);
 #pragma unroll
-        for (int v = 0; v < 4; ++v) lo |= (keep >> v & 1) << 8 * v, hi |= (keep >> (4 + v) & 1) << 8 * v;
-        *reinterpret_cast<uint2*>(m) = make_uint2(lo, hi);
-      } else {
-        for (int v = 0; v < valid; ++v) m[v] = keep >> v & 1;
+      for (int v = 0; v < 4; ++v) {
+        if ((bits.v[v] & 0xffffu) < a.dropout.threshold) scale[v] = 0.f;
+        if ((bits.v[v] >> 16) < a.dropout.threshold) scale[4 + v] = 0.f;
       }
+      if (a.mask || a.mask_bits) {
+        const uint32_t keep = dropout_keep8(bits, a.dropout.threshold);
+        if (a.mask) {
+          uint8_t* m = a.mask + row * a.ld_mask + 8 * q;
+          if (vector && valid == 8) {
+            uint32_t lo = 0, hi = 0;
+#pragma unroll
+            for (int v = 0; v < 4; ++v) lo |= (keep >> v & 1) << 8 * v, hi |= (keep >> (4 + v) & 1) << 8 * v;
+            *reinterpret_cast<uint2*>(m) = make_uint2(lo, hi);
+          } else {
+            for (int v = 0; v < valid; ++v) m[v] = keep >> v & 1;
+          }
+        }
+        if (a.mask_bits) a.mask_bits[row * a.ld_mask_bits + q] = uint8_t(keep & ((1u << valid) - 1));
+      }
+    } else if (a.mask || a.mask_bits) {  // p = 0: every column kept
+      if (a.mask) {
+        uint8_t* m = a.mask + row * a.ld_mask + 8 * q;
+        if (vector && valid == 8) *reinterpret_cast<uint2*>(m) = make_uint2(0x01010101u, 0x01010101u);
+        else for (int v = 0; v < valid; ++v) m[v] = 1;
+      }
+      if (a.mask_bits) a.mask_bits[row * a.ld_mask_bits + q] = uint8_t((1u << valid) - 1);
     }
-    if (a.mask_bits) {
-      a.mask_bits[row * a.ld_mask_bits + q] = uint8_t(keep & ((1u << valid) - 1));
+#pragma unroll
+    for (int v = 0; v < 4; ++v) {
+      float2v x2 = float2v{r[k][2 * v], r[k][2 * v + 1]} * float2v{scale[2 * v], scale[2 * v + 1]} +
+                   float2v{res[k][2 * v], res[k][2 * v + 1]};  // 0 past the row (x, residual loaded as 0)
+      r[k][2 * v] = x2.x, r[k][2 * v + 1] = x2.y;
+      sum2 += x2;
     }
   }
   // Two passes over the registers (mean, then squared deviations): no cancellation in the variance.
   float mean = 0.f;
   if (!a.rms) {
+    float sum[1] = {sum2.x + sum2.y};
     group_sum<G>(sum, scratch);
     mean = sum[0] / float(a.cols);
   }
-  float squares[1] = {0.f};
+  float2v sq2 = {0.f, 0.f};
 #pragma unroll
   for (int k = 0; k < S::chunks; ++k) {
-    const int valid = chunk_valid(k * S::row_threads + t, a.cols);
+    const int valid = columns(k * S::row_threads + t);
+    if (!valid) continue;
 #pragma unroll
-    for (int v = 0; v < 8; ++v)
-      if (v < valid) squares[0] += (r[k][v] - mean) * (r[k][v] - mean);
+    for (int v = 0; v < 4; ++v) {
+      float2v d = float2v{r[k][2 * v], r[k][2 * v + 1]} - mean;
+      if (!Full && 2 * v >= valid) d.x = 0.f;
+      if (!Full && 2 * v + 1 >= valid) d.y = 0.f;
+      sq2 += d * d;
+    }
   }
+  float squares[1] = {sq2.x + sq2.y};
   group_sum<G>(squares, scratch);
-  const float rstd = 1.f / sqrtf(squares[0] / float(a.cols) + a.eps);
+  const float rstd = 1.f / sqrtf(squares[0] / float(a.cols) + a.eps), shift = -mean * rstd;
   if (!live) return;
   if (t == 0) {
     if (a.mean) a.mean[row] = mean;
@@ -226,16 +272,20 @@ __global__ void __launch_bounds__(S::block_threads) norm_forward(NormForwardArgs
   }
 #pragma unroll
   for (int k = 0; k < S::chunks; ++k) {
-    const int q = k * S::row_threads + t, valid = chunk_valid(q, a.cols);
+    const int q = k * S::row_threads + t, valid = columns(q);
     if (!valid) continue;
     float w[8], b[8] = {}, y[8];
-    load8<TW>(w, a.weight, 8 * q, valid, a.vector);
-    if (a.bias) load8<TW>(b, a.bias, 8 * q, valid, a.vector);
+    load8<TW>(w, a.weight, 8 * q, Full ? norm_chunk : valid, vector);
+    if (a.bias) load8<TW>(b, a.bias, 8 * q, Full ? norm_chunk : valid, vector);
 #pragma unroll
-    for (int v = 0; v < 8; ++v) y[v] = (r[k][v] - mean) * rstd * w[v] + b[v];
-    store8<T>(a.y, row * a.ldy + 8 * q, y, valid, a.vector);
+    for (int v = 0; v < 4; ++v) {
+      const float2v y2 = (float2v{r[k][2 * v], r[k][2 * v + 1]} * rstd + shift) * float2v{w[2 * v], w[2 * v + 1]} +
+                         float2v{b[2 * v], b[2 * v + 1]};
+      y[2 * v] = y2.x, y[2 * v + 1] = y2.y;
+    }
+    store8<T>(a.y, row * a.ldy + 8 * q, y, Full ? norm_chunk : valid, vector);
     // r after y: a weight load placed after r's stores would wait for them (loads and stores share one counter).
-    if (a.residual_out) store8<T>(a.residual_out, row * a.ld_residual_out + 8 * q, r[k], valid, a.vector);
+    if (a.residual_out) store8<T>(a.residual_out, row * a.ld_residual_out + 8 * q, r[k], Full ? norm_chunk : valid, vector);
   }
 }
 
@@ -246,15 +296,13 @@ __global__ void __launch_bounds__(S::block_threads) norm_forward(NormForwardArgs
 // is on column pairs (float2: v_pk_fma_f32 / v_pk_mul_f32 / v_pk_add_f32, two columns an instruction), the weight
 // stays in registers across the rows (one-chunk shapes), and the mask takes one compare of a Philox half-word per
 // column (no bit packing): ~130 VALU per 8 columns of a row on gfx950, not ~390.
-using float2v = float __attribute__((ext_vector_type(2)));
-
 template <class T, class TW, class S, bool Full>
 __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardArgs a) {
   using G = group<S::waves_per_row>;
   // The widest rows would not keep xhat, g and the weight in registers next to the dweight / dbias partials: they read
   // dy, r and weight again in the second pass (the row was just read, so from cache) instead.
   constexpr bool reload = S::chunks > 1;
-  constexpr int kept = reload ? 1 : S::chunks;
+  constexpr int kept = reload ? 1 : S::chunks, second_pass_unroll = reload ? 1 : S::chunks;
   __shared__ sv<float, S::block_waves * 2> scratch;
   const int t_ = G::thread(), team_in_block = wave_id() / S::waves_per_row;
   const bool vector = Full || a.vector;
@@ -286,7 +334,8 @@ __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardAr
     // The row's start in each tensor once; chunks are 32-bit offsets from it.
     const T* dy_row = static_cast<const T*>(a.dy) + row * a.ldy;
     const T* r_row = static_cast<const T*>(a.r) + row * a.ldr;
-    // dy, xhat and g of chunk k as column pairs (zeros past the row: they add nothing to any sum).
+    // dy, xhat and g of chunk k as column pairs. Past the row dy and g are 0 and xhat is finite (the shift), so those
+    // columns add nothing to any sum and are never stored.
     auto values = [&](int k, float2v (&dy2)[4], float2v (&x2)[4], float2v (&g2)[4]) __attribute__((always_inline)) {
       const int q = k * S::row_threads + t, valid = live ? columns(q) : 0;
       float dy[8], r[8], w[8];
@@ -303,8 +352,6 @@ __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardAr
         const float2v w2 = reload ? float2v{w[2 * v], w[2 * v + 1]} : float2v{w_kept[k][2 * v], w_kept[k][2 * v + 1]};
         dy2[v] = float2v{dy[2 * v], dy[2 * v + 1]};
         x2[v] = r2 * rstd + shift;
-        if (!Full && 2 * v >= valid) x2[v].x = 0.f;
-        if (!Full && 2 * v + 1 >= valid) x2[v].y = 0.f;
         g2[v] = dy2[v] * w2;
       }
     };
@@ -328,7 +375,9 @@ __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardAr
     if (!live) continue;
     // dr = rstd g + c0 - xhat c1 (c0 = -rstd mean(g), c1 = rstd mean(g xhat)).
     const float c0 = a.rms ? 0.f : -rstd * (sums[0] / float(a.cols)), c1 = rstd * (sums[1] / float(a.cols));
-#pragma unroll
+    // The reloading shape's second pass is one chunk's code run twice (it holds nothing per chunk): half the code and
+    // the column masks of one chunk live at a time (unrolled, the ragged 16384-column backward spilled SGPRs).
+#pragma unroll second_pass_unroll
     for (int k = 0; k < S::chunks; ++k) {
       const int q = k * S::row_threads + t, valid = columns(q);
       if (!valid) continue;
