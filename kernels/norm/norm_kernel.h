@@ -442,7 +442,10 @@ __global__ void __launch_bounds__(norm_reduce_threads)
     norm_reduce_columns(const float* partial_dweight, const float* partial_dbias, int teams, int cols, void* dweight,
                         void* dbias) {
   constexpr int C = norm_reduce_columns_per_block;
-  __shared__ float sums[2][norm_reduce_slices][C];
+  // dweight's slice sums, then dbias's C words further than back to back: the final reads of the two (lanes 0 .. C - 1
+  // and C .. 2C - 1 of the first wave) fall in different banks.
+  constexpr int stride = norm_reduce_slices * C + C;
+  __shared__ alignas(16) float sums[2 * stride];
   const int lane_col = 4 * (threadIdx.x % norm_reduce_col_threads), slice = threadIdx.x / norm_reduce_col_threads;
   const int col = blockIdx.x * C + lane_col;
   const bool vector = cols % 4 == 0 && col + 4 <= cols;
@@ -464,15 +467,16 @@ __global__ void __launch_bounds__(norm_reduce_threads)
     add(partial_dweight, w, team);
     if (partial_dbias) add(partial_dbias, b, team);
   }
-#pragma unroll
-  for (int i = 0; i < 4; ++i) sums[0][slice][lane_col + i] = w[i], sums[1][slice][lane_col + i] = b[i];
+  // One 16-byte write a thread: a quarter wave's 16 lanes cover 64 consecutive words (no bank conflict).
+  *reinterpret_cast<float4*>(&sums[slice * C + lane_col]) = make_float4(w[0], w[1], w[2], w[3]);
+  *reinterpret_cast<float4*>(&sums[stride + slice * C + lane_col]) = make_float4(b[0], b[1], b[2], b[3]);
   __syncthreads();
   if (threadIdx.x >= 2 * C) return;
   const int which = threadIdx.x / C, c = threadIdx.x % C, out = blockIdx.x * C + c;
   if (out >= cols || (which == 1 && !dbias)) return;
   float s = 0.f;
 #pragma unroll
-  for (int i = 0; i < norm_reduce_slices; ++i) s += sums[which][i][c];
+  for (int i = 0; i < norm_reduce_slices; ++i) s += sums[which * stride + i * C + c];
   store_f<TW>(which ? dbias : dweight, out, s);
 }
 
