@@ -174,7 +174,10 @@ Status forward(const NormProblem& p, bool rms) {
   with_types(p.type, p.weight_type, [&]<class T, class TW>() {
     with_shape(p.cols, [&]<class S>(S) {
       const dim3 grid{unsigned((p.rows + S::rows_per_block - 1) / S::rows_per_block)};
-      hipLaunchKernelGGL((kernels::norm_forward<T, TW, S>), grid, dim3(S::block_threads), 0, p.stream, a);
+      if (a.vector && p.cols % kernels::norm_chunk == 0)  // whole chunks only: the branch-free kernel
+        hipLaunchKernelGGL((kernels::norm_forward<T, TW, S, true>), grid, dim3(S::block_threads), 0, p.stream, a);
+      else
+        hipLaunchKernelGGL((kernels::norm_forward<T, TW, S, false>), grid, dim3(S::block_threads), 0, p.stream, a);
     });
   });
   return launched(c);
@@ -196,8 +199,12 @@ Status backward(const NormBackwardProblem& p, bool rms) {
                                         vector_rows({{p.dy, p.ldy, e}, {p.r, p.ldr, e}, {p.dresidual_in, p.ld_dresidual_in, e},
                                                      {p.dx, p.ldx, e}, {p.dresidual, p.ld_dresidual, e},
                                                      {p.weight, 0, size_of(p.weight_type)}})};
-      hipLaunchKernelGGL((kernels::norm_backward<T, TW, S>), dim3(blocks), dim3(S::block_threads), 0, p.stream, a);
-      const dim3 grid{unsigned((p.cols + kernels::norm_reduce_threads - 1) / kernels::norm_reduce_threads)};
+      // Whole chunks only (every row a multiple of 8 columns, vector accesses allowed): the branch-free row loop.
+      if (a.vector && p.cols % kernels::norm_chunk == 0)
+        hipLaunchKernelGGL((kernels::norm_backward<T, TW, S, true>), dim3(blocks), dim3(S::block_threads), 0, p.stream, a);
+      else
+        hipLaunchKernelGGL((kernels::norm_backward<T, TW, S, false>), dim3(blocks), dim3(S::block_threads), 0, p.stream, a);
+      const dim3 grid{unsigned((p.cols + kernels::norm_reduce_columns_per_block - 1) / kernels::norm_reduce_columns_per_block)};
       hipLaunchKernelGGL((kernels::norm_reduce_columns<TW>), grid, dim3(kernels::norm_reduce_threads), 0, p.stream,
                          partial_dw, partial_db, teams, p.cols, p.dweight, p.dbias);
     });

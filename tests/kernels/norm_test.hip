@@ -223,6 +223,15 @@ TEST(LayerNorm, ManyRowsAndRaggedShapes) {
   run({2, 9999, false, dtype::bf16, dtype::bf16, 0.f, true, false});
 }
 
+// Whole chunks (cols % 8 == 0, the branch-free kernels) with more rows than the backward has teams, in the one-wave,
+// two-wave, 8-wave and widest backward shapes: each team loops over rows, keeping the weight and its partials.
+TEST(LayerNorm, ManyRowsWholeChunks) {
+  run({4500, 256, false, dtype::bf16, dtype::bf16, 0.1f, true, true, true});
+  run({2100, 1024, false, dtype::f16, dtype::f16, 0.1f});
+  run({600, 4096, true, dtype::bf16, dtype::fp32, 0.1f, true, false});
+  run({300, 16384, false, dtype::bf16, dtype::bf16, 0.1f, true, true, false, true});
+}
+
 // The mask is optional and may be bit-packed; y and r do not depend on which (the backward regenerates it).
 TEST(LayerNorm, MaskKinds) {
   for (Mask m : {Mask::bits, Mask::none}) {
