@@ -55,6 +55,11 @@ struct AttnArgs {
       return fmaf(-th, th, 1.f);
     }
   } cap;
+  // FP8 (fp8e4m3 Q and K): Q's and K's strides above in 2-byte units (attn_qk_t); the descales of (b, kv head h) at b * descale_bs + h * descale_hs (null: 1); the kernels
+  // fold q_descale * k_descale into scale_log2 and v_descale into O (attn_descale).
+  const float *q_descale, *k_descale, *v_descale;
+  long descale_bs, descale_hs;
+  float o_scale;  // O's factor beyond 1 / l: v_descale, set by attn_descale (the host passes 1)
   struct Dropout {  // AttnVariant::dropout: hk's dropout stream (ops/philox.h), stream offset + b Hq + h
     uint32_t seed_lo, seed_hi, offset_lo, offset_hi;
     uint32_t threshold;  // an element is kept when its 16 bits are >= threshold (dropout_threshold(p))
@@ -274,6 +279,69 @@ __device__ inline void vec_apply(F f, V& v, Vs&... vs) {
     for (int e = 0; e < V::per_block; ++e) f(v.data[i][e], vs.data[i][e]...);
 }
 
+// The FP8 forward (T = fp8e4m3 Q and K). S = K Q^T takes the fp8 MFMA; the host decodes V into bf16, exactly, before
+// the kernel (attention_fp8.h), so P V runs in bf16 and O is bf16: V, P and O are attn_value_t<T>.
+// Q and K move as bf16 pairs: a row of D fp8 codes is a row of D / 2 bf16 elements (attn_qk_t, attn_qk_cols; the
+// host passes their strides in 2-byte units), so their global and LDS tiles, swizzles and reads are those of a bf16
+// head of D / 2, and qk bit-casts a lane's fragments (R of them) into one fp8 MFMA operand. That permutes the MFMA's
+// k order against d, but the same way for K (A) and Q (B), whose tiles have one layout: the dot products are the same.
+template <class T>
+using attn_value_t = std::conditional_t<fp8_input<T>, bf16, T>;
+template <class T>
+using attn_qk_t = attn_value_t<T>;
+template <class T>
+inline constexpr int attn_qk_cols(int d) {
+  return fp8_input<T> ? d / 2 : d;
+}
+// bf16 fragments of an S-family tile per fp8 MFMA operand, and whether a head of D columns makes whole operands (the
+// instances the host never launches, such as gfx950's 4-wave kernel at D = 64, compile to nothing).
+template <class S>
+inline constexpr int attn_fp8_ratio = (std::same_as<S, mfma16> ? arch::fp8_elems : arch::fp8_elems32) /
+                                      (2 * (std::same_as<S, mfma16> ? arch::mfma_elems : arch::mfma32_elems));
+template <class T, class S, int D>
+inline constexpr bool attn_qk_fits =
+    !fp8_input<T> || (D / 2) % (attn_fp8_ratio<S> * rt<bf16, 32, 32, layout::row, S>::base_cols) == 0;
+
+// C += A B^T for A, B row-layout bf16 tiles that hold fp8 codes in pairs (attn_qk_t): R = attn_fp8_ratio fragments of
+// a lane, bit-cast, are one fp8 MFMA operand; A and B take the same k order.
+template <class T, class C, class A, class B>
+__device__ __attribute__((always_inline)) inline void attn_mma_fp8_ABt(C& c, const A& a, const B& b) {
+  using S = typename A::shape;
+  constexpr int R = attn_fp8_ratio<S>, E = A::E, N = R * E * 2;
+  static_assert(A::tiles_c == B::tiles_c && A::tiles_c % R == 0, "qk: whole fp8 operands");
+  auto op = [&](const auto& f, int k) __attribute__((always_inline)) {
+    bf16 x[R * E];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int e = 0; e < E; ++e) x[r * E + e] = f[R * k + r][e];
+    struct codes {
+      T v[N];
+    };
+    return detail::frag(__builtin_bit_cast(codes, x).v);
+  };
+#pragma unroll
+  for (int i = 0; i < A::tiles_r; ++i)
+#pragma unroll
+    for (int j = 0; j < B::tiles_r; ++j) {
+      if constexpr (std::same_as<S, mfma16>) {
+        arch::f32x4 acc = {c.data[i][j][0], c.data[i][j][1], c.data[i][j][2], c.data[i][j][3]};
+#pragma unroll
+        for (int k = 0; k < A::tiles_c / R; ++k) acc = arch::current::mma16(op(a.data[i], k), op(b.data[j], k), acc);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) c.data[i][j][e] = acc[e];
+      } else {
+        arch::f32x16 acc;
+#pragma unroll
+        for (int e = 0; e < 16; ++e) acc[e] = c.data[i][j][e];
+#pragma unroll
+        for (int k = 0; k < A::tiles_c / R; ++k) acc = arch::current::mma32(op(a.data[i], k), op(b.data[j], k), acc);
+#pragma unroll
+        for (int e = 0; e < 16; ++e) c.data[i][j][e] = acc[e];
+      }
+    }
+}
+
 // One head of one sequence of a (B, S, H, D) tensor as an S x D layout.
 template <class T, int D>
 __device__ inline gl<T, 1, 1, runtime_dim, D> head_view(const void* base, long bs, long rs, long hs, int b, bool varlen,
@@ -286,9 +354,12 @@ __device__ inline gl<T, 1, 1, runtime_dim, D> head_view(const void* base, long b
 // and O of DV), and the KV tiles of BK keys any of its queries sees (queries past the sequence's end do not count).
 template <class T, int D, int DV = D>
 struct AttnView {
+  using TV = attn_value_t<T>;
+  using TQ = attn_qk_t<T>;
+  static constexpr int DQ = attn_qk_cols<T>(D);
   AttnBlock blk;
-  gl<T, 1, 1, runtime_dim, D> q, k;
-  gl<T, 1, 1, runtime_dim, DV> v, o;
+  gl<TQ, 1, 1, runtime_dim, DQ> q, k;
+  gl<TV, 1, 1, runtime_dim, DV> v, o;
   long off, first_row;     // Sk - Sq: the causal diagonal's offset; the tile's first query
   int kt_begin, kt_end;    // KV tiles [kt_begin, kt_end)
   bool empty;              // the tile lies past the end of its sequence (varlen): nothing to do
@@ -297,10 +368,10 @@ struct AttnView {
 
   __device__ AttnView(const AttnArgs& p, int rows, int BK = AttnTiles::keys)
       : blk(p),
-        q(head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, p.cu_q != nullptr, blk.q_start, blk.h, blk.sq)),
-        k(head_view<T, D>(p.k, p.k_bs, p.k_rs, p.k_hs, blk.b, p.cu_q != nullptr, blk.k_start, blk.h_kv, blk.sk)),
-        v(head_view<T, DV>(p.v, p.v_bs, p.v_rs, p.v_hs, blk.b, p.cu_q != nullptr, blk.k_start, blk.h_kv, blk.sk)),
-        o(head_view<T, DV>(p.o, p.o_bs, p.o_rs, p.o_hs, blk.b, p.cu_q != nullptr, blk.q_start, blk.h, blk.sq)) {
+        q(head_view<TQ, DQ>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, p.cu_q != nullptr, blk.q_start, blk.h, blk.sq)),
+        k(head_view<TQ, DQ>(p.k, p.k_bs, p.k_rs, p.k_hs, blk.b, p.cu_q != nullptr, blk.k_start, blk.h_kv, blk.sk)),
+        v(head_view<TV, DV>(p.v, p.v_bs, p.v_rs, p.v_hs, blk.b, p.cu_q != nullptr, blk.k_start, blk.h_kv, blk.sk)),
+        o(head_view<TV, DV>(p.o, p.o_bs, p.o_rs, p.o_hs, blk.b, p.cu_q != nullptr, blk.q_start, blk.h, blk.sq)) {
     off = long(blk.sk) - blk.sq, first_row = long(blk.tile) * rows;
     empty = first_row >= blk.sq;
     const long last_row = std::min<long>(first_row + rows, blk.sq) - 1;
@@ -310,6 +381,19 @@ struct AttnView {
     slope = p.alibi ? alibi_slope(p, blk.b, blk.h) : 0.f;
   }
 };
+
+// FP8 Q and K (T): the block's descales folded into the arguments, once at the kernel's start: q_descale k_descale
+// into the scores' scale (so the softmax and the LSE are those of the true scores), v_descale into O's o_scale. The
+// descales are uniform (scalar loads, scalar registers). Other types: nothing.
+template <class T>
+__device__ __attribute__((always_inline)) inline void attn_descale(AttnArgs& p, const AttnBlock& blk) {
+  if constexpr (fp8_input<T>) {
+    const long i = blk.b * p.descale_bs + long(blk.h_kv) * p.descale_hs;
+    const float qk = (p.q_descale ? p.q_descale[i] : 1.f) * (p.k_descale ? p.k_descale[i] : 1.f);
+    p.scale_log2 *= qk, p.scale *= qk;
+    p.o_scale = p.v_descale ? p.v_descale[i] : 1.f;
+  }
+}
 
 // The visibility rule, the one place every kernel's masks come from. Query i of a sequence of sq queries sees key j of
 // its sk keys (flash-attention's bottom-right diagonal) when i < sq, j < sk and -left <= j - (i + off) <= right, off =
@@ -353,11 +437,14 @@ struct AttnWave {
   static constexpr AttnVariant variant = V;
   using shape = S;
   using cols_vec = rv<float, WQ, vec_align::cols, S>;
-  using k_tile = rt<T, BK, D, layout::row, S>;
-  using v_tile = rt<T, BK, DV, layout::col, S>;  // acc order (load_acc_order)
-  using p_tile = rt<T, BK, WQ, layout::col, S>;
+  using TV = attn_value_t<T>;  // of V, P and O (bf16 where T is fp8)
+  using TQ = attn_qk_t<T>;     // of Q and K as they move (fp8 codes in bf16 pairs, D / 2 columns)
+  static constexpr int DQ = attn_qk_cols<T>(D);
+  using k_tile = rt<TQ, BK, DQ, layout::row, S>;
+  using v_tile = rt<TV, BK, DV, layout::col, S>;  // acc order (load_acc_order)
+  using p_tile = rt<TV, BK, WQ, layout::col, S>;
   using s_tile = rt_acc<BK, WQ, S>;  // keys x queries
-  rt<T, WQ, D, layout::row, S> q;
+  rt<TQ, WQ, DQ, layout::row, S> q;
   cols_vec m, l, alpha;
   bool stale = false;  // alpha is not all ones: O^T needs rescaling (the same for the whole wave)
   rt_acc<DV, WQ, S> ot;
@@ -377,7 +464,8 @@ struct AttnWave {
   // S^T = K Q^T for one KV tile.
   __device__ void qk(s_tile& s, const k_tile& k) const {
     zero(s);
-    mma_ABt(s, k, q, s);
+    if constexpr (fp8_input<T>) attn_mma_fp8_ABt<T>(s, k, q);
+    else mma_ABt(s, k, q, s);
   }
 
   // ALiBi's bias of S^T (keys kt * BK ...), on every tile; before or after the masks (a hidden -inf stays -inf).
@@ -433,7 +521,7 @@ struct AttnWave {
 
   // O^T += V^T P^T (V read in acc order, used transposed: the same registers).
   __device__ void accumulate(const p_tile& pt, const v_tile& vc) {
-    rt<T, DV, BK, layout::row, S> vt;
+    rt<TV, DV, BK, layout::row, S> vt;
     transpose(vt, vc);
     mma_AB(ot, vt, pt, ot);
   }
@@ -462,6 +550,7 @@ struct AttnWave {
         },
         l, m, inv, lse);
     if constexpr (V.dropout) vec_apply([k = p.drop.scale](float& ii) { ii *= k; }, inv);  // O's 1 / (1 - p), not LSE's
+    if constexpr (fp8_input<T>) vec_apply([k = p.o_scale](float& ii) { ii *= k; }, inv);  // v_descale
     mul_col(ot, inv);
     rt<float, WQ, DV, layout::row, S> o;
     transpose(o, ot);  // the same registers

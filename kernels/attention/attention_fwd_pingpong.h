@@ -51,17 +51,21 @@ inline constexpr bool attn_pingpong_fits = attn_pingpong_runs(arch::current::lds
 
 template <class T, int D, AttnVariant V = AttnVariant{}>
 __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void attention_fwd_pingpong(AttnArgs p) {
-  if constexpr (attn_pingpong_fits<D>) {  // the host launches it only where it fits
+  if constexpr (attn_pingpong_fits<D> && attn_qk_fits<T, AttnPingpongShape, D>) {  // the host launches it only where it fits
     using Half = group<4>;
     using W = AttnWave<T, D, AttnPingpongShape, V, AttnTiles::keys / 2>;  // a phase takes half a tile
     constexpr int BK = AttnTiles::keys;
-    using KV = st<T, BK, D>;
-    __shared__ KV sk[2], sv[2];
-    static_assert(KV::swizzle(32) == 0 && KV::swizzle(64) == 0 && sizeof(KV) == BK * D * sizeof(T),
+    using KT = st<attn_qk_t<T>, BK, attn_qk_cols<T>(D)>;  // (fp8 codes in bf16 pairs)
+    using VT = st<attn_value_t<T>, BK, D>;  // (bf16 where Q and K are fp8)
+    __shared__ KT sk[2];
+    __shared__ VT sv[2];
+    static_assert(KT::swizzle(32) == 0 && KT::swizzle(64) == 0 && sizeof(KT) == BK * D * sizeof(T) &&
+                      VT::swizzle(32) == 0 && VT::swizzle(64) == 0 && sizeof(VT) == BK * D * sizeof(typename VT::dtype),
                   "stage 1 is read as rows 64.. of stage 0");
 
     const AttnView<T, D> view(p, attn_pingpong_rows);
     if (view.empty) return;  // past the end of a shorter sequence (varlen)
+    attn_descale<T>(p, view.blk);
     // Scalar (the compiler cannot tell): the loop's tests stay off the VALU, which the other group's softmax keeps busy.
     const int kb = __builtin_amdgcn_readfirstlane(view.kt_begin), ke = __builtin_amdgcn_readfirstlane(view.kt_end);
     const int wave = __builtin_amdgcn_readfirstlane(wave_id()), grp = wave / 4;  // scalar: so is all that follows
@@ -69,7 +73,7 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
     const async_wave<Half> dma_wave;
     // The row stride passes through an empty asm at each fill, so the loads' per-lane offsets (r_lane * stride) are
     // computed there (three VALU in a memory phase) instead of held in registers across the loop (they spilled).
-    auto fill = [&](KV& st, auto g, int kt) __attribute__((always_inline)) {
+    auto fill = [&](auto& st, auto g, int kt) __attribute__((always_inline)) {
       asm volatile("" : "+s"(g.stride_));
       load_async<Half>(st, g, {0, 0, kt, 0}, dma_wave);
     };
