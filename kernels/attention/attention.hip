@@ -328,9 +328,9 @@ size_t value_elems(const AttentionProblem& p, long batch, long rows_k) {
 
 // The forward with the problem's workspace (FP8), or `own` when it has none (needs_workspace: one is needed).
 Status forward(const AttentionProblem& p, void* own, bool& needs_workspace) {
+  if (Status s = check_descales(p); !s) return s;
   Prepared r;
   if (Status s = prepare(p, p.o, p.o_strides, p.lse, false, r); !s) return s;
-  if (Status s = check_descales(p); !s) return s;
   kernels::AttnArgs a = r.a;
   const long blocks = long(p.batch) * p.heads_q * a.q_tiles;
   if (blocks == 0) return {};  // every query sequence is empty: nothing to compute
