@@ -213,9 +213,3 @@ def test_fp8_refusals():
         x = rand(1, 32, 2, 64, dtype=torch.bfloat16)
         hk.attention(x, x, x, v_descale=torch.ones(1))
 
-
-def test_fp8_opcheck():
-    q, k, v = _fp8(1, 40, 2, 64), _fp8(1, 40, 1, 64), _fp8(1, 40, 1, 64)
-    ds = torch.full((1, 1), 0.5)
-    torch.library.opcheck(torch.ops.hk.attention_fp8.default, (q, k, v, ds, ds, ds, None, None, 0, 0, True, -1, -1,
-                                                                0.125, None), test_utils=("test_faketensor",))
