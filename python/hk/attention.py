@@ -128,6 +128,14 @@ def _(q, k, v, q_descale, k_descale, v_descale, cu_seqlens_q, cu_seqlens_k, max_
     return (q.new_empty(q.shape[:-1] + v.shape[-1:], dtype=torch.bfloat16), q.new_empty(lse, dtype=torch.float32))
 
 
+def _fp8_backward(ctx, grad_out, grad_lse):
+    raise NotImplementedError("hk.attention: the FP8 attention is forward-only and has no gradient (train in bf16 or "
+                              "f16)")
+
+
+_attention_fp8.register_autograd(_fp8_backward)
+
+
 def _descales(entry, descales, batch, heads_kv):
     """q_descale, k_descale, v_descale (None: 1; one element, or (B, Hkv)) as the kernel takes them: (B, Hkv) fp32,
     contiguous."""

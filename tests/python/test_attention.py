@@ -212,4 +212,6 @@ def test_fp8_refusals():
     with pytest.raises(ValueError, match="apply to fp8 inputs only"):
         x = rand(1, 32, 2, 64, dtype=torch.bfloat16)
         hk.attention(x, x, x, v_descale=torch.ones(1))
-
+    qg = q.clone().requires_grad_()
+    with pytest.raises(NotImplementedError, match="forward-only"):
+        hk.attention(qg, q, q).float().sum().backward()
