@@ -94,7 +94,9 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
     // The running max in the memory phase, unless a variant's vector work on every score (ALiBi's bias, softcap's
     // tanh) must come before it: that work held off the memory phase's end.
     constexpr bool early = !V.alibi && !V.softcap;
-    constexpr int mfmas = 2 * (W::BK / 32) * D / (2 * arch::mfma32_elems);  // of a phase: both products of a half
+    // Of a phase: both products of a half (S^T's K: the fp8 MFMA's for fp8 Q and K, twice the 16-bit one's).
+    constexpr int k16 = 2 * arch::mfma32_elems, k_qk = fp8_input<T> ? 2 * arch::fp8_elems32 : k16;
+    constexpr int mfmas = (W::BK / 32) * (D / k_qk + D / k16);
     // Phase h (0 or 1) of step j: has_cur when tile j exists (its O^T update, the softmax of its second half), has_next
     // when tile j+1 does (its scores, the softmax of its first half).
     auto phase = [&](int j, auto h_of, auto has_cur, auto has_next) __attribute__((always_inline)) {
