@@ -365,7 +365,7 @@ Status forward(const AttentionProblem& p, void* own, bool& needs_workspace) {
   if (dec.out) {
     const long chunks = long(value_elems(p, r.batch, r.rows_k) / 8);
     const long grid = std::min<long>((chunks + kernels::attn_fp8_v_threads - 1) / kernels::attn_fp8_v_threads, 1l << 16);
-    if (grid > 0) hipLaunchKernelGGL(kernels::attention_fp8_decode_v, dim3(grid), dim3(kernels::attn_fp8_v_threads), 0, p.stream, dec);
+    if (grid > 0) hipLaunchKernelGGL(kernels::attention_fp8_decode_v<>, dim3(grid), dim3(kernels::attn_fp8_v_threads), 0, p.stream, dec);
   }
   auto launch = [&](auto t, auto dims, auto v) {
     using T = decltype(t);

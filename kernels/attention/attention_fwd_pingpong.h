@@ -32,10 +32,10 @@
 // spilled). Q goes from global memory straight into registers, so the LDS holds only the four stages (64 KiB at D =
 // 128).
 //
-// FP8 (T = fp8e4m3, attention_common.h): Q and K move as bf16 pairs (a K stage is a bf16 tile of D / 2 columns, the
-// same swizzle and reads), S^T = K Q^T takes the fp8 MFMA (2 of the phase's 10 MFMAs at D = 128 on gfx950, where bf16 takes 8
-// of 16), and V, decoded to bf16 before the kernel, keeps P V in bf16: the same schedule with fewer MFMAs to
-// hide the softmax's vector work under (MI355X GQA D128 N8192: 1675 TFLOP/s, bf16 1455).
+// FP8 (T = fp8e4m3, attention_fp8.h): Q and K move as bf16 pairs (a K stage is a bf16 tile of D / 2 columns, the
+// same swizzle and reads), S^T = K Q^T takes the fp8 MFMA (2 of the phase's 10 MFMAs at D = 128 on gfx950, where
+// bf16 takes 8 of 16), and V, decoded to bf16 before the kernel, keeps P V in bf16: the same schedule with fewer
+// MFMAs to hide the softmax's vector work under (MI355X GQA D128 N8192: 1675 TFLOP/s, bf16 1455).
 #pragma once
 #include "attention_common.h"
 
