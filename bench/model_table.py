@@ -242,6 +242,11 @@ def cases(only, products, quick):
                     out.append(((kind, name, product),
                                 ["attn", "--b", "16", "--sq", "8192", "--sk", "8192", "--hq", "64", "--hkv", "8",
                                  "--bwd"] + flags + ["--model", product]))
+        for product in [] if quick else products:  # the FP8 forward (forward only: no --bwd)
+            if product in ATTN_FEATURE_PRODUCTS:
+                out.append((("attn_fp8", product),
+                            ["attn", "--b", "16", "--sq", "8192", "--sk", "8192", "--hq", "64", "--hkv", "8", "--d",
+                             "128", "--dtype", "fp8", "--model", product]))
     if only in (None, "decode"):
         for product in products:
             for b, ctx in decode_cases():
@@ -372,6 +377,19 @@ def write_markdown(results, products, path):
                 cells.append(f"{fwd:.0f} / {bwd:.0f}")
         if any(cells):
             lines.append(f"| {feature} | " + " | ".join(cells) + " |")
+    cells = []
+    for p in feature_products:
+        launches, plain = get(("attn_fp8", p)), get(("attn_feature", "plain", p))
+        if launches:
+            fp8 = overall(launches)["tflops"]
+            cells.append(f"{fp8:.0f}" + (f" ({pct(fp8, plain[0]['tflops'])})" if plain else ""))
+        else:
+            cells.append("")
+    if any(cells):
+        lines += ["", "## Attention FP8 forward (e4m3 Q, K, V with (B, Hkv) descales, bf16 O; S on the fp8 MFMA, P V in "
+                  "bf16), B16 GQA H64 Hkv8 D128 N8192: TFLOP/s over its two launches (Δ against the bf16 forward)", "",
+                  "| " + " | ".join(names[p] for p in feature_products) + " |",
+                  "|" + "---|" * len(feature_products), "| " + " | ".join(cells) + " |"]
     lines += ["", "## Attention head dims, bf16, B16 GQA H64 Hkv8 N8192: forward / backward TFLOP/s (Q/K head dim / V's)",
               "", "| head dim | " + " | ".join(names[p] for p in feature_products) + " |",
               "|---|" + "---|" * len(feature_products)]

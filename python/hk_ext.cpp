@@ -324,9 +324,17 @@ void bind_attention_inputs(py::module_& m) {
 void bind_attention(py::module_& m) {
   using P = hk::AttentionProblem;
   py::class_<P, hk::AttentionInputs> c(m, "AttentionProblem");
-  c.def(py::init<>()).def_readwrite("o_strides", &P::o_strides);
+  c.def(py::init<>())
+      .def_readwrite("o_strides", &P::o_strides)
+      .def_readwrite("descale_per_batch", &P::descale_per_batch)
+      .def_readwrite("descale_per_head", &P::descale_per_head)
+      .def_readwrite("workspace_bytes", &P::workspace_bytes);
   pointer(c, "o", &P::o);
   pointer(c, "lse", &P::lse);
+  pointer(c, "q_descale", &P::q_descale);
+  pointer(c, "k_descale", &P::k_descale);
+  pointer(c, "v_descale", &P::v_descale);
+  pointer(c, "workspace", &P::workspace);
   bind_call(m, "attention_forward", &hk::attention_forward);
 }
 

@@ -12,7 +12,7 @@
 //   hk-run norm --rows R --cols C [--rms] [--p P] [--seed S] [--dtype bf16|f16|fp32] [--arch ...]
 //               [--mask none|bytes|bits] (with --model: the dropout mask the forward writes; default none, as
 //               the backward regenerates it from Philox)
-//   hk-run attn --b B --sq SQ --sk SK --hq HQ --hkv HKV --d 64|128|192|256 [--dv DV] [--causal] [--window L,R] [--softcap C] [--sinks] [--alibi] [--dropout P] [--dtype bf16|f16]
+//   hk-run attn --b B --sq SQ --sk SK --hq HQ --hkv HKV --d 64|128|192|256 [--dv DV] [--causal] [--window L,R] [--softcap C] [--sinks] [--alibi] [--dropout P] [--dtype bf16|f16|fp8]
 //               [--varlen QLENS[:KLENS]] [--bwd] [--arch gfx942|gfx950]
 //   (--bwd: the backward too, each of its kernels checked and reported;
 //    --varlen: comma-separated sequence lengths, packed; keys as long as the queries unless KLENS is given)
@@ -577,6 +577,13 @@ struct AttnOptions {
 };
 constexpr uint64_t attn_dropout_seed = 0x5eed, attn_dropout_offset = 0;
 
+// --dtype: bf16, f16, or fp8 (the FP8 forward: Q, K and V in the arch's e4m3 with per (batch, KV head) descales, O bf16).
+hk::scalar_type attn_type(const AttnOptions& a) {
+  return a.dtype == "f16" ? hk::scalar_type::f16 : a.dtype == "fp8" ? hk::scalar_type::fp8_e4m3 : hk::scalar_type::bf16;
+}
+// The FP8 runs' descales of (b, KV head h), (B, Hkv): values a quantizer would pick for inputs of a few units.
+float attn_descale(int which, int b, int h) { return 0.0625f * float(1 + (3 * b + 5 * h + 7 * which) % 11) / 4.f; }
+
 std::vector<int> parse_lengths(const std::string& text) {
   std::vector<int> out;
   size_t at = 0;
@@ -650,9 +657,11 @@ double attn_flops(const attn_ref::Shape& shape) {
 int model_attn(const AttnOptions& a, const std::string& product_name) {
   attn_ref::Shape shape;
   if (!attn_shape(a, shape)) return 2;
-  const hk::scalar_type type = a.dtype == "f16" ? hk::scalar_type::f16 : hk::scalar_type::bf16;
+  const hk::scalar_type type = attn_type(a);
+  const bool fp8 = type == hk::scalar_type::fp8_e4m3;
+  const size_t in = hk::size_of(type);
   const long tq = shape.total_q(), tk = shape.total_k();
-  Untouched q(size_t(tq) * a.hq * a.d * 2), k(size_t(tk) * a.hkv * a.d * 2), v(size_t(tk) * a.hkv * a.vd() * 2),
+  Untouched q(size_t(tq) * a.hq * a.d * in), k(size_t(tk) * a.hkv * a.d * in), v(size_t(tk) * a.hkv * a.vd() * in),
       o(size_t(tq) * a.hq * a.vd() * 2), lse(size_t(tq) * a.hq * 4);
   if (!q.p || !k.p || !v.p || !o.p || !lse.p) return 1;
   hk::AttentionProblem p;
@@ -683,11 +692,14 @@ int model_attn(const AttnOptions& a, const std::string& product_name) {
   } else {
     p.seqlen_q = a.sq, p.seqlen_k = a.sk;
   }
+  Untouched fwd_workspace(hk::attention_forward_workspace_bytes(p));  // (fp8: V in bf16)
+  if (fp8) p.workspace = fwd_workspace.p, p.workspace_bytes = hk::attention_forward_workspace_bytes(p);
   const vgpu::ProductInfo& product = *vgpu::find_product(product_name);
   char what[200];
   std::snprintf(what, sizeof what, "attn B=%zu Sq=%d Sk=%d Hq=%d Hkv=%d D=%s %s%s on %s", shape.len_q.size(), a.sq, a.sk,
                 a.hq, a.hkv, a.dims().c_str(), a.dtype.c_str(), causal_text(a).c_str(), product_name.c_str());
-  if (!modelled(product_name, what, attn_flops(shape), product.peak.f16, 0, [&] { return hk::attention_forward(p); }))
+  if (!modelled(product_name, what, attn_flops(shape), fp8 ? product.peak.fp8 : product.peak.f16, 0,
+                [&] { return hk::attention_forward(p); }))
     return 1;
   if (!a.bwd) return 0;
   // The backward: its three launches, charged with flash-attention's count (2.5x the forward's FLOPs).
@@ -711,17 +723,21 @@ int model_attn(const AttnOptions& a, const std::string& product_name) {
 }
 
 int run_attn(const AttnOptions& a) {
-  const hk::scalar_type type = a.dtype == "f16" ? hk::scalar_type::f16 : hk::scalar_type::bf16;
+  const hk::scalar_type type = attn_type(a);
+  const bool fp8 = type == hk::scalar_type::fp8_e4m3;
+  if (fp8 && a.bwd) return std::fprintf(stderr, "--bwd: the FP8 attention is forward-only\n"), 2;
   attn_ref::Shape shape;
   if (!attn_shape(a, shape)) return 2;
   const bool varlen = !a.varlen.empty();
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
-  const hk_host::Format format = device_format(type);  // the host toolkit's model of the element type
-  auto tensor = [&](long rows, int heads, std::vector<float>& host, int dim) {
+  // The host toolkit's model of the element types: of Q, K and V (`in`; fp8 codes of a few units) and of O (`format`).
+  const hk_host::Format in_format = device_format(type), format = device_format(fp8 ? hk::scalar_type::bf16 : type);
+  auto tensor = [&](long rows, int heads, std::vector<float>& host, int dim, bool input = true) {
+    const hk_host::Format& f = input ? in_format : format;
     host.resize(size_t(rows) * heads * dim);
-    for (auto& x : host) x = format.round(u(rng));
-    const std::vector<uint8_t> bytes = format.encode(host);
+    for (auto& x : host) x = f.round(input && fp8 ? 4.f * u(rng) : u(rng));
+    const std::vector<uint8_t> bytes = f.encode(host);
     void* dev = device_alloc(std::max<size_t>(bytes.size(), 2), "a tensor");
     if (!dev) std::exit(1);
     (void)hipMemcpy(dev, bytes.data(), bytes.size(), hipMemcpyHostToDevice);
@@ -730,7 +746,7 @@ int run_attn(const AttnOptions& a) {
   std::vector<float> q, k, v, o_host;
   const long tq = shape.total_q(), tk = shape.total_k();
   void *dq = tensor(tq, a.hq, q, a.d), *dk = tensor(tk, a.hkv, k, a.d), *dv = tensor(tk, a.hkv, v, a.vd()),
-       *dout = tensor(tq, a.hq, o_host, a.vd());
+       *dout = tensor(tq, a.hq, o_host, a.vd(), false);
   float* dlse = nullptr;
   int *cu_q = nullptr, *cu_k = nullptr;
   if (hipMalloc(&dlse, std::max<size_t>(size_t(tq) * a.hq, 1) * 4) != hipSuccess) return 1;
@@ -768,6 +784,35 @@ int run_attn(const AttnOptions& a) {
   } else {
     p.seqlen_q = a.sq, p.seqlen_k = a.sk;
   }
+  // FP8: per (batch, KV head) descales, and the reference's inputs the codes' values times them.
+  float* d_descales = nullptr;
+  if (fp8) {
+    const int nb = int(shape.len_q.size());
+    std::vector<float> ds(3 * size_t(nb) * a.hkv);
+    for (int w = 0; w < 3; ++w)
+      for (int b = 0; b < nb; ++b)
+        for (int h = 0; h < a.hkv; ++h) ds[(size_t(w) * nb + b) * a.hkv + h] = attn_descale(w, b, h);
+    d_descales = static_cast<float*>(device_alloc(ds.size() * 4, "the descales"));
+    if (!d_descales) return 1;
+    (void)hipMemcpy(d_descales, ds.data(), ds.size() * 4, hipMemcpyHostToDevice);
+    p.q_descale = d_descales, p.k_descale = d_descales + nb * a.hkv, p.v_descale = d_descales + 2 * nb * a.hkv;
+    p.descale_per_batch = p.descale_per_head = true;
+  }
+  std::vector<float> q_ref = q, k_ref = k, v_ref = v;
+  if (fp8) {
+    long sq0 = 0, sk0 = 0;
+    for (size_t b = 0; b < shape.len_q.size(); ++b) {
+      auto scale = [&](std::vector<float>& x, int which, long start, long rows, int heads, int dim, int ratio) {
+        for (long r = start; r < start + rows; ++r)
+          for (int h = 0; h < heads; ++h)
+            for (int e = 0; e < dim; ++e) x[(r * heads + h) * dim + e] *= attn_descale(which, int(b), h / ratio);
+      };
+      scale(q_ref, 0, sq0, shape.len_q[b], a.hq, a.d, a.hq / a.hkv);
+      scale(k_ref, 1, sk0, shape.len_k[b], a.hkv, a.d, 1);
+      scale(v_ref, 2, sk0, shape.len_k[b], a.hkv, a.vd(), 1);
+      sq0 += shape.len_q[b], sk0 += shape.len_k[b];
+    }
+  }
   if (auto prof = ext<int (*)(int)>("vgpuSetProfiling")) prof(1);
   hk::Status s = hk::attention_forward(p);
   if (!s) return std::fprintf(stderr, "%s\n", s.message.c_str()), 1;
@@ -779,7 +824,7 @@ int run_attn(const AttnOptions& a) {
   std::vector<float> lse(size_t(tq) * a.hq);
   (void)hipMemcpy(o_bits.data(), dout, o_bits.size() * 2, hipMemcpyDeviceToHost);
   (void)hipMemcpy(lse.data(), dlse, lse.size() * 4, hipMemcpyDeviceToHost);
-  const attn_ref::Result want = attn_ref::forward(shape, q, k, v, type == hk::scalar_type::bf16);
+  const attn_ref::Result want = attn_ref::forward(shape, q_ref, k_ref, v_ref, type != hk::scalar_type::f16);
   size_t bad = 0;
   double worst = 0;  // largest error as a share of its tolerance
   for (size_t i = 0; i < o_bits.size(); ++i) {
@@ -875,7 +920,8 @@ int run_attn(const AttnOptions& a) {
     for (void* x : {d_dout, d_dq, d_dk, d_dv, b.workspace}) (void)hipFree(x);
   }
   for (void* x : {dq, dk, dv, dout, static_cast<void*>(dlse), static_cast<void*>(cu_q), static_cast<void*>(cu_k),
-                  static_cast<void*>(d_sinks), static_cast<void*>(d_dsinks), static_cast<void*>(d_slopes)})
+                  static_cast<void*>(d_sinks), static_cast<void*>(d_dsinks), static_cast<void*>(d_slopes),
+                  static_cast<void*>(d_descales)})
     if (x) (void)hipFree(x);
   return bad || bad_bwd ? 1 : 0;
 }
@@ -897,7 +943,8 @@ CLI::App* add_attn_command(CLI::App& app, AttnOptions& a, std::string& arch) {
   attn->add_flag("--alibi", a.alibi, "ALiBi: -slope(h) |i + Sk - Sq - j| added to the scaled scores, slopes 2^(-8 (h + 1) / Hq)");
   attn->add_option("--dropout", a.dropout, "dropout_p: P's elements dropped with this probability (seed 0x5eed, offset 0)")
       ->check(CLI::Range(0.0, 0.999));
-  attn->add_option("--dtype", a.dtype, "Q, K, V and O element type")->check(CLI::IsMember({"bf16", "f16"}));
+  attn->add_option("--dtype", a.dtype, "Q, K, V and O element type (fp8: Q, K, V in the arch's e4m3 with descales, O bf16; forward only)")
+      ->check(CLI::IsMember({"bf16", "f16", "fp8"}));
   attn->add_option("--varlen", a.varlen, "packed sequences: QLENS[:KLENS], comma-separated");
   attn->add_flag("--bwd", a.bwd, "also the backward (dQ, dK, dV with hk::attention_backward), checked, with each kernel's report");
   std::vector<std::string> arch_names;

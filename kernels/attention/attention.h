@@ -51,7 +51,8 @@ struct AttentionInputs {
   Strides k_strides;
   const void* v = nullptr;
   Strides v_strides;
-  scalar_type type = scalar_type::bf16;          // of Q, K, V and O (the backward: of every tensor but LSE): bf16 or f16
+  scalar_type type = scalar_type::bf16;          // of Q, K, V and O (the backward: of every tensor but LSE): bf16 or f16;
+                                                 // the forward also fp8_e4m3 (AttentionProblem: O bf16)
   float softmax_scale = 0.f;         // > 0; 0 = 1 / sqrt(D)
   float softcap = 0.f;               // > 0: each scaled score x becomes softcap * tanh(x / softcap) (Gemma 2); 0 = off
   const float* sinks = nullptr;      // (Hq) fp32 device array: attention sinks (gpt-oss), or null
@@ -76,11 +77,30 @@ struct AttentionProblem : AttentionInputs {
   void* o = nullptr;
   Strides o_strides;
   float* lse = nullptr;              // may be null: not written
+  // The FP8 forward: type fp8_e4m3 (the arch's e4m3: FNUZ on gfx942, OCP e4m3fn on gfx950; head dims 64 and 128, no
+  // softcap, ALiBi or dropout) takes Q, K and V as codes, each value its code's times the descale, and writes O in
+  // bf16. The descales are fp32 device arrays (null: 1) of one entry, or per (batch, KV head) as flash-attention 3's
+  // (B, Hkv) with descale_per_batch and descale_per_head ((B) or (Hkv) with one of them), the same shape for all
+  // three: q_descale k_descale scales the scores (softmax_scale applies on top; the LSE is that of the scaled true
+  // scores), v_descale the output. Their values are not read by the validation (it stays asynchronous).
+  const float* q_descale = nullptr;
+  const float* k_descale = nullptr;
+  const float* v_descale = nullptr;
+  bool descale_per_batch = false, descale_per_head = false;
+  // The FP8 forward's workspace (V decoded into bf16 before the kernel): at least attention_forward_workspace_bytes(p)
+  // bytes of device memory, 16-byte aligned. Without one the call allocates its own and waits for the stream to
+  // finish before freeing it. Other types need none.
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
 };
 
 // Validates `p` and launches the forward pass on p.stream. Asynchronous like any kernel launch, except that a varlen
-// problem's cu_seqlens are read back for validation first.
+// problem's cu_seqlens are read back for validation first (and an FP8 problem without a workspace waits, see above).
 Status attention_forward(const AttentionProblem& p);
+
+// The workspace the forward needs: 0, or for fp8 2 bytes per element of V (B Sk Hkv DV; for varlen it reads
+// cu_seqlens_k's last entry).
+size_t attention_forward_workspace_bytes(const AttentionProblem& p);
 
 struct AttentionBackwardProblem : AttentionInputs {
   const void* o = nullptr;     // the forward's output

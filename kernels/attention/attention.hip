@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attention_bwd.h"
+#include "attention_fp8.h"
 #include "attention_fwd.h"
 #include "common/checks.h"
 #include "attention_fwd_pingpong.h"
@@ -30,15 +31,19 @@ int value_dim(const AttentionInputs& p) { return p.head_dim_v ? p.head_dim_v : p
 // Sequence lengths are kept below this so that every row index, and a window's reach past it, stays an int.
 constexpr long max_seqlen = 1l << 28;
 
-// One tensor's view for the checks: its name, base, extents (batch, rows, heads, D) and strides.
+// One tensor's view for the checks: its name, base, extents (batch, rows, heads, D), strides and element bytes.
 struct Tensor {
   const char* name;
   const void* data;
   long batch, rows, heads, dim;
   AttentionInputs::Strides s;
+  long elem = 2;
   // Elements from the first to one past the last addressed.
   long span() const { return (batch - 1) * s.batch + (rows - 1) * s.row + (heads - 1) * s.head + dim; }
+  size_t bytes() const { return size_t(span() * elem); }
 };
+
+bool is_fp8(const AttentionInputs& p) { return p.type == scalar_type::fp8_e4m3; }
 
 // The tensor's strides with zeros replaced by those of a contiguous (B, S, H, D) tensor (varlen: (total, H, D)).
 AttentionInputs::Strides resolve(AttentionInputs::Strides s, long rows, long heads, long dim) {
@@ -63,8 +68,14 @@ Status validate(const AttentionInputs& p, const void* o) {
   if (kernels::attn_wide(p.head_dim, value_dim(p)) && (p.softcap > 0.f || p.alibi_slopes || p.dropout_p > 0.f))
     return invalid("softcap, ALiBi and dropout run at head dims 64 and 128 only (got head_dim " +
                    std::to_string(p.head_dim) + "): pass none of them");
-  if (p.type != scalar_type::bf16 && p.type != scalar_type::f16)
-    return invalid(std::string("Q, K, V and O must be bf16 or f16, not ") + to_string(p.type));
+  if (p.type != scalar_type::bf16 && p.type != scalar_type::f16 && !is_fp8(p))
+    return invalid(std::string("Q, K, V and O must be bf16 or f16 (or Q, K and V fp8_e4m3 for the forward), not ") +
+                   to_string(p.type));
+  if (is_fp8(p) && (p.head_dim != value_dim(p) || (p.head_dim != 64 && p.head_dim != 128)))
+    return invalid("the FP8 forward runs head dims 64 and 128 (for Q, K and V alike) only (got " +
+                   std::to_string(p.head_dim) + " and " + std::to_string(value_dim(p)) + ")");
+  if (is_fp8(p) && (p.softcap > 0.f || p.alibi_slopes || p.dropout_p > 0.f))
+    return invalid("softcap, ALiBi and dropout are not supported with fp8 inputs yet: pass none of them");
   if (!p.q || !p.k || !p.v || !o)
     return invalid(std::string("null pointer for ") + (!p.q ? "Q" : !p.k ? "K" : !p.v ? "V" : "O"));
   if (!(std::isfinite(p.softmax_scale) && p.softmax_scale >= 0.f))
@@ -103,9 +114,10 @@ Status check_layout(const Tensor& t, bool written) {
   if (*std::min_element(strides.begin(), strides.end()) < 0)
     return invalid(std::string(t.name) + " strides must not be negative");
   if (reinterpret_cast<uintptr_t>(t.data) % 16) return invalid(std::string(t.name) + " must be 16-byte aligned");
-  const long unit = 8;  // 16 bytes of 16-bit elements
+  const long unit = 16 / t.elem;  // elements of 16 bytes
   if ((t.batch > 1 && t.s.batch % unit) || (t.rows > 1 && t.s.row % unit) || (t.heads > 1 && t.s.head % unit))
-    return invalid(std::string(t.name) + " strides must be multiples of 8 elements (rows start on 16-byte boundaries)");
+    return invalid(std::string(t.name) + " strides must be multiples of " + std::to_string(unit) +
+                   " elements (rows start on 16-byte boundaries)");
   if (written && !checks::Strided<3>{{t.heads, t.rows, t.batch}, {t.s.head, t.s.row, t.s.batch}, t.dim}.rows_disjoint())
     return invalid(std::string(t.name) + " strides make elements overlap");
   return {};
@@ -180,6 +192,7 @@ struct Prepared {
   int longest_q = 0, longest_k = 0;
   bool pingpong = false;
   int fwd_waves = 4;
+  checks::Span spans[4] = {};  // Q, K, V and O as byte ranges (the FP8 forward's workspace overlaps none)
   int bwd_block_keys = 0, bwd_rows = 0, bwd_dq_waves = 4;
   AttentionInputs::Strides resolved(AttentionInputs::Strides s, long rows, long heads, long d) const {
     s = resolve(s, rows, heads, d);
@@ -197,6 +210,8 @@ Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides
       !s)
     return s;
   if (backward && !lse) return invalid("LSE (the forward's log-sum-exp) must be given");
+  if (backward && is_fp8(p))
+    return invalid("the backward runs bf16 and f16 only: fp8 attention is forward-only (train in bf16 or f16)");
   const bool varlen = p.cu_seqlens_q != nullptr;
   // Rows of the tensors as the kernel addresses them: per sequence (padded) or packed totals (varlen).
   r.a.cu_q = p.cu_seqlens_q;
@@ -219,21 +234,23 @@ Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides
   auto strides = [&](AttentionInputs::Strides s, long rows, long heads, long dim) {
     return r.resolved(s, rows, heads, dim);
   };
-  const Tensor tq{"Q", p.q, batch, rows_q, p.heads_q, d, strides(p.q_strides, rows_q, p.heads_q, d)};
-  const Tensor tk{"K", p.k, batch, rows_k, p.heads_kv, d, strides(p.k_strides, rows_k, p.heads_kv, d)};
-  const Tensor tv{"V", p.v, batch, rows_k, p.heads_kv, dv, strides(p.v_strides, rows_k, p.heads_kv, dv)};
+  const long elem = long(size_of(p.type));  // O: bf16 where Q, K and V are fp8
+  const Tensor tq{"Q", p.q, batch, rows_q, p.heads_q, d, strides(p.q_strides, rows_q, p.heads_q, d), elem};
+  const Tensor tk{"K", p.k, batch, rows_k, p.heads_kv, d, strides(p.k_strides, rows_k, p.heads_kv, d), elem};
+  const Tensor tv{"V", p.v, batch, rows_k, p.heads_kv, dv, strides(p.v_strides, rows_k, p.heads_kv, dv), elem};
   const Tensor to{"O", o, batch, rows_q, p.heads_q, dv, strides(o_strides, rows_q, p.heads_q, dv)};
   for (const Tensor* t : {&tq, &tk, &tv, &to})
     if (Status s = check_layout(*t, t == &to && !backward); !s) return s;
   // The kernel reads K and V with buffer loads, whose offsets are 32-bit: one head of one sequence under 2 GiB.
   for (const Tensor* t : {&tk, &tv})
-    if (longest_k > 0 && ((longest_k - 1) * t->s.row + t->dim) * 2 >= (1l << 31))
+    if (longest_k > 0 && ((longest_k - 1) * t->s.row + t->dim) * t->elem >= (1l << 31))
       return invalid(std::string(t->name) + ": one head of one sequence must span less than 2 GiB");
   if (lse && reinterpret_cast<uintptr_t>(lse) % alignof(float)) return invalid("LSE must be 4-byte aligned");
   // Every tensor inside one allocation (empty ones address nothing).
   for (const Tensor* t : {&tq, &tk, &tv, &to})
-    if (t->rows > 0 && !api::inside_allocation(t->data, size_t(t->span()) * 2))
+    if (t->rows > 0 && !api::inside_allocation(t->data, t->bytes()))
       return invalid(std::string(t->name) + " does not lie inside one device allocation");
+  for (int i = 0; const Tensor* t : {&tq, &tk, &tv, &to}) r.spans[i++] = {t->data, t->rows > 0 ? t->bytes() : 0, t->name};
   if (p.sinks && (reinterpret_cast<uintptr_t>(p.sinks) % alignof(float) ||
                   !api::inside_allocation(p.sinks, size_t(p.heads_q) * sizeof(float))))
     return invalid("sinks must be heads_q 4-byte aligned fp32 values inside one device allocation");
@@ -254,6 +271,9 @@ Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides
   a.k_bs = tk.s.batch, a.k_rs = tk.s.row, a.k_hs = tk.s.head;
   a.v_bs = tv.s.batch, a.v_rs = tv.s.row, a.v_hs = tv.s.head;
   a.o_bs = to.s.batch, a.o_rs = to.s.row, a.o_hs = to.s.head;
+  if (is_fp8(p)) {  // Q and K as bf16 pairs (attn_qk_t): strides in 2-byte units (even where they matter: check_layout)
+    for (long* x : {&a.q_bs, &a.q_rs, &a.q_hs, &a.k_bs, &a.k_rs, &a.k_hs}) *x /= 2;
+  }
   a.lse_bs = long(p.heads_q) * rows_q, a.lse_hs = rows_q;  // (B, Hq, Sq), or (Hq, total_q) for varlen
   a.cu_q = p.cu_seqlens_q, a.cu_k = p.cu_seqlens_k, a.sinks = p.sinks;
   a.alibi = p.alibi_slopes, a.alibi_bs = p.alibi_batch_stride;
@@ -263,6 +283,7 @@ Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides
   a.q_tiles = (longest_q + rows - 1) / rows;
   const float scale = p.softmax_scale > 0.f ? p.softmax_scale : 1.f / std::sqrt(float(p.head_dim));
   a.scale = scale, a.scale_log2 = float(double(scale) * 1.4426950408889634);
+  a.o_scale = 1.f;
   if (p.softcap > 0.f) {
     const double cap = p.softcap, log2e = 1.4426950408889634;
     a.cap = {float(cap / scale), float(2 * log2e * scale / cap), float(1 / (cap * log2e))};
@@ -279,16 +300,74 @@ Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides
 
 }  // namespace
 
-Status attention_forward(const AttentionProblem& p) {
-  entry = "hk::attention_forward";
+namespace {
+
+// The descales' entries: one, B, Hkv or B x Hkv.
+size_t descale_entries(const AttentionProblem& p) {
+  return size_t(p.descale_per_batch ? p.batch : 1) * size_t(p.descale_per_head ? p.heads_kv : 1);
+}
+
+Status check_descales(const AttentionProblem& p) {
+  const size_t n = descale_entries(p);
+  for (auto [name, ptr] : {std::pair{"q_descale", p.q_descale}, {"k_descale", p.k_descale}, {"v_descale", p.v_descale}}) {
+    if (!ptr) continue;
+    if (!is_fp8(p))
+      return invalid(std::string("q_descale, k_descale and v_descale apply to fp8 inputs only, not ") + to_string(p.type));
+    if (reinterpret_cast<uintptr_t>(ptr) % alignof(float) || !api::inside_allocation(ptr, n * sizeof(float)))
+      return invalid(std::string(name) + " must be " + std::to_string(n) +
+                     " 4-byte aligned fp32 values inside one device allocation (1, B, Hkv or B x Hkv entries as "
+                     "descale_per_batch and descale_per_head say)");
+  }
+  return {};
+}
+
+// V's elements as the kernels address them (varlen: the packed rows).
+size_t value_elems(const AttentionProblem& p, long batch, long rows_k) {
+  return size_t(std::max(0l, batch * rows_k)) * size_t(std::max(0, p.heads_kv)) * size_t(std::max(0, value_dim(p)));
+}
+
+// The forward with the problem's workspace (FP8), or `own` when it has none (needs_workspace: one is needed).
+Status forward(const AttentionProblem& p, void* own, bool& needs_workspace) {
+  if (Status s = check_descales(p); !s) return s;
   Prepared r;
   if (Status s = prepare(p, p.o, p.o_strides, p.lse, false, r); !s) return s;
-  const kernels::AttnArgs& a = r.a;
+  kernels::AttnArgs a = r.a;
   const long blocks = long(p.batch) * p.heads_q * a.q_tiles;
   if (blocks == 0) return {};  // every query sequence is empty: nothing to compute
   if (blocks >= (1l << 31)) return invalid("too many query tiles for one launch (batch * heads_q * tiles >= 2^31)");
+  kernels::AttnFp8VArgs dec{};
+  if (is_fp8(p)) {
+    a.q_descale = p.q_descale, a.k_descale = p.k_descale, a.v_descale = p.v_descale;
+    a.descale_bs = p.descale_per_batch ? (p.descale_per_head ? p.heads_kv : 1) : 0;
+    a.descale_hs = p.descale_per_head ? 1 : 0;
+    // V decoded into the workspace, contiguous (batch, rows_k, Hkv, DV), which the kernel reads as V.
+    const long dv = value_dim(p);
+    const size_t bytes = value_elems(p, r.batch, r.rows_k) * sizeof(bf16);
+    void* ws = p.workspace;
+    if (ws) {
+      if (p.workspace_bytes < bytes)
+        return invalid("the workspace holds " + std::to_string(p.workspace_bytes) + " bytes, the problem needs " +
+                       std::to_string(bytes) + " (attention_forward_workspace_bytes)");
+      if (reinterpret_cast<uintptr_t>(ws) % 16) return invalid("the workspace must be 16-byte aligned");
+      if (bytes && !api::inside_allocation(ws, bytes)) return invalid("the workspace does not lie inside one device allocation");
+      const long lse_bytes = p.lse ? r.batch * p.heads_q * r.rows_q * long(sizeof(float)) : 0;
+      const checks::Span outs[] = {{ws, bytes, "the workspace"}};
+      const checks::Span ins[] = {r.spans[0], r.spans[1], r.spans[2], r.spans[3], {p.lse, size_t(lse_bytes), "LSE"}};
+      if (std::string clash = checks::first_overlap(outs, ins); !clash.empty()) return invalid(clash);
+    } else if (bytes) {
+      if (!own) return needs_workspace = true, Status{};
+      ws = own;
+    }
+    dec = {static_cast<const uint8_t*>(p.v), a.v_bs, a.v_rs, a.v_hs, static_cast<bf16*>(ws), r.batch, r.rows_k, p.heads_kv, int(dv)};
+    a.v = ws, a.v_hs = dv, a.v_rs = p.heads_kv * dv, a.v_bs = r.rows_k * p.heads_kv * dv;
+  }
   (void)hipGetLastError();  // launch errors below are ours alone
-  dispatch(p, [&](auto t, auto dims, auto v) {
+  if (dec.out) {
+    const long chunks = long(value_elems(p, r.batch, r.rows_k) / 8);
+    const long grid = std::min<long>((chunks + kernels::attn_fp8_v_threads - 1) / kernels::attn_fp8_v_threads, 1l << 16);
+    if (grid > 0) hipLaunchKernelGGL(kernels::attention_fp8_decode_v<>, dim3(grid), dim3(kernels::attn_fp8_v_threads), 0, p.stream, dec);
+  }
+  auto launch = [&](auto t, auto dims, auto v) {
     using T = decltype(t);
     constexpr int D = decltype(dims)::value.d, DV = decltype(dims)::value.dv;
     constexpr kernels::AttnVariant V = decltype(v)::value;
@@ -299,9 +378,46 @@ Status attention_forward(const AttentionProblem& p) {
       }
     }
     hipLaunchKernelGGL((kernels::attention_fwd<T, D, V, DV>), dim3(blocks), dim3(64 * r.fwd_waves), 0, p.stream, a);
-  });
+  };
+  if (is_fp8(p)) {  // the plain variant at D = 64 and 128 (validate)
+    using kernels::AttnDims;
+    constexpr std::integral_constant<kernels::AttnVariant, kernels::AttnVariant{}> plain;
+    if (p.head_dim == 64) launch(fp8e4m3{}, std::integral_constant<AttnDims, AttnDims{64, 64}>{}, plain);
+    else launch(fp8e4m3{}, std::integral_constant<AttnDims, AttnDims{128, 128}>{}, plain);
+  } else {
+    dispatch(p, launch);
+  }
   if (hipError_t e = hipGetLastError(); e != hipSuccess) return error(e, std::string("launch failed: ") + hipGetErrorString(e));
   return {};
+}
+
+}  // namespace
+
+Status attention_forward(const AttentionProblem& p) {
+  entry = "hk::attention_forward";
+  bool needs_workspace = false;
+  if (Status s = forward(p, nullptr, needs_workspace); !s || !needs_workspace) return s;
+  // An FP8 problem without a workspace: one of our own for this call, freed once the stream has run the kernels.
+  const size_t bytes = attention_forward_workspace_bytes(p);
+  void* own = nullptr;
+  if (hipError_t e = hipMalloc(&own, bytes); e != hipSuccess)
+    return error(e, "allocating the " + std::to_string(bytes) + "-byte workspace: " + hipGetErrorString(e));
+  Status s = forward(p, own, needs_workspace);
+  if (s) {
+    if (hipError_t e = hipStreamSynchronize(p.stream); e != hipSuccess) s = error(e, std::string("running: ") + hipGetErrorString(e));
+  }
+  (void)hipFree(own);
+  return s;
+}
+
+size_t attention_forward_workspace_bytes(const AttentionProblem& p) {
+  if (!is_fp8(p)) return 0;
+  long batch = p.batch, rows = p.seqlen_k;
+  if (p.cu_seqlens_k && p.batch > 0) {
+    int total = 0;
+    batch = 1, rows = hipMemcpy(&total, p.cu_seqlens_k + p.batch, sizeof(int), hipMemcpyDeviceToHost) == hipSuccess ? total : 0;
+  }
+  return value_elems(p, batch, rows) * sizeof(bf16);
 }
 
 namespace {

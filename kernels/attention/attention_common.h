@@ -15,6 +15,7 @@
 
 #include "hk/hk.h"
 #include "attention_p.h"  // hk/ops/acc_order.h and P^T's conversion
+#include "attention_fp8.h"  // the FP8 forward's element types, S^T's fp8 MFMA, the descales
 #include "hk/ops/async.h"
 #include "hk/ops/philox.h"
 
@@ -55,6 +56,11 @@ struct AttnArgs {
       return fmaf(-th, th, 1.f);
     }
   } cap;
+  // FP8 (fp8e4m3 Q and K): Q's and K's strides above in 2-byte units (attn_qk_t); the descales of (b, kv head h) at b * descale_bs + h * descale_hs (null: 1); the kernels
+  // fold q_descale * k_descale into scale_log2 and v_descale into O (attn_descale).
+  const float *q_descale, *k_descale, *v_descale;
+  long descale_bs, descale_hs;
+  float o_scale;  // O's factor beyond 1 / l: v_descale, set by attn_descale (the host passes 1)
   struct Dropout {  // AttnVariant::dropout: hk's dropout stream (ops/philox.h), stream offset + b Hq + h
     uint32_t seed_lo, seed_hi, offset_lo, offset_hi;
     uint32_t threshold;  // an element is kept when its 16 bits are >= threshold (dropout_threshold(p))
@@ -286,9 +292,12 @@ __device__ inline gl<T, 1, 1, runtime_dim, D> head_view(const void* base, long b
 // and O of DV), and the KV tiles of BK keys any of its queries sees (queries past the sequence's end do not count).
 template <class T, int D, int DV = D>
 struct AttnView {
+  using TV = attn_value_t<T>;
+  using TQ = attn_qk_t<T>;
+  static constexpr int DQ = attn_qk_cols<T>(D);
   AttnBlock blk;
-  gl<T, 1, 1, runtime_dim, D> q, k;
-  gl<T, 1, 1, runtime_dim, DV> v, o;
+  gl<TQ, 1, 1, runtime_dim, DQ> q, k;
+  gl<TV, 1, 1, runtime_dim, DV> v, o;
   long off, first_row;     // Sk - Sq: the causal diagonal's offset; the tile's first query
   int kt_begin, kt_end;    // KV tiles [kt_begin, kt_end)
   bool empty;              // the tile lies past the end of its sequence (varlen): nothing to do
@@ -297,10 +306,10 @@ struct AttnView {
 
   __device__ AttnView(const AttnArgs& p, int rows, int BK = AttnTiles::keys)
       : blk(p),
-        q(head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, p.cu_q != nullptr, blk.q_start, blk.h, blk.sq)),
-        k(head_view<T, D>(p.k, p.k_bs, p.k_rs, p.k_hs, blk.b, p.cu_q != nullptr, blk.k_start, blk.h_kv, blk.sk)),
-        v(head_view<T, DV>(p.v, p.v_bs, p.v_rs, p.v_hs, blk.b, p.cu_q != nullptr, blk.k_start, blk.h_kv, blk.sk)),
-        o(head_view<T, DV>(p.o, p.o_bs, p.o_rs, p.o_hs, blk.b, p.cu_q != nullptr, blk.q_start, blk.h, blk.sq)) {
+        q(head_view<TQ, DQ>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, p.cu_q != nullptr, blk.q_start, blk.h, blk.sq)),
+        k(head_view<TQ, DQ>(p.k, p.k_bs, p.k_rs, p.k_hs, blk.b, p.cu_q != nullptr, blk.k_start, blk.h_kv, blk.sk)),
+        v(head_view<TV, DV>(p.v, p.v_bs, p.v_rs, p.v_hs, blk.b, p.cu_q != nullptr, blk.k_start, blk.h_kv, blk.sk)),
+        o(head_view<TV, DV>(p.o, p.o_bs, p.o_rs, p.o_hs, blk.b, p.cu_q != nullptr, blk.q_start, blk.h, blk.sq)) {
     off = long(blk.sk) - blk.sq, first_row = long(blk.tile) * rows;
     empty = first_row >= blk.sq;
     const long last_row = std::min<long>(first_row + rows, blk.sq) - 1;
@@ -353,11 +362,14 @@ struct AttnWave {
   static constexpr AttnVariant variant = V;
   using shape = S;
   using cols_vec = rv<float, WQ, vec_align::cols, S>;
-  using k_tile = rt<T, BK, D, layout::row, S>;
-  using v_tile = rt<T, BK, DV, layout::col, S>;  // acc order (load_acc_order)
-  using p_tile = rt<T, BK, WQ, layout::col, S>;
+  using TV = attn_value_t<T>;  // of V, P and O (bf16 where T is fp8)
+  using TQ = attn_qk_t<T>;     // of Q and K as they move (fp8 codes in bf16 pairs, D / 2 columns)
+  static constexpr int DQ = attn_qk_cols<T>(D);
+  using k_tile = rt<TQ, BK, DQ, layout::row, S>;
+  using v_tile = rt<TV, BK, DV, layout::col, S>;  // acc order (load_acc_order)
+  using p_tile = rt<TV, BK, WQ, layout::col, S>;
   using s_tile = rt_acc<BK, WQ, S>;  // keys x queries
-  rt<T, WQ, D, layout::row, S> q;
+  rt<TQ, WQ, DQ, layout::row, S> q;
   cols_vec m, l, alpha;
   bool stale = false;  // alpha is not all ones: O^T needs rescaling (the same for the whole wave)
   rt_acc<DV, WQ, S> ot;
@@ -377,7 +389,8 @@ struct AttnWave {
   // S^T = K Q^T for one KV tile.
   __device__ void qk(s_tile& s, const k_tile& k) const {
     zero(s);
-    mma_ABt(s, k, q, s);
+    if constexpr (fp8_input<T>) attn_mma_fp8_ABt<T>(s, k, q);
+    else mma_ABt(s, k, q, s);
   }
 
   // ALiBi's bias of S^T (keys kt * BK ...), on every tile; before or after the masks (a hidden -inf stays -inf).
@@ -433,7 +446,7 @@ struct AttnWave {
 
   // O^T += V^T P^T (V read in acc order, used transposed: the same registers).
   __device__ void accumulate(const p_tile& pt, const v_tile& vc) {
-    rt<T, DV, BK, layout::row, S> vt;
+    rt<TV, DV, BK, layout::row, S> vt;
     transpose(vt, vc);
     mma_AB(ot, vt, pt, ot);
   }
@@ -462,6 +475,7 @@ struct AttnWave {
         },
         l, m, inv, lse);
     if constexpr (V.dropout) vec_apply([k = p.drop.scale](float& ii) { ii *= k; }, inv);  // O's 1 / (1 - p), not LSE's
+    if constexpr (fp8_input<T>) vec_apply([k = p.o_scale](float& ii) { ii *= k; }, inv);  // v_descale
     mul_col(ot, inv);
     rt<float, WQ, DV, layout::row, S> o;
     transpose(o, ot);  // the same registers

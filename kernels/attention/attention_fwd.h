@@ -50,59 +50,62 @@ inline constexpr int attn_fwd_waves = attn_waves(arch::current::lds_bytes, arch:
 template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
 __global__ __launch_bounds__((64 * attn_fwd_waves<D, DV>))
 __attribute__((amdgpu_waves_per_eu(attn_fwd_simd_waves(arch::current::lds_read_transpose, D, DV)))) void attention_fwd(AttnArgs p) {
-  // Keys of a tile, and of a wave's step: a wide head's tile in halves without transposing LDS reads (gfx942), whose
-  // acc-order reads of V hold an element a register before packing (32 keys at D = 256: 83 VGPRs spilled).
-  constexpr bool tr = arch::current::lds_read_transpose;
-  constexpr int BK = attn_fwd_keys(tr, D, DV), WK = attn_wide(D, DV) ? attn_tile_keys(D, DV) / (tr ? 1 : 2) : BK;
-  using W = AttnWave<T, D, mfma16, V, WK, DV>;
-  using G = group<attn_fwd_waves<D, DV>>;
-  constexpr int rows = G::waves * AttnTiles::wave_rows;  // queries per workgroup
-  __shared__ st<T, BK, D> sk[2];  // two stages of K and V
-  __shared__ st<T, BK, DV> sv[2];
+  if constexpr (attn_qk_fits<T, mfma16, D>) {  // (fp8: the instances the host launches)
+    // Keys of a tile, and of a wave's step: a wide head's tile in halves without transposing LDS reads (gfx942), whose
+    // acc-order reads of V hold an element a register before packing (32 keys at D = 256: 83 VGPRs spilled).
+    constexpr bool tr = arch::current::lds_read_transpose;
+    constexpr int BK = attn_fwd_keys(tr, D, DV), WK = attn_wide(D, DV) ? attn_tile_keys(D, DV) / (tr ? 1 : 2) : BK;
+    using W = AttnWave<T, D, mfma16, V, WK, DV>;
+    using G = group<attn_fwd_waves<D, DV>>;
+    constexpr int rows = G::waves * AttnTiles::wave_rows;  // queries per workgroup
+    __shared__ st<attn_qk_t<T>, BK, attn_qk_cols<T>(D)> sk[2];  // two stages of K and V
+    __shared__ st<attn_value_t<T>, BK, DV> sv[2];
 
-  const AttnView<T, D, DV> view(p, rows, BK);
-  if (view.empty) return;  // past the end of a shorter sequence (varlen)
-  const int kt_begin = view.kt_begin, kt_end = view.kt_end;
-  // Tile kt's K and V into stage `stage`, zeros past the last key.
-  const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
-  auto fill = [&](int kt, int stage) __attribute__((always_inline)) {
-    load_async<G>(sk[stage], view.k, {0, 0, kt, 0}, dma_wave);
-    load_async<G>(sv[stage], view.v, {0, 0, kt, 0}, dma_wave);
-  };
-  if (kt_begin < kt_end) fill(kt_begin, 0);
-  W me(view, G::wave() * AttnTiles::wave_rows);
-  load_bounded(me.q, view.q, {0, 0, me.row_tile, 0});  // waited for with tile kt_begin
+    const AttnView<T, D, DV> view(p, rows, BK);
+    if (view.empty) return;  // past the end of a shorter sequence (varlen)
+    attn_descale<T>(p, view.blk);
+    const int kt_begin = view.kt_begin, kt_end = view.kt_end;
+    // Tile kt's K and V into stage `stage`, zeros past the last key.
+    const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
+    auto fill = [&](int kt, int stage) __attribute__((always_inline)) {
+      load_async<G>(sk[stage], view.k, {0, 0, kt, 0}, dma_wave);
+      load_async<G>(sv[stage], view.v, {0, 0, kt, 0}, dma_wave);
+    };
+    if (kt_begin < kt_end) fill(kt_begin, 0);
+    W me(view, G::wave() * AttnTiles::wave_rows);
+    load_bounded(me.q, view.q, {0, 0, me.row_tile, 0});  // waited for with tile kt_begin
 
-  // One KV tile in stage `stage_of` (0 or 1; a compile-time constant where the loop below takes the tiles in pairs, so
-  // that every LDS address is a register fixed for the kernel plus an immediate offset).
-  auto step = [&](int kt, auto stage_of) __attribute__((always_inline)) {
-    const int stage = int(stage_of);
-    wait_vmcnt<0>();
-    barrier();  // tile kt is in; every wave is done with the other stage
-    if (kt + 1 < kt_end) fill(kt + 1, stage ^ 1);
-#pragma unroll
-    for (int h = 0; h < BK / WK; ++h) {
-      typename W::k_tile k;
-      load(k, sk[stage], {0, 0, h, 0});
-      const auto pt = me.scores(view, p, kt * (BK / WK) + h, k);
-      typename W::v_tile vc;
-      load_acc_order(vc, sv[stage], {0, 0, h, 0});
-      me.accumulate(pt, vc);
+    // One KV tile in stage `stage_of` (0 or 1; a compile-time constant where the loop below takes the tiles in pairs, so
+    // that every LDS address is a register fixed for the kernel plus an immediate offset).
+    auto step = [&](int kt, auto stage_of) __attribute__((always_inline)) {
+      const int stage = int(stage_of);
+      wait_vmcnt<0>();
+      barrier();  // tile kt is in; every wave is done with the other stage
+      if (kt + 1 < kt_end) fill(kt + 1, stage ^ 1);
+  #pragma unroll
+      for (int h = 0; h < BK / WK; ++h) {
+        typename W::k_tile k;
+        load(k, sk[stage], {0, 0, h, 0});
+        const auto pt = me.scores(view, p, kt * (BK / WK) + h, k);
+        typename W::v_tile vc;
+        load_acc_order(vc, sv[stage], {0, 0, h, 0});
+        me.accumulate(pt, vc);
+      }
+    };
+    // Pairs of tiles, each with its stage fixed: the addresses cost registers (gfx950 D = 128: 150 -> 196 VGPRs), which
+    // the 256 of two waves per SIMD have room for.
+    // Where a wave's step is half a tile (wide heads on gfx942) the registers have no such room: one tile a step, the
+    // stage a runtime index.
+    if constexpr (WK < BK) {
+      for (int kt = kt_begin; kt < kt_end; ++kt) step(kt, (kt - kt_begin) & 1);
+    } else {
+      for (int kt = kt_begin; kt < kt_end; kt += 2) {
+        step(kt, std::integral_constant<int, 0>{});
+        if (kt + 1 < kt_end) step(kt + 1, std::integral_constant<int, 1>{});
+      }
     }
-  };
-  // Pairs of tiles, each with its stage fixed: the addresses cost registers (gfx950 D = 128: 150 -> 196 VGPRs), which
-  // the 256 of two waves per SIMD have room for.
-  // Where a wave's step is half a tile (wide heads on gfx942) the registers have no such room: one tile a step, the
-  // stage a runtime index.
-  if constexpr (WK < BK) {
-    for (int kt = kt_begin; kt < kt_end; ++kt) step(kt, (kt - kt_begin) & 1);
-  } else {
-    for (int kt = kt_begin; kt < kt_end; kt += 2) {
-      step(kt, std::integral_constant<int, 0>{});
-      if (kt + 1 < kt_end) step(kt + 1, std::integral_constant<int, 1>{});
-    }
+    me.finish(view, p);
   }
-  me.finish(view, p);
 }
 
 }  // namespace hk::kernels

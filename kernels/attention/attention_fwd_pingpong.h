@@ -31,6 +31,11 @@
 // softmax leaves m and l as they are (one copy of the step: a separate last step kept registers across the loop and
 // spilled). Q goes from global memory straight into registers, so the LDS holds only the four stages (64 KiB at D =
 // 128).
+//
+// FP8 (T = fp8e4m3, attention_fp8.h): Q and K move as bf16 pairs (a K stage is a bf16 tile of D / 2 columns, the
+// same swizzle and reads), S^T = K Q^T takes the fp8 MFMA (2 of the phase's 10 MFMAs at D = 128 on gfx950, where
+// bf16 takes 8 of 16), and V, decoded to bf16 before the kernel, keeps P V in bf16: the same schedule with fewer
+// MFMAs to hide the softmax's vector work under (MI355X GQA D128 N8192: 1675 TFLOP/s, bf16 1455).
 #pragma once
 #include "attention_common.h"
 
@@ -51,17 +56,21 @@ inline constexpr bool attn_pingpong_fits = attn_pingpong_runs(arch::current::lds
 
 template <class T, int D, AttnVariant V = AttnVariant{}>
 __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void attention_fwd_pingpong(AttnArgs p) {
-  if constexpr (attn_pingpong_fits<D>) {  // the host launches it only where it fits
+  if constexpr (attn_pingpong_fits<D> && attn_qk_fits<T, AttnPingpongShape, D>) {  // the host launches it only where it fits
     using Half = group<4>;
     using W = AttnWave<T, D, AttnPingpongShape, V, AttnTiles::keys / 2>;  // a phase takes half a tile
     constexpr int BK = AttnTiles::keys;
-    using KV = st<T, BK, D>;
-    __shared__ KV sk[2], sv[2];
-    static_assert(KV::swizzle(32) == 0 && KV::swizzle(64) == 0 && sizeof(KV) == BK * D * sizeof(T),
+    using KT = st<attn_qk_t<T>, BK, attn_qk_cols<T>(D)>;  // (fp8 codes in bf16 pairs)
+    using VT = st<attn_value_t<T>, BK, D>;  // (bf16 where Q and K are fp8)
+    __shared__ KT sk[2];
+    __shared__ VT sv[2];
+    static_assert(KT::swizzle(32) == 0 && KT::swizzle(64) == 0 && sizeof(KT) == BK * D * sizeof(T) &&
+                      VT::swizzle(32) == 0 && VT::swizzle(64) == 0 && sizeof(VT) == BK * D * sizeof(typename VT::dtype),
                   "stage 1 is read as rows 64.. of stage 0");
 
     const AttnView<T, D> view(p, attn_pingpong_rows);
     if (view.empty) return;  // past the end of a shorter sequence (varlen)
+    attn_descale<T>(p, view.blk);
     // Scalar (the compiler cannot tell): the loop's tests stay off the VALU, which the other group's softmax keeps busy.
     const int kb = __builtin_amdgcn_readfirstlane(view.kt_begin), ke = __builtin_amdgcn_readfirstlane(view.kt_end);
     const int wave = __builtin_amdgcn_readfirstlane(wave_id()), grp = wave / 4;  // scalar: so is all that follows
@@ -69,7 +78,7 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
     const async_wave<Half> dma_wave;
     // The row stride passes through an empty asm at each fill, so the loads' per-lane offsets (r_lane * stride) are
     // computed there (three VALU in a memory phase) instead of held in registers across the loop (they spilled).
-    auto fill = [&](KV& st, auto g, int kt) __attribute__((always_inline)) {
+    auto fill = [&](auto& st, auto g, int kt) __attribute__((always_inline)) {
       asm volatile("" : "+s"(g.stride_));
       load_async<Half>(st, g, {0, 0, kt, 0}, dma_wave);
     };
@@ -90,7 +99,9 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
     // The running max in the memory phase, unless a variant's vector work on every score (ALiBi's bias, softcap's
     // tanh) must come before it: that work held off the memory phase's end.
     constexpr bool early = !V.alibi && !V.softcap;
-    constexpr int mfmas = 2 * (W::BK / 32) * D / (2 * arch::mfma32_elems);  // of a phase: both products of a half
+    // Of a phase: both products of a half (S^T's K: the fp8 MFMA's for fp8 Q and K, twice the 16-bit one's).
+    constexpr int k16 = 2 * arch::mfma32_elems, k_qk = fp8_input<T> ? 2 * arch::fp8_elems32 : k16;
+    constexpr int mfmas = (W::BK / 32) * (D / k_qk + D / k16);
     // Phase h (0 or 1) of step j: has_cur when tile j exists (its O^T update, the softmax of its second half), has_next
     // when tile j+1 does (its scores, the softmax of its first half).
     auto phase = [&](int j, auto h_of, auto has_cur, auto has_next) __attribute__((always_inline)) {

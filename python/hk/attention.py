@@ -10,6 +10,12 @@ probability p and the kept ones are scaled by 1 / (1 - p) in P V (the LSE takes 
 dropout stream (Philox4x32-10, include/hk/ops/philox.h) keyed by a seed and an offset that each call draws from
 torch's default (CPU) generator, as flash-attention draws its Philox seed and offset from torch's: torch.manual_seed
 reproduces a run. The backward regenerates the same mask from the seed and offset saved with the forward.
+
+FP8 (forward only, as flash-attention 3's): q, k and v in the device's e4m3 (torch.float8_e4m3fnuz on gfx942,
+torch.float8_e4m3fn on gfx950), head dims 64 and 128, with q_descale, k_descale, v_descale (fp32, one element or
+(B, Hkv), None for 1): each value is its code's times the descale of its sequence and KV head. The output is bf16 and
+the LSE that of the true scaled scores. Q K^T runs on the fp8 MFMA (descales folded into the softmax's scale), P V in
+bf16 (V decoded exactly into a bf16 workspace first; v_descale scales O). Not with softcap, alibi_slopes or dropout.
 """
 from typing import Optional
 
@@ -18,6 +24,16 @@ import torch
 from . import _C, _runtime as rt
 
 _TYPES = (torch.bfloat16, torch.float16)
+# The device's e4m3 (hk's fp8_e4m3): FNUZ on gfx942, OCP on gfx950.
+_FP8_TYPES = {"gfx942": torch.float8_e4m3fnuz, "gfx950": torch.float8_e4m3fn}
+
+
+def _fp8_type():
+    return _FP8_TYPES[rt.device_arch()]
+
+
+def _is_fp8(dtype):
+    return dtype in (torch.float8_e4m3fnuz, torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e5m2fnuz)
 
 
 def _strides(t, varlen):
@@ -28,12 +44,14 @@ def _strides(t, varlen):
 
 
 def _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left, window_right,
-             scale, softcap, sinks, alibi_slopes, dropout_p, seed, offset):
+             scale, softcap, sinks, alibi_slopes, dropout_p, seed, offset, descales=None):
+    """hk::attention_forward; `descales` (q's, k's, v's, each (B, Hkv) fp32 contiguous): the FP8 forward."""
     varlen = cu_seqlens_q is not None
     entry = "attention_varlen" if varlen else "attention"
-    ty = rt.scalar_type(entry, "q", q.dtype, _TYPES)
+    fp8 = descales is not None
+    ty = _C.scalar_type.fp8_e4m3 if fp8 else rt.scalar_type(entry, "q", q.dtype, _TYPES)
     q, k, v = (rt.unit_stride_last(t) for t in (q, k, v))
-    out = torch.empty(q.shape[:-1] + v.shape[-1:], dtype=q.dtype, device=q.device)
+    out = torch.empty(q.shape[:-1] + v.shape[-1:], dtype=torch.bfloat16 if fp8 else q.dtype, device=q.device)
     p = _C.AttentionProblem()
     if varlen:
         p.batch = cu_seqlens_q.shape[0] - 1
@@ -49,8 +67,15 @@ def _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, ca
     p.alibi_batch_stride = _alibi_stride(alibi_slopes)
     p.window_left, p.window_right = window_left, window_right
     _set_dropout(p, dropout_p, seed, offset)
+    workspace = None
+    if fp8:  # V decoded into bf16 (v's elements as the kernel addresses them: (B, Sk, Hkv, DV) or packed)
+        workspace = torch.empty(v.shape, dtype=torch.bfloat16, device=v.device)
+        p.workspace_bytes = workspace.numel() * 2
+        p.descale_per_batch = p.descale_per_head = True
+    q_ds, k_ds, v_ds = descales if fp8 else (None, None, None)
     tensors = rt.bind(p, q=q, k=k, v=v, o=out, lse=lse, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
-                      sinks=sinks, alibi_slopes=alibi_slopes)
+                      sinks=sinks, alibi_slopes=alibi_slopes, q_descale=q_ds, k_descale=k_ds, v_descale=v_ds,
+                      workspace=workspace)
     if q.numel() > 0:
         rt.launch(_C.attention_forward, p, tensors)
     return out, lse
@@ -85,6 +110,65 @@ def _attention_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seql
 def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left, window_right, scale,
       softcap, sinks, alibi_slopes, dropout_p, seed, offset):
     return q.new_empty(q.shape[:-1] + v.shape[-1:]), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
+
+
+@torch.library.custom_op("hk::attention_fp8", mutates_args=())
+def _attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_descale: torch.Tensor, k_descale: torch.Tensor,
+                   v_descale: torch.Tensor, cu_seqlens_q: Optional[torch.Tensor], cu_seqlens_k: Optional[torch.Tensor],
+                   max_seqlen_q: int, max_seqlen_k: int, causal: bool, window_left: int, window_right: int,
+                   scale: float, sinks: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    return _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left, window_right,
+                    scale, 0.0, sinks, None, 0.0, 0, 0, descales=(q_descale, k_descale, v_descale))
+
+
+@_attention_fp8.register_fake
+def _(q, k, v, q_descale, k_descale, v_descale, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
+      window_left, window_right, scale, sinks):
+    lse = (q.shape[1], q.shape[0]) if cu_seqlens_q is not None else (q.shape[0], q.shape[2], q.shape[1])
+    return (q.new_empty(q.shape[:-1] + v.shape[-1:], dtype=torch.bfloat16), q.new_empty(lse, dtype=torch.float32))
+
+
+def _fp8_backward(ctx, grad_out, grad_lse):
+    raise NotImplementedError("hk.attention: the FP8 attention is forward-only and has no gradient (train in bf16 or "
+                              "f16)")
+
+
+_attention_fp8.register_autograd(_fp8_backward)
+
+
+def _descales(entry, descales, batch, heads_kv):
+    """q_descale, k_descale, v_descale (None: 1; one element, or (B, Hkv)) as the kernel takes them: (B, Hkv) fp32,
+    contiguous."""
+    out = []
+    for name, d in zip(("q_descale", "k_descale", "v_descale"), descales):
+        if d is None:
+            out.append(torch.ones((batch, heads_kv), dtype=torch.float32, device=rt.DEVICE_TYPE))
+            continue
+        rt.check_tensor(entry, name, d)
+        if not d.is_floating_point() or _is_fp8(d.dtype) or (d.numel() != 1 and tuple(d.shape) != (batch, heads_kv)):
+            raise ValueError(f"hk.{entry}: {name} must be a float tensor of one element or of shape ({batch}, "
+                             f"{heads_kv}) (batch, KV heads), got {tuple(d.shape)} {d.dtype}")
+        out.append(d.to(torch.float32).reshape(-1).expand(batch * heads_kv).reshape(batch, heads_kv).contiguous())
+    return out
+
+
+def _fp8_call(entry, q, k, v, varlen, causal, wl, wr, scale, softcap, sinks, alibi_slopes, dropout_p, descales):
+    """The FP8 forward (q, k, v fp8): checks and hk::attention_fp8. `varlen`: (cu_q, cu_k, max_q, max_k) or None."""
+    fp8 = _fp8_type()
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.dtype != fp8:
+            raise ValueError(f"hk.{entry}: {name} is {str(t.dtype).replace('torch.', '')}, but this device's e4m3 is "
+                             f"{str(fp8).replace('torch.', '')} (q, k and v all of it)")
+    if softcap or alibi_slopes is not None or dropout_p:
+        raise NotImplementedError(f"hk.{entry}: softcap, alibi_slopes and dropout_p are not supported with fp8 inputs "
+                                  f"yet (the FP8 forward runs plain, causal, windowed attention, with sinks)")
+    if q.shape[-1] != v.shape[-1] or q.shape[-1] not in (64, 128):
+        raise ValueError(f"hk.{entry}: the FP8 forward runs head dims 64 and 128 (q, k and v alike), got "
+                         f"{q.shape[-1]} and {v.shape[-1]}")
+    batch = q.shape[0] if varlen is None else varlen[0].shape[0] - 1
+    ds = _descales(entry, descales, batch, k.shape[-2])
+    cu_q, cu_k, max_q, max_k = varlen if varlen is not None else (None, None, 0, 0)
+    return _attention_fp8(q, k, v, *ds, cu_q, cu_k, max_q, max_k, causal, wl, wr, scale, sinks)
 
 
 def _attention_backward(q, k, v, out, lse, grad_out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
@@ -266,8 +350,14 @@ def _sinks(entry, sinks, q):
     return sinks.to(torch.float32).contiguous()
 
 
+def _no_descales(entry, descales):
+    if any(d is not None for d in descales):
+        raise ValueError(f"hk.{entry}: q_descale, k_descale and v_descale apply to fp8 inputs only")
+
+
 def attention(q, k, v, *, causal=False, window=(-1, -1), scale=None, return_lse=False, softmax_scale=None,
-              window_size=None, softcap=0.0, sinks=None, alibi_slopes=None, dropout_p=0.0, dropout_seed=None):
+              window_size=None, softcap=0.0, sinks=None, alibi_slopes=None, dropout_p=0.0, dropout_seed=None,
+              q_descale=None, k_descale=None, v_descale=None):
     """Softmax attention of q (B, Sq, Hq, D) over k (B, Sk, Hkv, D) and v (B, Sk, Hkv, DV); bf16 or f16; D = DV =
     64, 128, 192 or 256, or D 192 with DV 128 (DeepSeek-V3; softcap, ALiBi and dropout at D 64 and 128 only); softcap > 0
     caps each scaled score x to softcap * tanh(x / softcap) (Gemma 2); sinks (Hq,) adds one logit per query head to
@@ -275,6 +365,7 @@ def attention(q, k, v, *, causal=False, window=(-1, -1), scale=None, return_lse=
     fp32 adds flash-attention's ALiBi bias -slope |i + Sk - Sq - j| (not with softcap); dropout_p in [0, 1) drops
     P's elements (see the module's text; not with softcap or ALiBi), the mask keyed by dropout_seed = (seed, offset) when
     given, else by two draws from torch's generator (hk.dropout.keep_mask gives a call's mask). Differentiable in q, k, v and sinks.
+    FP8 (the module's text): q, k, v in the device's e4m3 with q_descale, k_descale, v_descale; bf16 output; forward only.
 
     Returns the output (B, Sq, Hq, DV), and with return_lse=True also the fp32 log-sum-exp (B, Hq, Sq) of each row's
     scaled scores. Differentiable in q, k and v once hk's attention backward is built in (see backward_available()).
@@ -283,6 +374,11 @@ def attention(q, k, v, *, causal=False, window=(-1, -1), scale=None, return_lse=
     if q.shape[0] != k.shape[0]:
         raise ValueError(f"hk.attention: q has batch {q.shape[0]} and k has {k.shape[0]}")
     wl, wr, s, cap = _options("attention", window, scale, softmax_scale, window_size, softcap)
+    if _is_fp8(q.dtype):
+        out, lse = _fp8_call("attention", q, k, v, None, bool(causal), wl, wr, s, cap, _sinks("attention", sinks, q),
+                             alibi_slopes, float(dropout_p or 0.0), (q_descale, k_descale, v_descale))
+        return (out, lse) if return_lse else out
+    _no_descales("attention", (q_descale, k_descale, v_descale))
     out, lse = _attention(q, k, v, bool(causal), wl, wr, s, cap, _sinks("attention", sinks, q),
                           _alibi("attention", alibi_slopes, q, q.shape[0]), *_dropout("attention", dropout_p, dropout_seed))
     return (out, lse) if return_lse else out
@@ -290,7 +386,8 @@ def attention(q, k, v, *, causal=False, window=(-1, -1), scale=None, return_lse=
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False,
                      window=(-1, -1), scale=None, return_lse=False, softmax_scale=None, window_size=None,
-                     softcap=0.0, sinks=None, alibi_slopes=None, dropout_p=0.0, dropout_seed=None):
+                     softcap=0.0, sinks=None, alibi_slopes=None, dropout_p=0.0, dropout_seed=None, q_descale=None,
+                     k_descale=None, v_descale=None):
     """attention over a packed batch: q (total_q, Hq, D), k (total_k, Hkv, D), v (total_k, Hkv, DV); sequence b is rows
     cu_seqlens[b] .. cu_seqlens[b + 1] - 1 (int32, B + 1 offsets). The LSE is (Hq, total_q)."""
     _check("attention_varlen", q, k, v, 3)
@@ -301,6 +398,13 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     if cu_seqlens_q.shape != cu_seqlens_k.shape or cu_seqlens_q.shape[0] < 2:
         raise ValueError("hk.attention_varlen: cu_seqlens_q and cu_seqlens_k must both hold B + 1 >= 2 offsets")
     wl, wr, s, cap = _options("attention_varlen", window, scale, softmax_scale, window_size, softcap)
+    if _is_fp8(q.dtype):
+        varlen = (cu_seqlens_q.contiguous(), cu_seqlens_k.contiguous(), int(max_seqlen_q), int(max_seqlen_k))
+        out, lse = _fp8_call("attention_varlen", q, k, v, varlen, bool(causal), wl, wr, s, cap,
+                             _sinks("attention_varlen", sinks, q), alibi_slopes, float(dropout_p or 0.0),
+                             (q_descale, k_descale, v_descale))
+        return (out, lse) if return_lse else out
+    _no_descales("attention_varlen", (q_descale, k_descale, v_descale))
     out, lse = _attention_varlen(q, k, v, cu_seqlens_q.contiguous(), cu_seqlens_k.contiguous(), int(max_seqlen_q),
                                  int(max_seqlen_k), bool(causal), wl, wr, s, cap, _sinks("attention_varlen", sinks, q),
                                  _alibi("attention_varlen", alibi_slopes, q, cu_seqlens_q.shape[0] - 1),

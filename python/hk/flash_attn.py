@@ -34,6 +34,11 @@ them. flash_attn_varlen_func's paged KV cache (block_table, any page size) is ga
 before the kernel. flash_attn_with_kvcache (decode over a contiguous or paged KV cache,
 appending k / v in place with optional rotary, FP8 caches with k_descale / v_descale) runs on hk::attention_decode
 (hk/decode.py).
+
+FP8 (flash-attention 3's forward): flash_attn_func and flash_attn_varlen_func take q, k, v in the device's e4m3
+(torch.float8_e4m3fnuz on gfx942, torch.float8_e4m3fn on gfx950) with q_descale, k_descale, v_descale (fp32, (B, Hk)
+as flash-attention 3's, or one element; None for 1), head dims 64 and 128; the output is bf16. Forward only (no
+gradients), and not with dropout_p, softcap or alibi_slopes (hk.attention's FP8 forward).
 """
 import torch
 
@@ -88,7 +93,7 @@ def _pad(t, dim):
 
 
 def _run(entry, q, k, v, varlen, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes,
-         return_attn_probs, block_table=None):
+         return_attn_probs, block_table=None, descales=(None, None, None)):
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"hk.flash_attn.{entry}: {name} must be a torch.Tensor, not {type(t).__name__}")
@@ -98,11 +103,14 @@ def _run(entry, q, k, v, varlen, dropout_p, softmax_scale, causal, window_size, 
     left, right = _window(entry, causal, window_size)
     dim, dim_v = _padded_dim(entry, q, k, v)
     d, dv = q.shape[-1], v.shape[-1]
+    if _attn._is_fp8(q.dtype) and (dim, dim_v) != (d, dv):
+        _refuse(entry, f"fp8 inputs of head dims {d} (q, k) and {dv} (v) (the FP8 forward runs 64 and 128)")
     scale = d ** -0.5 if softmax_scale is None else float(softmax_scale)
     qp, kp, vp = _pad(q, dim), _pad(k, dim), _pad(v, dim_v)
     seed = _attn.draw_dropout_seed(dropout_p)
     options = dict(causal=bool(causal), window=(left, right), scale=scale, softcap=softcap, alibi_slopes=alibi_slopes,
-                   return_lse=True, dropout_p=dropout_p, dropout_seed=seed)
+                   return_lse=True, dropout_p=dropout_p, dropout_seed=seed, q_descale=descales[0],
+                   k_descale=descales[1], v_descale=descales[2])
     if varlen is None:
         out, lse = _attn.attention(qp, kp, vp, **options)
     else:
@@ -191,10 +199,12 @@ def _unpack(entry, packed, n, dim):
 
 
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
-                    alibi_slopes=None, deterministic=False, return_attn_probs=False):
-    """q (B, Sq, H, D), k (B, Sk, Hk, D), v (B, Sk, Hk, Dv), H a multiple of Hk; returns out (B, Sq, H, Dv)."""
+                    alibi_slopes=None, deterministic=False, return_attn_probs=False, q_descale=None, k_descale=None,
+                    v_descale=None):
+    """q (B, Sq, H, D), k (B, Sk, Hk, D), v (B, Sk, Hk, Dv), H a multiple of Hk; returns out (B, Sq, H, Dv).
+    fp8 q, k, v with q_descale, k_descale, v_descale (B, Hk): the FP8 forward (the module's text)."""
     return _run("flash_attn_func", q, k, v, None, dropout_p, softmax_scale, causal, window_size, softcap,
-                alibi_slopes, return_attn_probs)
+                alibi_slopes, return_attn_probs, descales=(q_descale, k_descale, v_descale))
 
 
 def flash_attn_kvpacked_func(q, kv, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1),
@@ -215,12 +225,14 @@ def flash_attn_qkvpacked_func(qkv, dropout_p=0.0, softmax_scale=None, causal=Fal
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
                            softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
-                           deterministic=False, return_attn_probs=False, block_table=None):
+                           deterministic=False, return_attn_probs=False, block_table=None, q_descale=None,
+                           k_descale=None, v_descale=None):
     """q (total_q, H, D), k (total_k, Hk, D), v (total_k, Hk, Dv), sequence b at rows cu_seqlens[b] ..
-    cu_seqlens[b + 1] - 1 (int32, B + 1 offsets); returns out (total_q, H, Dv), softmax_lse (H, total_q)."""
+    cu_seqlens[b + 1] - 1 (int32, B + 1 offsets); returns out (total_q, H, Dv), softmax_lse (H, total_q).
+    fp8 q, k, v with q_descale, k_descale, v_descale (B, Hk): the FP8 forward (the module's text)."""
     return _run("flash_attn_varlen_func", q, k, v, (cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k),
                 dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, return_attn_probs,
-                block_table)
+                block_table, descales=(q_descale, k_descale, v_descale))
 
 
 def flash_attn_varlen_kvpacked_func(q, kv, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,

@@ -3,7 +3,8 @@
 // 1000), MHA and GQA (Hq / Hkv = 1, 2, 3, 4, 8, with Hkv > 1), D 64 and 128 (and a few cases of the wide heads:
 // 192, 256, and 192 for Q and K with 128 for V), bf16 and f16, non-causal, causal and
 // windows, rows that see no key, large scores, softcapping, sinks, ALiBi, varlen batches with empty and length-1 sequences, BHSD and padded
-// strides; and every validation error. Inputs sit in buffers whose unused elements are NaN, so a read outside the
+// strides; the FP8 forward (Q, K, V in the arch's e4m3, with descales; the reference takes the codes' values times the
+// descales, and the tolerance is bf16's: the kernel's only roundings are P's and O's); and every validation error. Inputs sit in buffers whose unused elements are NaN, so a read outside the
 // tensor poisons the result; O's unused elements and LSE's tail must keep their canary bits.
 #include <hip/hip_runtime.h>
 
@@ -18,6 +19,7 @@
 
 #include "attention/attention.h"
 #include "hk/hk_test_util.h"
+#include "host/scalar_type.h"
 #include "kernels/attention_ref.h"
 #include "kernels/attention_test_util.h"
 
@@ -25,11 +27,57 @@ namespace {
 
 using namespace attn_test;
 
-void run(const Case& c) {
-  SCOPED_TRACE(describe(c));
+// FP8 cases: a descale of (which tensor: 0 Q, 1 K, 2 V; sequence b; KV head h), and the descales of a case as the
+// problem takes them (3 arrays of 1 or B x Hkv entries, one after the other; none when c.descale is 0).
+float descale_of(const Case& c, int which, int b, int h) {
+  if (c.descale == 1) return 0.3f + 0.25f * which;
+  return 0.05f * float(1 + (3 * b + 5 * h + 7 * which) % 13);
+}
+std::vector<float> descales(const Case& c) {
+  std::vector<float> out;
+  const int nb = c.descale == 2 ? int(c.lq.size()) : 1, nh = c.descale == 2 ? c.hkv : 1;
+  if (c.descale)
+    for (int w = 0; w < 3; ++w)
+      for (int b = 0; b < nb; ++b)
+        for (int h = 0; h < nh; ++h) out.push_back(descale_of(c, w, b, h));
+  return out;
+}
+
+// An FP8 input: the tensor's values times `gain` rounded to the arch's e4m3 and its device buffer rewritten with their
+// codes (NaN codes around them); `ref` gets the values times the descales of `which` (0 Q, 1 K, 2 V).
+void to_fp8(const Case& c, Tensor& t, float gain, int which, std::vector<float>& ref) {
+  const hk_host::Format f = hk_host::device_format(dtype::fp8_e4m3);
+  std::vector<uint8_t> bytes(t.image.size() * 2, f.fp8().code(NAN));
+  t.for_each([&](long at, long packed) {
+    t.host[packed] = f.round(t.host[packed] * gain);
+    f.store(t.host[packed], &bytes[at]);
+  });
+  ASSERT_EQ(hipMemcpy(t.dev, bytes.data(), bytes.size(), hipMemcpyHostToDevice), hipSuccess);
+  ref = t.host;
+  if (!c.descale) return;
+  const int ratio = t.heads == c.hq ? c.hq / c.hkv : 1;
+  long start = 0;
+  for (size_t b = 0; b < t.lens.size(); ++b) {
+    for (long i = 0; i < t.lens[b]; ++i)
+      for (int h = 0; h < t.heads; ++h)
+        for (int x = 0; x < t.dim; ++x) ref[((start + i) * t.heads + h) * t.dim + x] *= descale_of(c, which, int(b), h / ratio);
+    start += t.lens[b];
+  }
+}
+
+void run(const Case& c_in) {
+  SCOPED_TRACE(describe(c_in));
+  const bool fp8 = c_in.type == dtype::fp8_e4m3;
+  Case c = c_in;  // the tensors' 16-bit type (fp8: O's bf16; Q, K, V rewritten below)
+  if (fp8) c.type = dtype::bf16;
   const attn_ref::Shape shape = shape_of(c);
   Tensor q(c, c.hq, c.lq, 1, c.magnitude), k(c, c.hkv, c.lk, 2, c.magnitude), v(c, c.hkv, c.lk, 3, 1.f, c.vd()),
       o(c, c.hq, c.lq, 4, 0.f, c.vd());
+  std::vector<float> q_ref, k_ref, v_ref;
+  if (fp8) {  // codes of a few units, as a quantizer with these descales would make
+    to_fp8(c, q, 4.f, 0, q_ref), to_fp8(c, k, 4.f, 1, k_ref), to_fp8(c, v, 4.f, 2, v_ref);
+  }
+  const DeviceArray<float> ds(descales(c));
   std::vector<uint16_t> o_canary(o.image.size(), canary(c.type));
   ASSERT_EQ(hipMemcpy(o.dev, o_canary.data(), o_canary.size() * 2, hipMemcpyHostToDevice), hipSuccess);
   const long tq = shape.total_q(), lse_elems = tq * c.hq;
@@ -48,11 +96,20 @@ void run(const Case& c) {
   p.q = q.dev, p.k = k.dev, p.v = v.dev, p.o = o.dev, p.lse = lse;
   p.q_strides = q.given(), p.k_strides = k.given(), p.v_strides = v.given(), p.o_strides = o.given();
   set_options(c, p, variants);
+  if (fp8) {
+    p.type = dtype::fp8_e4m3;
+    if (c.descale) {
+      const int n = c.descale == 2 ? int(c.lq.size()) * c.hkv : 1;
+      p.q_descale = ds.dev, p.k_descale = ds.dev + n, p.v_descale = ds.dev + 2 * n;
+      p.descale_per_batch = p.descale_per_head = c.descale == 2;
+    }
+  }
   hk::Status s = hk::attention_forward(p);
   ASSERT_TRUE(s) << s.message;
   ASSERT_EQ(hipDeviceSynchronize(), hipSuccess);
 
-  const attn_ref::Result want = attn_ref::forward(shape, q.host, k.host, v.host, c.type == dtype::bf16);
+  const attn_ref::Result want = fp8 ? attn_ref::forward(shape, q_ref, k_ref, v_ref, true)
+                                    : attn_ref::forward(shape, q.host, k.host, v.host, c.type == dtype::bf16);
   const std::vector<uint16_t> got = o.download();
   std::vector<bool> is_output(got.size(), false);
   int bad = 0;
@@ -248,6 +305,70 @@ TEST(AttentionLayouts, Strided) {
   run({{0, 1, 100, 17}, {5, 1, 255, 3}, true, 4, 2, 64, dtype::bf16, true, -1, -1, 0.f, 1.f, Layout::bhsd});
 }
 
+// FP8 (the arch's e4m3: FNUZ on gfx942, OCP on gfx950): D 64 and 128 (both kernels on gfx942), GQA, causal and
+// windows, varlen, BHSD, no descales, per-tensor ones and flash-attention 3's (B, Hkv).
+Case fp8_case(Case c, int descale) {
+  c.type = dtype::fp8_e4m3, c.descale = descale;
+  return c;
+}
+TEST(AttentionFp8, Forward) {
+  run(fp8_case({same(100, 2), same(257, 2), false, 4, 2, 128, dtype::bf16}, 2));
+  run(fp8_case({same(255, 1), same(255, 1), false, 2, 1, 64, dtype::bf16, true}, 1));
+  run(fp8_case({same(17, 2), same(100, 2), false, 8, 1, 128, dtype::bf16, false, 30, 10}, 0));
+  run(fp8_case({same(300, 1), same(200, 1), false, 3, 3, 64, dtype::bf16, false, -1, -1, 0.f, 1.f, Layout::bhsd}, 2));
+  run(fp8_case({{0, 1, 100, 17}, {5, 1, 255, 3}, true, 4, 2, 128, dtype::bf16, true}, 2));
+  run(fp8_case({same(64, 1), same(130, 1), false, 2, 1, 64, dtype::bf16, false, -1, -1, 0.2f, 2.f, Layout::bshd, 0.f, true}, 2));
+}
+TEST(AttentionFp8, Errors) {
+  const int b = 2, s = 64, h = 2, d = 64;
+  void *q = nullptr, *o = nullptr, *ws = nullptr;
+  float* ds = nullptr;
+  ASSERT_EQ(hipMalloc(&q, b * s * h * d), hipSuccess);
+  ASSERT_EQ(hipMalloc(&o, b * s * h * d * 2), hipSuccess);
+  ASSERT_EQ(hipMalloc(&ws, b * s * h * d * 2), hipSuccess);
+  ASSERT_EQ(hipMalloc(&ds, b * h * 4), hipSuccess);
+  std::vector<uint8_t> zeros(b * s * h * d, 0);
+  std::vector<float> ones(b * h, 1.f);
+  ASSERT_EQ(hipMemcpy(q, zeros.data(), zeros.size(), hipMemcpyHostToDevice), hipSuccess);
+  ASSERT_EQ(hipMemcpy(ds, ones.data(), ones.size() * 4, hipMemcpyHostToDevice), hipSuccess);
+  auto base = [&] {
+    hk::AttentionProblem p;
+    p.batch = b, p.seqlen_q = p.seqlen_k = s, p.heads_q = p.heads_kv = h, p.head_dim = d, p.type = dtype::fp8_e4m3;
+    p.q = p.k = p.v = q, p.o = o;
+    p.q_descale = p.k_descale = p.v_descale = ds, p.descale_per_batch = p.descale_per_head = true;
+    return p;
+  };
+  auto expect_error = [&](hk::AttentionProblem p, const char* fragment) {
+    hk::Status st = hk::attention_forward(p);
+    EXPECT_FALSE(st) << fragment;
+    EXPECT_NE(st.message.find(fragment), std::string::npos) << "message: " << st.message;
+  };
+  EXPECT_EQ(hk::attention_forward_workspace_bytes(base()), size_t(b) * s * h * d * 2);
+  ASSERT_TRUE(hk::attention_forward(base()));  // its own workspace
+  { auto p = base(); p.workspace = ws, p.workspace_bytes = b * s * h * d * 2; ASSERT_TRUE(hk::attention_forward(p)); }
+  ASSERT_EQ(hipDeviceSynchronize(), hipSuccess);
+  { auto p = base(); p.head_dim = 256; expect_error(p, "the FP8 forward runs head dims 64 and 128"); }
+  { auto p = base(); p.softcap = 5.f; expect_error(p, "not supported with fp8 inputs"); }
+  { auto p = base(); p.alibi_slopes = ds; expect_error(p, "not supported with fp8 inputs"); }
+  { auto p = base(); p.dropout_p = 0.1f; expect_error(p, "not supported with fp8 inputs"); }
+  { auto p = base(); p.k_strides.row = h * d + 8; expect_error(p, "K strides must be multiples of 16"); }
+  { auto p = base(); p.v_descale = ds + 1; expect_error(p, "v_descale must be 4 "); }
+  { auto p = base(); p.descale_per_batch = false; p.q_descale = ds + 3; expect_error(p, "q_descale must be 2 "); }
+  { auto p = base(); p.workspace = ws, p.workspace_bytes = 64; expect_error(p, "the workspace holds 64 bytes"); }
+  { auto p = base(); p.workspace = static_cast<char*>(ws) + 8, p.workspace_bytes = b * s * h * d * 2; expect_error(p, "16-byte aligned"); }
+  { auto p = base(); p.workspace = o, p.workspace_bytes = b * s * h * d * 2; expect_error(p, "the workspace overlaps O"); }
+  { auto p = base(); p.type = dtype::bf16; expect_error(p, "apply to fp8 inputs only"); }
+  {
+    hk::AttentionBackwardProblem bp;
+    bp.batch = b, bp.seqlen_q = bp.seqlen_k = s, bp.heads_q = bp.heads_kv = h, bp.head_dim = d, bp.type = dtype::fp8_e4m3;
+    bp.q = bp.k = bp.v = q, bp.o = o, bp.dout = o, bp.lse = ds, bp.dq = bp.dk = bp.dv = ws;
+    hk::Status st = hk::attention_backward(bp);
+    EXPECT_FALSE(st);
+    EXPECT_NE(st.message.find("fp8 attention is forward-only"), std::string::npos) << st.message;
+  }
+  for (void* x : {q, o, ws, static_cast<void*>(ds)}) (void)hipFree(x);
+}
+
 TEST(AttentionValidation, Errors) {
   const int b = 2, s = 64, h = 2, d = 64;
   auto alloc = [](size_t bytes) {
@@ -283,7 +404,7 @@ TEST(AttentionValidation, Errors) {
   { auto p = base(); p.head_dim = 256, p.softcap = 5.f; expect_error(p, "softcap, ALiBi and dropout run at head dims 64 and 128"); }
   { auto p = base(); p.head_dim = 192, p.head_dim_v = 128, p.dropout_p = 0.1f; expect_error(p, "at head dims 64 and 128"); }
   { auto p = base(); p.type = dtype::fp32; expect_error(p, "must be bf16 or f16"); }
-  { auto p = base(); p.type = dtype::fp8_e4m3; expect_error(p, "must be bf16 or f16"); }
+  { auto p = base(); p.type = dtype::fp8_e5m2; expect_error(p, "must be bf16 or f16"); }
   { auto p = base(); p.k = nullptr; expect_error(p, "null pointer for K"); }
   { auto p = base(); p.o = nullptr; expect_error(p, "null pointer for O"); }
   { auto p = base(); p.softmax_scale = -1.f; expect_error(p, "softmax_scale"); }

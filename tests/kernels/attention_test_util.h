@@ -37,6 +37,7 @@ struct Case {
   float dropout = 0.f;  // dropout_p, with the mask's seed and offset
   uint64_t seed = 0, offset = 0;
   int dv = 0;  // V's and O's head dim; 0 = d
+  int descale = 0;  // fp8: 0 no descales (1), 1 one per tensor, 2 per (sequence, KV head)
   int vd() const { return dv ? dv : d; }
 };
 
@@ -73,7 +74,7 @@ inline std::string describe(const Case& c) {
          std::to_string(c.right) + " magnitude " + std::to_string(c.magnitude) + " layout " +
          std::to_string(int(c.layout)) + (c.softcap > 0 ? " softcap " + std::to_string(c.softcap) : "") + (c.sinks ? " sinks" : "") + (c.alibi ? " alibi " + std::to_string(c.alibi) : "") +
          (c.dropout > 0 ? " dropout " + std::to_string(c.dropout) + " seed " + std::to_string(c.seed) + " offset " +
-                              std::to_string(c.offset) : "");
+                              std::to_string(c.offset) : "") + (c.descale ? " descale " + std::to_string(c.descale) : "");
 }
 
 // A 16-bit element's bits and value as the device stores them (the host toolkit's bf16 / f16).

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import hk
+from hk.attention import _fp8_type
 from conftest import assert_close, attention_reference, rand
 
 
@@ -135,3 +136,82 @@ def test_bad_inputs():
     cu = torch.tensor([0, 16], dtype=torch.int64)
     with pytest.raises(ValueError, match="int32"):
         hk.attention_varlen(q[0], q[0], q[0], cu, cu, 16, 16)
+
+
+# FP8 (forward only): q, k, v in the device's e4m3 with descales, against the float64 reference of the codes' values
+# times the descales; hk's only roundings are P's and O's (bf16), so bf16's tolerance holds.
+def _fp8(*shape, scale=4.0):
+    return rand(*shape, dtype=torch.float32, scale=scale).to(_fp8_type())
+
+
+def _dequantized(x, descale, heads):
+    """x's values times its descale ((B, Hkv) or one element) of each sequence and KV head, (B, S, H, D) float64."""
+    d = descale.to(torch.float64).reshape(-1).expand(x.shape[0] * heads).reshape(x.shape[0], heads)
+    return x.to(torch.float64) * d.repeat_interleave(x.shape[2] // heads, dim=1)[:, None, :, None]
+
+
+@pytest.mark.parametrize("b,sq,sk,hq,hkv,d,causal,window,per_head", [
+    (2, 100, 130, 4, 2, 128, True, (-1, -1), True),    # GQA, causal bottom-right, (B, Hkv) descales
+    (1, 70, 70, 2, 2, 64, False, (-1, -1), False),     # one descale per tensor
+    (1, 90, 40, 3, 1, 64, True, (-1, -1), True),       # Sq > Sk: rows that see no key
+    (2, 64, 96, 2, 1, 128, False, (16, 8), None),      # a window, no descales
+])
+def test_fp8_forward(b, sq, sk, hq, hkv, d, causal, window, per_head):
+    q, k, v = _fp8(b, sq, hq, d), _fp8(b, sk, hkv, d), _fp8(b, sk, hkv, d)
+    if per_head is None:
+        ds = [None] * 3
+    elif per_head:
+        ds = [torch.rand(b, hkv, dtype=torch.float32) * 0.5 + 0.05 for _ in range(3)]
+    else:
+        ds = [torch.tensor([0.3 + 0.1 * i]) for i in range(3)]
+    out, lse = hk.attention(q, k, v, causal=causal, window=window, return_lse=True, q_descale=ds[0], k_descale=ds[1],
+                            v_descale=ds[2])
+    assert out.dtype == torch.bfloat16 and out.shape == (b, sq, hq, d) and lse.shape == (b, hq, sq)
+    one = torch.ones(1)
+    qr = _dequantized(q, ds[0] if ds[0] is not None else one, hkv)
+    kr = _dequantized(k, ds[1] if ds[1] is not None else one, hkv)
+    vr = _dequantized(v, ds[2] if ds[2] is not None else one, hkv)
+    _check(out, lse, qr, kr, vr, torch.bfloat16, causal=causal, window=window)
+    again = hk.attention(q, k, v, causal=causal, window=window, q_descale=ds[0], k_descale=ds[1], v_descale=ds[2])
+    assert torch.equal(again.view(torch.int16), out.view(torch.int16)), "bit-identical run to run"
+
+
+def test_fp8_varlen_and_sinks():
+    lens_q, lens_k = [37, 1, 64], [50, 17, 64]
+    hq, hkv, d = 4, 2, 64
+    q, k, v = _fp8(sum(lens_q), hq, d), _fp8(sum(lens_k), hkv, d), _fp8(sum(lens_k), hkv, d)
+    ds = [torch.rand(3, hkv) * 0.5 + 0.05 for _ in range(3)]
+    sinks = torch.randn(hq)
+    cu_q = torch.tensor([0, *torch.tensor(lens_q).cumsum(0).tolist()], dtype=torch.int32)
+    cu_k = torch.tensor([0, *torch.tensor(lens_k).cumsum(0).tolist()], dtype=torch.int32)
+    out, lse = hk.attention_varlen(q, k, v, cu_q, cu_k, max(lens_q), max(lens_k), causal=True, return_lse=True,
+                                   sinks=sinks, q_descale=ds[0], k_descale=ds[1], v_descale=ds[2])
+    assert out.dtype == torch.bfloat16 and lse.shape == (hq, sum(lens_q))
+    for i in range(len(lens_q)):
+        qs, ks = slice(cu_q[i], cu_q[i + 1]), slice(cu_k[i], cu_k[i + 1])
+        qr, kr, vr = (_dequantized(x[None], dd[i], hkv) for x, dd in ((q[qs], ds[0]), (k[ks], ds[1]), (v[ks], ds[2])))
+        ref, ref_lse = attention_reference(qr, kr, vr, causal=True, sinks=sinks)
+        assert_close(out[qs][None], ref, torch.bfloat16, ulps=4, what="O")
+        assert_close(lse[:, qs][None], ref_lse, torch.float32, ulps=2**13, what="LSE")
+
+
+def test_fp8_refusals():
+    q = _fp8(1, 32, 2, 64)
+    other = torch.float8_e4m3fn if _fp8_type() == torch.float8_e4m3fnuz else torch.float8_e4m3fnuz
+    with pytest.raises(ValueError, match="this device's e4m3"):
+        x = q.to(torch.float32).to(other)
+        hk.attention(x, x, x)
+    with pytest.raises(NotImplementedError, match="not supported with fp8 inputs"):
+        hk.attention(q, q, q, softcap=5.0)
+    with pytest.raises(NotImplementedError, match="not supported with fp8 inputs"):
+        hk.attention(q, q, q, dropout_p=0.1)
+    with pytest.raises(ValueError, match="head dims 64 and 128"):
+        hk.attention(_fp8(1, 32, 2, 256), _fp8(1, 32, 2, 256), _fp8(1, 32, 2, 256))
+    with pytest.raises(ValueError, match="q_descale must be"):
+        hk.attention(q, q, q, q_descale=torch.ones(3))
+    with pytest.raises(ValueError, match="apply to fp8 inputs only"):
+        x = rand(1, 32, 2, 64, dtype=torch.bfloat16)
+        hk.attention(x, x, x, v_descale=torch.ones(1))
+    qg = q.clone().requires_grad_()
+    with pytest.raises(NotImplementedError, match="forward-only"):
+        hk.attention(qg, q, q).float().sum().backward()

@@ -11,17 +11,19 @@ import hk
 import hk.flash_attn as fa
 from conftest import assert_close, attention_reference, dropout_keep, rand
 
-# flash-attention 2.8's public functions (flash_attn/flash_attn_interface.py): argument names, order, defaults.
+# flash-attention 2.8's public functions (flash_attn/flash_attn_interface.py): argument names, order, defaults (and
+# flash-attention 3's FP8 descales after them).
 _COMMON = [("dropout_p", 0.0), ("softmax_scale", None), ("causal", False), ("window_size", (-1, -1)),
            ("softcap", 0.0), ("alibi_slopes", None), ("deterministic", False), ("return_attn_probs", False)]
 _NONE = inspect.Parameter.empty
 _VARLEN = [("cu_seqlens_q", _NONE), ("cu_seqlens_k", _NONE), ("max_seqlen_q", _NONE), ("max_seqlen_k", _NONE)]
+_FP8 = [("q_descale", None), ("k_descale", None), ("v_descale", None)]  # flash-attention 3's, trailing
 SIGNATURES = {
-    "flash_attn_func": [("q", _NONE), ("k", _NONE), ("v", _NONE)] + _COMMON,
+    "flash_attn_func": [("q", _NONE), ("k", _NONE), ("v", _NONE)] + _COMMON + _FP8,
     "flash_attn_kvpacked_func": [("q", _NONE), ("kv", _NONE)] + _COMMON,
     "flash_attn_qkvpacked_func": [("qkv", _NONE)] + _COMMON,
     "flash_attn_varlen_func": [("q", _NONE), ("k", _NONE), ("v", _NONE)] + _VARLEN + _COMMON
-    + [("block_table", None)],
+    + [("block_table", None)] + _FP8,
     "flash_attn_varlen_kvpacked_func": [("q", _NONE), ("kv", _NONE)] + _VARLEN + _COMMON,
     "flash_attn_varlen_qkvpacked_func": [("qkv", _NONE), ("cu_seqlens", _NONE), ("max_seqlen", _NONE)] + _COMMON,
     "flash_attn_with_kvcache": [("q", _NONE), ("k_cache", _NONE), ("v_cache", _NONE), ("k", None), ("v", None),
@@ -493,3 +495,27 @@ def test_torch_compile_fullgraph():
     out = compiled(x)
     (dx,) = torch.autograd.grad(out.sum(), x)
     assert torch.equal(out, eager) and torch.equal(dx, dx_eager)
+
+
+def test_fp8_forward_with_flash_attention_3s_descales():
+    # flash-attention 3's FP8 call: e4m3 q, k, v (the device's format) and (B, Hk) fp32 descales; bf16 out.
+    from hk.attention import _fp8_type
+    b, sq, sk, hq, hkv, d = 2, 80, 100, 4, 2, 128
+    q, k, v = (rand(b, s, h, d, dtype=torch.float32, scale=4.0).to(_fp8_type()) for s, h in ((sq, hq), (sk, hkv), (sk, hkv)))
+    ds = [torch.rand(b, hkv) * 0.5 + 0.05 for _ in range(3)]
+    out, lse, probs = fa.flash_attn_func(q, k, v, causal=True, return_attn_probs=True, q_descale=ds[0],
+                                         k_descale=ds[1], v_descale=ds[2])
+    assert out.dtype == torch.bfloat16 and lse.shape == (b, hq, sq) and probs.numel() == 0
+
+    def real(x, dd):
+        return x.to(torch.float64) * dd.to(torch.float64).repeat_interleave(x.shape[2] // hkv, dim=1)[:, None, :, None]
+    ref, ref_lse = attention_reference(real(q, ds[0]), real(k, ds[1]), real(v, ds[2]), causal=True)
+    assert_close(out, ref, torch.bfloat16, ulps=4, what="O")
+    assert_close(lse, ref_lse, torch.float32, ulps=2**13, what="LSE")
+    cu_q = torch.tensor([0, sq, 2 * sq], dtype=torch.int32)
+    cu_k = torch.tensor([0, sk, 2 * sk], dtype=torch.int32)
+    packed = fa.flash_attn_varlen_func(q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1), cu_q, cu_k, sq, sk,
+                                       causal=True, q_descale=ds[0], k_descale=ds[1], v_descale=ds[2])
+    assert torch.equal(packed.view(torch.int16), out.flatten(0, 1).view(torch.int16))
+    with pytest.raises(NotImplementedError, match="not supported"):
+        fa.flash_attn_func(q[..., :96].contiguous(), k[..., :96].contiguous(), v[..., :96].contiguous())

@@ -91,6 +91,9 @@ def _public_cases():
         s_a = torch.randint(120, 130, (64, 2), generator=g).to(torch.uint8).view(torch.float8_e8m0fnu)
         s_b = torch.randint(120, 130, (32, 2), generator=g).to(torch.uint8).view(torch.float8_e8m0fnu)
         yield "gemm_mx", formats, "_gemm_mx", lambda: hk.gemm_mx(am, s_a, bm, s_b)
+    qf, kf = rand(1, 40, 2, 64, dtype=torch.float32, scale=4.0).to(e4m3), rand(1, 40, 1, 64, dtype=torch.float32).to(e4m3)
+    yield "attention_fp8", sys.modules["hk.attention"], "_attention_fp8", lambda: hk.attention(
+        qf, kf, kf, causal=True, q_descale=torch.rand(1, 1) + 0.5, k_descale=torch.tensor(0.5), v_descale=None)
     q = rand(2, 1, 4, 64, dtype=torch.bfloat16)
     k_cache, v_cache = rand(2, 32, 2, 64, dtype=torch.bfloat16), rand(2, 32, 2, 64, dtype=torch.bfloat16)
     k_new, v_new = rand(2, 1, 2, 64, dtype=torch.bfloat16), rand(2, 1, 2, 64, dtype=torch.bfloat16)
