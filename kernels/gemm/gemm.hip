@@ -182,7 +182,9 @@ Status launch_skinny(const GemmProblem& p, const kernels::GemmArgs& args) {
 
 template <class TIn>
 Status launch_skinny(const GemmProblem& p, const kernels::GemmArgs& args) {
-  auto rows = [&]<class TOut>(TOut) { return p.m <= 16 ? launch_skinny<TIn, TOut, 16>(p, args) : launch_skinny<TIn, TOut, 64>(p, args); };
+  auto rows = [&]<class TOut>(TOut) {
+    return p.m <= 16 ? launch_skinny<TIn, TOut, 16>(p, args) : p.m <= 128 ? launch_skinny<TIn, TOut, 64>(p, args) : launch_skinny<TIn, TOut, 128>(p, args);
+  };
   return p.c_type == scalar_type::fp32 ? rows(float{}) : rows(bf16{});
 }
 
