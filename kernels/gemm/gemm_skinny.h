@@ -2,7 +2,10 @@
 // at decode), N and K in the thousands. Every byte of B meets only M rows of A, so the work is bound by reading B from
 // HBM once; the schedule is about keeping HBM busy, and the matrix cores (M >= 16 would ask too much of the VALU) only
 // have to keep out of the way. The model of attention_decode.h, which reaches 97% of HBM the same way:
-//   - A workgroup of 4 waves owns a BM x WN block of C (BM = 16 or 64 rows, WN = 32 columns) and a range of K steps
+//   - A workgroup of 4 waves owns a BM x WN block of C (BM = 16 or 64 rows and WN = 32 columns, or for m > 128
+//     BM = 128 and WN = 64: every block reads its B columns and A rows from L2, so 64-row blocks at m = 256 read B
+//     four times, 1.6 GB against L2's 16 KB per clock, twice the HBM time; 128 x 64 blocks read 0.77 GB, under it)
+//     and a range of K steps
 //     (a split); its waves take the range's steps in turn (wave w: steps w, w + 4, ...), each with its own
 //     accumulators, and meet once at the end, where waves 1..3 hand theirs to wave 0 through LDS and wave 0 adds them
 //     in wave order. No barrier in the loop: a wave waits for nothing but its own loads.
@@ -17,6 +20,8 @@
 //   - Bytes in flight: a step's loads (NC x WN rows of B plus the A rows: 16 KB of B per wave) are issued as soon as
 //     the previous step's registers are consumed, so they fly while the other waves of the CU compute; at about 110
 //     VGPRs four waves share a SIMD, 16 per CU, so that 256 KB of B per CU can be in flight against HBM's latency.
+//     128-row blocks hold 128 accumulator registers per lane, one workgroup per CU: their steps are one MFMA deep
+//     and each wave keeps D = 2 or 3 steps' loads in flight (register sets refilled as each is consumed).
 //   - A (M x K, small) is read by every column block from L2. Where the blocks of C are too few to keep HBM busy
 //     (under a quarter of the CUs) the host splits K into `splits` ranges, a workgroup per CU; with splits > 1 each workgroup writes its fp32 partial block to a workspace
 //     and gemm_skinny_reduce sums the splits in split order, then applies alpha and beta: every sum is taken in a
@@ -35,7 +40,10 @@ namespace hk::kernels {
 struct SkinnyArgs {
   GemmArgs g;
   float* part;             // splits > 1: [split][m][n] fp32 partial products; null: C directly
-  int splits, split_steps;  // K ranges per block of C and their length in steps
+  // K ranges per block of C and their length in elements: a whole number of this arch's steps (the host counts in
+  // the steps of its own SkinnyShape, gfx950's, whose KB is a multiple of gfx942's: fp8's 128-row blocks take
+  // 128-element steps there and 64-element ones on gfx942).
+  int splits, split_k;
   int tiles_m, tiles_n;     // blocks of C (BM x WN)
 };
 
@@ -116,8 +124,8 @@ __global__ __launch_bounds__(256) void gemm_skinny(SkinnyArgs p) {
   id /= p.tiles_m;
   const int tile_n = id % p.tiles_n, split = id / p.tiles_n;
   const int m0 = tile_m * BM, n0 = tile_n * WN;
-  const int steps = (g.k + KB - 1) / KB, kt_begin = split * p.split_steps;
-  const int kt_end = std::min(steps, kt_begin + p.split_steps);
+  const int steps = (g.k + KB - 1) / KB, kt_begin = split * (p.split_k / KB);
+  const int kt_end = std::min(steps, kt_begin + p.split_k / KB);
   const bool ragged_k = g.k % KB != 0;
 
   // This lane's rows of A (and of B given N x K), clamped inside, at its lane group's first chunk.
