@@ -159,8 +159,9 @@ Status launch_skinny(const GemmProblem& p, const kernels::GemmArgs& args) {
   // On the model a workgroup per CU or fewer keeps HBM busy down to a quarter of the CUs (4 x 16 KB in flight
   // each); under that, K splits into ranges of at least a step per wave, about a workgroup per CU.
   const long splits = 4 * blocks >= cus ? 1 : std::clamp((cus + blocks - 1) / blocks, 1l, long(std::max(1, steps / 4)));
-  s.split_steps = int((steps + splits - 1) / splits);
-  s.splits = (steps + s.split_steps - 1) / s.split_steps;
+  const int split_steps = int((steps + splits - 1) / splits);
+  s.split_k = split_steps * kb;
+  s.splits = (steps + split_steps - 1) / split_steps;
   const size_t part_bytes = s.splits > 1 ? size_t(s.splits) * p.m * p.n * sizeof(float) : 0;
   if (part_bytes) {
     void* part = nullptr;
@@ -182,7 +183,9 @@ Status launch_skinny(const GemmProblem& p, const kernels::GemmArgs& args) {
 
 template <class TIn>
 Status launch_skinny(const GemmProblem& p, const kernels::GemmArgs& args) {
-  auto rows = [&]<class TOut>(TOut) { return p.m <= 16 ? launch_skinny<TIn, TOut, 16>(p, args) : launch_skinny<TIn, TOut, 64>(p, args); };
+  auto rows = [&]<class TOut>(TOut) {
+    return p.m <= 16 ? launch_skinny<TIn, TOut, 16>(p, args) : p.m <= 128 ? launch_skinny<TIn, TOut, 64>(p, args) : launch_skinny<TIn, TOut, 128>(p, args);
+  };
   return p.c_type == scalar_type::fp32 ? rows(float{}) : rows(bf16{});
 }
 

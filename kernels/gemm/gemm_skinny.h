@@ -2,7 +2,10 @@
 // at decode), N and K in the thousands. Every byte of B meets only M rows of A, so the work is bound by reading B from
 // HBM once; the schedule is about keeping HBM busy, and the matrix cores (M >= 16 would ask too much of the VALU) only
 // have to keep out of the way. The model of attention_decode.h, which reaches 97% of HBM the same way:
-//   - A workgroup of 4 waves owns a BM x WN block of C (BM = 16 or 64 rows, WN = 32 columns) and a range of K steps
+//   - A workgroup of 4 waves owns a BM x WN block of C (BM = 16 or 64 rows and WN = 32 columns, or for m > 128
+//     BM = 128 and WN = 64: every block reads its B columns and A rows from L2, so 64-row blocks at m = 256 read B
+//     four times, 1.6 GB against L2's 16 KB per clock, twice the HBM time; 128 x 64 blocks read 0.77 GB, under it)
+//     and a range of K steps
 //     (a split); its waves take the range's steps in turn (wave w: steps w, w + 4, ...), each with its own
 //     accumulators, and meet once at the end, where waves 1..3 hand theirs to wave 0 through LDS and wave 0 adds them
 //     in wave order. No barrier in the loop: a wave waits for nothing but its own loads.
@@ -17,6 +20,8 @@
 //   - Bytes in flight: a step's loads (NC x WN rows of B plus the A rows: 16 KB of B per wave) are issued as soon as
 //     the previous step's registers are consumed, so they fly while the other waves of the CU compute; at about 110
 //     VGPRs four waves share a SIMD, 16 per CU, so that 256 KB of B per CU can be in flight against HBM's latency.
+//     128-row blocks hold 128 accumulator registers per lane, one workgroup per CU: their steps are one MFMA deep
+//     and each wave keeps D = 2 or 3 steps' loads in flight (register sets refilled as each is consumed).
 //   - A (M x K, small) is read by every column block from L2. Where the blocks of C are too few to keep HBM busy
 //     (under a quarter of the CUs) the host splits K into `splits` ranges, a workgroup per CU; with splits > 1 each workgroup writes its fp32 partial block to a workspace
 //     and gemm_skinny_reduce sums the splits in split order, then applies alpha and beta: every sum is taken in a
@@ -26,6 +31,8 @@
 //     garbage can reach C), and a K x N B's column chunks that cross N likewise. The host takes this kernel only where
 //     A's and B's rows start on 16-byte boundaries (else the tiled kernels run).
 #pragma once
+#include <utility>
+
 #include "gemm_common.h"
 
 namespace hk::kernels {
@@ -33,7 +40,10 @@ namespace hk::kernels {
 struct SkinnyArgs {
   GemmArgs g;
   float* part;             // splits > 1: [split][m][n] fp32 partial products; null: C directly
-  int splits, split_steps;  // K ranges per block of C and their length in steps
+  // K ranges per block of C and their length in elements: a whole number of this arch's steps (the host counts in
+  // the steps of its own SkinnyShape, gfx950's, whose KB is a multiple of gfx942's: fp8's 128-row blocks take
+  // 128-element steps there and 64-element ones on gfx942).
+  int splits, split_k;
   int tiles_m, tiles_n;     // blocks of C (BM x WN)
 };
 
@@ -41,11 +51,14 @@ struct SkinnyArgs {
 template <class T, int BM>
 struct SkinnyShape {
   static constexpr int LE = 16 / int(sizeof(T));            // elements per 16-byte chunk
-  static constexpr int WN = 32;                             // columns of C per workgroup
-  static constexpr int NC = BM <= 16 ? 8 : 4;               // chunks per lane of each row and step
-  static constexpr int KB = 4 * NC * LE;                    // K elements per step
   static constexpr int E = elems_per_lane<T>;               // a lane's operand elements per MFMA
-  static constexpr int KS = 4 * E > 64 ? 4 * E : 64;        // K rows per LDS round trip (B given K x N)
+  static constexpr int WN = BM >= 128 ? 64 : 32;            // columns of C per workgroup
+  // Chunks per lane of each row and step: at 128 rows one MFMA deep (E / LE chunks), the registers going to D
+  // steps in flight per wave instead.
+  static constexpr int NC = BM <= 16 ? 8 : BM <= 64 ? 4 : (E > LE ? E / LE : 1);
+  static constexpr int D = BM <= 64 ? 1 : NC == 1 ? 3 : 2;  // steps each wave has in flight (register sets)
+  static constexpr int KB = 4 * NC * LE;                    // K elements per step
+  static constexpr int KS = 4 * E > (KB < 64 ? KB : 64) ? 4 * E : (KB < 64 ? KB : 64);  // K rows per LDS round trip (B given K x N)
   static constexpr int UPS = KS / (4 * LE);                 // chunks per lane of a row per sub-block
   static_assert(KB % KS == 0 && BM % 16 == 0, "gemm_skinny: a step is whole sub-blocks");
 };
@@ -92,8 +105,16 @@ __global__ __launch_bounds__(256) void gemm_skinny(SkinnyArgs p) {
   using acc_t = rt_acc<BM, WN>;
   static_assert(sizeof(a_sub) == MB * UPS * 16 && sizeof(b_sub) == NB * UPS * 16, "gemm_skinny: sub-tiles are the chunks");
   using b_lds = st<T, KS, WN>;
-  // LDS: the waves' B sub-blocks in the loop (K x N only), then waves 1..3's accumulators.
-  constexpr int lds_b = BIsNK ? 0 : 4 * int(sizeof(b_lds)), lds_acc = 3 * 64 * int(sizeof(acc_t));  // sizeof: one lane's
+  // LDS: the waves' B sub-blocks in the loop (K x N only), then waves 1..3's accumulators, in as many rounds as
+  // the arch's LDS needs (sizeof: one lane's).
+  constexpr int lds_b = BIsNK ? 0 : 4 * int(sizeof(b_lds)), acc_bytes = 3 * 64 * int(sizeof(acc_t));
+  constexpr int reduce_rounds = [] {
+    int r = 1;
+    while (acc_bytes / r > arch::current::lds_bytes) r *= 2;
+    return r;
+  }();
+  static_assert(acc_bytes % (reduce_rounds * 3 * 64 * 16) == 0, "gemm_skinny: whole accumulator blocks per round");
+  constexpr int lds_acc = acc_bytes / reduce_rounds;
   __shared__ __attribute__((aligned(16))) char lds[lds_b > lds_acc ? lds_b : lds_acc];
 
   const GemmArgs& g = p.g;
@@ -103,8 +124,8 @@ __global__ __launch_bounds__(256) void gemm_skinny(SkinnyArgs p) {
   id /= p.tiles_m;
   const int tile_n = id % p.tiles_n, split = id / p.tiles_n;
   const int m0 = tile_m * BM, n0 = tile_n * WN;
-  const int steps = (g.k + KB - 1) / KB, kt_begin = split * p.split_steps;
-  const int kt_end = std::min(steps, kt_begin + p.split_steps);
+  const int steps = (g.k + KB - 1) / KB, kt_begin = split * (p.split_k / KB);
+  const int kt_end = std::min(steps, kt_begin + p.split_k / KB);
   const bool ragged_k = g.k % KB != 0;
 
   // This lane's rows of A (and of B given N x K), clamped inside, at its lane group's first chunk.
@@ -124,18 +145,19 @@ __global__ __launch_bounds__(256) void gemm_skinny(SkinnyArgs p) {
   const int b_cols = BIsNK ? LE : g.n - (n0 + LE * (lane % CR));
   const bool cols_whole = n0 + WN <= g.n;
 
-  uint4 ra[MB][NC], rb[NB * NC];
-  // Step kt's loads; Masked: chunk by chunk inside K (and N), zeros outside.
-  auto issue = [&]<bool Masked>(int kt) __attribute__((always_inline)) {
+  constexpr int D = Shape::D;
+  uint4 ra[D][MB][NC], rb[D][NB * NC];  // D register sets: the steps in flight
+  // Step kt's loads into set S; Masked: chunk by chunk inside K (and N), zeros outside.
+  auto issue = [&]<bool Masked, int S>(int kt) __attribute__((always_inline)) {
     const int k0 = kt * KB;
 #pragma unroll
     for (int u = 0; u < NC; ++u) {
       const int kk = k0 + LE * 4 * u, valid = Masked ? g.k - kk - LE * lg : LE;
 #pragma unroll
-      for (int i = 0; i < MB; ++i) ra[i][u] = skinny::load_chunk(arow[i] + kk, valid);
+      for (int i = 0; i < MB; ++i) ra[S][i][u] = skinny::load_chunk(arow[i] + kk, valid);
       if constexpr (BIsNK) {
 #pragma unroll
-        for (int i = 0; i < NB; ++i) rb[i * NC + u] = skinny::load_chunk(brow[i] + kk, valid);
+        for (int i = 0; i < NB; ++i) rb[S][i * NC + u] = skinny::load_chunk(brow[i] + kk, valid);
       }
     }
     if constexpr (!BIsNK) {
@@ -143,7 +165,7 @@ __global__ __launch_bounds__(256) void gemm_skinny(SkinnyArgs p) {
       for (int q = 0; q < LOADS; ++q) {
         const int k = k0 + q * RPI;  // + this lane's row lane / CR
         const T* src = brow[0] + long(k) * g.ldb;
-        rb[q] = Masked ? (k + lane / CR < g.k ? skinny::load_chunk(src, b_cols) : uint4{0, 0, 0, 0}) : skinny::load_chunk(src, LE);
+        rb[S][q] = Masked ? (k + lane / CR < g.k ? skinny::load_chunk(src, b_cols) : uint4{0, 0, 0, 0}) : skinny::load_chunk(src, LE);
       }
     }
   };
@@ -152,23 +174,23 @@ __global__ __launch_bounds__(256) void gemm_skinny(SkinnyArgs p) {
   // This lane's rows of the LDS sub-block (B given K x N): row q RPI + lane / CR of the step, where q counts loads.
   acc_t acc;
   zero(acc);
-  auto consume = [&]() __attribute__((always_inline)) {
+  auto consume = [&]<int S>() __attribute__((always_inline)) {
 #pragma unroll
     for (int s = 0; s < SUBS; ++s) {
       a_sub a;
 #pragma unroll
-      for (int i = 0; i < MB; ++i) __builtin_memcpy(&a.data[i][0][0], &ra[i][s * UPS], UPS * 16);
+      for (int i = 0; i < MB; ++i) __builtin_memcpy(&a.data[i][0][0], &ra[S][i][s * UPS], UPS * 16);
       b_sub b;
       if constexpr (BIsNK) {
 #pragma unroll
-        for (int i = 0; i < NB; ++i) __builtin_memcpy(&b.data[i][0][0], &rb[i * NC + s * UPS], UPS * 16);
+        for (int i = 0; i < NB; ++i) __builtin_memcpy(&b.data[i][0][0], &rb[S][i * NC + s * UPS], UPS * 16);
         mma_ABt(acc, a, b, acc);
       } else {
         constexpr int piece = b_lds::chunk_elems;
 #pragma unroll
         for (int q = 0; q < KS / RPI; ++q) {
           const int r = skinny::permuted<Shape>(q * RPI + lane / CR);
-          const T* src = reinterpret_cast<const T*>(&rb[s * (KS / RPI) + q]);
+          const T* src = reinterpret_cast<const T*>(&rb[S][s * (KS / RPI) + q]);
 #pragma unroll
           for (int e = 0; e < LE; e += piece)
             *reinterpret_cast<hk::detail::chunk<T, piece>*>(&sb(r, LE * (lane % CR) + e)) =
@@ -180,40 +202,66 @@ __global__ __launch_bounds__(256) void gemm_skinny(SkinnyArgs p) {
     }
   };
 
-  int kt = kt_begin + wave;
-  auto step = [&](int t) __attribute__((always_inline)) {
-    if ((ragged_k && t == steps - 1) || (!BIsNK && !cols_whole)) issue.template operator()<true>(t);
-    else issue.template operator()<false>(t);
+  // The wave's steps j = 0, 1, ... (K steps kt_begin + wave + 4 j) in register sets j % D: the first D issued up
+  // front, then each set refilled with the step D ahead as soon as it is consumed, so that D steps' loads fly at a
+  // time. The loop body issues its loads without a branch (a load issued on one path only left the compiler waiting
+  // for every load in flight, not just the consumed set's), so it runs while all its refills lie in the range; the
+  // last D to 2D - 1 steps follow it. Whole: every step lies inside K and N (no masked loads).
+  auto run = [&]<bool Whole, int... S>(std::integer_sequence<int, S...>) __attribute__((always_inline)) {
+    const int first = kt_begin + wave, n = first < kt_end ? (kt_end - first + 3) / 4 : 0;
+    auto step = [&]<int U>(int j) __attribute__((always_inline)) {
+      const int t = first + 4 * j;
+      if (Whole || !((ragged_k && t == steps - 1) || (!BIsNK && !cols_whole))) issue.template operator()<false, U>(t);
+      else issue.template operator()<true, U>(t);
+    };
+    // (The scheduling barrier keeps the refill between this set's MFMAs and the next set's: the scheduler sank
+    // every set's loads below the last MFMAs, which then waited for all of them.)
+    auto consume_refill = [&]<int U>(int j) __attribute__((always_inline)) {
+      consume.template operator()<U>();
+      step.template operator()<U>(j + D);
+      sched_barrier();
+    };
+    int j = 0;
+    if (n >= 2 * D) {
+      ((step.template operator()<S>(S), sched_barrier()), ...);  // in set order: the loop's waits assume it
+      for (; j + 2 * D <= n; j += D) (consume_refill.template operator()<S>(j + S), ...);
+    } else {
+      ((S < n ? step.template operator()<S>(S) : void()), ...);
+    }
+    ((j + S < n ? (j + S + D < n ? consume_refill.template operator()<S>(j + S) : consume.template operator()<S>()) : void()), ...);
+    ((j + D + S < n ? consume.template operator()<S>() : void()), ...);
   };
-  if (kt < kt_end) step(kt);
-  for (; kt < kt_end; kt += 4) {
-    consume();
-    if (kt + 4 < kt_end) step(kt + 4);  // the registers are free: the next step's loads fly from here
-  }
+  if ((BIsNK || cols_whole) && !(ragged_k && kt_end == steps)) run.template operator()<true>(std::make_integer_sequence<int, D>{});
+  else run.template operator()<false>(std::make_integer_sequence<int, D>{});
 
-  // The waves' sums, in wave order, by wave 0.
+  // The waves' sums, in wave order, by wave 0, through LDS in rounds of as many accumulator blocks as it holds.
   using f4 = float __attribute__((ext_vector_type(4)));
   f4* red = reinterpret_cast<f4*>(lds);
-  constexpr int blocks = acc_t::tiles_r * acc_t::tiles_c;
-  barrier();
-  if (wave > 0) {
+  constexpr int blocks = acc_t::tiles_r * acc_t::tiles_c, per_round = blocks / reduce_rounds;
 #pragma unroll
-    for (int b = 0; b < blocks; ++b) {
-      const float* x = acc.data[b / acc_t::tiles_c][b % acc_t::tiles_c];
-      red[((wave - 1) * blocks + b) * 64 + lane] = f4{x[0], x[1], x[2], x[3]};
+  for (int round = 0; round < reduce_rounds; ++round) {
+    barrier();
+    if (wave > 0) {
+#pragma unroll
+      for (int b = 0; b < per_round; ++b) {
+        const float* x = acc.data[(round * per_round + b) / acc_t::tiles_c][(round * per_round + b) % acc_t::tiles_c];
+        red[((wave - 1) * per_round + b) * 64 + lane] = f4{x[0], x[1], x[2], x[3]};
+      }
+    }
+    barrier();
+    if (wave == 0) {
+#pragma unroll
+      for (int w = 0; w < 3; ++w)
+#pragma unroll
+        for (int b = 0; b < per_round; ++b) {
+          const f4 y = red[(w * per_round + b) * 64 + lane];
+          float* x = acc.data[(round * per_round + b) / acc_t::tiles_c][(round * per_round + b) % acc_t::tiles_c];
+#pragma unroll
+          for (int e = 0; e < 4; ++e) x[e] += y[e];
+        }
     }
   }
-  barrier();
   if (wave > 0) return;
-#pragma unroll
-  for (int w = 0; w < 3; ++w)
-#pragma unroll
-    for (int b = 0; b < blocks; ++b) {
-      const f4 y = red[(w * blocks + b) * 64 + lane];
-      float* x = acc.data[b / acc_t::tiles_c][b % acc_t::tiles_c];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) x[e] += y[e];
-    }
   if (p.part) {
     const gl<float, 1, 1> part(p.part + long(split) * g.m * g.n, 1, 1, g.m, g.n);
     store_bounded(part, acc, coord{0, 0, tile_m, tile_n});

@@ -280,41 +280,67 @@ TEST(GemmSkinny, RowsTypesAndLayouts) {
   }
   run_feed({100, 50, 2048, true, dtype::fp8_e4m3, dtype::fp32}, Feed::automatic);
   run_feed({17, 257, 72, false, dtype::fp8_e5m2, dtype::bf16, -1.f, 2.f}, Feed::automatic);
+  // 128-row blocks (m > 128): fp8 A * B^T, f16 A * B with a ragged n and k.
+  run_feed({150, 130, 1000, true, dtype::fp8_e4m3, dtype::fp32, 0.5f, 1.f}, Feed::automatic);
+  run_feed({192, 90, 520, false, dtype::f16, dtype::bf16}, Feed::automatic);
 }
 
-// The split K's partial products are summed in a fixed order: the same bits run after run and whatever the number of
-// host threads vgpu runs workgroups on (a child process per thread count: vgpu reads HK_VGPU_THREADS when it starts).
-const Case skinny_split_case{16, 64, 8192, true, dtype::bf16, dtype::fp32, 1.f, 0.5f};
+// Every sum is taken in a fixed order: the same bits run after run and whatever the number of host threads vgpu runs
+// workgroups on (a child process per thread count: vgpu reads HK_VGPU_THREADS when it starts). The skinny kernel's
+// split K (partial products summed by the reduce kernel), its 128-row blocks (the waves' sums met in LDS), the bf16 /
+// f16 ping-pong kernel, the fp8 ping-pong kernel (A * B^T) and the 4-wave fp8 kernel (A * B).
+struct DeterminismCase {
+  Case c;
+  Feed feed;
+};
+const DeterminismCase determinism_cases[] = {
+    {{16, 64, 8192, true, dtype::bf16, dtype::fp32, 1.f, 0.5f}, Feed::automatic},
+    {{200, 520, 1000, true, dtype::bf16, dtype::fp32}, Feed::automatic},
+    {{600, 520, 320, true, dtype::bf16, dtype::bf16, -2.f, 0.75f}, Feed::lds_dma},
+    {{520, 600, 200, false, dtype::f16, dtype::fp32}, Feed::lds_dma},
+    {{520, 600, 384, true, dtype::fp8_e4m3, dtype::fp32, 0.5f, 1.f}, Feed::lds_dma},
+    {{300, 272, 384, false, dtype::fp8_e5m2, dtype::bf16}, Feed::lds_dma},
+};
 
 std::vector<char> bytes_of(const hk_host::Matrix& m) {
   const auto* p = reinterpret_cast<const char*>(m.values.data());
   return std::vector<char>(p, p + m.values.size() * sizeof(m.values[0]));
 }
 
-TEST(GemmSkinnyDeterminism, RunToRun) {
-  const std::vector<char> first = bytes_of(run_feed(skinny_split_case, Feed::automatic));
-  EXPECT_FALSE(first.empty());
-  EXPECT_TRUE(bytes_of(run_feed(skinny_split_case, Feed::automatic)) == first);
+// C's bits of every case, one after the other (each checked against the reference as it runs).
+std::vector<char> determinism_bits() {
+  std::vector<char> all;
+  for (const DeterminismCase& d : determinism_cases) {
+    const std::vector<char> bits = bytes_of(run_feed(d.c, d.feed));
+    EXPECT_FALSE(bits.empty()) << name(d.c);
+    all.insert(all.end(), bits.begin(), bits.end());
+  }
+  return all;
+}
+
+TEST(GemmDeterminism, RunToRun) {
+  const std::vector<char> first = determinism_bits();
+  EXPECT_TRUE(determinism_bits() == first);
 }
 
 // Run by AcrossThreadCounts in a child process: writes C's bits to $HK_GEMM_BITS.
-TEST(GemmSkinnyDeterminism, WriteBits) {
+TEST(GemmDeterminism, WriteBits) {
   const char* path = std::getenv("HK_GEMM_BITS");
   if (!path) GTEST_SKIP() << "run by AcrossThreadCounts";
-  const std::vector<char> bits = bytes_of(run_feed(skinny_split_case, Feed::automatic));
+  const std::vector<char> bits = determinism_bits();
   std::ofstream(path, std::ios::binary).write(bits.data(), std::streamsize(bits.size()));
 }
 
-TEST(GemmSkinnyDeterminism, AcrossThreadCounts) {
+TEST(GemmDeterminism, AcrossThreadCounts) {
   if (std::getenv("HK_GEMM_BITS")) GTEST_SKIP() << "in the child";
-  const std::vector<char> here = bytes_of(run_feed(skinny_split_case, Feed::automatic));
+  const std::vector<char> here = determinism_bits();
   char self[4096] = {};
   ASSERT_GT(readlink("/proc/self/exe", self, sizeof(self) - 1), 0);  // this program (the shell's /proc/self is the shell)
   for (int threads : {1, 2}) {
     // Named by this process: the arch's test programs may run at once.
     const std::string path = testing::TempDir() + "gemm_bits_" + std::to_string(getpid()) + "_" + std::to_string(threads);
     const std::string cmd = "HK_VGPU_THREADS=" + std::to_string(threads) + " HK_GEMM_BITS=" + path + " '" + self +
-                            "' --gtest_filter=GemmSkinnyDeterminism.WriteBits > /dev/null";
+                            "' --gtest_filter=GemmDeterminism.WriteBits > /dev/null";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     std::ifstream in(path, std::ios::binary);
     const std::vector<char> there((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
