@@ -183,8 +183,11 @@ Status launch_skinny(const GemmProblem& p, const kernels::GemmArgs& args) {
 
 template <class TIn>
 Status launch_skinny(const GemmProblem& p, const kernels::GemmArgs& args) {
+  // 128-row blocks for 16-bit inputs only: fp8's 128-row instances spill 2 VGPRs (its two chunks per step in flight).
   auto rows = [&]<class TOut>(TOut) {
-    return p.m <= 16 ? launch_skinny<TIn, TOut, 16>(p, args) : p.m <= 128 ? launch_skinny<TIn, TOut, 64>(p, args) : launch_skinny<TIn, TOut, 128>(p, args);
+    if constexpr (!fp8_input<TIn>)
+      if (p.m > 128) return launch_skinny<TIn, TOut, 128>(p, args);
+    return p.m <= 16 ? launch_skinny<TIn, TOut, 16>(p, args) : launch_skinny<TIn, TOut, 64>(p, args);
   };
   return p.c_type == scalar_type::fp32 ? rows(float{}) : rows(bf16{});
 }
