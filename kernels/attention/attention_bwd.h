@@ -44,7 +44,7 @@
 // 128) its workgroup has 8 waves (128 queries, two waves a SIMD reading the same stages), as the forward's; a kernel
 // with one stage (no arch today) would load and wait behind a barrier each step.
 #pragma once
-#include "attention_common.h"
+#include "attention_bwd_ops.h"
 #include "attention_heads.h"
 #include "hk/ops/group_reduce.h"
 
@@ -91,6 +91,12 @@ constexpr int attn_bwd_block_keys(int d, bool lds_read_transpose) { return 4 * a
 template <int D>
 inline constexpr int attn_bwd_dkdv_waves_per_simd = D <= 128 ? 2 : 1;  // wide heads: attention_heads.h
 
+// Kernel 2 in pairs of waves (gfx950 at D = 128): each pair owns 2 WK = 32 keys, its wave 0 computing S, P and dV,
+// its wave 1 dP, dS and dK, P passing through the LDS. Every score-like product then reads a staged fragment for 32
+// keys, not 16: half the LDS bytes per MFMA of one wave doing all four products, at the registers of 16 keys.
+template <int D, int DV = D>
+inline constexpr bool attn_bwd_pairs = arch::current::lds_read_transpose && D == 128 && DV == 128;
+
 // One step's staged operands of kernel 2: BQ queries' Q and dO rows, their LSE (in log2 units, 0 for a query that
 // sees no key) and delta.
 template <class T, int BQ, int D, int DV = D>
@@ -122,80 +128,6 @@ inline constexpr int attn_bwd_dq_stages =
             arch::current::lds_bytes
         ? 2
         : 1;
-
-// A B^T, A a tile of the LDS read in row layout and B a register tile: S = Q K^T and dP = dO V^T (kernel 2), S^T =
-// K Q^T and dP^T = V dO^T (kernel 3). `streamed`: A is read one k step (the MFMA's K columns) at a time, each used as
-// it lands, so that no more of A is held than the reads in flight (kernel 3, whose 32-query waves need the registers;
-// kernel 2's schedule is slower so: 118 against 75 ms on MI355X at GQA D128 N8192). Every element sums its k steps in
-// the same order either way.
-template <bool streamed = false, shared_tile ST, register_tile B>
-__device__ inline rt_acc<ST::rows, B::rows> mma_ABt_lds(const ST& a, const B& b) {
-  using T = typename ST::dtype;
-  rt_acc<ST::rows, B::rows> d;
-  zero(d);
-  if constexpr (streamed) {
-#pragma unroll
-    for (int k = 0; k < B::tiles_c; ++k) {
-      rt<T, ST::rows, B::base_cols> ar;
-      load(ar, a, {0, 0, 0, k});
-      rt<T, B::rows, B::base_cols> bk;  // B's k step: the same registers
-#pragma unroll
-      for (int j = 0; j < B::tiles_r; ++j)
-#pragma unroll
-        for (int e = 0; e < B::E; ++e) bk.data[j][0][e] = b.data[j][k][e];
-      mma_ABt(d, ar, bk, d);
-    }
-  } else {
-    rt<T, ST::rows, ST::cols> ar;
-    load(ar, a);
-    mma_ABt(d, ar, b, d);
-  }
-  return d;
-}
-
-// acc += X^T S, X a tile of the LDS (K rows of D) read in acc order and used transposed (the same registers), S an
-// accumulator over the same K rows whose registers are the B operand as they stand: dV^T += dO^T P and dK^T += Q^T
-// dS (kernel 2), dQ^T += K^T dS^T (kernel 3).
-template <int D, int N, int K, shared_tile ST>
-__device__ inline void mma_AtB_acc(rt_acc<D, N>& acc, const ST& x, const rt_acc<K, N>& s) {
-  using T = typename ST::dtype;
-  static_assert(ST::rows == K && ST::cols == D, "mma_AtB_acc: X is K x D");
-  rt<T, K, N, layout::col> b;
-  copy_acc_order(b, s);
-  rt<T, K, D, layout::col> xc;
-  load_acc_order(xc, x);
-  rt<T, D, K, layout::row> xt;
-  transpose(xt, xc);
-  mma_AB(acc, xt, b, acc);
-}
-
-// mma_AtB_acc in chunks of C of X's columns (C of acc's rows) at a time: one chunk's acc-order reads held at once, not
-// all of X's (wide heads without transposing LDS reads, whose reads hold an element a register before packing).
-template <int C, int D, int N, int K, shared_tile ST>
-__device__ inline void mma_AtB_acc_chunks(rt_acc<D, N>& acc, const ST& x, const rt_acc<K, N>& s) {
-  using T = typename ST::dtype;
-  using Part = rt_acc<C, N>;
-  static_assert(D % C == 0 && ST::rows == K && ST::cols == D, "mma_AtB_acc_chunks: X is K x D, in chunks of C");
-  rt<T, K, N, layout::col> b;
-  copy_acc_order(b, s);
-#pragma unroll
-  for (int c = 0; c < D / C; ++c) {
-    rt<T, K, C, layout::col> xc;
-    load_acc_order(xc, x, {0, 0, 0, c});
-    rt<T, C, K, layout::row> xt;
-    transpose(xt, xc);
-    Part part;  // acc's rows c C .. (c + 1) C - 1: its row tiles, the same registers
-#pragma unroll
-    for (int i = 0; i < Part::tiles_r; ++i)
-      for (int j = 0; j < Part::tiles_c; ++j)
-        for (int e = 0; e < Part::E; ++e) part.data[i][j][e] = acc.data[c * Part::tiles_r + i][j][e];
-    mma_AB(part, xt, b, part);
-#pragma unroll
-    for (int i = 0; i < Part::tiles_r; ++i)
-      for (int j = 0; j < Part::tiles_c; ++j)
-        for (int e = 0; e < Part::E; ++e) acc.data[c * Part::tiles_r + i][j][e] = part.data[i][j][e];
-  }
-}
 
 // Kernel 1: L = 256 / rows lanes per query row (4 or 2), each summing 1/L of its D products.
 template <class T, int D, int DV = D>
@@ -247,18 +179,24 @@ struct AttnKeyBlock {
 template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
 __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void attention_bwd_dkdv(AttnBwdArgs a) {
   using G = group<4>;
-  constexpr int BQ = attn_bwd_query_step<D, DV>, WK = attn_bwd_wave_keys(D, arch::current::lds_read_transpose);
+  constexpr bool pairs = attn_bwd_pairs<D, DV>;
+  constexpr int BQ = attn_bwd_query_step<D, DV>, KB = attn_bwd_block_keys(D, arch::current::lds_read_transpose);
+  constexpr int WK = pairs ? KB / 2 : KB / 4;  // the keys a wave (a pair) owns
   using Stage = AttnBwdStage<T, BQ, D, DV>;
-  using KT = st<T, 4 * WK, D>;
-  using VT = st<T, 4 * WK, DV>;
+  using KT = st<T, KB, D>;
+  using VT = st<T, KB, DV>;
+  using XT = rt<T, BQ, WK, layout::col>;  // pairs: P (times the cap's slope) in acc order, from wave 0 to wave 1
   using rows_vec = rv<float, BQ, vec_align::rows>;
   static_assert(BQ <= 64, "one lane per LSE and per delta value");
   __shared__ __attribute__((aligned(16))) char smem[std::max(sizeof(Stage) * 2, sizeof(KT) + sizeof(VT))];
+  __shared__ std::conditional_t<pairs, lane_regs<XT>, char> xbuf[2];
+  static_assert(!pairs || attn_bwd_dkdv_waves_per_simd<D> * (sizeof(smem) + sizeof(xbuf)) <= arch::current::lds_bytes,
+                "kernel 2's pairs: two workgroups' stages and exchanges fit in the LDS");
   Stage* stages = reinterpret_cast<Stage*>(smem);
   KT& sk = *reinterpret_cast<KT*>(smem);  // K, V: before the first step's loads
   VT& sv = *reinterpret_cast<VT*>(smem + sizeof(KT));
   const AttnArgs& p = a.f;
-  const AttnKeyBlock kb(a, 4 * WK, BQ);
+  const AttnKeyBlock kb(a, KB, BQ);
   const AttnBlock& blk = kb.blk;
   if (kb.first_key >= blk.sk) return;  // past the end of a shorter sequence (varlen)
   const bool varlen = p.cu_q != nullptr;
@@ -269,12 +207,17 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
   load_async<G>(sv, v_view, {0, 0, blk.tile, 0});
   wait_vmcnt<0>();
   barrier();
-  const int wave = G::wave();
-  rt<T, WK, D> k;
+  const int wave = G::wave(), role = pairs ? (wave ^ int(blockIdx.x)) % 2 : 0, own = pairs ? wave / 2 : wave;  // own: the key part
+  rt<T, WK, D> k;  // pairs: K (role 0) or V (role 1)
   rt<T, WK, DV> v;
-  load(k, sk, {0, 0, wave, 0});
-  load(v, sv, {0, 0, wave, 0});
-  const long k0 = kb.first_key + long(wave) * WK;  // this wave's first key
+  if constexpr (pairs) {
+    if (role == 0) load(k, sk, {0, 0, own, 0});
+    else load(k, sv, {0, 0, own, 0});
+  } else {
+    load(k, sk, {0, 0, own, 0});
+    load(v, sv, {0, 0, own, 0});
+  }
+  const long k0 = kb.first_key + long(own) * WK;  // this wave's first key
   rt_acc<DV, WK> dvt;
   rt_acc<D, WK> dkt;
   zero(dvt), zero(dkt);
@@ -325,15 +268,64 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
     rows_vec lse, delta;
     load(lse, cur.lse);
     load(delta, cur.delta);
+    const long q0 = long(qt) * BQ;
+    const int qi = int(q0), kj = int(k0), off = int(kb.off);
+    // S = Q K^T, masked where the tile crosses a query's visible range, and P (as below), into sd.
+    auto scores = [&](auto& sd) __attribute__((always_inline)) {
+      sd = mma_ABt_lds(cur.q, k);
+      if constexpr (V.softcap) map(sd, [cap = p.cap](float x) { return cap(x); });
+      if constexpr (V.alibi) add_alibi<false>(sd, alibi_slope(p, blk.b, h), q0, k0, kb.off);
+      if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
+        mask_visible<false>(sd, p, qi, kj, blk.sq, blk.sk, off);
+      map_rows(sd, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
+    };
+    if constexpr (pairs) {
+      // Wave 0 of a pair: S, P, dV^T += dO^T P; wave 1: dP, dS, dK^T += Q^T dS, with P (times the cap's slope) from
+      // wave 0 through the LDS (in bf16: one more rounding of dS's factor, within the 2u its tolerance allows).
+      rt_acc<BQ, WK> sd;  // role 0: P; role 1: dP - delta
+      uint32_t keep = 0;
+      XT x;
+      if (role == 0) {
+        scores(sd);
+        if constexpr (V.softcap) {
+          auto t = sd;
+          map_rows(t, lse, [cap = p.cap](float x, float l) { return x * cap.slope(x, l); });
+          copy_acc_order(x, t);
+        } else {
+          copy_acc_order(x, sd);
+        }
+        xbuf[own].put(x);
+      } else {
+        sd = mma_ABt_lds(cur.dout, k);
+        if constexpr (V.dropout) attn_dropout_apply(sd, attn_dropout_keep<false, decltype(sd)>(p, blk.b, h, qi, kj), p.drop.scale);
+        map_rows(sd, delta, [](float x, float d) { return x - d; });
+      }
+      barrier();  // wave 0's P is in the LDS
+      if (role == 0) {
+        if constexpr (V.dropout) {
+          keep = attn_dropout_keep<false, decltype(sd)>(p, blk.b, h, qi, kj);
+          mma_AtB_acc(dkt, cur.dout, attn_dropped<V.dropout>(sd, keep, p.drop.scale));
+        } else if constexpr (V.softcap) {
+          mma_AtB_acc(dkt, cur.dout, sd);
+        } else {
+          mma_AtB_col(dkt, cur.dout, x);  // P in bf16 already
+        }
+      } else {
+        xbuf[own].get(x);
+        mul_acc_order(sd, x);
+        mma_AtB_acc(dkt, cur.q, sd);
+      }
+      if (more) put(next, staged);
+      h = nh, qt = nqt;
+      continue;
+    }
     // S = Q K^T (queries x keys), masked where the tile crosses a query's visible range, and P.
     // (Streamed for wide heads: else gfx942 spills at D = 256, and on MI355X at GQA D256 N8192 the kernel took 287
     // against 224 ms, its accumulators moved between AGPRs and VGPRs.)
     constexpr bool streamed = attn_wide(D, DV);
     auto s = mma_ABt_lds<streamed>(cur.q, k);
     if constexpr (V.softcap) map(s, [cap = p.cap](float x) { return cap(x); });  // before the masks' -inf
-    const long q0 = long(qt) * BQ;
     if constexpr (V.alibi) add_alibi<false>(s, alibi_slope(p, blk.b, h), q0, k0, kb.off);
-    const int qi = int(q0), kj = int(k0), off = int(kb.off);
     if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
       mask_visible<false>(s, p, qi, kj, blk.sq, blk.sk, off);
     map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
@@ -361,7 +353,12 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
   const int key_tile = int(k0 / WK);
   rt<float, WK, D, layout::row> out;
   transpose(out, dkt);
+  if (pairs && role == 0) {  // (pairs: dkt holds dV^T)
+    if constexpr (pairs) store_bounded(dv_view, out, {0, 0, key_tile, 0});
+    return;
+  }
   store_bounded(dk_view, out, {0, 0, key_tile, 0}, p.scale);
+  if constexpr (pairs) return;
   rt<float, WK, DV, layout::row> out_v;
   transpose(out_v, dvt);
   store_bounded(dv_view, out_v, {0, 0, key_tile, 0});
