@@ -83,7 +83,12 @@ inline constexpr int attn_bwd_waves_per_simd = D == 64 || (D == 128 && arch::cur
 // MFMA work per byte read. (At D = 128, 32 keys take one wave per SIMD, and the model finds that slower: 95.6 against
 // 77.4 ms on MI355X at GQA N8192.) A function of the arch's fact, so that the host's grid and the kernel agree.
 constexpr int attn_bwd_wave_keys(int d, bool lds_read_transpose) { return d == 64 && lds_read_transpose ? 32 : 16; }
-constexpr int attn_bwd_block_keys(int d, bool lds_read_transpose) { return 4 * attn_bwd_wave_keys(d, lds_read_transpose); }
+// Kernel 2 in pairs of waves (gfx950 at D = 128; after attn_bwd_dkdv_waves_per_simd): 8 waves of 4 pairs.
+constexpr bool attn_bwd_paired(int d, bool lds_read_transpose) { return d == 128 && lds_read_transpose; }
+constexpr int attn_bwd_dkdv_waves(int d, bool lds_read_transpose) { return attn_bwd_paired(d, lds_read_transpose) ? 8 : 4; }
+constexpr int attn_bwd_block_keys(int d, bool lds_read_transpose) {
+  return (attn_bwd_paired(d, lds_read_transpose) ? 8 : 4) * attn_bwd_wave_keys(d, lds_read_transpose);
+}
 
 // Waves per SIMD of kernel 2: two everywhere, so that one wave's LDS reads and vector work run under the other's MFMAs
 // (gfx942 at D = 128 gets there with 16-query steps: at 32 it needs more than 256 registers, and one wave per SIMD
@@ -91,11 +96,13 @@ constexpr int attn_bwd_block_keys(int d, bool lds_read_transpose) { return 4 * a
 template <int D>
 inline constexpr int attn_bwd_dkdv_waves_per_simd = D <= 128 ? 2 : 1;  // wide heads: attention_heads.h
 
-// Kernel 2 in pairs of waves (gfx950 at D = 128): each pair owns 2 WK = 32 keys, its wave 0 computing S, P and dV,
-// its wave 1 dP, dS and dK, P passing through the LDS. Every score-like product then reads a staged fragment for 32
-// keys, not 16: half the LDS bytes per MFMA of one wave doing all four products, at the registers of 16 keys.
+// Kernel 2 in pairs of waves (gfx950 at D = 128): 8 waves, each pair (waves w and w + 4, one SIMD) owning 32 keys, its
+// first wave computing S, P and dV, its second dP, dS and dK, P passing through the LDS in fp32. Every score-like
+// product then reads a staged fragment for 32 keys, not 16: half the LDS bytes per MFMA of one wave doing all four
+// products, at the registers of 16 keys; and each SIMD runs one wave of each kind, the exponentials of one under the
+// MFMAs of the other.
 template <int D, int DV = D>
-inline constexpr bool attn_bwd_pairs = arch::current::lds_read_transpose && D == 128 && DV == 128;
+inline constexpr bool attn_bwd_pairs = attn_bwd_paired(D, arch::current::lds_read_transpose) && DV == D;
 
 // One step's staged operands of kernel 2: BQ queries' Q and dO rows, their LSE (in log2 units, 0 for a query that
 // sees no key) and delta.
@@ -177,21 +184,22 @@ struct AttnKeyBlock {
 };
 
 template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
-__global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void attention_bwd_dkdv(AttnBwdArgs a) {
-  using G = group<4>;
+__global__ __launch_bounds__(64 * attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose))
+__attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void attention_bwd_dkdv(AttnBwdArgs a) {
+  using G = group<attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose)>;
   constexpr bool pairs = attn_bwd_pairs<D, DV>;
   constexpr int BQ = attn_bwd_query_step<D, DV>, KB = attn_bwd_block_keys(D, arch::current::lds_read_transpose);
-  constexpr int WK = pairs ? KB / 2 : KB / 4;  // the keys a wave (a pair) owns
+  constexpr int WK = pairs ? KB / 4 : KB / G::waves;  // the keys a wave (a pair) owns
   using Stage = AttnBwdStage<T, BQ, D, DV>;
   using KT = st<T, KB, D>;
   using VT = st<T, KB, DV>;
-  using XT = rt<T, BQ, WK, layout::col>;  // pairs: P (times the cap's slope) in acc order, from wave 0 to wave 1
+  using XT = rt_acc<BQ, WK>;  // pairs: P (times the cap's slope), from the pair's first wave to its second
   using rows_vec = rv<float, BQ, vec_align::rows>;
   static_assert(BQ <= 64, "one lane per LSE and per delta value");
   __shared__ __attribute__((aligned(16))) char smem[std::max(sizeof(Stage) * 2, sizeof(KT) + sizeof(VT))];
-  __shared__ std::conditional_t<pairs, lane_regs<XT>, char> xbuf[2];
-  static_assert(!pairs || attn_bwd_dkdv_waves_per_simd<D> * (sizeof(smem) + sizeof(xbuf)) <= arch::current::lds_bytes,
-                "kernel 2's pairs: two workgroups' stages and exchanges fit in the LDS");
+  __shared__ std::conditional_t<pairs, lane_regs<XT>, char> xbuf[4];
+  static_assert(!pairs || sizeof(smem) + sizeof(xbuf) <= arch::current::lds_bytes,
+                "kernel 2's pairs: the stages and exchanges fit in the LDS");
   Stage* stages = reinterpret_cast<Stage*>(smem);
   KT& sk = *reinterpret_cast<KT*>(smem);  // K, V: before the first step's loads
   VT& sv = *reinterpret_cast<VT*>(smem + sizeof(KT));
@@ -207,7 +215,7 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
   load_async<G>(sv, v_view, {0, 0, blk.tile, 0});
   wait_vmcnt<0>();
   barrier();
-  const int wave = G::wave(), role = pairs ? (wave ^ int(blockIdx.x)) % 2 : 0, own = pairs ? wave / 2 : wave;  // own: the key part
+  const int wave = G::wave(), role = pairs ? wave / 4 : 0, own = pairs ? wave % 4 : wave;  // own: the key part
   rt<T, WK, D> k;  // pairs: K (role 0) or V (role 1)
   rt<T, WK, DV> v;
   if constexpr (pairs) {
@@ -280,20 +288,15 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
       map_rows(sd, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     };
     if constexpr (pairs) {
-      // Wave 0 of a pair: S, P, dV^T += dO^T P; wave 1: dP, dS, dK^T += Q^T dS, with P (times the cap's slope) from
-      // wave 0 through the LDS (in bf16: one more rounding of dS's factor, within the 2u its tolerance allows).
+      // The pair's first wave: S, P, dV^T += dO^T P; its second: dP, dS, dK^T += Q^T dS, with P (times the cap's
+      // slope) from the first through the LDS.
       rt_acc<BQ, WK> sd;  // role 0: P; role 1: dP - delta
       uint32_t keep = 0;
       XT x;
       if (role == 0) {
         scores(sd);
-        if constexpr (V.softcap) {
-          auto t = sd;
-          map_rows(t, lse, [cap = p.cap](float x, float l) { return x * cap.slope(x, l); });
-          copy_acc_order(x, t);
-        } else {
-          copy_acc_order(x, sd);
-        }
+        x = sd;
+        if constexpr (V.softcap) map_rows(x, lse, [cap = p.cap](float x, float l) { return x * cap.slope(x, l); });
         xbuf[own].put(x);
       } else {
         sd = mma_ABt_lds(cur.dout, k);
@@ -302,17 +305,11 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
       }
       barrier();  // wave 0's P is in the LDS
       if (role == 0) {
-        if constexpr (V.dropout) {
-          keep = attn_dropout_keep<false, decltype(sd)>(p, blk.b, h, qi, kj);
-          mma_AtB_acc(dkt, cur.dout, attn_dropped<V.dropout>(sd, keep, p.drop.scale));
-        } else if constexpr (V.softcap) {
-          mma_AtB_acc(dkt, cur.dout, sd);
-        } else {
-          mma_AtB_col(dkt, cur.dout, x);  // P in bf16 already
-        }
+        if constexpr (V.dropout) keep = attn_dropout_keep<false, decltype(sd)>(p, blk.b, h, qi, kj);
+        mma_AtB_acc(dkt, cur.dout, attn_dropped<V.dropout>(sd, keep, p.drop.scale));
       } else {
         xbuf[own].get(x);
-        mul_acc_order(sd, x);
+        mul(sd, sd, x);
         mma_AtB_acc(dkt, cur.q, sd);
       }
       if (more) put(next, staged);

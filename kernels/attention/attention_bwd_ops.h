@@ -115,21 +115,4 @@ struct lane_regs {
   }
 };
 
-// s *= d elementwise, d the acc-order operand copy (copy_acc_order) of a tile of s's shape: each of d's elements
-// multiplies the accumulator register it was copied from.
-template <int R, int C, mfma_shape S, register_tile Dt>
-__device__ inline void mul_acc_order(rt_acc<R, C, S>& s, const Dt& d) {
-  static_assert(detail::acc_order_tile<Dt> && Dt::rows == R && Dt::cols == C, "mul_acc_order: the tiles must match");
-  constexpr int dim = S::dim, G = Dt::groups;
-#pragma unroll
-  for (int i = 0; i < Dt::tiles_r; ++i)
-#pragma unroll
-    for (int j = 0; j < Dt::tiles_c; ++j)
-#pragma unroll
-      for (int e = 0; e < Dt::E; ++e) {
-        const int row = detail::acc_order_row<Dt>(i, e), block = row / dim, reg = (row % dim) / (4 * G) * 4 + row % 4;
-        s.data[block][j][reg] *= fl(d.data[i][j][e]);
-      }
-}
-
 }  // namespace hk::kernels
