@@ -38,9 +38,10 @@
 // has finished reading the other stage (step n-1), which the loads of step n+1, issued right after it, overwrite.
 // In kernel 3 those loads fly under the whole of step n: its stages are distinct LDS variables and the steps go in
 // pairs with the stage a constant, so the compiler sees that step n's reads cannot touch what the loads write. Kernel
-// 2's stage is a runtime index (in pairs its registers spill on gfx950 at D = 128, and gfx942 was slower), so the
-// compiler waits for step n+1's loads before step n's first LDS read: there they overlap only the few instructions
-// before it (6.6% of the waves' time on MI355X at GQA D128 N8192). Q and dO go straight into LDS (buffer loads with
+// 2's stage is a runtime index, except in its plain kernel in pairs of waves (gfx950 at D = 128), whose steps go in
+// pairs with the stage a constant (elsewhere, and with dropout, softcapping or ALiBi, they spill so; gfx942 was
+// slower): with a runtime stage the compiler waits for step n+1's loads before step n's first LDS read (6.6% of the
+// waves' time on MI355X at GQA D128 N8192 before the pairs of waves; 0% with them, whose first LDS reads come later). Q and dO go straight into LDS (buffer loads with
 // the lds modifier); LSE and delta (64 floats each) are too small for that, so in kernel 2 one lane per query (wave
 // 0: LSE, wave 1: delta) loads its value into a register before the step's work and writes it to the other stage after it
 // (that stage's vectors were last read in step n-1, before the barrier). The once-per-workgroup tiles pass through
