@@ -6,11 +6,9 @@
 //      P and dK^T += Q^T dS (dS = P * (dP - delta), dP = dO V^T) in fp32 registers, written once at the end (dK
 //      scaled). On gfx950 at D = 128 the waves work in pairs (attn_bwd_pairs): 8 waves, 128 keys, the pair of waves w
 //      and w + 4 (one SIMD) owning 32 keys, its first wave computing S, P and dV^T, its second dP, dS and dK^T, with P
-//      (times the cap's slope) passed in fp32 through the LDS behind a second barrier in the step. Each score-like
-//      product's staged fragment then serves 32 keys, not 16: at D = 128 every wave holding all four products for 16
-//      keys needs 128 B/clk of a SIMD pair's LDS port for its MFMAs, and 32 keys a wave do not fit two waves' registers
-//      (MI355X GQA D128 N8192: 71.0 -> 68.5 ms; LDS waits 14.3 -> 7.6% of the waves' time, the mid-step barrier adds
-//      about 7%);
+//      (times the cap's slope) passed in fp32 through the LDS behind a second barrier in the step: each staged
+//      fragment serves 32 keys, not 16 (at 16 the MFMAs need all of a SIMD pair's LDS port; 32 keys a wave do not fit
+//      two waves' registers). MI355X GQA D128 N8192: 71.0 -> 66.3 ms (docs/design.md);
 //   3. attention_bwd_dq: one workgroup per (sequence, query head, 4 WQ queries; 8 WQ on gfx942 at D = 128), each
 //      wave owning WQ queries (16; 32 at D = 64 with transposing LDS reads, so that each key tile read from the LDS
 //      serves twice the MFMA work); it
