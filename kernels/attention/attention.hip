@@ -127,7 +127,8 @@ Status check_layout(const Tensor& t, bool written) {
 // the 8-wave ping-pong kernel (attn_pingpong_runs: gfx950, and gfx942 at D = 64); `fwd_waves`: the waves of
 // attention_fwd's workgroup otherwise; `bwd_block_keys(D)`: the keys of one workgroup of the backward's dK, dV kernel;
 // `bwd_rows`: the queries of one workgroup of its delta and dQ kernels; `bwd_dq_waves`: the waves of the dQ kernel's.
-Status check_arch(bool& pingpong, int& fwd_waves, int& bwd_block_keys, int& bwd_rows, int& bwd_dq_waves, int d, int dv) {
+Status check_arch(bool& pingpong, int& fwd_waves, int& bwd_block_keys, int& bwd_rows, int& bwd_dq_waves, int& bwd_dkdv_waves,
+                  int d, int dv) {
   Status status;
   const arch::target* target = api::current_target(entry, status);
   if (!target) return status;
@@ -136,6 +137,7 @@ Status check_arch(bool& pingpong, int& fwd_waves, int& bwd_block_keys, int& bwd_
   bwd_block_keys = kernels::attn_bwd_block_keys(d, target->lds_read_transpose);
   bwd_rows = kernels::attn_bwd_rows(d, target->lds_read_transpose);
   bwd_dq_waves = kernels::attn_bwd_dq_waves(d, target->lds_read_transpose);
+  bwd_dkdv_waves = kernels::attn_bwd_dkdv_waves(d, target->lds_read_transpose);
   return {};
 }
 
@@ -193,7 +195,7 @@ struct Prepared {
   bool pingpong = false;
   int fwd_waves = 4;
   checks::Span spans[4] = {};  // Q, K, V and O as byte ranges (the FP8 forward's workspace overlaps none)
-  int bwd_block_keys = 0, bwd_rows = 0, bwd_dq_waves = 4;
+  int bwd_block_keys = 0, bwd_rows = 0, bwd_dq_waves = 4, bwd_dkdv_waves = 4;
   AttentionInputs::Strides resolved(AttentionInputs::Strides s, long rows, long heads, long d) const {
     s = resolve(s, rows, heads, d);
     if (batch == 1 && a.cu_q) s.batch = 0;  // unused
@@ -206,7 +208,8 @@ struct Prepared {
 Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides o_strides, const float* lse,
                bool backward, Prepared& r) {
   if (Status s = validate(p, o); !s) return s;
-  if (Status s = check_arch(r.pingpong, r.fwd_waves, r.bwd_block_keys, r.bwd_rows, r.bwd_dq_waves, p.head_dim, value_dim(p));
+  if (Status s = check_arch(r.pingpong, r.fwd_waves, r.bwd_block_keys, r.bwd_rows, r.bwd_dq_waves, r.bwd_dkdv_waves, p.head_dim,
+                                value_dim(p));
       !s)
     return s;
   if (backward && !lse) return invalid("LSE (the forward's log-sum-exp) must be given");
@@ -423,11 +426,11 @@ size_t attention_forward_workspace_bytes(const AttentionProblem& p) {
 namespace {
 
 template <class T, int D, int DV, kernels::AttnVariant V>
-void launch_backward(const kernels::AttnBwdArgs& a, unsigned q_blocks, unsigned k_blocks, int dq_waves, unsigned steps,
-                     hipStream_t stream) {
+void launch_backward(const kernels::AttnBwdArgs& a, unsigned q_blocks, unsigned k_blocks, int dq_waves, int dkdv_waves,
+                     unsigned steps, hipStream_t stream) {
   // No query at all (every query sequence empty): no delta, no dQ, and dK = dV = 0 from key blocks that see nothing.
   if (q_blocks && (steps & 1)) hipLaunchKernelGGL((kernels::attention_bwd_delta<T, D, DV>), dim3(q_blocks), dim3(256), 0, stream, a);
-  if (k_blocks && (steps & 2)) hipLaunchKernelGGL((kernels::attention_bwd_dkdv<T, D, V, DV>), dim3(k_blocks), dim3(256), 0, stream, a);
+  if (k_blocks && (steps & 2)) hipLaunchKernelGGL((kernels::attention_bwd_dkdv<T, D, V, DV>), dim3(k_blocks), dim3(64 * dkdv_waves), 0, stream, a);
   if (q_blocks && (steps & 4))
     hipLaunchKernelGGL((kernels::attention_bwd_dq<T, D, V, DV>), dim3(q_blocks), dim3(64 * dq_waves), 0, stream, a);
   if (a.dsinks && (steps & 8)) hipLaunchKernelGGL(kernels::attention_bwd_dsink, dim3(a.f.heads_q), dim3(256), 0, stream, a);
@@ -500,7 +503,7 @@ Status backward(const AttentionBackwardProblem& p, float* own_delta, bool& needs
   (void)hipGetLastError();  // launch errors below are ours alone
   dispatch(p, [&](auto t, auto dims, auto v) {
     launch_backward<decltype(t), decltype(dims)::value.d, decltype(dims)::value.dv, decltype(v)::value>(a, unsigned(q_blocks), unsigned(k_blocks),
-                                                                           r.bwd_dq_waves, steps, p.stream);
+                                                                           r.bwd_dq_waves, r.bwd_dkdv_waves, steps, p.stream);
   });
   if (hipError_t e = hipGetLastError(); e != hipSuccess) return error(e, std::string("launch failed: ") + hipGetErrorString(e));
   return {};

@@ -4,7 +4,11 @@
 //      with transposing LDS reads) whose K and V stay in registers; it visits every query head that reads the KV head
 //      and every query tile that sees one of its keys, recomputes P = exp(scale S - LSE) and accumulates dV^T += dO^T
 //      P and dK^T += Q^T dS (dS = P * (dP - delta), dP = dO V^T) in fp32 registers, written once at the end (dK
-//      scaled);
+//      scaled). On gfx950 at D = 128 the waves work in pairs (attn_bwd_pairs): 8 waves, 128 keys, the pair of waves w
+//      and w + 4 (one SIMD) owning 32 keys, its first wave computing S, P and dV^T, its second dP, dS and dK^T, with P
+//      (times the cap's slope) passed in fp32 through the LDS behind a second barrier in the step: each staged
+//      fragment serves 32 keys, not 16 (at 16 the MFMAs need all of a SIMD pair's LDS port; 32 keys a wave do not fit
+//      two waves' registers). MI355X GQA D128 N8192: 71.0 -> 66.3 ms (docs/design.md);
 //   3. attention_bwd_dq: one workgroup per (sequence, query head, 4 WQ queries; 8 WQ on gfx942 at D = 128), each
 //      wave owning WQ queries (16; 32 at D = 64 with transposing LDS reads, so that each key tile read from the LDS
 //      serves twice the MFMA work); it
@@ -32,9 +36,10 @@
 // has finished reading the other stage (step n-1), which the loads of step n+1, issued right after it, overwrite.
 // In kernel 3 those loads fly under the whole of step n: its stages are distinct LDS variables and the steps go in
 // pairs with the stage a constant, so the compiler sees that step n's reads cannot touch what the loads write. Kernel
-// 2's stage is a runtime index (in pairs its registers spill on gfx950 at D = 128, and gfx942 was slower), so the
-// compiler waits for step n+1's loads before step n's first LDS read: there they overlap only the few instructions
-// before it (6.6% of the waves' time on MI355X at GQA D128 N8192). Q and dO go straight into LDS (buffer loads with
+// 2's stage is a runtime index, except in its plain kernel in pairs of waves (gfx950 at D = 128), whose steps go in
+// pairs with the stage a constant (elsewhere, and with dropout, softcapping or ALiBi, they spill so; gfx942 was
+// slower): with a runtime stage the compiler waits for step n+1's loads before step n's first LDS read (6.6% of the
+// waves' time on MI355X at GQA D128 N8192 before the pairs of waves; 0% with them, whose first LDS reads come later). Q and dO go straight into LDS (buffer loads with
 // the lds modifier); LSE and delta (64 floats each) are too small for that, so in kernel 2 one lane per query (wave
 // 0: LSE, wave 1: delta) loads its value into a register before the step's work and writes it to the other stage after it
 // (that stage's vectors were last read in step n-1, before the barrier). The once-per-workgroup tiles pass through
@@ -44,7 +49,7 @@
 // 128) its workgroup has 8 waves (128 queries, two waves a SIMD reading the same stages), as the forward's; a kernel
 // with one stage (no arch today) would load and wait behind a barrier each step.
 #pragma once
-#include "attention_common.h"
+#include "attention_bwd_ops.h"
 #include "attention_heads.h"
 #include "hk/ops/group_reduce.h"
 
@@ -83,13 +88,26 @@ inline constexpr int attn_bwd_waves_per_simd = D == 64 || (D == 128 && arch::cur
 // MFMA work per byte read. (At D = 128, 32 keys take one wave per SIMD, and the model finds that slower: 95.6 against
 // 77.4 ms on MI355X at GQA N8192.) A function of the arch's fact, so that the host's grid and the kernel agree.
 constexpr int attn_bwd_wave_keys(int d, bool lds_read_transpose) { return d == 64 && lds_read_transpose ? 32 : 16; }
-constexpr int attn_bwd_block_keys(int d, bool lds_read_transpose) { return 4 * attn_bwd_wave_keys(d, lds_read_transpose); }
+// Kernel 2 in pairs of waves (gfx950 at D = 128; after attn_bwd_dkdv_waves_per_simd): 8 waves of 4 pairs.
+constexpr bool attn_bwd_paired(int d, bool lds_read_transpose) { return d == 128 && lds_read_transpose; }
+constexpr int attn_bwd_dkdv_waves(int d, bool lds_read_transpose) { return attn_bwd_paired(d, lds_read_transpose) ? 8 : 4; }
+constexpr int attn_bwd_block_keys(int d, bool lds_read_transpose) {
+  return (attn_bwd_paired(d, lds_read_transpose) ? 8 : 4) * attn_bwd_wave_keys(d, lds_read_transpose);
+}
 
 // Waves per SIMD of kernel 2: two everywhere, so that one wave's LDS reads and vector work run under the other's MFMAs
 // (gfx942 at D = 128 gets there with 16-query steps: at 32 it needs more than 256 registers, and one wave per SIMD
 // took 262.6 against 191.5 ms on MI300X at GQA N8192).
 template <int D>
 inline constexpr int attn_bwd_dkdv_waves_per_simd = D <= 128 ? 2 : 1;  // wide heads: attention_heads.h
+
+// Kernel 2 in pairs of waves (gfx950 at D = 128): 8 waves, each pair (waves w and w + 4, one SIMD) owning 32 keys, its
+// first wave computing S, P and dV, its second dP, dS and dK, P passing through the LDS in fp32. Every score-like
+// product then reads a staged fragment for 32 keys, not 16: half the LDS bytes per MFMA of one wave doing all four
+// products, at the registers of 16 keys; and each SIMD runs one wave of each kind, the exponentials of one under the
+// MFMAs of the other.
+template <int D, int DV = D>
+inline constexpr bool attn_bwd_pairs = attn_bwd_paired(D, arch::current::lds_read_transpose) && DV == D;
 
 // One step's staged operands of kernel 2: BQ queries' Q and dO rows, their LSE (in log2 units, 0 for a query that
 // sees no key) and delta.
@@ -122,80 +140,6 @@ inline constexpr int attn_bwd_dq_stages =
             arch::current::lds_bytes
         ? 2
         : 1;
-
-// A B^T, A a tile of the LDS read in row layout and B a register tile: S = Q K^T and dP = dO V^T (kernel 2), S^T =
-// K Q^T and dP^T = V dO^T (kernel 3). `streamed`: A is read one k step (the MFMA's K columns) at a time, each used as
-// it lands, so that no more of A is held than the reads in flight (kernel 3, whose 32-query waves need the registers;
-// kernel 2's schedule is slower so: 118 against 75 ms on MI355X at GQA D128 N8192). Every element sums its k steps in
-// the same order either way.
-template <bool streamed = false, shared_tile ST, register_tile B>
-__device__ inline rt_acc<ST::rows, B::rows> mma_ABt_lds(const ST& a, const B& b) {
-  using T = typename ST::dtype;
-  rt_acc<ST::rows, B::rows> d;
-  zero(d);
-  if constexpr (streamed) {
-#pragma unroll
-    for (int k = 0; k < B::tiles_c; ++k) {
-      rt<T, ST::rows, B::base_cols> ar;
-      load(ar, a, {0, 0, 0, k});
-      rt<T, B::rows, B::base_cols> bk;  // B's k step: the same registers
-#pragma unroll
-      for (int j = 0; j < B::tiles_r; ++j)
-#pragma unroll
-        for (int e = 0; e < B::E; ++e) bk.data[j][0][e] = b.data[j][k][e];
-      mma_ABt(d, ar, bk, d);
-    }
-  } else {
-    rt<T, ST::rows, ST::cols> ar;
-    load(ar, a);
-    mma_ABt(d, ar, b, d);
-  }
-  return d;
-}
-
-// acc += X^T S, X a tile of the LDS (K rows of D) read in acc order and used transposed (the same registers), S an
-// accumulator over the same K rows whose registers are the B operand as they stand: dV^T += dO^T P and dK^T += Q^T
-// dS (kernel 2), dQ^T += K^T dS^T (kernel 3).
-template <int D, int N, int K, shared_tile ST>
-__device__ inline void mma_AtB_acc(rt_acc<D, N>& acc, const ST& x, const rt_acc<K, N>& s) {
-  using T = typename ST::dtype;
-  static_assert(ST::rows == K && ST::cols == D, "mma_AtB_acc: X is K x D");
-  rt<T, K, N, layout::col> b;
-  copy_acc_order(b, s);
-  rt<T, K, D, layout::col> xc;
-  load_acc_order(xc, x);
-  rt<T, D, K, layout::row> xt;
-  transpose(xt, xc);
-  mma_AB(acc, xt, b, acc);
-}
-
-// mma_AtB_acc in chunks of C of X's columns (C of acc's rows) at a time: one chunk's acc-order reads held at once, not
-// all of X's (wide heads without transposing LDS reads, whose reads hold an element a register before packing).
-template <int C, int D, int N, int K, shared_tile ST>
-__device__ inline void mma_AtB_acc_chunks(rt_acc<D, N>& acc, const ST& x, const rt_acc<K, N>& s) {
-  using T = typename ST::dtype;
-  using Part = rt_acc<C, N>;
-  static_assert(D % C == 0 && ST::rows == K && ST::cols == D, "mma_AtB_acc_chunks: X is K x D, in chunks of C");
-  rt<T, K, N, layout::col> b;
-  copy_acc_order(b, s);
-#pragma unroll
-  for (int c = 0; c < D / C; ++c) {
-    rt<T, K, C, layout::col> xc;
-    load_acc_order(xc, x, {0, 0, 0, c});
-    rt<T, C, K, layout::row> xt;
-    transpose(xt, xc);
-    Part part;  // acc's rows c C .. (c + 1) C - 1: its row tiles, the same registers
-#pragma unroll
-    for (int i = 0; i < Part::tiles_r; ++i)
-      for (int j = 0; j < Part::tiles_c; ++j)
-        for (int e = 0; e < Part::E; ++e) part.data[i][j][e] = acc.data[c * Part::tiles_r + i][j][e];
-    mma_AB(part, xt, b, part);
-#pragma unroll
-    for (int i = 0; i < Part::tiles_r; ++i)
-      for (int j = 0; j < Part::tiles_c; ++j)
-        for (int e = 0; e < Part::E; ++e) acc.data[c * Part::tiles_r + i][j][e] = part.data[i][j][e];
-  }
-}
 
 // Kernel 1: L = 256 / rows lanes per query row (4 or 2), each summing 1/L of its D products.
 template <class T, int D, int DV = D>
@@ -245,20 +189,27 @@ struct AttnKeyBlock {
 };
 
 template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
-__global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void attention_bwd_dkdv(AttnBwdArgs a) {
-  using G = group<4>;
-  constexpr int BQ = attn_bwd_query_step<D, DV>, WK = attn_bwd_wave_keys(D, arch::current::lds_read_transpose);
+__global__ __launch_bounds__(64 * attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose))
+__attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void attention_bwd_dkdv(AttnBwdArgs a) {
+  using G = group<attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose)>;
+  constexpr bool pairs = attn_bwd_pairs<D, DV>;
+  constexpr int BQ = attn_bwd_query_step<D, DV>, KB = attn_bwd_block_keys(D, arch::current::lds_read_transpose);
+  constexpr int WK = pairs ? KB / 4 : KB / G::waves;  // the keys a wave (a pair) owns
   using Stage = AttnBwdStage<T, BQ, D, DV>;
-  using KT = st<T, 4 * WK, D>;
-  using VT = st<T, 4 * WK, DV>;
+  using KT = st<T, KB, D>;
+  using VT = st<T, KB, DV>;
+  using XT = rt_acc<BQ, WK>;  // pairs: P (times the cap's slope), from the pair's first wave to its second
   using rows_vec = rv<float, BQ, vec_align::rows>;
   static_assert(BQ <= 64, "one lane per LSE and per delta value");
   __shared__ __attribute__((aligned(16))) char smem[std::max(sizeof(Stage) * 2, sizeof(KT) + sizeof(VT))];
+  __shared__ std::conditional_t<pairs, lane_regs<XT>, char> xbuf[4];
+  static_assert(!pairs || sizeof(smem) + sizeof(xbuf) <= arch::current::lds_bytes,
+                "kernel 2's pairs: the stages and exchanges fit in the LDS");
   Stage* stages = reinterpret_cast<Stage*>(smem);
   KT& sk = *reinterpret_cast<KT*>(smem);  // K, V: before the first step's loads
   VT& sv = *reinterpret_cast<VT*>(smem + sizeof(KT));
   const AttnArgs& p = a.f;
-  const AttnKeyBlock kb(a, 4 * WK, BQ);
+  const AttnKeyBlock kb(a, KB, BQ);
   const AttnBlock& blk = kb.blk;
   if (kb.first_key >= blk.sk) return;  // past the end of a shorter sequence (varlen)
   const bool varlen = p.cu_q != nullptr;
@@ -269,12 +220,17 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
   load_async<G>(sv, v_view, {0, 0, blk.tile, 0});
   wait_vmcnt<0>();
   barrier();
-  const int wave = G::wave();
-  rt<T, WK, D> k;
+  const int wave = G::wave(), role = pairs ? wave / 4 : 0, own = pairs ? wave % 4 : wave;  // own: the key part
+  rt<T, WK, D> k;  // pairs: K (role 0) or V (role 1)
   rt<T, WK, DV> v;
-  load(k, sk, {0, 0, wave, 0});
-  load(v, sv, {0, 0, wave, 0});
-  const long k0 = kb.first_key + long(wave) * WK;  // this wave's first key
+  if constexpr (pairs) {
+    if (role == 0) load(k, sk, {0, 0, own, 0});
+    else load(k, sv, {0, 0, own, 0});
+  } else {
+    load(k, sk, {0, 0, own, 0});
+    load(v, sv, {0, 0, own, 0});
+  }
+  const long k0 = kb.first_key + long(own) * WK;  // this wave's first key
   rt_acc<DV, WK> dvt;
   rt_acc<D, WK> dkt;
   zero(dvt), zero(dkt);
@@ -311,9 +267,11 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
     fill(h, qt, stages[0]);
     put(stages[0], stat(h, qt));
   }
-  // (The stage is a runtime index: taking the steps in pairs with the stage a constant, as the forward does, costs
-  // registers that kernel 2 does not have; it spills.)
-  for (int stage = 0; h < h_end; stage ^= 1) {
+  // One step in stage `stage_of`: an int, or a compile-time constant where the steps go in pairs, so that each LDS
+  // read's address is the loop's, not recomputed from the stage every step (the plain kernel in pairs of waves, MI355X
+  // GQA D128 N8192: 68.5 -> 66.3 ms; with dropout, softcapping or ALiBi it spills, and the other kernels spilled so).
+  auto step = [&](auto stage_of) __attribute__((always_inline)) {
+    const int stage = stage_of;
     Stage &cur = stages[stage], &next = stages[stage ^ 1];
     wait_vmcnt<0>();
     barrier();  // this step is in; every wave is done with the previous step's stage
@@ -325,15 +283,53 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
     rows_vec lse, delta;
     load(lse, cur.lse);
     load(delta, cur.delta);
+    const long q0 = long(qt) * BQ;
+    const int qi = int(q0), kj = int(k0), off = int(kb.off);
+    // S = Q K^T, masked where the tile crosses a query's visible range, and P (as below), into sd.
+    auto scores = [&](auto& sd) __attribute__((always_inline)) {
+      sd = mma_ABt_lds(cur.q, k);
+      if constexpr (V.softcap) map(sd, [cap = p.cap](float x) { return cap(x); });
+      if constexpr (V.alibi) add_alibi<false>(sd, alibi_slope(p, blk.b, h), q0, k0, kb.off);
+      if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
+        mask_visible<false>(sd, p, qi, kj, blk.sq, blk.sk, off);
+      map_rows(sd, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
+    };
+    if constexpr (pairs) {
+      // The pair's first wave: S, P, dV^T += dO^T P; its second: dP, dS, dK^T += Q^T dS, with P (times the cap's
+      // slope) from the first through the LDS.
+      rt_acc<BQ, WK> sd;  // role 0: P; role 1: dP - delta
+      uint32_t keep = 0;
+      XT x;
+      if (role == 0) {
+        scores(sd);
+        x = sd;
+        if constexpr (V.softcap) map_rows(x, lse, [cap = p.cap](float x, float l) { return x * cap.slope(x, l); });
+        xbuf[own].put(x);
+      } else {
+        sd = mma_ABt_lds(cur.dout, k);
+        if constexpr (V.dropout) attn_dropout_apply(sd, attn_dropout_keep<false, decltype(sd)>(p, blk.b, h, qi, kj), p.drop.scale);
+        map_rows(sd, delta, [](float x, float d) { return x - d; });
+      }
+      barrier();  // wave 0's P is in the LDS
+      if (role == 0) {
+        if constexpr (V.dropout) keep = attn_dropout_keep<false, decltype(sd)>(p, blk.b, h, qi, kj);
+        mma_AtB_acc(dkt, cur.dout, attn_dropped<V.dropout>(sd, keep, p.drop.scale));
+      } else {
+        xbuf[own].get(x);
+        mul(sd, sd, x);
+        mma_AtB_acc(dkt, cur.q, sd);
+      }
+      if (more) put(next, staged);
+      h = nh, qt = nqt;
+      return;
+    }
     // S = Q K^T (queries x keys), masked where the tile crosses a query's visible range, and P.
     // (Streamed for wide heads: else gfx942 spills at D = 256, and on MI355X at GQA D256 N8192 the kernel took 287
     // against 224 ms, its accumulators moved between AGPRs and VGPRs.)
     constexpr bool streamed = attn_wide(D, DV);
     auto s = mma_ABt_lds<streamed>(cur.q, k);
     if constexpr (V.softcap) map(s, [cap = p.cap](float x) { return cap(x); });  // before the masks' -inf
-    const long q0 = long(qt) * BQ;
     if constexpr (V.alibi) add_alibi<false>(s, alibi_slope(p, blk.b, h), q0, k0, kb.off);
-    const int qi = int(q0), kj = int(k0), off = int(kb.off);
     if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
       mask_visible<false>(s, p, qi, kj, blk.sq, blk.sk, off);
     map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
@@ -354,6 +350,14 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
     acc_tb(dkt, cur.q, s);
     if (more) put(next, staged);
     h = nh, qt = nqt;
+  };
+  if constexpr (pairs && !V.softcap && !V.alibi && !V.dropout) {
+    while (h < h_end) {
+      step(std::integral_constant<int, 0>{});
+      if (h < h_end) step(std::integral_constant<int, 1>{});
+    }
+  } else {
+    for (int stage = 0; h < h_end; stage ^= 1) step(stage);
   }
   // dK = scale dK^T^T and dV = dV^T^T, from the registers (the transposes are free).
   const auto dk_view = head_view<T, D>(a.dk, a.dk_bs, a.dk_rs, a.dk_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
@@ -361,7 +365,12 @@ __global__ __launch_bounds__(256) __attribute__((amdgpu_waves_per_eu(attn_bwd_dk
   const int key_tile = int(k0 / WK);
   rt<float, WK, D, layout::row> out;
   transpose(out, dkt);
+  if (pairs && role == 0) {  // (pairs: dkt holds dV^T)
+    if constexpr (pairs) store_bounded(dv_view, out, {0, 0, key_tile, 0});
+    return;
+  }
   store_bounded(dk_view, out, {0, 0, key_tile, 0}, p.scale);
+  if constexpr (pairs) return;
   rt<float, WK, DV, layout::row> out_v;
   transpose(out_v, dvt);
   store_bounded(dv_view, out_v, {0, 0, key_tile, 0});
