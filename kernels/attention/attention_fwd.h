@@ -12,6 +12,19 @@
 // tile t visible and certifies that every wave has finished reading tile t-1's stage, which the loads of tile t+1,
 // issued right after it, overwrite. Q goes from global memory straight into registers.
 //
+// V without transposing LDS reads (gfx942, 64-key tiles; AttnVtStage): O^T += V^T P^T needs V^T as the A operand, four
+// consecutive keys of one column per lane, which a row-major V tile gives only element by element (128 ds_read_u16 and
+// 64 v_perm per wave and tile, repeated by each of the 8 waves). So V's stages hold V^T instead, written once per
+// tile by the workgroup: after the barrier of tile t each lane loads its 4 keys x 4 columns of V(t+1) into registers
+// (4 buffer loads); between tile t's scores and its P V (where the loads have landed and the MFMAs that follow hide
+// the writes) it writes them, transposed by 8 v_perm, into the other stage, which that barrier certified free; the
+// barrier of tile t+1 publishes them. Every wave then reads V^T as a plain row-layout A operand (ds_read_b64, conflict
+// free like K). The running max's rare move runs under a branch here (rebase<true>: no cross-lane max per tile).
+// Modelled on MI300X, GQA D128 N8192: 420.1 -> 499.7 TFLOP/s (V^T written after P V instead: 470.6; between the masks
+// and the softmax: 485.1; V loaded a tile earlier, at the writes: 489.7; V's loads before K's: 495.8; the MFMAs at a
+// raised priority: 482.7; l kept in the lanes' parts, no cross-lane sum per tile: 487.3 — each wave's faster softmax
+// only lengthened the barrier waits).
+//
 // Wide heads (attention_heads.h): a wave takes 32 keys a step (16 on gfx942), so that it holds O^T (DV x 16 fp32, 64
 // VGPRs at DV = 256), Q and one step's K or V (64 VGPRs at 256) within the 256 registers of two waves per SIMD. The LDS
 // tiles (attn_fwd_keys) are 64 keys on gfx950 at D = 192 and 256 (one workgroup of 8 waves) and 32 at 192 / 128 (two
@@ -19,6 +32,7 @@
 #pragma once
 #include "attention_common.h"
 #include "attention_heads.h"
+#include "hk/ops/edges.h"
 
 namespace hk::kernels {
 
@@ -47,6 +61,52 @@ __host__ __device__ constexpr int attn_waves(int lds_bytes, bool lds_read_transp
 template <int D, int DV>
 inline constexpr int attn_fwd_waves = attn_waves(arch::current::lds_bytes, arch::current::lds_read_transpose, D, DV);
 
+// V^T staged through registers (targets without transposing LDS reads, 64-key tiles): each lane of the workgroup
+// loads 4 keys x 4 columns of V (four 8-byte buffer loads, rows past the sequence's end read as zero), turns them into
+// 4 columns x 4 keys with 8 v_perm and writes them as four 8-byte rows of the shared V^T tile (DV x 64: a row is a
+// column of V, 128 bytes). The 16 lanes of a write phase take the 16 key chunks of one row, so the writes are
+// conflict free under any swizzle, and every wave then reads V^T as a plain row-layout A operand (ds_read_b64).
+template <class G, class T, int BK, int DV>
+struct AttnVtStage {
+  static_assert(sizeof(T) == 2 && BK == 64, "V^T staging: 16-bit elements, 64-key tiles");
+  static constexpr int span = 16 * G::waves, groups = DV / span;  // columns of one pass of the workgroup; passes
+  static_assert(DV % span == 0, "V^T staging: the columns split evenly over the waves");
+  using u2 = uint32_t __attribute__((ext_vector_type(2)));
+  u2 x[groups][4];  // keys 4c + kk, columns d0 + span n .. + 3
+  int lane_off, c, d0;
+  __device__ AttnVtStage(int wave) {
+    const int lane = lane_id();
+    c = lane % 16, d0 = 4 * (wave * 4 + lane / 16);
+  }
+  // V's tile kt (rows kt BK ...) into the registers: the whole offset in the lane's part, so that the buffer's range
+  // check zeroes the rows past the end.
+  template <class GL>
+  __device__ __attribute__((always_inline)) void load(const GL& v, int kt) {
+    const int ld = int(v.row_stride() * long(sizeof(T)));
+    const int num_records = int(((long(v.rows()) - 1) * v.row_stride() + v.cols()) * long(sizeof(T)));
+    const __amdgpu_buffer_rsrc_t rsrc = arch::current::buffer_rsrc(v.data, num_records);
+    const int base = (4 * c) * ld + d0 * int(sizeof(T));
+#pragma unroll
+    for (int n = 0; n < groups; ++n)
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk)
+        x[n][kk] = __builtin_amdgcn_raw_buffer_load_b64(rsrc, base + (kt * BK + kk) * ld + n * span * int(sizeof(T)), 0, 0);
+  }
+  // The registers, transposed, into the shared V^T tile.
+  template <class ST>
+  __device__ __attribute__((always_inline)) void store(ST& s) const {
+#pragma unroll
+    for (int n = 0; n < groups; ++n)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t sel = j % 2 ? 0x07060302u : 0x05040100u;
+        const u2 w = {__builtin_amdgcn_perm(x[n][1][j / 2], x[n][0][j / 2], sel),
+                      __builtin_amdgcn_perm(x[n][3][j / 2], x[n][2][j / 2], sel)};
+        *reinterpret_cast<u2*>(&s(n * span + j, d0, 4 * c)) = w;
+      }
+  }
+};
+
 template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
 __global__ __launch_bounds__((64 * attn_fwd_waves<D, DV>))
 __attribute__((amdgpu_waves_per_eu(attn_fwd_simd_waves(arch::current::lds_read_transpose, D, DV)))) void attention_fwd(AttnArgs p) {
@@ -59,7 +119,10 @@ __attribute__((amdgpu_waves_per_eu(attn_fwd_simd_waves(arch::current::lds_read_t
     using G = group<attn_fwd_waves<D, DV>>;
     constexpr int rows = G::waves * AttnTiles::wave_rows;  // queries per workgroup
     __shared__ st<attn_qk_t<T>, BK, attn_qk_cols<T>(D)> sk[2];  // two stages of K and V
-    __shared__ st<attn_value_t<T>, BK, DV> sv[2];
+    // V^T staged through registers where the LDS cannot transpose (AttnVtStage): V's stages hold V^T.
+    using TV = attn_value_t<T>;
+    constexpr bool vt = !tr && WK == BK && BK == 64 && sizeof(TV) == 2;
+    __shared__ std::conditional_t<vt, st<TV, DV, BK>, st<TV, BK, DV>> sv[2];
 
     const AttnView<T, D, DV> view(p, rows, BK);
     if (view.empty) return;  // past the end of a shorter sequence (varlen)
@@ -69,9 +132,16 @@ __attribute__((amdgpu_waves_per_eu(attn_fwd_simd_waves(arch::current::lds_read_t
     const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
     auto fill = [&](int kt, int stage) __attribute__((always_inline)) {
       load_async<G>(sk[stage], view.k, {0, 0, kt, 0}, dma_wave);
-      load_async<G>(sv[stage], view.v, {0, 0, kt, 0}, dma_wave);
+      if constexpr (!vt) load_async<G>(sv[stage], view.v, {0, 0, kt, 0}, dma_wave);
     };
-    if (kt_begin < kt_end) fill(kt_begin, 0);
+    struct none {
+      __device__ explicit none(int) {}
+    };
+    std::conditional_t<vt, AttnVtStage<G, TV, BK, DV>, none> vs(dma_wave.index);
+    if (kt_begin < kt_end) {
+      fill(kt_begin, 0);
+      if constexpr (vt) vs.load(view.v, kt_begin);
+    }
     W me(view, G::wave() * AttnTiles::wave_rows);
     load_bounded(me.q, view.q, {0, 0, me.row_tile, 0});  // waited for with tile kt_begin
 
@@ -80,16 +150,43 @@ __attribute__((amdgpu_waves_per_eu(attn_fwd_simd_waves(arch::current::lds_read_t
     auto step = [&](int kt, auto stage_of) __attribute__((always_inline)) {
       const int stage = int(stage_of);
       wait_vmcnt<0>();
+      if constexpr (vt) {
+        if (kt == kt_begin) vs.store(sv[stage]);  // the first tile's V^T (later ones: the step before)
+      }
       barrier();  // tile kt is in; every wave is done with the other stage
-      if (kt + 1 < kt_end) fill(kt + 1, stage ^ 1);
+      const bool next = kt + 1 < kt_end;
+      if (next) {
+        fill(kt + 1, stage ^ 1);
+        if constexpr (vt) vs.load(view.v, kt + 1);
+      }
   #pragma unroll
       for (int h = 0; h < BK / WK; ++h) {
         typename W::k_tile k;
         load(k, sk[stage], {0, 0, h, 0});
-        const auto pt = me.scores(view, p, kt * (BK / WK) + h, k);
-        typename W::v_tile vc;
-        load_acc_order(vc, sv[stage], {0, 0, h, 0});
-        me.accumulate(pt, vc);
+        if constexpr (vt) {
+          // W::scores with the running max's rare move under a branch (rebase<true>): in the common case no
+          // cross-lane max (two ds_bpermute round trips, queued behind the other waves' tile reads).
+          typename W::s_tile s;
+          me.qk(s, k);
+          me.bias(s, view, kt);
+          me.mask(s, view, p, kt);
+          typename W::p_tile pt;
+          me.template rebase<true>(s, p);
+          me.exp(s, pt, p);
+          me.rescale();
+          if (next) {  // V^T of tile kt + 1 into the other stage, which every wave left at this step's barrier
+            wait_vmcnt<0>();
+            vs.store(sv[stage ^ 1]);
+          }
+          rt<TV, DV, BK, layout::row, mfma16> vtile;  // V^T, a plain row-layout read
+          load(vtile, sv[stage]);
+          mma_AB(me.ot, vtile, pt, me.ot);
+        } else {
+          const auto pt = me.scores(view, p, kt * (BK / WK) + h, k);
+          typename W::v_tile vc;
+          load_acc_order(vc, sv[stage], {0, 0, h, 0});
+          me.accumulate(pt, vc);
+        }
       }
     };
     // Pairs of tiles, each with its stage fixed: the addresses cost registers (gfx950 D = 128: 150 -> 196 VGPRs), which
