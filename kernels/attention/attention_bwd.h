@@ -88,12 +88,11 @@ inline constexpr int attn_bwd_waves_per_simd = D == 64 || (D == 128 && arch::cur
 // MFMA work per byte read. (At D = 128, 32 keys take one wave per SIMD, and the model finds that slower: 95.6 against
 // 77.4 ms on MI355X at GQA N8192.) A function of the arch's fact, so that the host's grid and the kernel agree.
 constexpr int attn_bwd_wave_keys(int d, bool lds_read_transpose) { return d == 64 && lds_read_transpose ? 32 : 16; }
-// Kernel 2 in pairs of waves (gfx950 at D = 128; after attn_bwd_dkdv_waves_per_simd): 8 waves of 4 pairs.
-constexpr bool attn_bwd_paired(int d, bool lds_read_transpose) { return d == 128 && lds_read_transpose; }
-constexpr int attn_bwd_dkdv_waves(int d, bool lds_read_transpose) { return attn_bwd_paired(d, lds_read_transpose) ? 8 : 4; }
-constexpr int attn_bwd_block_keys(int d, bool lds_read_transpose) {
-  return (attn_bwd_paired(d, lds_read_transpose) ? 8 : 4) * attn_bwd_wave_keys(d, lds_read_transpose);
-}
+// Kernel 2 in pairs of waves (gfx950 at D = 128; after attn_bwd_dkdv_waves_per_simd): 8 waves of 4 pairs. Not with
+// dropout, whose mask regenerated in the first wave's phase made the pairs slower (MI355X GQA D128 N8192: 284 -> 350 ms).
+constexpr bool attn_bwd_paired(int d, bool tr, bool dropout) { return d == 128 && tr && !dropout; }  // tr: LDS transposes
+constexpr int attn_bwd_dkdv_waves(int d, bool tr, bool dropout) { return attn_bwd_paired(d, tr, dropout) ? 8 : 4; }
+constexpr int attn_bwd_block_keys(int d, bool tr, bool dropout) { return attn_bwd_dkdv_waves(d, tr, dropout) * attn_bwd_wave_keys(d, tr); }
 
 // Waves per SIMD of kernel 2: two everywhere, so that one wave's LDS reads and vector work run under the other's MFMAs
 // (gfx942 at D = 128 gets there with 16-query steps: at 32 it needs more than 256 registers, and one wave per SIMD
@@ -106,8 +105,8 @@ inline constexpr int attn_bwd_dkdv_waves_per_simd = D <= 128 ? 2 : 1;  // wide h
 // product then reads a staged fragment for 32 keys, not 16: half the LDS bytes per MFMA of one wave doing all four
 // products, at the registers of 16 keys; and each SIMD runs one wave of each kind, the exponentials of one under the
 // MFMAs of the other.
-template <int D, int DV = D>
-inline constexpr bool attn_bwd_pairs = attn_bwd_paired(D, arch::current::lds_read_transpose) && DV == D;
+template <int D, int DV, bool Dropout>
+inline constexpr bool attn_bwd_pairs = attn_bwd_paired(D, arch::current::lds_read_transpose, Dropout) && DV == D;
 
 // One step's staged operands of kernel 2: BQ queries' Q and dO rows, their LSE (in log2 units, 0 for a query that
 // sees no key) and delta.
@@ -189,11 +188,11 @@ struct AttnKeyBlock {
 };
 
 template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
-__global__ __launch_bounds__(64 * attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose))
+__global__ __launch_bounds__(64 * attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose, V.dropout))
 __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void attention_bwd_dkdv(AttnBwdArgs a) {
-  using G = group<attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose)>;
-  constexpr bool pairs = attn_bwd_pairs<D, DV>;
-  constexpr int BQ = attn_bwd_query_step<D, DV>, KB = attn_bwd_block_keys(D, arch::current::lds_read_transpose);
+  using G = group<attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose, V.dropout)>;
+  constexpr bool pairs = attn_bwd_pairs<D, DV, V.dropout>;
+  constexpr int BQ = attn_bwd_query_step<D, DV>, KB = attn_bwd_block_keys(D, arch::current::lds_read_transpose, V.dropout);
   constexpr int WK = pairs ? KB / 4 : KB / G::waves;  // the keys a wave (a pair) owns
   using Stage = AttnBwdStage<T, BQ, D, DV>;
   using KT = st<T, KB, D>;
