@@ -268,6 +268,11 @@ def pct(model, published):
     return f"{100 * (model / published - 1):+.0f}%"
 
 
+def peer_cell(peer, ours, text):
+    """A peer's figure on the model (`text` formats it) and hk's Δ against it; empty where the peer was not measured."""
+    return f"{text(peer)} ({pct(ours, peer) if ours is not None else '?'})" if peer else ""
+
+
 def write_markdown(results, products, path):
     names = {p: p.upper() for p in products}
     lines = ["# hk's kernels modelled by vgpu's timing model, next to published figures", "",
@@ -339,8 +344,8 @@ def write_markdown(results, products, path):
             cells.append(f"{launches[0]['tflops']:.0f}" if launches else "")
         mi355 = get(("attn", variant, d, n, "mi355x"))
         pubs = "; ".join(f"{lib} {fig} ({pct(mi355[0]['tflops'], fig) if mi355 else '?'})" for lib, fig in pub.items())
-        peer = ATTN_HIPKITTENS_ON_MODEL.get((variant, d, n))
-        peer = f"{peer:.0f} ({pct(mi355[0]['tflops'], peer) if mi355 else '?'})" if peer else ""
+        peer = peer_cell(ATTN_HIPKITTENS_ON_MODEL.get((variant, d, n)), mi355[0]["tflops"] if mi355 else None,
+                         lambda x: f"{x:.0f}")
         if any(cells):
             lines.append(f"| {variant} | {d} | {n} | " + " | ".join(cells) + f" | {peer} | {pubs} |")
     lines += ["", "## Attention backward, bf16, B16 GQA H64 Hkv8, TFLOP/s (2.5x the forward's count; hk: the total over "
@@ -353,8 +358,8 @@ def write_markdown(results, products, path):
         cells = [f"{totals[p][0]['tflops']:.0f}" if totals[p] else "" for p in products]
         mi355 = totals.get("mi355x")
         pubs = "; ".join(f"{lib} {fig} ({pct(mi355[0]['tflops'], fig) if mi355 else '?'})" for lib, fig in pub.items())
-        peer = ATTN_BWD_HIPKITTENS_ON_MODEL.get((variant, d, n))
-        peer = f"{peer:.0f} ({pct(mi355[0]['tflops'], peer) if mi355 else '?'})" if peer else ""
+        peer = peer_cell(ATTN_BWD_HIPKITTENS_ON_MODEL.get((variant, d, n)), mi355[0]["tflops"] if mi355 else None,
+                         lambda x: f"{x:.0f}")
         if any(cells):
             lines.append(f"| {variant} | {d} | {n} | " + " | ".join(cells) + f" | {peer} | {pubs} |")
     feature_products = [p for p in products if p in ATTN_FEATURE_PRODUCTS]
@@ -416,8 +421,8 @@ def write_markdown(results, products, path):
                 cells.append("")
         mi355 = get((kind, n, "mi355x"))
         pubs = "; ".join(f"{lib} {fig} ms ({pct(mi355[0]['ms'], fig) if mi355 else '?'})" for lib, fig in pub.items())
-        peer = MEMORY_HIPKITTENS_ON_MODEL.get((kind, n))
-        peer = f"{peer} ms ({pct(mi355[0]['ms'], peer) if mi355 else '?'})" if peer else ""
+        peer = peer_cell(MEMORY_HIPKITTENS_ON_MODEL.get((kind, n)), mi355[0]["ms"] if mi355 else None,
+                         lambda x: f"{x} ms")
         if any(cells):
             lines.append(f"| {kind} | {n} | " + " | ".join(cells) + f" | {peer} | {pubs} |")
     lines += ["", "## Decode attention (flash_attn_with_kvcache), bf16 paged cache (pages of 64), Hq 64 Hkv 8 D 128, Sq 1: "

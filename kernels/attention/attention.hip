@@ -400,17 +400,9 @@ Status attention_forward(const AttentionProblem& p) {
   entry = "hk::attention_forward";
   bool needs_workspace = false;
   if (Status s = forward(p, nullptr, needs_workspace); !s || !needs_workspace) return s;
-  // An FP8 problem without a workspace: one of our own for this call, freed once the stream has run the kernels.
-  const size_t bytes = attention_forward_workspace_bytes(p);
-  void* own = nullptr;
-  if (hipError_t e = hipMalloc(&own, bytes); e != hipSuccess)
-    return error(e, "allocating the " + std::to_string(bytes) + "-byte workspace: " + hipGetErrorString(e));
-  Status s = forward(p, own, needs_workspace);
-  if (s) {
-    if (hipError_t e = hipStreamSynchronize(p.stream); e != hipSuccess) s = error(e, std::string("running: ") + hipGetErrorString(e));
-  }
-  (void)hipFree(own);
-  return s;
+  // An FP8 problem without a workspace: one of our own for this call.
+  return checks::with_own_workspace(entry, attention_forward_workspace_bytes(p), p.stream,
+                                    [&](void* own) { return forward(p, own, needs_workspace); });
 }
 
 size_t attention_forward_workspace_bytes(const AttentionProblem& p) {
@@ -515,17 +507,9 @@ Status attention_backward(const AttentionBackwardProblem& p) {
   entry = "hk::attention_backward";
   bool needs_workspace = false;
   if (Status s = backward(p, nullptr, needs_workspace); !s || !needs_workspace) return s;
-  // No workspace given: one of our own for this call, freed once the stream has run the kernels.
-  const size_t bytes = attention_backward_workspace_bytes(p);
-  void* own = nullptr;
-  if (hipError_t e = hipMalloc(&own, bytes); e != hipSuccess)
-    return error(e, "allocating the " + std::to_string(bytes) + "-byte workspace: " + hipGetErrorString(e));
-  Status s = backward(p, static_cast<float*>(own), needs_workspace);
-  if (s) {
-    if (hipError_t e = hipStreamSynchronize(p.stream); e != hipSuccess) s = error(e, std::string("running: ") + hipGetErrorString(e));
-  }
-  (void)hipFree(own);
-  return s;
+  // No workspace given: one of our own for this call.
+  return checks::with_own_workspace(entry, attention_backward_workspace_bytes(p), p.stream,
+                                    [&](void* own) { return backward(p, static_cast<float*>(own), needs_workspace); });
 }
 
 Status attention_backward_steps(const AttentionBackwardProblem& p, unsigned steps) {

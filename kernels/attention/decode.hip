@@ -364,15 +364,7 @@ Status attention_decode(const AttentionDecodeProblem& p) {
       return invalid("the workspace must be 16-byte aligned and inside one device allocation");
     return launch(p, r, p.workspace);
   }
-  void* own = nullptr;
-  if (hipError_t e = hipMalloc(&own, r.workspace); e != hipSuccess)
-    return error(e, "allocating the " + str(long(r.workspace)) + "-byte workspace: " + hipGetErrorString(e));
-  Status s = launch(p, r, own);
-  if (s) {
-    if (hipError_t e = hipStreamSynchronize(p.stream); e != hipSuccess) s = error(e, std::string("running: ") + hipGetErrorString(e));
-  }
-  (void)hipFree(own);
-  return s;
+  return checks::with_own_workspace(entry, r.workspace, p.stream, [&](void* own) { return launch(p, r, own); });
 }
 
 size_t attention_decode_workspace_bytes(const AttentionDecodeProblem& p) {

@@ -1,5 +1,6 @@
-// Host-side argument checks shared by the memory-bound kernels' entry points (rotary, norm): element sizes, whether a
-// strided tensor lies inside one device allocation, whether its rows can overlap.
+// Host-side argument checks shared by the entry points of the memory-bound kernels and attention: element sizes,
+// whether a strided tensor lies inside one device allocation, whether its rows can overlap; and a workspace of the
+// call's own where its caller gave none.
 #pragma once
 #include <hip/hip_runtime.h>
 
@@ -11,6 +12,21 @@
 #include "api.h"
 
 namespace hk::checks {
+
+// A call that needs a workspace its caller did not give: `run(pointer)` with one of our own of `bytes`, freed once the
+// stream has run its kernels (so the call waits for the stream).
+template <class F>
+Status with_own_workspace(const char* entry, size_t bytes, hipStream_t stream, F&& run) {
+  void* own = nullptr;
+  if (hipError_t e = hipMalloc(&own, bytes); e != hipSuccess)
+    return api::error(entry, e, "allocating the " + std::to_string(bytes) + "-byte workspace: " + hipGetErrorString(e));
+  Status s = run(own);
+  if (s)
+    if (hipError_t e = hipStreamSynchronize(stream); e != hipSuccess)
+      s = api::error(entry, e, std::string("running: ") + hipGetErrorString(e));
+  (void)hipFree(own);
+  return s;
+}
 
 using api::inside_allocation;
 using hk::size_of;

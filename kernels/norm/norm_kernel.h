@@ -62,6 +62,10 @@ struct Dropout {
     if (threshold == 0) return 0xffu;
     return dropout_keep8(bits(row, q), threshold);
   }
+  // Whether column e (0-7) of the chunk whose Philox block is `b` is dropped (keep8's bit e, one compare).
+  __device__ __attribute__((always_inline)) bool dropped(const philox4x32& b, int e) const {
+    return (e < 4 ? b.v[e] & 0xffffu : b.v[e - 4] >> 16) < threshold;
+  }
   // The Philox block of chunk q of `row`: word v's low half decides column v, its high half column 4 + v. The key
   // and the counter's constant words are opaque to the optimizer: not hoisted out of the backward's row loop into
   // registers held across it.
@@ -214,10 +218,8 @@ __global__ void __launch_bounds__(S::block_threads) norm_forward(NormForwardArgs
     if (a.dropout.threshold) {
       const philox4x32 bits = a.dropout.bits(row, q);
 #pragma unroll
-      for (int v = 0; v < 4; ++v) {
-        if ((bits.v[v] & 0xffffu) < a.dropout.threshold) scale[v] = 0.f;
-        if ((bits.v[v] >> 16) < a.dropout.threshold) scale[4 + v] = 0.f;
-      }
+      for (int v = 0; v < 8; ++v)
+        if (a.dropout.dropped(bits, v)) scale[v] = 0.f;
       if (a.mask || a.mask_bits) {
         const uint32_t keep = dropout_keep8(bits, a.dropout.threshold);
         if (a.mask) {
@@ -406,10 +408,8 @@ __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardAr
       if (a.dropout.threshold) {
         const philox4x32 bits = a.dropout.bits(row, q);
 #pragma unroll
-        for (int v = 0; v < 4; ++v) {
-          if ((bits.v[v] & 0xffffu) < a.dropout.threshold) dx[v] = 0.f;
-          if ((bits.v[v] >> 16) < a.dropout.threshold) dx[4 + v] = 0.f;
-        }
+        for (int v = 0; v < 8; ++v)
+          if (a.dropout.dropped(bits, v)) dx[v] = 0.f;
       }
       if (a.dresidual) store8<T>(a.dresidual, row * a.ld_dresidual + 8 * q, dr, Full ? norm_chunk : valid, vector);
       store8<T>(a.dx, row * a.ldx + 8 * q, dx, Full ? norm_chunk : valid, vector);
