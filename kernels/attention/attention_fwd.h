@@ -138,11 +138,107 @@ __attribute__((amdgpu_waves_per_eu(attn_fwd_simd_waves(arch::current::lds_read_t
       __device__ explicit none(int) {}
     };
     std::conditional_t<vt, AttnVtStage<G, TV, BK, DV>, none> vs(dma_wave.index);
-    if (kt_begin < kt_end) {
+    // Two groups of four waves (one of each on every SIMD), one phase apart (see the top).
+    constexpr bool pp = vt && G::waves == 8;
+    auto pingpong = [&](W& me) __attribute__((always_inline)) {
+     if constexpr (pp) {  // (vs is AttnVtStage)
+      const int grp = __builtin_amdgcn_readfirstlane(wave_id()) / 4;
+      // A wave of group g stores V^T(kt + g) and loads its part of K(kt + 1 + g) and V(kt + 1 + g) in V(kt); the
+      // prologue gives group 1 V^T(kt_begin) and its part of K(kt_begin + 1).
+      if (kt_begin < kt_end) {
+        fill(kt_begin, 0);
+        vs.load(view.v, kt_begin);
+        if (grp) {
+          wait_vmcnt<0>();
+          vs.store(sv[0]);
+          if (kt_begin + 1 < kt_end) {
+            fill(kt_begin + 1, 1);
+            vs.load(view.v, kt_begin + 1);
+          }
+        }
+      }
+      load_bounded(me.q, view.q, {0, 0, me.row_tile, 0});
+      wait_vmcnt<0>();
+      barrier();
+      if (grp) barrier();  // group 1 runs one phase behind
+      typename W::s_tile s;
+      typename W::p_tile pt;
+      // M: S^T(kt) (where qk) and O^T += V^T(kt-1) P^T(kt-1) (where pv); `st_of`: the stage of tile kt.
+      auto mphase = [&](auto st_of, auto qk, auto pv) __attribute__((always_inline)) {
+        constexpr int st = decltype(st_of)::value;
+        set_priority<1>();
+        if constexpr (decltype(qk)::value) {
+          typename W::k_tile k;
+          load(k, sk[st]);
+          me.qk(s, k);
+        }
+        if constexpr (decltype(pv)::value) {
+          rt<TV, DV, BK, layout::row, mfma16> vtile;  // V^T, a plain row-layout read
+          load(vtile, sv[st ^ 1]);
+          mma_AB(me.ot, vtile, pt, me.ot);
+        }
+        set_priority<0>();
+        barrier();
+      };
+      // V: V^T(kt + g) into its stage, the loads of tile kt + 1 + g; the masks, the online softmax of S^T(kt), O^T's
+      // rescale, P^T(kt).
+      auto vphase = [&](int kt, auto st_of) __attribute__((always_inline)) {
+        constexpr int st = decltype(st_of)::value;
+        const int kn = kt + grp;
+        auto io = [&](auto so) __attribute__((always_inline)) {
+          constexpr int sn = decltype(so)::value;
+          vs.store(sv[sn]);
+          if (kn + 1 < kt_end) {
+            fill(kn + 1, sn ^ 1);
+            vs.load(view.v, kn + 1);
+          }
+        };
+        if (kn < kt_end) {
+          if (grp) io(std::integral_constant<int, st ^ 1>{});
+          else io(std::integral_constant<int, st>{});
+        }
+        me.bias(s, view, kt);
+        me.mask(s, view, p, kt);
+        me.template rebase<true>(s, p);
+        me.rescale();
+        me.exp(s, pt, p);
+        wait_vmcnt<0>();  // the loads of tile kt + 1 + g
+        barrier();
+      };
+      using zero = std::integral_constant<int, 0>;
+      using one = std::integral_constant<int, 1>;
+      using yes = std::true_type;
+      using no = std::false_type;
+      if (kt_begin < kt_end) {
+        mphase(zero{}, yes{}, no{});
+        for (int kt = kt_begin;; kt += 2) {
+          vphase(kt, zero{});
+          if (kt + 1 == kt_end) {
+            mphase(one{}, no{}, yes{});
+            break;
+          }
+          mphase(one{}, yes{}, yes{});
+          vphase(kt + 1, one{});
+          if (kt + 2 == kt_end) {
+            mphase(zero{}, no{}, yes{});
+            break;
+          }
+          mphase(zero{}, yes{}, yes{});
+        }
+      }
+      if (!grp) barrier();  // group 0 meets group 1's last barrier
+      me.finish(view, p);
+     }
+    };
+    if (!pp && kt_begin < kt_end) {
       fill(kt_begin, 0);
       if constexpr (vt) vs.load(view.v, kt_begin);
     }
     W me(view, G::wave() * AttnTiles::wave_rows);
+    if constexpr (pp) {  // the two groups' schedule (see the top): its own prologue and loop
+      pingpong(me);
+      return;
+    }
     load_bounded(me.q, view.q, {0, 0, me.row_tile, 0});  // waited for with tile kt_begin
 
     // One KV tile in stage `stage_of` (0 or 1; a compile-time constant where the loop below takes the tiles in pairs, so
