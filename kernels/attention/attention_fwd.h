@@ -8,7 +8,7 @@
 // Where two workgroups' stages fit the LDS they are two workgroups of 4 waves; where one does (gfx942, D = 128: the
 // stages take its 64 KiB) the workgroup has 8 waves, all reading the same stages (twice the reuse of each tile).
 //
-// One barrier per KV tile: each wave waits for its own loads of tile t, then the barrier makes every wave's part of
+// One barrier per KV tile (the 8-wave V^T form below takes two): each wave waits for its own loads of tile t, then the barrier makes every wave's part of
 // tile t visible and certifies that every wave has finished reading tile t-1's stage, which the loads of tile t+1,
 // issued right after it, overwrite. Q goes from global memory straight into registers.
 //
@@ -31,8 +31,8 @@
 // 2kt+2 (group 1, V(kt+1)) and 2kt+3 (group 0, V(kt+2)), each waited for (vmcnt) before the barrier that ends the
 // slot; V^T(kt), read in slots 2kt+2 and 2kt+3, is written in slots 2kt (group 1, V(kt-1)) and 2kt+1 (group 0, V(kt))
 // over V^T(kt-2), last read in slot 2kt-1. The prologue gives group 1 V^T(kt_begin) and its part of K(kt_begin + 1).
-// Modelled on MI300X, GQA D128 N8192: 499.7 -> 516.5 TFLOP/s (one barrier a tile before; the loads and V^T's writes in
-// the M phase: 497.6). Each wave reads all of K and V^T a tile (16 queries a wave): the LDS's 128 bytes a clock per CU
+// Modelled on MI300X, GQA D128 N8192: 499.7 -> 550.7 TFLOP/s (one barrier a tile before; the loads and V^T's writes in
+// the M phase: 497.6; without the sched_barriers that keep each phase's work on its side of the barrier: 516.5). Each wave reads all of K and V^T a tile (16 queries a wave): the LDS's 128 bytes a clock per CU
 // take as long as the MFMAs, so the M phase is bound by both.
 //
 // Wide heads (attention_heads.h): a wave takes 32 keys a step (16 on gfx942), so that it holds O^T (DV x 16 fp32, 64
