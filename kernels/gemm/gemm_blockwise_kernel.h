@@ -1,0 +1,99 @@
+// The blockwise form of the fp8 GEMM kernels (hk::gemm_blockwise, DeepSeek-V3's block-scaled fp8, gemm_blockwise.h):
+// C = sum over 128-k chunks kb of scale_a[m, kb] * scale_b[n / 128, kb] * (A B^T restricted to kb), A and B e4m3 in
+// the arch's format, B given N x K. The 8-wave ping-pong kernel (gemm_pingpong.h) runs it where the LDS DMA feeds A
+// and B, the 4-wave fp8 kernel (gemm_fp8.h) through registers where it cannot; only the multiply is this form's.
+//
+// The fold. Each step's MFMA chain for a 16 x 16 tile of C starts from zero (the MFMA's C operand is the inline
+// constant 0, no register zeroed) and ends in a temporary of 4 registers, which one pair of packed FMAs
+// (v_pk_fma_f32) folds into the accumulators at once: acc += t * scale_a[row] * scale_b. The temporaries live only
+// from their MFMA to their fold, so the accumulators are not doubled: the compiler interleaves MFMAs and folds,
+// and the matrix core runs a tile's MFMA while the vector unit folds an earlier tile's. On gfx950 a step is 128 k
+// (one v_mfma_f32_16x16x128_f8f6f4), the scale block itself: each 128-k partial sum, in fp32, is scaled and added,
+// the format's own semantics. On gfx942 a step is 64 k (the ping-pong kernel's LDS holds no deeper step: two chains
+// of two v_mfma_f32_16x16x32_fp8_fp8); each half of a block is scaled and added with the block's scales, which
+// differs from scaling the block's sum by one fp32 rounding of the partial sums.
+//
+// The scales. A wave's 64 x WN block of C (WN <= 128, inside one 128-column block of B's scales) needs per step one
+// scale of B, the same for all its lanes (a scalar load), and the scales of its 64 rows of A, of which lane l's
+// accumulators hold 16: rows 16 i + 4 g + e (g = l / 16; tile row i, element e, 0..3 each). Lane 16 g + j loads the
+// scale of row 16 (j % 4) + 4 g + j / 4, one dword, so that the scale of row (i, e) of every lane of group g sits in
+// lane i + 4 e of its own row of 16 lanes: v_mov_b32_dpp row_newbcast:(i + 4 e) hands it to the row's 16 lanes, 16
+// DPP moves a step, after one multiply by B's scale. Step kt's multiply uses the scales loaded during step kt - 1 (by
+// then both wave groups of the ping-pong kernel and the 4-wave kernel have waited for their loads), and issues step
+// kt + 1's: the multiply that consumes the old values precedes the loads that replace them, so they share registers
+// without a copy. Rows past M read row M - 1's scales and waves past N the last block's (their products are never
+// stored); steps past K read the last block's.
+#pragma once
+#include <utility>
+
+#include "gemm_common.h"
+
+namespace hk::kernels {
+
+struct GemmBlockwiseForm {
+  using Args = GemmArgs;
+  template <int WM, int WN>
+  struct wave : GemmPlainForm::wave<WM, WN> {
+    static_assert(WM == 64, "blockwise form: a lane's 16 rows of A (4 tiles x 4 elements) take one row of 16 lanes' scales");
+    static_assert(WN <= 128 && 128 % WN == 0, "blockwise form: a wave's columns share one scale of B");
+    const float* scale_a;  // chunk 0's column of scale_a (the wave's rows' scales are lane_offset from it)
+    const float* scale_b;  // the wave's row of scale_b
+    unsigned lane_offset;  // bytes from a chunk's scale of row 0 to this lane's row's
+    int chunks, next = 0;  // K / 128; the step whose scales the next mma loads
+    float row_scale = 0, col_scale = 0;  // the scales loaded for the next step
+    __device__ __attribute__((always_inline)) wave(const Args& p, int row0, int col0) : GemmPlainForm::wave<WM, WN>(p, row0, col0) {
+      const int lane = int(__builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u))), j = lane % 16;
+      const int r = row0 + 16 * (j % 4) + 4 * (lane / 16) + j / 4;
+      lane_offset = unsigned(long(r < p.m ? r : p.m - 1) * p.ld_scale_a * 4);
+      const int blocks_n = (p.n + 127) / 128, cb = __builtin_amdgcn_readfirstlane(col0 / 128);
+      scale_a = p.scale_a, scale_b = p.scale_b + long(cb < blocks_n ? cb : blocks_n - 1) * p.ld_scale_b;
+      chunks = p.k / 128;
+    }
+    // Step kt's scales are loaded by the mma of step kt - 1 (step 0's here, before the loop).
+    __device__ __attribute__((always_inline)) void prefetch(const Args&, int kt) {
+      next = kt;
+      if (kt == 0) load(0);
+    }
+    template <class Acc, class A, class B>
+    __device__ __attribute__((always_inline)) void mma(Acc& acc, const A& a, const B& b) {
+      static_assert(A::lay == layout::row && B::lay == layout::row, "blockwise form: A * B^T");
+      static_assert(std::same_as<typename Acc::shape, mfma16> && Acc::E == 4 && Acc::tiles_r == 4, "blockwise form: 64 rows of 16x16 tiles");
+      const float s = row_scale * col_scale;  // this step's (the loads below replace them)
+      load(next * A::cols / 128);
+      [&]<int... I>(std::integer_sequence<int, I...>) __attribute__((always_inline)) {
+        (row(acc, a, b, s, std::integral_constant<int, I>{}), ...);
+      }(std::make_integer_sequence<int, Acc::tiles_r>{});
+    }
+
+   private:
+    // Tile row I: rows (I, 0), (I, 1) and (I, 2), (I, 3) of every lane are the packed FMAs' scale pairs.
+    template <class Acc, class A, class B, int I>
+    __device__ __attribute__((always_inline)) static void row(Acc& acc, const A& a, const B& b, float s, std::integral_constant<int, I>) {
+      using f32x2 = float __attribute__((ext_vector_type(2)));
+      const f32x2 s01 = {bcast<I>(s), bcast<I + 4>(s)}, s23 = {bcast<I + 8>(s), bcast<I + 12>(s)};
+#pragma unroll
+      for (int j = 0; j < B::tiles_r; ++j) {
+        arch::f32x4 t = {0, 0, 0, 0};
+#pragma unroll
+        for (int k = 0; k < A::tiles_c; ++k) t = arch::current::mma16(hk::detail::frag(a.data[I][k]), hk::detail::frag(b.data[j][k]), t);
+        float* c = acc.data[I][j];
+        const f32x2 lo = __builtin_elementwise_fma(f32x2{t[0], t[1]}, s01, f32x2{c[0], c[1]});
+        const f32x2 hi = __builtin_elementwise_fma(f32x2{t[2], t[3]}, s23, f32x2{c[2], c[3]});
+        c[0] = lo[0], c[1] = lo[1], c[2] = hi[0], c[3] = hi[1];
+      }
+    }
+    // The scales of chunk kb (the last chunk's past K).
+    __device__ __attribute__((always_inline)) void load(int kb) {
+      kb = kb < chunks ? kb : chunks - 1;
+      row_scale = *reinterpret_cast<const float*>(reinterpret_cast<const char*>(scale_a + kb) + lane_offset);
+      col_scale = scale_b[kb];
+    }
+    // Lane N of each row of 16 lanes, to the row's 16 lanes (v_mov_b32_dpp row_newbcast:N).
+    template <int N>
+    __device__ __attribute__((always_inline)) static float bcast(float s) {
+      return __builtin_bit_cast(float, __builtin_amdgcn_mov_dpp(__builtin_bit_cast(int, s), 0x150 + N, 0xf, 0xf, false));
+    }
+  };
+};
+
+}  // namespace hk::kernels
