@@ -58,30 +58,43 @@ struct GemmBlockwiseForm {
     __device__ __attribute__((always_inline)) void mma(Acc& acc, const A& a, const B& b) {
       static_assert(A::lay == layout::row && B::lay == layout::row, "blockwise form: A * B^T");
       static_assert(std::same_as<typename Acc::shape, mfma16> && Acc::E == 4 && Acc::tiles_r == 4, "blockwise form: 64 rows of 16x16 tiles");
+      using f32x2 = float __attribute__((ext_vector_type(2)));
+      constexpr int tiles = Acc::tiles_r * Acc::tiles_c;
+      // On gfx950 tile n's fold follows tile n + lag's MFMA, in this order: the compiler's wait for an MFMA's result
+      // counts instructions (12 after an 8-pass MFMA), about three a tile, and its own order put each fold right
+      // behind its MFMA, waiting. On gfx942 (two 4-pass MFMAs a tile, 7 to wait) the compiler's order is kept: there
+      // the fixed order modelled slower (MI300X 8192^3 945 TFLOP/s, against 1190).
+      constexpr int lag = A::tiles_c == 1 ? 4 : 0;
       const float s = row_scale * col_scale;  // this step's (the loads below replace them)
       load(next * A::cols / 128);
-      [&]<int... I>(std::integer_sequence<int, I...>) __attribute__((always_inline)) {
-        (row(acc, a, b, s, std::integral_constant<int, I>{}), ...);
-      }(std::make_integer_sequence<int, Acc::tiles_r>{});
+      arch::f32x4 t[tiles];
+      f32x2 pair[Acc::tiles_r][2];  // tile row i's scales of rows (i, 0), (i, 1) and (i, 2), (i, 3)
+      [&]<int... N>(std::integer_sequence<int, N...>) __attribute__((always_inline)) {
+        (
+            [&] __attribute__((always_inline)) {
+              if constexpr (N < tiles) {  // tile N's MFMAs, from zero
+                constexpr int i = N / Acc::tiles_c, j = N % Acc::tiles_c;
+                t[N] = arch::f32x4{0, 0, 0, 0};
+#pragma unroll
+                for (int k = 0; k < A::tiles_c; ++k) t[N] = arch::current::mma16(hk::detail::frag(a.data[i][k]), hk::detail::frag(b.data[j][k]), t[N]);
+              }
+              if constexpr (N >= lag) {  // tile N - lag's fold
+                constexpr int f = N - lag, i = f / Acc::tiles_c, j = f % Acc::tiles_c;
+                if constexpr (j == 0) pair[i][0] = f32x2{bcast<i>(s), bcast<i + 4>(s)}, pair[i][1] = f32x2{bcast<i + 8>(s), bcast<i + 12>(s)};
+                float* c = acc.data[i][j];
+                const f32x2 lo = __builtin_elementwise_fma(f32x2{t[f][0], t[f][1]}, pair[i][0], f32x2{c[0], c[1]});
+                const f32x2 hi = __builtin_elementwise_fma(f32x2{t[f][2], t[f][3]}, pair[i][1], f32x2{c[2], c[3]});
+                c[0] = lo[0], c[1] = lo[1], c[2] = hi[0], c[3] = hi[1];
+              }
+              // In this order: only loads (the ping-pong kernel's B loads, placed among the MFMAs) and scalar work
+              // cross.
+              if constexpr (lag > 0) sched_barrier<sched::vmem | sched::salu>();
+            }(),
+            ...);
+      }(std::make_integer_sequence<int, tiles + lag>{});
     }
 
    private:
-    // Tile row I: rows (I, 0), (I, 1) and (I, 2), (I, 3) of every lane are the packed FMAs' scale pairs.
-    template <class Acc, class A, class B, int I>
-    __device__ __attribute__((always_inline)) static void row(Acc& acc, const A& a, const B& b, float s, std::integral_constant<int, I>) {
-      using f32x2 = float __attribute__((ext_vector_type(2)));
-      const f32x2 s01 = {bcast<I>(s), bcast<I + 4>(s)}, s23 = {bcast<I + 8>(s), bcast<I + 12>(s)};
-#pragma unroll
-      for (int j = 0; j < B::tiles_r; ++j) {
-        arch::f32x4 t = {0, 0, 0, 0};
-#pragma unroll
-        for (int k = 0; k < A::tiles_c; ++k) t = arch::current::mma16(hk::detail::frag(a.data[I][k]), hk::detail::frag(b.data[j][k]), t);
-        float* c = acc.data[I][j];
-        const f32x2 lo = __builtin_elementwise_fma(f32x2{t[0], t[1]}, s01, f32x2{c[0], c[1]});
-        const f32x2 hi = __builtin_elementwise_fma(f32x2{t[2], t[3]}, s23, f32x2{c[2], c[3]});
-        c[0] = lo[0], c[1] = lo[1], c[2] = hi[0], c[3] = hi[1];
-      }
-    }
     // The scales of chunk kb (the last chunk's past K).
     __device__ __attribute__((always_inline)) void load(int kb) {
       kb = kb < chunks ? kb : chunks - 1;
