@@ -37,7 +37,8 @@ Status validate(const GemmBlockwiseProblem& p) {
   return {};
 }
 
-// The ping-pong kernel where the LDS DMA feeds A and B, the 4-wave fp8 kernel through registers elsewhere.
+// The ping-pong kernel's half-height form (gemm_blockwise_kernel.h says why) where the LDS DMA feeds A and B, in
+// logical 256 x 256 tiles of two halves each; the 4-wave fp8 kernel through registers elsewhere.
 template <class T, class TOut, bool Dma>
 void launch(const GemmBlockwiseProblem& p, const kernels::GemmArgs& args) {
   auto tiles = [&](int tile) { return ((p.m + tile - 1) / tile) * ((p.n + tile - 1) / tile); };

@@ -6,8 +6,10 @@
 // The fold. Each step's MFMA chain for a 16 x 16 tile of C starts from zero (the MFMA's C operand is the inline
 // constant 0, no register zeroed) and ends in a temporary of 4 registers, which one pair of packed FMAs
 // (v_pk_fma_f32) folds into the accumulators at once: acc += t * scale_a[row] * scale_b. The temporaries live only
-// from their MFMA to their fold, so the accumulators are not doubled: the compiler interleaves MFMAs and folds,
-// and the matrix core runs a tile's MFMA while the vector unit folds an earlier tile's. On gfx950 a step is 128 k
+// from their MFMA to their fold, so the accumulators are not doubled, and the matrix core runs a tile's MFMA while
+// the vector unit folds an earlier tile's (on gfx950 in a fixed order, four tiles behind: see mma). The ping-pong
+// kernel runs its half-height form (128 x 256 tiles, 64 x 64 per wave): with 64 x 128 per wave the gfx950 kernel's
+// accumulators and fragments alone fill 224 of its 256 registers and the temporaries and scales spilled. On gfx950 a step is 128 k
 // (one v_mfma_f32_16x16x128_f8f6f4), the scale block itself: each 128-k partial sum, in fp32, is scaled and added,
 // the format's own semantics. On gfx942 a step is 64 k (the ping-pong kernel's LDS holds no deeper step: two chains
 // of two v_mfma_f32_16x16x32_fp8_fp8); each half of a block is scaled and added with the block's scales, which
