@@ -140,9 +140,23 @@ __attribute__((amdgpu_waves_per_eu(attn_fwd_simd_waves(arch::current::lds_read_t
     const int kt_begin = view.kt_begin, kt_end = view.kt_end;
     // Tile kt's K and V into stage `stage`, zeros past the last key.
     const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
+    // K's stage and, on the edge path, the wave index pass through empty asms, so that the compiler does not hold every
+    // load's LDS address (M0, two stages) and the edge tile's row offsets in SGPRs across the loop: with them the 8-wave
+    // V^T form spilled 18 SGPRs on gfx942. Each M0 is then one add to the stage's base; the lane parts stay hoisted.
+    using SK = std::remove_reference_t<decltype(sk[0])>;
     auto fill = [&](int kt, int stage) __attribute__((always_inline)) {
-      load_async<G>(sk[stage], view.k, {0, 0, kt, 0}, dma_wave);
-      if constexpr (!vt) load_async<G>(sv[stage], view.v, {0, 0, kt, 0}, dma_wave);
+      auto lds = (__attribute__((address_space(3))) char*)&sk[stage];
+      asm volatile("" : "+s"(lds));
+      SK& dst = *(SK*)(char*)lds;
+      const coord at{0, 0, kt, 0};
+      if (async_inside<SK>(view.k, at)) {
+        load_async_inside<G>(dst, view.k, at, dma_wave);
+      } else {
+        async_wave<G> w = dma_wave;
+        asm volatile("" : "+s"(w.index));
+        load_async<G>(dst, view.k, at, w);
+      }
+      if constexpr (!vt) load_async<G>(sv[stage], view.v, at, dma_wave);
     };
     struct none {
       __device__ explicit none(int) {}
@@ -241,7 +255,13 @@ __attribute__((amdgpu_waves_per_eu(attn_fwd_simd_waves(arch::current::lds_read_t
         }
       }
       if (!grp) barrier();  // group 0 meets group 1's last barrier
-      me.finish(view, p);
+      // The epilogue's arguments and view read again from the kernel's arguments (an opaque pointer to them), so that O's
+      // and LSE's addresses are not held in SGPRs across the loop; only attn_descale's O factor (fp8) is carried over.
+      auto args = (__attribute__((address_space(4))) const AttnArgs*)__builtin_amdgcn_kernarg_segment_ptr();
+      asm volatile("" : "+s"(args));
+      AttnArgs pe = *(const AttnArgs*)args;
+      if constexpr (fp8_input<T>) pe.o_scale = p.o_scale;
+      me.finish(AttnView<T, D, DV>(pe, rows, BK), pe);
      }
     };
     if (!pp && kt_begin < kt_end) {
