@@ -19,7 +19,7 @@
 // transposed by 8 v_perm, as four 8-byte rows of the stage; every wave then reads V^T as a plain row-layout A operand
 // (ds_read_b64, conflict free like K). The running max's rare move runs under a branch (rebase<true>).
 //
-// There (8 waves, `pp`) the waves form two groups of four, one of each on every SIMD, one phase apart: with one
+// There (8 waves, `vt`) the waves form two groups of four, one of each on every SIMD, one phase apart: with one
 // barrier a tile both waves of a SIMD ran their softmax at once while the matrix core idled, and the first to finish
 // waited a third of the tile at the barrier. Each tile kt takes two phases, each ending at a workgroup barrier:
 //   M(kt)  S^T(kt) = K Q^T and O^T += V^T(kt-1) P^T(kt-1): the K and V^T reads and 64 MFMAs, at priority 1;
@@ -41,6 +41,7 @@
 // of 4) and on gfx942, whose 64 KiB two stages of 32 keys fill at D = 256 (there one wave per SIMD: attn_fwd_simd_waves).
 #pragma once
 #include "attention_common.h"
+#include "attention_fwd_pingpong.h"
 #include "attention_heads.h"
 #include "hk/ops/edges.h"
 
@@ -120,7 +121,9 @@ struct AttnVtStage {
 template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
 __global__ __launch_bounds__((64 * attn_fwd_waves<D, DV>))
 __attribute__((amdgpu_waves_per_eu(attn_fwd_simd_waves(arch::current::lds_read_transpose, D, DV)))) void attention_fwd(AttnArgs p) {
-  if constexpr (attn_qk_fits<T, mfma16, D>) {  // (fp8: the instances the host launches)
+  // The instances the host launches: fp8's, and none where the ping-pong kernel runs instead (check_arch's rule:
+  // gfx950 at D = 64 and 128, gfx942 at D = 64).
+  if constexpr (attn_qk_fits<T, mfma16, D> && !(D == DV && attn_pingpong_fits<D>)) {
     // Keys of a tile, and of a wave's step: a wide head's tile in halves without transposing LDS reads (gfx942), whose
     // acc-order reads of V hold an element a register before packing (32 keys at D = 256: 83 VGPRs spilled).
     constexpr bool tr = arch::current::lds_read_transpose;
@@ -131,7 +134,9 @@ __attribute__((amdgpu_waves_per_eu(attn_fwd_simd_waves(arch::current::lds_read_t
     __shared__ st<attn_qk_t<T>, BK, attn_qk_cols<T>(D)> sk[2];  // two stages of K and V
     // V^T staged through registers where the LDS cannot transpose (AttnVtStage): V's stages hold V^T.
     using TV = attn_value_t<T>;
+    // It runs the two groups' schedule below (8 waves: gfx942 at D = 128, its only 64-key tiles here).
     constexpr bool vt = !tr && WK == BK && BK == 64 && sizeof(TV) == 2;
+    static_assert(!vt || G::waves == 8, "attention_fwd: V^T staging comes with the 8-wave two-group schedule");
     __shared__ std::conditional_t<vt, st<TV, DV, BK>, st<TV, BK, DV>> sv[2];
 
     const AttnView<T, D, DV> view(p, rows, BK);
@@ -163,9 +168,8 @@ __attribute__((amdgpu_waves_per_eu(attn_fwd_simd_waves(arch::current::lds_read_t
     };
     std::conditional_t<vt, AttnVtStage<G, TV, BK, DV>, none> vs(dma_wave.index);
     // Two groups of four waves (one of each on every SIMD), one phase apart (see the top).
-    constexpr bool pp = vt && G::waves == 8;
     auto pingpong = [&](W& me) __attribute__((always_inline)) {
-     if constexpr (pp) {  // (vs is AttnVtStage)
+     if constexpr (vt) {  // (vs is AttnVtStage)
       const int grp = __builtin_amdgcn_readfirstlane(wave_id()) / 4;
       // A wave of group g stores V^T(kt + g) and loads its part of K(kt + 1 + g) and V(kt + 1 + g) in V(kt); the
       // prologue gives group 1 V^T(kt_begin) and its part of K(kt_begin + 1).
@@ -264,12 +268,9 @@ __attribute__((amdgpu_waves_per_eu(attn_fwd_simd_waves(arch::current::lds_read_t
       me.finish(AttnView<T, D, DV>(pe, rows, BK), pe);
      }
     };
-    if (!pp && kt_begin < kt_end) {
-      fill(kt_begin, 0);
-      if constexpr (vt) vs.load(view.v, kt_begin);
-    }
+    if (!vt && kt_begin < kt_end) fill(kt_begin, 0);
     W me(view, G::wave() * AttnTiles::wave_rows);
-    if constexpr (pp) {  // the two groups' schedule (see the top): its own prologue and loop
+    if constexpr (vt) {  // the two groups' schedule (see the top): its own prologue and loop
       pingpong(me);
       return;
     }
@@ -280,43 +281,16 @@ __attribute__((amdgpu_waves_per_eu(attn_fwd_simd_waves(arch::current::lds_read_t
     auto step = [&](int kt, auto stage_of) __attribute__((always_inline)) {
       const int stage = int(stage_of);
       wait_vmcnt<0>();
-      if constexpr (vt) {
-        if (kt == kt_begin) vs.store(sv[stage]);  // the first tile's V^T (later ones: the step before)
-      }
       barrier();  // tile kt is in; every wave is done with the other stage
-      const bool next = kt + 1 < kt_end;
-      if (next) {
-        fill(kt + 1, stage ^ 1);
-        if constexpr (vt) vs.load(view.v, kt + 1);
-      }
+      if (kt + 1 < kt_end) fill(kt + 1, stage ^ 1);
   #pragma unroll
       for (int h = 0; h < BK / WK; ++h) {
         typename W::k_tile k;
         load(k, sk[stage], {0, 0, h, 0});
-        if constexpr (vt) {
-          // W::scores with the running max's rare move under a branch (rebase<true>): in the common case no
-          // cross-lane max (two ds_bpermute round trips, queued behind the other waves' tile reads).
-          typename W::s_tile s;
-          me.qk(s, k);
-          me.bias(s, view, kt);
-          me.mask(s, view, p, kt);
-          typename W::p_tile pt;
-          me.template rebase<true>(s, p);
-          me.exp(s, pt, p);
-          me.rescale();
-          if (next) {  // V^T of tile kt + 1 into the other stage, which every wave left at this step's barrier
-            wait_vmcnt<0>();
-            vs.store(sv[stage ^ 1]);
-          }
-          rt<TV, DV, BK, layout::row, mfma16> vtile;  // V^T, a plain row-layout read
-          load(vtile, sv[stage]);
-          mma_AB(me.ot, vtile, pt, me.ot);
-        } else {
-          const auto pt = me.scores(view, p, kt * (BK / WK) + h, k);
-          typename W::v_tile vc;
-          load_acc_order(vc, sv[stage], {0, 0, h, 0});
-          me.accumulate(pt, vc);
-        }
+        const auto pt = me.scores(view, p, kt * (BK / WK) + h, k);
+        typename W::v_tile vc;
+        load_acc_order(vc, sv[stage], {0, 0, h, 0});
+        me.accumulate(pt, vc);
       }
     };
     // Pairs of tiles, each with its stage fixed: the addresses cost registers (gfx950 D = 128: 150 -> 196 VGPRs), which
