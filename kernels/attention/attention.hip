@@ -86,8 +86,10 @@ Status validate(const AttentionInputs& p, const void* o) {
     return invalid("softcap and ALiBi together are not supported yet: pass one of them");
   if (!(p.dropout_p >= 0.f && p.dropout_p < 1.f))
     return invalid("dropout_p must be in [0, 1) (got " + std::to_string(p.dropout_p) + ")");
-  if (p.dropout_p > 0x1.fffep-1f)  // the kernels compare 16-bit values with a 16-bit threshold
-    return invalid("dropout_p must be at most 1 - 2^-16, the mask's resolution (got " + std::to_string(p.dropout_p) + ")");
+  if (p.dropout_p > 0x1.fep-1f)  // the kernels compare 8-bit values (dropout_keep_max8)
+    return invalid("dropout_p must be at most 1 - 2^-8, the mask's resolution: an element is kept when its 8 random "
+                   "bits are <= floor(255 (1 - p)), flash-attention's rule, so at least 1/256 of them are (got " +
+                   std::to_string(p.dropout_p) + ")");
   if (p.dropout_p > 0.f && (p.softcap > 0.f || p.alibi_slopes))
     return invalid("dropout with softcap or ALiBi is not supported yet: pass dropout_p = 0 or neither of them");
   if (p.alibi_slopes && p.alibi_batch_stride != 0 && p.alibi_batch_stride < p.heads_q)
@@ -292,7 +294,7 @@ Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides
     a.cap = {float(cap / scale), float(2 * log2e * scale / cap), float(1 / (cap * log2e))};
   }
   a.drop = {uint32_t(p.dropout_seed), uint32_t(p.dropout_seed >> 32), uint32_t(p.dropout_offset),
-            uint32_t(p.dropout_offset >> 32), dropout_threshold(p.dropout_p), 1.f / (1.f - p.dropout_p)};
+            uint32_t(p.dropout_offset >> 32), dropout_keep_max8(p.dropout_p), 1.f / (1.f - p.dropout_p)};
   // A window wider than any sequence is no window; this keeps the kernel's diagonal offsets within an int.
   const long reach = long(longest_q) + longest_k;
   a.left = p.window_left > reach ? -1 : p.window_left;

@@ -88,9 +88,10 @@ inline constexpr int attn_bwd_waves_per_simd = D == 64 || (D == 128 && arch::cur
 // MFMA work per byte read. (At D = 128, 32 keys take one wave per SIMD, and the model finds that slower: 95.6 against
 // 77.4 ms on MI355X at GQA N8192.) A function of the arch's fact, so that the host's grid and the kernel agree.
 constexpr int attn_bwd_wave_keys(int d, bool lds_read_transpose) { return d == 64 && lds_read_transpose ? 32 : 16; }
-// Kernel 2 in pairs of waves (gfx950 at D = 128; after attn_bwd_dkdv_waves_per_simd): 8 waves of 4 pairs. Not with
-// dropout, whose mask regenerated in the first wave's phase made the pairs slower (MI355X GQA D128 N8192: 284 -> 350 ms).
-constexpr bool attn_bwd_paired(int d, bool tr, bool dropout) { return d == 128 && tr && !dropout; }  // tr: LDS transposes
+// Kernel 2 in pairs of waves (gfx950 at D = 128; after attn_bwd_dkdv_waves_per_simd): 8 waves of 4 pairs. With
+// dropout too since its mask takes one Philox call per 16 scores (4x4 blocks, attention_common.h): MI355X GQA D128
+// N8192 p 0.1: 146 -> 108 ms (with a call per score the pairs were slower: 284 -> 350 ms).
+constexpr bool attn_bwd_paired(int d, bool tr, bool /*dropout*/) { return d == 128 && tr; }  // tr: LDS transposes
 constexpr int attn_bwd_dkdv_waves(int d, bool tr, bool dropout) { return attn_bwd_paired(d, tr, dropout) ? 8 : 4; }
 constexpr int attn_bwd_block_keys(int d, bool tr, bool dropout) { return attn_bwd_dkdv_waves(d, tr, dropout) * attn_bwd_wave_keys(d, tr); }
 

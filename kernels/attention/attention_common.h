@@ -63,7 +63,7 @@ struct AttnArgs {
   float o_scale;  // O's factor beyond 1 / l: v_descale, set by attn_descale (the host passes 1)
   struct Dropout {  // AttnVariant::dropout: hk's dropout stream (ops/philox.h), stream offset + b Hq + h
     uint32_t seed_lo, seed_hi, offset_lo, offset_hi;
-    uint32_t threshold;  // an element is kept when its 16 bits are >= threshold (dropout_threshold(p))
+    uint32_t keep_max;   // an element is kept when its 8 random bits are <= keep_max (dropout_keep_max8(p))
     float scale;         // 1 / (1 - p)
   } drop;
 };
@@ -76,82 +76,91 @@ struct AttnVariant {
   bool dropout = false;  // P's elements dropped (attn_dropout_keep), the kept ones scaled by 1 / (1 - p) in P V
 };
 
-// Dropout (flash-attention's): element (i, j) of sequence b, query head h is kept when the 16 bits of hk's dropout
-// stream (ops/philox.h) at row i, column j of stream offset + b Hq + h pass the threshold: a function of the problem's
-// coordinates alone, so every kernel (forward, backward, any tile shape, either arch) regenerates the same mask. The
-// softmax's denominator and the LSE take the whole P; O = (mask * P / (1 - p)) V; the backward scales dP by the same
-// mask and factor.
+// Dropout (flash-attention's, with its 8-bit decisions): element (i, j) of sequence b, query head h (query i, key j)
+// takes byte j % 4 of word i % 4 of philox4x32_10({j / 4, i / 4, stream low, stream high}, {seed low, seed high}),
+// stream = offset + b Hq + h, and is kept when that byte is <= keep_max = floor(255 (1 - p)) (dropout_keep_max8): one
+// call serves a block of 4 queries by 4 keys. A function of the problem's coordinates alone, so every kernel (forward,
+// backward, any tile shape, either arch) regenerates the same mask. The softmax's denominator and the LSE take the
+// whole P; O = (mask * P / (1 - p)) V; the backward scales dP by the same mask and factor.
 
 // Lanes l and l ^ dist trade: the lower lane's y and the upper lane's x change places (the lower keeps x, the upper
-// y). One v_permlane32_swap where the target has it, else through ds_bpermute.
+// y). Within a quad (dist 1, 2) one DPP move; at 32 one v_permlane32_swap where the target has it; else through
+// ds_bpermute.
 template <int dist>
 __device__ __attribute__((always_inline)) inline void attn_lanes_swap(uint32_t& x, uint32_t& y) {
-  if constexpr (dist == 32 && arch::current::permlane32_swap) {
+  const bool lower = !(lane_id() & dist);
+  if constexpr (dist == 1 || dist == 2) {
+    constexpr int quad_perm = dist == 1 ? 0xB1 : 0x4E;  // [1, 0, 3, 2], [2, 3, 0, 1]
+    const uint32_t got = uint32_t(__builtin_amdgcn_mov_dpp(int(lower ? y : x), quad_perm, 0xf, 0xf, false));
+    (lower ? y : x) = got;
+  } else if constexpr (dist == 32 && arch::current::permlane32_swap) {
     arch::current::halves_swap(x, y);
   } else {
-    const bool lower = !(lane_id() & dist);
     const uint32_t got = uint32_t(__shfl_xor(int(lower ? y : x), dist));
     (lower ? y : x) = got;
   }
 }
 
-// f(i, j, e, kept) for every element data[i][j][e] of a score accumulator whose element (0, 0) is query q0 and key k0,
-// keys along the rows when `keys_are_rows`. An accumulator lane holds runs of 4 rows aligned to 4 in one column, and
-// lanes l and l ^ dim hold the two halves of 8 rows: along keys (S^T) the two runs of such a pair lie in one Philox
-// call's 8 keys. So each lane of the pair makes the calls of half its runs (the lower lane the first half, the upper
-// the second) and they trade what the other needs: the low 16-bit halves (keys 8c .. 8c + 3) packed two to a register
-// (v_perm) to the lower lane, the high halves to the upper, one swap per register pair, and each element is one
-// compare of its 16 bits. Along queries (S) each element takes a call of its own.
+// f(i, j, e, kept) for every element data[i][j][e] of a score accumulator whose element (0, 0) is query q0 and key k0
+// (both multiples of 4), keys along the rows when `keys_are_rows`. An accumulator lane holds runs of 4 rows aligned to
+// 4 in one column, and the 4 lanes of a quad (l & ~3 .. l | 3) hold the 4 adjacent columns: together, the 4x4 blocks
+// of Philox calls, one block per run. So the quad shares its calls: for each 4 runs, each lane makes the call of one
+// (u = l & 3: run 4 g + u of the group) and lays it out as 4 words, word v the 4 bytes lane v needs (along keys (S^T)
+// the call's word v itself, query v's keys; along queries (S), byte v of each word, a 4x4 byte transpose in 8 v_perm);
+// a butterfly of 4 swaps (2 DPP moves at distance 2, then at 1) gives each lane its word of every block of the group,
+// in order, and each element is one compare of its byte. Runs left over (fewer than 4) take a call each, per lane.
 template <bool keys_are_rows, class Tile, class F>
 __device__ __attribute__((always_inline)) inline void attn_dropout_each(const AttnArgs& p, int b, int h, int q0, int k0,
                                                                         F f) {
-  static_assert(Tile::run == 4, "runs of 4 rows");
+  static_assert(Tile::run == 4 && Tile::dim % 4 == 0, "runs of 4 rows, quads of adjacent columns");
   const uint64_t stream = (uint64_t(p.drop.offset_hi) << 32 | p.drop.offset_lo) + uint64_t(b) * uint32_t(p.heads_q) + uint32_t(h);
-  const uint32_t s_lo = uint32_t(stream), s_hi = uint32_t(stream >> 32), t = p.drop.threshold;
-  const int lane = lane_id(), rl = Tile::row_lane_part(lane), cl = Tile::col_lane_part(lane);
-  auto block = [&](int query, int key) __attribute__((always_inline)) {
-    return philox4x32_10({{uint32_t(key) >> 3, uint32_t(query), s_lo, s_hi}}, p.drop.seed_lo, p.drop.seed_hi);
-  };
-  if constexpr (keys_are_rows) {
-    constexpr int per = Tile::E / 4, runs = Tile::tiles_r * per, half = runs / 2;  // runs of a column block
-    static_assert(runs % 2 == 0, "the lanes of a pair split the runs");
-    auto run_row = [](int r) { return Tile::row_tile_part(r / per, 4 * (r % per)); };
-    const bool lower = (rl & 4) == 0;
-    const uint32_t t_hi = t << 16;
-    // The 4 elements of run r from its 16-bit values packed in lo (keys 0, 1) and hi (keys 2, 3).
-    auto emit = [&](int j, int r, uint32_t lo, uint32_t hi) __attribute__((always_inline)) {
-      const int i = r / per, e = 4 * (r % per);
-      f(i, j, e, uint16_t(lo) >= uint16_t(t));
-      f(i, j, e + 1, lo >= t_hi);
-      f(i, j, e + 2, uint16_t(hi) >= uint16_t(t));
-      f(i, j, e + 3, hi >= t_hi);
-    };
+  const uint32_t s_lo = uint32_t(stream), s_hi = uint32_t(stream >> 32), keep_max = p.drop.keep_max;
+  const int lane = lane_id(), u = lane & 3, rl = Tile::row_lane_part(lane), cl = Tile::col_lane_part(lane) & ~3;
+  constexpr int per = Tile::E / 4, runs = Tile::tiles_r * per * Tile::tiles_c, groups = runs / 4;
+  // Run n: base tile (n / per % tiles_r, n / per / tiles_r), elements 4 (n % per) ...; its first row and its column
+  // (the quad's first), the tile parts (compile-time).
+  auto run_row = [](int n) { return Tile::row_tile_part(n / per % Tile::tiles_r, 4 * (n % per)); };
+  auto run_col = [](int n) { return Tile::col_tile_part(n / per / Tile::tiles_r, 0); };
+  // The call of the block at (first row r, column c) as the 4 words lanes u = 0 .. 3 take.
+  auto words = [&](int r, int c, uint32_t (&x)[4]) __attribute__((always_inline)) {
+    const int row = r + rl, col = c + cl;
+    const uint32_t key = uint32_t(keys_are_rows ? k0 + row : k0 + col), query = uint32_t(keys_are_rows ? q0 + col : q0 + row);
+    const philox4x32 w = philox4x32_10({{key >> 2, query >> 2, s_lo, s_hi}}, p.drop.seed_lo, p.drop.seed_hi);
+    if constexpr (keys_are_rows) {
 #pragma unroll
-    for (int j = 0; j < Tile::tiles_c; ++j) {
-      const int query = q0 + Tile::col_tile_part(j, 0) + cl;
-#pragma unroll
-      for (int m = 0; m < half; ++m) {
-        const philox4x32 w = block(query, k0 + (rl & ~4) + (lower ? run_row(m) : run_row(m + half)));
-        // The low halves (what lower lanes take) and the high halves, two to a register; after the swaps x01 and
-        // x23 hold this lane's run m, y01 and y23 its run m + half.
-        uint32_t x01 = __builtin_amdgcn_perm(w.v[1], w.v[0], 0x05040100u), y01 = __builtin_amdgcn_perm(w.v[1], w.v[0], 0x07060302u);
-        uint32_t x23 = __builtin_amdgcn_perm(w.v[3], w.v[2], 0x05040100u), y23 = __builtin_amdgcn_perm(w.v[3], w.v[2], 0x07060302u);
-        attn_lanes_swap<Tile::dim>(x01, y01);
-        attn_lanes_swap<Tile::dim>(x23, y23);
-        emit(j, m, x01, x23);
-        emit(j, m + half, y01, y23);
-      }
+      for (int v = 0; v < 4; ++v) x[v] = w.v[v];
+    } else {  // x[v] byte t = w.v[t] byte v
+      const uint32_t a = __builtin_amdgcn_perm(w.v[1], w.v[0], 0x06020400u), bq = __builtin_amdgcn_perm(w.v[1], w.v[0], 0x07030501u);
+      const uint32_t c2 = __builtin_amdgcn_perm(w.v[3], w.v[2], 0x06020400u), d = __builtin_amdgcn_perm(w.v[3], w.v[2], 0x07030501u);
+      x[0] = __builtin_amdgcn_perm(c2, a, 0x05040100u), x[2] = __builtin_amdgcn_perm(c2, a, 0x07060302u);
+      x[1] = __builtin_amdgcn_perm(d, bq, 0x05040100u), x[3] = __builtin_amdgcn_perm(d, bq, 0x07060302u);
     }
-  } else {
+  };
+  // The 4 elements of run n from its word.
+  auto emit = [&](int n, uint32_t word) __attribute__((always_inline)) {
+    const int i = n / per % Tile::tiles_r, j = n / per / Tile::tiles_r, e = 4 * (n % per);
 #pragma unroll
-    for (int i = 0; i < Tile::tiles_r; ++i)
+    for (int t = 0; t < 4; ++t) f(i, j, e + t, (word >> 8 * t & 0xffu) <= keep_max);
+  };
+  auto pick = [u](int v0, int v1, int v2, int v3) { return u & 2 ? (u & 1 ? v3 : v2) : (u & 1 ? v1 : v0); };
 #pragma unroll
-      for (int j = 0; j < Tile::tiles_c; ++j)
+  for (int g = 0; g < groups; ++g) {
+    const int n = 4 * g;
+    uint32_t x[4];
+    words(pick(run_row(n), run_row(n + 1), run_row(n + 2), run_row(n + 3)),
+          pick(run_col(n), run_col(n + 1), run_col(n + 2), run_col(n + 3)), x);
+    attn_lanes_swap<2>(x[0], x[2]);
+    attn_lanes_swap<2>(x[1], x[3]);
+    attn_lanes_swap<1>(x[0], x[1]);
+    attn_lanes_swap<1>(x[2], x[3]);
 #pragma unroll
-        for (int e = 0; e < Tile::E; ++e) {
-          const int key = k0 + Tile::col_tile_part(j, e) + cl;
-          f(i, j, e, dropout_keep8(block(q0 + Tile::row_tile_part(i, e) + rl, key), t) >> (key & 7) & 1u);
-        }
+    for (int t = 0; t < 4; ++t) emit(n + t, x[t]);
+  }
+#pragma unroll
+  for (int n = 4 * groups; n < runs; ++n) {
+    uint32_t x[4];
+    words(run_row(n), run_col(n), x);
+    emit(n, uint32_t(pick(int(x[0]), int(x[1]), int(x[2]), int(x[3]))));
   }
 }
 

@@ -6,8 +6,9 @@ Hq is a multiple of Hkv, causal masks aligned bottom-right (query i sees keys j 
 window_size are accepted as well as scale and window.
 
 Dropout (dropout_p > 0, for training) is flash-attention's: each element of the softmax's P is dropped with
-probability p and the kept ones are scaled by 1 / (1 - p) in P V (the LSE takes the whole P). The mask is hk's
-dropout stream (Philox4x32-10, include/hk/ops/philox.h) keyed by a seed and an offset that each call draws from
+probability p and the kept ones are scaled by 1 / (1 - p) in P V (the LSE takes the whole P). The mask draws 8 random
+bits an element, kept when they are <= floor(255 (1 - p)) (flash-attention's rule: a kept fraction within 1/256 of
+1 - p; p at most 1 - 2^-8), from Philox4x32-10 (hk.dropout) keyed by a seed and an offset that each call draws from
 torch's default (CPU) generator, as flash-attention draws its Philox seed and offset from torch's: torch.manual_seed
 reproduces a run. The backward regenerates the same mask from the seed and offset saved with the forward.
 
@@ -314,6 +315,10 @@ def _dropout(entry, dropout_p, dropout_seed):
     dropout_p = float(dropout_p or 0.0)
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"hk.{entry}: dropout_p must be in [0, 1), got {dropout_p}")
+    if float(torch.tensor(dropout_p, dtype=torch.float32)) > 1.0 - 2.0**-8:  # as the kernels see it (fp32)
+        raise ValueError(f"hk.{entry}: dropout_p must be at most 1 - 2^-8, the mask's resolution: an element is kept "
+                         f"when its 8 random bits are <= floor(255 (1 - p)), flash-attention's rule, so at least 1/256 "
+                         f"of them are (got {dropout_p})")
     if dropout_seed is None:
         return (dropout_p, *draw_dropout_seed(dropout_p))
     if not isinstance(dropout_seed, (tuple, list)) or len(dropout_seed) != 2 or not all(isinstance(x, int) for x in dropout_seed):

@@ -1,11 +1,12 @@
-"""hk's dropout stream in torch: which elements of attention's P a call with a given (seed, offset) keeps.
+"""hk's attention dropout in torch: which elements of attention's P a call with a given (seed, offset) keeps.
 
-The kernels draw 16 random bits per element from Philox4x32-10 (include/hk/ops/philox.h): element (b, h, i, j) of
-attention's P (query i, key j, counted within the sequence for varlen) takes the low (j % 8 < 4) or high 16 bits of
-word j % 4 of philox4x32_10({j / 8, i, stream low, stream high}, {seed low, seed high}), stream = offset + b Hq + h
-(mod 2^64), and is kept when they are >= ceil(p 2^16), p as fp32. This module computes the same bits with torch's
-int64 arithmetic (32 x 32-bit products split so that no intermediate leaves int64), for flash-attention's S_dmask
-and for users who want a call's mask.
+The kernels draw 8 random bits per element from Philox4x32-10 (include/hk/ops/philox.h), flash-attention's
+convention: element (b, h, i, j) of attention's P (query i, key j, counted within the sequence for varlen) takes byte
+j % 4 of word i % 4 of philox4x32_10({j / 4, i / 4, stream low, stream high}, {seed low, seed high}), stream = offset +
+b Hq + h (mod 2^64) (one call per block of 4 queries by 4 keys), and is kept when that byte is <= floor(255 (1 - p)),
+1 - p in fp32 (flash-attention's rule). This module computes the same bits with torch's int64 arithmetic (32 x 32-bit
+products split so that no intermediate leaves int64), for flash-attention's S_dmask and for users who want a call's
+mask.
 """
 import math
 
@@ -41,11 +42,13 @@ def keep_mask(dropout_p, seed, offset, batch, heads, seqlen_q, seqlen_k, device=
     streams = [[(offset + b * heads + h) % 2**64 for h in range(heads)] for b in range(batch)]
     lo, hi = (torch.tensor([[f(s) for s in row] for row in streams], dtype=torch.int64, device=device)
               .view(batch, heads, 1, 1) for f in (lambda s: s & _M32, lambda s: s >> 32))
-    chunks = torch.arange((seqlen_k + 7) // 8, dtype=torch.int64, device=device).view(1, 1, 1, -1)
-    rows = torch.arange(seqlen_q, dtype=torch.int64, device=device).view(1, 1, -1, 1)
-    shape = (batch, heads, seqlen_q, chunks.shape[-1])
-    words = _philox4x32_10(chunks.expand(shape), rows.expand(shape), lo.expand(shape), hi.expand(shape), seed)
-    halves = torch.stack(words, dim=-1)  # (..., chunk, word)
-    bits = torch.cat((halves & 0xFFFF, halves >> 16), dim=-1).flatten(-2)[..., :seqlen_k]
-    threshold = math.ceil(float(torch.tensor(dropout_p, dtype=torch.float32)) * 65536)
-    return bits >= threshold
+    qb = torch.arange((seqlen_q + 3) // 4, dtype=torch.int64, device=device).view(1, 1, -1, 1)
+    kb = torch.arange((seqlen_k + 3) // 4, dtype=torch.int64, device=device).view(1, 1, 1, -1)
+    shape = (batch, heads, qb.shape[2], kb.shape[3])
+    words = _philox4x32_10(kb.expand(shape), qb.expand(shape), lo.expand(shape), hi.expand(shape), seed)
+    w = torch.stack(words, dim=-1)  # (..., query block, key block, word = query % 4)
+    shifts = torch.arange(0, 32, 8, dtype=torch.int64, device=device)
+    bits = (w.unsqueeze(-1) >> shifts) & 0xFF  # (..., query block, key block, query % 4, key % 4)
+    bits = bits.permute(0, 1, 2, 4, 3, 5).reshape(batch, heads, 4 * shape[2], 4 * shape[3])[..., :seqlen_q, :seqlen_k]
+    keep_max = math.floor(float(1.0 - torch.tensor(dropout_p, dtype=torch.float32)) * 255.0)
+    return bits <= keep_max

@@ -27,7 +27,7 @@ struct Shape {
   std::vector<double> sinks;      // empty, or one logit per query head in every row's denominator (a key with no value)
   std::vector<double> alibi;      // empty, or ALiBi slopes: (hq), or (sequences, hq) with alibi_batched
   bool alibi_batched = false;
-  double dropout = 0;             // dropout_p; the mask: hk's dropout stream (philox_ref.h) under seed, offset
+  double dropout = 0;             // dropout_p; the mask: hk's attention dropout (philox_ref.h) under seed, offset
   uint64_t seed = 0, offset = 0;
   int dv = 0;                     // V's and O's head dim; 0 = d
   int vd() const { return dv ? dv : d; }
@@ -35,7 +35,7 @@ struct Shape {
   double dropped(size_t b, int h, long i, long j) const {
     if (!(dropout > 0)) return 1;
     const uint64_t stream = offset + uint64_t(b) * uint64_t(hq) + uint64_t(h);
-    return philox_ref::dropout_keep(float(dropout), seed, stream, i, j) ? 1 / (1 - double(float(dropout))) : 0;
+    return philox_ref::attn_dropout_keep(float(dropout), seed, stream, i, j) ? 1 / (1 - double(float(dropout))) : 0;
   }
   // ALiBi's bias of query i and key j of sequence b (sq queries, sk keys), head h: -slope |i + sk - sq - j|.
   double bias(size_t b, int h, long i, long j, long sq, long sk) const {

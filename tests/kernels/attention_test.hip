@@ -206,7 +206,7 @@ TEST(AttentionVariants, Alibi) {
   run({{0, 1, 70, 200}, {3, 1, 100, 130}, true, 2, 2, 128, dtype::bf16, false, 30, 10, 0.f, 1.f, bshd, 0.f, true, 2});
 }
 
-// Dropout against the reference with the same mask (hk's dropout stream): every mask kind, GQA, varlen, sinks, both D
+// Dropout against the reference with the same mask (hk's attention dropout): every mask kind, GQA, varlen, sinks, both D
 // and types, seeds and offsets past 32 bits.
 TEST(AttentionVariants, Dropout) {
   const Layout bshd = Layout::bshd;
@@ -260,7 +260,7 @@ TEST(AttentionDropout, Mask) {
         for (int h = 0; h < hq; ++h)
           for (int j = 0; j < 128; ++j) {
             const float g = o[((long(b) * sq + i) * hq + h) * 128 + j];
-            const bool want = philox_ref::dropout_keep(p, seed, offset + uint64_t(b) * hq + h, i, j);
+            const bool want = philox_ref::attn_dropout_keep(p, seed, offset + uint64_t(b) * hq + h, i, j);
             const bool ok = want ? std::fabs(g - kept_value) <= attn_ref::unit_roundoff(type == dtype::bf16) * kept_value : g == 0.f;
             if (!ok && wrong++ < 5) ADD_FAILURE() << "O(" << b << ", " << i << ", " << h << ", " << j << ") = " << g << ", want " << (want ? kept_value : 0.0);
             kept += g != 0.f;
@@ -417,6 +417,7 @@ TEST(AttentionValidation, Errors) {
   { auto p = base(); p.alibi_slopes = lse + b * h * s - 1; expect_error(p, "alibi_slopes must be"); }
   { auto p = base(); p.dropout_p = 1.f; expect_error(p, "dropout_p must be in [0, 1)"); }
   { auto p = base(); p.dropout_p = NAN; expect_error(p, "dropout_p must be in [0, 1)"); }
+  { auto p = base(); p.dropout_p = 0.999f; expect_error(p, "dropout_p must be at most 1 - 2^-8"); }
   { auto p = base(); p.dropout_p = 0.1f, p.softcap = 5.f; expect_error(p, "dropout with softcap or ALiBi"); }
   { auto p = base(); p.dropout_p = 0.1f, p.alibi_slopes = lse; expect_error(p, "dropout with softcap or ALiBi"); }
   { auto p = base(); p.window_left = -2; expect_error(p, "window sizes"); }

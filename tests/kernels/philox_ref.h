@@ -1,8 +1,9 @@
-// An independent host Philox4x32-10 and hk's dropout stream (include/hk/ops/philox.h), for the references of every
-// kernel that drops (norms, attention): written from the definition, checked against the published known-answer
+// An independent host Philox4x32-10 and hk's dropout masks (the norms': include/hk/ops/philox.h; attention's), for
+// the references of every kernel that drops: written from the definition, checked against the published known-answer
 // vectors in norm_test.
 #pragma once
 #include <array>
+#include <cmath>
 #include <cstdint>
 
 namespace philox_ref {
@@ -32,6 +33,18 @@ inline uint32_t dropout_bits(uint64_t seed, uint64_t offset, long row, long col)
 }
 inline bool dropout_keep(float p, uint64_t seed, uint64_t offset, long row, long col) {
   return double(dropout_bits(seed, offset, row, col)) / 65536.0 >= double(p);
+}
+
+// hk's attention dropout (kernels/attention/attention_common.h; the stream is offset + b Hq + h), flash-attention's
+// 8-bit decisions: element (query i, key j) takes byte j % 4 of word i % 4 of the block at counter {j / 4, i / 4,
+// stream low, stream high}, key {seed low, seed high}; kept when that byte is <= floor(255 (1 - p)), 1 - p in fp32.
+inline uint32_t attn_dropout_byte(uint64_t seed, uint64_t stream, long i, long j) {
+  const uint32_t word = philox4x32_10({uint32_t(j / 4), uint32_t(i / 4), uint32_t(stream), uint32_t(stream >> 32)},
+                                      {uint32_t(seed), uint32_t(seed >> 32)})[i % 4];
+  return word >> (8 * (j % 4)) & 0xffu;
+}
+inline bool attn_dropout_keep(float p, uint64_t seed, uint64_t stream, long i, long j) {
+  return attn_dropout_byte(seed, stream, i, j) <= uint32_t(std::floor(double(1.f - p) * 255.0));
 }
 
 }  // namespace philox_ref

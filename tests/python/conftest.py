@@ -39,27 +39,28 @@ def seeded():
 
 
 def dropout_keep(p, seed, offset, batch, heads, sq, sk):
-    """hk's dropout mask, (batch, heads, sq, sk) bool, written from the definition with numpy's uint64: element (b, h,
-    i, j) takes the low (j % 8 < 4) or high 16 bits of word j % 4 of Philox4x32-10 at counter {j / 8, i, stream low,
-    stream high}, stream = offset + b heads + h, key {seed low, seed high}, and is kept when they are >= ceil(p
-    2^16) (p as fp32)."""
+    """hk's attention dropout mask, (batch, heads, sq, sk) bool, written from the definition with numpy's uint64:
+    element (b, h, i, j) takes byte j % 4 of word i % 4 of Philox4x32-10 at counter {j / 4, i / 4, stream low, stream
+    high}, stream = offset + b heads + h, key {seed low, seed high}, and is kept when that byte is <= floor(255 (1 -
+    p)), 1 - p in fp32 (flash-attention's 8-bit rule)."""
     import numpy as np
     u64, lo32 = np.uint64, np.uint64(0xFFFFFFFF)
     m0, m1, w0, w1 = u64(0xD2511F53), u64(0xCD9E8D57), u64(0x9E3779B9), u64(0xBB67AE85)
-    bb, hh, ii, cc = np.meshgrid(np.arange(batch, dtype=np.uint64), np.arange(heads, dtype=np.uint64),
-                                 np.arange(sq, dtype=np.uint64), np.arange((sk + 7) // 8, dtype=np.uint64),
-                                 indexing="ij")
-    stream = u64(offset % 2**64) + bb * u64(heads) + hh  # wraps modulo 2^64
-    c0, c1, c2, c3 = cc, ii, stream & lo32, stream >> u64(32)
+    ii, jj = np.meshgrid(np.arange(sq, dtype=np.uint64), np.arange(sk, dtype=np.uint64), indexing="ij")
+    bb, hh = np.meshgrid(np.arange(batch, dtype=np.uint64), np.arange(heads, dtype=np.uint64), indexing="ij")
+    stream = (u64(offset % 2**64) + bb * u64(heads) + hh)[:, :, None, None]  # wraps modulo 2^64
+    c0, c1 = np.broadcast_to(jj >> u64(2), (batch, heads, sq, sk)), np.broadcast_to(ii >> u64(2), (batch, heads, sq, sk))
+    c2, c3 = np.broadcast_to(stream & lo32, c0.shape), np.broadcast_to(stream >> u64(32), c0.shape)
     k0, k1 = u64(seed % 2**64) & lo32, u64(seed % 2**64) >> u64(32)
     for _ in range(10):
         a, b = m0 * c0, m1 * c2  # 32 x 32 bits: exact in 64
         c0, c1, c2, c3 = (b >> u64(32)) ^ c1 ^ k0, b & lo32, (a >> u64(32)) ^ c3 ^ k1, a & lo32
         k0, k1 = (k0 + w0) & lo32, (k1 + w1) & lo32
-    words = np.stack((c0, c1, c2, c3), axis=-1)
-    bits = np.concatenate((words & u64(0xFFFF), words >> u64(16)), axis=-1).reshape(batch, heads, sq, -1)[..., :sk]
-    threshold = math.ceil(float(np.float32(p)) * 65536)
-    return torch.from_numpy(bits >= u64(threshold))
+    words = np.stack((c0, c1, c2, c3), axis=-1)  # (b, h, i, j, word)
+    word = np.take_along_axis(words, (ii % u64(4)).astype(np.int64)[None, None, :, :, None], axis=-1)[..., 0]
+    byte = (word >> (u64(8) * (jj % u64(4)))) & u64(0xFF)
+    keep_max = math.floor(float(np.float32(1) - np.float32(p)) * 255.0)
+    return torch.from_numpy(byte <= u64(keep_max))
 
 
 def attention_reference(q, k, v, causal=False, window=(-1, -1), scale=None, softcap=0.0, sinks=None,

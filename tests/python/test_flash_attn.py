@@ -446,6 +446,8 @@ def test_refusals_name_the_feature():
         hk.attention(q, q, q, dropout_p=0.1, dropout_seed=5)
     with pytest.raises(ValueError, match="dropout_p must be in"):
         fa.flash_attn_func(q, q, q, 1.5)
+    with pytest.raises(ValueError, match="dropout_p must be at most 1 - 2\\^-8"):
+        hk.attention(q, q, q, dropout_p=0.999)
     with pytest.raises(ValueError, match="softcap"):
         fa.flash_attn_func(q, q, q, softcap=-1.0)
     with pytest.raises(ValueError, match="alibi_slopes must be fp32"):

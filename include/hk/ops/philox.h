@@ -41,11 +41,11 @@ __host__ __device__ inline philox4x32 philox4x32_10(philox4x32 counter, uint32_t
 // float threshold decides the same way on the host and the device.
 __host__ __device__ inline float philox_uniform(uint32_t word) { return float(word >> 8) * 0x1p-24f; }
 
-// hk's dropout stream, 16 random bits an element, shared by every kernel that drops: element (row, col) of stream
-// `stream` under `seed` takes the low (col % 8 < 4) or high (col % 8 >= 4) half h of word col % 4 of
-// philox4x32_10({col / 8, row, stream low, stream high}, {seed low, seed high}), and is kept when h >= threshold =
-// ceil(p 2^16) (dropout_threshold: h / 2^16 >= p, both sides exact). One call serves 8 columns of a row. (The norms:
-// the activations' row and column, stream = offset; attention: query i, key j, stream = offset + b Hq + h.)
+// The norms' dropout stream, 16 random bits an element: element (row, col) of stream `stream` (the norms: the
+// activations' row and column, stream = offset) under `seed` takes the low (col % 8 < 4) or high (col % 8 >= 4) half
+// h of word col % 4 of philox4x32_10({col / 8, row, stream low, stream high}, {seed low, seed high}), and is kept when
+// h >= threshold = ceil(p 2^16) (dropout_threshold: h / 2^16 >= p, both sides exact). One call serves 8 columns of a
+// row. (Attention draws 8 bits an element, flash-attention's convention: kernels/attention/attention_common.h.)
 __host__ __device__ inline uint32_t dropout_threshold(float p) { return uint32_t(ceilf(p * 0x1p16f)); }
 
 // Bit v: whether column 8 q + v of the block `bits` (the call for chunk q) is kept.
@@ -57,5 +57,10 @@ __host__ __device__ __attribute__((always_inline)) inline uint32_t dropout_keep8
     keep |= uint32_t((bits.v[v] & 0xffffu) >= threshold) << v | uint32_t((bits.v[v] >> 16) >= threshold) << (4 + v);
   return keep;
 }
+
+// Flash-attention's 8-bit dropout decisions (attention): an element is kept when its random byte r is <= keep_max =
+// floor(255 (1 - p)), 1 - p in fp32, so it is kept with probability (keep_max + 1) / 256, within 1/256 of 1 - p; every p
+// in [0, 1) keeps some.
+__host__ __device__ inline uint32_t dropout_keep_max8(float p) { return uint32_t(floor(double(1.f - p) * 255.0)); }
 
 }  // namespace hk
