@@ -291,7 +291,8 @@ Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides
   a.o_scale = 1.f;
   if (p.softcap > 0.f) {
     const double cap = p.softcap, log2e = 1.4426950408889634;
-    a.cap = {float(cap / scale), float(2 * log2e * scale / cap), float(1 / (cap * log2e))};
+    a.cap = {float(2 * log2e * scale / cap)};
+    a.scale_log2 = float(cap * log2e);  // of the capped scores, tanh (AttnArgs::Softcap)
   }
   a.drop = {uint32_t(p.dropout_seed), uint32_t(p.dropout_seed >> 32), uint32_t(p.dropout_offset),
             uint32_t(p.dropout_offset >> 32), dropout_keep_max8(p.dropout_p), 1.f / (1.f - p.dropout_p)};

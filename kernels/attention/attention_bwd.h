@@ -22,8 +22,8 @@
 // With dropout (AttnVariant) both kernels regenerate the forward's mask (attn_dropout_keep) and scale dP by it and 1 /
 // (1 - p) (kernel 2 also P on its way into dV); dS takes the whole P, and delta needs nothing (O holds the dropout).
 // With ALiBi (AttnVariant) both kernels add the bias to the recomputed scores as the forward does (no gradient: the
-// slopes are constants, as in flash-attention). With softcapping both kernels cap the recomputed scores as the forward does, and scale dS by the cap's
-// slope (AttnArgs::Softcap) before it enters dK and dQ.
+// slopes are constants, as in flash-attention). With softcapping both kernels cap the recomputed scores as the
+// forward does, and scale dP - delta by the cap's slope at them before the masks (attn_bwd_cap; pairs: P by it).
 // The products that accumulate over queries (kernel 2) or keys (kernel 3) take their k operand straight from the
 // previous accumulator in acc order (ops/acc_order.h), like the forward's P V: P, dS (kernel 2) and dS^T (kernel 3)
 // never leave the registers; the other operand is the staged tile read in the same order and used transposed
@@ -285,11 +285,12 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     load(delta, cur.delta);
     const long q0 = long(qt) * BQ;
     const int qi = int(q0), kj = int(k0), off = int(kb.off);
-    // S = Q K^T, masked where the tile crosses a query's visible range, and P (as below), into sd.
-    auto scores = [&](auto& sd) __attribute__((always_inline)) {
+    // S = Q K^T, masked where the tile crosses a query's visible range, and P (as below), into sd (capped: before the masks).
+    auto scores = [&](auto& sd, auto capped) __attribute__((always_inline)) {
       sd = mma_ABt_lds(cur.q, k);
-      if constexpr (V.softcap) map(sd, [cap = p.cap](float x) { return cap(x); });
+      if constexpr (V.softcap) p.cap.apply(sd);
       if constexpr (V.alibi) add_alibi<false>(sd, alibi_slope(p, blk.b, h), q0, k0, kb.off);
+      capped(sd);
       if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
         mask_visible<false>(sd, p, qi, kj, blk.sq, blk.sk, off);
       map_rows(sd, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
@@ -301,9 +302,11 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       uint32_t keep = 0;
       XT x;
       if (role == 0) {
-        scores(sd);
-        x = sd;
-        if constexpr (V.softcap) map_rows(x, lse, [cap = p.cap](float x, float l) { return x * cap.slope(x, l); });
+        scores(sd, [&](const auto& t) __attribute__((always_inline)) {
+          if constexpr (V.softcap) map(x, t, t, [](float t, float) { return AttnArgs::Softcap::slope(t); });
+        });
+        if constexpr (V.softcap) mul(x, x, sd);
+        else x = sd;
         xbuf[own].put(x);
       } else {
         sd = mma_ABt_lds(cur.dout, k);
@@ -328,7 +331,10 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     // against 224 ms, its accumulators moved between AGPRs and VGPRs.)
     constexpr bool streamed = attn_wide(D, DV);
     auto s = mma_ABt_lds<streamed>(cur.q, k);
-    if constexpr (V.softcap) map(s, [cap = p.cap](float x) { return cap(x); });  // before the masks' -inf
+    // dP - delta: with softcapping here, before the masks (attn_bwd_cap), else after dV^T's product (the plain order).
+    auto dp_of = [&]() __attribute__((always_inline)) { return mma_ABt_lds<streamed>(cur.dout, v); };
+    decltype(dp_of()) dp;
+    if constexpr (V.softcap) dp = dp_of(), map_rows(dp, delta, [](float x, float d) { return x - d; }), attn_bwd_cap(p, s, dp);
     if constexpr (V.alibi) add_alibi<false>(s, alibi_slope(p, blk.b, h), q0, k0, kb.off);
     if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
       mask_visible<false>(s, p, qi, kj, blk.sq, blk.sk, off);
@@ -342,10 +348,11 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     };
     acc_tb(dvt, cur.dout, attn_dropped<V.dropout>(s, keep, p.drop.scale));
     // dP = dO V^T; dS = P * (dP - delta); dK^T += Q^T dS.
-    auto dp = mma_ABt_lds<streamed>(cur.dout, v);
-    if constexpr (V.dropout) attn_dropout_apply(dp, keep, p.drop.scale);
-    map_rows(dp, delta, [](float x, float d) { return x - d; });
-    if constexpr (V.softcap) map_rows(s, lse, [cap = p.cap](float x, float l) { return x * cap.slope(x, l); });
+    if constexpr (!V.softcap) {
+      dp = dp_of();
+      if constexpr (V.dropout) attn_dropout_apply(dp, keep, p.drop.scale);
+      map_rows(dp, delta, [](float x, float d) { return x - d; });
+    }
     mul(s, s, dp);
     acc_tb(dkt, cur.q, s);
     if (more) put(next, staged);
@@ -469,7 +476,10 @@ void attention_bwd_dq(AttnBwdArgs a) {
     }
     // S^T = K Q^T (keys x queries), masked, and P^T.
     auto s = mma_ABt_lds<true>(sk(stage), q);
-    if constexpr (V.softcap) map(s, [cap = p.cap](float x) { return cap(x); });  // before the masks' -inf
+    // dP^T - delta: with softcapping here, before the masks (attn_bwd_cap), else after P^T (as kernel 2's).
+    auto dp_of = [&]() __attribute__((always_inline)) { return mma_ABt_lds<true>(sv(stage), dout); };
+    decltype(dp_of()) dp;
+    if constexpr (V.softcap) dp = dp_of(), map_cols(dp, delta, [](float x, float d) { return x - d; }), attn_bwd_cap(p, s, dp);
     const long k0 = long(kt) * BK;
     if constexpr (V.alibi) add_alibi<true>(s, view.slope, q0, k0, view.off);
     const int qi = int(q0), kj = int(k0), off = int(view.off);
@@ -477,10 +487,11 @@ void attention_bwd_dq(AttnBwdArgs a) {
       mask_visible<true>(s, p, qi, kj, blk.sq, blk.sk, off);
     map_cols(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     // dP^T = V dO^T; dS^T = P^T * (dP^T - delta); dQ^T += K^T dS^T.
-    auto dp = mma_ABt_lds<true>(sv(stage), dout);
-    if constexpr (V.dropout) attn_dropout_scale<true>(dp, p, blk.b, blk.h, int(q0), int(k0), p.drop.scale);
-    map_cols(dp, delta, [](float x, float d) { return x - d; });
-    if constexpr (V.softcap) map_cols(s, lse, [cap = p.cap](float x, float l) { return x * cap.slope(x, l); });
+    if constexpr (!V.softcap) {
+      dp = dp_of();
+      if constexpr (V.dropout) attn_dropout_scale<true>(dp, p, blk.b, blk.h, int(q0), int(k0), p.drop.scale);
+      map_cols(dp, delta, [](float x, float d) { return x - d; });
+    }
     mul(s, s, dp);
     if constexpr (attn_wide(D, DV)) mma_AtB_acc_chunks<64>(dqt, sk(stage), s);  // (as kernel 2's)
     else mma_AtB_acc(dqt, sk(stage), s);

@@ -40,21 +40,32 @@ struct AttnArgs {
   float scale;             // softmax_scale
   int left, right;         // visible keys of query i: [i + Sk - Sq - left, i + Sk - Sq + right]; -1 = unbounded
   struct Softcap {  // AttnVariant::softcap
-    float a, k, t;  // cap / scale, 2 log2(e) scale / cap, 1 / (cap log2(e))
-    // Softcapping without touching the rest of the kernels: a raw score s becomes s' = a tanh(s scale / cap), so that
-    // s' scale = cap tanh(scale s / cap) and the softmax (scale_log2), the LSE and the backward's final scale stay as
-    // they are. tanh(y) = 1 - 2 / (e^{2y} + 1), e^{2y} = exp2(s k): exact at both ends (inf gives 1, 0 gives -1).
-    __device__ float operator()(float s) const {
-      return fmaf(-2.f * a, __builtin_amdgcn_rcpf(__builtin_amdgcn_exp2f(s * k) + 1.f), a);
+    float k;  // 2 log2(e) scale / cap
+    // A raw score s becomes t = tanh(s scale / cap), and the host sets scale_log2 to cap log2(e), so that t
+    // scale_log2 is cap tanh(scale s / cap) in log2 units: the softmax, the LSE and the backward's final scale stay
+    // as they are. tanh(y) = 1 - 2 / (e^{2y} + 1), e^{2y} = exp2(s k): exact at both ends (inf gives 1, 0 gives -1).
+    // Every element of a register tile, two a packed instruction (the multiply, the add and the multiply-add, whose
+    // constants are inline: no register holds them): the exp2 and the reciprocal (a quarter of the VALU's rate) are
+    // most of the cost.
+    template <class Tile>
+    __device__ __attribute__((always_inline)) void apply(Tile& s) const {
+      using f2 = float __attribute__((ext_vector_type(2)));
+      static_assert(Tile::E % 2 == 0, "pairs of elements");
+#pragma unroll
+      for (int i = 0; i < Tile::tiles_r; ++i)
+#pragma unroll
+        for (int j = 0; j < Tile::tiles_c; ++j)
+#pragma unroll
+          for (int e = 0; e < Tile::E; e += 2) {
+            f2 x = f2{s.data[i][j][e], s.data[i][j][e + 1]} * f2{k, k};
+            x = f2{__builtin_amdgcn_exp2f(x.x), __builtin_amdgcn_exp2f(x.y)} + f2{1.f, 1.f};
+            x = f2{__builtin_amdgcn_rcpf(x.x), __builtin_amdgcn_rcpf(x.y)} * f2{-2.f, -2.f} + f2{1.f, 1.f};
+            s.data[i][j][e] = x.x, s.data[i][j][e + 1] = x.y;
+          }
     }
-    // The backward's factor ds'/ds = 1 - tanh^2, tanh found from the score's probability prob = exp2(s' scale
-    // log2(e) - lse2) (lse2: the row's LSE in log2 units) as (log2 prob + lse2) t. That keeps the backward's
-    // registers as they are (no tile of tanh held across its products); a zero prob (a masked score) clamps to -1
-    // and gives 0.
-    __device__ float slope(float prob, float lse2) const {
-      const float th = fminf(fmaxf((__log2f(prob) + lse2) * t, -1.f), 1.f);
-      return fmaf(-th, th, 1.f);
-    }
+    // The backward's factor d(cap tanh(y)) / d(scale s) = 1 - t^2 of a capped score t, which the backward folds into
+    // dP - delta before the masks (a hidden score's P is 0, so its dS is 0 whatever the factor).
+    __device__ static float slope(float t) { return fmaf(-t, t, 1.f); }
   } cap;
   // FP8 (fp8e4m3 Q and K): Q's and K's strides above in 2-byte units (attn_qk_t); the descales of (b, kv head h) at b * descale_bs + h * descale_hs (null: 1); the kernels
   // fold q_descale * k_descale into scale_log2 and v_descale into O (attn_descale).
@@ -402,9 +413,11 @@ struct AttnWave {
     else mma_ABt(s, k, q, s);
   }
 
-  // ALiBi's bias of S^T (keys kt * BK ...), on every tile; before or after the masks (a hidden -inf stays -inf).
-  __device__ __attribute__((always_inline)) void bias(s_tile& s, const AttnView<T, D, DV>& v, int kt) const {
+  // A variant's vector work on every score of S^T (keys kt * BK ...), on every tile, before the masks (which then set
+  // the hidden scores to -inf whatever it made of them): ALiBi's bias, softcap's cap (no test per score).
+  __device__ __attribute__((always_inline)) void bias(s_tile& s, const AttnView<T, D, DV>& v, const AttnArgs& p, int kt) const {
     if constexpr (V.alibi) add_alibi<true>(s, v.slope, first, long(kt) * BK, v.off);
+    if constexpr (V.softcap) p.cap.apply(s);
   }
 
   // The hidden scores of S^T (keys kt * BK ...) set to -inf, where the tile crosses the visible range of a query. In S^T a
@@ -445,7 +458,7 @@ struct AttnWave {
   __device__ p_tile scores(const AttnView<T, D, DV>& v, const AttnArgs& p, int kt, const k_tile& k) {
     s_tile s;
     qk(s, k);
-    bias(s, v, kt);
+    bias(s, v, p, kt);
     mask(s, v, p, kt);
     p_tile pt;
     softmax(s, pt, p);

@@ -227,7 +227,7 @@ __attribute__((amdgpu_waves_per_eu(attn_fwd_simd_waves(arch::current::lds_read_t
           if (grp) io(std::integral_constant<int, st ^ 1>{});
           else io(std::integral_constant<int, st>{});
         }
-        me.bias(s, view, kt);
+        me.bias(s, view, p, kt);
         me.mask(s, view, p, kt);
         me.template rebase<true>(s, p);
         me.rescale();

@@ -12,11 +12,15 @@
 //         cross-lane reduce and the move only when a max grew): tests and rare vector work off the compute phase
 //   C(h)  s[h] = K Q^T, O^T += V^T pt[h]  ||  the rest of the softmax of s[1-h] (attn_exp): exp2, sums, P^T
 // with each MFMA followed by an equal share of the exp2 and of the other VALU (the exp2 bunched held the MFMAs
-// apart, and what followed them ran as a tail behind the last). ALiBi and softcap, whose vector work on every score
-// must precede the max, keep the whole softmax in C(h). The waves form two groups of four, one phase apart, so one
-// group's compute phase (priority 1) runs while the other reads LDS (priority 2 over its reads and loads): per SIMD,
-// one wave of each group. Every phase ends with a workgroup barrier. The registers: O^T 64, Q 32, s and pt 48, a half
-// of K and of V 64, the LDS addresses' lane parts 24 (256 at D = 128, no spills).
+// apart, and what followed them ran as a tail behind the last). ALiBi, whose bias on every score must precede the max,
+// keeps the whole softmax in C(h). Softcap's tanh (AttnArgs::Softcap: an exp2 and a reciprocal a score, three times the
+// softmax's transcendentals, each at a quarter of the VALU's rate) caps s[h] at the end of C(h), after its product
+// and the interleaved softmax, before the masks of the next M: the rest is the plain kernel's schedule, VALU-bound by
+// that work (MI355X GQA D128 N8192: 802 TFLOP/s, plain 1455; at the start of M, before the reads: 656; in M after
+// them: 763; capping after the masks with the whole softmax in C: 759). The waves form two groups of four, one phase
+// apart, so one group's compute phase (priority 1) runs while the other reads LDS (priority 2 over its reads and
+// loads): per SIMD, one wave of each group. Every phase ends with a workgroup barrier. The registers: O^T 64, Q 32, s
+// and pt 48, a half of K and of V 64, the LDS addresses' lane parts 24 (256 at D = 128, no spills; softcap spills 4).
 //
 // LDS addresses: the reads name no stage register. Both stages of K (and of V) are one array whose tile layout
 // repeats every 32 rows, so stage 1 is rows 64.. of stage 0: a compile-time offset on the lanes' address registers,
@@ -96,9 +100,9 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
     // S^T of a tile's first and second 32 keys in s[0] and s[1], their P^T in pt[0] and pt[1]: fixed registers.
     typename W::s_tile s[2];
     typename W::p_tile pt[2];
-    // The running max in the memory phase, unless a variant's vector work on every score (ALiBi's bias, softcap's
-    // tanh) must come before it: that work held off the memory phase's end.
-    constexpr bool early = !V.alibi && !V.softcap;
+    // The running max in the memory phase, unless ALiBi's bias on every score must come before it: that work held off
+    // the memory phase's end. (Softcap's tanh runs at the end of the compute phase that made the scores: see the top.)
+    constexpr bool early = !V.alibi;
     // Of a phase: both products of a half (S^T's K: the fp8 MFMA's for fp8 Q and K, twice the 16-bit one's).
     constexpr int k16 = 2 * arch::mfma32_elems, k_qk = fp8_input<T> ? 2 * arch::fp8_elems32 : k16;
     constexpr int mfmas = (W::BK / 32) * (D / k_qk + D / k16);
@@ -141,12 +145,10 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       set_priority<1>();
       if constexpr (qk) me.qk(s[h], k);
       if constexpr (pv) me.accumulate(pt[h], vc);
-      if constexpr (sm && !early) me.bias(s[1 - h], view, 2 * j + 1 + h);  // ALiBi: vector work on every tile
+      if constexpr (sm && !early) me.bias(s[1 - h], view, p, 2 * j + 1 + h);  // ALiBi: vector work on every tile
       if constexpr (sm && !early) me.softmax(s[1 - h], pt[1 - h], p);
       if constexpr (sm && early) me.exp(s[1 - h], pt[1 - h], p);
-      if constexpr (qk && pv && sm && V.softcap) {  // (its tanh: an exp2 and a reciprocal more per score)
-        interleave_mfma<mfmas, 64 / mfmas, sched::valu | sched::transcendental>();
-      } else if constexpr (qk && pv && sm) {
+      if constexpr (qk && pv && sm) {
         // The 16 exp2 (a quarter of the VALU's rate) spread over the MFMAs, not bunched (they held the MFMAs apart).
         // With 16 MFMAs: their arguments' multiply-adds after the first two, two exp2 after each of the next eight,
         // and the sums and P^T's converts after the last six, in their shadow (after the last exp2, they ran as a tail
@@ -161,6 +163,10 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
             if constexpr (valu > 0) sched_group_barrier<sched::valu, valu>();
           }(std::integral_constant<int, I>{}), ...);
         }(std::make_integer_sequence<int, mfmas>{});
+      }
+      if constexpr (qk && V.softcap) {  // softcap's tanh of s[h], before the masks of the next phase (see the top)
+        sched_barrier();
+        me.bias(s[h], view, p, 2 * j + 2 + h);
       }
       sched_barrier();
       if constexpr (h == 1) wait_vmcnt<0>();  // K(j+2), V(j+1) (group 1 has none: no branch)

@@ -17,8 +17,6 @@ template <bool Branch, class W>
 __device__ __attribute__((always_inline)) inline void attn_rebase(W& w, typename W::s_tile& s, const AttnArgs& p) {
   using s_tile = typename W::s_tile;
   const float c = p.scale_log2;
-  // Capped after the masks (the pipelined kernel masks in an earlier phase): a hidden score stays -inf.
-  if constexpr (W::variant.softcap) map(s, [cap = p.cap](float x) { return x == -INFINITY ? x : cap(x); });
   typename W::cols_vec top;
 #pragma unroll
   for (int j = 0; j < s_tile::tiles_c; ++j) {
