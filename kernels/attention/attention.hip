@@ -130,16 +130,16 @@ Status check_layout(const Tensor& t, bool written) {
 // attention_fwd's workgroup otherwise; `bwd_block_keys(D)`: the keys of one workgroup of the backward's dK, dV kernel;
 // `bwd_rows`: the queries of one workgroup of its delta and dQ kernels; `bwd_dq_waves`: the waves of the dQ kernel's.
 Status check_arch(bool& pingpong, int& fwd_waves, int& bwd_block_keys, int& bwd_rows, int& bwd_dq_waves, int& bwd_dkdv_waves,
-                  int d, int dv, bool dropout) {
+                  int d, int dv) {
   Status status;
   const arch::target* target = api::current_target(entry, status);
   if (!target) return status;
   pingpong = d == dv && kernels::attn_pingpong_runs(target->lds_bytes, target->lds_read_transpose, d);
   fwd_waves = kernels::attn_waves(target->lds_bytes, target->lds_read_transpose, d, dv);
-  bwd_block_keys = kernels::attn_bwd_block_keys(d, target->lds_read_transpose, dropout);
+  bwd_block_keys = kernels::attn_bwd_block_keys(d, target->lds_read_transpose);
   bwd_rows = kernels::attn_bwd_rows(d, target->lds_read_transpose);
   bwd_dq_waves = kernels::attn_bwd_dq_waves(d, target->lds_read_transpose);
-  bwd_dkdv_waves = kernels::attn_bwd_dkdv_waves(d, target->lds_read_transpose, dropout);
+  bwd_dkdv_waves = kernels::attn_bwd_dkdv_waves(d, target->lds_read_transpose);
   return {};
 }
 
@@ -211,7 +211,7 @@ Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides
                bool backward, Prepared& r) {
   if (Status s = validate(p, o); !s) return s;
   if (Status s = check_arch(r.pingpong, r.fwd_waves, r.bwd_block_keys, r.bwd_rows, r.bwd_dq_waves, r.bwd_dkdv_waves, p.head_dim,
-                                value_dim(p), p.dropout_p > 0.f);
+                                value_dim(p));
       !s)
     return s;
   if (backward && !lse) return invalid("LSE (the forward's log-sum-exp) must be given");

@@ -10,15 +10,12 @@
 //      fragment serves 32 keys, not 16 (at 16 the MFMAs need all of a SIMD pair's LDS port; 32 keys a wave do not fit
 //      two waves' registers). MI355X GQA D128 N8192: 71.0 -> 66.3 ms (docs/design.md);
 //   3. attention_bwd_dq: one workgroup per (sequence, query head, 4 WQ queries; 8 WQ on gfx942 at D = 128), each
-//      wave owning WQ queries (16; 32 at D = 64 with transposing LDS reads, so that each key tile read from the LDS
-//      serves twice the MFMA work); it
-//      recomputes P^T and dS^T over the visible key tiles in order and accumulates dQ^T += K^T dS^T in fp32. No
-//      atomics anywhere: every gradient element is summed by one wave in a fixed order, so results are bit-identical
-//      run after run.
+//      wave owning WQ queries (16; 32 at D = 64 with transposing LDS reads: each key tile read serves twice the MFMA
+//      work); it recomputes P^T and dS^T over the visible key tiles in order and accumulates dQ^T += K^T dS^T in fp32.
+//      No atomics: every gradient element is summed by one wave in a fixed order (bit-identical run after run).
 // With attention sinks (a logit z per query head in every row's denominator, a key with no value) the forward's LSE
-// holds the sink, so P is recomputed as before and dS is unchanged (the sink's dP is 0: delta still sums P dP over
-// the keys); kernel 4, attention_bwd_dsink, adds the sinks' gradient dz = -sum_rows exp(z - LSE) delta, one
-// workgroup per query head summing its rows in a fixed order.
+// holds the sink: P and dS are as before (the sink's dP is 0); kernel 4, attention_bwd_dsink, adds the sinks' gradient
+// dz = -sum_rows exp(z - LSE) delta, one workgroup per query head summing its rows in a fixed order.
 // With dropout (AttnVariant) both kernels regenerate the forward's mask (attn_dropout_keep) and scale dP by it and 1 /
 // (1 - p) (kernel 2 also P on its way into dV); dS takes the whole P, and delta needs nothing (O holds the dropout).
 // With ALiBi (AttnVariant) both kernels add the bias to the recomputed scores as the forward does (no gradient: the
@@ -39,15 +36,15 @@
 // 2's stage is a runtime index, except in its plain kernel in pairs of waves (gfx950 at D = 128), whose steps go in
 // pairs with the stage a constant (elsewhere, and with dropout, softcapping or ALiBi, they spill so; gfx942 was
 // slower): with a runtime stage the compiler waits for step n+1's loads before step n's first LDS read (6.6% of the
-// waves' time on MI355X at GQA D128 N8192 before the pairs of waves; 0% with them, whose first LDS reads come later). Q and dO go straight into LDS (buffer loads with
-// the lds modifier); LSE and delta (64 floats each) are too small for that, so in kernel 2 one lane per query (wave
-// 0: LSE, wave 1: delta) loads its value into a register before the step's work and writes it to the other stage after it
-// (that stage's vectors were last read in step n-1, before the barrier). The once-per-workgroup tiles pass through
-// the stages' memory: kernel 2's K and V before the first step's loads, kernel 3's Q and dO in its last stage, which
-// the first step's loads leave alone (at 32 queries per wave in both stages: the first key tile's loads then wait for
-// every wave to hold its Q and dO). Where the LDS holds only one workgroup's two stages of kernel 3 (gfx942 at D =
-// 128) its workgroup has 8 waves (128 queries, two waves a SIMD reading the same stages), as the forward's; a kernel
-// with one stage (no arch today) would load and wait behind a barrier each step.
+// waves' time on MI355X at GQA D128 N8192 before the pairs of waves; 0% with them, whose first LDS reads come later).
+// Q and dO go straight into LDS (buffer loads with the lds modifier); LSE and delta (64 floats each) are too small for
+// that, so in kernel 2 one lane per query (wave 0: LSE, wave 1: delta) loads its value into a register before the
+// step's work and writes it to the other stage after it (last read in step n-1, before the barrier). The
+// once-per-workgroup tiles pass through the stages' memory: kernel 2's K and V before the first step's loads, kernel
+// 3's Q and dO in its last stage, which the first step's loads leave alone (at 32 queries per wave in both stages: the
+// first key tile's loads then wait for every wave to hold its Q and dO). Where the LDS holds only one workgroup's two
+// stages of kernel 3 (gfx942 at D = 128) its workgroup has 8 waves (128 queries, two waves a SIMD reading the same
+// stages), as the forward's.
 #pragma once
 #include "attention_bwd_ops.h"
 #include "attention_heads.h"
@@ -88,29 +85,22 @@ inline constexpr int attn_bwd_waves_per_simd = D == 64 || (D == 128 && arch::cur
 // MFMA work per byte read. (At D = 128, 32 keys take one wave per SIMD, and the model finds that slower: 95.6 against
 // 77.4 ms on MI355X at GQA N8192.) A function of the arch's fact, so that the host's grid and the kernel agree.
 constexpr int attn_bwd_wave_keys(int d, bool lds_read_transpose) { return d == 64 && lds_read_transpose ? 32 : 16; }
-// Kernel 2 in pairs of waves (gfx950 at D = 128; after attn_bwd_dkdv_waves_per_simd): 8 waves of 4 pairs. With
-// dropout too since its mask takes one Philox call per 16 scores (4x4 blocks, attention_common.h): MI355X GQA D128
-// N8192 p 0.1: 146 -> 108 ms (with a call per score the pairs were slower: 284 -> 350 ms).
-constexpr bool attn_bwd_paired(int d, bool tr, bool /*dropout*/) { return d == 128 && tr; }  // tr: LDS transposes
-constexpr int attn_bwd_dkdv_waves(int d, bool tr, bool dropout) { return attn_bwd_paired(d, tr, dropout) ? 8 : 4; }
-constexpr int attn_bwd_block_keys(int d, bool tr, bool dropout) { return attn_bwd_dkdv_waves(d, tr, dropout) * attn_bwd_wave_keys(d, tr); }
+// Kernel 2 in pairs of waves (gfx950 at D = 128; the header's 2.): half the LDS bytes per MFMA of one wave doing all
+// four products at the registers of 16 keys, the exponentials of one wave under the other's MFMAs. With dropout too
+// (one Philox call per 16 scores, attention_common.h): MI355X GQA D128 N8192 p 0.1: 146 -> 108 ms.
+constexpr bool attn_bwd_paired(int d, bool tr) { return d == 128 && tr; }  // tr: LDS transposes
+constexpr int attn_bwd_dkdv_waves(int d, bool tr) { return attn_bwd_paired(d, tr) ? 8 : 4; }
+constexpr int attn_bwd_block_keys(int d, bool tr) { return attn_bwd_dkdv_waves(d, tr) * attn_bwd_wave_keys(d, tr); }
 
-// Waves per SIMD of kernel 2: two everywhere, so that one wave's LDS reads and vector work run under the other's MFMAs
-// (gfx942 at D = 128 gets there with 16-query steps: at 32 it needs more than 256 registers, and one wave per SIMD
-// took 262.6 against 191.5 ms on MI300X at GQA N8192).
+// Waves per SIMD of kernel 2: two, one's LDS reads and vector work under the other's MFMAs (gfx942 at D = 128 with
+// 16-query steps: 32 need over 256 registers; one wave per SIMD took 262.6 against 191.5 ms on MI300X GQA N8192).
 template <int D>
 inline constexpr int attn_bwd_dkdv_waves_per_simd = D <= 128 ? 2 : 1;  // wide heads: attention_heads.h
 
-// Kernel 2 in pairs of waves (gfx950 at D = 128): 8 waves, each pair (waves w and w + 4, one SIMD) owning 32 keys, its
-// first wave computing S, P and dV, its second dP, dS and dK, P passing through the LDS in fp32. Every score-like
-// product then reads a staged fragment for 32 keys, not 16: half the LDS bytes per MFMA of one wave doing all four
-// products, at the registers of 16 keys; and each SIMD runs one wave of each kind, the exponentials of one under the
-// MFMAs of the other.
-template <int D, int DV, bool Dropout>
-inline constexpr bool attn_bwd_pairs = attn_bwd_paired(D, arch::current::lds_read_transpose, Dropout) && DV == D;
+template <int D, int DV>
+inline constexpr bool attn_bwd_pairs = attn_bwd_paired(D, arch::current::lds_read_transpose) && DV == D;
 
-// One step's staged operands of kernel 2: BQ queries' Q and dO rows, their LSE (in log2 units, 0 for a query that
-// sees no key) and delta.
+// One step's staged operands of kernel 2: BQ queries' Q and dO rows, their LSE (log2 units, 0: sees no key), delta.
 template <class T, int BQ, int D, int DV = D>
 struct AttnBwdStage {
   st<T, BQ, D> q;
@@ -119,10 +109,9 @@ struct AttnBwdStage {
 };
 
 // Queries per step of kernel 2: 64 where the registers allow (not at D = 128 without transposing reads) and two
-// stages of them fit in the LDS of the workgroups a CU runs; else 32, which halves the Q and dO fragments a wave
-// holds at once and the stages; 16 at D = 128 without transposing reads, whose acc-order reads (an element a register
-// before packing) would not fit two waves' registers at 32. Wide heads (attention_heads.h): the MFMA's K (16 or 32),
-// the fewest a product over queries takes.
+// stages fit in the LDS of the workgroups a CU runs; else 32 (half the Q and dO fragments a wave holds, and the
+// stages); 16 at D = 128 without transposing reads (acc-order reads, an element a register before packing, do not
+// fit two waves' registers at 32). Wide heads (attention_heads.h): the MFMA's K (16 or 32).
 template <int D, int DV = D>
 inline constexpr int attn_bwd_query_step =
     attn_wide(D, DV) ? 4 * arch::mfma_elems
@@ -189,11 +178,11 @@ struct AttnKeyBlock {
 };
 
 template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
-__global__ __launch_bounds__(64 * attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose, V.dropout))
+__global__ __launch_bounds__(64 * attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose))
 __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void attention_bwd_dkdv(AttnBwdArgs a) {
-  using G = group<attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose, V.dropout)>;
-  constexpr bool pairs = attn_bwd_pairs<D, DV, V.dropout>;
-  constexpr int BQ = attn_bwd_query_step<D, DV>, KB = attn_bwd_block_keys(D, arch::current::lds_read_transpose, V.dropout);
+  using G = group<attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose)>;
+  constexpr bool pairs = attn_bwd_pairs<D, DV>;
+  constexpr int BQ = attn_bwd_query_step<D, DV>, KB = attn_bwd_block_keys(D, arch::current::lds_read_transpose);
   constexpr int WK = pairs ? KB / 4 : KB / G::waves;  // the keys a wave (a pair) owns
   using Stage = AttnBwdStage<T, BQ, D, DV>;
   using KT = st<T, KB, D>;

@@ -41,12 +41,10 @@ struct AttnArgs {
   int left, right;         // visible keys of query i: [i + Sk - Sq - left, i + Sk - Sq + right]; -1 = unbounded
   struct Softcap {  // AttnVariant::softcap
     float k;  // 2 log2(e) scale / cap
-    // A raw score s becomes t = tanh(s scale / cap), and the host sets scale_log2 to cap log2(e), so that t
-    // scale_log2 is cap tanh(scale s / cap) in log2 units: the softmax, the LSE and the backward's final scale stay
-    // as they are. tanh(y) = 1 - 2 / (e^{2y} + 1), e^{2y} = exp2(s k): exact at both ends (inf gives 1, 0 gives -1).
-    // Every element of a register tile, two a packed instruction (the multiply, the add and the multiply-add, whose
-    // constants are inline: no register holds them): the exp2 and the reciprocal (a quarter of the VALU's rate) are
-    // most of the cost.
+    // A raw score s becomes t = tanh(s scale / cap) and the host sets scale_log2 to cap log2(e): t scale_log2 is cap
+    // tanh(scale s / cap) in log2 units, so the softmax, the LSE and the backward's final scale stay as they are.
+    // tanh(y) = 1 - 2 / (e^{2y} + 1), e^{2y} = exp2(s k): exact at both ends (inf gives 1, 0 gives -1). Two elements
+    // a packed instruction with inline constants; the exp2 and the rcp (quarter-rate) are most of the cost.
     template <class Tile>
     __device__ __attribute__((always_inline)) void apply(Tile& s) const {
       using f2 = float __attribute__((ext_vector_type(2)));
@@ -95,20 +93,16 @@ struct AttnVariant {
 // whole P; O = (mask * P / (1 - p)) V; the backward scales dP by the same mask and factor.
 
 // Lanes l and l ^ dist trade: the lower lane's y and the upper lane's x change places (the lower keeps x, the upper
-// y). Within a quad (dist 1, 2) one DPP move; at 32 one v_permlane32_swap where the target has it; else through
-// ds_bpermute.
+// y). Within a quad (dist 1, 2) one DPP move; at 32 v_permlane32_swap where the target has it; else ds_bpermute.
 template <int dist>
 __device__ __attribute__((always_inline)) inline void attn_lanes_swap(uint32_t& x, uint32_t& y) {
   const bool lower = !(lane_id() & dist);
-  if constexpr (dist == 1 || dist == 2) {
-    constexpr int quad_perm = dist == 1 ? 0xB1 : 0x4E;  // [1, 0, 3, 2], [2, 3, 0, 1]
-    const uint32_t got = uint32_t(__builtin_amdgcn_mov_dpp(int(lower ? y : x), quad_perm, 0xf, 0xf, false));
-    (lower ? y : x) = got;
-  } else if constexpr (dist == 32 && arch::current::permlane32_swap) {
+  if constexpr (dist == 32 && arch::current::permlane32_swap) {
     arch::current::halves_swap(x, y);
   } else {
-    const uint32_t got = uint32_t(__shfl_xor(int(lower ? y : x), dist));
-    (lower ? y : x) = got;
+    constexpr int quad_perm = dist == 1 ? 0xB1 : 0x4E;  // [1, 0, 3, 2], [2, 3, 0, 1]
+    const int mine = int(lower ? y : x);
+    (lower ? y : x) = uint32_t(dist <= 2 ? __builtin_amdgcn_mov_dpp(mine, quad_perm, 0xf, 0xf, false) : __shfl_xor(mine, dist));
   }
 }
 
@@ -196,16 +190,11 @@ __device__ __attribute__((always_inline)) inline void attn_dropout_scale(Tile& s
   });
 }
 
-// x scale where `keep` keeps element x, else 0, for every element of a score-shaped tile.
+// x scale where `keep` keeps element x, else 0, for every element of a score-shaped tile (map's order is the bits').
 template <class Tile>
 __device__ __attribute__((always_inline)) inline void attn_dropout_apply(Tile& s, uint32_t keep, float scale) {
-#pragma unroll
-  for (int i = 0; i < Tile::tiles_r; ++i)
-#pragma unroll
-    for (int j = 0; j < Tile::tiles_c; ++j)
-#pragma unroll
-      for (int e = 0; e < Tile::E; ++e)
-        s.data[i][j][e] = keep >> ((i * Tile::tiles_c + j) * Tile::E + e) & 1u ? s.data[i][j][e] * scale : 0.f;
+  int n = 0;
+  map(s, [&](float x) { return keep >> n++ & 1u ? x * scale : 0.f; });
 }
 
 // `s` with attn_dropout_apply when `on`, else `s` itself: an operand dropped on its way into a product.
