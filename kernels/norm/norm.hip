@@ -144,13 +144,12 @@ kernels::Dropout dropout_of(float p, uint64_t seed, uint64_t offset) {
   return {p, 1.f / (1.f - p), uint32_t(seed), uint32_t(seed >> 32), uint32_t(offset), uint32_t(offset >> 32), threshold};
 }
 
-// Calls f.template operator()<T, TW>() for the activations' and weights' types.
+// Calls f.template operator()<T>() for the activations' type (the kernels take the weights' at run time).
 template <class F>
-void with_types(scalar_type type, scalar_type weight_type, F&& f) {
-  const bool wide = weight_type == scalar_type::fp32;
-  if (type == scalar_type::bf16) wide ? f.template operator()<bf16, float>() : f.template operator()<bf16, bf16>();
-  else if (type == scalar_type::f16) wide ? f.template operator()<half, float>() : f.template operator()<half, half>();
-  else f.template operator()<float, float>();
+void with_type(scalar_type type, F&& f) {
+  if (type == scalar_type::bf16) f.template operator()<bf16>();
+  else if (type == scalar_type::f16) f.template operator()<half>();
+  else f.template operator()<float>();
 }
 
 Status launched(const Check& c) {
@@ -169,15 +168,16 @@ Status forward(const NormProblem& p, bool rms) {
                                    vector_rows({{p.x, p.ldx, size_of(p.type)}, {p.residual, p.ld_residual, size_of(p.type)},
                                                 {p.y, p.ldy, size_of(p.type)}, {p.residual_out, p.ld_residual_out, size_of(p.type)},
                                                 {p.mask, p.ld_mask, 1}, {p.weight, 0, size_of(p.weight_type)},
-                                                {p.bias, 0, size_of(p.weight_type)}})};
+                                                {p.bias, 0, size_of(p.weight_type)}}),
+                                   p.weight_type == scalar_type::fp32};
   (void)hipGetLastError();  // launch errors below are ours alone
-  with_types(p.type, p.weight_type, [&]<class T, class TW>() {
+  with_type(p.type, [&]<class T>() {
     with_shape(p.cols, [&]<class S>(S) {
       const dim3 grid{unsigned((p.rows + S::rows_per_block - 1) / S::rows_per_block)};
       if (a.vector && p.cols % kernels::norm_chunk == 0)  // whole chunks only: the branch-free kernel
-        hipLaunchKernelGGL((kernels::norm_forward<T, TW, S, true>), grid, dim3(S::block_threads), 0, p.stream, a);
+        hipLaunchKernelGGL((kernels::norm_forward<T, S, true>), grid, dim3(S::block_threads), 0, p.stream, a);
       else
-        hipLaunchKernelGGL((kernels::norm_forward<T, TW, S, false>), grid, dim3(S::block_threads), 0, p.stream, a);
+        hipLaunchKernelGGL((kernels::norm_forward<T, S, false>), grid, dim3(S::block_threads), 0, p.stream, a);
     });
   });
   return launched(c);
@@ -189,7 +189,8 @@ Status backward(const NormBackwardProblem& p, bool rms) {
   float* partial_dw = static_cast<float*>(p.workspace);
   const size_t e = size_of(p.type);
   (void)hipGetLastError();
-  with_types(p.type, p.weight_type, [&]<class T, class TW>() {
+  const bool weight_fp32 = p.weight_type == scalar_type::fp32;
+  with_type(p.type, [&]<class T>() {
     with_shape<kernels::norm_backward_shapes>(p.cols, [&]<class S>(S) {
       const int blocks = backward_blocks<S>(p.rows), teams = blocks * S::rows_per_block;
       float* partial_db = p.dbias ? partial_dw + size_t(teams) * p.cols : nullptr;
@@ -198,15 +199,23 @@ Status backward(const NormBackwardProblem& p, bool rms) {
                                         partial_dw, partial_db, dropout_of(p.p, p.seed, p.offset), rms,
                                         vector_rows({{p.dy, p.ldy, e}, {p.r, p.ldr, e}, {p.dresidual_in, p.ld_dresidual_in, e},
                                                      {p.dx, p.ldx, e}, {p.dresidual, p.ld_dresidual, e},
-                                                     {p.weight, 0, size_of(p.weight_type)}})};
-      // Whole chunks only (every row a multiple of 8 columns, vector accesses allowed): the branch-free row loop.
-      if (a.vector && p.cols % kernels::norm_chunk == 0)
-        hipLaunchKernelGGL((kernels::norm_backward<T, TW, S, true>), dim3(blocks), dim3(S::block_threads), 0, p.stream, a);
-      else
-        hipLaunchKernelGGL((kernels::norm_backward<T, TW, S, false>), dim3(blocks), dim3(S::block_threads), 0, p.stream, a);
+                                                     {p.weight, 0, size_of(p.weight_type)}}),
+                                        weight_fp32};
+      // Whole chunks only (every row a multiple of 8 columns, vector accesses allowed): the branch-free row loop. The
+      // weight's type at run time (TW void), except in the shapes that reload the weight in their row loop.
+      auto rows = [&]<class TW>(TW*) {
+        if (a.vector && p.cols % kernels::norm_chunk == 0)
+          hipLaunchKernelGGL((kernels::norm_backward<T, TW, S, true>), dim3(blocks), dim3(S::block_threads), 0, p.stream, a);
+        else
+          hipLaunchKernelGGL((kernels::norm_backward<T, TW, S, false>), dim3(blocks), dim3(S::block_threads), 0, p.stream, a);
+      };
+      if constexpr (S::chunks == 1) rows((void*)nullptr);
+      else if (weight_fp32) rows((float*)nullptr);
+      else rows((T*)nullptr);
       const dim3 grid{unsigned((p.cols + kernels::norm_reduce_columns_per_block - 1) / kernels::norm_reduce_columns_per_block)};
-      hipLaunchKernelGGL((kernels::norm_reduce_columns<TW>), grid, dim3(kernels::norm_reduce_threads), 0, p.stream,
-                         partial_dw, partial_db, teams, p.cols, p.dweight, p.dbias);
+      auto reduce = weight_fp32 ? kernels::norm_reduce_columns<float> : kernels::norm_reduce_columns<T>;
+      hipLaunchKernelGGL(reduce, grid, dim3(kernels::norm_reduce_threads), 0, p.stream, partial_dw, partial_db, teams,
+                         p.cols, p.dweight, p.dbias);
     });
   });
   return launched(c);

@@ -98,6 +98,7 @@ struct NormForwardArgs {
   Dropout dropout;
   bool rms;
   bool vector;  // every row tensor (and weight, bias, mask) allows 8-column vector accesses
+  bool weight_fp32;  // weight and bias are fp32, else the activations' type
 };
 
 struct NormBackwardArgs {
@@ -120,6 +121,7 @@ struct NormBackwardArgs {
   Dropout dropout;
   bool rms;
   bool vector;             // every row tensor (and weight) allows 8-column vector accesses
+  bool weight_fp32;        // the weight is fp32, else the activations' type
 };
 
 template <class T>
@@ -169,6 +171,17 @@ __device__ inline void store8(void* p, long at, const float (&v)[8], int valid, 
   }
 }
 
+// load8 of a weight (or bias) chunk of type TW, or with TW void, fp32 or the activations' type T as the arguments say:
+// a uniform branch, so the weight type costs no instance of its own. (The backward's two-chunk shapes, which reload the
+// weight in their row loop, keep TW: the branch there spilled 2 SGPRs on gfx942.)
+template <class T, class TW>
+__device__ __attribute__((always_inline)) inline void load8_weight(float (&v)[8], const void* p, long at, int valid, bool vector,
+                                                                  bool fp32) {
+  if constexpr (!std::is_void_v<TW>) load8<TW>(v, p, at, valid, vector);
+  else if (std::is_same_v<T, float> || fp32) load8<float>(v, p, at, valid, vector);
+  else load8<T>(v, p, at, valid, vector);
+}
+
 // Columns of chunk q inside a row of `cols` (0 .. 8).
 __device__ inline int chunk_valid(int q, int cols) {
   const int n = cols - norm_chunk * q;
@@ -181,7 +194,7 @@ using float2v = float __attribute__((ext_vector_type(2)));
 // all out, so each chunk is one uniform branch and only 16-byte accesses. The arithmetic is on column pairs (float2:
 // v_pk_fma_f32 / v_pk_mul_f32 / v_pk_add_f32), and the dropout takes one compare of a Philox half-word per column,
 // the keep bits packed only when a mask is written.
-template <class T, class TW, class S, bool Full>
+template <class T, class S, bool Full>
 __global__ void __launch_bounds__(S::block_threads) norm_forward(NormForwardArgs a) {
   using G = group<S::waves_per_row>;
   __shared__ sv<float, S::block_waves> scratch;
@@ -284,8 +297,8 @@ __global__ void __launch_bounds__(S::block_threads) norm_forward(NormForwardArgs
     const int q = k * S::row_threads + t, valid = columns(q);
     if (!valid) continue;
     float w[8], b[8] = {}, y[8];
-    load8<TW>(w, a.weight, 8 * q, Full ? norm_chunk : valid, vector);
-    if (a.bias) load8<TW>(b, a.bias, 8 * q, Full ? norm_chunk : valid, vector);
+    load8_weight<T, void>(w, a.weight, 8 * q, Full ? norm_chunk : valid, vector, a.weight_fp32);
+    if (a.bias) load8_weight<T, void>(b, a.bias, 8 * q, Full ? norm_chunk : valid, vector, a.weight_fp32);
 #pragma unroll
     for (int v = 0; v < 4; ++v) {
       const float2v y2 = (float2v{r[k][2 * v], r[k][2 * v + 1]} * rstd + shift) * float2v{w[2 * v], w[2 * v + 1]} +
@@ -327,7 +340,7 @@ __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardAr
       const int q = k * S::row_threads + t_, valid = columns(q);
 #pragma unroll
       for (int v = 0; v < 8; ++v) w_kept[k][v] = 0.f;
-      if (valid) load8<TW>(w_kept[k], a.weight, 8 * q, Full ? norm_chunk : valid, vector);
+      if (valid) load8_weight<T, TW>(w_kept[k], a.weight, 8 * q, Full ? norm_chunk : valid, vector, a.weight_fp32);
     }
   }
   const float scale = a.dropout.scale;
@@ -353,7 +366,7 @@ __global__ void __launch_bounds__(S::block_threads) norm_backward(NormBackwardAr
       if (valid) {
         load8<T>(dy, dy_row, 8 * q, Full ? norm_chunk : valid, vector);
         load8<T>(r, r_row, 8 * q, Full ? norm_chunk : valid, vector);
-        if constexpr (reload) load8<TW>(w, a.weight, 8 * q, Full ? norm_chunk : valid, vector);
+        if constexpr (reload) load8_weight<T, TW>(w, a.weight, 8 * q, Full ? norm_chunk : valid, vector, a.weight_fp32);
       }
 #pragma unroll
       for (int v = 0; v < 4; ++v) {
