@@ -237,11 +237,7 @@ struct GemmMxStagedForm {
     unsigned lds_a, lds_b;               // the lane's first scale's byte in a stage
     // row0, col0: the wave's block's origin in C, in the kernel's 256 x 256 tiles.
     __device__ __attribute__((always_inline)) wave(const Args&, int row0, int col0) {
-      // (The lane index opaque: values derived from it here and in the epilogue's addressing, shared, would stay live
-      // across the loop.)
-      int lane = lane_id();
-      asm volatile("" : "+v"(lane));
-      const int r = lane % 16, g = lane / 16 % 4;
+      const int lane = lane_id(), r = lane % 16, g = lane / 16;
       const unsigned part = bits == 8 ? unsigned(4 * r + g) : unsigned(1024 * (g / 2) + 4 * r + 2 * (g % 2));
       lds_a = unsigned(row0 % 256) * 4 + part, lds_b = unsigned(col0 % 256) * 4 + part;
     }
@@ -259,9 +255,7 @@ struct GemmMxStagedForm {
                                                               uint32_t (&dst)[words][rows]) {
       if constexpr (!cdna4) return;
       const auto rsrc = arch::current::buffer_rsrc(scales, int(count * ld));  // the host keeps it under 2^31
-      int lane = lane_id();
-      asm volatile("" : "+v"(lane));
-      const int lane_offset = lane % 64 * int(ld), uniform = row0 * int(ld) + 4 * words * kt;
+      const int lane_offset = lane_id() * int(ld), uniform = row0 * int(ld) + 4 * words * kt;
 #pragma unroll
       for (int h = 0; h < words; ++h)  // buffer_load_dword ... lds: lane l's dword to dst[h][row0 % 256 + l]
         if constexpr (arch::device_pass)
