@@ -5,6 +5,7 @@
 
 #include "gemm.h"
 #include "gemm_fp8.h"
+#include "gemm_pingpong.h"
 #include "gemm_mx_kernel.h"
 #include "hk/arch/target.h"
 #include "hk/ops/async.h"
@@ -76,6 +77,17 @@ void launch_form(const GemmMxProblem& p, const kernels::GemmMxArgs& a, int dma_b
   T* pa = static_cast<T*>(const_cast<void*>(p.a));
   T* pb = static_cast<T*>(const_cast<void*>(p.b));
   const bool dma = async_loadable(gl<T, 1, 1>(pa, 1, 1, p.m, k, lda), dma_bytes) && async_loadable(gl<T, 1, 1>(pb, 1, 1, p.n, k, ldb), dma_bytes);
+  // The ping-pong kernel where the DMA feeds the operands and their scales: K whole steps of 128 bytes of each row (its
+  // form has no partial blocks), the scales' rows dword-aligned and under 2^31 bytes (its 32-bit buffer ranges).
+  const bool scales_dma = reinterpret_cast<uintptr_t>(a.scale_a) % 4 == 0 && reinterpret_cast<uintptr_t>(a.scale_b) % 4 == 0 &&
+                          a.ld_scale_a % 4 == 0 && a.ld_scale_b % 4 == 0 && long(p.m) * a.ld_scale_a < (1l << 31) &&
+                          long(p.n) * a.ld_scale_b < (1l << 31);
+  if (dma && scales_dma && long(p.k) * kernels::mx_bits(FA) % (128 * 8) == 0) {
+    using Staged = kernels::GemmMxStagedForm<FA, FB>;
+    const dim3 tiles{unsigned(((p.m + gemm_pingpong_tile - 1) / gemm_pingpong_tile) * ((p.n + gemm_pingpong_tile - 1) / gemm_pingpong_tile)), 1, 1};
+    hipLaunchKernelGGL((kernels::gemm_pingpong<T, TOut, true, 256, Staged>), tiles, dim3(512), 0, p.stream, args);
+    return;
+  }
   const dim3 grid{unsigned(((p.m + gemm_fp8_tile - 1) / gemm_fp8_tile) * ((p.n + gemm_fp8_tile - 1) / gemm_fp8_tile)), 1, 1};
   if (dma) hipLaunchKernelGGL((kernels::gemm_fp8<T, TOut, true, true, false, Form>), grid, dim3(256), 0, p.stream, args);
   else hipLaunchKernelGGL((kernels::gemm_fp8<T, TOut, true, false, false, Form>), grid, dim3(256), 0, p.stream, args);

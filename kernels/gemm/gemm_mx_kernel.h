@@ -28,6 +28,8 @@
 // (the instruction reads the scale of row r, block b from lane r + 32 b). Rows past M, columns past N and the k-block
 // past K (K a multiple of 32, not of 64) load zeros and scale 127 and are never stored; it is bound by its loads.
 #pragma once
+#include <utility>
+
 #include "gemm_common.h"
 
 namespace hk::kernels {
@@ -78,6 +80,39 @@ __device__ inline int scale(const uint8_t* s, long ld, int row, int rows, int bl
   return row < rows && block < blocks ? int(s[long(row) * ld + block]) : 127;
 }
 
+// acc += the step's MFMAs of a wave's block: A's and B's 16-row tiles of 128 bytes of a row each, with the lane's
+// scales of each tile (8-bit: one byte; e2m1: its two blocks in consecutive bytes, one per instruction: registers
+// 0-3, then 4-7), Pack tiles' to a scale register (tile t in register t / Pack, from byte (t mod Pack) * bytes: the
+// instructions' op_sel). The form exists for gfx950 (elsewhere its kernels compile to nothing useful and hk::gemm_mx
+// never launches them).
+template <int FA, int FB, int Pack, class Acc, class A, class B, int SA, int SB>
+__device__ __attribute__((always_inline)) inline void mma(Acc& acc, const A& a, const B& b, const int (&sa)[SA], const int (&sb)[SB]) {
+  if constexpr (arch::current::id == arch::target_id::gfx950) {
+    constexpr int bytes = mx_bits(FA) == 8 ? 1 : 2;  // a tile's scale bytes
+    static_assert(A::tiles_r == SA * Pack && B::tiles_r == SB * Pack && sizeof(a.data[0]) == 32 && Pack * bytes <= 4,
+                  "MX form: 128 bytes of a row per tile, Pack tiles' scales to a register");
+    [&]<int... T>(std::integer_sequence<int, T...>) __attribute__((always_inline)) {
+      ([&] __attribute__((always_inline)) {
+        constexpr int i = T / B::tiles_r, j = T % B::tiles_r, oa = i % Pack * bytes, ob = j % Pack * bytes;
+        arch::f32x4 c = {acc.data[i][j][0], acc.data[i][j][1], acc.data[i][j][2], acc.data[i][j][3]};
+        const arch::i32x8 x = __builtin_bit_cast(arch::i32x8, a.data[i]), y = __builtin_bit_cast(arch::i32x8, b.data[j]);
+        if constexpr (arch::device_pass) {
+          if constexpr (bytes == 1) {
+            c = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(x, y, c, FA, FB, oa, sa[i / Pack], ob, sb[j / Pack]);
+          } else {
+            const arch::i32x8 xl = {x[0], x[1], x[2], x[3], 0, 0, 0, 0}, yl = {y[0], y[1], y[2], y[3], 0, 0, 0, 0};
+            const arch::i32x8 xh = {x[4], x[5], x[6], x[7], 0, 0, 0, 0}, yh = {y[4], y[5], y[6], y[7], 0, 0, 0, 0};
+            c = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(xl, yl, c, FA, FB, oa, sa[i / Pack], ob, sb[j / Pack]);
+            c = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(xh, yh, c, FA, FB, oa + 1, sa[i / Pack], ob + 1, sb[j / Pack]);
+          }
+        }
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc.data[i][j][e] = c[e];
+      }(), ...);
+    }(std::make_integer_sequence<int, A::tiles_r * B::tiles_r>{});
+  }
+}
+
 __device__ inline void store(const GemmMxArgs& p, int row, int col, float acc) {
   if (row >= p.m || col >= p.n) return;
   const long at = long(row) * p.ldc + col;
@@ -106,9 +141,7 @@ template <int FA, int FB>
 struct GemmMxForm {
   static constexpr int bits = mx_bits(FA);
   static_assert(bits == mx_bits(FB) && (bits == 8 || bits == 4), "MX form: both operands 8-bit, or both e2m1");
-  static constexpr int blocks_per_step = 128 * 8 / bits / 32;
-  // The form exists for gfx950 (elsewhere its kernels compile to nothing useful and hk::gemm_mx never launches them).
-  static constexpr bool cdna4 = arch::current::id == arch::target_id::gfx950;  // 4 (8-bit) or 8 (e2m1) blocks of 32 k per step
+  static constexpr int blocks_per_step = 128 * 8 / bits / 32;  // 4 (8-bit) or 8 (e2m1) blocks of 32 k per step
   struct Args : GemmArgs {
     const uint8_t* scale_a8;
     long ld_scale_a8;
@@ -167,33 +200,97 @@ struct GemmMxForm {
     __device__ __attribute__((always_inline)) void read(R& r, const S& s, coord at) { load(r, s, at); }
     template <class Acc, class A, class B>
     __device__ __attribute__((always_inline)) void mma(Acc& acc, const A& a, const B& b) {
-      if constexpr (cdna4) mma_cdna4(acc, a, b);
-    }
-    template <class Acc, class A, class B>
-    __device__ __attribute__((always_inline)) void mma_cdna4(Acc& acc, const A& a, const B& b) {
-      static_assert(A::tiles_r == TA && B::tiles_r == TB && sizeof(a.data[0]) == 32, "MX form: 128 bytes of a row per tile");
-#pragma unroll
-      for (int i = 0; i < TA; ++i)
-#pragma unroll
-        for (int j = 0; j < TB; ++j) {
-          arch::f32x4 c = {acc.data[i][j][0], acc.data[i][j][1], acc.data[i][j][2], acc.data[i][j][3]};
-          const arch::i32x8 x = __builtin_bit_cast(arch::i32x8, a.data[i]), y = __builtin_bit_cast(arch::i32x8, b.data[j]);
-          if constexpr (arch::device_pass) {
-            if constexpr (bits == 8) {
-              c = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(x, y, c, FA, FB, 0, cur_a[i], 0, cur_b[j]);
-            } else {  // registers 0-3 with the scales' byte 0, then 4-7 with byte 1
-              const arch::i32x8 xl = {x[0], x[1], x[2], x[3], 0, 0, 0, 0}, yl = {y[0], y[1], y[2], y[3], 0, 0, 0, 0};
-              const arch::i32x8 xh = {x[4], x[5], x[6], x[7], 0, 0, 0, 0}, yh = {y[4], y[5], y[6], y[7], 0, 0, 0, 0};
-              c = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(xl, yl, c, FA, FB, 0, cur_a[i], 0, cur_b[j]);
-              c = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(xh, yh, c, FA, FB, 1, cur_a[i], 1, cur_b[j]);
-            }
-          }
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc.data[i][j][e] = c[e];
-        }
+      mx::mma<FA, FB, 1>(acc, a, b, cur_a, cur_b);
     }
     template <class View, class Acc>
-    __device__ void store(const Args& p, const View& v, const Acc& acc, coord at) { store_bounded(v.c, acc, at, p.alpha, p.beta); }
+    __device__ __attribute__((always_inline)) void store(const Args& p, const View& v, const Acc& acc, coord at) {
+      store_bounded(v.c, acc, at, p.alpha, p.beta);
+    }
+  };
+};
+
+// The MX form of the 8-wave ping-pong kernel (gemm_pingpong.h), for the pairs GemmMxForm takes, K whole steps (128
+// bytes of each row) and scales aligned to 4 bytes: GemmMxForm's fragments and MFMAs with the scales staged through
+// LDS beside the tiles, so that the loop holds no scale addresses and no loads of its own and a lane keeps only the
+// step's scales, four tiles' bytes to a register (two tiles' pairs for e2m1), the MFMAs picking theirs by op_sel. A step's scales of a row are 4 bytes (8-bit: blocks 4kt .. 4kt + 3)
+// or 8 (e2m1: 8kt .. 8kt + 7) in memory, one or two dwords: each wave of the group that loads A (or B) moves its 64
+// rows' dwords with one LDS DMA load per dword (64 lanes, one row each), with its tile loads, and the stages hold them
+// as [dword][row]. In its memory phase a lane (r, g) reads its scale of row 16 i + r of its block with one ds_read_u8
+// (byte g of the row's dword) or, for e2m1, one ds_read_u16 (bytes 2 (g mod 2) and up of dword g / 2: blocks 2g and
+// 2g + 1, the two instructions' bytes), and packs them (a shift and an OR each: 12 VALU a step). The 64 lanes of a read touch 16 (or 32) consecutive dwords: no bank
+// conflicts. Rows past M or N read zeros (the buffer's range; never stored).
+template <int FA, int FB>
+struct GemmMxStagedForm {
+  using Args = typename GemmMxForm<FA, FB>::Args;
+  static constexpr int bits = GemmMxForm<FA, FB>::bits, words = bits == 8 ? 1 : 2;  // a row's scale dwords per step
+  // (Elsewhere than gfx950, whose kernels hk::gemm_mx never launches, nothing is staged: the tiles fill gfx942's LDS.)
+  static constexpr bool cdna4 = arch::current::id == arch::target_id::gfx950;
+  static constexpr int rows = cdna4 ? 256 : 1;
+  struct shared {
+    uint32_t a[2][words][rows], b[2][words][rows];
+  };
+  static constexpr int loads_b = words;
+  template <int WM, int WN>
+  struct wave {
+    static constexpr int pack = 4 / (bits == 8 ? 1 : 2);  // tiles' scales to a register
+    int cur_a[WM / 16 / pack], cur_b[WN / 16 / pack];      // the step's scales, as the MFMAs take them
+    unsigned lds_a, lds_b;               // the lane's first scale's byte in a stage
+    // row0, col0: the wave's block's origin in C, in the kernel's 256 x 256 tiles.
+    __device__ __attribute__((always_inline)) wave(const Args&, int row0, int col0) {
+      const int lane = lane_id(), r = lane % 16, g = lane / 16;
+      const unsigned part = bits == 8 ? unsigned(4 * r + g) : unsigned(1024 * (g / 2) + 4 * r + 2 * (g % 2));
+      lds_a = unsigned(row0 % 256) * 4 + part, lds_b = unsigned(col0 % 256) * 4 + part;
+    }
+    __device__ __attribute__((always_inline)) void prefetch(const Args&, int) {}
+    template <class View, class G>
+    __device__ __attribute__((always_inline)) void fill_a(const Args& p, shared& s, const View& v, int kt, int stage, async_wave<G> w) {
+      dma(p.scale_a8, p.ld_scale_a8, p.m, 256 * v.tile_m + 64 * w.index, kt, s.a[stage]);
+    }
+    template <class View, class G>
+    __device__ __attribute__((always_inline)) void fill_b(const Args& p, shared& s, const View& v, int kt, int stage, async_wave<G> w) {
+      dma(p.scale_b8, p.ld_scale_b8, p.n, 256 * v.tile_n + 64 * w.index, kt, s.b[stage]);
+    }
+    // Rows row0 .. row0 + 63's dwords of step kt into dst[.][row0 % 256 ..].
+    __device__ __attribute__((always_inline)) static void dma(const uint8_t* scales, long ld, int count, int row0, int kt,
+                                                              uint32_t (&dst)[words][rows]) {
+      if constexpr (!cdna4) return;
+      const auto rsrc = arch::current::buffer_rsrc(scales, int(count * ld));  // the host keeps it under 2^31
+      const int lane_offset = lane_id() * int(ld), uniform = row0 * int(ld) + 4 * words * kt;
+#pragma unroll
+      for (int h = 0; h < words; ++h)  // buffer_load_dword ... lds: lane l's dword to dst[h][row0 % 256 + l]
+        if constexpr (arch::device_pass)
+          __builtin_amdgcn_raw_ptr_buffer_load_lds(rsrc, (__attribute__((address_space(3))) void*)(&dst[h][row0 % rows]), 4,
+                                                   lane_offset, uniform + 4 * h, 0, 0);
+    }
+    __device__ __attribute__((always_inline)) void read_staged(const shared& s, int stage) {
+      if constexpr (!cdna4) return;
+      const char* a = reinterpret_cast<const char*>(s.a[stage]) + lds_a;
+      const char* b = reinterpret_cast<const char*>(s.b[stage]) + lds_b;
+      // Tiles t .. t + pack - 1 (rows 16 apart: 64 bytes) into one register.
+      auto packed = [](const char* at) __attribute__((always_inline)) {
+        unsigned r = 0;
+#pragma unroll
+        for (int t = 0; t < pack; ++t) {
+          if constexpr (bits == 8) r |= unsigned(*reinterpret_cast<const uint8_t*>(at + 64 * t)) << 8 * t;
+          else r |= unsigned(*reinterpret_cast<const uint16_t*>(at + 64 * t)) << 16 * t;
+        }
+        return int(r);
+      };
+#pragma unroll
+      for (int i = 0; i < WM / 16 / pack; ++i) cur_a[i] = packed(a + 64 * pack * i);
+#pragma unroll
+      for (int j = 0; j < WN / 16 / pack; ++j) cur_b[j] = packed(b + 64 * pack * j);
+    }
+    template <class R, class S>
+    __device__ __attribute__((always_inline)) void read(R& r, const S& s, coord at) { load(r, s, at); }
+    template <class Acc, class A, class B>
+    __device__ __attribute__((always_inline)) void mma(Acc& acc, const A& a, const B& b) {
+      mx::mma<FA, FB, pack>(acc, a, b, cur_a, cur_b);
+    }
+    template <class View, class Acc>
+    __device__ __attribute__((always_inline)) void store(const Args& p, const View& v, const Acc& acc, coord at) {
+      store_bounded(v.c, acc, at, p.alpha, p.beta);
+    }
   };
 };
 

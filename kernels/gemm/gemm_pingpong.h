@@ -29,30 +29,57 @@
 
 namespace hk::kernels {
 
+// A form may stage data of its own through LDS beside the tiles (hk::gemm_mx's scales): its `shared` struct lives
+// in LDS, its wave's fill_a / fill_b issue LDS DMA loads with each A / B fill (`loads_b` of them per wave with B's,
+// which the B group's waits count), waited for with the tiles, and read_staged reads a step's share out of its stage
+// after the fragments.
+template <class Form>
+concept staging_form = requires { typename Form::shared; };
+struct no_staging {};
+template <class Form>
+struct form_staging {
+  using shared = no_staging;
+  static constexpr int loads_b = 0;
+};
+template <staging_form Form>
+struct form_staging<Form> {
+  using shared = typename Form::shared;
+  static constexpr int loads_b = Form::loads_b;
+};
+template <class Form>
+using form_shared = typename form_staging<Form>::shared;
+
 namespace detail {
 
 // One wave group's side of the schedule, with its role fixed at compile time: each side's code keeps only its own
 // loads' addresses live, which is what keeps the accumulators, fragments and addresses within the registers.
 template <bool LoadsA, bool InsideB, class TIn, bool BIsNK, int BM, int BN, int BK, int WM, int WN, class Form, class Stages,
           class View>
-__device__ __attribute__((always_inline)) inline void pingpong(const typename Form::Args& p, Stages& s, const View& v) {
+__device__ __attribute__((always_inline)) inline void pingpong(const typename Form::Args& p, Stages& s, form_shared<Form>& fs,
+                                                               const View& v) {
   constexpr int waves_n = BN / WN;
   using Half = group<4>;
-  constexpr int b_loads = async_loads<Half, typename Stages::BTile>;
+  constexpr int b_loads = async_loads<Half, typename Stages::BTile> + form_staging<Form>::loads_b;
   const async_wave<Half> wave;
-  auto fill = [&](int kt) __attribute__((always_inline)) {
-    if constexpr (LoadsA) s.template fill_a<true>(v, kt, kt & 1, wave);
-    else s.template fill_b<true>(v, kt, kt & 1, wave);
-  };
   const int wr = wave_id() / waves_n, wc = wave_id() % waves_n;
   const int steps = (p.k + BK - 1) / BK;
   typename Form::template wave<WM, WN> form(p, BM * v.tile_m + WM * wr, BN * v.tile_n + WN * wc);
+  auto fill = [&](int kt) __attribute__((always_inline)) {
+    if constexpr (LoadsA) s.template fill_a<true>(v, kt, kt & 1, wave);
+    else s.template fill_b<true>(v, kt, kt & 1, wave);
+    if constexpr (staging_form<Form> && LoadsA) form.fill_a(p, fs, v, kt, kt & 1, wave);
+    else if constexpr (staging_form<Form>) form.fill_b(p, fs, v, kt, kt & 1, wave);
+  };
+  auto fill_b_inside = [&](int kt, int stage) __attribute__((always_inline)) {
+    s.template fill_b<true, true>(v, kt, stage, wave);
+    if constexpr (staging_form<Form>) form.fill_b(p, fs, v, kt, stage, wave);
+  };
   form.prefetch(p, 0);
   // The first loads, then the accumulators zeroed while they fly (the empty asms keep the compiler from moving
   // the zeroing, a cycle per register, behind the barriers, where it delayed the first MFMAs).
   if constexpr (InsideB) {  // straight-line: B(1) is B(0) again where K is one step
-    s.template fill_b<true, true>(v, 0, 0, wave);
-    s.template fill_b<true, true>(v, steps > 1 ? 1 : 0, 1, wave);
+    fill_b_inside(0, 0);
+    fill_b_inside(steps > 1 ? 1 : 0, 1);
   } else {
     fill(0);
     if (!LoadsA && steps > 1) fill(1);
@@ -81,6 +108,7 @@ __device__ __attribute__((always_inline)) inline void pingpong(const typename Fo
     std::conditional_t<BIsNK, rt<TIn, WN, BK>, rt<TIn, BK, WN, layout::col>> rb;
     form.read(ra, s.a[stage], {0, 0, wr, 0});
     form.read(rb, s.b[stage], BIsNK ? coord{0, 0, wc, 0} : coord{0, 0, 0, wc});
+    if constexpr (staging_form<Form>) form.read_staged(fs, stage);
     form.prefetch(p, kt + 1);
     if constexpr (LoadsA) {
       if (kt + 1 < steps) fill(kt + 1);
@@ -102,7 +130,7 @@ __device__ __attribute__((always_inline)) inline void pingpong(const typename Fo
       // Every B tile inside the operand: the loads without a branch, one after each of the first MFMAs, so that the
       // matrix cores start at once and the loads issue in the shadow of the multiplies. Past the last step they
       // load the last step's tile again, into the stage this step has consumed (nobody reads it again).
-      s.template fill_b<true, true>(v, kt + 2 < steps ? kt + 2 : steps - 1, stage, wave);
+      fill_b_inside(kt + 2 < steps ? kt + 2 : steps - 1, stage);
       mma();
       interleave_mfma<b_loads, 1, sched::vmem>();
     } else {
@@ -132,13 +160,14 @@ __global__ __launch_bounds__(512) void gemm_pingpong(typename Form::Args p) {
   constexpr int BK = (arch::current::lds_bytes >= 128 * 1024 ? 128 : 64) / int(sizeof(TIn));
   using Stages = GemmStages<TIn, BM, BN, BK, BIsNK, group<4>>;
   __shared__ Stages s;
+  __shared__ form_shared<Form> fs;  // (none for a form without staging: the unused variable takes no LDS)
   const GemmView<TIn, TOut, BIsNK, BM, BN, 256 / BM> v(p);
   if (!v.live) return;  // a grouped grid's workgroup without a tile
   // Group 0 loads A; group 1 loads B, without a per-step test where every B tile of the workgroup lies inside B (the
   // last K step's does).
-  if (wave_id() < 4) detail::pingpong<true, false, TIn, BIsNK, BM, BN, BK, WM, WN, Form>(p, s, v);
-  else if (Stages::b_inside(v, (p.k + BK - 1) / BK - 1)) detail::pingpong<false, true, TIn, BIsNK, BM, BN, BK, WM, WN, Form>(p, s, v);
-  else detail::pingpong<false, false, TIn, BIsNK, BM, BN, BK, WM, WN, Form>(p, s, v);
+  if (wave_id() < 4) detail::pingpong<true, false, TIn, BIsNK, BM, BN, BK, WM, WN, Form>(p, s, fs, v);
+  else if (Stages::b_inside(v, (p.k + BK - 1) / BK - 1)) detail::pingpong<false, true, TIn, BIsNK, BM, BN, BK, WM, WN, Form>(p, s, fs, v);
+  else detail::pingpong<false, false, TIn, BIsNK, BM, BN, BK, WM, WN, Form>(p, s, fs, v);
 }
 
 }  // namespace hk::kernels
