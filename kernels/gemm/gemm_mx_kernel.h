@@ -234,12 +234,15 @@ struct GemmMxStagedForm {
   struct wave {
     static constexpr int pack = 4 / (bits == 8 ? 1 : 2);  // tiles' scales to a register
     int cur_a[WM / 16 / pack], cur_b[WN / 16 / pack];      // the step's scales, as the MFMAs take them
-    unsigned lds_a, lds_b;               // the lane's first scale's byte in a stage
+    // The lane's first scale's byte in a stage: its row's part (lane) plus the wave's block's (uniform: row0, col0 are
+    // scalars), added in the loop so that one register serves A and B.
+    unsigned part;
+    int off_a, off_b;
     // row0, col0: the wave's block's origin in C, in the kernel's 256 x 256 tiles.
     __device__ __attribute__((always_inline)) wave(const Args&, int row0, int col0) {
       const int lane = lane_id(), r = lane % 16, g = lane / 16;
       const unsigned part = bits == 8 ? unsigned(4 * r + g) : unsigned(1024 * (g / 2) + 4 * r + 2 * (g % 2));
-      lds_a = unsigned(row0 % 256) * 4 + part, lds_b = unsigned(col0 % 256) * 4 + part;
+      this->part = part, off_a = row0 % 256 * 4, off_b = col0 % 256 * 4;
     }
     __device__ __attribute__((always_inline)) void prefetch(const Args&, int) {}
     template <class View, class G>
@@ -264,8 +267,8 @@ struct GemmMxStagedForm {
     }
     __device__ __attribute__((always_inline)) void read_staged(const shared& s, int stage) {
       if constexpr (!cdna4) return;
-      const char* a = reinterpret_cast<const char*>(s.a[stage]) + lds_a;
-      const char* b = reinterpret_cast<const char*>(s.b[stage]) + lds_b;
+      const char* a = reinterpret_cast<const char*>(s.a[stage]) + hk::detail::opaque_uniform(off_a) + part;
+      const char* b = reinterpret_cast<const char*>(s.b[stage]) + hk::detail::opaque_uniform(off_b) + part;
       // Tiles t .. t + pack - 1 (rows 16 apart: 64 bytes) into one register.
       auto packed = [](const char* at) __attribute__((always_inline)) {
         unsigned r = 0;

@@ -61,7 +61,10 @@ __device__ __attribute__((always_inline)) inline void pingpong(const typename Fo
   using Half = group<4>;
   constexpr int b_loads = async_loads<Half, typename Stages::BTile> + form_staging<Form>::loads_b;
   const async_wave<Half> wave;
-  const int wr = wave_id() / waves_n, wc = wave_id() % waves_n;
+  // A staging form takes the wave's place as scalars (readfirstlane), so that what derives from it stays out of the
+  // VGPRs kept across the loop.
+  const int wave_s = staging_form<Form> ? __builtin_amdgcn_readfirstlane(wave_id()) : wave_id();
+  const int wr = wave_s / waves_n, wc = wave_s % waves_n;
   const int steps = (p.k + BK - 1) / BK;
   typename Form::template wave<WM, WN> form(p, BM * v.tile_m + WM * wr, BN * v.tile_n + WN * wc);
   auto fill = [&](int kt) __attribute__((always_inline)) {
@@ -108,13 +111,13 @@ __device__ __attribute__((always_inline)) inline void pingpong(const typename Fo
     std::conditional_t<BIsNK, rt<TIn, WN, BK>, rt<TIn, BK, WN, layout::col>> rb;
     form.read(ra, s.a[stage], {0, 0, wr, 0});
     form.read(rb, s.b[stage], BIsNK ? coord{0, 0, wc, 0} : coord{0, 0, 0, wc});
-    if constexpr (staging_form<Form>) form.read_staged(fs, stage);
     form.prefetch(p, kt + 1);
     if constexpr (LoadsA) {
       if (kt + 1 < steps) fill(kt + 1);
     } else {
       wait_vmcnt<0>();
     }
+    if constexpr (staging_form<Form>) form.read_staged(fs, stage);  // after the fill: its registers free under it
     // Compute phase: the MFMAs, at raised priority (raised before the barrier and lowered after the next, so that
     // nothing but the barrier lies between one group's last MFMA and the other's first); group 1 issues B two steps
     // ahead, group 0 waits for its A after its MFMAs.
