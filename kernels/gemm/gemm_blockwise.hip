@@ -1,7 +1,9 @@
-// hk::gemm_blockwise: argument validation and the launch of the 4-wave fp8 kernel's blockwise form (gemm_fp8.h).
+// hk::gemm_blockwise: argument validation and the launch of the fp8 kernels' blockwise form (gemm_blockwise_kernel.h).
 #include "gemm_blockwise.h"
 
+#include "gemm_blockwise_kernel.h"
 #include "gemm_fp8.h"
+#include "gemm_pingpong.h"
 #include "hk/ops/async.h"
 
 namespace hk {
@@ -27,16 +29,23 @@ Status validate(const GemmBlockwiseProblem& p) {
   if (p.ldc < p.n) return fail("ldc (" + std::to_string(p.ldc) + ") is less than n");
   if (p.ld_scale_a < kb) return fail("ld_scale_a (" + std::to_string(p.ld_scale_a) + ") is less than k / 128");
   if (p.ld_scale_b < kb) return fail("ld_scale_b (" + std::to_string(p.ld_scale_b) + ") is less than k / 128");
+  if (double(p.m) * double(p.ld_scale_a) * 4 > double(UINT32_MAX))
+    return fail("scale_a spans more than 4 GiB (m * ld_scale_a * 4 bytes): the kernels address its rows with 32-bit offsets");
   if (reinterpret_cast<uintptr_t>(p.scale_a) % 4 || reinterpret_cast<uintptr_t>(p.scale_b) % 4)
     return fail("the scales must be aligned to 4 bytes");
   if (reinterpret_cast<uintptr_t>(p.c) % size_of(p.c_type)) return fail("C is not aligned to its element size");
   return {};
 }
 
+// The ping-pong kernel's half-height form (gemm_blockwise_kernel.h says why) where the LDS DMA feeds A and B, in
+// logical 256 x 256 tiles of two halves each; the 4-wave fp8 kernel through registers elsewhere.
 template <class T, class TOut, bool Dma>
 void launch(const GemmBlockwiseProblem& p, const kernels::GemmArgs& args) {
-  const int tiles = ((p.m + gemm_fp8_tile - 1) / gemm_fp8_tile) * ((p.n + gemm_fp8_tile - 1) / gemm_fp8_tile);
-  hipLaunchKernelGGL((kernels::gemm_fp8<T, TOut, true, Dma, true>), dim3(tiles), dim3(256), 0, p.stream, args);
+  auto tiles = [&](int tile) { return ((p.m + tile - 1) / tile) * ((p.n + tile - 1) / tile); };
+  if constexpr (Dma)
+    hipLaunchKernelGGL((kernels::gemm_pingpong<T, TOut, true, 128, kernels::GemmBlockwiseForm>), dim3(2 * tiles(gemm_pingpong_tile)), dim3(512), 0,
+                       p.stream, args);
+  else hipLaunchKernelGGL((kernels::gemm_fp8<T, TOut, true, false, true>), dim3(tiles(gemm_fp8_tile)), dim3(256), 0, p.stream, args);
 }
 
 }  // namespace

@@ -84,6 +84,7 @@ TEST(GemmBlockwise, RaggedMAndN) {
   run({300, 200, 384, dtype::fp32});
   run({1, 130, 128, dtype::bf16, false, 1});
   run({129, 1, 256, dtype::bf16, false, 0, Feed::registers});
+  run({70, 100, 1024});  // waves past N (their scales of B clamped to the last block), eight 128-k blocks
 }
 
 TEST(GemmBlockwise, PowerOfTwoScales) { run({160, 136, 256, dtype::bf16, true, 2}); }
