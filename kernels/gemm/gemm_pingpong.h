@@ -32,7 +32,8 @@ namespace hk::kernels {
 // A form may stage data of its own through LDS beside the tiles (hk::gemm_mx's scales): its `shared` struct lives
 // in LDS, its wave's fill_a / fill_b issue LDS DMA loads with each A / B fill (`loads_b` of them per wave with B's,
 // which the B group's waits count), waited for with the tiles, and read_staged reads a step's share out of its stage
-// after the fragments.
+// after the fragments. A staging form with `fills_tiles` fills the A and B stages itself too (fill_tiles, in the
+// place of the stages' own fill; hk::gemm_mx's fp6, whose blocks are laid out apart in LDS).
 template <class Form>
 concept staging_form = requires { typename Form::shared; };
 struct no_staging {};
@@ -40,11 +41,13 @@ template <class Form>
 struct form_staging {
   using shared = no_staging;
   static constexpr int loads_b = 0;
+  static constexpr bool fills_tiles = false;
 };
 template <staging_form Form>
 struct form_staging<Form> {
   using shared = typename Form::shared;
   static constexpr int loads_b = Form::loads_b;
+  static constexpr bool fills_tiles = Form::fills_tiles;
 };
 template <class Form>
 using form_shared = typename form_staging<Form>::shared;
@@ -68,14 +71,20 @@ __device__ __attribute__((always_inline)) inline void pingpong(const typename Fo
   const int steps = (p.k + BK - 1) / BK;
   typename Form::template wave<WM, WN> form(p, BM * v.tile_m + WM * wr, BN * v.tile_n + WN * wc);
   auto fill = [&](int kt) __attribute__((always_inline)) {
-    if constexpr (LoadsA) s.template fill_a<true>(v, kt, kt & 1, wave);
+    if constexpr (form_staging<Form>::fills_tiles) form.template fill_tiles<LoadsA, false>(p, s, fs, v, kt, kt & 1, wave);
+    else if constexpr (LoadsA) s.template fill_a<true>(v, kt, kt & 1, wave);
     else s.template fill_b<true>(v, kt, kt & 1, wave);
-    if constexpr (staging_form<Form> && LoadsA) form.fill_a(p, fs, v, kt, kt & 1, wave);
+    if constexpr (form_staging<Form>::fills_tiles) return;
+    else if constexpr (staging_form<Form> && LoadsA) form.fill_a(p, fs, v, kt, kt & 1, wave);
     else if constexpr (staging_form<Form>) form.fill_b(p, fs, v, kt, kt & 1, wave);
   };
   auto fill_b_inside = [&](int kt, int stage) __attribute__((always_inline)) {
-    s.template fill_b<true, true>(v, kt, stage, wave);
-    if constexpr (staging_form<Form>) form.fill_b(p, fs, v, kt, stage, wave);
+    if constexpr (form_staging<Form>::fills_tiles) {
+      form.template fill_tiles<false, true>(p, s, fs, v, kt, stage, wave);
+    } else {
+      s.template fill_b<true, true>(v, kt, stage, wave);
+      if constexpr (staging_form<Form>) form.fill_b(p, fs, v, kt, stage, wave);
+    }
   };
   form.prefetch(p, 0);
   // The first loads, then the accumulators zeroed while they fly (the empty asms keep the compiler from moving
