@@ -240,8 +240,9 @@ struct GemmMxForm {
 //   - e2m1: the row's 128 bytes (256 k): two instructions, chunk g's 32 k (block g of the step) then chunk g + 4's
 //     (block 4 + g), each its lane group's block;
 //   - fp6: 128 k = four blocks of 24 bytes, laid out apart by the form's own fill: chunk b < 4 holds block b's bytes
-//     0-15 and chunk 4 + b its bytes 8-23, so the lane's block g is chunk g and the upper half of chunk g + 4 (one
-//     ds_read_b128 and one ds_read_b64): registers 0-5, exactly the instruction's operand. The fill is the stages' own
+//     0-15 and chunk 4 + b its bytes 8-23, so the lane's block g is chunk g and the upper half of chunk g + 4 (two
+//     ds_read_b128, as the other widths: a ds_read_b64 of the upper halves alone uses half of the banks, 2-way
+//     conflicts): registers 0-5, exactly the instruction's operand. The fill is the stages' own
 //     LDS DMA (lane l of a load fills slot l mod 8 of a row, the chunk that slot holds under the swizzle) with each
 //     lane's source moved to its chunk's bytes in memory: 96 bytes of each row a step, read a third more through the
 //     L2 than they hold (every chunk is 16 bytes).
@@ -388,9 +389,11 @@ struct GemmMxStagedForm {
             const char* row = base + 16 * T * 128;
             const v4 x = *reinterpret_cast<const v4*>(row + (sw ? p1 : p0));
             __builtin_memcpy(&r.data[T][0][0], &x, 16);
-            if constexpr (bits == 6) {
-              const v2 y = *reinterpret_cast<const v2*>(row + (sw ? p0 : p1) + 8);
-              __builtin_memcpy(&r.data[T][1][0], &y, 8);
+            if constexpr (bits == 6) {  // the whole chunk (a read of its upper half alone would meet 2-way conflicts)
+              v4 y = *reinterpret_cast<const v4*>(row + (sw ? p0 : p1));
+              asm volatile("" : "+v"(y));
+              const v2 h = {y[2], y[3]};
+              __builtin_memcpy(&r.data[T][1][0], &h, 8);
             } else {
               const v4 y = *reinterpret_cast<const v4*>(row + (sw ? p0 : p1));
               __builtin_memcpy(&r.data[T][1][0], &y, 16);
