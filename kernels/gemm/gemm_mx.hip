@@ -5,6 +5,7 @@
 
 #include "gemm.h"
 #include "gemm_fp8.h"
+#include "gemm_pingpong.h"
 #include "gemm_mx_kernel.h"
 #include "hk/arch/target.h"
 #include "hk/ops/async.h"
@@ -58,35 +59,68 @@ Status validate(const GemmMxProblem& p) {
 }
 
 // Both operands 8-bit, or both e2m1: the MX form of the 4-wave fp8 kernel (gemm_mx_kernel.h), LDS DMA feed where A
-// and B allow it.
+// and B allow it; those and both fp6 the 8-wave ping-pong kernel where K is whole steps and the DMA feeds the
+// operands and the scales. One instance per format pair: C's type is a runtime argument of the epilogue.
 template <int FA, int FB>
 constexpr bool on_fp8_kernel = kernels::mx_bits(FA) == kernels::mx_bits(FB) && (kernels::mx_bits(FA) == 8 || FA == 4);
+template <int FA, int FB>
+constexpr bool on_pingpong = kernels::mx_bits(FA) == kernels::mx_bits(FB);
 
-template <int FA, int FB, class TOut>
+// The kernel's arguments with K and the leading dimensions in elements of T, from the bytes of a row (fp6 rows: the
+// stages' 128 bytes per 128 k, the leading dimension in the memory's bytes / 2).
+template <class T>
+kernels::GemmMxFormArgs form_args(const GemmMxProblem& p, const kernels::GemmMxArgs& a, long k_bytes) {
+  kernels::GemmMxFormArgs args;
+  const long lda = a.lda_bytes / long(sizeof(T)), ldb = a.ldb_bytes / long(sizeof(T));
+  static_cast<kernels::GemmArgs&>(args) = {p.m, p.n, int(k_bytes / long(sizeof(T))), p.a, lda, p.b, ldb, p.c, p.ldc, p.alpha, p.beta};
+  args.scale_a8 = a.scale_a, args.ld_scale_a8 = a.ld_scale_a, args.scale_b8 = a.scale_b, args.ld_scale_b8 = a.ld_scale_b;
+  args.blocks = p.k / 32, args.c_type = a.c_type;
+  return args;
+}
+
+// The ping-pong kernel where it takes the problem (see on_pingpong); false where it does not.
+template <int FA, int FB>
+bool launch_pingpong(const GemmMxProblem& p, const kernels::GemmMxArgs& a, int dma_bytes) {
+  constexpr int bits = kernels::mx_bits(FA);
+  // K whole steps of 128 bytes of the stages' rows (the form has no partial blocks: 128 k of 8-bit or fp6, 256 of
+  // e2m1), rows and bases aligned to the DMA's 16 bytes, the scales' rows dword-aligned and every buffer under 2^31
+  // bytes (the 32-bit ranges).
+  const int step_k = bits == 4 ? 256 : 128;
+  const bool fits = p.k % step_k == 0 && a.lda_bytes % dma_bytes == 0 && a.ldb_bytes % dma_bytes == 0 &&
+                    reinterpret_cast<uintptr_t>(p.a) % dma_bytes == 0 && reinterpret_cast<uintptr_t>(p.b) % dma_bytes == 0 &&
+                    long(p.m) * a.lda_bytes < (1l << 31) && long(p.n) * a.ldb_bytes < (1l << 31) &&
+                    reinterpret_cast<uintptr_t>(a.scale_a) % 4 == 0 && reinterpret_cast<uintptr_t>(a.scale_b) % 4 == 0 &&
+                    a.ld_scale_a % 4 == 0 && a.ld_scale_b % 4 == 0 && long(p.m) * a.ld_scale_a < (1l << 31) &&
+                    long(p.n) * a.ld_scale_b < (1l << 31);
+  if (!fits) return false;
+  const auto args = form_args<bf16>(p, a, long(p.k) * (bits == 4 ? 4 : 8) / 8);
+  const dim3 tiles{unsigned(((p.m + gemm_pingpong_tile - 1) / gemm_pingpong_tile) * ((p.n + gemm_pingpong_tile - 1) / gemm_pingpong_tile)), 1, 1};
+  hipLaunchKernelGGL((kernels::gemm_pingpong<bf16, float, true, 256, kernels::GemmMxStagedForm<FA, FB>>), tiles, dim3(512), 0, p.stream, args);
+  return true;
+}
+
+template <int FA, int FB>
 void launch_form(const GemmMxProblem& p, const kernels::GemmMxArgs& a, int dma_bytes) {
   // The bytes' container: 16-bit elements for 8-bit formats (their swizzle serves the form's reads), fp8 for e2m1.
   using T = std::conditional_t<kernels::mx_bits(FA) == 8, bf16, fp8e4m3>;
   using Form = kernels::GemmMxForm<FA, FB>;
-  const int k = p.k * kernels::mx_bits(FA) / 8 / int(sizeof(T));  // K in elements of T
-  typename Form::Args args;
-  const long lda = a.lda_bytes / long(sizeof(T)), ldb = a.ldb_bytes / long(sizeof(T));
-  static_cast<kernels::GemmArgs&>(args) = {p.m, p.n, k, p.a, lda, p.b, ldb, p.c, p.ldc, p.alpha, p.beta};
-  args.scale_a8 = a.scale_a, args.ld_scale_a8 = a.ld_scale_a, args.scale_b8 = a.scale_b, args.ld_scale_b8 = a.ld_scale_b;
-  args.blocks = p.k / 32;
+  const auto args = form_args<T>(p, a, long(p.k) * kernels::mx_bits(FA) / 8);
   T* pa = static_cast<T*>(const_cast<void*>(p.a));
   T* pb = static_cast<T*>(const_cast<void*>(p.b));
-  const bool dma = async_loadable(gl<T, 1, 1>(pa, 1, 1, p.m, k, lda), dma_bytes) && async_loadable(gl<T, 1, 1>(pb, 1, 1, p.n, k, ldb), dma_bytes);
+  const bool dma = async_loadable(gl<T, 1, 1>(pa, 1, 1, p.m, args.k, args.lda), dma_bytes) &&
+                   async_loadable(gl<T, 1, 1>(pb, 1, 1, p.n, args.k, args.ldb), dma_bytes);
   const dim3 grid{unsigned(((p.m + gemm_fp8_tile - 1) / gemm_fp8_tile) * ((p.n + gemm_fp8_tile - 1) / gemm_fp8_tile)), 1, 1};
-  if (dma) hipLaunchKernelGGL((kernels::gemm_fp8<T, TOut, true, true, false, Form>), grid, dim3(256), 0, p.stream, args);
-  else hipLaunchKernelGGL((kernels::gemm_fp8<T, TOut, true, false, false, Form>), grid, dim3(256), 0, p.stream, args);
+  if (dma) hipLaunchKernelGGL((kernels::gemm_fp8<T, float, true, true, false, Form>), grid, dim3(256), 0, p.stream, args);
+  else hipLaunchKernelGGL((kernels::gemm_fp8<T, float, true, false, false, Form>), grid, dim3(256), 0, p.stream, args);
 }
 
 template <int FA, int FB>
 void launch(const GemmMxProblem& p, const kernels::GemmMxArgs& args, int dma_bytes) {
+  if constexpr (on_pingpong<FA, FB>) {
+    if (launch_pingpong<FA, FB>(p, args, dma_bytes)) return;
+  }
   if constexpr (on_fp8_kernel<FA, FB>) {
-    if (p.c_type == scalar_type::fp32) launch_form<FA, FB, float>(p, args, dma_bytes);
-    else if (p.c_type == scalar_type::bf16) launch_form<FA, FB, bf16>(p, args, dma_bytes);
-    else launch_form<FA, FB, half>(p, args, dma_bytes);
+    launch_form<FA, FB>(p, args, dma_bytes);
   } else {
     const dim3 grid{unsigned(((p.m + gemm_mx_tile - 1) / gemm_mx_tile) * ((p.n + gemm_mx_tile - 1) / gemm_mx_tile)), 1, 1};
     hipLaunchKernelGGL((kernels::gemm_mx<FA, FB>), grid, dim3(256), 0, p.stream, args);

@@ -29,30 +29,69 @@
 
 namespace hk::kernels {
 
+// A form may stage data of its own through LDS beside the tiles (hk::gemm_mx's scales): its `shared` struct lives
+// in LDS, its wave's fill_a / fill_b issue LDS DMA loads with each A / B fill (`loads_b` of them per wave with B's,
+// which the B group's waits count), waited for with the tiles, and read_staged reads a step's share out of its stage
+// after the fragments. A staging form with `fills_tiles` fills the A and B stages itself too (fill_tiles, in the
+// place of the stages' own fill; hk::gemm_mx's fp6, whose blocks are laid out apart in LDS).
+template <class Form>
+concept staging_form = requires { typename Form::shared; };
+struct no_staging {};
+template <class Form>
+struct form_staging {
+  using shared = no_staging;
+  static constexpr int loads_b = 0;
+  static constexpr bool fills_tiles = false;
+};
+template <staging_form Form>
+struct form_staging<Form> {
+  using shared = typename Form::shared;
+  static constexpr int loads_b = Form::loads_b;
+  static constexpr bool fills_tiles = Form::fills_tiles;
+};
+template <class Form>
+using form_shared = typename form_staging<Form>::shared;
+
 namespace detail {
 
 // One wave group's side of the schedule, with its role fixed at compile time: each side's code keeps only its own
 // loads' addresses live, which is what keeps the accumulators, fragments and addresses within the registers.
 template <bool LoadsA, bool InsideB, class TIn, bool BIsNK, int BM, int BN, int BK, int WM, int WN, class Form, class Stages,
           class View>
-__device__ __attribute__((always_inline)) inline void pingpong(const typename Form::Args& p, Stages& s, const View& v) {
+__device__ __attribute__((always_inline)) inline void pingpong(const typename Form::Args& p, Stages& s, form_shared<Form>& fs,
+                                                               const View& v) {
   constexpr int waves_n = BN / WN;
   using Half = group<4>;
-  constexpr int b_loads = async_loads<Half, typename Stages::BTile>;
+  constexpr int b_loads = async_loads<Half, typename Stages::BTile> + form_staging<Form>::loads_b;
   const async_wave<Half> wave;
-  auto fill = [&](int kt) __attribute__((always_inline)) {
-    if constexpr (LoadsA) s.template fill_a<true>(v, kt, kt & 1, wave);
-    else s.template fill_b<true>(v, kt, kt & 1, wave);
-  };
-  const int wr = wave_id() / waves_n, wc = wave_id() % waves_n;
+  // A staging form takes the wave's place as scalars (readfirstlane), so that what derives from it stays out of the
+  // VGPRs kept across the loop.
+  const int wave_s = staging_form<Form> ? __builtin_amdgcn_readfirstlane(wave_id()) : wave_id();
+  const int wr = wave_s / waves_n, wc = wave_s % waves_n;
   const int steps = (p.k + BK - 1) / BK;
   typename Form::template wave<WM, WN> form(p, BM * v.tile_m + WM * wr, BN * v.tile_n + WN * wc);
+  auto fill = [&](int kt) __attribute__((always_inline)) {
+    if constexpr (form_staging<Form>::fills_tiles) form.template fill_tiles<LoadsA, false>(p, s, fs, v, kt, kt & 1, wave);
+    else if constexpr (LoadsA) s.template fill_a<true>(v, kt, kt & 1, wave);
+    else s.template fill_b<true>(v, kt, kt & 1, wave);
+    if constexpr (form_staging<Form>::fills_tiles) return;
+    else if constexpr (staging_form<Form> && LoadsA) form.fill_a(p, fs, v, kt, kt & 1, wave);
+    else if constexpr (staging_form<Form>) form.fill_b(p, fs, v, kt, kt & 1, wave);
+  };
+  auto fill_b_inside = [&](int kt, int stage) __attribute__((always_inline)) {
+    if constexpr (form_staging<Form>::fills_tiles) {
+      form.template fill_tiles<false, true>(p, s, fs, v, kt, stage, wave);
+    } else {
+      s.template fill_b<true, true>(v, kt, stage, wave);
+      if constexpr (staging_form<Form>) form.fill_b(p, fs, v, kt, stage, wave);
+    }
+  };
   form.prefetch(p, 0);
   // The first loads, then the accumulators zeroed while they fly (the empty asms keep the compiler from moving
   // the zeroing, a cycle per register, behind the barriers, where it delayed the first MFMAs).
   if constexpr (InsideB) {  // straight-line: B(1) is B(0) again where K is one step
-    s.template fill_b<true, true>(v, 0, 0, wave);
-    s.template fill_b<true, true>(v, steps > 1 ? 1 : 0, 1, wave);
+    fill_b_inside(0, 0);
+    fill_b_inside(steps > 1 ? 1 : 0, 1);
   } else {
     fill(0);
     if (!LoadsA && steps > 1) fill(1);
@@ -87,6 +126,7 @@ __device__ __attribute__((always_inline)) inline void pingpong(const typename Fo
     } else {
       wait_vmcnt<0>();
     }
+    if constexpr (staging_form<Form>) form.read_staged(fs, stage);  // after the fill: its registers free under it
     // Compute phase: the MFMAs, at raised priority (raised before the barrier and lowered after the next, so that
     // nothing but the barrier lies between one group's last MFMA and the other's first); group 1 issues B two steps
     // ahead, group 0 waits for its A after its MFMAs.
@@ -102,7 +142,7 @@ __device__ __attribute__((always_inline)) inline void pingpong(const typename Fo
       // Every B tile inside the operand: the loads without a branch, one after each of the first MFMAs, so that the
       // matrix cores start at once and the loads issue in the shadow of the multiplies. Past the last step they
       // load the last step's tile again, into the stage this step has consumed (nobody reads it again).
-      s.template fill_b<true, true>(v, kt + 2 < steps ? kt + 2 : steps - 1, stage, wave);
+      fill_b_inside(kt + 2 < steps ? kt + 2 : steps - 1, stage);
       mma();
       interleave_mfma<b_loads, 1, sched::vmem>();
     } else {
@@ -132,13 +172,14 @@ __global__ __launch_bounds__(512) void gemm_pingpong(typename Form::Args p) {
   constexpr int BK = (arch::current::lds_bytes >= 128 * 1024 ? 128 : 64) / int(sizeof(TIn));
   using Stages = GemmStages<TIn, BM, BN, BK, BIsNK, group<4>>;
   __shared__ Stages s;
+  __shared__ form_shared<Form> fs;  // (none for a form without staging: the unused variable takes no LDS)
   const GemmView<TIn, TOut, BIsNK, BM, BN, 256 / BM> v(p);
   if (!v.live) return;  // a grouped grid's workgroup without a tile
   // Group 0 loads A; group 1 loads B, without a per-step test where every B tile of the workgroup lies inside B (the
   // last K step's does).
-  if (wave_id() < 4) detail::pingpong<true, false, TIn, BIsNK, BM, BN, BK, WM, WN, Form>(p, s, v);
-  else if (Stages::b_inside(v, (p.k + BK - 1) / BK - 1)) detail::pingpong<false, true, TIn, BIsNK, BM, BN, BK, WM, WN, Form>(p, s, v);
-  else detail::pingpong<false, false, TIn, BIsNK, BM, BN, BK, WM, WN, Form>(p, s, v);
+  if (wave_id() < 4) detail::pingpong<true, false, TIn, BIsNK, BM, BN, BK, WM, WN, Form>(p, s, fs, v);
+  else if (Stages::b_inside(v, (p.k + BK - 1) / BK - 1)) detail::pingpong<false, true, TIn, BIsNK, BM, BN, BK, WM, WN, Form>(p, s, fs, v);
+  else detail::pingpong<false, false, TIn, BIsNK, BM, BN, BK, WM, WN, Form>(p, s, fs, v);
 }
 
 }  // namespace hk::kernels
