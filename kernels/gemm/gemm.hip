@@ -181,12 +181,17 @@ Status launch_skinny(const GemmProblem& p, const kernels::GemmArgs& args) {
   return {};
 }
 
+// Rows per block: 16 up to 16 rows, 64 up to 128, 128 past that. At m > 128, 64-row blocks read B m / 64 times from
+// L2 (1.6 GB at m = 256, over L2's 16 KB a clock; 128-row blocks 0.8 GB), so 128-row blocks win on the model:
+// MI355X fp8 m = 256 51 -> 83%, m = 192 66 -> 73% of the HBM roofline. But a 128-row block over a last block half
+// empty (m % 128 in 1..64) computes padded rows, and where the matrix cores are half as deep (mfma_k 16: gfx942,
+// whose skinny GEMMs near m = 256 are bound by the MFMAs at the clock they lower) that costs more than the L2
+// traffic: MI325X m = 192 bf16 60.0 (128 rows) vs 64.6% (64 rows), fp8 54.0 vs 66.1%.
 template <class TIn>
-Status launch_skinny(const GemmProblem& p, const kernels::GemmArgs& args) {
-  // 128-row blocks for 16-bit inputs only: fp8's 128-row instances spill 2 VGPRs (its two chunks per step in flight).
+Status launch_skinny(const GemmProblem& p, const kernels::GemmArgs& args, const arch::target& target) {
+  const bool rows128 = p.m > 128 && (target.mfma_k >= 32 || p.m % 128 == 0 || p.m % 128 > 64);
   auto rows = [&]<class TOut>(TOut) {
-    if constexpr (!fp8_input<TIn>)
-      if (p.m > 128) return launch_skinny<TIn, TOut, 128>(p, args);
+    if (rows128) return launch_skinny<TIn, TOut, 128>(p, args);
     return p.m <= 16 ? launch_skinny<TIn, TOut, 16>(p, args) : launch_skinny<TIn, TOut, 64>(p, args);
   };
   return p.c_type == scalar_type::fp32 ? rows(float{}) : rows(bf16{});
@@ -225,7 +230,7 @@ Status run(const char* who, const GemmProblem& p, kernels::GemmArgs args, size_t
   const bool dma = p.feed == GemmProblem::Feed::lds_dma || (p.feed == GemmProblem::Feed::automatic && dma_ok);
   (void)hipGetLastError();  // launch errors below are ours alone
   if (args.groups == 0 && p.feed == GemmProblem::Feed::automatic && skinny_fits(p)) {
-    if (Status s = with_input_type(p.ab_type, [&]<class T>(T) { return launch_skinny<T>(p, args); }); !s) return s;
+    if (Status s = with_input_type(p.ab_type, [&]<class T>(T) { return launch_skinny<T>(p, args, *target); }); !s) return s;
   } else {
     with_input_type(p.ab_type, [&]<class T>(T) { launch<T>(p, args, dma, count); });
   }

@@ -122,8 +122,11 @@ __global__ __launch_bounds__(256) void gemm_skinny(SkinnyArgs p) {
   int id = xcd_remap(int(blockIdx.x), int(gridDim.x));
   const int tile_m = id % p.tiles_m;
   id /= p.tiles_m;
-  const int tile_n = id % p.tiles_n, split = id / p.tiles_n;
-  const int m0 = tile_m * BM, n0 = tile_n * WN;
+  const int tile_n = id % p.tiles_n;
+  // The block's origin and split, uniform: read from the first lane so that they live in SGPRs (the division above
+  // runs on the VALU, and its results otherwise held VGPRs to the end, where fp8's 128-row instances spilled them).
+  const int m0 = __builtin_amdgcn_readfirstlane(tile_m * BM), n0 = __builtin_amdgcn_readfirstlane(tile_n * WN);
+  const int split = __builtin_amdgcn_readfirstlane(id / p.tiles_n);
   const int steps = (g.k + KB - 1) / KB, kt_begin = split * (p.split_k / KB);
   const int kt_end = std::min(steps, kt_begin + p.split_k / KB);
   const bool ragged_k = g.k % KB != 0;
@@ -262,12 +265,17 @@ __global__ __launch_bounds__(256) void gemm_skinny(SkinnyArgs p) {
     }
   }
   if (wave > 0) return;
+  // The stores through a view whose origin is the block's (m0, n0): its edge tests compare the lane's row and column
+  // inside the block with the rows and columns left, so no lane's row or column of C (m0 + 16 i + lr, n0 + 16 j + lr:
+  // values the setup computed for A's and B's addresses) is kept live from the setup to here. (Kept, they spilled
+  // 2 VGPRs in the 128-row instances.)
+  const int rows_left = g.m - m0, cols_left = g.n - n0;
   if (p.part) {
-    const gl<float, 1, 1> part(p.part + long(split) * g.m * g.n, 1, 1, g.m, g.n);
-    store_bounded(part, acc, coord{0, 0, tile_m, tile_n});
+    const gl<float, 1, 1> part(p.part + (long(split) * g.m + m0) * g.n + n0, 1, 1, rows_left, cols_left, g.n);
+    store_bounded(part, acc, coord{0, 0, 0, 0});
   } else {
-    const gl<TOut, 1, 1> c(static_cast<TOut*>(g.c), 1, 1, g.m, g.n, g.ldc);
-    store_bounded(c, acc, coord{0, 0, tile_m, tile_n}, g.alpha, g.beta);
+    const gl<TOut, 1, 1> c(static_cast<TOut*>(g.c) + long(m0) * g.ldc + n0, 1, 1, rows_left, cols_left, g.ldc);
+    store_bounded(c, acc, coord{0, 0, 0, 0}, g.alpha, g.beta);
   }
 }
 

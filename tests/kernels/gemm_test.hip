@@ -280,8 +280,10 @@ TEST(GemmSkinny, RowsTypesAndLayouts) {
   }
   run_feed({100, 50, 2048, true, dtype::fp8_e4m3, dtype::fp32}, Feed::automatic);
   run_feed({17, 257, 72, false, dtype::fp8_e5m2, dtype::bf16, -1.f, 2.f}, Feed::automatic);
-  // m > 128: fp8 A * B^T in 64-row blocks; 16-bit A * B and A * B^T in 128-row blocks, n and k ragged.
+  // m > 128: 128-row blocks (gfx942: 64-row ones where the last block is at most half full: m = 150, 192), n and k
+  // ragged; fp8 A * B^T in 128-row blocks on both archs at m = 250.
   run_feed({150, 130, 1000, true, dtype::fp8_e4m3, dtype::fp32, 0.5f, 1.f}, Feed::automatic);
+  run_feed({250, 70, 1000, true, dtype::fp8_e5m2, dtype::bf16, -1.f, 0.5f}, Feed::automatic);
   run_feed({192, 90, 520, false, dtype::f16, dtype::bf16}, Feed::automatic);
   run_feed({200, 100, 328, true, dtype::bf16, dtype::fp32, 1.f, -1.f}, Feed::automatic);
 }
