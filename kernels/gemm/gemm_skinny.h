@@ -4,9 +4,9 @@
 // have to keep out of the way. The model of attention_decode.h, which reaches 97% of HBM the same way:
 //   - A workgroup of 4 waves owns a BM x WN block of C (BM = 16 or 64 rows and WN = 32 columns, or for m > 128
 //     BM = 128 and WN = 64: every block reads its B columns and A rows from L2, so 64-row blocks at m = 256 read B
-//     four times, 1.6 GB against L2's 16 KB per clock, twice the HBM time; 128 x 64 blocks read 0.77 GB, under it)
-//     and a range of K steps
-//     (a split); its waves take the range's steps in turn (wave w: steps w, w + 4, ...), each with its own
+//     four times, 1.6 GB against L2's 16 KB per clock, twice the HBM time; 128 x 64 blocks read 0.77 GB, under it;
+//     on gfx942 64-row blocks where the last 128-row block would be at most half full: launch_skinny in gemm.hip)
+//     and a range of K steps (a split); its waves take the range's steps in turn (wave w: steps w, w + 4, ...), each with its own
 //     accumulators, and meet once at the end, where waves 1..3 hand theirs to wave 0 through LDS and wave 0 adds them
 //     in wave order. No barrier in the loop: a wave waits for nothing but its own loads.
 //   - Loads go from memory straight to VGPRs, 16 bytes per lane (dwordx4). A step is KB = 64 NC bytes of each row of
