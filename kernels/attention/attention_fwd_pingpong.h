@@ -165,8 +165,9 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
         }(std::make_integer_sequence<int, mfmas>{});
       }
       if constexpr (qk && V.softcap) {  // softcap's tanh of s[h], before the masks of the next phase (see the top)
+        static_assert(!V.alibi, "ALiBi's bias runs in C(h) above (the host refuses the two together)");
         sched_barrier();
-        me.bias(s[h], view, p, 2 * j + 2 + h);
+        p.cap.apply(s[h]);
       }
       sched_barrier();
       if constexpr (h == 1) wait_vmcnt<0>();  // K(j+2), V(j+1) (group 1 has none: no branch)
