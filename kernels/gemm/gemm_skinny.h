@@ -7,8 +7,10 @@
 //     four times, 1.6 GB against L2's 16 KB per clock, twice the HBM time; 128 x 64 blocks read 0.77 GB, under it;
 //     on gfx942 64-row blocks where the last 128-row block would be at most half full: launch_skinny in gemm.hip)
 //     and a range of K steps (a split); its waves take the range's steps in turn (wave w: steps w, w + 4, ...), each with its own
-//     accumulators, and meet once at the end, where waves 1..3 hand theirs to wave 0 through LDS and wave 0 adds them
-//     in wave order. No barrier in the loop: a wave waits for nothing but its own loads.
+//     accumulators, and meet once at the end, through LDS: wave w sums band w of the block (BM / 4 rows; at BM = 16
+//     wave 0 all of it) over the four waves in wave order and stores it, so the sums are the same whichever wave
+//     takes them, and no wave idles while one stores the block. No barrier in the loop: a wave waits for nothing
+//     but its own loads.
 //   - Loads go from memory straight to VGPRs, 16 bytes per lane (dwordx4). A step is KB = 64 NC bytes of each row of
 //     K; lane l reads rows l % 16 (+16 i) and the 16-byte chunks 4 u + l / 16 (u < NC) of the step, so the four lane
 //     groups read 64 contiguous bytes of a row per instruction and a wave's NC loads of a row cover it whole. The
@@ -27,9 +29,10 @@
 //     and gemm_skinny_reduce sums the splits in split order, then applies alpha and beta: every sum is taken in a
 //     fixed order, so results are bit-identical from run to run.
 //   - Edges: rows of A and B past M and N are clamped to the last row (read, never stored); the last step of a K that
-//     is not a whole number of steps reads chunk by chunk and zero-fills past K (A and B both, so no product of
-//     garbage can reach C), and a K x N B's column chunks that cross N likewise. The host takes this kernel only where
-//     A's and B's rows start on 16-byte boundaries (else the tiled kernels run).
+//     is not a whole number of steps zeroes the elements past K of each chunk (A and B both, so no product of
+//     garbage can reach C), and a K x N B's column chunks that cross N likewise, without a branch (load_clamped,
+//     mask). The host takes this kernel only where A's and B's rows start on 16-byte boundaries (else the tiled
+//     kernels run).
 #pragma once
 #include <utility>
 
@@ -65,17 +68,24 @@ struct SkinnyShape {
 
 namespace skinny {
 
-// A 16-byte chunk of `valid` elements at p (>= LE: all of it, one load), the rest zero.
+// The 16-byte chunk at p (16-byte aligned), or at `safe` (a chunk known to lie inside the tensor) where it holds no
+// element inside it (valid <= 0). No branch (branching per lane on each chunk of a masked step held exec masks in
+// SGPRs, which the 16-row instances spilled): the chunk is read whole where it holds an element inside the tensor,
+// since its 16 aligned bytes then lie in the same page as that element, and mask() zeroes the elements past the edge.
 template <class T>
-__device__ inline uint4 load_chunk(const T* p, int valid) {
-  constexpr int LE = 16 / int(sizeof(T));
-  if (valid >= LE) return *reinterpret_cast<const uint4*>(p);
-  using U = std::conditional_t<sizeof(T) == 2, uint16_t, uint8_t>;
-  hk::detail::chunk<U, LE> c;
-  const U* q = reinterpret_cast<const U*>(p);
-#pragma unroll
-  for (int e = 0; e < LE; ++e) c.v[e] = e < valid ? q[e] : U(0);
-  return __builtin_bit_cast(uint4, c);
+__device__ inline uint4 load_clamped(const T* p, const T* safe, int valid) {
+  return *reinterpret_cast<const uint4*>(valid > 0 ? p : safe);
+}
+// x with its elements from `valid` on zeroed (valid <= 0: all of them).
+template <class T>
+__device__ inline uint4 mask(uint4 x, int valid) {
+  int bytes = valid * int(sizeof(T));
+  asm volatile("" : "+v"(bytes));  // made here, after the loads (not hoisted ahead of them, holding registers)
+  auto keep = [&](unsigned w, int d) {  // dword d's bytes below `bytes`
+    const int n = std::clamp(bytes - 4 * d, 0, 4);
+    return w & unsigned((uint64_t(1) << (8 * n)) - 1);
+  };
+  return uint4{keep(x.x, 0), keep(x.y, 1), keep(x.z, 2), keep(x.w, 3)};
 }
 
 // The position in the permuted K order (the row of the col-layout tile the MFMA reads) of K row r of a sub-block:
@@ -103,17 +113,20 @@ __global__ __launch_bounds__(256) void gemm_skinny(SkinnyArgs p) {
   using a_sub = rt<T, BM, KS>;
   using b_sub = std::conditional_t<BIsNK, rt<T, WN, KS>, rt<T, KS, WN, layout::col>>;
   using acc_t = rt_acc<BM, WN>;
+  // The epilogue's bands: BR rows each, one per wave (a single band, wave 0's, at BM = 16).
+  constexpr int BR = BM >= 64 ? BM / 4 : BM, bands = BM / BR;
+  using band_t = rt_acc<BR, WN>;
   static_assert(sizeof(a_sub) == MB * UPS * 16 && sizeof(b_sub) == NB * UPS * 16, "gemm_skinny: sub-tiles are the chunks");
   using b_lds = st<T, KS, WN>;
-  // LDS: the waves' B sub-blocks in the loop (K x N only), then waves 1..3's accumulators, in as many rounds as
-  // the arch's LDS needs (sizeof: one lane's).
+  // LDS: the waves' B sub-blocks in the loop (K x N only), then each wave's accumulators of the bands it does not
+  // own (three blocks' worth in all), in as many rounds as the arch's LDS needs (sizeof: one lane's).
   constexpr int lds_b = BIsNK ? 0 : 4 * int(sizeof(b_lds)), acc_bytes = 3 * 64 * int(sizeof(acc_t));
   constexpr int reduce_rounds = [] {
     int r = 1;
     while (acc_bytes / r > arch::current::lds_bytes) r *= 2;
     return r;
   }();
-  static_assert(acc_bytes % (reduce_rounds * 3 * 64 * 16) == 0, "gemm_skinny: whole accumulator blocks per round");
+  static_assert(acc_bytes % (reduce_rounds * 3 * bands * 64 * 16) == 0, "gemm_skinny: whole band blocks per round");
   constexpr int lds_acc = acc_bytes / reduce_rounds;
   __shared__ __attribute__((aligned(16))) char lds[lds_b > lds_acc ? lds_b : lds_acc];
 
@@ -150,17 +163,23 @@ __global__ __launch_bounds__(256) void gemm_skinny(SkinnyArgs p) {
 
   constexpr int D = Shape::D;
   uint4 ra[D][MB][NC], rb[D][NB * NC];  // D register sets: the steps in flight
+  auto load16 = [](const T* q) __attribute__((always_inline)) { return *reinterpret_cast<const uint4*>(q); };
   // Step kt's loads into set S; Masked: chunk by chunk inside K (and N), zeros outside.
   auto issue = [&]<bool Masked, int S>(int kt) __attribute__((always_inline)) {
-    const int k0 = kt * KB;
+    int k0 = kt * KB;
+    // Masked: k0 opaque, so that the step's addresses and masks are made here: known loop-invariant (the masked step
+    // is the last), they were hoisted out of the loop and held some 80 VGPRs through it.
+    if constexpr (Masked) asm volatile("" : "+s"(k0));
 #pragma unroll
     for (int u = 0; u < NC; ++u) {
-      const int kk = k0 + LE * 4 * u, valid = Masked ? g.k - kk - LE * lg : LE;
+      const int kk = k0 + LE * 4 * u, valid = g.k - kk - LE * lg;
 #pragma unroll
-      for (int i = 0; i < MB; ++i) ra[S][i][u] = skinny::load_chunk(arow[i] + kk, valid);
+      for (int i = 0; i < MB; ++i)
+        ra[S][i][u] = Masked ? skinny::load_clamped(arow[i] + kk, arow[i] - LE * lg, valid) : load16(arow[i] + kk);
       if constexpr (BIsNK) {
 #pragma unroll
-        for (int i = 0; i < NB; ++i) rb[S][i * NC + u] = skinny::load_chunk(brow[i] + kk, valid);
+        for (int i = 0; i < NB; ++i)
+          rb[S][i * NC + u] = Masked ? skinny::load_clamped(brow[i] + kk, brow[i] - LE * lg, valid) : load16(brow[i] + kk);
       }
     }
     if constexpr (!BIsNK) {
@@ -168,7 +187,28 @@ __global__ __launch_bounds__(256) void gemm_skinny(SkinnyArgs p) {
       for (int q = 0; q < LOADS; ++q) {
         const int k = k0 + q * RPI;  // + this lane's row lane / CR
         const T* src = brow[0] + long(k) * g.ldb;
-        rb[S][q] = Masked ? (k + lane / CR < g.k ? skinny::load_chunk(src, b_cols) : uint4{0, 0, 0, 0}) : skinny::load_chunk(src, LE);
+        rb[S][q] = Masked ? skinny::load_clamped(src, B, k + lane / CR < g.k ? b_cols : 0) : load16(src);
+      }
+    }
+    // The masks, after the loads are issued (recomputed here: nothing held across the loads).
+    if constexpr (Masked) {
+      sched_barrier();
+#pragma unroll
+      for (int u = 0; u < NC; ++u) {
+        const int valid = g.k - (k0 + LE * 4 * u) - LE * lg;
+#pragma unroll
+        for (int i = 0; i < MB; ++i) ra[S][i][u] = skinny::mask<T>(ra[S][i][u], valid);
+        if constexpr (BIsNK) {
+#pragma unroll
+          for (int i = 0; i < NB; ++i) rb[S][i * NC + u] = skinny::mask<T>(rb[S][i * NC + u], valid);
+        }
+      }
+      if constexpr (!BIsNK) {
+#pragma unroll
+        for (int q = 0; q < LOADS; ++q) {
+          const int k = k0 + q * RPI;
+          rb[S][q] = skinny::mask<T>(rb[S][q], k + lane / CR < g.k ? b_cols : 0);
+        }
       }
     }
   };
@@ -237,45 +277,64 @@ __global__ __launch_bounds__(256) void gemm_skinny(SkinnyArgs p) {
   if ((BIsNK || cols_whole) && !(ragged_k && kt_end == steps)) run.template operator()<true>(std::make_integer_sequence<int, D>{});
   else run.template operator()<false>(std::make_integer_sequence<int, D>{});
 
-  // The waves' sums, in wave order, by wave 0, through LDS in rounds of as many accumulator blocks as it holds.
+  // The waves' sums, band by band: band b (BR rows of the block; one band of all BM rows at BM = 16) is summed by
+  // wave b in wave order, acc of wave 0 + wave 1's + wave 2's + wave 3's (the same sum, term for term, whichever wave
+  // takes it: bit-identical to one wave taking all), and stored by it. Each wave hands the bands it does not own to
+  // their owners through LDS, in as many rounds as the arch's LDS needs; its own band it copies out of acc.
   using f4 = float __attribute__((ext_vector_type(4)));
   f4* red = reinterpret_cast<f4*>(lds);
-  constexpr int blocks = acc_t::tiles_r * acc_t::tiles_c, per_round = blocks / reduce_rounds;
+  constexpr int TB = band_t::tiles_r, per_round = TB * acc_t::tiles_c / reduce_rounds;
+  band_t own;
+#pragma unroll
+  for (int b = 0; b < bands; ++b)
+    if (b == wave) {
+#pragma unroll
+      for (int i = 0; i < TB; ++i)
+#pragma unroll
+        for (int j = 0; j < acc_t::tiles_c; ++j) __builtin_memcpy(own.data[i][j], acc.data[b * TB + i][j], 16);
+    }
+  // Slot of writer v in band b's region (the three waves other than b, in wave order).
+  auto slot = [&](int b, int v, int k) { return ((b * 3 + v - (v > b)) * per_round + k) * 64 + lane; };
 #pragma unroll
   for (int round = 0; round < reduce_rounds; ++round) {
     barrier();
-    if (wave > 0) {
 #pragma unroll
-      for (int b = 0; b < per_round; ++b) {
-        const float* x = acc.data[(round * per_round + b) / acc_t::tiles_c][(round * per_round + b) % acc_t::tiles_c];
-        red[((wave - 1) * per_round + b) * 64 + lane] = f4{x[0], x[1], x[2], x[3]};
+    for (int b = 0; b < bands; ++b)
+      if (b != wave) {
+#pragma unroll
+        for (int k = 0; k < per_round; ++k) {
+          const int t = round * per_round + k;
+          const float* x = acc.data[b * TB + t / acc_t::tiles_c][t % acc_t::tiles_c];
+          red[slot(b, wave, k)] = f4{x[0], x[1], x[2], x[3]};
+        }
+      }
+    barrier();
+    if (wave < bands) {
+#pragma unroll
+      for (int k = 0; k < per_round; ++k) {
+        const int t = round * per_round + k;
+        float* x = own.data[t / acc_t::tiles_c][t % acc_t::tiles_c];
+        f4 s = wave == 0 ? f4{x[0], x[1], x[2], x[3]} : red[slot(wave, 0, k)];
+#pragma unroll
+        for (int v = 1; v < 4; ++v) s += v == wave ? f4{x[0], x[1], x[2], x[3]} : red[slot(wave, v, k)];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) x[e] = s[e];
       }
     }
-    barrier();
-    if (wave == 0) {
-#pragma unroll
-      for (int w = 0; w < 3; ++w)
-#pragma unroll
-        for (int b = 0; b < per_round; ++b) {
-          const f4 y = red[(w * per_round + b) * 64 + lane];
-          float* x = acc.data[(round * per_round + b) / acc_t::tiles_c][(round * per_round + b) % acc_t::tiles_c];
-#pragma unroll
-          for (int e = 0; e < 4; ++e) x[e] += y[e];
-        }
-    }
   }
-  if (wave > 0) return;
-  // The stores through a view whose origin is the block's (m0, n0): its edge tests compare the lane's row and column
-  // inside the block with the rows and columns left, so no lane's row or column of C (m0 + 16 i + lr, n0 + 16 j + lr:
+  // The band's rows left (none: the band lies past M).
+  const int r0 = m0 + BR * wave, rows_left = g.m - r0, cols_left = g.n - n0;
+  if (wave >= bands || rows_left <= 0) return;
+  // The stores through a view whose origin is the band's (r0, n0): its edge tests compare the lane's row and column
+  // inside the band with the rows and columns left, so no lane's row or column of C (m0 + 16 i + lr, n0 + 16 j + lr:
   // values the setup computed for A's and B's addresses) is kept live from the setup to here. (Kept, they spilled
   // 2 VGPRs in the 128-row instances.)
-  const int rows_left = g.m - m0, cols_left = g.n - n0;
   if (p.part) {
-    const gl<float, 1, 1> part(p.part + (long(split) * g.m + m0) * g.n + n0, 1, 1, rows_left, cols_left, g.n);
-    store_bounded(part, acc, coord{0, 0, 0, 0});
+    const gl<float, 1, 1> part(p.part + (long(split) * g.m + r0) * g.n + n0, 1, 1, rows_left, cols_left, g.n);
+    store_bounded(part, own, coord{0, 0, 0, 0});
   } else {
-    const gl<TOut, 1, 1> c(static_cast<TOut*>(g.c) + long(m0) * g.ldc + n0, 1, 1, rows_left, cols_left, g.ldc);
-    store_bounded(c, acc, coord{0, 0, 0, 0}, g.alpha, g.beta);
+    const gl<TOut, 1, 1> c(static_cast<TOut*>(g.c) + long(r0) * g.ldc + n0, 1, 1, rows_left, cols_left, g.ldc);
+    store_bounded(c, own, coord{0, 0, 0, 0}, g.alpha, g.beta);
   }
 }
 
