@@ -98,6 +98,14 @@ ATTN_FEATURES = {
     "dropout 0.1": ["--dropout", "0.1"],
 }
 ATTN_FEATURE_PRODUCTS = ("mi300x", "mi355x")
+# The features at Gemma's head dim 256 (the wide kernels' one featured instance, which also runs them together),
+# against the plain D256 row of ATTN_HEAD_DIMS.
+ATTN_WIDE_FEATURES = {
+    "softcap 30": ["--softcap", "30"],
+    "ALiBi": ["--alibi"],
+    "dropout 0.1": ["--dropout", "0.1"],
+    "softcap 30 + ALiBi + dropout 0.1": ["--softcap", "30", "--alibi", "--dropout", "0.1"],
+}
 # Head dims beyond 128 (Gemma's 256, DeepSeek-V3's 192 for Q/K with 128 for V), same shape otherwise.
 ATTN_HEAD_DIMS = {
     "128": ["--d", "128"],
@@ -240,6 +248,7 @@ def cases(only, products, quick):
         # The features at D128 and the head dims, forward and backward at GQA N8192 B16.
         rows = [("attn_feature", name, ["--d", "128"] + flags) for name, flags in ATTN_FEATURES.items()]
         rows += [("attn_heads", name, flags) for name, flags in ATTN_HEAD_DIMS.items()]
+        rows += [("attn_wide_feature", name, ["--d", "256"] + flags) for name, flags in ATTN_WIDE_FEATURES.items()]
         for kind, name, flags in [] if quick else rows:
             for product in products:
                 if product in ATTN_FEATURE_PRODUCTS:
@@ -409,6 +418,23 @@ def write_markdown(results, products, path):
             cells.append(f"{launches[0]['tflops']:.0f} / {overall(launches)['tflops']:.0f}" if launches else "")
         if any(cells):
             lines.append(f"| {heads} | " + " | ".join(cells) + " |")
+    lines += ["", "## Attention features at head dim 256, bf16, B16 GQA H64 Hkv8 N8192: forward / backward TFLOP/s (Δ "
+              "against the plain D256 kernel)", "", "| feature | " + " | ".join(names[p] for p in feature_products) + " |",
+              "|---|" + "---|" * len(feature_products)]
+    for feature in ATTN_WIDE_FEATURES:
+        cells = []
+        for p in feature_products:
+            launches, plain = get(("attn_wide_feature", feature, p)), get(("attn_heads", "256", p))
+            if not launches:
+                cells.append("")
+            elif plain:
+                fwd, bwd = launches[0]["tflops"], overall(launches)["tflops"]
+                cells.append(f"{fwd:.0f} ({pct(fwd, plain[0]['tflops'])}) / {bwd:.0f} "
+                             f"({pct(bwd, overall(plain)['tflops'])})")
+            else:
+                cells.append(f"{launches[0]['tflops']:.0f} / {overall(launches)['tflops']:.0f}")
+        if any(cells):
+            lines.append(f"| {feature} | " + " | ".join(cells) + " |")
     lines += ["", "## Memory-bound kernels, bf16, forward: ms (GB/s)", "",
               "rotary: Q alone, B16 S=N H16 D128 (read and written once); LayerNorm: dropout p=0.1 + residual, "
               "B16 x N rows of 2048 (x, residual in; y, r, statistics out; no mask: the backward regenerates it from Philox).", "",

@@ -9,8 +9,9 @@
 //   - softcap > 0 caps the scaled scores before the softmax, as flash-attention's softcap: x -> softcap tanh(x /
 //     softcap); the backward differentiates through it.
 //   - ALiBi (flash-attention's alibi_slopes): -slope(b, h) |i + Sk - Sq - j| is added to the scaled score of query i
-//     and key j (after softcapping, which cannot be combined with it yet). The LSE includes the bias (for causal
-//     masks flash-attention's drops its per-row constant; O is the same). The slopes get no gradient.
+//     and key j (after softcapping: the capped logit takes it; the two together at head dims 192 and 256 only). The
+//     LSE includes the bias (for causal masks flash-attention's drops its per-row constant; O is the same). The
+//     slopes get no gradient.
 //   - sinks: one logit z_h per query head joins every row's softmax denominator as a key with no value (gpt-oss):
 //     O = sum_j e^(x_j) v_j / (e^(z_h) + sum_j e^(x_j)); the LSE includes it; the backward also gives dz (dsinks).
 //   - LSE is fp32, the natural log of the row's softmax denominator (scores scaled): (B, Hq, Sq), contiguous. A row
@@ -64,7 +65,7 @@ struct AttentionInputs {
   // dropout_seed: a function of the problem alone (not of tiles, launches or arch), which the backward regenerates.
   // Flash-attention's 8-bit decisions: an element is kept when its 8 random bits are <= floor(255 (1 - p)), so with
   // probability within 1/256 of 1 - p; p at most 1 - 2^-8.
-  // Not with softcap or ALiBi yet.
+  // With softcap or ALiBi at head dims 192 and 256 (and 192 / 128) only: 64 and 128 run one of the three at a time.
   float dropout_p = 0.f;
   uint64_t dropout_seed = 0, dropout_offset = 0;
   bool causal = false;

@@ -65,9 +65,6 @@ Status validate(const AttentionInputs& p, const void* o) {
   if (!kernels::attn_head_dims(p.head_dim, value_dim(p)))
     return invalid("head_dim (Q, K) and head_dim_v (V, O) must both be 64, 128, 192 or 256, or 192 and 128 (got " +
                    std::to_string(p.head_dim) + " and " + std::to_string(value_dim(p)) + ")");
-  if (kernels::attn_wide(p.head_dim, value_dim(p)) && (p.softcap > 0.f || p.alibi_slopes || p.dropout_p > 0.f))
-    return invalid("softcap, ALiBi and dropout run at head dims 64 and 128 only (got head_dim " +
-                   std::to_string(p.head_dim) + "): pass none of them");
   if (p.type != scalar_type::bf16 && p.type != scalar_type::f16 && !is_fp8(p))
     return invalid(std::string("Q, K, V and O must be bf16 or f16 (or Q, K and V fp8_e4m3 for the forward), not ") +
                    to_string(p.type));
@@ -82,16 +79,19 @@ Status validate(const AttentionInputs& p, const void* o) {
     return invalid("softmax_scale must be positive and finite, or 0 for 1 / sqrt(head_dim)");
   if (!(std::isfinite(p.softcap) && p.softcap >= 0.f))
     return invalid("softcap must be positive and finite, or 0 for none (got " + std::to_string(p.softcap) + ")");
-  if (p.alibi_slopes && p.softcap > 0.f)
-    return invalid("softcap and ALiBi together are not supported yet: pass one of them");
+  const bool wide = kernels::attn_wide(p.head_dim, value_dim(p));  // (its one featured instance runs any combination)
+  if (!wide && p.alibi_slopes && p.softcap > 0.f)
+    return invalid("softcap and ALiBi together run at the wide head dims (192, 256, 192 / 128) only yet: pass one "
+                   "of them");
   if (!(p.dropout_p >= 0.f && p.dropout_p < 1.f))
     return invalid("dropout_p must be in [0, 1) (got " + std::to_string(p.dropout_p) + ")");
   if (p.dropout_p > 0x1.fep-1f)  // the kernels compare 8-bit values (dropout_keep_max8)
     return invalid("dropout_p must be at most 1 - 2^-8, the mask's resolution: an element is kept when its 8 random "
                    "bits are <= floor(255 (1 - p)), flash-attention's rule, so at least 1/256 of them are (got " +
                    std::to_string(p.dropout_p) + ")");
-  if (p.dropout_p > 0.f && (p.softcap > 0.f || p.alibi_slopes))
-    return invalid("dropout with softcap or ALiBi is not supported yet: pass dropout_p = 0 or neither of them");
+  if (!wide && p.dropout_p > 0.f && (p.softcap > 0.f || p.alibi_slopes))
+    return invalid("dropout with softcap or ALiBi runs at the wide head dims (192, 256, 192 / 128) only yet: pass "
+                   "dropout_p = 0 or neither of them");
   if (p.alibi_slopes && p.alibi_batch_stride != 0 && p.alibi_batch_stride < p.heads_q)
     return invalid("alibi_batch_stride must be 0 (one slope per head) or at least heads_q (got " +
                    std::to_string(p.alibi_batch_stride) + ")");
@@ -165,11 +165,13 @@ Status read_cu_seqlens(const char* name, const int* cu, int batch, int& total, i
 }
 
 // f(T, dims, variant) for the problem's element type, head dims (dims: a kernels::AttnDims) and variant, as
-// compile-time constants: the one place the kernel instances are chosen (wide heads: the plain variant only).
+// compile-time constants: the one place the kernel instances are chosen. Wide heads: the plain variant, or the
+// dynamic one for any features (one instance a kernel, the features read from the arguments).
 template <class F>
 void dispatch(const AttentionInputs& p, F f) {
   using kernels::AttnVariant;
-  constexpr AttnVariant plain{}, capped{.softcap = true}, alibi{.alibi = true}, dropped{.dropout = true};
+  constexpr AttnVariant plain{}, capped{.softcap = true}, alibi{.alibi = true}, dropped{.dropout = true},
+      dynamic{.dynamic = true};
   auto variant = [&](auto t, auto d) {
     if (p.dropout_p > 0.f) f(t, d, std::integral_constant<AttnVariant, dropped>{});
     else if (p.softcap > 0.f) f(t, d, std::integral_constant<AttnVariant, capped>{});
@@ -178,7 +180,10 @@ void dispatch(const AttentionInputs& p, F f) {
   };
   auto dim = [&](auto t) {
     using kernels::AttnDims;
-    auto wide = [&](auto d) { f(t, d, std::integral_constant<AttnVariant, plain>{}); };
+    auto wide = [&](auto d) {
+      if (p.dropout_p > 0.f || p.softcap > 0.f || p.alibi_slopes) f(t, d, std::integral_constant<AttnVariant, dynamic>{});
+      else f(t, d, std::integral_constant<AttnVariant, plain>{});
+    };
     if (p.head_dim == 64) variant(t, std::integral_constant<AttnDims, AttnDims{64, 64}>{});
     else if (p.head_dim == 128) variant(t, std::integral_constant<AttnDims, AttnDims{128, 128}>{});
     else if (p.head_dim == 256) wide(std::integral_constant<AttnDims, AttnDims{256, 256}>{});
@@ -288,6 +293,7 @@ Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides
   a.q_tiles = (longest_q + rows - 1) / rows;
   const float scale = p.softmax_scale > 0.f ? p.softmax_scale : 1.f / std::sqrt(float(p.head_dim));
   a.scale = scale, a.scale_log2 = float(double(scale) * 1.4426950408889634);
+  a.alibi_unit = p.softcap > 0.f ? p.softcap : scale;  // ALiBi joins the capped score (alibi_slope)
   a.o_scale = 1.f;
   if (p.softcap > 0.f) {
     const double cap = p.softcap, log2e = 1.4426950408889634;

@@ -20,7 +20,8 @@
 // (1 - p) (kernel 2 also P on its way into dV); dS takes the whole P, and delta needs nothing (O holds the dropout).
 // With ALiBi (AttnVariant) both kernels add the bias to the recomputed scores as the forward does (no gradient: the
 // slopes are constants, as in flash-attention). With softcapping both kernels cap the recomputed scores as the
-// forward does, and scale dP - delta by the cap's slope at them before the masks (attn_bwd_cap; pairs: P by it).
+// forward does, and scale dP - delta by the cap's slope at them before the masks (attn_bwd_cap; pairs: P by it). The
+// wide heads' one featured instance (AttnVariant::dynamic) runs any of them together, tested a step, in that order.
 // The products that accumulate over queries (kernel 2) or keys (kernel 3) take their k operand straight from the
 // previous accumulator in acc order (ops/acc_order.h), like the forward's P V: P, dS (kernel 2) and dS^T (kernel 3)
 // never leave the registers; the other operand is the staged tile read in the same order and used transposed
@@ -320,34 +321,43 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     // against 224 ms, its accumulators moved between AGPRs and VGPRs.)
     constexpr bool streamed = attn_wide(D, DV);
     auto s = mma_ABt_lds<streamed>(cur.q, k);
-    // dP - delta: with softcapping here, before the masks (attn_bwd_cap), else after dV^T's product (the plain order).
+    // dP - delta (dropped): with softcapping (and in the dynamic instance) here, before the masks (attn_bwd_cap), else
+    // after dV^T's product (the plain order). P and dP dropped and scaled alike (attn_dropout_keep; ~0: all kept).
+    constexpr bool early = V.softcap || V.dynamic;
+    const bool drop = attn_dropout_on<V>(p);
+    uint32_t keep = ~0u;
     auto dp_of = [&]() __attribute__((always_inline)) { return mma_ABt_lds<streamed>(cur.dout, v); };
     decltype(dp_of()) dp;
-    if constexpr (V.softcap) dp = dp_of(), map_rows(dp, delta, [](float x, float d) { return x - d; }), attn_bwd_cap(p, s, dp);
-    if constexpr (V.alibi) add_alibi<false>(s, alibi_slope(p, blk.b, h), q0, k0, kb.off);
+    auto dp_delta = [&]() __attribute__((always_inline)) {
+      dp = dp_of();
+      if (drop) attn_dropout_apply(dp, keep, p.drop.scale);
+      map_rows(dp, delta, [](float x, float d) { return x - d; });
+    };
+    if constexpr (early) {
+      if (drop) keep = attn_dropout_keep<false, decltype(s)>(p, blk.b, h, int(q0), int(k0));
+      dp_delta();
+      if (attn_softcap_on<V>(p)) attn_bwd_cap(p, s, dp);
+    }
+    if (attn_alibi_on<V>(p)) add_alibi<false>(s, alibi_slope(p, blk.b, h), q0, k0, kb.off);
     if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
       mask_visible<false>(s, p, qi, kj, blk.sq, blk.sk, off);
     map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
-    uint32_t keep = 0;  // dropout: P and dP dropped and scaled alike (attn_dropout_keep)
-    if constexpr (V.dropout) keep = attn_dropout_keep<false, decltype(s)>(p, blk.b, h, int(q0), int(k0));
+    if constexpr (!early)
+      if (drop) keep = attn_dropout_keep<false, decltype(s)>(p, blk.b, h, int(q0), int(k0));
     // dV^T += dO^T P (in chunks of 64 of D where the S and dP products are streamed: the registers are short there)
     auto acc_tb = [&](auto& acc, const auto& x, const auto& b) __attribute__((always_inline)) {
       if constexpr (streamed) mma_AtB_acc_chunks<64>(acc, x, b);
       else mma_AtB_acc(acc, x, b);
     };
-    acc_tb(dvt, cur.dout, attn_dropped<V.dropout>(s, keep, p.drop.scale));
+    acc_tb(dvt, cur.dout, attn_dropped<V.dropout || V.dynamic>(s, keep, p.drop.scale));  // (dynamic, no dropout: P 1)
     // dP = dO V^T; dS = P * (dP - delta); dK^T += Q^T dS.
-    if constexpr (!V.softcap) {
-      dp = dp_of();
-      if constexpr (V.dropout) attn_dropout_apply(dp, keep, p.drop.scale);
-      map_rows(dp, delta, [](float x, float d) { return x - d; });
-    }
+    if constexpr (!early) dp_delta();
     mul(s, s, dp);
     acc_tb(dkt, cur.q, s);
     if (more) put(next, staged);
     h = nh, qt = nqt;
   };
-  if constexpr (pairs && !V.softcap && !V.alibi && !V.dropout) {
+  if constexpr (pairs && !V.softcap && !V.alibi && !V.dropout && !V.dynamic) {
     while (h < h_end) {
       step(std::integral_constant<int, 0>{});
       if (h < h_end) step(std::integral_constant<int, 1>{});
@@ -465,22 +475,27 @@ void attention_bwd_dq(AttnBwdArgs a) {
     }
     // S^T = K Q^T (keys x queries), masked, and P^T.
     auto s = mma_ABt_lds<true>(sk(stage), q);
-    // dP^T - delta: with softcapping here, before the masks (attn_bwd_cap), else after P^T (as kernel 2's).
+    // dP^T - delta (dropped): with softcapping here, before the masks (attn_bwd_cap), else after P^T (as kernel 2's).
+    const long k0 = long(kt) * BK;
     auto dp_of = [&]() __attribute__((always_inline)) { return mma_ABt_lds<true>(sv(stage), dout); };
     decltype(dp_of()) dp;
-    if constexpr (V.softcap) dp = dp_of(), map_cols(dp, delta, [](float x, float d) { return x - d; }), attn_bwd_cap(p, s, dp);
-    const long k0 = long(kt) * BK;
-    if constexpr (V.alibi) add_alibi<true>(s, view.slope, q0, k0, view.off);
+    auto dp_delta = [&]() __attribute__((always_inline)) {
+      dp = dp_of();
+      if (attn_dropout_on<V>(p)) attn_dropout_scale<true>(dp, p, blk.b, blk.h, int(q0), int(k0), p.drop.scale);
+      map_cols(dp, delta, [](float x, float d) { return x - d; });
+    };
+    constexpr bool early = V.softcap || V.dynamic;  // (as kernel 2's)
+    if constexpr (early) {
+      dp_delta();
+      if (attn_softcap_on<V>(p)) attn_bwd_cap(p, s, dp);
+    }
+    if (attn_alibi_on<V>(p)) add_alibi<true>(s, view.slope, q0, k0, view.off);
     const int qi = int(q0), kj = int(k0), off = int(view.off);
     if (qi + WQ > blk.sq || !attn_tile_whole(p, qi, qi + WQ - 1, kj, BK, blk.sk, off))
       mask_visible<true>(s, p, qi, kj, blk.sq, blk.sk, off);
     map_cols(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     // dP^T = V dO^T; dS^T = P^T * (dP^T - delta); dQ^T += K^T dS^T.
-    if constexpr (!V.softcap) {
-      dp = dp_of();
-      if constexpr (V.dropout) attn_dropout_scale<true>(dp, p, blk.b, blk.h, int(q0), int(k0), p.drop.scale);
-      map_cols(dp, delta, [](float x, float d) { return x - d; });
-    }
+    if constexpr (!early) dp_delta();
     mul(s, s, dp);
     if constexpr (attn_wide(D, DV)) mma_AtB_acc_chunks<64>(dqt, sk(stage), s);  // (as kernel 2's)
     else mma_AtB_acc(dqt, sk(stage), s);

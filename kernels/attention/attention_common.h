@@ -33,6 +33,7 @@ struct AttnArgs {
   const float* sinks;      // one logit per query head in every row's softmax denominator (natural units), or null
   const float* alibi;      // AttnVariant::alibi: slope of (b, h) at alibi[b * alibi_bs + h] (alibi_bs 0: per head)
   long alibi_bs;
+  float alibi_unit;        // the scores' unit the slopes are divided by: scale, or the cap with softcap (alibi_slope)
   int batch, heads_q, heads_kv;
   int seqlen_q, seqlen_k;  // of every sequence (padded batches; unused with cu_q / cu_k)
   int q_tiles;             // query tiles of the longest query sequence
@@ -81,9 +82,19 @@ struct AttnArgs {
 // the host launches, so the plain kernel pays nothing for the others).
 struct AttnVariant {
   bool softcap = false;  // scores capped to cap tanh(scale s / cap) before the softmax (Gemma 2's logit softcapping)
-  bool alibi = false;    // ALiBi: -slope |j - i - (Sk - Sq)| added to the scaled score of query i and key j
+  bool alibi = false;    // ALiBi: -slope |j - i - (Sk - Sq)| added to the (capped) scaled score of query i and key j
   bool dropout = false;  // P's elements dropped (attn_dropout_keep), the kept ones scaled by 1 / (1 - p) in P V
+  // Every feature, each on where the arguments ask for it (attn_softcap_on ...: a scalar test a tile), in any
+  // combination: the wide heads' one featured instance per kernel, where a feature's vector work is small next to
+  // the MFMAs of D = 192 or 256 and an instance per feature would triple their compile time.
+  bool dynamic = false;
 };
+
+// Whether an instance of V caps, biases or drops for the arguments p: V's own features, or (dynamic) those p asks for
+// (the host leaves cap.k 0 without softcap; p = 0 keeps every 8-bit value: dropout_keep_max8).
+template <AttnVariant V> __device__ inline bool attn_softcap_on(const AttnArgs& p) { return V.dynamic ? p.cap.k != 0.f : V.softcap; }
+template <AttnVariant V> __device__ inline bool attn_alibi_on(const AttnArgs& p) { return V.dynamic ? p.alibi != nullptr : V.alibi; }
+template <AttnVariant V> __device__ inline bool attn_dropout_on(const AttnArgs& p) { return V.dynamic ? p.drop.keep_max < 255 : V.dropout; }
 
 // Dropout (flash-attention's, with its 8-bit decisions): element (i, j) of sequence b, query head h (query i, key j)
 // takes byte j % 4 of word i % 4 of philox4x32_10({j / 4, i / 4, stream low, stream high}, {seed low, seed high}),
@@ -114,13 +125,17 @@ __device__ __attribute__((always_inline)) inline void attn_lanes_swap(uint32_t& 
 // the call's word v itself, query v's keys; along queries (S), byte v of each word, a 4x4 byte transpose in 8 v_perm);
 // a butterfly of 4 swaps (2 DPP moves at distance 2, then at 1) gives each lane its word of every block of the group,
 // in order, and each element is one compare of its byte. Runs left over (fewer than 4) take a call each, per lane.
-template <bool keys_are_rows, class Tile, class F>
+// `fresh`: the lane's parts found again at each call, not held across the caller's loop (the dynamic forward at D =
+// 192 on gfx942 spilled one VGPR so).
+template <bool keys_are_rows, class Tile, class F, bool fresh = false>
 __device__ __attribute__((always_inline)) inline void attn_dropout_each(const AttnArgs& p, int b, int h, int q0, int k0,
                                                                         F f) {
   static_assert(Tile::run == 4 && Tile::dim % 4 == 0, "runs of 4 rows, quads of adjacent columns");
   const uint64_t stream = (uint64_t(p.drop.offset_hi) << 32 | p.drop.offset_lo) + uint64_t(b) * uint32_t(p.heads_q) + uint32_t(h);
   const uint32_t s_lo = uint32_t(stream), s_hi = uint32_t(stream >> 32), keep_max = p.drop.keep_max;
-  const int lane = lane_id(), u = lane & 3, rl = Tile::row_lane_part(lane), cl = Tile::col_lane_part(lane) & ~3;
+  int lane = lane_id();
+  if constexpr (fresh) asm volatile("" : "+v"(lane));
+  const int u = lane & 3, rl = Tile::row_lane_part(lane), cl = Tile::col_lane_part(lane) & ~3;
   constexpr int per = Tile::E / 4, runs = Tile::tiles_r * per * Tile::tiles_c, groups = runs / 4;
   // Run n: base tile (n / per % tiles_r, n / per / tiles_r), elements 4 (n % per) ...; its first row and its column
   // (the quad's first), the tile parts (compile-time).
@@ -182,12 +197,11 @@ __device__ __attribute__((always_inline)) inline uint32_t attn_dropout_keep(cons
 }
 
 // The dropped elements of a score accumulator set to 0 and the kept ones scaled, straight from attn_dropout_each.
-template <bool keys_are_rows, class Tile>
+template <bool keys_are_rows, class Tile, bool fresh = false>
 __device__ __attribute__((always_inline)) inline void attn_dropout_scale(Tile& s, const AttnArgs& p, int b, int h,
                                                                          int q0, int k0, float scale) {
-  attn_dropout_each<keys_are_rows, Tile>(p, b, h, q0, k0, [&](int i, int j, int e, bool kept) {
-    s.data[i][j][e] = kept ? s.data[i][j][e] * scale : 0.f;
-  });
+  auto f = [&](int i, int j, int e, bool kept) { s.data[i][j][e] = kept ? s.data[i][j][e] * scale : 0.f; };
+  attn_dropout_each<keys_are_rows, Tile, decltype(f), fresh>(p, b, h, q0, k0, f);
 }
 
 // x scale where `keep` keeps element x, else 0, for every element of a score-shaped tile (map's order is the bits').
@@ -209,8 +223,10 @@ __device__ __attribute__((always_inline)) inline decltype(auto) attn_dropped(con
   }
 }
 
-// ALiBi's slope of sequence b, query head h, in the raw score's units (the kernels scale scores after the bias).
-__device__ inline float alibi_slope(const AttnArgs& p, int b, int h) { return p.alibi[b * p.alibi_bs + h] / p.scale; }
+// ALiBi's slope of sequence b, query head h, in the units of the score it joins: the raw score (the kernels scale
+// scores after the bias), or with softcap the capped one, tanh, which scale_log2 takes to cap log2(e) (flash-attention
+// adds the bias to the capped logit): the host's alibi_unit, scale or cap.
+__device__ inline float alibi_slope(const AttnArgs& p, int b, int h) { return p.alibi[b * p.alibi_bs + h] / p.alibi_unit; }
 
 // A score tile's ALiBi bias: element (0, 0) is query q0 and key k0, keys along the rows when `keys_are_rows` (S^T);
 // off = Sk - Sq. Every element of every tile (the bias is not a mask: whole tiles take it too), before the masks.
@@ -403,10 +419,10 @@ struct AttnWave {
   }
 
   // A variant's vector work on every score of S^T (keys kt * BK ...), on every tile, before the masks (which then set
-  // the hidden scores to -inf whatever it made of them): ALiBi's bias, softcap's cap (no test per score).
+  // the hidden scores to -inf whatever it made of them): softcap's cap, then ALiBi's bias (flash-attention's order).
   __device__ __attribute__((always_inline)) void bias(s_tile& s, const AttnView<T, D, DV>& v, const AttnArgs& p, int kt) const {
-    if constexpr (V.alibi) add_alibi<true>(s, v.slope, first, long(kt) * BK, v.off);
-    if constexpr (V.softcap) p.cap.apply(s);
+    if (attn_softcap_on<V>(p)) p.cap.apply(s);
+    if (attn_alibi_on<V>(p)) add_alibi<true>(s, v.slope, first, long(kt) * BK, v.off);
   }
 
   // The hidden scores of S^T (keys kt * BK ...) set to -inf, where the tile crosses the visible range of a query. In S^T a
@@ -415,7 +431,7 @@ struct AttnWave {
   // Inlined by force: with ALiBi's extra work LLVM calls it out of line, through the stack (448 vs 1105 TFLOP/s).
   __device__ __attribute__((always_inline)) void mask(s_tile& s, const AttnView<T, D, DV>& v, const AttnArgs& p, int kt) const {
     const int k0 = kt * BK, off = int(v.off), q0 = int(first), q1 = int(last);
-    if constexpr (V.dropout) drop_k0 = k0;  // for softmax, which drops from this tile's P
+    if constexpr (V.dropout || V.dynamic) drop_k0 = k0;  // for softmax, which drops from this tile's P
     // (attn_tile_whole's test spelled here: called, even inlined by force, it costs this 256-VGPR kernel 37 spills.)
     const bool whole = k0 + BK <= v.blk.sk && (p.left < 0 || k0 >= q1 + off - p.left) &&
                        (p.right < 0 || k0 + BK - 1 <= q0 + off + p.right);
@@ -485,7 +501,7 @@ struct AttnWave {
           ei = li > 0.f ? (mi + __log2f(li)) * 0.69314718055994531f : -INFINITY;
         },
         l, m, inv, lse);
-    if constexpr (V.dropout) vec_apply([k = p.drop.scale](float& ii) { ii *= k; }, inv);  // O's 1 / (1 - p), not LSE's
+    if (attn_dropout_on<V>(p)) vec_apply([k = p.drop.scale](float& ii) { ii *= k; }, inv);  // O's 1 / (1 - p), not LSE's
     if constexpr (fp8_input<T>) vec_apply([k = p.o_scale](float& ii) { ii *= k; }, inv);  // v_descale
     mul_col(ot, inv);
     rt<float, WQ, DV, layout::row, S> o;

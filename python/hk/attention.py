@@ -364,11 +364,12 @@ def attention(q, k, v, *, causal=False, window=(-1, -1), scale=None, return_lse=
               window_size=None, softcap=0.0, sinks=None, alibi_slopes=None, dropout_p=0.0, dropout_seed=None,
               q_descale=None, k_descale=None, v_descale=None):
     """Softmax attention of q (B, Sq, Hq, D) over k (B, Sk, Hkv, D) and v (B, Sk, Hkv, DV); bf16 or f16; D = DV =
-    64, 128, 192 or 256, or D 192 with DV 128 (DeepSeek-V3; softcap, ALiBi and dropout at D 64 and 128 only); softcap > 0
+    64, 128, 192 or 256, or D 192 with DV 128 (DeepSeek-V3); softcap > 0
     caps each scaled score x to softcap * tanh(x / softcap) (Gemma 2); sinks (Hq,) adds one logit per query head to
     every row's softmax denominator, a key with no value (gpt-oss's attention sinks), and alibi_slopes (H) or (B, H)
-    fp32 adds flash-attention's ALiBi bias -slope |i + Sk - Sq - j| (not with softcap); dropout_p in [0, 1) drops
-    P's elements (see the module's text; not with softcap or ALiBi), the mask keyed by dropout_seed = (seed, offset) when
+    fp32 adds flash-attention's ALiBi bias -slope |i + Sk - Sq - j| to the (capped) scaled scores; dropout_p in [0, 1)
+    drops P's elements (see the module's text); softcap with ALiBi, and dropout with either, at D 192 and 256 only (D 64
+    and 128 run one of them at a time), the mask keyed by dropout_seed = (seed, offset) when
     given, else by two draws from torch's generator (hk.dropout.keep_mask gives a call's mask). Differentiable in q, k, v and sinks.
     FP8 (the module's text): q, k, v in the device's e4m3 with q_descale, k_descale, v_descale; bf16 output; forward only.
 

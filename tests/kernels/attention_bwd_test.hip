@@ -279,6 +279,20 @@ TEST(AttentionBackward, WideHeads) {
   run(mla);
 }
 
+// The features at the wide heads (the one featured instance of each kernel): softcap (Gemma 2's D 256), ALiBi,
+// dropout and their combinations, dP dropped and capped before the masks.
+TEST(AttentionBackward, WideHeadFeatures) {
+  const Layout bshd = Layout::bshd;
+  run({same(100, 1), same(130, 1), false, 4, 2, 256, dtype::bf16, true, -1, -1, 0.f, 4.f, bshd, 5.f});
+  run(dropped({same(90, 1), same(100, 1), false, 2, 1, 256, dtype::f16, false, 30, 8, 0.f, 4.f, bshd, 3.f, false, 2},
+              0.2f, 7, 3));  // every feature
+  Case mla = dropped({{0, 1, 70, 100}, {3, 1, 100, 130}, true, 4, 2, 192, dtype::bf16, true, -1, -1, 0.f, 1.f, bshd,
+                      0.f, false, 1}, 0.3f, 9, 1);
+  mla.dv = 128;
+  run(mla);
+  run({same(70, 1), same(90, 1), false, 2, 2, 192, dtype::f16, false, -1, -1, 0.f, 4.f, bshd, 4.f, false, 1});
+}
+
 TEST(AttentionBackward, OwnWorkspace) {
   run({same(40, 1), same(90, 1), false, 2, 1, 64, dtype::bf16, true}, true, false);
 }

@@ -297,6 +297,20 @@ TEST(AttentionHeadDims, Wide) {
             0.f, true}, 128));
 }
 
+// The features at the wide heads (their one featured instance, the features read from the arguments): softcap (Gemma
+// 2's D 256), ALiBi, dropout, and their combinations (ALiBi on the capped score), each dims' kernel, masks, varlen.
+TEST(AttentionHeadDims, WideFeatures) {
+  const Layout bshd = Layout::bshd;
+  run({same(100, 1), same(257, 1), false, 4, 2, 256, dtype::bf16, true, -1, -1, 0.f, 4.f, bshd, 5.f});
+  run({same(90, 2), same(130, 2), false, 4, 1, 256, dtype::f16, false, 30, 10, 0.f, 1.f, bshd, 0.f, false, 2});
+  run(dropped(wide({{0, 1, 70, 100}, {3, 1, 100, 130}, true, 4, 2, 192, dtype::bf16, true}, 128), 0.2f, 3, 1ull << 33));
+  run({same(100, 1), same(100, 1), false, 2, 2, 192, dtype::f16, false, -1, -1, 0.f, 4.f, bshd, 3.f, false, 1});
+  run(dropped({same(70, 1), same(130, 1), false, 4, 2, 256, dtype::bf16, true, -1, -1, 0.f, 4.f, bshd, 5.f, true, 1},
+              0.25f, 11, 2));  // every feature, sinks too
+  run(dropped(wide({same(100, 1), same(90, 1), false, 2, 1, 192, dtype::f16, false, 20, -1, 0.f, 1.f, bshd, 0.f,
+                    false, 2}, 128), 0.1f, 5, 0));
+}
+
 // Strided tensors: (B, H, S, D), padded rows and heads, and the default strides.
 TEST(AttentionLayouts, Strided) {
   run({same(100, 2), same(257, 2), false, 4, 2, 128, dtype::bf16, true, -1, -1, 0.f, 1.f, Layout::bhsd});
@@ -401,8 +415,6 @@ TEST(AttentionValidation, Errors) {
   { auto p = base(); p.heads_q = 3; expect_error(p, "must be a multiple of heads_kv"); }
   { auto p = base(); p.head_dim = 96; expect_error(p, "must both be 64, 128, 192 or 256, or 192 and 128"); }
   { auto p = base(); p.head_dim_v = 128; expect_error(p, "must both be 64, 128, 192 or 256, or 192 and 128"); }
-  { auto p = base(); p.head_dim = 256, p.softcap = 5.f; expect_error(p, "softcap, ALiBi and dropout run at head dims 64 and 128"); }
-  { auto p = base(); p.head_dim = 192, p.head_dim_v = 128, p.dropout_p = 0.1f; expect_error(p, "at head dims 64 and 128"); }
   { auto p = base(); p.type = dtype::fp32; expect_error(p, "must be bf16 or f16"); }
   { auto p = base(); p.type = dtype::fp8_e5m2; expect_error(p, "must be bf16 or f16"); }
   { auto p = base(); p.k = nullptr; expect_error(p, "null pointer for K"); }

@@ -159,6 +159,36 @@ def test_wide_head_dims(dtype, b, sq, sk, hq, hkv, d, dv, causal, window):
         assert _worst(g, r) <= 2 * _worst(lo, r) + atol, f"{name}: {_worst(g, r):.3g} vs torch's {_worst(lo, r):.3g}"
 
 
+# The features at the wide head dims (each kernel's one featured instance): Gemma 2's softcap at 256, ALiBi, dropout
+# and their combinations (ALiBi on the capped scores, as flash-attention adds it), forward and gradients.
+@pytest.mark.parametrize("dtype,sq,sk,hq,hkv,d,dv,causal,softcap,alibi,p", [
+    (torch.bfloat16, 40, 70, 4, 2, 256, 256, True, 0.5, False, 0.0),    # Gemma 2
+    (torch.float16, 50, 40, 2, 1, 192, 128, False, 0.0, True, 0.2),     # ALiBi and dropout, MLA's shape
+    (torch.bfloat16, 40, 40, 2, 2, 160, 160, True, 1.0, True, 0.1),     # every feature, padded to 192
+])
+def test_wide_head_features(dtype, sq, sk, hq, hkv, d, dv, causal, softcap, alibi, p):
+    b, window = 1, (-1, -1)
+    q, k = rand(b, sq, hq, d, dtype=dtype).requires_grad_(), rand(b, sk, hkv, d, dtype=dtype).requires_grad_()
+    v = rand(b, sk, hkv, dv, dtype=dtype).requires_grad_()
+    scale = 0.8 / math.sqrt(d)
+    slopes = torch.exp2(-8 * torch.arange(1, hq + 1, dtype=torch.float32) / hq) * 4 if alibi else None
+    seed, offset = _dropout_reference_inputs(p, 7)
+    torch.manual_seed(7)
+    out = fa.flash_attn_func(q, k, v, p, scale, causal, window, softcap, slopes)
+    mask = dropout_keep(p, seed, offset, b, hq, sq, sk) if p else None
+    grad = rand(b, sq, hq, dv, dtype=dtype)
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    ref, _ = attention_reference(q64, k64, v64, causal=causal, window=window, scale=scale, softcap=softcap,
+                                 alibi_slopes=slopes, dropout_p=p, dropout_mask=mask)
+    low = _low_precision_reference(q, k, v, causal, window, scale, softcap, slopes, (p, mask) if p else None)
+    atol = 2 * _worst(ref + 0.3 - 0.3, ref)
+    assert _worst(out, ref) <= 2 * _worst(low, ref) + atol, "O"
+    ref_grads = _grads(ref, grad.double(), (q64, k64, v64))
+    low_grads = _grads(low, grad, (q, k, v))
+    for name, g, r, lo in zip(("dQ", "dK", "dV"), _grads(out, grad, (q, k, v)), ref_grads, low_grads):
+        assert _worst(g, r) <= 2 * _worst(lo, r) + atol, f"{name}: {_worst(g, r):.3g} vs torch's {_worst(lo, r):.3g}"
+
+
 def _check_causal_varlen(out, grads, inputs, grad, lens_q, lens_k, dtype):
     """A causal varlen call's output and gradients (dQ, dK, dV) against the float64 reference, sequence by sequence."""
     cu_q, cu_k = _cu(lens_q), _cu(lens_k)
@@ -457,9 +487,9 @@ def test_refusals_name_the_feature():
     q264 = rand(1, 16, 2, 264, dtype=torch.bfloat16)
     with pytest.raises(NotImplementedError, match="head dims 264"):
         fa.flash_attn_func(q264, q264, q264)
+    with pytest.raises(NotImplementedError, match="dropout .* with softcap or alibi_slopes at head dim 64"):
+        fa.flash_attn_func(q, q, q, 0.1, alibi_slopes=torch.ones(2))
     q256 = rand(1, 16, 2, 256, dtype=torch.bfloat16)
-    with pytest.raises(ValueError, match="softcap, ALiBi and dropout run at head dims 64 and 128 only"):
-        fa.flash_attn_func(q256, q256, q256, softcap=2.0)
     with pytest.raises(ValueError, match="k's head dim"):
         fa.flash_attn_func(q256, q, q)
     with pytest.raises(ValueError, match="window_size"):
