@@ -44,22 +44,37 @@ struct AttnArgs {
     float k;  // 2 log2(e) scale / cap
     // A raw score s becomes t = tanh(s scale / cap) and the host sets scale_log2 to cap log2(e): t scale_log2 is cap
     // tanh(scale s / cap) in log2 units, so the softmax, the LSE and the backward's final scale stay as they are.
-    // tanh(y) = 1 - 2 / (e^{2y} + 1), e^{2y} = exp2(s k): exact at both ends (inf gives 1, 0 gives -1). Two elements
-    // a packed instruction with inline constants; the exp2 and the rcp (quarter-rate) are most of the cost.
+    // tanh(y) = sign(y) f(u), u = e^{-2|y|} = exp2(-|s k|) in (0, 1], f(u) = (1 - u) / (1 + u): f by a degree-6
+    // polynomial (constrained minimax: f(0) = 1 and f(1) = 0 exactly, so t(0) = 0 and t(+-inf) = +-1), within
+    // tanh_error of tanh everywhere, fp32 evaluation included: a logit off by at most cap times that (30:
+    // 5e-4, a quarter of bf16 P's rounding). One exp2 a score (the reciprocal of 1 - 2 / (e^{2y} + 1) was a second
+    // transcendental, each four packed instructions' time): a multiply, the exp2 (|.| and - as modifiers), 6 packed
+    // multiply-adds a pair and a sign copy, 34 VALU cycles a score where that took 38 (f's degree 5: 32 cycles, but
+    // 9e-5, a logit off by bf16's rounding at cap 21).
+    static constexpr double tanh_error = 1.6e-5;  // (tests/kernels/attention_ref.h's cap_error)
     template <class Tile>
     __device__ __attribute__((always_inline)) void apply(Tile& s) const {
       using f2 = float __attribute__((ext_vector_type(2)));
       static_assert(Tile::E % 2 == 0, "pairs of elements");
+      constexpr float c1 = -0x1.ffbad6p+0f, c2 = 0x1.fa2324p+0f, c3 = -0x1.d45054p+0f, c4 = 0x1.60318ep+0f,
+                      c5 = -0x1.5b223ep-1f, c6 = 0x1.3a3caep-3f;
 #pragma unroll
       for (int i = 0; i < Tile::tiles_r; ++i)
 #pragma unroll
         for (int j = 0; j < Tile::tiles_c; ++j)
 #pragma unroll
           for (int e = 0; e < Tile::E; e += 2) {
-            f2 x = f2{s.data[i][j][e], s.data[i][j][e + 1]} * f2{k, k};
-            x = f2{__builtin_amdgcn_exp2f(x.x), __builtin_amdgcn_exp2f(x.y)} + f2{1.f, 1.f};
-            x = f2{__builtin_amdgcn_rcpf(x.x), __builtin_amdgcn_rcpf(x.y)} * f2{-2.f, -2.f} + f2{1.f, 1.f};
-            s.data[i][j][e] = x.x, s.data[i][j][e + 1] = x.y;
+            const f2 x = f2{s.data[i][j][e], s.data[i][j][e + 1]} * f2{k, k};
+            const f2 u = {__builtin_amdgcn_exp2f(-__builtin_fabsf(x.x)), __builtin_amdgcn_exp2f(-__builtin_fabsf(x.y))};
+            f2 f = u * f2{c6, c6} + f2{c5, c5};
+            f = f * u + f2{c4, c4};
+            f = f * u + f2{c3, c3};
+            f = f * u + f2{c2, c2};
+            f = f * u + f2{c1, c1};
+            f = f * u + f2{1.f, 1.f};
+            s.data[i][j][e] = __builtin_copysignf(f.x, x.x), s.data[i][j][e + 1] = __builtin_copysignf(f.y, x.y);
+            // Here, not sunk to the masks of the next phase (which held x and f both across its reads: spills).
+            asm volatile("" : "+v"(s.data[i][j][e]), "+v"(s.data[i][j][e + 1]));
           }
     }
     // The backward's factor d(cap tanh(y)) / d(scale s) = 1 - t^2 of a capped score t, which the backward folds into
@@ -145,7 +160,11 @@ __device__ __attribute__((always_inline)) inline void attn_dropout_each(const At
   auto words = [&](int r, int c, uint32_t (&x)[4]) __attribute__((always_inline)) {
     const int row = r + rl, col = c + cl;
     const uint32_t key = uint32_t(keys_are_rows ? k0 + row : k0 + col), query = uint32_t(keys_are_rows ? q0 + col : q0 + row);
-    const philox4x32 w = philox4x32_10({{key >> 2, query >> 2, s_lo, s_hi}}, p.drop.seed_lo, p.drop.seed_hi);
+    // The seed and stream through an empty asm here: else LLVM hoists every round's key (and the stream's round-0
+    // products) out of the loop into 20-odd SGPRs, which spilled (12, to VGPR lanes); recomputed, they are SALU work.
+    uint32_t k_lo = p.drop.seed_lo, k_hi = p.drop.seed_hi, c_lo = s_lo, c_hi = s_hi;
+    asm volatile("" : "+s"(k_lo), "+s"(k_hi), "+s"(c_lo), "+s"(c_hi));
+    const philox4x32 w = philox4x32_10({{key >> 2, query >> 2, c_lo, c_hi}}, k_lo, k_hi);
     if constexpr (keys_are_rows) {
 #pragma unroll
       for (int v = 0; v < 4; ++v) x[v] = w.v[v];

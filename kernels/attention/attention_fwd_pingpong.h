@@ -13,8 +13,8 @@
 //   C(h)  s[h] = K Q^T, O^T += V^T pt[h]  ||  the rest of the softmax of s[1-h] (attn_exp): exp2, sums, P^T
 // with each MFMA followed by an equal share of the exp2 and of the other VALU (the exp2 bunched held the MFMAs
 // apart, and what followed them ran as a tail behind the last). ALiBi, whose bias on every score must precede the max,
-// keeps the whole softmax in C(h). Softcap's tanh (AttnArgs::Softcap: an exp2 and a reciprocal a score, three times the
-// softmax's transcendentals, each at a quarter of the VALU's rate) caps s[h] at the end of C(h), after its product
+// keeps the whole softmax in C(h). Softcap's tanh (AttnArgs::Softcap: an exp2 and a degree-6 polynomial a score, twice the
+// softmax's transcendentals, each at a quarter of the VALU's rate; an exp2 and a reciprocal before) caps s[h] at the end of C(h), after its product
 // and the interleaved softmax, before the masks of the next M: the rest is the plain kernel's schedule, VALU-bound by
 // that work (MI355X GQA D128 N8192: 802 TFLOP/s, plain 1455; at the start of M, before the reads: 656; in M after
 // them: 763; capping after the masks with the whole softmax in C: 759). The waves form two groups of four, one phase
