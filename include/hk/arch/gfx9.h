@@ -47,6 +47,9 @@ struct gfx9 {
     return (vm & 0xf) | (exp & 0x7) << 4 | (lgkm & 0xf) << 8 | (vm >> 4 & 0x3) << 14;
   }
 
+  // a ^ b ^ c (cdna4.h: one instruction).
+  __device__ static uint32_t xor3(uint32_t a, uint32_t b, uint32_t c) { return a ^ b ^ c; }
+
   template <fp8_format F>
   static constexpr float fp8_format_max = F == fp8_format::e4m3 ? Target::fp8_max : Target::bf8_max;
 

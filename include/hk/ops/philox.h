@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "hk/arch.h"
+
 namespace hk {
 
 struct philox4x32 {
@@ -20,13 +22,11 @@ inline constexpr uint32_t philox_m0 = 0xD2511F53u, philox_m1 = 0xCD9E8D57u;  // 
 inline constexpr uint32_t philox_w0 = 0x9E3779B9u, philox_w1 = 0xBB67AE85u;  // key bumps (golden ratio, sqrt(3) - 1)
 }  // namespace detail
 
-// a ^ b ^ c: one v_bitop3_b32 where the ISA has it (gfx950; LLVM leaves two v_xor_b32 there), 20 VALU a call fewer.
+// a ^ b ^ c, as the target's xor3 in device code (gfx950: one v_bitop3_b32, where LLVM leaves two v_xor_b32: 20 VALU
+// a call fewer).
 __host__ __device__ __attribute__((always_inline)) inline uint32_t philox_xor3(uint32_t a, uint32_t b, uint32_t c) {
-#if defined(__gfx950__)
-  return __builtin_amdgcn_bitop3_b32(a, b, c, 0x96);
-#else
-  return a ^ b ^ c;
-#endif
+  if constexpr (arch::device_pass) return arch::current::xor3(a, b, c);
+  else return a ^ b ^ c;
 }
 
 // The 4 words for `counter` under `key` (key[0] = low 32 bits of the seed, key[1] = high 32 bits).
