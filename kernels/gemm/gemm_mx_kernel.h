@@ -259,7 +259,8 @@ struct GemmMxForm {
 // one LDS DMA load per dword (64 lanes, one row each), with its tile loads, and the stages hold them as [dword][row].
 // In its memory phase a lane (r, g) reads byte g of its rows' dword (e2m1: of each dword) with ds_read_u8 and packs
 // them. The 64 lanes of a read touch 16 consecutive dwords: no bank conflicts. Rows past M or N read zeros (the
-// buffer's range; fp6: row M - 1 or N - 1 again; never stored).
+// buffer's range; fp6: row M - 1 or N - 1 again; never stored). e2m1's 24 bytes are packed at the end of the memory
+// phase, and its MFMAs run every tile's first instruction before every tile's second: 253 VGPRs, no spills.
 template <int FA, int FB>
 struct GemmMxStagedForm {
   static constexpr int bits = mx_bits(FA), words = bits == 4 ? 2 : 1;  // a row's scale dwords per step

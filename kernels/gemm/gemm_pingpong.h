@@ -22,7 +22,9 @@
 // 0 waits for A(t+1) after its MFMAs, and where every B tile of the workgroup lies inside B (all but edge tiles and
 // a K that is not whole steps) group 1's B loads are straight-line code, one issued after each of its first MFMAs
 // (they cost ~190 cycles of branches and address work ahead of the MFMAs, 8% of the loop, when issued first). Before
-// the loop the accumulators are zeroed while the first loads fly, not behind the barriers.
+// the loop the accumulators are zeroed while the first loads fly, not behind the barriers. After it each role hands
+// its accumulators back and the form's epilogue follows the role branch once (inlined into each of the three roles it
+// was most of the code to compile: gemm_mx.hip's gfx950 pass 205 -> 78 s).
 #pragma once
 #include "gemm_common.h"
 #include "hk/ops/async.h"
