@@ -94,8 +94,13 @@ __device__ __attribute__((always_inline)) inline void mma(Acc& acc, const A& a, 
     constexpr int bytes = mx_bits(FA) == 4 ? 2 : 1;  // a tile's scale bytes
     static_assert(A::tiles_r == SA * Pack && B::tiles_r == SB * Pack && sizeof(a.data[0]) == 32 && Pack * bytes <= 4,
                   "MX form: 128 bytes of a row per tile, Pack tiles' scales to a register");
-    [&]<int... T>(std::integer_sequence<int, T...>) __attribute__((always_inline)) {
+    // e2m1: every tile's first instruction, then every tile's second (each tile's sum in the same order), so that
+    // each accumulates in place: a tile's two back to back took a temporary tile and rotated the accumulators'
+    // registers (copies at the loop's end, and spills).
+    constexpr int tiles = A::tiles_r * B::tiles_r, passes = mx_bits(FA) == 4 ? 2 : 1;
+    [&]<int... N>(std::integer_sequence<int, N...>) __attribute__((always_inline)) {
       ([&] __attribute__((always_inline)) {
+        constexpr int T = N % tiles, half = N / tiles;
         constexpr int i = T / B::tiles_r, j = T % B::tiles_r, oa = i % Pack * bytes, ob = j % Pack * bytes;
         arch::f32x4 c = {acc.data[i][j][0], acc.data[i][j][1], acc.data[i][j][2], acc.data[i][j][3]};
         const arch::i32x8 x = __builtin_bit_cast(arch::i32x8, a.data[i]), y = __builtin_bit_cast(arch::i32x8, b.data[j]);
@@ -105,17 +110,16 @@ __device__ __attribute__((always_inline)) inline void mma(Acc& acc, const A& a, 
           } else if constexpr (mx_bits(FA) == 6) {  // a block's 24 bytes in registers 0-5
             const arch::i32x8 x6 = {x[0], x[1], x[2], x[3], x[4], x[5], 0, 0}, y6 = {y[0], y[1], y[2], y[3], y[4], y[5], 0, 0};
             c = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(x6, y6, c, FA, FB, oa, sa[i / Pack], ob, sb[j / Pack]);
-          } else {
-            const arch::i32x8 xl = {x[0], x[1], x[2], x[3], 0, 0, 0, 0}, yl = {y[0], y[1], y[2], y[3], 0, 0, 0, 0};
-            const arch::i32x8 xh = {x[4], x[5], x[6], x[7], 0, 0, 0, 0}, yh = {y[4], y[5], y[6], y[7], 0, 0, 0, 0};
-            c = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(xl, yl, c, FA, FB, oa, sa[i / Pack], ob, sb[j / Pack]);
-            c = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(xh, yh, c, FA, FB, oa + 1, sa[i / Pack], ob + 1, sb[j / Pack]);
+          } else {  // registers 0-3 (half 0) or 4-7 (half 1), the scales' byte 0 or 1 of the tile's pair
+            constexpr int h = 4 * half;
+            const arch::i32x8 xh = {x[h], x[h + 1], x[h + 2], x[h + 3], 0, 0, 0, 0}, yh = {y[h], y[h + 1], y[h + 2], y[h + 3], 0, 0, 0, 0};
+            c = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(xh, yh, c, FA, FB, oa + half, sa[i / Pack], ob + half, sb[j / Pack]);
           }
         }
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc.data[i][j][e] = c[e];
       }(), ...);
-    }(std::make_integer_sequence<int, A::tiles_r * B::tiles_r>{});
+    }(std::make_integer_sequence<int, tiles * passes>{});
   }
 }
 
@@ -255,7 +259,8 @@ struct GemmMxForm {
 // one LDS DMA load per dword (64 lanes, one row each), with its tile loads, and the stages hold them as [dword][row].
 // In its memory phase a lane (r, g) reads byte g of its rows' dword (e2m1: of each dword) with ds_read_u8 and packs
 // them. The 64 lanes of a read touch 16 consecutive dwords: no bank conflicts. Rows past M or N read zeros (the
-// buffer's range; fp6: row M - 1 or N - 1 again; never stored).
+// buffer's range; fp6: row M - 1 or N - 1 again; never stored). e2m1's 24 bytes are packed at the end of the memory
+// phase, and its MFMAs run every tile's first instruction before every tile's second: 253 VGPRs, no spills.
 template <int FA, int FB>
 struct GemmMxStagedForm {
   static constexpr int bits = mx_bits(FA), words = bits == 4 ? 2 : 1;  // a row's scale dwords per step
@@ -269,6 +274,7 @@ struct GemmMxStagedForm {
   };
   static constexpr int loads_b = words;
   static constexpr bool fills_tiles = bits == 6;
+  static constexpr bool compiled = cdna4;  // (gemm_pingpong.h: an empty kernel elsewhere)
   template <int WM, int WN>
   struct wave {
     static constexpr int pack = 4 / (bits == 4 ? 2 : 1);  // tiles' scales to a register
@@ -367,6 +373,14 @@ struct GemmMxStagedForm {
       for (int i = 0; i < WM / 16 / pack; ++i) cur_a[i] = packed(a + 64 * pack * i);
 #pragma unroll
       for (int j = 0; j < WN / 16 / pack; ++j) cur_b[j] = packed(b + 64 * pack * j);
+      // e2m1: packed here, where the memory phase waits for its reads anyway, not next to the MFMAs that take them:
+      // the compiler put it there, which kept its 24 bytes in registers through the barrier (16 spills).
+      if constexpr (bits == 4) {
+#pragma unroll
+        for (int i = 0; i < WM / 16 / pack; ++i) asm volatile("" : "+v"(cur_a[i]));
+#pragma unroll
+        for (int j = 0; j < WN / 16 / pack; ++j) asm volatile("" : "+v"(cur_b[j]));
+      }
     }
     // The fragments of the wave's rows at.r * R::rows .. (see the top): chunk g into tile t's first 8 elements, chunk
     // g + 4 (fp6: its upper 8 bytes) into its second. Within a tile only bit 2 of the slot may differ from row 0's (the

@@ -22,7 +22,9 @@
 // 0 waits for A(t+1) after its MFMAs, and where every B tile of the workgroup lies inside B (all but edge tiles and
 // a K that is not whole steps) group 1's B loads are straight-line code, one issued after each of its first MFMAs
 // (they cost ~190 cycles of branches and address work ahead of the MFMAs, 8% of the loop, when issued first). Before
-// the loop the accumulators are zeroed while the first loads fly, not behind the barriers.
+// the loop the accumulators are zeroed while the first loads fly, not behind the barriers. After it each role hands
+// its accumulators back and the form's epilogue follows the role branch once (inlined into each of the three roles it
+// was most of the code to compile: gemm_mx.hip's gfx950 pass 205 -> 78 s).
 #pragma once
 #include "gemm_common.h"
 #include "hk/ops/async.h"
@@ -51,22 +53,36 @@ struct form_staging<Form> {
 };
 template <class Form>
 using form_shared = typename form_staging<Form>::shared;
+// A form whose instructions the arch lacks (hk::gemm_mx's elsewhere than gfx950, never launched there) says so with
+// `compiled = false`: its kernel is then empty rather than compiled for nothing.
+template <class Form>
+constexpr bool form_compiled = [] {
+  if constexpr (requires { Form::compiled; }) return bool(Form::compiled);
+  else return true;
+}();
 
 namespace detail {
 
+// A staging form takes the wave's place as scalars (readfirstlane), so that what derives from it stays out of the
+// VGPRs kept across the loop.
+template <class Form>
+__device__ __attribute__((always_inline)) inline int wave_place() {
+  return staging_form<Form> ? __builtin_amdgcn_readfirstlane(wave_id()) : wave_id();
+}
+
 // One wave group's side of the schedule, with its role fixed at compile time: each side's code keeps only its own
-// loads' addresses live, which is what keeps the accumulators, fragments and addresses within the registers.
+// loads' addresses live, which is what keeps the accumulators, fragments and addresses within the registers. It
+// leaves the step's sums in acc (gemm_pingpong writes them).
+
 template <bool LoadsA, bool InsideB, class TIn, bool BIsNK, int BM, int BN, int BK, int WM, int WN, class Form, class Stages,
           class View>
 __device__ __attribute__((always_inline)) inline void pingpong(const typename Form::Args& p, Stages& s, form_shared<Form>& fs,
-                                                               const View& v) {
+                                                               const View& v, rt_acc<WM, WN>& acc) {
   constexpr int waves_n = BN / WN;
   using Half = group<4>;
   constexpr int b_loads = async_loads<Half, typename Stages::BTile> + form_staging<Form>::loads_b;
   const async_wave<Half> wave;
-  // A staging form takes the wave's place as scalars (readfirstlane), so that what derives from it stays out of the
-  // VGPRs kept across the loop.
-  const int wave_s = staging_form<Form> ? __builtin_amdgcn_readfirstlane(wave_id()) : wave_id();
+  const int wave_s = wave_place<Form>();
   const int wr = wave_s / waves_n, wc = wave_s % waves_n;
   const int steps = (p.k + BK - 1) / BK;
   typename Form::template wave<WM, WN> form(p, BM * v.tile_m + WM * wr, BN * v.tile_n + WN * wc);
@@ -96,7 +112,6 @@ __device__ __attribute__((always_inline)) inline void pingpong(const typename Fo
     fill(0);
     if (!LoadsA && steps > 1) fill(1);
   }
-  rt_acc<WM, WN> acc;
   zero(acc);
 #pragma unroll
   for (int i = 0; i < acc.tiles_r; ++i)
@@ -154,7 +169,6 @@ __device__ __attribute__((always_inline)) inline void pingpong(const typename Fo
     set_priority<0>();
   }
   if constexpr (LoadsA) barrier();  // group 0 meets group 1's last barrier
-  form.store(p, v, acc, v.template out_block<WM, WN>(wr, wc));
 }
 
 }  // namespace detail
@@ -167,19 +181,26 @@ __global__ __launch_bounds__(512) void gemm_pingpong(typename Form::Args p) {
   // logical 256-row units of two: GemmView's Pieces) gives every wave 64 x 64; hk::gemm runs it for a last round of
   // tiles that would fill under half the CUs, where two half tiles per 256 x 256 tile take about half the time.
   static_assert(BM == 256 || BM == 128, "gemm_pingpong: 256- or 128-row tiles");
-  constexpr int BN = 256, WM = BM == 128 ? 64 : BIsNK ? 64 : 128, WN = BM == 128 ? 64 : BIsNK ? 128 : 64;
-  // K steps of 128 bytes of each row where two stages of 256-row A and B tiles fit (gfx950), 64 bytes on gfx942.
-  constexpr int BK = (arch::current::lds_bytes >= 128 * 1024 ? 128 : 64) / int(sizeof(TIn));
-  using Stages = GemmStages<TIn, BM, BN, BK, BIsNK, group<4>>;
-  __shared__ Stages s;
-  __shared__ form_shared<Form> fs;  // (none for a form without staging: the unused variable takes no LDS)
-  const GemmView<TIn, TOut, BIsNK, BM, BN, 256 / BM> v(p);
-  if (!v.live) return;  // a grouped grid's workgroup without a tile
-  // Group 0 loads A; group 1 loads B, without a per-step test where every B tile of the workgroup lies inside B (the
-  // last K step's does).
-  if (wave_id() < 4) detail::pingpong<true, false, TIn, BIsNK, BM, BN, BK, WM, WN, Form>(p, s, fs, v);
-  else if (Stages::b_inside(v, (p.k + BK - 1) / BK - 1)) detail::pingpong<false, true, TIn, BIsNK, BM, BN, BK, WM, WN, Form>(p, s, fs, v);
-  else detail::pingpong<false, false, TIn, BIsNK, BM, BN, BK, WM, WN, Form>(p, s, fs, v);
+  if constexpr (form_compiled<Form>) {
+    constexpr int BN = 256, WM = BM == 128 ? 64 : BIsNK ? 64 : 128, WN = BM == 128 ? 64 : BIsNK ? 128 : 64;
+    // K steps of 128 bytes of each row where two stages of 256-row A and B tiles fit (gfx950), 64 bytes on gfx942.
+    constexpr int BK = (arch::current::lds_bytes >= 128 * 1024 ? 128 : 64) / int(sizeof(TIn));
+    using Stages = GemmStages<TIn, BM, BN, BK, BIsNK, group<4>>;
+    __shared__ Stages s;
+    __shared__ form_shared<Form> fs;  // (none for a form without staging: the unused variable takes no LDS)
+    const GemmView<TIn, TOut, BIsNK, BM, BN, 256 / BM> v(p);
+    if (!v.live) return;  // a grouped grid's workgroup without a tile
+    // Group 0 loads A; group 1 loads B, without a per-step test where every B tile of the workgroup lies inside B (the
+    // last K step's does). The roles hand back their accumulators and the epilogue follows once, not inlined into each
+    // role (it was most of the code the compiler had to schedule).
+    rt_acc<WM, WN> acc;
+    if (wave_id() < 4) detail::pingpong<true, false, TIn, BIsNK, BM, BN, BK, WM, WN, Form>(p, s, fs, v, acc);
+    else if (Stages::b_inside(v, (p.k + BK - 1) / BK - 1)) detail::pingpong<false, true, TIn, BIsNK, BM, BN, BK, WM, WN, Form>(p, s, fs, v, acc);
+    else detail::pingpong<false, false, TIn, BIsNK, BM, BN, BK, WM, WN, Form>(p, s, fs, v, acc);
+    const int wave_s = detail::wave_place<Form>(), wr = wave_s / (BN / WN), wc = wave_s % (BN / WN);
+    typename Form::template wave<WM, WN> form(p, BM * v.tile_m + WM * wr, BN * v.tile_n + WN * wc);
+    form.store(p, v, acc, v.template out_block<WM, WN>(wr, wc));
+  }
 }
 
 }  // namespace hk::kernels
