@@ -161,7 +161,7 @@ struct GemmView {
 
 // C's block `at` from the fp32 accumulators as alpha * acc + beta * C, in the type p.c_type names. hk::gemm's kernels
 // are instanced for one nominal TOut (float) and take C's type at run time here: the epilogue is all that differs,
-// and one instance per input type rather than per (input, output) pair halves their compile time.
+// so there is one instance per input type rather than one per (input, output) pair.
 template <class View, class Acc>
 __device__ __attribute__((always_inline)) inline void store_c(const GemmArgs& p, const View& v, const Acc& acc, coord at) {
   if (p.c_type == 1) store_bounded(v.template c_as<bf16>(p), acc, at, p.alpha, p.beta);
