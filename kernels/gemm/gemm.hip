@@ -20,8 +20,6 @@ namespace {
 constexpr const char* entry = "hk::gemm";
 
 bool fp8(scalar_type t) { return t == scalar_type::fp8_e4m3 || t == scalar_type::fp8_e5m2; }
-// C's type as GemmArgs::c_type codes it (validate admits fp32 and bf16).
-int c_code(scalar_type t) { return t == scalar_type::bf16 ? 1 : 0; }
 
 // The problem's own checks, independent of the device.
 Status validate(const GemmProblem& p, const char* who) {
@@ -69,26 +67,25 @@ struct TileCount {
 };
 
 // The kernel for B's orientation; with NkOnly, only the B^T instance exists (the caller never asks for the other).
-// The tiled kernels take C's type at run time (args.c_type, kernels::store_c): one instance per input type.
-template <class TIn, template <class, bool> class Kernel, bool NkOnly = false>
+template <class TIn, class TOut, template <class, class, bool> class Kernel, bool NkOnly = false>
 void launch(const GemmProblem& p, const kernels::GemmArgs& args, int workgroups, int threads) {
   const dim3 grid{unsigned(workgroups), 1, 1};
-  if (NkOnly || p.b_is_nk) hipLaunchKernelGGL((Kernel<TIn, true>::kernel), grid, dim3(threads), 0, p.stream, args);
-  else if constexpr (!NkOnly) hipLaunchKernelGGL((Kernel<TIn, false>::kernel), grid, dim3(threads), 0, p.stream, args);
+  if (NkOnly || p.b_is_nk) hipLaunchKernelGGL((Kernel<TIn, TOut, true>::kernel), grid, dim3(threads), 0, p.stream, args);
+  else if constexpr (!NkOnly) hipLaunchKernelGGL((Kernel<TIn, TOut, false>::kernel), grid, dim3(threads), 0, p.stream, args);
 }
 
-// The kernel templates as class templates over (TIn, BIsNK), so `launch` takes any of them; C's nominal type is float.
-template <class TIn, bool BIsNK>
-struct pingpong { static constexpr auto kernel = kernels::gemm_pingpong<TIn, float, BIsNK>; };
-template <class TIn, bool BIsNK>
-struct pingpong_half { static constexpr auto kernel = kernels::gemm_pingpong<TIn, float, BIsNK, 128>; };
+// The kernel templates as class templates over (TIn, TOut, BIsNK), so `launch` takes any of them.
+template <class TIn, class TOut, bool BIsNK>
+struct pingpong { static constexpr auto kernel = kernels::gemm_pingpong<TIn, TOut, BIsNK>; };
+template <class TIn, class TOut, bool BIsNK>
+struct pingpong_half { static constexpr auto kernel = kernels::gemm_pingpong<TIn, TOut, BIsNK, 128>; };
 
 // The ping-pong kernel's 256 x 256 tiles, one per workgroup and CU. Where more tiles than CUs leave a last round
 // under half full (1024 tiles on 304 CUs: 3 rounds and 112 tiles), the whole rounds run first and the last round's
 // tiles then run as two 128 x 256 halves each, on up to twice as many CUs, in about half the time.
 // A grouped GEMM takes whole tiles or halves throughout, whichever needs fewer rounds of the CUs (a round of halves
 // counted as half a round).
-template <class TIn, bool NkOnly>
+template <class TIn, class TOut, bool NkOnly>
 void launch_pingpong(const GemmProblem& p, kernels::GemmArgs args, const TileCount& count) {
   constexpr int tile = gemm_pingpong_tile;
   const int tiles = count(tile, tile);
@@ -98,35 +95,41 @@ void launch_pingpong(const GemmProblem& p, kernels::GemmArgs args, const TileCou
   if (count.group_rows) {
     const int halves = count(tile / 2, tile);
     if (cus > 0 && (halves + cus - 1) / cus < 2 * ((tiles + cus - 1) / cus))
-      return launch<TIn, pingpong_half, NkOnly>(p, args, halves, 512);
-    return launch<TIn, pingpong, NkOnly>(p, args, tiles, 512);
+      return launch<TIn, TOut, pingpong_half, NkOnly>(p, args, halves, 512);
+    return launch<TIn, TOut, pingpong, NkOnly>(p, args, tiles, 512);
   }
   const int last = cus > 0 && tiles > cus ? tiles % cus : 0;
-  if (last == 0 || 2 * last > cus) return launch<TIn, pingpong, NkOnly>(p, args, tiles, 512);
-  launch<TIn, pingpong, NkOnly>(p, args, tiles - last, 512);
+  if (last == 0 || 2 * last > cus) return launch<TIn, TOut, pingpong, NkOnly>(p, args, tiles, 512);
+  launch<TIn, TOut, pingpong, NkOnly>(p, args, tiles - last, 512);
   args.tile_first = 2 * (tiles - last);  // in half tiles
-  launch<TIn, pingpong_half, NkOnly>(p, args, 2 * last, 512);
+  launch<TIn, TOut, pingpong_half, NkOnly>(p, args, 2 * last, 512);
 }
-template <class TIn, bool BIsNK>
-struct staged { static constexpr auto kernel = kernels::gemm_staged<TIn, BIsNK>; };
-template <class TIn, bool BIsNK>
-struct fp8_dma { static constexpr auto kernel = kernels::gemm_fp8<TIn, float, BIsNK, true>; };
-template <class TIn, bool BIsNK>
-struct fp8_registers { static constexpr auto kernel = kernels::gemm_fp8<TIn, float, BIsNK, false>; };
+template <class TIn, class TOut, bool BIsNK>
+struct staged { static constexpr auto kernel = kernels::gemm_staged<TIn, TOut, BIsNK>; };
+template <class TIn, class TOut, bool BIsNK>
+struct fp8_dma { static constexpr auto kernel = kernels::gemm_fp8<TIn, TOut, BIsNK, true>; };
+template <class TIn, class TOut, bool BIsNK>
+struct fp8_registers { static constexpr auto kernel = kernels::gemm_fp8<TIn, TOut, BIsNK, false>; };
 
-template <class TIn>
+template <class TIn, class TOut>
 void launch(const GemmProblem& p, const kernels::GemmArgs& args, bool dma, const TileCount& count) {
   // fp8 A * B (B in the col layout) stays on the 4-wave kernel: its transposed B fragments would not fit the
   // ping-pong kernel's registers.
   auto tiles = [&](int tile) { return count(tile, tile); };
   if (tiles(gemm_staged_tile) == 0) return;  // a grouped GEMM whose groups are all empty
-  if (dma && (!fp8_input<TIn> || p.b_is_nk)) launch_pingpong<TIn, fp8_input<TIn>>(p, args, count);
+  if (dma && (!fp8_input<TIn> || p.b_is_nk)) launch_pingpong<TIn, TOut, fp8_input<TIn>>(p, args, count);
   else if constexpr (fp8_input<TIn>) {
-    if (dma) launch<TIn, fp8_dma>(p, args, tiles(gemm_fp8_tile), 256);
-    else launch<TIn, fp8_registers>(p, args, tiles(gemm_fp8_tile), 256);
+    if (dma) launch<TIn, TOut, fp8_dma>(p, args, tiles(gemm_fp8_tile), 256);
+    else launch<TIn, TOut, fp8_registers>(p, args, tiles(gemm_fp8_tile), 256);
   } else {
-    launch<TIn, staged>(p, args, tiles(gemm_staged_tile), 256);
+    launch<TIn, TOut, staged>(p, args, tiles(gemm_staged_tile), 256);
   }
+}
+
+template <class TIn>
+void launch(const GemmProblem& p, const kernels::GemmArgs& args, bool dma, const TileCount& count) {
+  if (p.c_type == scalar_type::fp32) launch<TIn, float>(p, args, dma, count);
+  else launch<TIn, bf16>(p, args, dma, count);
 }
 
 // The skinny kernel (gemm_skinny.h) where A has few rows: at most skinny_max_m, and A's and B's rows on 16-byte
@@ -240,7 +243,7 @@ Status run(const char* who, const GemmProblem& p, kernels::GemmArgs args, size_t
 Status gemm(const GemmProblem& p) {
   if (Status s = validate(p, entry); !s) return s;
   const size_t b_bytes = api::matrix_bytes(p.b_is_nk ? p.n : p.k, p.b_is_nk ? p.k : p.n, p.ldb, size_of(p.ab_type));
-  const kernels::GemmArgs args{p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, p.c, p.ldc, p.alpha, p.beta, c_code(p.c_type)};
+  const kernels::GemmArgs args{p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, p.c, p.ldc, p.alpha, p.beta};
   return run(entry, p, args, b_bytes, TileCount{p});
 }
 
@@ -282,7 +285,7 @@ Status grouped_gemm(const GroupedGemmProblem& p) {
     return fail("offsets[groups] (" + std::to_string(offsets.back()) + ") must be m, the rows of A and C (" + std::to_string(p.m) + ")");
   const size_t in = size_of(p.ab_type);
   const size_t b_bytes = (size_t(p.groups - 1) * size_t(stride) + size_t(span)) * in;
-  kernels::GemmArgs args{p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, p.c, p.ldc, p.alpha, p.beta, c_code(p.c_type)};
+  kernels::GemmArgs args{p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, p.c, p.ldc, p.alpha, p.beta};
   args.groups = p.groups, args.offsets = p.offsets, args.offsets64 = p.offsets_int64, args.b_group_stride = stride;
   return run(who, p, args, b_bytes, TileCount{p, &rows});
 }

@@ -38,15 +38,14 @@ Status validate(const GemmBlockwiseProblem& p) {
 }
 
 // The ping-pong kernel's half-height form (gemm_blockwise_kernel.h says why) where the LDS DMA feeds A and B, in
-// logical 256 x 256 tiles of two halves each; the 4-wave fp8 kernel through registers elsewhere. C's type is
-// args.c_type's (kernels::store_c), its nominal type float: one instance of each kernel.
-template <class T, bool Dma>
+// logical 256 x 256 tiles of two halves each; the 4-wave fp8 kernel through registers elsewhere.
+template <class T, class TOut, bool Dma>
 void launch(const GemmBlockwiseProblem& p, const kernels::GemmArgs& args) {
   auto tiles = [&](int tile) { return ((p.m + tile - 1) / tile) * ((p.n + tile - 1) / tile); };
   if constexpr (Dma)
-    hipLaunchKernelGGL((kernels::gemm_pingpong<T, float, true, 128, kernels::GemmBlockwiseForm>), dim3(2 * tiles(gemm_pingpong_tile)), dim3(512), 0,
+    hipLaunchKernelGGL((kernels::gemm_pingpong<T, TOut, true, 128, kernels::GemmBlockwiseForm>), dim3(2 * tiles(gemm_pingpong_tile)), dim3(512), 0,
                        p.stream, args);
-  else hipLaunchKernelGGL((kernels::gemm_fp8<T, float, true, false, true>), dim3(tiles(gemm_fp8_tile)), dim3(256), 0, p.stream, args);
+  else hipLaunchKernelGGL((kernels::gemm_fp8<T, TOut, true, false, true>), dim3(tiles(gemm_fp8_tile)), dim3(256), 0, p.stream, args);
 }
 
 }  // namespace
@@ -77,10 +76,11 @@ Status gemm_blockwise(const GemmBlockwiseProblem& p) {
     return fail("the LDS DMA feed needs A and B to start on " + std::to_string(dma_bytes) + "-byte boundaries, lda and ldb in whole " +
                 std::to_string(dma_bytes) + "-byte units, and A, B under 2 GiB on " + target->name);
   const bool dma = p.feed == Feed::lds_dma || (p.feed == Feed::automatic && dma_ok);
-  kernels::GemmArgs args{p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, p.c, p.ldc, 1.f, 0.f, p.c_type == scalar_type::bf16 ? 1 : 0};
+  kernels::GemmArgs args{p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, p.c, p.ldc, 1.f, 0.f};
   args.scale_a = p.scale_a, args.ld_scale_a = p.ld_scale_a, args.scale_b = p.scale_b, args.ld_scale_b = p.ld_scale_b;
   (void)hipGetLastError();
-  dma ? launch<T, true>(p, args) : launch<T, false>(p, args);
+  if (p.c_type == scalar_type::bf16) dma ? launch<T, bf16, true>(p, args) : launch<T, bf16, false>(p, args);
+  else dma ? launch<T, float, true>(p, args) : launch<T, float, false>(p, args);
   if (hipError_t e = hipGetLastError(); e != hipSuccess) return api::error(entry, e, std::string("launch failed: ") + hipGetErrorString(e));
   return {};
 }

@@ -15,7 +15,6 @@ struct GemmArgs {
   void* c;
   long ldc;
   float alpha, beta;
-  int c_type = 0;      // C's element type, 0 fp32, 1 bf16 (store_c): a run-time choice in the epilogue alone
   int tile_first = 0;  // the logical tile (in the kernel's own tiles) of workgroup 0: a grid may cover part of C
   // A grouped GEMM (hk::grouped_gemm) when groups > 0: `groups` problems sharing n and k, group g owning rows
   // offsets[g] .. offsets[g+1] - 1 of A and C (m is all groups' rows) and the B at b + g * b_group_stride. The grid
@@ -31,10 +30,6 @@ struct GemmArgs {
   const float* scale_b = nullptr;
   long ld_scale_b = 0;
 };
-
-// The plain epilogue: C in the type GemmArgs::c_type names (below, after GemmView).
-template <class View, class Acc>
-__device__ __attribute__((always_inline)) inline void store_c(const GemmArgs& p, const View& v, const Acc& acc, coord at);
 
 // A form of the GEMM kernels that take one (the 4-wave fp8 kernel, gemm_fp8.h, and the 8-wave ping-pong kernel,
 // gemm_pingpong.h): the arguments the kernel takes and what each wave does with its block of C: read a step's
@@ -58,8 +53,7 @@ struct GemmPlainForm {
     }
     template <class View, class Acc>
     __device__ __attribute__((always_inline)) void store(const Args& p, const View& v, const Acc& acc, coord at) {
-      static_assert(std::same_as<typename decltype(v.c)::dtype, float>, "GemmPlainForm: C's type is p.c_type; instance TOut = float");
-      store_c(p, v, acc, at);
+      store_bounded(v.c, acc, at, p.alpha, p.beta);
     }
   };
 };
@@ -152,21 +146,7 @@ struct GemmView {
   __device__ coord out_block(int wr, int wc) const {
     return {0, 0, (BM / WM) * tile_m + wr, (BN / WN) * tile_n + wc};
   }
-  // C as elements of T: the same rows (c starts row0 * ldc elements past p.c, whatever the type).
-  template <class T>
-  __device__ __attribute__((always_inline)) gl<T, 1, 1> c_as(const GemmArgs& p) const {
-    return {static_cast<T*>(p.c) + (c.data - static_cast<TOut*>(p.c)), 1, 1, c.rows(), c.cols(), p.ldc};
-  }
 };
-
-// C's block `at` from the fp32 accumulators as alpha * acc + beta * C, in the type p.c_type names. hk::gemm's kernels
-// are instanced for one nominal TOut (float) and take C's type at run time here: the epilogue is all that differs,
-// so there is one instance per input type rather than one per (input, output) pair.
-template <class View, class Acc>
-__device__ __attribute__((always_inline)) inline void store_c(const GemmArgs& p, const View& v, const Acc& acc, coord at) {
-  if (p.c_type == 1) store_bounded(v.template c_as<bf16>(p), acc, at, p.alpha, p.beta);
-  else store_bounded(v.template c_as<float>(p), acc, at, p.alpha, p.beta);
-}
 
 // Two LDS stages of the A and B tiles of one K step, filled by group G straight into LDS (LdsDma: load_async, the
 // operands must be async_loadable) or through registers with zero-filled edges (load_bounded: any leading dimension

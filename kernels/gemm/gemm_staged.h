@@ -7,8 +7,7 @@
 
 namespace hk::kernels {
 
-// C's type is p.c_type's (store_c).
-template <class TIn, bool BIsNK>
+template <class TIn, class TOut, bool BIsNK>
 __global__ __launch_bounds__(256) void gemm_staged(GemmArgs p) {
   constexpr int BM = 128, BN = 128, BK = 64, WM = 64, WN = 64;
   using G = group<4>;
@@ -16,7 +15,7 @@ __global__ __launch_bounds__(256) void gemm_staged(GemmArgs p) {
   __shared__ st<TIn, BM, BK> sa;
   __shared__ BTile sb;
 
-  const GemmView<TIn, float, BIsNK, BM, BN> v(p);
+  const GemmView<TIn, TOut, BIsNK, BM, BN> v(p);
   if (!v.live) return;  // a grouped grid's workgroup without a tile
   const auto &A = v.a, &B = v.b;
   const int tm = v.tile_m, tn = v.tile_n;
@@ -42,7 +41,7 @@ __global__ __launch_bounds__(256) void gemm_staged(GemmArgs p) {
     }
     barrier();
   }
-  store_c(p, v, acc, v.template out_block<WM, WN>(wr, wc));
+  store_bounded(v.c, acc, v.template out_block<WM, WN>(wr, wc), p.alpha, p.beta);
 }
 
 }  // namespace hk::kernels
