@@ -391,8 +391,13 @@ inline float finish_column(const Elems<NE>& a, int ia, const Elems<NE>& bt, int 
 namespace fused_sse41 {
 #pragma GCC push_options
 #pragma GCC target("sse4.1")
+// The forms only this copy serves inline it whole into mfma<S>, where GCC takes block_short's b_special (left unset
+// where B has no inf/NaN, and then never read: finish_vector reads it only if bt.any_special) for a read.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 using V = simd::Sse41;
 #include "isa/mfma_fused_simd.inc"
+#pragma GCC diagnostic pop
 #pragma GCC pop_options
 }  // namespace fused_sse41
 namespace fused_avx2 {
@@ -440,16 +445,23 @@ std::atomic<MfmaSimd>& active_simd() {
   return active;
 }
 
+// Only the single-block forms with groups of 8 k or more (every form hk's kernels use: 16x16x16/32 and 32x32x8/16
+// bf16 and f16, fp8/bf8, f8f6f4) have AVX2 and AVX-512 copies; the rest (the 2-, 4- and 16-block forms, xf32, gfx90a's
+// groups of 2 and 4 k) take the SSE4.1 one: each wide copy of a form costs compile time (the two were ~43% of this
+// file's), and these forms run in no hot path.
+template <int B, int G>
+constexpr bool wide_simd = B == 1 && G >= 8;
+
 template <int M, int N, int K, int B, int G, bool fp8, int kblocks, int NE>
 void fused_matmul(const Elems<NE>& a, const Elems<NE>& bt, const uint32_t* const* c, uint32_t* const* d,
                   const int* sa, const int* sb) {
   switch (active_simd().load(std::memory_order_relaxed)) {
     case MfmaSimd::avx512:
-      if constexpr (N % simd::Avx512::W == 0)
+      if constexpr (wide_simd<B, G> && N % simd::Avx512::W == 0)
         return fused_avx512::fused_matmul<M, N, K, B, G, fp8, kblocks>(a, bt, c, d, sa, sb);
       [[fallthrough]];
     case MfmaSimd::avx2:
-      if constexpr (N % simd::Avx2::W == 0)
+      if constexpr (wide_simd<B, G> && N % simd::Avx2::W == 0)
         return fused_avx2::fused_matmul<M, N, K, B, G, fp8, kblocks>(a, bt, c, d, sa, sb);
       [[fallthrough]];
     default: return fused_sse41::fused_matmul<M, N, K, B, G, fp8, kblocks>(a, bt, c, d, sa, sb);
