@@ -24,8 +24,10 @@ inline constexpr uint32_t philox_w0 = 0x9E3779B9u, philox_w1 = 0xBB67AE85u;  // 
 
 // a ^ b ^ c, as the target's xor3 in device code (gfx950: one v_bitop3_b32, where LLVM leaves two v_xor_b32: 20 VALU
 // a call fewer).
+// (A template, so that the host pass, which compiles this for the host's callers, never instantiates the device call.)
+template <class Target = arch::current>
 __host__ __device__ __attribute__((always_inline)) inline uint32_t philox_xor3(uint32_t a, uint32_t b, uint32_t c) {
-  if constexpr (arch::device_pass) return arch::current::xor3(a, b, c);
+  if constexpr (arch::device_pass) return Target::xor3(a, b, c);
   else return a ^ b ^ c;
 }
 
