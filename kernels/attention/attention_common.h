@@ -141,8 +141,9 @@ __device__ __attribute__((always_inline)) inline void attn_lanes_swap(uint32_t& 
 // a butterfly of 4 swaps (2 DPP moves at distance 2, then at 1) gives each lane its word of every block of the group,
 // in order, and each element is one compare of its byte. Runs left over (fewer than 4) take a call each, per lane.
 // `fresh`: the lane's parts found again at each call, not held across the caller's loop (the dynamic forward at D =
-// 192 on gfx942 spilled one VGPR so).
-template <bool keys_are_rows, class Tile, class F, bool fresh = false>
+// 192 on gfx942 spilled one VGPR so). `opaque_keys`: the seed and stream recomputed at each call (the forward's: else
+// LLVM hoists every round's key out of its loop into SGPRs, which spilled; the backward's kernels are faster without).
+template <bool keys_are_rows, class Tile, class F, bool fresh = false, bool opaque_keys = false>
 __device__ __attribute__((always_inline)) inline void attn_dropout_each(const AttnArgs& p, int b, int h, int q0, int k0,
                                                                         F f) {
   static_assert(Tile::run == 4 && Tile::dim % 4 == 0, "runs of 4 rows, quads of adjacent columns");
@@ -160,10 +161,11 @@ __device__ __attribute__((always_inline)) inline void attn_dropout_each(const At
   auto words = [&](int r, int c, uint32_t (&x)[4]) __attribute__((always_inline)) {
     const int row = r + rl, col = c + cl;
     const uint32_t key = uint32_t(keys_are_rows ? k0 + row : k0 + col), query = uint32_t(keys_are_rows ? q0 + col : q0 + row);
-    // The seed and stream through an empty asm here: else LLVM hoists every round's key (and the stream's round-0
-    // products) out of the loop into 20-odd SGPRs, which spilled (12, to VGPR lanes); recomputed, they are SALU work.
+    // With opaque_keys, the seed and stream through an empty asm here: else LLVM hoists every round's key (and the
+    // stream's round-0 products) out of the loop into 20-odd SGPRs, which spilled in the forward (12, to VGPR lanes);
+    // recomputed, they are SALU work. (The backward keeps them hoisted: its dropout runs 10% slower recomputing them.)
     uint32_t k_lo = p.drop.seed_lo, k_hi = p.drop.seed_hi, c_lo = s_lo, c_hi = s_hi;
-    asm volatile("" : "+s"(k_lo), "+s"(k_hi), "+s"(c_lo), "+s"(c_hi));
+    if constexpr (opaque_keys) asm volatile("" : "+s"(k_lo), "+s"(k_hi), "+s"(c_lo), "+s"(c_hi));
     const philox4x32 w = philox4x32_10({{key >> 2, query >> 2, c_lo, c_hi}}, k_lo, k_hi);
     if constexpr (keys_are_rows) {
 #pragma unroll
@@ -216,11 +218,11 @@ __device__ __attribute__((always_inline)) inline uint32_t attn_dropout_keep(cons
 }
 
 // The dropped elements of a score accumulator set to 0 and the kept ones scaled, straight from attn_dropout_each.
-template <bool keys_are_rows, class Tile, bool fresh = false>
+template <bool keys_are_rows, class Tile, bool fresh = false, bool opaque_keys = false>
 __device__ __attribute__((always_inline)) inline void attn_dropout_scale(Tile& s, const AttnArgs& p, int b, int h,
                                                                          int q0, int k0, float scale) {
   auto f = [&](int i, int j, int e, bool kept) { s.data[i][j][e] = kept ? s.data[i][j][e] * scale : 0.f; };
-  attn_dropout_each<keys_are_rows, Tile, decltype(f), fresh>(p, b, h, q0, k0, f);
+  attn_dropout_each<keys_are_rows, Tile, decltype(f), fresh, opaque_keys>(p, b, h, q0, k0, f);
 }
 
 // x scale where `keep` keeps element x, else 0, for every element of a score-shaped tile (map's order is the bits').

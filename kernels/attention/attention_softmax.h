@@ -81,7 +81,7 @@ __device__ __attribute__((always_inline)) inline void attn_exp(W& w, typename W:
     w.l.data[j][0] += detail::lanes_reduce<detail::sum_op>(acc[j].x + acc[j].y, W::shape::dim, 32);  // as col_sum
   // Dropout after the sums (l takes the whole P); its 1 / (1 - p) waits for finish.
   if (attn_dropout_on<W::variant>(p)) {
-    attn_dropout_scale<true, s_tile, W::variant.dynamic>(s, p, w.drop_b, w.drop_h, int(w.first), w.drop_k0, 1.f);
+    attn_dropout_scale<true, s_tile, W::variant.dynamic, true>(s, p, w.drop_b, w.drop_h, int(w.first), w.drop_k0, 1.f);
     // The selects in fp32, then one convert a pair (else LLVM converts each element alone, selects the bf16 and packs
     // the pairs: 16 VALU a tile more).
     pairs([](f2& x, int) { asm volatile("" : "+v"(x.x), "+v"(x.y)); });
