@@ -281,6 +281,16 @@ def pct(model, published):
     return f"{100 * (model / published - 1):+.0f}%"
 
 
+def feature_cell(launches, plain):
+    """A feature's forward / forward+backward TFLOP/s, each with its change against the plain kernel's when given."""
+    if not launches:
+        return ""
+    fwd, bwd = launches[0]["tflops"], overall(launches)["tflops"]
+    if not plain:
+        return f"{fwd:.0f} / {bwd:.0f}"
+    return f"{fwd:.0f} ({pct(fwd, plain[0]['tflops'])}) / {bwd:.0f} ({pct(bwd, overall(plain)['tflops'])})"
+
+
 def peer_cell(peer, ours, text):
     """A peer's figure on the model (`text` formats it) and hk's Δ against it; empty where the peer was not measured."""
     return f"{text(peer)} ({pct(ours, peer) if ours is not None else '?'})" if peer else ""
@@ -383,16 +393,8 @@ def write_markdown(results, products, path):
     for feature in ATTN_FEATURES:
         cells = []
         for p in feature_products:
-            launches, plain = get(("attn_feature", feature, p)), get(("attn_feature", "plain", p))
-            if not launches:
-                cells.append("")
-                continue
-            fwd, bwd = launches[0]["tflops"], overall(launches)["tflops"]
-            if plain and feature != "plain":
-                cells.append(f"{fwd:.0f} ({pct(fwd, plain[0]['tflops'])}) / {bwd:.0f} "
-                             f"({pct(bwd, overall(plain)['tflops'])})")
-            else:
-                cells.append(f"{fwd:.0f} / {bwd:.0f}")
+            plain = get(("attn_feature", "plain", p)) if feature != "plain" else None
+            cells.append(feature_cell(get(("attn_feature", feature, p)), plain))
         if any(cells):
             lines.append(f"| {feature} | " + " | ".join(cells) + " |")
     cells = []
@@ -424,15 +426,7 @@ def write_markdown(results, products, path):
     for feature in ATTN_WIDE_FEATURES:
         cells = []
         for p in feature_products:
-            launches, plain = get(("attn_wide_feature", feature, p)), get(("attn_heads", "256", p))
-            if not launches:
-                cells.append("")
-            elif plain:
-                fwd, bwd = launches[0]["tflops"], overall(launches)["tflops"]
-                cells.append(f"{fwd:.0f} ({pct(fwd, plain[0]['tflops'])}) / {bwd:.0f} "
-                             f"({pct(bwd, overall(plain)['tflops'])})")
-            else:
-                cells.append(f"{launches[0]['tflops']:.0f} / {overall(launches)['tflops']:.0f}")
+            cells.append(feature_cell(get(("attn_wide_feature", feature, p)), get(("attn_heads", "256", p))))
         if any(cells):
             lines.append(f"| {feature} | " + " | ".join(cells) + " |")
     lines += ["", "## Memory-bound kernels, bf16, forward: ms (GB/s)", "",
