@@ -141,7 +141,7 @@ __device__ __attribute__((always_inline)) inline void attn_lanes_swap(uint32_t& 
 // a butterfly of 4 swaps (2 DPP moves at distance 2, then at 1) gives each lane its word of every block of the group,
 // in order, and each element is one compare of its byte. Runs left over (fewer than 4) take a call each, per lane.
 // `fresh`: the lane's parts found again at each call, not held across the caller's loop (the dynamic forward at D =
-// 192 on gfx942 spilled one VGPR so). `opaque_keys`: the seed and stream recomputed at each call (the forward's: else
+// 192 on gfx942 spilled one VGPR so). `opaque_keys`: the seed and stream recomputed at each call (the ping-pong forward's: else
 // LLVM hoists every round's key out of its loop into SGPRs, which spilled; the backward's kernels are faster without).
 template <bool keys_are_rows, class Tile, class F, bool fresh = false, bool opaque_keys = false>
 __device__ __attribute__((always_inline)) inline void attn_dropout_each(const AttnArgs& p, int b, int h, int q0, int k0,
