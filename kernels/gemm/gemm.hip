@@ -150,7 +150,7 @@ template <class TIn, class TOut, int BM>
 Status launch_skinny(const GemmProblem& p, const kernels::GemmArgs& args) {
   using Shape = kernels::SkinnyShape<TIn, BM>;
   const int kb = Shape::KB;
-  kernels::SkinnyArgs s{args, nullptr, 1, 0, (p.m + BM - 1) / BM, (p.n + Shape::WN - 1) / Shape::WN};
+  kernels::SkinnyArgs s{args, nullptr, std::is_same_v<TOut, bf16>, 1, 0, (p.m + BM - 1) / BM, (p.n + Shape::WN - 1) / Shape::WN};
   int device = 0, cus = 0;
   if (hipGetDevice(&device) != hipSuccess || hipDeviceGetAttribute(&cus, hipDeviceAttributeMultiprocessorCount, device) != hipSuccess)
     cus = 0;
@@ -170,9 +170,9 @@ Status launch_skinny(const GemmProblem& p, const kernels::GemmArgs& args) {
     s.part = static_cast<float*>(part);
   }
   const dim3 grid{unsigned(blocks * s.splits), 1, 1};
-  if (p.b_is_nk) hipLaunchKernelGGL((kernels::gemm_skinny<TIn, TOut, true, BM>), grid, dim3(256), 0, p.stream, s);
+  if (p.b_is_nk) hipLaunchKernelGGL((kernels::gemm_skinny<TIn, true, BM>), grid, dim3(256), 0, p.stream, s);
   else if constexpr (sizeof(TIn) == 2)  // fp8 with B given K x N takes the tiled kernel (skinny_fits): no instance
-    hipLaunchKernelGGL((kernels::gemm_skinny<TIn, TOut, false, BM>), grid, dim3(256), 0, p.stream, s);
+    hipLaunchKernelGGL((kernels::gemm_skinny<TIn, false, BM>), grid, dim3(256), 0, p.stream, s);
   if (part_bytes) {
     const long mn = long(p.m) * p.n;
     hipLaunchKernelGGL((kernels::gemm_skinny_reduce<TOut>), dim3(unsigned((mn + 255) / 256)), dim3(256), 0, p.stream, s);

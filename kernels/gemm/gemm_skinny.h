@@ -43,6 +43,7 @@ namespace hk::kernels {
 struct SkinnyArgs {
   GemmArgs g;
   float* part;             // splits > 1: [split][m][n] fp32 partial products; null: C directly
+  bool c_bf16;             // C's type: bf16, else fp32 (a runtime choice: the loop, most of the kernel, is the same)
   // K ranges per block of C and their length in elements: a whole number of this arch's steps (the host counts in
   // the steps of its own SkinnyShape, gfx950's, whose KB is a multiple of gfx942's: fp8's 128-row blocks take
   // 128-element steps there and 64-element ones on gfx942).
@@ -99,7 +100,7 @@ __host__ __device__ constexpr int permuted(int r) {
 
 }  // namespace skinny
 
-template <class T, class TOut, bool BIsNK, int BM>
+template <class T, bool BIsNK, int BM>
 __global__ __launch_bounds__(256) void gemm_skinny(SkinnyArgs p) {
   // fp8 with B given K x N takes the tiled fp8 kernel (hk::gemm's skinny_fits): its per-wave LDS transpose here
   // conflicted in the loop and spilled scalar registers at 64 rows.
@@ -329,11 +330,13 @@ __global__ __launch_bounds__(256) void gemm_skinny(SkinnyArgs p) {
   // inside the band with the rows and columns left, so no lane's row or column of C (m0 + 16 i + lr, n0 + 16 j + lr:
   // values the setup computed for A's and B's addresses) is kept live from the setup to here. (Kept, they spilled
   // 2 VGPRs in the 128-row instances.)
-  if (p.part) {
-    const gl<float, 1, 1> part(p.part + (long(split) * g.m + r0) * g.n + n0, 1, 1, rows_left, cols_left, g.n);
-    store_bounded(part, own, coord{0, 0, 0, 0});
+  // fp32 (the splits' partials, unscaled, or C) or bf16 C: two stores, chosen at run time.
+  if (p.part || !p.c_bf16) {
+    float* const base = p.part ? p.part + (long(split) * g.m + r0) * g.n + n0 : static_cast<float*>(g.c) + long(r0) * g.ldc + n0;
+    const gl<float, 1, 1> c(base, 1, 1, rows_left, cols_left, p.part ? long(g.n) : g.ldc);
+    store_bounded(c, own, coord{0, 0, 0, 0}, p.part ? 1.f : g.alpha, p.part ? 0.f : g.beta);
   } else {
-    const gl<TOut, 1, 1> c(static_cast<TOut*>(g.c) + long(r0) * g.ldc + n0, 1, 1, rows_left, cols_left, g.ldc);
+    const gl<bf16, 1, 1> c(static_cast<bf16*>(g.c) + long(r0) * g.ldc + n0, 1, 1, rows_left, cols_left, g.ldc);
     store_bounded(c, own, coord{0, 0, 0, 0}, g.alpha, g.beta);
   }
 }
