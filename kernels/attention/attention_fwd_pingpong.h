@@ -100,9 +100,8 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
     // S^T of a tile's first and second 32 keys in s[0] and s[1], their P^T in pt[0] and pt[1]: fixed registers.
     typename W::s_tile s[2];
     typename W::p_tile pt[2];
-    // The running max in the memory phase, unless ALiBi's bias on every score must come before it: that work held off
-    // the memory phase's end. (Softcap's tanh runs at the end of the compute phase that made the scores: see the top.)
-    constexpr bool early = !V.alibi;
+    // The running max in the memory phase. (Softcap's tanh and ALiBi's bias run at the end of the compute phase that
+    // made the scores: see the top.)
     // Of a phase: both products of a half (S^T's K: the fp8 MFMA's for fp8 Q and K, twice the 16-bit one's).
     constexpr int k16 = 2 * arch::mfma32_elems, k_qk = fp8_input<T> ? 2 * arch::fp8_elems32 : k16;
     constexpr int mfmas = (W::BK / 32) * (D / k_qk + D / k16);
@@ -138,16 +137,14 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       // The tests (scalar) and the rare vector work of the rescale, the masks and the running max.
       if constexpr (pv) me.rescale();  // by the alpha of the previous phase's max, before its P^T meets O^T
       if constexpr (sm) me.mask(s[1 - h], view, p, 2 * j + 1 + h);
-      if constexpr (sm && early) me.template rebase<true>(s[1 - h], p);
+      if constexpr (sm) me.template rebase<true>(s[1 - h], p);
       sched_barrier();
       barrier();
       // C
       set_priority<1>();
       if constexpr (qk) me.qk(s[h], k);
       if constexpr (pv) me.accumulate(pt[h], vc);
-      if constexpr (sm && !early) me.bias(s[1 - h], view, p, 2 * j + 1 + h);  // ALiBi: vector work on every tile
-      if constexpr (sm && !early) me.softmax(s[1 - h], pt[1 - h], p);
-      if constexpr (sm && early) me.exp(s[1 - h], pt[1 - h], p);
+      if constexpr (sm) me.exp(s[1 - h], pt[1 - h], p);
       if constexpr (qk && pv && sm) {
         // The 16 exp2 (a quarter of the VALU's rate) spread over the MFMAs, not bunched (they held the MFMAs apart).
         // With 16 MFMAs: their arguments' multiply-adds after the first two, two exp2 after each of the next eight,
@@ -165,9 +162,13 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
         }(std::make_integer_sequence<int, mfmas>{});
       }
       if constexpr (qk && V.softcap) {  // softcap's tanh of s[h], before the masks of the next phase (see the top)
-        static_assert(!V.alibi, "ALiBi's bias runs in C(h) above (the host refuses the two together)");
+        static_assert(!V.alibi, "the host refuses softcap with ALiBi at D <= 128");
         sched_barrier();
         p.cap.apply(s[h]);
+      }
+      if constexpr (qk && V.alibi) {  // ALiBi's bias of s[h] (keys of half 2 (j + 1) + h), before the masks likewise
+        sched_barrier();
+        me.alibi(s[h], view, 2 * j + 2 + h);
       }
       sched_barrier();
       if constexpr (h == 1) wait_vmcnt<0>();  // K(j+2), V(j+1) (group 1 has none: no branch)
