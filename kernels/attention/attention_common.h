@@ -466,8 +466,10 @@ struct AttnWave {
     const int k0 = kt * BK, q0 = int(first), off = int(v.off);
     // d over the tile: from k0 - (q0 + WQ - 1) - off to k0 + BK - 1 - q0 - off.
     const bool right = k0 - q0 - (WQ - 1) - off >= 0, left = k0 + BK - 1 - q0 - off <= 0;
-    if (right || left) add_alibi<true, true>(s, right ? -v.slope : v.slope, first, long(k0), v.off);
-    else add_alibi<true>(s, v.slope, first, long(k0), v.off);
+    // The slope a scalar (in a VGPR, with its negation, it cost this 256-VGPR kernel spills).
+    const float slope = __builtin_bit_cast(float, __builtin_amdgcn_readfirstlane(__builtin_bit_cast(int, v.slope)));
+    if (right || left) add_alibi<true, true>(s, right ? -slope : slope, first, long(k0), v.off);
+    else add_alibi<true>(s, slope, first, long(k0), v.off);
   }
 
   // The hidden scores of S^T (keys kt * BK ...) set to -inf, where the tile crosses the visible range of a query. In S^T a
