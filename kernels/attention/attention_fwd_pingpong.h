@@ -12,15 +12,22 @@
 //         cross-lane reduce and the move only when a max grew): tests and rare vector work off the compute phase
 //   C(h)  s[h] = K Q^T, O^T += V^T pt[h]  ||  the rest of the softmax of s[1-h] (attn_exp): exp2, sums, P^T
 // with each MFMA followed by an equal share of the exp2 and of the other VALU (the exp2 bunched held the MFMAs
-// apart, and what followed them ran as a tail behind the last). ALiBi, whose bias on every score must precede the max,
-// keeps the whole softmax in C(h). Softcap's tanh (AttnArgs::Softcap: an exp2 and a degree-6 polynomial a score, twice the
+// apart, and what followed them ran as a tail behind the last). ALiBi's bias (AttnWave::alibi), like softcap's tanh
+// below, joins s[h] at the end of C(h), after its product and the interleaved softmax, where the K and V registers are
+// free, and before the masks and the running max of the next M: on a tile wholly on one side of the diagonal of
+// every query of the wave (all but one 32-key half in 256 at N = 8192), d = j - i - off has one sign, so -slope |d| is
+// slope' d, one packed add and one packed multiply-add a pair of scores; the crossed tiles take the exact bias under a
+// scalar branch. (MI355X GQA D128 N8192: 1327 TFLOP/s, causal 1362, plain 1455 and 1548; with the whole softmax in
+// C(h) behind an unpacked bias: 1145 and 1190; the slope in a VGPR, not a scalar, spilled the loads' lane offsets: 1222.)
+// Softcap's tanh (AttnArgs::Softcap: an exp2 and a degree-6 polynomial a score, twice the
 // softmax's transcendentals, each at a quarter of the VALU's rate; an exp2 and a reciprocal before) caps s[h] at the end of C(h), after its product
 // and the interleaved softmax, before the masks of the next M: the rest is the plain kernel's schedule, VALU-bound by
 // that work (MI355X GQA D128 N8192: 802 TFLOP/s, plain 1455; at the start of M, before the reads: 656; in M after
 // them: 763; capping after the masks with the whole softmax in C: 759). The waves form two groups of four, one phase
 // apart, so one group's compute phase (priority 1) runs while the other reads LDS (priority 2 over its reads and
 // loads): per SIMD, one wave of each group. Every phase ends with a workgroup barrier. The registers: O^T 64, Q 32, s
-// and pt 48, a half of K and of V 64, the LDS addresses' lane parts 24 (256 at D = 128, no spills; softcap spills 4).
+// and pt 48, a half of K and of V 64, the LDS addresses' lane parts 24 (256 at D = 128, no spills; softcap spills 4;
+// ALiBi 10 SGPRs, to VGPR lanes, around the loop, none in it).
 //
 // LDS addresses: the reads name no stage register. Both stages of K (and of V) are one array whose tile layout
 // repeats every 32 rows, so stage 1 is rows 64.. of stage 0: a compile-time offset on the lanes' address registers,
