@@ -253,19 +253,30 @@ __device__ inline float alibi_slope(const AttnArgs& p, int b, int h) { return p.
 // off = Sk - Sq. Every element of every tile (the bias is not a mask: whole tiles take it too), before the masks.
 // j - i - off is the lane's part (one register, per tile) plus the element's (an immediate): written as map_at's (x,
 // row, col) the compiler hoists a float per element out of the loop (36 spills in the ping-pong kernel).
-template <bool keys_are_rows, class Tile>
+// Linear: the caller knows d's sign over the whole tile and passes slope as -slope where d >= 0, slope where d <= 0:
+// slope d then, two packed instructions a pair of elements.
+template <bool keys_are_rows, bool linear = false, class Tile>
 __device__ __attribute__((always_inline)) inline void add_alibi(Tile& s, float slope, long q0, long k0, long off) {
   constexpr int sign = keys_are_rows ? 1 : -1;  // j - i is row - col in S^T, col - row in S
   const int lane = lane_id();
   const float base = float(int(k0 - q0 - off) + sign * (Tile::row_lane_part(lane) - Tile::col_lane_part(lane)));
+  auto elem = [](int i, int j, int e) { return float(sign * (Tile::row_tile_part(i, e) - Tile::col_tile_part(j, e))); };
 #pragma unroll
   for (int i = 0; i < Tile::tiles_r; ++i)
 #pragma unroll
     for (int j = 0; j < Tile::tiles_c; ++j)
+      if constexpr (linear) {
+        using f2 = float __attribute__((ext_vector_type(2)));
+        static_assert(Tile::E % 2 == 0, "pairs of elements");
 #pragma unroll
-      for (int e = 0; e < Tile::E; ++e) {
-        const float d = base + float(sign * (Tile::row_tile_part(i, e) - Tile::col_tile_part(j, e)));
-        s.data[i][j][e] = fmaf(-slope, fabsf(d), s.data[i][j][e]);
+        for (int e = 0; e < Tile::E; e += 2) {
+          const f2 d = f2{base, base} + f2{elem(i, j, e), elem(i, j, e + 1)};
+          const f2 x = f2{slope, slope} * d + f2{s.data[i][j][e], s.data[i][j][e + 1]};
+          s.data[i][j][e] = x.x, s.data[i][j][e + 1] = x.y;
+        }
+      } else {
+#pragma unroll
+        for (int e = 0; e < Tile::E; ++e) s.data[i][j][e] = fmaf(-slope, fabsf(base + elem(i, j, e)), s.data[i][j][e]);
       }
 }
 
@@ -444,6 +455,21 @@ struct AttnWave {
   __device__ __attribute__((always_inline)) void bias(s_tile& s, const AttnView<T, D, DV>& v, const AttnArgs& p, int kt) const {
     if (attn_softcap_on<V>(p)) p.cap.apply(s);
     if (attn_alibi_on<V>(p)) add_alibi<true>(s, v.slope, first, long(kt) * BK, v.off);
+  }
+
+  // ALiBi's bias on S^T of tile kt (keys kt * BK ...) in the pipelined forward, at the end of the compute phase that
+  // made it (its K and V registers free there), before the masks: where the tile lies wholly on one side of every
+  // diagonal of the wave's queries (all but the tiles the diagonal crosses), d = j - i - off has one sign over it and
+  // -slope |d| is sl d, sl = -slope or slope: one packed add (d) and one packed multiply-add a pair of scores
+  // (add_alibi's fabs and unpacked work only on the crossed tiles, under a scalar branch).
+  __device__ __attribute__((always_inline)) void alibi(s_tile& s, const AttnView<T, D, DV>& v, int kt) const {
+    const int k0 = kt * BK, q0 = int(first), off = int(v.off);
+    // d over the tile: from k0 - (q0 + WQ - 1) - off to k0 + BK - 1 - q0 - off.
+    const bool right = k0 - q0 - (WQ - 1) - off >= 0, left = k0 + BK - 1 - q0 - off <= 0;
+    // The slope a scalar (in a VGPR, with its negation, it cost this 256-VGPR kernel spills).
+    const float slope = __builtin_bit_cast(float, __builtin_amdgcn_readfirstlane(__builtin_bit_cast(int, v.slope)));
+    if (right || left) add_alibi<true, true>(s, right ? -slope : slope, first, long(k0), v.off);
+    else add_alibi<true>(s, slope, first, long(k0), v.off);
   }
 
   // The hidden scores of S^T (keys kt * BK ...) set to -inf, where the tile crosses the visible range of a query. In S^T a

@@ -12,15 +12,22 @@
 //         cross-lane reduce and the move only when a max grew): tests and rare vector work off the compute phase
 //   C(h)  s[h] = K Q^T, O^T += V^T pt[h]  ||  the rest of the softmax of s[1-h] (attn_exp): exp2, sums, P^T
 // with each MFMA followed by an equal share of the exp2 and of the other VALU (the exp2 bunched held the MFMAs
-// apart, and what followed them ran as a tail behind the last). ALiBi, whose bias on every score must precede the max,
-// keeps the whole softmax in C(h). Softcap's tanh (AttnArgs::Softcap: an exp2 and a degree-6 polynomial a score, twice the
+// apart, and what followed them ran as a tail behind the last). ALiBi's bias (AttnWave::alibi), like softcap's tanh
+// below, joins s[h] at the end of C(h), after its product and the interleaved softmax, where the K and V registers are
+// free, and before the masks and the running max of the next M: on a tile wholly on one side of the diagonal of
+// every query of the wave (all but one 32-key half in 256 at N = 8192), d = j - i - off has one sign, so -slope |d| is
+// slope' d, one packed add and one packed multiply-add a pair of scores; the crossed tiles take the exact bias under a
+// scalar branch. (MI355X GQA D128 N8192: 1327 TFLOP/s, causal 1362, plain 1455 and 1548; with the whole softmax in
+// C(h) behind an unpacked bias: 1145 and 1190; the slope in a VGPR, not a scalar, spilled the loads' lane offsets: 1222.)
+// Softcap's tanh (AttnArgs::Softcap: an exp2 and a degree-6 polynomial a score, twice the
 // softmax's transcendentals, each at a quarter of the VALU's rate; an exp2 and a reciprocal before) caps s[h] at the end of C(h), after its product
 // and the interleaved softmax, before the masks of the next M: the rest is the plain kernel's schedule, VALU-bound by
 // that work (MI355X GQA D128 N8192: 802 TFLOP/s, plain 1455; at the start of M, before the reads: 656; in M after
 // them: 763; capping after the masks with the whole softmax in C: 759). The waves form two groups of four, one phase
 // apart, so one group's compute phase (priority 1) runs while the other reads LDS (priority 2 over its reads and
 // loads): per SIMD, one wave of each group. Every phase ends with a workgroup barrier. The registers: O^T 64, Q 32, s
-// and pt 48, a half of K and of V 64, the LDS addresses' lane parts 24 (256 at D = 128, no spills; softcap spills 4).
+// and pt 48, a half of K and of V 64, the LDS addresses' lane parts 24 (256 at D = 128, no spills; softcap spills 4;
+// ALiBi 10 SGPRs, to VGPR lanes, around the loop, none in it).
 //
 // LDS addresses: the reads name no stage register. Both stages of K (and of V) are one array whose tile layout
 // repeats every 32 rows, so stage 1 is rows 64.. of stage 0: a compile-time offset on the lanes' address registers,
@@ -100,9 +107,8 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
     // S^T of a tile's first and second 32 keys in s[0] and s[1], their P^T in pt[0] and pt[1]: fixed registers.
     typename W::s_tile s[2];
     typename W::p_tile pt[2];
-    // The running max in the memory phase, unless ALiBi's bias on every score must come before it: that work held off
-    // the memory phase's end. (Softcap's tanh runs at the end of the compute phase that made the scores: see the top.)
-    constexpr bool early = !V.alibi;
+    // The running max in the memory phase. (Softcap's tanh and ALiBi's bias run at the end of the compute phase that
+    // made the scores: see the top.)
     // Of a phase: both products of a half (S^T's K: the fp8 MFMA's for fp8 Q and K, twice the 16-bit one's).
     constexpr int k16 = 2 * arch::mfma32_elems, k_qk = fp8_input<T> ? 2 * arch::fp8_elems32 : k16;
     constexpr int mfmas = (W::BK / 32) * (D / k_qk + D / k16);
@@ -138,16 +144,14 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       // The tests (scalar) and the rare vector work of the rescale, the masks and the running max.
       if constexpr (pv) me.rescale();  // by the alpha of the previous phase's max, before its P^T meets O^T
       if constexpr (sm) me.mask(s[1 - h], view, p, 2 * j + 1 + h);
-      if constexpr (sm && early) me.template rebase<true>(s[1 - h], p);
+      if constexpr (sm) me.template rebase<true>(s[1 - h], p);
       sched_barrier();
       barrier();
       // C
       set_priority<1>();
       if constexpr (qk) me.qk(s[h], k);
       if constexpr (pv) me.accumulate(pt[h], vc);
-      if constexpr (sm && !early) me.bias(s[1 - h], view, p, 2 * j + 1 + h);  // ALiBi: vector work on every tile
-      if constexpr (sm && !early) me.softmax(s[1 - h], pt[1 - h], p);
-      if constexpr (sm && early) me.exp(s[1 - h], pt[1 - h], p);
+      if constexpr (sm) me.exp(s[1 - h], pt[1 - h], p);
       if constexpr (qk && pv && sm) {
         // The 16 exp2 (a quarter of the VALU's rate) spread over the MFMAs, not bunched (they held the MFMAs apart).
         // With 16 MFMAs: their arguments' multiply-adds after the first two, two exp2 after each of the next eight,
@@ -165,9 +169,13 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
         }(std::make_integer_sequence<int, mfmas>{});
       }
       if constexpr (qk && V.softcap) {  // softcap's tanh of s[h], before the masks of the next phase (see the top)
-        static_assert(!V.alibi, "ALiBi's bias runs in C(h) above (the host refuses the two together)");
+        static_assert(!V.alibi, "the host refuses softcap with ALiBi at D <= 128");
         sched_barrier();
         p.cap.apply(s[h]);
+      }
+      if constexpr (qk && V.alibi) {  // ALiBi's bias of s[h] (keys of half 2 (j + 1) + h), before the masks likewise
+        sched_barrier();
+        me.alibi(s[h], view, 2 * j + 2 + h);
       }
       sched_barrier();
       if constexpr (h == 1) wait_vmcnt<0>();  // K(j+2), V(j+1) (group 1 has none: no branch)
