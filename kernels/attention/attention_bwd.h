@@ -102,10 +102,15 @@ template <int D, int DV>
 inline constexpr bool attn_bwd_pairs = attn_bwd_paired(D, arch::current::lds_read_transpose) && DV == D;
 
 // One step's staged operands of kernel 2: BQ queries' Q and dO rows, their LSE (log2 units, 0: sees no key), delta.
+// Q and dO as st_g4 where the LDS has no transposing reads (gfx942; attention_bwd_ops.h), else row-major st.
+template <int D, int DV>
+inline constexpr bool attn_bwd_g4 = !arch::current::lds_read_transpose && !attn_wide(D, DV) && D == DV;
+template <class T, int R, int C, bool g4>
+using attn_bwd_staged = std::conditional_t<g4, st_g4<T, R, C>, st<T, R, C>>;
 template <class T, int BQ, int D, int DV = D>
 struct AttnBwdStage {
-  st<T, BQ, D> q;
-  st<T, BQ, DV> dout;
+  attn_bwd_staged<T, BQ, D, attn_bwd_g4<D, DV>> q;
+  attn_bwd_staged<T, BQ, DV, attn_bwd_g4<D, DV>> dout;
   sv<float, BQ> lse, delta;
 };
 
@@ -230,9 +235,15 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   const float c = p.scale_log2;
   const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
   auto fill = [&](int h, int qt, Stage& s) __attribute__((always_inline)) {
-    load_async<G>(s.q, head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq), {0, 0, qt, 0}, dma_wave);
-    load_async<G>(s.dout, head_view<T, DV>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq),
-                  {0, 0, qt, 0}, dma_wave);
+    const auto q_view = head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq);
+    const auto do_view = head_view<T, DV>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq);
+    if constexpr (attn_bwd_g4<D, DV>) {
+      load_async_g4<G>(s.q, q_view, qt, dma_wave);
+      load_async_g4<G>(s.dout, do_view, qt, dma_wave);
+    } else {
+      load_async<G>(s.q, q_view, {0, 0, qt, 0}, dma_wave);
+      load_async<G>(s.dout, do_view, {0, 0, qt, 0}, dma_wave);
+    }
   };
   // The LSE (wave 0) or delta (wave 1) of the step's query `lane` (lanes below BQ), 0 past the sequence's end, loaded
   // before a step's work and stored after it into the other stage (LSE in log2 units). A buffer load: the row's base
@@ -357,7 +368,9 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     if (more) put(next, staged);
     h = nh, qt = nqt;
   };
-  if constexpr (pairs && !V.softcap && !V.alibi && !V.dropout && !V.dynamic) {
+  constexpr bool const_stage = (pairs || (D == 128 && DV == D && !arch::current::lds_read_transpose)) && !V.softcap &&
+                                !V.alibi && !V.dropout && !V.dynamic;
+  if constexpr (const_stage) {
     while (h < h_end) {
       step(std::integral_constant<int, 0>{});
       if (h < h_end) step(std::integral_constant<int, 1>{});
@@ -369,6 +382,11 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   const auto dk_view = head_view<T, D>(a.dk, a.dk_bs, a.dk_rs, a.dk_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
   const auto dv_view = head_view<T, DV>(a.dv, a.dv_bs, a.dv_rs, a.dv_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
   const int key_tile = int(k0 / WK);
+  if constexpr (attn_bwd_g4<D, DV>) {  // dK^T and dV^T rows in st_g4's order
+    store_g4(dk_view, dkt, key_tile, p.scale);
+    store_g4(dv_view, dvt, key_tile);
+    return;
+  }
   rt<float, WK, D, layout::row> out;
   transpose(out, dkt);
   if (pairs && role == 0) {  // (pairs: dkt holds dV^T)
