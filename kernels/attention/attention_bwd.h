@@ -183,6 +183,12 @@ struct AttnKeyBlock {
   }
 };
 
+// Kernel 2's step operands in registers (st_g4), or nothing (char) where the products read the stage themselves.
+template <class O> __device__ inline const auto& ops_q(const O& o) { if constexpr (std::is_same_v<O, char>) return o; else return o.q; }
+template <class O> __device__ inline const auto& ops_dout(const O& o) { if constexpr (std::is_same_v<O, char>) return o; else return o.dout; }
+template <class O> __device__ inline const auto& ops_qt(const O& o) { if constexpr (std::is_same_v<O, char>) return o; else return o.qt; }
+template <class O> __device__ inline const auto& ops_dot(const O& o) { if constexpr (std::is_same_v<O, char>) return o; else return o.dot; }
+
 template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
 __global__ __launch_bounds__(64 * attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose))
 __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void attention_bwd_dkdv(AttnBwdArgs a) {
@@ -280,10 +286,39 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     if (nqt == kb.qt_end) nqt = kb.qt_begin, ++nh;
     const bool more = nh < h_end;
     float staged = 0.f;
-    if (more) staged = stat(nh, nqt), fill(nh, nqt, next);
+    // st_g4 (gfx942): the step's operands go to registers before the next step's loads are issued; the compiler
+    // cannot tell the stages apart and would wait for those loads before any later read of the stage.
+    constexpr bool g4 = attn_bwd_g4<D, DV>;
+    struct Operands {
+      rt<T, BQ, D> q;
+      rt<T, BQ, DV> dout;
+      rt<T, D, BQ> qt;
+      rt<T, DV, BQ> dot;
+    };
+    std::conditional_t<g4, Operands, char> ops;
+    if constexpr (!g4)
+      if (more) staged = stat(nh, nqt), fill(nh, nqt, next);
     rows_vec lse, delta;
     load(lse, cur.lse);
     load(delta, cur.delta);
+    if constexpr (g4) {
+      load(ops.q, cur.q);
+      load(ops.dout, cur.dout);
+      load_g4_t(ops.dot, cur.dout);
+      load_g4_t(ops.qt, cur.q);
+      if (more) staged = stat(nh, nqt), fill(nh, nqt, next);
+    }
+    // S = Q K^T or dP = dO V^T (x: cur.q or cur.dout, r: Q or dO in registers, b: K or V).
+    auto abt = [&](const auto& x, const auto& r, const auto& b) __attribute__((always_inline)) {
+      if constexpr (g4) {
+        rt_acc<BQ, WK> d;
+        zero(d);
+        mma_ABt(d, r, b, d);
+        return d;
+      } else {
+        return mma_ABt_lds<attn_wide(D, DV)>(x, b);
+      }
+    };
     const long q0 = long(qt) * BQ;
     const int qi = int(q0), kj = int(k0), off = int(kb.off);
     // S = Q K^T, masked where the tile crosses a query's visible range, and P (as below), into sd (capped: before the masks).
@@ -331,13 +366,13 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     // (Streamed for wide heads: else gfx942 spills at D = 256, and on MI355X at GQA D256 N8192 the kernel took 287
     // against 224 ms, its accumulators moved between AGPRs and VGPRs.)
     constexpr bool streamed = attn_wide(D, DV);
-    auto s = mma_ABt_lds<streamed>(cur.q, k);
+    auto s = abt(cur.q, ops_q(ops), k);
     // dP - delta (dropped): with softcapping (and in the dynamic instance) here, before the masks (attn_bwd_cap), else
     // after dV^T's product (the plain order). P and dP dropped and scaled alike (attn_dropout_keep; ~0: all kept).
     constexpr bool early = V.softcap || V.dynamic;
     const bool drop = attn_dropout_on<V>(p);
     uint32_t keep = ~0u;
-    auto dp_of = [&]() __attribute__((always_inline)) { return mma_ABt_lds<streamed>(cur.dout, v); };
+    auto dp_of = [&]() __attribute__((always_inline)) { return abt(cur.dout, ops_dout(ops), v); };
     decltype(dp_of()) dp;
     auto dp_delta = [&]() __attribute__((always_inline)) {
       dp = dp_of();
@@ -356,15 +391,22 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     if constexpr (!early)
       if (drop) keep = attn_dropout_keep<false, decltype(s)>(p, blk.b, h, int(q0), int(k0));
     // dV^T += dO^T P (in chunks of 64 of D where the S and dP products are streamed: the registers are short there)
-    auto acc_tb = [&](auto& acc, const auto& x, const auto& b) __attribute__((always_inline)) {
-      if constexpr (streamed) mma_AtB_acc_chunks<64>(acc, x, b);
-      else mma_AtB_acc(acc, x, b);
+    auto acc_tb = [&](auto& acc, const auto& x, const auto& xt, const auto& b) __attribute__((always_inline)) {
+      if constexpr (g4) {
+        rt<T, BQ, WK, layout::col> bc;
+        copy_acc_order(bc, b);
+        mma_AB(acc, xt, bc, acc);
+      } else if constexpr (streamed) {
+        mma_AtB_acc_chunks<64>(acc, x, b);
+      } else {
+        mma_AtB_acc(acc, x, b);
+      }
     };
-    acc_tb(dvt, cur.dout, attn_dropped<V.dropout || V.dynamic>(s, keep, p.drop.scale));  // (dynamic, no dropout: P 1)
+    acc_tb(dvt, cur.dout, ops_dot(ops), attn_dropped<V.dropout || V.dynamic>(s, keep, p.drop.scale));  // (dynamic, no dropout: P 1)
     // dP = dO V^T; dS = P * (dP - delta); dK^T += Q^T dS.
     if constexpr (!early) dp_delta();
     mul(s, s, dp);
-    acc_tb(dkt, cur.q, s);
+    acc_tb(dkt, cur.q, ops_qt(ops), s);
     if (more) put(next, staged);
     h = nh, qt = nqt;
   };

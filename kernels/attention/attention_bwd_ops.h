@@ -210,6 +210,38 @@ __device__ inline void mma_AtB_acc(rt_acc<D, N>& acc, const st_g4<T, K, D>& x, c
     }
 }
 
+// The acc-order operands of mma_AtB_acc(st_g4) as one register tile: xt (D x K, row layout) holds in base tile (4 J
+// + t, i) the A operand of column t of the granules of rows 16 i .. and columns 64 J .., so that mma_AB(acc, xt, b,
+// acc) is that product (acc's D rows in st_g4's order).
+template <class T, int D, int K>
+__device__ inline void load_g4_t(rt<T, D, K, layout::row>& xt, const st_g4<T, K, D>& x) {
+  using u32x4 = uint32_t __attribute__((ext_vector_type(4)));
+  using u32x2 = uint32_t __attribute__((ext_vector_type(2)));
+  static_assert(rt<T, D, K, layout::row>::dim == 16 && rt<T, D, K, layout::row>::E == 4, "load_g4_t: the 16x16 family");
+  const int lane = lane_id(), m = lane % 16, g = lane / 16;
+  const int base = g * st_g4<T, K, D>::gcols * 32 + (m ^ g) * 32;
+  const int off[2] = {base + ((m >> 2) & 1) * 16, base + (1 - ((m >> 2) & 1)) * 16};
+  const char* bytes = reinterpret_cast<const char*>(x.data);
+#pragma unroll
+  for (int i = 0; i < K / 16; ++i)
+#pragma unroll
+    for (int J = 0; J < D / 64; ++J) {
+      const int at = i * 128 * st_g4<T, K, D>::gcols + J * 512;
+      const u32x4 v = *reinterpret_cast<const u32x4*>(bytes + at + off[0]);
+      const u32x4 w = *reinterpret_cast<const u32x4*>(bytes + at + off[1]);
+      const u32x2 lo[4] = {{(v.x & 0xffffu) | (v.z << 16), (w.x & 0xffffu) | (w.z << 16)},
+                           {(v.x >> 16) | (v.z & 0xffff0000u), (w.x >> 16) | (w.z & 0xffff0000u)},
+                           {(v.y & 0xffffu) | (v.w << 16), (w.y & 0xffffu) | (w.w << 16)},
+                           {(v.y >> 16) | (v.w & 0xffff0000u), (w.y >> 16) | (w.w & 0xffff0000u)}};
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        const auto c = __builtin_bit_cast(detail::chunk<T, 4>, lo[t]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) xt.data[4 * J + t][i][e] = c.v[e];
+      }
+    }
+}
+
 // dst rows `tile` * N .. (N keys) = alpha acc^T, acc (D x N) in st_g4's row order: lane (key m, g) holds D columns
 // 64 J + 16 g .. + 15 of its key, written as 32 contiguous bytes (the element type), rows past the tensor left alone.
 template <class GL, int D, int N>
