@@ -8,7 +8,9 @@
 //      and w + 4 (one SIMD) owning 32 keys, its first wave computing S, P and dV^T, its second dP, dS and dK^T, with P
 //      (times the cap's slope) passed in fp32 through the LDS behind a second barrier in the step: each staged
 //      fragment serves 32 keys, not 16 (at 16 the MFMAs need all of a SIMD pair's LDS port; 32 keys a wave do not fit
-//      two waves' registers). MI355X GQA D128 N8192: 71.0 -> 66.3 ms (docs/design.md);
+//      two waves' registers). MI355X GQA D128 N8192: 71.0 -> 66.3 ms (docs/design.md). On gfx942 (no transposing
+//      LDS reads) Q and dO are staged as st_g4 (attention_bwd_ops.h), whose acc-order operand is two ds_read_b128 per
+//      4 x 4 granule, not an element a read (MI300X GQA D128 N8192: 194.2 -> 168.4 ms with the reads below);
 //   3. attention_bwd_dq: one workgroup per (sequence, query head, 4 WQ queries; 8 WQ on gfx942 at D = 128), each
 //      wave owning WQ queries (16; 32 at D = 64 with transposing LDS reads: each key tile read serves twice the MFMA
 //      work); it recomputes P^T and dS^T over the visible key tiles in order and accumulates dQ^T += K^T dS^T in fp32.
@@ -34,10 +36,12 @@
 // has finished reading the other stage (step n-1), which the loads of step n+1, issued right after it, overwrite.
 // In kernel 3 those loads fly under the whole of step n: its stages are distinct LDS variables and the steps go in
 // pairs with the stage a constant, so the compiler sees that step n's reads cannot touch what the loads write. Kernel
-// 2's stage is a runtime index, except in its plain kernel in pairs of waves (gfx950 at D = 128), whose steps go in
-// pairs with the stage a constant (elsewhere, and with dropout, softcapping or ALiBi, they spill so; gfx942 was
-// slower): with a runtime stage the compiler waits for step n+1's loads before step n's first LDS read (6.6% of the
-// waves' time on MI355X at GQA D128 N8192 before the pairs of waves; 0% with them, whose first LDS reads come later).
+// 2's stage is a runtime index, except in its plain kernel in pairs of waves (gfx950 at D = 128) and its plain kernel
+// on gfx942 at D = 128, whose steps go in pairs with the stage a constant (elsewhere, and with dropout, softcapping or
+// ALiBi, they spill so): with a runtime stage the compiler waits for step n+1's loads before step n's first LDS read
+// (6.6% of the waves' time on MI355X at GQA D128 N8192 before the pairs of waves; 0% with them, whose first LDS reads
+// come later). On gfx942 (Q and dO as st_g4) each step reads all its operands into registers first and issues step
+// n+1's loads after them (vmcnt waits 10.0 -> 0% on MI300X at GQA D128 N8192: dK/dV 181.6 -> 168.4 ms).
 // Q and dO go straight into LDS (buffer loads with the lds modifier); LSE and delta (64 floats each) are too small for
 // that, so in kernel 2 one lane per query (wave 0: LSE, wave 1: delta) loads its value into a register before the
 // step's work and writes it to the other stage after it (last read in step n-1, before the barrier). The
