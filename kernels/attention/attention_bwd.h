@@ -395,10 +395,12 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     if constexpr (!early)
       if (drop) keep = attn_dropout_keep<false, decltype(s)>(p, blk.b, h, int(q0), int(k0));
     // dV^T += dO^T P (in chunks of 64 of D where the S and dP products are streamed: the registers are short there)
-    auto acc_tb = [&](auto& acc, const auto& x, const auto& xt, const auto& b) __attribute__((always_inline)) {
+    // (prob: b is P, not negative: AttnProbTo's cheaper bf16 rounding, the same bits; g4 only, gfx950 converts in one.)
+    auto acc_tb = [&](auto& acc, const auto& x, const auto& xt, const auto& b, auto prob) __attribute__((always_inline)) {
       if constexpr (g4) {
         rt<T, BQ, WK, layout::col> bc;
-        copy_acc_order(bc, b);
+        if constexpr (prob) copy_acc_order(bc, b, AttnProbTo{});
+        else copy_acc_order(bc, b);
         mma_AB(acc, xt, bc, acc);
       } else if constexpr (streamed) {
         mma_AtB_acc_chunks<64>(acc, x, b);
@@ -406,11 +408,12 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
         mma_AtB_acc(acc, x, b);
       }
     };
-    acc_tb(dvt, cur.dout, ops_dot(ops), attn_dropped<V.dropout || V.dynamic>(s, keep, p.drop.scale));  // (dynamic, no dropout: P 1)
+    acc_tb(dvt, cur.dout, ops_dot(ops), attn_dropped<V.dropout || V.dynamic>(s, keep, p.drop.scale),
+           std::true_type{});  // (dynamic, no dropout: P 1)
     // dP = dO V^T; dS = P * (dP - delta); dK^T += Q^T dS.
     if constexpr (!early) dp_delta();
     mul(s, s, dp);
-    acc_tb(dkt, cur.q, ops_qt(ops), s);
+    acc_tb(dkt, cur.q, ops_qt(ops), s, std::false_type{});
     if (more) put(next, staged);
     h = nh, qt = nqt;
   };
