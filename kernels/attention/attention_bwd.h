@@ -8,7 +8,9 @@
 //      and w + 4 (one SIMD) owning 32 keys, its first wave computing S, P and dV^T, its second dP, dS and dK^T, with P
 //      (times the cap's slope) passed in fp32 through the LDS behind a second barrier in the step: each staged
 //      fragment serves 32 keys, not 16 (at 16 the MFMAs need all of a SIMD pair's LDS port; 32 keys a wave do not fit
-//      two waves' registers). MI355X GQA D128 N8192: 71.0 -> 66.3 ms (docs/design.md);
+//      two waves' registers). MI355X GQA D128 N8192: 71.0 -> 66.3 ms (docs/design.md). On gfx942 (no transposing
+//      LDS reads) Q and dO are staged as st_g4 (attention_bwd_ops.h), whose acc-order operand is two ds_read_b128 per
+//      4 x 4 granule, not an element a read (MI300X GQA D128 N8192: 194.2 -> 168.4 ms with the reads below);
 //   3. attention_bwd_dq: one workgroup per (sequence, query head, 4 WQ queries; 8 WQ on gfx942 at D = 128), each
 //      wave owning WQ queries (16; 32 at D = 64 with transposing LDS reads: each key tile read serves twice the MFMA
 //      work); it recomputes P^T and dS^T over the visible key tiles in order and accumulates dQ^T += K^T dS^T in fp32.
@@ -34,10 +36,12 @@
 // has finished reading the other stage (step n-1), which the loads of step n+1, issued right after it, overwrite.
 // In kernel 3 those loads fly under the whole of step n: its stages are distinct LDS variables and the steps go in
 // pairs with the stage a constant, so the compiler sees that step n's reads cannot touch what the loads write. Kernel
-// 2's stage is a runtime index, except in its plain kernel in pairs of waves (gfx950 at D = 128), whose steps go in
-// pairs with the stage a constant (elsewhere, and with dropout, softcapping or ALiBi, they spill so; gfx942 was
-// slower): with a runtime stage the compiler waits for step n+1's loads before step n's first LDS read (6.6% of the
-// waves' time on MI355X at GQA D128 N8192 before the pairs of waves; 0% with them, whose first LDS reads come later).
+// 2's stage is a runtime index, except in its plain kernel in pairs of waves (gfx950 at D = 128) and its plain kernel
+// on gfx942 at D = 128, whose steps go in pairs with the stage a constant (elsewhere, and with dropout, softcapping or
+// ALiBi, they spill so): with a runtime stage the compiler waits for step n+1's loads before step n's first LDS read
+// (6.6% of the waves' time on MI355X at GQA D128 N8192 before the pairs of waves; 0% with them, whose first LDS reads
+// come later). On gfx942 (Q and dO as st_g4) each step reads all its operands into registers first and issues step
+// n+1's loads after them (vmcnt waits 10.0 -> 0% on MI300X at GQA D128 N8192: dK/dV 181.6 -> 168.4 ms).
 // Q and dO go straight into LDS (buffer loads with the lds modifier); LSE and delta (64 floats each) are too small for
 // that, so in kernel 2 one lane per query (wave 0: LSE, wave 1: delta) loads its value into a register before the
 // step's work and writes it to the other stage after it (last read in step n-1, before the barrier). The
@@ -102,10 +106,15 @@ template <int D, int DV>
 inline constexpr bool attn_bwd_pairs = attn_bwd_paired(D, arch::current::lds_read_transpose) && DV == D;
 
 // One step's staged operands of kernel 2: BQ queries' Q and dO rows, their LSE (log2 units, 0: sees no key), delta.
+// Q and dO as st_g4 where the LDS has no transposing reads (gfx942; attention_bwd_ops.h), else row-major st.
+template <int D, int DV>
+inline constexpr bool attn_bwd_g4 = !arch::current::lds_read_transpose && !attn_wide(D, DV) && D == DV;
+template <class T, int R, int C, bool g4>
+using attn_bwd_staged = std::conditional_t<g4, st_g4<T, R, C>, st<T, R, C>>;
 template <class T, int BQ, int D, int DV = D>
 struct AttnBwdStage {
-  st<T, BQ, D> q;
-  st<T, BQ, DV> dout;
+  attn_bwd_staged<T, BQ, D, attn_bwd_g4<D, DV>> q;
+  attn_bwd_staged<T, BQ, DV, attn_bwd_g4<D, DV>> dout;
   sv<float, BQ> lse, delta;
 };
 
@@ -178,6 +187,12 @@ struct AttnKeyBlock {
   }
 };
 
+// Kernel 2's step operands in registers (st_g4), or nothing (char) where the products read the stage themselves.
+template <class O> __device__ inline const auto& ops_q(const O& o) { if constexpr (std::is_same_v<O, char>) return o; else return o.q; }
+template <class O> __device__ inline const auto& ops_dout(const O& o) { if constexpr (std::is_same_v<O, char>) return o; else return o.dout; }
+template <class O> __device__ inline const auto& ops_qt(const O& o) { if constexpr (std::is_same_v<O, char>) return o; else return o.qt; }
+template <class O> __device__ inline const auto& ops_dot(const O& o) { if constexpr (std::is_same_v<O, char>) return o; else return o.dot; }
+
 template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
 __global__ __launch_bounds__(64 * attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose))
 __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void attention_bwd_dkdv(AttnBwdArgs a) {
@@ -230,9 +245,15 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   const float c = p.scale_log2;
   const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
   auto fill = [&](int h, int qt, Stage& s) __attribute__((always_inline)) {
-    load_async<G>(s.q, head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq), {0, 0, qt, 0}, dma_wave);
-    load_async<G>(s.dout, head_view<T, DV>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq),
-                  {0, 0, qt, 0}, dma_wave);
+    const auto q_view = head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq);
+    const auto do_view = head_view<T, DV>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq);
+    if constexpr (attn_bwd_g4<D, DV>) {
+      load_async_g4<G>(s.q, q_view, qt, dma_wave);
+      load_async_g4<G>(s.dout, do_view, qt, dma_wave);
+    } else {
+      load_async<G>(s.q, q_view, {0, 0, qt, 0}, dma_wave);
+      load_async<G>(s.dout, do_view, {0, 0, qt, 0}, dma_wave);
+    }
   };
   // The LSE (wave 0) or delta (wave 1) of the step's query `lane` (lanes below BQ), 0 past the sequence's end, loaded
   // before a step's work and stored after it into the other stage (LSE in log2 units). A buffer load: the row's base
@@ -269,10 +290,39 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     if (nqt == kb.qt_end) nqt = kb.qt_begin, ++nh;
     const bool more = nh < h_end;
     float staged = 0.f;
-    if (more) staged = stat(nh, nqt), fill(nh, nqt, next);
+    // st_g4 (gfx942): the step's operands go to registers before the next step's loads are issued; the compiler
+    // cannot tell the stages apart and would wait for those loads before any later read of the stage.
+    constexpr bool g4 = attn_bwd_g4<D, DV>;
+    struct Operands {
+      rt<T, BQ, D> q;
+      rt<T, BQ, DV> dout;
+      rt<T, D, BQ> qt;
+      rt<T, DV, BQ> dot;
+    };
+    std::conditional_t<g4, Operands, char> ops;
+    if constexpr (!g4)
+      if (more) staged = stat(nh, nqt), fill(nh, nqt, next);
     rows_vec lse, delta;
     load(lse, cur.lse);
     load(delta, cur.delta);
+    if constexpr (g4) {
+      load(ops.q, cur.q);
+      load(ops.dout, cur.dout);
+      load_g4_t(ops.dot, cur.dout);
+      load_g4_t(ops.qt, cur.q);
+      if (more) staged = stat(nh, nqt), fill(nh, nqt, next);
+    }
+    // S = Q K^T or dP = dO V^T (x: cur.q or cur.dout, r: Q or dO in registers, b: K or V).
+    auto abt = [&](const auto& x, const auto& r, const auto& b) __attribute__((always_inline)) {
+      if constexpr (g4) {
+        rt_acc<BQ, WK> d;
+        zero(d);
+        mma_ABt(d, r, b, d);
+        return d;
+      } else {
+        return mma_ABt_lds<attn_wide(D, DV)>(x, b);
+      }
+    };
     const long q0 = long(qt) * BQ;
     const int qi = int(q0), kj = int(k0), off = int(kb.off);
     // S = Q K^T, masked where the tile crosses a query's visible range, and P (as below), into sd (capped: before the masks).
@@ -320,13 +370,13 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     // (Streamed for wide heads: else gfx942 spills at D = 256, and on MI355X at GQA D256 N8192 the kernel took 287
     // against 224 ms, its accumulators moved between AGPRs and VGPRs.)
     constexpr bool streamed = attn_wide(D, DV);
-    auto s = mma_ABt_lds<streamed>(cur.q, k);
+    auto s = abt(cur.q, ops_q(ops), k);
     // dP - delta (dropped): with softcapping (and in the dynamic instance) here, before the masks (attn_bwd_cap), else
     // after dV^T's product (the plain order). P and dP dropped and scaled alike (attn_dropout_keep; ~0: all kept).
     constexpr bool early = V.softcap || V.dynamic;
     const bool drop = attn_dropout_on<V>(p);
     uint32_t keep = ~0u;
-    auto dp_of = [&]() __attribute__((always_inline)) { return mma_ABt_lds<streamed>(cur.dout, v); };
+    auto dp_of = [&]() __attribute__((always_inline)) { return abt(cur.dout, ops_dout(ops), v); };
     decltype(dp_of()) dp;
     auto dp_delta = [&]() __attribute__((always_inline)) {
       dp = dp_of();
@@ -345,19 +395,31 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     if constexpr (!early)
       if (drop) keep = attn_dropout_keep<false, decltype(s)>(p, blk.b, h, int(q0), int(k0));
     // dV^T += dO^T P (in chunks of 64 of D where the S and dP products are streamed: the registers are short there)
-    auto acc_tb = [&](auto& acc, const auto& x, const auto& b) __attribute__((always_inline)) {
-      if constexpr (streamed) mma_AtB_acc_chunks<64>(acc, x, b);
-      else mma_AtB_acc(acc, x, b);
+    // (prob: b is P, not negative: AttnProbTo's cheaper bf16 rounding, the same bits; g4 only, gfx950 converts in one.)
+    auto acc_tb = [&](auto& acc, const auto& x, const auto& xt, const auto& b, auto prob) __attribute__((always_inline)) {
+      if constexpr (g4) {
+        rt<T, BQ, WK, layout::col> bc;
+        if constexpr (prob) copy_acc_order(bc, b, AttnProbTo{});
+        else copy_acc_order(bc, b);
+        mma_AB(acc, xt, bc, acc);
+      } else if constexpr (streamed) {
+        mma_AtB_acc_chunks<64>(acc, x, b);
+      } else {
+        mma_AtB_acc(acc, x, b);
+      }
     };
-    acc_tb(dvt, cur.dout, attn_dropped<V.dropout || V.dynamic>(s, keep, p.drop.scale));  // (dynamic, no dropout: P 1)
+    acc_tb(dvt, cur.dout, ops_dot(ops), attn_dropped<V.dropout || V.dynamic>(s, keep, p.drop.scale),
+           std::true_type{});  // (dynamic, no dropout: P 1)
     // dP = dO V^T; dS = P * (dP - delta); dK^T += Q^T dS.
     if constexpr (!early) dp_delta();
     mul(s, s, dp);
-    acc_tb(dkt, cur.q, s);
+    acc_tb(dkt, cur.q, ops_qt(ops), s, std::false_type{});
     if (more) put(next, staged);
     h = nh, qt = nqt;
   };
-  if constexpr (pairs && !V.softcap && !V.alibi && !V.dropout && !V.dynamic) {
+  constexpr bool const_stage = (pairs || (D == 128 && DV == D && !arch::current::lds_read_transpose)) && !V.softcap &&
+                                !V.alibi && !V.dropout && !V.dynamic;
+  if constexpr (const_stage) {
     while (h < h_end) {
       step(std::integral_constant<int, 0>{});
       if (h < h_end) step(std::integral_constant<int, 1>{});
@@ -369,6 +431,11 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   const auto dk_view = head_view<T, D>(a.dk, a.dk_bs, a.dk_rs, a.dk_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
   const auto dv_view = head_view<T, DV>(a.dv, a.dv_bs, a.dv_rs, a.dv_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
   const int key_tile = int(k0 / WK);
+  if constexpr (attn_bwd_g4<D, DV>) {  // dK^T and dV^T rows in st_g4's order
+    store_g4(dk_view, dkt, key_tile, p.scale);
+    store_g4(dv_view, dvt, key_tile);
+    return;
+  }
   rt<float, WK, D, layout::row> out;
   transpose(out, dkt);
   if (pairs && role == 0) {  // (pairs: dkt holds dV^T)

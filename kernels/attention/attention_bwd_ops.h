@@ -85,6 +85,190 @@ __device__ inline void mma_AtB_acc_chunks(rt_acc<D, N>& acc, const ST& x, const 
   }
 }
 
+// Kernel 2's staged Q and dO tiles where the LDS has no transposing reads (gfx942): R x C (queries x D) in granules
+// of 4 rows x 4 columns, 32 bytes, row-major within (tile byte piece(r, gc): the 8 bytes of row r, columns 4 gc ..
+// 4 gc + 3). The row-layout A operand of S = Q K^T and dP = dO V^T reads a row's 4 columns with one ds_read_b64 as
+// before; the acc-order operand of dV^T += dO^T P and dK^T += Q^T dS, which needs 4 rows of one column per lane (an
+// element a read in a row-major tile: 64 ds_read_u16 a step at 16 queries, their addresses and 32 v_perm), reads a
+// whole granule with two ds_read_b128 and serves 4 MFMAs from it, one per column t of the granule: in the MFMA of
+// column t, lane m's row is D column 4 m + t (of a block of 64), so the accumulators hold their D rows in that order
+// (acc block 4 J + t, lane row m: D row 64 J + 4 m + t) and store_g4 writes them back in order. Swizzle: the granule
+// slot of (h = r / 4, gc) is gc ^ (h % 4), its row pairs swapped where bit 2 of gc is set: both reads then touch
+// every bank once per phase (16 lanes of ds_read_b64, 8 of ds_read_b128). Filled by LDS DMA like a row-major tile: a
+// lane picks the global dword its LDS slot holds (load_async_g4); rows past the tensor read zeros (the buffer range).
+template <class T, int R, int C>
+struct st_g4 {
+  using dtype = T;
+  static constexpr int rows = R, cols = C, gcols = C / 4;
+  static_assert(sizeof(T) == 2 && R % 16 == 0 && C % 64 == 0, "st_g4: 16-bit, 16-row tiles of 64-column blocks");
+  __attribute__((aligned(16))) T data[R * C];
+  // Byte of row r, column group gc.
+  __host__ __device__ static constexpr int piece(int r, int gc) {
+    const int h = r / 4, g = gc ^ (h & 3);
+    return (h * gcols + g) * 32 + ((((r >> 1) & 1) ^ ((g >> 2) & 1)) * 16) + (r & 1) * 8;
+  }
+};
+template <class S>
+inline constexpr bool is_st_g4 = false;
+template <class T, int R, int C>
+inline constexpr bool is_st_g4<st_g4<T, R, C>> = true;
+
+// dst <- the R-row tile `tile_r` of src by the waves of G (each LDS DMA instruction: 256 consecutive bytes).
+template <class G, class T, int R, int C, class GL>
+__device__ inline void load_async_g4(st_g4<T, R, C>& dst, const GL& src, int tile_r, async_wave<G> wave) {
+  constexpr int per_inst = 64 * 4, span = C * 8, n_inst = R * C * int(sizeof(T)) / per_inst / G::waves;
+  static_assert(arch::current::lds_dma_bytes == 4 && span % per_inst == 0, "load_async_g4: dword DMA, whole row groups");
+  static_assert(R * C * int(sizeof(T)) % (per_inst * G::waves) == 0, "load_async_g4: the tile splits over the waves");
+  const long ld = src.row_stride();
+  const int num_records = int(((src.rows() - 1) * ld + C) * long(sizeof(T)));
+  const auto rsrc = arch::current::buffer_rsrc(src.at(0, 0, 0, 0), num_records);
+  const int ld_bytes = int(ld * long(sizeof(T))), lane = lane_id();
+#pragma unroll
+  for (int i = 0; i < n_inst; ++i) {
+    const int n = i * G::waves + wave.index;  // uniform
+    const int h = n * per_inst / span, slot = n * per_inst % span / 32 + lane / 8;
+    const int gc = slot ^ (h & 3), half = ((lane / 4) & 1) ^ ((slot >> 2) & 1);
+    const int lane_off = (2 * half + (lane / 2) % 2) * ld_bytes + (4 * gc + 2 * (lane % 2)) * int(sizeof(T));
+    auto* lds = (__attribute__((address_space(3))) void*)(reinterpret_cast<char*>(dst.data) + n * per_inst);
+    arch::current::lds_dma(rsrc, lds, lane_off, (tile_r * R + 4 * h) * ld_bytes);
+  }
+}
+
+// The row-layout register tile (16x16 family) of a whole st_g4: lane l reads row l % 16 of each 16-row tile, columns
+// 16 j + 4 (l / 16) .. + 3, one ds_read_b64 each, from two lane offsets (even and odd j) and constants.
+template <class T, int R, int C>
+__device__ inline void load(rt<T, R, C, layout::row>& dst, const st_g4<T, R, C>& src) {
+  using RT = rt<T, R, C, layout::row>;
+  static_assert(RT::dim == 16 && RT::E == 4, "load(st_g4): the 16x16 family with 4 elements a lane");
+  const int lane = lane_id(), q = lane % 16, g = lane / 16;
+  const int base = (q >> 2) * st_g4<T, R, C>::gcols * 32 + (g ^ (q >> 2)) * 32 + (q & 1) * 8;
+  const int off[2] = {base + ((q >> 1) & 1) * 16, base + (1 - ((q >> 1) & 1)) * 16};
+  const char* bytes = reinterpret_cast<const char*>(src.data);
+#pragma unroll
+  for (int i = 0; i < RT::tiles_r; ++i)
+#pragma unroll
+    for (int j = 0; j < RT::tiles_c; ++j) {
+      const auto c = *reinterpret_cast<const detail::chunk<T, 4>*>(bytes + i * 128 * st_g4<T, R, C>::gcols + j * 128 + off[j & 1]);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dst.data[i][j][e] = c.v[e];
+    }
+}
+
+template <bool streamed = false, class T, int R, int C, register_tile B>
+__device__ inline rt_acc<R, B::rows> mma_ABt_lds(const st_g4<T, R, C>& a, const B& b) {
+  rt_acc<R, B::rows> d;
+  zero(d);
+  rt<T, R, C> ar;
+  load(ar, a);
+  mma_ABt(d, ar, b, d);
+  return d;
+}
+
+// acc += X^T S with X an st_g4 (K x D): acc's D rows in st_g4's order (block 4 J + t, lane row m: D row 64 J + 4 m +
+// t). Per 16 rows of X and 64 of D a lane reads its granule (4 rows, 4 columns) with two ds_read_b128 and packs the
+// 4 MFMAs' A operands (column t: rows 0, 1 and 2, 3 of the granule, 16 bits each) with 8 VALU ops.
+template <int D, int N, int K, class T>
+__device__ inline void mma_AtB_acc(rt_acc<D, N>& acc, const st_g4<T, K, D>& x, const rt_acc<K, N>& s) {
+  using u32x4 = uint32_t __attribute__((ext_vector_type(4)));
+  rt<T, K, N, layout::col> b;
+  copy_acc_order(b, s);
+  static_assert(decltype(b)::base_rows == 16 && decltype(b)::E == 4, "mma_AtB_acc(st_g4): the 16x16 family");
+  const int lane = lane_id(), m = lane % 16, g = lane / 16;
+  const int base = g * st_g4<T, K, D>::gcols * 32 + (m ^ g) * 32;
+  const int off[2] = {base + ((m >> 2) & 1) * 16, base + (1 - ((m >> 2) & 1)) * 16};
+  const char* bytes = reinterpret_cast<const char*>(x.data);
+#pragma unroll
+  for (int i = 0; i < K / 16; ++i)
+#pragma unroll
+    for (int J = 0; J < D / 64; ++J) {
+      const int at = i * 128 * st_g4<T, K, D>::gcols + J * 512;
+      const u32x4 v = *reinterpret_cast<const u32x4*>(bytes + at + off[0]);  // rows 0, 1: columns 0 1, 2 3 each
+      const u32x4 w = *reinterpret_cast<const u32x4*>(bytes + at + off[1]);  // rows 2, 3
+      using u32x2 = uint32_t __attribute__((ext_vector_type(2)));
+      const u32x2 lo[4] = {{(v.x & 0xffffu) | (v.z << 16), (w.x & 0xffffu) | (w.z << 16)},
+                                 {(v.x >> 16) | (v.z & 0xffff0000u), (w.x >> 16) | (w.z & 0xffff0000u)},
+                                 {(v.y & 0xffffu) | (v.w << 16), (w.y & 0xffffu) | (w.w << 16)},
+                                 {(v.y >> 16) | (v.w & 0xffff0000u), (w.y >> 16) | (w.w & 0xffff0000u)}};
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        rt<T, 16, 16> a;
+        const auto c = __builtin_bit_cast(detail::chunk<T, 4>, lo[t]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) a.data[0][0][e] = c.v[e];
+        rt<T, 16, N, layout::col> bi;
+        rt_acc<16, N> part;
+#pragma unroll
+        for (int jn = 0; jn < N / 16; ++jn)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) bi.data[0][jn][e] = b.data[i][jn][e], part.data[0][jn][e] = acc.data[4 * J + t][jn][e];
+        mma_AB(part, a, bi, part);
+#pragma unroll
+        for (int jn = 0; jn < N / 16; ++jn)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc.data[4 * J + t][jn][e] = part.data[0][jn][e];
+      }
+    }
+}
+
+// The acc-order operands of mma_AtB_acc(st_g4) as one register tile: xt (D x K, row layout) holds in base tile (4 J
+// + t, i) the A operand of column t of the granules of rows 16 i .. and columns 64 J .., so that mma_AB(acc, xt, b,
+// acc) is that product (acc's D rows in st_g4's order).
+template <class T, int D, int K>
+__device__ inline void load_g4_t(rt<T, D, K, layout::row>& xt, const st_g4<T, K, D>& x) {
+  using u32x4 = uint32_t __attribute__((ext_vector_type(4)));
+  using u32x2 = uint32_t __attribute__((ext_vector_type(2)));
+  static_assert(rt<T, D, K, layout::row>::dim == 16 && rt<T, D, K, layout::row>::E == 4, "load_g4_t: the 16x16 family");
+  const int lane = lane_id(), m = lane % 16, g = lane / 16;
+  const int base = g * st_g4<T, K, D>::gcols * 32 + (m ^ g) * 32;
+  const int off[2] = {base + ((m >> 2) & 1) * 16, base + (1 - ((m >> 2) & 1)) * 16};
+  const char* bytes = reinterpret_cast<const char*>(x.data);
+#pragma unroll
+  for (int i = 0; i < K / 16; ++i)
+#pragma unroll
+    for (int J = 0; J < D / 64; ++J) {
+      const int at = i * 128 * st_g4<T, K, D>::gcols + J * 512;
+      const u32x4 v = *reinterpret_cast<const u32x4*>(bytes + at + off[0]);
+      const u32x4 w = *reinterpret_cast<const u32x4*>(bytes + at + off[1]);
+      const u32x2 lo[4] = {{(v.x & 0xffffu) | (v.z << 16), (w.x & 0xffffu) | (w.z << 16)},
+                           {(v.x >> 16) | (v.z & 0xffff0000u), (w.x >> 16) | (w.z & 0xffff0000u)},
+                           {(v.y & 0xffffu) | (v.w << 16), (w.y & 0xffffu) | (w.w << 16)},
+                           {(v.y >> 16) | (v.w & 0xffff0000u), (w.y >> 16) | (w.w & 0xffff0000u)}};
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        const auto c = __builtin_bit_cast(detail::chunk<T, 4>, lo[t]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) xt.data[4 * J + t][i][e] = c.v[e];
+      }
+    }
+}
+
+// dst rows `tile` * N .. (N keys) = alpha acc^T, acc (D x N) in st_g4's row order: lane (key m, g) holds D columns
+// 64 J + 16 g .. + 15 of its key, written as 32 contiguous bytes (the element type), rows past the tensor left alone.
+template <class GL, int D, int N>
+__device__ inline void store_g4(const GL& dst, const rt_acc<D, N>& acc, int tile, float alpha = 1.f) {
+  using T = typename GL::dtype;
+  using u32x4 = uint32_t __attribute__((ext_vector_type(4)));
+  static_assert(sizeof(T) == 2, "store_g4: 16-bit outputs");
+  const int lane = lane_id(), g = lane / 16;
+#pragma unroll
+  for (int jn = 0; jn < N / 16; ++jn) {
+    const int r = tile * N + jn * 16 + lane % 16;
+    if (r >= dst.rows()) continue;
+#pragma unroll
+    for (int J = 0; J < D / 64; ++J) {
+      uint32_t w[8];
+#pragma unroll
+      for (int s = 0; s < 16; s += 2) {
+        const T a = to<T>(acc.data[4 * J + s % 4][jn][s / 4] * alpha), b = to<T>(acc.data[4 * J + (s + 1) % 4][jn][(s + 1) / 4] * alpha);
+        w[s / 2] = uint32_t(__builtin_bit_cast(uint16_t, a)) | uint32_t(__builtin_bit_cast(uint16_t, b)) << 16;
+      }
+      auto* out = reinterpret_cast<u32x4*>(dst.at(0, 0, r, 64 * J + 16 * g));
+      out[0] = u32x4{w[0], w[1], w[2], w[3]};
+      out[1] = u32x4{w[4], w[5], w[6], w[7]};
+    }
+  }
+}
+
 // The exchange of a col-layout operand tile between two waves: each lane writes its registers and the partner's same
 // lane reads them, 16 bytes a lane at a time, lane-major (64 lanes x 16 bytes contiguous: no bank conflicts).
 template <register_tile RT>
