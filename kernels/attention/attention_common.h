@@ -58,23 +58,41 @@ struct AttnArgs {
       static_assert(Tile::E % 2 == 0, "pairs of elements");
       constexpr float c1 = -0x1.ffbad6p+0f, c2 = 0x1.fa2324p+0f, c3 = -0x1.d45054p+0f, c4 = 0x1.60318ep+0f,
                       c5 = -0x1.5b223ep-1f, c6 = 0x1.3a3caep-3f;
+      // Two pairs' Horner chains interleaved where a tile's pairs allow: a packed multiply-add that reads the one
+      // before it waits a cycle (an s_nop between the steps of one chain).
+      constexpr int P = Tile::E % 8 == 0 ? 4 : Tile::E % 4 == 0 ? 2 : 1;
 #pragma unroll
       for (int i = 0; i < Tile::tiles_r; ++i)
 #pragma unroll
         for (int j = 0; j < Tile::tiles_c; ++j)
 #pragma unroll
-          for (int e = 0; e < Tile::E; e += 2) {
-            const f2 x = f2{s.data[i][j][e], s.data[i][j][e + 1]} * f2{k, k};
-            const f2 u = {__builtin_amdgcn_exp2f(-__builtin_fabsf(x.x)), __builtin_amdgcn_exp2f(-__builtin_fabsf(x.y))};
-            f2 f = u * f2{c6, c6} + f2{c5, c5};
-            f = f * u + f2{c4, c4};
-            f = f * u + f2{c3, c3};
-            f = f * u + f2{c2, c2};
-            f = f * u + f2{c1, c1};
-            f = f * u + f2{1.f, 1.f};
-            s.data[i][j][e] = __builtin_copysignf(f.x, x.x), s.data[i][j][e + 1] = __builtin_copysignf(f.y, x.y);
-            // Here, not sunk to the masks of the next phase (which held x and f both across its reads: spills).
-            asm volatile("" : "+v"(s.data[i][j][e]), "+v"(s.data[i][j][e + 1]));
+          for (int e = 0; e < Tile::E; e += 2 * P) {
+            f2 x[P], u[P], f[P];
+#pragma unroll
+            for (int q = 0; q < P; ++q) x[q] = f2{s.data[i][j][e + 2 * q], s.data[i][j][e + 2 * q + 1]} * f2{k, k};
+#pragma unroll
+            for (int q = 0; q < P; ++q)
+              u[q] = {__builtin_amdgcn_exp2f(-__builtin_fabsf(x[q].x)), __builtin_amdgcn_exp2f(-__builtin_fabsf(x[q].y))};
+#pragma unroll
+            for (int q = 0; q < P; ++q) f[q] = u[q] * f2{c6, c6} + f2{c5, c5};
+#pragma unroll
+            for (int q = 0; q < P; ++q) f[q] = f[q] * u[q] + f2{c4, c4};
+#pragma unroll
+            for (int q = 0; q < P; ++q) f[q] = f[q] * u[q] + f2{c3, c3};
+#pragma unroll
+            for (int q = 0; q < P; ++q) f[q] = f[q] * u[q] + f2{c2, c2};
+#pragma unroll
+            for (int q = 0; q < P; ++q) f[q] = f[q] * u[q] + f2{c1, c1};
+#pragma unroll
+            for (int q = 0; q < P; ++q) f[q] = f[q] * u[q] + f2{1.f, 1.f};
+#pragma unroll
+            for (int q = 0; q < P; ++q) {
+              float& t0 = s.data[i][j][e + 2 * q];
+              float& t1 = s.data[i][j][e + 2 * q + 1];
+              t0 = __builtin_copysignf(f[q].x, x[q].x), t1 = __builtin_copysignf(f[q].y, x[q].y);
+              // Here, not sunk to the masks of the next phase (which held x and f both across its reads: spills).
+              asm volatile("" : "+v"(t0), "+v"(t1));
+            }
           }
     }
     // The backward's factor d(cap tanh(y)) / d(scale s) = 1 - t^2 of a capped score t, which the backward folds into

@@ -12,21 +12,27 @@
 //         cross-lane reduce and the move only when a max grew): tests and rare vector work off the compute phase
 //   C(h)  s[h] = K Q^T, O^T += V^T pt[h]  ||  the rest of the softmax of s[1-h] (attn_exp): exp2, sums, P^T
 // with each MFMA followed by an equal share of the exp2 and of the other VALU (the exp2 bunched held the MFMAs
-// apart, and what followed them ran as a tail behind the last). ALiBi's bias (AttnWave::alibi), like softcap's tanh
-// below, joins s[h] at the end of C(h), after its product and the interleaved softmax, where the K and V registers are
+// apart, and what followed them ran as a tail behind the last). ALiBi's bias (AttnWave::alibi) (softcap's tanh
+// below at D = 64) joins s[h] at the end of C(h), after its product and the interleaved softmax, where the K and V registers are
 // free, and before the masks and the running max of the next M: on a tile wholly on one side of the diagonal of
 // every query of the wave (all but one 32-key half in 256 at N = 8192), d = j - i - off has one sign, so -slope |d| is
 // slope' d, one packed add and one packed multiply-add a pair of scores; the crossed tiles take the exact bias under a
 // scalar branch. (MI355X GQA D128 N8192: 1327 TFLOP/s, causal 1362, plain 1455 and 1548; with the whole softmax in
 // C(h) behind an unpacked bias: 1145 and 1190; the slope in a VGPR, not a scalar, spilled the loads' lane offsets: 1222.)
-// Softcap's tanh (AttnArgs::Softcap: an exp2 and a degree-6 polynomial a score, twice the
-// softmax's transcendentals, each at a quarter of the VALU's rate; an exp2 and a reciprocal before) caps s[h] at the end of C(h), after its product
-// and the interleaved softmax, before the masks of the next M: the rest is the plain kernel's schedule, VALU-bound by
-// that work (MI355X GQA D128 N8192: 802 TFLOP/s, plain 1455; at the start of M, before the reads: 656; in M after
-// them: 763; capping after the masks with the whole softmax in C: 759). The waves form two groups of four, one phase
+// Softcap's tanh (AttnArgs::Softcap: an exp2 and a degree-6 polynomial a score, twice the softmax's transcendentals,
+// each at a quarter of the VALU's rate) of s[h] runs in C(h) among its PV MFMAs, which follow s[h]'s QK MFMAs: the
+// softmax's exp2 and VALU in the QK MFMAs' shadow, the first PV MFMA for the last QK MFMA's latency, then three
+// exp2 and ten VALU after each of the rest (at D = 64, 8 MFMAs, and wherever a phase lacks a product: a tail after
+// them). Its Horner chains run four pairs at a time (one chain alone waited a cycle, an s_nop, between its steps).
+// The rest is the plain kernel's schedule, VALU-bound by that work (MI355X GQA D128 N8192: 932.6 TFLOP/s, causal
+// 1013.5, plain 1455; with one chain at a time: 881.3 interleaved, 887.4 as a tail after the MFMAs (2 spills); four
+// chains as a tail: 936.8 but 2 spills; two chains interleaved: 926.1; the softmax's exp in M after the running max
+// (the tanh alone in C): 815, at priority 2: 751; the whole tanh in M before the masks: 724; older tanh (exp2 and a
+// reciprocal): at the start of M, before the reads: 656; in M after them: 763; capping after the masks with the
+// whole softmax in C: 759; as a tail: 802). The waves form two groups of four, one phase
 // apart, so one group's compute phase (priority 1) runs while the other reads LDS (priority 2 over its reads and
 // loads): per SIMD, one wave of each group. Every phase ends with a workgroup barrier. The registers: O^T 64, Q 32, s
-// and pt 48, a half of K and of V 64, the LDS addresses' lane parts 24 (256 at D = 128, no spills; softcap spills 4;
+// and pt 48, a half of K and of V 64, the LDS addresses' lane parts 24 (256 at D = 128, no spills, softcap's included;
 // ALiBi 10 SGPRs, to VGPR lanes, around the loop, none in it).
 //
 // LDS addresses: the reads name no stage register. Both stages of K (and of V) are one array whose tile layout
@@ -107,7 +113,7 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
     // S^T of a tile's first and second 32 keys in s[0] and s[1], their P^T in pt[0] and pt[1]: fixed registers.
     typename W::s_tile s[2];
     typename W::p_tile pt[2];
-    // The running max in the memory phase. (Softcap's tanh and ALiBi's bias run at the end of the compute phase that
+    // The running max in the memory phase. (Softcap's tanh and ALiBi's bias run in the compute phase that
     // made the scores: see the top.)
     // Of a phase: both products of a half (S^T's K: the fp8 MFMA's for fp8 Q and K, twice the 16-bit one's).
     constexpr int k16 = 2 * arch::mfma32_elems, k_qk = fp8_input<T> ? 2 * arch::fp8_elems32 : k16;
@@ -152,7 +158,24 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
       if constexpr (qk) me.qk(s[h], k);
       if constexpr (pv) me.accumulate(pt[h], vc);
       if constexpr (sm) me.exp(s[1 - h], pt[1 - h], p);
-      if constexpr (qk && pv && sm) {
+      // Softcap's tanh of s[h] among the PV MFMAs, which follow s[h]'s QK MFMAs (see the top).
+      constexpr bool cap_mix = qk && pv && sm && V.softcap && mfmas >= 16 && D >= 128;
+      if constexpr (cap_mix) p.cap.apply(s[h]);
+      if constexpr (cap_mix) {
+        // The softmax's 16 exp2 and its VALU in the QK MFMAs' shadow, the tanh's (16 exp2, 64 VALU after its 8
+        // multiplies) in the PV's, from the second PV MFMA on (the first gives the last QK MFMA's latency). (Softmax
+        // as the plain kernel's over G < 10, the tanh after: 861.)
+        [&]<int... I>(std::integer_sequence<int, I...>) {
+          ([&]<int G>(std::integral_constant<int, G>) {
+            constexpr int half = mfmas / 2;
+            constexpr int trans = G == 0 || G == half ? 0 : G < half ? (16 + half - 2) / (half - 1) : (16 + half - 2) / (half - 1);
+            constexpr int valu = G == 0 ? 8 : G < half ? 4 : G == half ? 8 : (64 + half - 2) / (half - 1);
+            sched_group_barrier<sched::mfma, 1>();
+            if constexpr (trans > 0) sched_group_barrier<sched::transcendental, trans>();
+            if constexpr (valu > 0) sched_group_barrier<sched::valu, valu>();
+          }(std::integral_constant<int, I>{}), ...);
+        }(std::make_integer_sequence<int, mfmas>{});
+      } else if constexpr (qk && pv && sm) {
         // The 16 exp2 (a quarter of the VALU's rate) spread over the MFMAs, not bunched (they held the MFMAs apart).
         // With 16 MFMAs: their arguments' multiply-adds after the first two, two exp2 after each of the next eight,
         // and the sums and P^T's converts after the last six, in their shadow (after the last exp2, they ran as a tail
@@ -168,7 +191,7 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
           }(std::integral_constant<int, I>{}), ...);
         }(std::make_integer_sequence<int, mfmas>{});
       }
-      if constexpr (qk && V.softcap) {  // softcap's tanh of s[h], before the masks of the next phase (see the top)
+      if constexpr (qk && V.softcap && !cap_mix) {  // softcap's tanh of s[h], before the masks of the next phase (see the top)
         static_assert(!V.alibi, "the host refuses softcap with ALiBi at D <= 128");
         sched_barrier();
         p.cap.apply(s[h]);
