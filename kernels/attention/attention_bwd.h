@@ -208,7 +208,9 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   static_assert(BQ <= 64, "one lane per LSE and per delta value");
   __shared__ __attribute__((aligned(16))) char smem[std::max(sizeof(Stage) * 2, sizeof(KT) + sizeof(VT))];
   __shared__ std::conditional_t<pairs, lane_regs<XT>, char> xbuf[4];
-  static_assert(!pairs || sizeof(smem) + sizeof(xbuf) <= arch::current::lds_bytes,
+  // pairs with dropout: the step's keep bits, made by the pair's second wave and read by its first (one Philox a pair).
+  __shared__ std::conditional_t<pairs && V.dropout, uint32_t[4][64], char> kbuf;
+  static_assert(!pairs || sizeof(smem) + sizeof(xbuf) + sizeof(kbuf) <= arch::current::lds_bytes,
                 "kernel 2's pairs: the stages and exchanges fit in the LDS");
   Stage* stages = reinterpret_cast<Stage*>(smem);
   KT& sk = *reinterpret_cast<KT*>(smem);  // K, V: before the first step's loads
@@ -350,12 +352,16 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
         xbuf[own].put(x);
       } else {
         sd = mma_ABt_lds(cur.dout, k);
-        if constexpr (V.dropout) attn_dropout_apply(sd, attn_dropout_keep<false, decltype(sd)>(p, blk.b, h, qi, kj), p.drop.scale);
+        if constexpr (V.dropout) {
+          keep = attn_dropout_keep<false, decltype(sd)>(p, blk.b, h, qi, kj);
+          kbuf[own][lane] = keep;
+          attn_dropout_apply(sd, keep, p.drop.scale);
+        }
         map_rows(sd, delta, [](float x, float d) { return x - d; });
       }
       barrier();  // wave 0's P is in the LDS
       if (role == 0) {
-        if constexpr (V.dropout) keep = attn_dropout_keep<false, decltype(sd)>(p, blk.b, h, qi, kj);
+        if constexpr (V.dropout) keep = kbuf[own][lane];
         mma_AtB_acc(dkt, cur.dout, attn_dropped<V.dropout>(sd, keep, p.drop.scale));
       } else {
         xbuf[own].get(x);
