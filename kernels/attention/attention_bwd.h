@@ -361,8 +361,11 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       }
       barrier();  // wave 0's P is in the LDS
       if (role == 0) {
-        if constexpr (V.dropout) keep = kbuf[own][lane];
-        mma_AtB_acc(dkt, cur.dout, attn_dropped<V.dropout>(sd, keep, p.drop.scale));
+        if constexpr (V.dropout) {  // (1 / (1 - p) applied to dV once, at the store)
+          keep = kbuf[own][lane];
+          attn_dropout_zero(sd, keep);
+        }
+        mma_AtB_acc(dkt, cur.dout, sd);
       } else {
         xbuf[own].get(x);
         mul(sd, sd, x);
@@ -445,7 +448,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   rt<float, WK, D, layout::row> out;
   transpose(out, dkt);
   if (pairs && role == 0) {  // (pairs: dkt holds dV^T)
-    if constexpr (pairs) store_bounded(dv_view, out, {0, 0, key_tile, 0});
+    if constexpr (pairs) store_bounded(dv_view, out, {0, 0, key_tile, 0}, V.dropout ? p.drop.scale : 1.f);
     return;
   }
   store_bounded(dk_view, out, {0, 0, key_tile, 0}, p.scale);
