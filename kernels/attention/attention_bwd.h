@@ -20,6 +20,9 @@
 // dz = -sum_rows exp(z - LSE) delta, one workgroup per query head summing its rows in a fixed order.
 // With dropout (AttnVariant) both kernels regenerate the forward's mask (attn_dropout_keep) and scale dP by it and 1 /
 // (1 - p) (kernel 2 also P on its way into dV); dS takes the whole P, and delta needs nothing (O holds the dropout).
+// In kernel 2's pairs the second wave makes the mask (one Philox a pair, under its dP product) and passes its bits to
+// the first through the LDS; the first drops P and leaves 1 / (1 - p) to dV's store (MI355X GQA D128 N8192 dK/dV
+// 96.8 -> 85.5 ms).
 // With ALiBi (AttnVariant) both kernels add the bias to the recomputed scores as the forward does (no gradient: the
 // slopes are constants, as in flash-attention). With softcapping both kernels cap the recomputed scores as the
 // forward does, and scale dP - delta by the cap's slope at them before the masks (attn_bwd_cap; pairs: P by it). The
