@@ -355,12 +355,14 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
         xbuf[own].put(x);
       } else {
         sd = mma_ABt_lds(cur.dout, k);
-        if constexpr (V.dropout) {
+        if constexpr (V.dropout) {  // dP dropped (its scale in the subtraction's multiply-add)
           keep = attn_dropout_keep<false, decltype(sd)>(p, blk.b, h, qi, kj);
           kbuf[own][lane] = keep;
-          attn_dropout_apply(sd, keep, p.drop.scale);
+          attn_dropout_zero(sd, keep);
+          map_rows(sd, delta, [k = p.drop.scale](float x, float d) { return fmaf(x, k, -d); });
+        } else {
+          map_rows(sd, delta, [](float x, float d) { return x - d; });
         }
-        map_rows(sd, delta, [](float x, float d) { return x - d; });
       }
       barrier();  // wave 0's P is in the LDS
       if (role == 0) {
@@ -560,8 +562,12 @@ void attention_bwd_dq(AttnBwdArgs a) {
     decltype(dp_of()) dp;
     auto dp_delta = [&]() __attribute__((always_inline)) {
       dp = dp_of();
-      if (attn_dropout_on<V>(p)) attn_dropout_scale<true>(dp, p, blk.b, blk.h, int(q0), int(k0), p.drop.scale);
-      map_cols(dp, delta, [](float x, float d) { return x - d; });
+      if (attn_dropout_on<V>(p)) {  // dP^T dropped (its scale in the subtraction's multiply-add)
+        attn_dropout_scale<true>(dp, p, blk.b, blk.h, int(q0), int(k0), 1.f);
+        map_cols(dp, delta, [k = p.drop.scale](float x, float d) { return fmaf(x, k, -d); });
+      } else {
+        map_cols(dp, delta, [](float x, float d) { return x - d; });
+      }
     };
     constexpr bool early = V.softcap || V.dynamic;  // (as kernel 2's)
     if constexpr (early) {
