@@ -333,7 +333,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     // S = Q K^T, masked where the tile crosses a query's visible range, and P (as below), into sd (capped: before the masks).
     auto scores = [&](auto& sd, auto capped) __attribute__((always_inline)) {
       sd = mma_ABt_lds(cur.q, k);
-      if constexpr (V.softcap) p.cap.apply(sd);
+      if constexpr (V.softcap) p.cap.template apply<1>(sd);
       if constexpr (V.alibi) add_alibi<false>(sd, alibi_slope(p, blk.b, h), q0, k0, kb.off);
       capped(sd);
       if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))

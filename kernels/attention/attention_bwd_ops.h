@@ -303,7 +303,7 @@ struct lane_regs {
 // cap's slope at them, so that dS = P dp after the masks: no tile of slopes held across the products.
 template <class S, class Dp>
 __device__ __attribute__((always_inline)) inline void attn_bwd_cap(const AttnArgs& p, S& s, Dp& dp) {
-  p.cap.apply(s);
+  p.cap.template apply<1>(s);
   map(dp, dp, s, [](float x, float t) { return x * AttnArgs::Softcap::slope(t); });
 }
 

@@ -52,15 +52,17 @@ struct AttnArgs {
     // multiply-adds a pair and a sign copy, 34 VALU cycles a score where that took 38 (f's degree 5: 32 cycles, but
     // 9e-5, a logit off by bf16's rounding at cap 21).
     static constexpr double tanh_error = 1.6e-5;  // (tests/kernels/attention_ref.h's cap_error)
-    template <class Tile>
+    // Chains: pairs whose Horner chains interleave (where a tile's pairs allow): a packed multiply-add that reads the
+    // one before it waits a cycle (an s_nop between the steps of one chain). Four in the forward (MI355X GQA D128
+    // N8192: 881.3 -> 932.6 TFLOP/s); one in the backward, whose 256-VGPR pairs kernel holds four chains' operands
+    // worse (dK/dV 82.1 -> 86.3 ms with four).
+    template <int Chains = 4, class Tile>
     __device__ __attribute__((always_inline)) void apply(Tile& s) const {
       using f2 = float __attribute__((ext_vector_type(2)));
       static_assert(Tile::E % 2 == 0, "pairs of elements");
       constexpr float c1 = -0x1.ffbad6p+0f, c2 = 0x1.fa2324p+0f, c3 = -0x1.d45054p+0f, c4 = 0x1.60318ep+0f,
                       c5 = -0x1.5b223ep-1f, c6 = 0x1.3a3caep-3f;
-      // Two pairs' Horner chains interleaved where a tile's pairs allow: a packed multiply-add that reads the one
-      // before it waits a cycle (an s_nop between the steps of one chain).
-      constexpr int P = Tile::E % 8 == 0 ? 4 : Tile::E % 4 == 0 ? 2 : 1;
+      constexpr int P = Chains >= 4 && Tile::E % 8 == 0 ? 4 : Chains >= 2 && Tile::E % 4 == 0 ? 2 : 1;
 #pragma unroll
       for (int i = 0; i < Tile::tiles_r; ++i)
 #pragma unroll
