@@ -349,7 +349,7 @@ TEST(AttentionBackwardDeterminism, AcrossThreadCounts) {
   char self[4096] = {};
   ASSERT_GT(readlink("/proc/self/exe", self, sizeof(self) - 1), 0);  // this program (the shell's /proc/self is the shell)
   for (int threads : {1, 2}) {
-    const std::string path = testing::TempDir() + "attn_bwd_bits_" + std::to_string(threads);
+    const std::string path = testing::TempDir() + "attn_bwd_bits_" + std::to_string(getpid()) + "_" + std::to_string(threads);
     const std::string cmd = "HK_VGPU_THREADS=" + std::to_string(threads) + " HK_ATTN_BWD_BITS=" + path +
                             " '" + self + "' --gtest_filter=AttentionBackwardDeterminism.WriteBits > /dev/null";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
