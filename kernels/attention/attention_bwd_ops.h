@@ -164,55 +164,11 @@ __device__ inline rt_acc<R, B::rows> mma_ABt_lds(const st_g4<T, R, C>& a, const 
   return d;
 }
 
-// acc += X^T S with X an st_g4 (K x D): acc's D rows in st_g4's order (block 4 J + t, lane row m: D row 64 J + 4 m +
-// t). Per 16 rows of X and 64 of D a lane reads its granule (4 rows, 4 columns) with two ds_read_b128 and packs the
-// 4 MFMAs' A operands (column t: rows 0, 1 and 2, 3 of the granule, 16 bits each) with 8 VALU ops.
-template <int D, int N, int K, class T>
-__device__ inline void mma_AtB_acc(rt_acc<D, N>& acc, const st_g4<T, K, D>& x, const rt_acc<K, N>& s) {
-  using u32x4 = uint32_t __attribute__((ext_vector_type(4)));
-  rt<T, K, N, layout::col> b;
-  copy_acc_order(b, s);
-  static_assert(decltype(b)::base_rows == 16 && decltype(b)::E == 4, "mma_AtB_acc(st_g4): the 16x16 family");
-  const int lane = lane_id(), m = lane % 16, g = lane / 16;
-  const int base = g * st_g4<T, K, D>::gcols * 32 + (m ^ g) * 32;
-  const int off[2] = {base + ((m >> 2) & 1) * 16, base + (1 - ((m >> 2) & 1)) * 16};
-  const char* bytes = reinterpret_cast<const char*>(x.data);
-#pragma unroll
-  for (int i = 0; i < K / 16; ++i)
-#pragma unroll
-    for (int J = 0; J < D / 64; ++J) {
-      const int at = i * 128 * st_g4<T, K, D>::gcols + J * 512;
-      const u32x4 v = *reinterpret_cast<const u32x4*>(bytes + at + off[0]);  // rows 0, 1: columns 0 1, 2 3 each
-      const u32x4 w = *reinterpret_cast<const u32x4*>(bytes + at + off[1]);  // rows 2, 3
-      using u32x2 = uint32_t __attribute__((ext_vector_type(2)));
-      const u32x2 lo[4] = {{(v.x & 0xffffu) | (v.z << 16), (w.x & 0xffffu) | (w.z << 16)},
-                                 {(v.x >> 16) | (v.z & 0xffff0000u), (w.x >> 16) | (w.z & 0xffff0000u)},
-                                 {(v.y & 0xffffu) | (v.w << 16), (w.y & 0xffffu) | (w.w << 16)},
-                                 {(v.y >> 16) | (v.w & 0xffff0000u), (w.y >> 16) | (w.w & 0xffff0000u)}};
-#pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        rt<T, 16, 16> a;
-        const auto c = __builtin_bit_cast(detail::chunk<T, 4>, lo[t]);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) a.data[0][0][e] = c.v[e];
-        rt<T, 16, N, layout::col> bi;
-        rt_acc<16, N> part;
-#pragma unroll
-        for (int jn = 0; jn < N / 16; ++jn)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) bi.data[0][jn][e] = b.data[i][jn][e], part.data[0][jn][e] = acc.data[4 * J + t][jn][e];
-        mma_AB(part, a, bi, part);
-#pragma unroll
-        for (int jn = 0; jn < N / 16; ++jn)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc.data[4 * J + t][jn][e] = part.data[0][jn][e];
-      }
-    }
-}
-
-// The acc-order operands of mma_AtB_acc(st_g4) as one register tile: xt (D x K, row layout) holds in base tile (4 J
+// X^T for acc += X^T S with X an st_g4 (K x D), as one register tile: xt (D x K, row layout) holds in base tile (4 J
 // + t, i) the A operand of column t of the granules of rows 16 i .. and columns 64 J .., so that mma_AB(acc, xt, b,
-// acc) is that product (acc's D rows in st_g4's order).
+// acc) is that product with acc's D rows in st_g4's order (block 4 J + t, lane row m: D row 64 J + 4 m + t). Per 16
+// rows of X and 64 of D a lane reads its granule (4 rows, 4 columns) with two ds_read_b128 and packs the 4 MFMAs' A
+// operands (column t: rows 0, 1 and 2, 3 of the granule, 16 bits each) with 8 VALU ops.
 template <class T, int D, int K>
 __device__ inline void load_g4_t(rt<T, D, K, layout::row>& xt, const st_g4<T, K, D>& x) {
   using u32x4 = uint32_t __attribute__((ext_vector_type(4)));
