@@ -190,12 +190,6 @@ struct AttnKeyBlock {
   }
 };
 
-// Kernel 2's step operands in registers (st_g4), or nothing (char) where the products read the stage themselves.
-template <class O> __device__ inline const auto& ops_q(const O& o) { if constexpr (std::is_same_v<O, char>) return o; else return o.q; }
-template <class O> __device__ inline const auto& ops_dout(const O& o) { if constexpr (std::is_same_v<O, char>) return o; else return o.dout; }
-template <class O> __device__ inline const auto& ops_qt(const O& o) { if constexpr (std::is_same_v<O, char>) return o; else return o.qt; }
-template <class O> __device__ inline const auto& ops_dot(const O& o) { if constexpr (std::is_same_v<O, char>) return o; else return o.dot; }
-
 template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
 __global__ __launch_bounds__(64 * attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose))
 __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void attention_bwd_dkdv(AttnBwdArgs a) {
@@ -304,7 +298,10 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       rt<T, D, BQ> qt;
       rt<T, DV, BQ> dot;
     };
-    std::conditional_t<g4, Operands, char> ops;
+    struct NoOperands {  // (the products read the stage themselves)
+      char q, dout, qt, dot;
+    };
+    std::conditional_t<g4, Operands, NoOperands> ops;
     if constexpr (!g4)
       if (more) staged = stat(nh, nqt), fill(nh, nqt, next);
     rows_vec lse, delta;
@@ -384,13 +381,13 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     // (Streamed for wide heads: else gfx942 spills at D = 256, and on MI355X at GQA D256 N8192 the kernel took 287
     // against 224 ms, its accumulators moved between AGPRs and VGPRs.)
     constexpr bool streamed = attn_wide(D, DV);
-    auto s = abt(cur.q, ops_q(ops), k);
+    auto s = abt(cur.q, ops.q, k);
     // dP - delta (dropped): with softcapping (and in the dynamic instance) here, before the masks (attn_bwd_cap), else
     // after dV^T's product (the plain order). P and dP dropped and scaled alike (attn_dropout_keep; ~0: all kept).
     constexpr bool early = V.softcap || V.dynamic;
     const bool drop = attn_dropout_on<V>(p);
     uint32_t keep = ~0u;
-    auto dp_of = [&]() __attribute__((always_inline)) { return abt(cur.dout, ops_dout(ops), v); };
+    auto dp_of = [&]() __attribute__((always_inline)) { return abt(cur.dout, ops.dout, v); };
     decltype(dp_of()) dp;
     auto dp_delta = [&]() __attribute__((always_inline)) {
       dp = dp_of();
@@ -422,16 +419,16 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
         mma_AtB_acc(acc, x, b);
       }
     };
-    acc_tb(dvt, cur.dout, ops_dot(ops), attn_dropped<V.dropout || V.dynamic>(s, keep, p.drop.scale),
+    acc_tb(dvt, cur.dout, ops.dot, attn_dropped<V.dropout || V.dynamic>(s, keep, p.drop.scale),
            std::true_type{});  // (dynamic, no dropout: P 1)
     // dP = dO V^T; dS = P * (dP - delta); dK^T += Q^T dS.
     if constexpr (!early) dp_delta();
     mul(s, s, dp);
-    acc_tb(dkt, cur.q, ops_qt(ops), s, std::false_type{});
+    acc_tb(dkt, cur.q, ops.qt, s, std::false_type{});
     if (more) put(next, staged);
     h = nh, qt = nqt;
   };
-  constexpr bool const_stage = (pairs || (D == 128 && DV == D && !arch::current::lds_read_transpose)) && !V.softcap &&
+  constexpr bool const_stage = (pairs || (attn_bwd_g4<D, DV> && D == 128)) && !V.softcap &&
                                 !V.alibi && !V.dropout && !V.dynamic;
   if constexpr (const_stage) {
     while (h < h_end) {

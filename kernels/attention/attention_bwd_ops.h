@@ -85,33 +85,25 @@ __device__ inline void mma_AtB_acc_chunks(rt_acc<D, N>& acc, const ST& x, const 
   }
 }
 
-// Kernel 2's staged Q and dO tiles where the LDS has no transposing reads (gfx942): R x C (queries x D) in granules
-// of 4 rows x 4 columns, 32 bytes, row-major within (tile byte piece(r, gc): the 8 bytes of row r, columns 4 gc ..
-// 4 gc + 3). The row-layout A operand of S = Q K^T and dP = dO V^T reads a row's 4 columns with one ds_read_b64 as
-// before; the acc-order operand of dV^T += dO^T P and dK^T += Q^T dS, which needs 4 rows of one column per lane (an
-// element a read in a row-major tile: 64 ds_read_u16 a step at 16 queries, their addresses and 32 v_perm), reads a
-// whole granule with two ds_read_b128 and serves 4 MFMAs from it, one per column t of the granule: in the MFMA of
-// column t, lane m's row is D column 4 m + t (of a block of 64), so the accumulators hold their D rows in that order
-// (acc block 4 J + t, lane row m: D row 64 J + 4 m + t) and store_g4 writes them back in order. Swizzle: the granule
-// slot of (h = r / 4, gc) is gc ^ (h % 4), its row pairs swapped where bit 2 of gc is set: both reads then touch
-// every bank once per phase (16 lanes of ds_read_b64, 8 of ds_read_b128). Filled by LDS DMA like a row-major tile: a
-// lane picks the global dword its LDS slot holds (load_async_g4); rows past the tensor read zeros (the buffer range).
+// Kernel 2's staged Q and dO tiles where the LDS has no transposing reads (gfx942): R x C (queries x D) in granules of
+// 4 rows x 4 columns, 32 bytes, row-major within: the 8 bytes of row r, columns 4 gc .. 4 gc + 3 at byte (h gcols + g)
+// 32 + ((r / 2 % 2) ^ (g / 4 % 2)) 16 + (r % 2) 8, h = r / 4, g = gc ^ (h % 4) (the swizzle below). The row-layout A
+// operand of S = Q K^T and dP = dO V^T reads a row's 4 columns with one ds_read_b64 as before; the acc-order operand of
+// dV^T += dO^T P and dK^T += Q^T dS, which needs 4 rows of one column per lane (an element a read in a row-major tile:
+// 64 ds_read_u16 a step at 16 queries, their addresses and 32 v_perm), reads a whole granule with two ds_read_b128 and
+// serves 4 MFMAs from it, one per column t of the granule: in the MFMA of column t, lane m's row is D column 4 m + t
+// (of a block of 64), so the accumulators hold their D rows in that order (acc block 4 J + t, lane row m: D row 64 J +
+// 4 m + t) and store_g4 writes them back in order. Swizzle: the granule slot of (h = r / 4, gc) is gc ^ (h % 4), its
+// row pairs swapped where bit 2 of gc is set: both reads then touch every bank once per phase (16 lanes of ds_read_b64,
+// 8 of ds_read_b128). Filled by LDS DMA like a row-major tile: a lane picks the global dword its LDS slot holds
+// (load_async_g4); rows past the tensor read zeros (the buffer range).
 template <class T, int R, int C>
 struct st_g4 {
   using dtype = T;
   static constexpr int rows = R, cols = C, gcols = C / 4;
   static_assert(sizeof(T) == 2 && R % 16 == 0 && C % 64 == 0, "st_g4: 16-bit, 16-row tiles of 64-column blocks");
   __attribute__((aligned(16))) T data[R * C];
-  // Byte of row r, column group gc.
-  __host__ __device__ static constexpr int piece(int r, int gc) {
-    const int h = r / 4, g = gc ^ (h & 3);
-    return (h * gcols + g) * 32 + ((((r >> 1) & 1) ^ ((g >> 2) & 1)) * 16) + (r & 1) * 8;
-  }
 };
-template <class S>
-inline constexpr bool is_st_g4 = false;
-template <class T, int R, int C>
-inline constexpr bool is_st_g4<st_g4<T, R, C>> = true;
 
 // dst <- the R-row tile `tile_r` of src by the waves of G (each LDS DMA instruction: 256 consecutive bytes).
 template <class G, class T, int R, int C, class GL>
