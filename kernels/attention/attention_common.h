@@ -131,12 +131,14 @@ template <AttnVariant V> __device__ inline bool attn_softcap_on(const AttnArgs& 
 template <AttnVariant V> __device__ inline bool attn_alibi_on(const AttnArgs& p) { return V.dynamic ? p.alibi != nullptr : V.alibi; }
 template <AttnVariant V> __device__ inline bool attn_dropout_on(const AttnArgs& p) { return V.dynamic ? p.drop.keep_max < 255 : V.dropout; }
 
-// Dropout (flash-attention's, with its 8-bit decisions): element (i, j) of sequence b, query head h (query i, key j)
-// takes byte j % 4 of word i % 4 of philox4x32_10({j / 4, i / 4, stream low, stream high}, {seed low, seed high}),
-// stream = offset + b Hq + h, and is kept when that byte is <= keep_max = floor(255 (1 - p)) (dropout_keep_max8): one
-// call serves a block of 4 queries by 4 keys. A function of the problem's coordinates alone, so every kernel (forward,
-// backward, any tile shape, either arch) regenerates the same mask. The softmax's denominator and the LSE take the
-// whole P; O = (mask * P / (1 - p)) V; the backward scales dP by the same mask and factor.
+// Dropout (flash-attention's: its generator, Philox4x32 with 7 rounds, and its 8-bit decisions): element (i, j) of
+// sequence b, query head h (query i, key j) takes byte j % 4 of word i % 4 of philox4x32_r<7>({j / 4, i / 4, stream
+// low, stream high}, {seed low, seed high}), stream = offset + b Hq + h, and is kept when that byte is <= keep_max =
+// floor(255 (1 - p)) (dropout_keep_max8): one call serves a block of 4 queries by 4 keys. A function of the problem's
+// coordinates alone, so every kernel (forward, backward, any tile shape, either arch) regenerates the same mask. The
+// softmax's denominator and the LSE take the whole P; O = (mask * P / (1 - p)) V; the backward scales dP by the same
+// mask and factor.
+inline constexpr int attn_dropout_rounds = 7;  // (ten, Random123's default, cost MI355X GQA D128 N8192 ...)
 
 // Lanes l and l ^ dist trade: the lower lane's y and the upper lane's x change places (the lower keeps x, the upper
 // y). Within a quad (dist 1, 2) one DPP move; at 32 v_permlane32_swap where the target has it; else ds_bpermute.
@@ -186,7 +188,7 @@ __device__ __attribute__((always_inline)) inline void attn_dropout_each(const At
     // recomputed, they are SALU work. (The backward keeps them hoisted: its dropout runs 10% slower recomputing them.)
     uint32_t k_lo = p.drop.seed_lo, k_hi = p.drop.seed_hi, c_lo = s_lo, c_hi = s_hi;
     if constexpr (opaque_keys) asm volatile("" : "+s"(k_lo), "+s"(k_hi), "+s"(c_lo), "+s"(c_hi));
-    const philox4x32 w = philox4x32_10({{key >> 2, query >> 2, c_lo, c_hi}}, k_lo, k_hi);
+    const philox4x32 w = philox4x32_r<attn_dropout_rounds>({{key >> 2, query >> 2, c_lo, c_hi}}, k_lo, k_hi);
     if constexpr (keys_are_rows) {
 #pragma unroll
       for (int v = 0; v < 4; ++v) x[v] = w.v[v];

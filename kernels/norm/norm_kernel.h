@@ -72,7 +72,7 @@ struct Dropout {
   __device__ __attribute__((always_inline)) philox4x32 bits(long row, int q) const {
     uint32_t k0 = seed_lo, k1 = seed_hi, c0 = uint32_t(q), c2 = offset_lo, c3 = offset_hi;
     asm volatile("" : "+s"(k0), "+s"(k1), "+v"(c0), "+s"(c2), "+s"(c3));
-    return philox4x32_10({{c0, uint32_t(row), c2, c3}}, k0, k1);
+    return philox4x32_r<10>({{c0, uint32_t(row), c2, c3}}, k0, k1);
   }
 };
 

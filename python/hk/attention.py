@@ -8,7 +8,7 @@ window_size are accepted as well as scale and window.
 Dropout (dropout_p > 0, for training) is flash-attention's: each element of the softmax's P is dropped with
 probability p and the kept ones are scaled by 1 / (1 - p) in P V (the LSE takes the whole P). The mask draws 8 random
 bits an element, kept when they are <= floor(255 (1 - p)) (flash-attention's rule: a kept fraction within 1/256 of
-1 - p; p at most 1 - 2^-8), from Philox4x32-10 (hk.dropout) keyed by a seed and an offset that each call draws from
+1 - p; p at most 1 - 2^-8), from Philox4x32-7 (hk.dropout) keyed by a seed and an offset that each call draws from
 torch's default (CPU) generator, as flash-attention draws its Philox seed and offset from torch's: torch.manual_seed
 reproduces a run. The backward regenerates the same mask from the seed and offset saved with the forward.
 

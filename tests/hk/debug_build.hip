@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(64 * Waves) every_family(const bf16* q, const 
   load_acc_order(vc, s_v);
   if (w == 0) store(gl<bf16, 1, 1, M, D>(out.v_acc, 1, 1, M, D), vc, {});
 
-  const auto r = philox4x32_10({threadIdx.x, 1, 2, 3}, 0x1234u, 0x5678u);
+  const auto r = philox4x32_r<10>({threadIdx.x, 1, 2, 3}, 0x1234u, 0x5678u);
   for (int i = 0; i < 4; ++i) out.bits[4 * threadIdx.x + i] = r.v[i];
 }
 
@@ -110,7 +110,7 @@ TEST(DebugBuild, EveryOpFamilyAtO0) {
   HIP_ASSERT(hipMemcpy(got_bits.data(), bits, got_bits.size() * sizeof(uint32_t), hipMemcpyDeviceToHost));
   HIP_ASSERT(hipFree(bits));
   for (uint32_t t = 0; t < 64 * Waves; ++t) {
-    const auto r = philox4x32_10({t, 1, 2, 3}, 0x1234u, 0x5678u);
+    const auto r = philox4x32_r<10>({t, 1, 2, 3}, 0x1234u, 0x5678u);
     for (int i = 0; i < 4; ++i) ASSERT_EQ(got_bits[4 * t + i], r.v[i]) << "thread " << t << " word " << i;
   }
 }

@@ -23,39 +23,55 @@ using rnref::DeviceArray;
 
 // ---- Philox ------------------------------------------------------------------------------------------------------
 
-// The known-answer vectors published with the generator (Random123's kat_vectors, philox4x32 with 10 rounds).
+// The known-answer vectors published with the generator (Random123's kat_vectors, philox4x32 with 10 rounds, the
+// norms', and 7, attention's).
 TEST(Philox, HostMatchesPublishedVectors) {
   struct Kat { std::array<uint32_t, 4> ctr; std::array<uint32_t, 2> key; std::array<uint32_t, 4> out; };
-  const Kat kats[] = {
-      {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
-      {{~0u, ~0u, ~0u, ~0u}, {~0u, ~0u}, {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
-      {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0}, {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
+  const std::array<uint32_t, 4> zeros{0, 0, 0, 0}, ones{~0u, ~0u, ~0u, ~0u}, pi{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344};
+  const std::array<uint32_t, 2> key_zeros{0, 0}, key_ones{~0u, ~0u}, key_pi{0xa4093822, 0x299f31d0};
+  const Kat kats10[] = {
+      {zeros, key_zeros, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
+      {ones, key_ones, {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
+      {pi, key_pi, {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
   };
-  for (const Kat& k : kats) EXPECT_EQ(rnref::philox4x32_10(k.ctr, k.key), k.out);
+  const Kat kats7[] = {
+      {zeros, key_zeros, {0x5f6fb709, 0x0d893f64, 0x4f121f81, 0x4f730a48}},
+      {ones, key_ones, {0x5207ddc2, 0x45165e59, 0x4d8ee751, 0x8c52f662}},
+      {pi, key_pi, {0x4dfccaba, 0x190a87f0, 0xc47362ba, 0xb6b5242a}},
+  };
+  for (const Kat& k : kats10) EXPECT_EQ(rnref::philox4x32_r<10>(k.ctr, k.key), k.out);
+  for (const Kat& k : kats7) EXPECT_EQ(rnref::philox4x32_r<7>(k.ctr, k.key), k.out);
 }
 
+template <int Rounds>
 __global__ void philox_words(uint32_t* out, int blocks, uint32_t key0, uint32_t key1) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= blocks) return;
-  const hk::philox4x32 w = hk::philox4x32_10({{uint32_t(i) * 0x9E3779B1u, uint32_t(i), ~uint32_t(i), 7u}}, key0, key1);
+  const hk::philox4x32 w = hk::philox4x32_r<Rounds>({{uint32_t(i) * 0x9E3779B1u, uint32_t(i), ~uint32_t(i), 7u}}, key0, key1);
   for (int v = 0; v < 4; ++v) out[4 * i + v] = w.v[v];
 }
 
-TEST(Philox, DeviceMatchesHost) {
+template <int Rounds>
+void philox_device_matches_host() {
   const int blocks = 4096;
   DeviceArray words(dtype::fp32, 4 * blocks);  // uint32 bits
   const uint32_t key0 = 0x01234567, key1 = 0x89abcdef;
-  hipLaunchKernelGGL(philox_words, dim3(blocks / 256), dim3(256), 0, nullptr, static_cast<uint32_t*>(words.dev), blocks, key0, key1);
+  hipLaunchKernelGGL(philox_words<Rounds>, dim3(blocks / 256), dim3(256), 0, nullptr, static_cast<uint32_t*>(words.dev),
+                     blocks, key0, key1);
   ASSERT_EQ(hipDeviceSynchronize(), hipSuccess);
   std::vector<uint32_t> got(4 * blocks);
   ASSERT_EQ(hipMemcpy(got.data(), words.dev, got.size() * 4, hipMemcpyDeviceToHost), hipSuccess);
   int bad = 0;
   for (int i = 0; i < blocks; ++i) {
-    const auto want = rnref::philox4x32_10({uint32_t(i) * 0x9E3779B1u, uint32_t(i), ~uint32_t(i), 7u}, {key0, key1});
+    const auto want = rnref::philox4x32_r<Rounds>({uint32_t(i) * 0x9E3779B1u, uint32_t(i), ~uint32_t(i), 7u}, {key0, key1});
     for (int v = 0; v < 4; ++v)
-      if (got[4 * i + v] != want[v] && bad++ < 5) ADD_FAILURE() << "block " << i << " word " << v;
+      if (got[4 * i + v] != want[v] && bad++ < 5) ADD_FAILURE() << Rounds << " rounds: block " << i << " word " << v;
   }
   EXPECT_EQ(bad, 0);
+}
+TEST(Philox, DeviceMatchesHost) {
+  philox_device_matches_host<10>();
+  philox_device_matches_host<7>();
 }
 
 // ---- forward and backward ----------------------------------------------------------------------------------------

@@ -81,7 +81,7 @@ struct Expect {
 
 using philox_ref::dropout_bits;
 using philox_ref::dropout_keep;
-using philox_ref::philox4x32_10;
+using philox_ref::philox4x32_r;
 
 // ---- rotary -------------------------------------------------------------------------------------------------------
 

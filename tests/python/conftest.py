@@ -40,7 +40,7 @@ def seeded():
 
 def dropout_keep(p, seed, offset, batch, heads, sq, sk):
     """hk's attention dropout mask, (batch, heads, sq, sk) bool, written from the definition with numpy's uint64:
-    element (b, h, i, j) takes byte j % 4 of word i % 4 of Philox4x32-10 at counter {j / 4, i / 4, stream low, stream
+    element (b, h, i, j) takes byte j % 4 of word i % 4 of Philox4x32-7 (flash-attention's rounds) at counter {j / 4, i / 4, stream low, stream
     high}, stream = offset + b heads + h, key {seed low, seed high}, and is kept when that byte is <= floor(255 (1 -
     p)), 1 - p in fp32 (flash-attention's 8-bit rule)."""
     import numpy as np
@@ -52,7 +52,7 @@ def dropout_keep(p, seed, offset, batch, heads, sq, sk):
     c0, c1 = np.broadcast_to(jj >> u64(2), (batch, heads, sq, sk)), np.broadcast_to(ii >> u64(2), (batch, heads, sq, sk))
     c2, c3 = np.broadcast_to(stream & lo32, c0.shape), np.broadcast_to(stream >> u64(32), c0.shape)
     k0, k1 = u64(seed % 2**64) & lo32, u64(seed % 2**64) >> u64(32)
-    for _ in range(10):
+    for _ in range(7):
         a, b = m0 * c0, m1 * c2  # 32 x 32 bits: exact in 64
         c0, c1, c2, c3 = (b >> u64(32)) ^ c1 ^ k0, b & lo32, (a >> u64(32)) ^ c3 ^ k1, a & lo32
         k0, k1 = (k0 + w0) & lo32, (k1 + w1) & lo32

@@ -1,8 +1,10 @@
-// Philox4x32-10, the counter-based generator of Salmon, Moraes, Dror and Shaw ("Parallel random numbers: as easy as
+// Philox4x32, the counter-based generator of Salmon, Moraes, Dror and Shaw ("Parallel random numbers: as easy as
 // 1, 2, 3", SC 2011): four 32-bit output words are a pure function of a 128-bit counter and a 64-bit key, so any
 // thread can produce any element's random bits with no state and no dependence on the launch configuration.
-// Ten rounds; each multiplies words 0 and 2 by the two round multipliers into 64-bit products and mixes their high
-// halves with words 1 and 3 and the key; the key is bumped by the two Weyl constants between rounds.
+// Each round multiplies words 0 and 2 by the two round multipliers into 64-bit products and mixes their high halves
+// with words 1 and 3 and the key; the key is bumped by the two Weyl constants between rounds. Ten rounds is Random123's
+// default (the norms' dropout); attention's dropout runs seven, as flash-attention's (csrc/flash_attn/src/philox.cuh:
+// six rounds and a last one; ck_tile's philox is a copy of it): 30% less of the VALU work its mask costs.
 #pragma once
 #include <hip/hip_runtime.h>
 
@@ -31,11 +33,12 @@ __host__ __device__ __attribute__((always_inline)) inline uint32_t philox_xor3(u
   else return a ^ b ^ c;
 }
 
-// The 4 words for `counter` under `key` (key[0] = low 32 bits of the seed, key[1] = high 32 bits).
-__host__ __device__ inline philox4x32 philox4x32_10(philox4x32 counter, uint32_t key0, uint32_t key1) {
+// The 4 words for `counter` under `key` (key[0] = low 32 bits of the seed, key[1] = high 32 bits) after Rounds rounds.
+template <int Rounds = 10>
+__host__ __device__ inline philox4x32 philox4x32_r(philox4x32 counter, uint32_t key0, uint32_t key1) {
   uint32_t c0 = counter.v[0], c1 = counter.v[1], c2 = counter.v[2], c3 = counter.v[3];
 #pragma unroll
-  for (int round = 0; round < 10; ++round) {
+  for (int round = 0; round < Rounds; ++round) {
     const uint64_t p0 = uint64_t(detail::philox_m0) * c0, p1 = uint64_t(detail::philox_m1) * c2;
     const uint32_t hi0 = uint32_t(p0 >> 32), lo0 = uint32_t(p0), hi1 = uint32_t(p1 >> 32), lo1 = uint32_t(p1);
     c0 = philox_xor3(hi1, c1, key0);
@@ -54,7 +57,7 @@ __host__ __device__ inline float philox_uniform(uint32_t word) { return float(wo
 
 // The norms' dropout stream, 16 random bits an element: element (row, col) of stream `stream` (the norms: the
 // activations' row and column, stream = offset) under `seed` takes the low (col % 8 < 4) or high (col % 8 >= 4) half
-// h of word col % 4 of philox4x32_10({col / 8, row, stream low, stream high}, {seed low, seed high}), and is kept when
+// h of word col % 4 of philox4x32_r<10>({col / 8, row, stream low, stream high}, {seed low, seed high}), and is kept when
 // h >= threshold = ceil(p 2^16) (dropout_threshold: h / 2^16 >= p, both sides exact). One call serves 8 columns of a
 // row. (Attention draws 8 bits an element, flash-attention's convention: kernels/attention/attention_common.h.)
 __host__ __device__ inline uint32_t dropout_threshold(float p) { return uint32_t(ceilf(p * 0x1p16f)); }
