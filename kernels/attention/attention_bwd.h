@@ -240,8 +240,10 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   load_async<G>(sv, v_view, {0, 0, blk.tile, 0});
   wait_vmcnt<0>();
   barrier();
-  // own: the key part (scalar: the mask tests of the loop stay scalar)
-  const int wave = __builtin_amdgcn_readfirstlane(G::wave()), role = pairs ? wave / 4 : 0, own = pairs ? wave % 4 : wave;
+  // own: the key part (scalar outside the pairs: the mask tests of the loop stay scalar; the pairs' kernel is slower so,
+  // MI355X GQA D128 N8192 dK/dV 66.3 -> 68.0 ms)
+  const int wave = pairs ? G::wave() : __builtin_amdgcn_readfirstlane(G::wave());
+  const int role = pairs ? wave / 4 : 0, own = pairs ? wave % 4 : wave;
   rt<T, WK, D> k;  // pairs: K (role 0) or V (role 1)
   rt<T, WK, DV> v;
   if constexpr (pairs) {
@@ -353,7 +355,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       capped(sd);
       if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
         mask_visible<false>(sd, p, qi, kj, blk.sq, blk.sk, off);
-      attn_bwd_exp2<false>(sd, lse, c);
+      map_rows(sd, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     };
     if constexpr (pairs) {
       // The pair's first wave: S, P, dV^T += dO^T P; its second: dP, dS, dK^T += Q^T dS, with P (times the cap's
@@ -388,7 +390,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
         mma_AtB_acc(dkt, cur.dout, sd);
       } else {
         xbuf[own].get(x);
-        attn_bwd_mul_pairs(sd, x);
+        mul(sd, sd, x);
         mma_AtB_acc(dkt, cur.q, sd);
       }
       if (more) put(next, staged);
@@ -591,7 +593,10 @@ void attention_bwd_dq(AttnBwdArgs a) {
     auto s = mma_ABt_lds<true>(sk(stage), q);
     // dP^T - delta (dropped): with softcapping here, before the masks (attn_bwd_cap), else after P^T (as kernel 2's).
     const long k0 = long(kt) * BK;
-    constexpr bool fold = !V.dropout && !V.dynamic;  // -delta starts the product's accumulator (as kernel 2's)
+    // At D = 64 (as kernel 2's) -delta starts dP^T's accumulator, and exp2's argument and dS^T's multiply go in packed
+    // pairs (at D = 128 the model finds them slower: MI355X GQA N8192 dQ 46.5 -> 46.7 ms).
+    constexpr bool packed = D == 64;
+    constexpr bool fold = packed && !V.dropout && !V.dynamic;
     auto dp_of = [&]() __attribute__((always_inline)) {
       if constexpr (fold) return mma_ABt_lds<true>(sv(stage), dout, attn_bwd_init_cols(delta));
       else return mma_ABt_lds<true>(sv(stage), dout);
@@ -616,10 +621,12 @@ void attention_bwd_dq(AttnBwdArgs a) {
     const int qi = int(q0), kj = int(k0), off = int(view.off);
     if (qi + WQ > blk.sq || !attn_tile_whole(p, qi, qi + WQ - 1, kj, BK, blk.sk, off))
       mask_visible<true>(s, p, qi, kj, blk.sq, blk.sk, off);
-    attn_bwd_exp2<true>(s, lse, c);
+    if constexpr (packed) attn_bwd_exp2<true>(s, lse, c);
+    else map_cols(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     // dP^T = V dO^T; dS^T = P^T * (dP^T - delta); dQ^T += K^T dS^T.
     if constexpr (!early) dp_delta();
-    attn_bwd_mul_pairs(s, dp);
+    if constexpr (packed) attn_bwd_mul_pairs(s, dp);
+    else mul(s, s, dp);
     if constexpr (attn_wide(D, DV)) mma_AtB_acc_chunks<64>(dqt, sk(stage), s);  // (as kernel 2's)
     else mma_AtB_acc(dqt, sk(stage), s);
   };
