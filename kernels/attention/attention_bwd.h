@@ -206,7 +206,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   // The plain kernel (no dropout, softcapping or ALiBi) at D = 64 with transposing reads (gfx950): single waves of 32
   // keys whose steps go in pairs with the stage a constant, the two stages two LDS variables (`split`), so that the
   // compiler tells the stage a step reads from the one the next step's loads write and lets those fly (of one array
-  // it waited for them before the step's first LDS read), and the step's vector work placed among its MFMAs (`mix`).
+  // it waited for them before the step's first LDS read).
   constexpr bool plain = !V.softcap && !V.alibi && !V.dropout && !V.dynamic;
   constexpr bool d64 = D == 64 && DV == 64 && arch::current::lds_read_transpose && !pairs;
   constexpr bool split = d64 && plain;
@@ -407,8 +407,9 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     constexpr bool early = V.softcap || V.dynamic;
     const bool drop = attn_dropout_on<V>(p);
     uint32_t keep = ~0u;
-    // (Without dropout -delta starts the product's accumulator: no subtraction after it.)
-    constexpr bool fold = !V.dropout && !V.dynamic;
+    // (split: -delta starts the product's accumulator, no subtraction after it; and exp2's argument and dS's multiply
+    // go in packed pairs, those the converts take; in the other kernels 2 they added scratch accesses: gfx942 D = 256.)
+    constexpr bool fold = split;
     auto dp_of = [&]() __attribute__((always_inline)) {
       if constexpr (fold) return abt(cur.dout, ops.dout, v, attn_bwd_init_rows(ndelta));
       else return abt(cur.dout, ops.dout, v, attn_bwd_zero{});
@@ -429,7 +430,8 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     if (attn_alibi_on<V>(p)) add_alibi<false>(s, alibi_slope(p, blk.b, h), q0, k0, kb.off);
     if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
       mask_visible<false>(s, p, qi, kj, blk.sq, blk.sk, off);
-    attn_bwd_exp2<false>(s, lse, c);
+    if constexpr (split) attn_bwd_exp2<false>(s, lse, c);
+    else map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     if constexpr (!early)
       if (drop) keep = attn_dropout_keep<false, decltype(s)>(p, blk.b, h, int(q0), int(k0));
     // dV^T += dO^T P (in chunks of 64 of D where the S and dP products are streamed: the registers are short there)
@@ -450,20 +452,9 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
            std::true_type{});  // (dynamic, no dropout: P 1)
     // dP = dO V^T; dS = P * (dP - delta); dK^T += Q^T dS.
     if constexpr (!early) dp_delta();
-    attn_bwd_mul_pairs(s, dp);
+    if constexpr (split) attn_bwd_mul_pairs(s, dp);
+    else mul(s, s, dp);
     acc_tb(dkt, cur.q, ops.qt, s, std::false_type{});
-    if constexpr (split && false) {
-      // After the masks (a branch), per step and wave: dP's 16 MFMAs each with a packed multiply-add and two exp2 of
-      // P (a quarter of the VALU's rate), P's convert and a transposing read of dO; dV^T's 16 with dS's multiply and
-      // convert and a read of Q^T; dK^T's 16 alone (the other wave's vector work beside them).
-      sched_group_barrier<sched::ds_read, 8>();
-      [&]<int... I>(std::integer_sequence<int, I...>) {
-        ((sched_group_barrier<sched::mfma, 1>(), sched_group_barrier<sched::valu, 2 + 0 * I>(),
-          sched_group_barrier<sched::transcendental, 2>(), sched_group_barrier<sched::ds_read, 1>()), ...);
-        ((sched_group_barrier<sched::mfma, 1>(), sched_group_barrier<sched::valu, 2 + 0 * I>(),
-          sched_group_barrier<sched::ds_read, 1>()), ...);
-      }(std::make_integer_sequence<int, 16>{});
-    }
     if (more) put(next, staged);
     h = nh, qt = nqt;
   };
