@@ -39,9 +39,11 @@
 // has finished reading the other stage (step n-1), which the loads of step n+1, issued right after it, overwrite.
 // In kernel 3 those loads fly under the whole of step n: its stages are distinct LDS variables and the steps go in
 // pairs with the stage a constant, so the compiler sees that step n's reads cannot touch what the loads write. Kernel
-// 2's stage is a runtime index, except in its plain kernel in pairs of waves (gfx950 at D = 128) and its plain kernel
-// on gfx942 at D = 128, whose steps go in pairs with the stage a constant (elsewhere, and with dropout, softcapping or
-// ALiBi, they spill so): with a runtime stage the compiler waits for step n+1's loads before step n's first LDS read
+// 2's stage is a runtime index, except in its plain kernel in pairs of waves (gfx950 at D = 128), its plain kernel
+// on gfx942 at D = 128 and its plain kernel on gfx950 at D = 64, whose steps go in pairs with the stage a constant
+// (elsewhere, and with dropout, softcapping or ALiBi, they spill so); at D = 64 its two stages are two LDS variables,
+// as kernel 3's, and the next step's loads fly (MI355X GQA D64 N4096 dK/dV 9.23 -> 7.86 ms with the packed pairs,
+// docs/design.md); elsewhere with a runtime stage the compiler waits for step n+1's loads before step n's first LDS read
 // (6.6% of the waves' time on MI355X at GQA D128 N8192 before the pairs of waves; 0% with them, whose first LDS reads
 // come later). On gfx942 (Q and dO as st_g4) each step reads all its operands into registers first and issues step
 // n+1's loads after them (vmcnt waits 10.0 -> 0% on MI300X at GQA D128 N8192: dK/dV 181.6 -> 168.4 ms).
