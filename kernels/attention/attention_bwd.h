@@ -409,9 +409,11 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     constexpr bool early = V.softcap || V.dynamic;
     const bool drop = attn_dropout_on<V>(p);
     uint32_t keep = ~0u;
-    // (split: -delta starts the product's accumulator, no subtraction after it; and exp2's argument and dS's multiply
-    // go in packed pairs, those the converts take; in the other kernels 2 they added scratch accesses: gfx942 D = 256.)
-    constexpr bool fold = split;
+    // (packed: -delta starts the product's accumulator, no subtraction after it; and exp2's argument and dS's multiply
+    // go in packed pairs, those the converts take. In the plain kernels outside the pairs; in the others they added
+    // scratch accesses, gfx942 D = 256: 6 -> 34, and the pairs' kernel (D = 128) spilled with them.)
+    constexpr bool packed = split || (g4 && plain);
+    constexpr bool fold = packed;
     auto dp_of = [&]() __attribute__((always_inline)) {
       if constexpr (fold) return abt(cur.dout, ops.dout, v, attn_bwd_init_rows(ndelta));
       else return abt(cur.dout, ops.dout, v, attn_bwd_zero{});
@@ -432,7 +434,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     if (attn_alibi_on<V>(p)) add_alibi<false>(s, alibi_slope(p, blk.b, h), q0, k0, kb.off);
     if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
       mask_visible<false>(s, p, qi, kj, blk.sq, blk.sk, off);
-    if constexpr (split) attn_bwd_exp2<false>(s, lse, c);
+    if constexpr (packed) attn_bwd_exp2<false>(s, lse, c);
     else map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     if constexpr (!early)
       if (drop) keep = attn_dropout_keep<false, decltype(s)>(p, blk.b, h, int(q0), int(k0));
@@ -454,7 +456,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
            std::true_type{});  // (dynamic, no dropout: P 1)
     // dP = dO V^T; dS = P * (dP - delta); dK^T += Q^T dS.
     if constexpr (!early) dp_delta();
-    if constexpr (split) attn_bwd_mul_pairs(s, dp);
+    if constexpr (packed) attn_bwd_mul_pairs(s, dp);
     else mul(s, s, dp);
     acc_tb(dkt, cur.q, ops.qt, s, std::false_type{});
     if (more) put(next, staged);
