@@ -584,16 +584,16 @@ void attention_bwd_dq(AttnBwdArgs a) {
       wait_vmcnt<0>();
       barrier();
     }
-    // S^T = K Q^T (keys x queries), masked, and P^T.
-    auto s = mma_ABt_lds<true>(sk(stage), q);
-    // dP^T - delta (dropped): with softcapping here, before the masks (attn_bwd_cap), else after P^T (as kernel 2's).
-    const long k0 = long(kt) * BK;
     // At D = 64 (as kernel 2's) -delta starts dP^T's accumulator, and exp2's argument and dS^T's multiply go in packed
     // pairs (at D = 128 the model finds them slower: MI355X GQA N8192 dQ 46.5 -> 46.7 ms).
     constexpr bool packed = D == 64;
     constexpr bool fold = packed && !V.dropout && !V.dynamic;
+    // S^T = K Q^T (keys x queries), masked, and P^T.
+    auto s = mma_ABt_lds<!fold>(sk(stage), q);
+    // dP^T - delta (dropped): with softcapping here, before the masks (attn_bwd_cap), else after P^T (as kernel 2's).
+    const long k0 = long(kt) * BK;
     auto dp_of = [&]() __attribute__((always_inline)) {
-      if constexpr (fold) return mma_ABt_lds<true>(sv(stage), dout, attn_bwd_init_cols(delta));
+      if constexpr (fold) return mma_ABt_lds<false>(sv(stage), dout, attn_bwd_init_cols(delta));
       else return mma_ABt_lds<true>(sv(stage), dout);
     };
     decltype(dp_of()) dp;
