@@ -39,9 +39,11 @@
 // has finished reading the other stage (step n-1), which the loads of step n+1, issued right after it, overwrite.
 // In kernel 3 those loads fly under the whole of step n: its stages are distinct LDS variables and the steps go in
 // pairs with the stage a constant, so the compiler sees that step n's reads cannot touch what the loads write. Kernel
-// 2's stage is a runtime index, except in its plain kernel in pairs of waves (gfx950 at D = 128) and its plain kernel
-// on gfx942 at D = 128, whose steps go in pairs with the stage a constant (elsewhere, and with dropout, softcapping or
-// ALiBi, they spill so): with a runtime stage the compiler waits for step n+1's loads before step n's first LDS read
+// 2's stage is a runtime index, except in its plain kernel in pairs of waves (gfx950 at D = 128), its plain kernel
+// on gfx942 at D = 128 and its plain kernel on gfx950 at D = 64, whose steps go in pairs with the stage a constant
+// (elsewhere, and with dropout, softcapping or ALiBi, they spill so); at D = 64 its two stages are two LDS variables,
+// as kernel 3's, and the next step's loads fly (MI355X GQA D64 N4096 dK/dV 9.23 -> 7.86 ms with the packed pairs,
+// docs/design.md); elsewhere with a runtime stage the compiler waits for step n+1's loads before step n's first LDS read
 // (6.6% of the waves' time on MI355X at GQA D128 N8192 before the pairs of waves; 0% with them, whose first LDS reads
 // come later). On gfx942 (Q and dO as st_g4) each step reads all its operands into registers first and issues step
 // n+1's loads after them (vmcnt waits 10.0 -> 0% on MI300X at GQA D128 N8192: dK/dV 181.6 -> 168.4 ms).
@@ -203,15 +205,31 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   using XT = rt_acc<BQ, WK>;  // pairs: P (times the cap's slope), from the pair's first wave to its second
   using rows_vec = rv<float, BQ, vec_align::rows>;
   static_assert(BQ <= 64, "one lane per LSE and per delta value");
-  __shared__ __attribute__((aligned(16))) char smem[std::max(sizeof(Stage) * 2, sizeof(KT) + sizeof(VT))];
+  // The plain kernel (no dropout, softcapping or ALiBi) at D = 64 with transposing reads (gfx950): single waves of 32
+  // keys whose steps go in pairs with the stage a constant, the two stages two LDS variables (`split`), so that the
+  // compiler tells the stage a step reads from the one the next step's loads write and lets those fly (of one array
+  // it waited for them before the step's first LDS read).
+  constexpr bool plain = !V.softcap && !V.alibi && !V.dropout && !V.dynamic;
+  constexpr bool d64 = D == 64 && DV == 64 && arch::current::lds_read_transpose && !pairs;
+  constexpr bool split = d64 && plain;
+  constexpr bool const_stage = (pairs || (attn_bwd_g4<D, DV> && D == 128) || split) && plain;
+  __shared__ __attribute__((aligned(16))) char
+      smem[split ? std::max(sizeof(Stage), sizeof(KT)) : std::max(sizeof(Stage) * 2, sizeof(KT) + sizeof(VT))];
+  __shared__ __attribute__((aligned(16))) std::conditional_t<split, char[std::max(sizeof(Stage), sizeof(VT))], char> smem1;
   __shared__ std::conditional_t<pairs, lane_regs<XT>, char> xbuf[4];
   // pairs with dropout: the step's keep bits, made by the pair's second wave and read by its first (one Philox a pair).
   __shared__ std::conditional_t<pairs && V.dropout, uint32_t[4][64], char> kbuf;
   static_assert(!pairs || sizeof(smem) + sizeof(xbuf) + sizeof(kbuf) <= arch::current::lds_bytes,
                 "kernel 2's pairs: the stages and exchanges fit in the LDS");
-  Stage* stages = reinterpret_cast<Stage*>(smem);
+  auto stages = [&](int i) __attribute__((always_inline)) -> Stage& {
+    if constexpr (split) return *reinterpret_cast<Stage*>(i == 0 ? smem : smem1);
+    else return reinterpret_cast<Stage*>(smem)[i];
+  };
   KT& sk = *reinterpret_cast<KT*>(smem);  // K, V: before the first step's loads
-  VT& sv = *reinterpret_cast<VT*>(smem + sizeof(KT));
+  VT& sv = *reinterpret_cast<VT*>([&]() __attribute__((always_inline)) {
+    if constexpr (split) return &smem1[0];
+    else return smem + sizeof(KT);
+  }());
   const AttnArgs& p = a.f;
   const AttnKeyBlock kb(a, KB, BQ);
   const AttnBlock& blk = kb.blk;
@@ -224,7 +242,10 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   load_async<G>(sv, v_view, {0, 0, blk.tile, 0});
   wait_vmcnt<0>();
   barrier();
-  const int wave = G::wave(), role = pairs ? wave / 4 : 0, own = pairs ? wave % 4 : wave;  // own: the key part
+  // own: the key part (scalar outside the pairs: the mask tests of the loop stay scalar; the pairs' kernel is slower so,
+  // MI355X GQA D128 N8192 dK/dV 66.3 -> 68.0 ms)
+  const int wave = pairs ? G::wave() : __builtin_amdgcn_readfirstlane(G::wave());
+  const int role = pairs ? wave / 4 : 0, own = pairs ? wave % 4 : wave;
   rt<T, WK, D> k;  // pairs: K (role 0) or V (role 1)
   rt<T, WK, DV> v;
   if constexpr (pairs) {
@@ -255,7 +276,8 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     }
   };
   // The LSE (wave 0) or delta (wave 1) of the step's query `lane` (lanes below BQ), 0 past the sequence's end, loaded
-  // before a step's work and stored after it into the other stage (LSE in log2 units). A buffer load: the row's base
+  // before a step's work and stored after it into the other stage (LSE in log2 units, delta negated: -delta starts
+  // dP's accumulator). A buffer load: the row's base
   // and its bound are scalar (the resource's range check reads zeros past it), the lane's part one register.
   const int lane = lane_id(), stat_wave = dma_wave.index;
   auto stat = [&](int h, int qt) __attribute__((always_inline)) {
@@ -267,22 +289,22 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   auto put = [&](Stage& s, float x) __attribute__((always_inline)) {
     // exp2(s c - lse log2 e); a query that sees no key (LSE -inf) has every score masked, so any finite LSE does.
     if (stat_wave == 0 && lane < BQ) s.lse[lane] = x == -INFINITY ? 0.f : x * 1.44269504088896341f;
-    else if (stat_wave == 1 && lane < BQ) s.delta[lane] = x;
+    else if (stat_wave == 1 && lane < BQ) s.delta[lane] = -x;
   };
   barrier();  // every wave holds its K and V: the stages are free
   const int h_end = (blk.h_kv + 1) * ratio;
   int h = blk.h_kv * ratio, qt = kb.qt_begin;  // this step's head and query tile
   if (kb.qt_begin == kb.qt_end) h = h_end;     // no step
   if (h < h_end) {
-    fill(h, qt, stages[0]);
-    put(stages[0], stat(h, qt));
+    fill(h, qt, stages(0));
+    put(stages(0), stat(h, qt));
   }
   // One step in stage `stage_of`: an int, or a compile-time constant where the steps go in pairs, so that each LDS
   // read's address is the loop's, not recomputed from the stage every step (the plain kernel in pairs of waves, MI355X
   // GQA D128 N8192: 68.5 -> 66.3 ms; with dropout, softcapping or ALiBi it spills, and the other kernels spilled so).
   auto step = [&](auto stage_of) __attribute__((always_inline)) {
     const int stage = stage_of;
-    Stage &cur = stages[stage], &next = stages[stage ^ 1];
+    Stage &cur = stages(stage), &next = stages(stage ^ 1);
     wait_vmcnt<0>();
     barrier();  // this step is in; every wave is done with the previous step's stage
     int nh = h, nqt = qt + 1;  // the next step
@@ -304,9 +326,9 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     std::conditional_t<g4, Operands, NoOperands> ops;
     if constexpr (!g4)
       if (more) staged = stat(nh, nqt), fill(nh, nqt, next);
-    rows_vec lse, delta;
+    rows_vec lse, ndelta;  // (ndelta: -delta)
     load(lse, cur.lse);
-    load(delta, cur.delta);
+    load(ndelta, cur.delta);
     if constexpr (g4) {
       load(ops.q, cur.q);
       load(ops.dout, cur.dout);
@@ -315,14 +337,14 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       if (more) staged = stat(nh, nqt), fill(nh, nqt, next);
     }
     // S = Q K^T or dP = dO V^T (x: cur.q or cur.dout, r: Q or dO in registers, b: K or V).
-    auto abt = [&](const auto& x, const auto& r, const auto& b) __attribute__((always_inline)) {
+    auto abt = [&](const auto& x, const auto& r, const auto& b, auto init) __attribute__((always_inline)) {
       if constexpr (g4) {
         rt_acc<BQ, WK> d;
-        zero(d);
+        init(d);
         mma_ABt(d, r, b, d);
         return d;
       } else {
-        return mma_ABt_lds<attn_wide(D, DV)>(x, b);
+        return mma_ABt_lds<attn_wide(D, DV)>(x, b, init);
       }
     };
     const long q0 = long(qt) * BQ;
@@ -356,9 +378,9 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
           keep = attn_dropout_keep<false, decltype(sd)>(p, blk.b, h, qi, kj);
           kbuf[own][lane] = keep;
           attn_dropout_zero(sd, keep);
-          map_rows(sd, delta, [k = p.drop.scale](float x, float d) { return fmaf(x, k, -d); });
+          map_rows(sd, ndelta, [k = p.drop.scale](float x, float d) { return fmaf(x, k, d); });
         } else {
-          map_rows(sd, delta, [](float x, float d) { return x - d; });
+          map_rows(sd, ndelta, [](float x, float d) { return x + d; });
         }
       }
       barrier();  // wave 0's P is in the LDS
@@ -381,18 +403,28 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     // (Streamed for wide heads: else gfx942 spills at D = 256, and on MI355X at GQA D256 N8192 the kernel took 287
     // against 224 ms, its accumulators moved between AGPRs and VGPRs.)
     constexpr bool streamed = attn_wide(D, DV);
-    auto s = abt(cur.q, ops.q, k);
+    auto s = abt(cur.q, ops.q, k, attn_bwd_zero{});
     // dP - delta (dropped): with softcapping (and in the dynamic instance) here, before the masks (attn_bwd_cap), else
     // after dV^T's product (the plain order). P and dP dropped and scaled alike (attn_dropout_keep; ~0: all kept).
     constexpr bool early = V.softcap || V.dynamic;
     const bool drop = attn_dropout_on<V>(p);
     uint32_t keep = ~0u;
-    auto dp_of = [&]() __attribute__((always_inline)) { return abt(cur.dout, ops.dout, v); };
+    // (packed: -delta starts the product's accumulator, no subtraction after it; and exp2's argument and dS's multiply
+    // go in packed pairs, those the converts take. In the plain kernels outside the pairs; in the others they added
+    // scratch accesses, gfx942 D = 256: 6 -> 34, and the pairs' kernel (D = 128) spilled with them.)
+    constexpr bool packed = split || (g4 && plain);
+    constexpr bool fold = packed;
+    auto dp_of = [&]() __attribute__((always_inline)) {
+      if constexpr (fold) return abt(cur.dout, ops.dout, v, attn_bwd_init_rows(ndelta));
+      else return abt(cur.dout, ops.dout, v, attn_bwd_zero{});
+    };
     decltype(dp_of()) dp;
     auto dp_delta = [&]() __attribute__((always_inline)) {
       dp = dp_of();
-      if (drop) attn_dropout_apply(dp, keep, p.drop.scale);
-      map_rows(dp, delta, [](float x, float d) { return x - d; });
+      if constexpr (!fold) {
+        if (drop) attn_dropout_apply(dp, keep, p.drop.scale);
+        map_rows(dp, ndelta, [](float x, float d) { return x + d; });
+      }
     };
     if constexpr (early) {
       if (drop) keep = attn_dropout_keep<false, decltype(s)>(p, blk.b, h, int(q0), int(k0));
@@ -402,7 +434,8 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     if (attn_alibi_on<V>(p)) add_alibi<false>(s, alibi_slope(p, blk.b, h), q0, k0, kb.off);
     if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
       mask_visible<false>(s, p, qi, kj, blk.sq, blk.sk, off);
-    map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
+    if constexpr (packed) attn_bwd_exp2<false>(s, lse, c);
+    else map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     if constexpr (!early)
       if (drop) keep = attn_dropout_keep<false, decltype(s)>(p, blk.b, h, int(q0), int(k0));
     // dV^T += dO^T P (in chunks of 64 of D where the S and dP products are streamed: the registers are short there)
@@ -423,13 +456,12 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
            std::true_type{});  // (dynamic, no dropout: P 1)
     // dP = dO V^T; dS = P * (dP - delta); dK^T += Q^T dS.
     if constexpr (!early) dp_delta();
-    mul(s, s, dp);
+    if constexpr (packed) attn_bwd_mul_pairs(s, dp);
+    else mul(s, s, dp);
     acc_tb(dkt, cur.q, ops.qt, s, std::false_type{});
     if (more) put(next, staged);
     h = nh, qt = nqt;
   };
-  constexpr bool const_stage = (pairs || (attn_bwd_g4<D, DV> && D == 128)) && !V.softcap &&
-                                !V.alibi && !V.dropout && !V.dynamic;
   if constexpr (const_stage) {
     while (h < h_end) {
       step(std::integral_constant<int, 0>{});
@@ -524,6 +556,7 @@ void attention_bwd_dq(AttnBwdArgs a) {
   load(lse, lse_row(p, p.lse, blk, blk.h), {0, 0, 0, row_tile});
   load(delta, lse_row(p, a.delta, blk, blk.h), {0, 0, 0, row_tile});
   vec_apply([](float& l) { l = l == -INFINITY ? 0.f : l * 1.44269504088896341f; }, lse);
+  vec_apply([](float& d) { d = -d; }, delta);  // -delta: dP^T's starting accumulator
   wait_vmcnt<0>();
   barrier();
   rt<T, WQ, D> q;
@@ -551,19 +584,27 @@ void attention_bwd_dq(AttnBwdArgs a) {
       wait_vmcnt<0>();
       barrier();
     }
+    // At D = 64 (as kernel 2's) -delta starts dP^T's accumulator, and exp2's argument and dS^T's multiply go in packed
+    // pairs (at D = 128 the model finds them slower: MI355X GQA N8192 dQ 46.5 -> 46.7 ms).
+    constexpr bool packed = D == 64;
+    constexpr bool fold = packed && !V.dropout && !V.dynamic;
     // S^T = K Q^T (keys x queries), masked, and P^T.
-    auto s = mma_ABt_lds<true>(sk(stage), q);
+    auto s = mma_ABt_lds<!fold>(sk(stage), q);
     // dP^T - delta (dropped): with softcapping here, before the masks (attn_bwd_cap), else after P^T (as kernel 2's).
     const long k0 = long(kt) * BK;
-    auto dp_of = [&]() __attribute__((always_inline)) { return mma_ABt_lds<true>(sv(stage), dout); };
+    auto dp_of = [&]() __attribute__((always_inline)) {
+      if constexpr (fold) return mma_ABt_lds<false>(sv(stage), dout, attn_bwd_init_cols(delta));
+      else return mma_ABt_lds<true>(sv(stage), dout);
+    };
     decltype(dp_of()) dp;
     auto dp_delta = [&]() __attribute__((always_inline)) {
       dp = dp_of();
+      if constexpr (fold) return;
       if (attn_dropout_on<V>(p)) {  // dP^T dropped (its scale in the subtraction's multiply-add)
         attn_dropout_scale<true>(dp, p, blk.b, blk.h, int(q0), int(k0), 1.f);
-        map_cols(dp, delta, [k = p.drop.scale](float x, float d) { return fmaf(x, k, -d); });
+        map_cols(dp, delta, [k = p.drop.scale](float x, float d) { return fmaf(x, k, d); });
       } else {
-        map_cols(dp, delta, [](float x, float d) { return x - d; });
+        map_cols(dp, delta, [](float x, float d) { return x + d; });
       }
     };
     constexpr bool early = V.softcap || V.dynamic;  // (as kernel 2's)
@@ -575,10 +616,12 @@ void attention_bwd_dq(AttnBwdArgs a) {
     const int qi = int(q0), kj = int(k0), off = int(view.off);
     if (qi + WQ > blk.sq || !attn_tile_whole(p, qi, qi + WQ - 1, kj, BK, blk.sk, off))
       mask_visible<true>(s, p, qi, kj, blk.sq, blk.sk, off);
-    map_cols(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
+    if constexpr (packed) attn_bwd_exp2<true>(s, lse, c);
+    else map_cols(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     // dP^T = V dO^T; dS^T = P^T * (dP^T - delta); dQ^T += K^T dS^T.
     if constexpr (!early) dp_delta();
-    mul(s, s, dp);
+    if constexpr (packed) attn_bwd_mul_pairs(s, dp);
+    else mul(s, s, dp);
     if constexpr (attn_wide(D, DV)) mma_AtB_acc_chunks<64>(dqt, sk(stage), s);  // (as kernel 2's)
     else mma_AtB_acc(dqt, sk(stage), s);
   };

@@ -8,14 +8,20 @@ namespace hk::kernels {
 
 // A B^T, A a tile of the LDS read in row layout and B a register tile: S = Q K^T and dP = dO V^T (kernel 2), S^T =
 // K Q^T and dP^T = V dO^T (kernel 3). `streamed`: A is read one k step (the MFMA's K columns) at a time, each used as
-// it lands, so that no more of A is held than the reads in flight (kernel 3, whose 32-query waves need the registers;
+// it lands, so that no more of A is held than the reads in flight (kernel 3, whose 32-query waves need the registers,
+// but in its plain kernel at D = 64: MI355X GQA N4096 dQ 6.22 -> 6.02 ms read whole;
 // kernel 2's schedule is slower so: 118 against 75 ms on MI355X at GQA D128 N8192). Every element sums its k steps in
 // the same order either way.
-template <bool streamed = false, shared_tile ST, register_tile B>
-__device__ inline rt_acc<ST::rows, B::rows> mma_ABt_lds(const ST& a, const B& b) {
+// `init` sets the accumulator the products add to (zero; dP's minus delta: attn_bwd_init_rows / _cols).
+struct attn_bwd_zero {
+  template <class D>
+  __device__ __attribute__((always_inline)) void operator()(D& d) const { zero(d); }
+};
+template <bool streamed = false, shared_tile ST, register_tile B, class Init = attn_bwd_zero>
+__device__ inline rt_acc<ST::rows, B::rows> mma_ABt_lds(const ST& a, const B& b, Init init = {}) {
   using T = typename ST::dtype;
   rt_acc<ST::rows, B::rows> d;
-  zero(d);
+  init(d);
   if constexpr (streamed) {
 #pragma unroll
     for (int k = 0; k < B::tiles_c; ++k) {
@@ -253,6 +259,65 @@ template <class S, class Dp>
 __device__ __attribute__((always_inline)) inline void attn_bwd_cap(const AttnArgs& p, S& s, Dp& dp) {
   p.cap.template apply<1>(s);
   map(dp, dp, s, [](float x, float t) { return x * AttnArgs::Softcap::slope(t); });
+}
+
+// dP - delta with -delta as the product's starting accumulator (the MFMAs' C operand: no subtraction after it), -delta
+// per row (kernel 2's dP, queries along the rows) or per column (kernel 3's dP^T, queries along the columns).
+template <class V>
+__device__ __attribute__((always_inline)) inline auto attn_bwd_init_rows(const V& neg_delta) {
+  return [&neg_delta]<class D>(D& d) __attribute__((always_inline)) {
+#pragma unroll
+    for (int i = 0; i < D::tiles_r; ++i)
+#pragma unroll
+      for (int j = 0; j < D::tiles_c; ++j)
+#pragma unroll
+        for (int e = 0; e < D::E; ++e) d.data[i][j][e] = neg_delta.data[i][e];
+  };
+}
+template <class V>
+__device__ __attribute__((always_inline)) inline auto attn_bwd_init_cols(const V& neg_delta) {
+  return [&neg_delta]<class D>(D& d) __attribute__((always_inline)) {
+#pragma unroll
+    for (int i = 0; i < D::tiles_r; ++i)
+#pragma unroll
+      for (int j = 0; j < D::tiles_c; ++j)
+#pragma unroll
+        for (int e = 0; e < D::E; ++e) d.data[i][j][e] = neg_delta.data[j][0];
+  };
+}
+
+// s *= x elementwise, a pair of elements a packed multiply (the pairs the converts to the element type take).
+template <class Tile>
+__device__ __attribute__((always_inline)) inline void attn_bwd_mul_pairs(Tile& s, const Tile& x) {
+  using f2 = float __attribute__((ext_vector_type(2)));
+  static_assert(Tile::E % 2 == 0, "pairs of elements");
+#pragma unroll
+  for (int i = 0; i < Tile::tiles_r; ++i)
+#pragma unroll
+    for (int j = 0; j < Tile::tiles_c; ++j)
+#pragma unroll
+      for (int e = 0; e < Tile::E; e += 2) {
+        const f2 y = f2{s.data[i][j][e], s.data[i][j][e + 1]} * f2{x.data[i][j][e], x.data[i][j][e + 1]};
+        s.data[i][j][e] = y.x, s.data[i][j][e + 1] = y.y;
+      }
+}
+
+// P = exp2(s c - lse) in place, lse per row (kernel 2: queries along the rows) or per column (kernel 3), a pair of
+// elements a packed multiply-add (the same bits as one fmaf each: half the instructions).
+template <bool per_col, class Tile, class V>
+__device__ __attribute__((always_inline)) inline void attn_bwd_exp2(Tile& s, const V& lse, float c) {
+  using f2 = float __attribute__((ext_vector_type(2)));
+  static_assert(Tile::E % 2 == 0, "pairs of elements");
+#pragma unroll
+  for (int i = 0; i < Tile::tiles_r; ++i)
+#pragma unroll
+    for (int j = 0; j < Tile::tiles_c; ++j)
+#pragma unroll
+      for (int e = 0; e < Tile::E; e += 2) {
+        const f2 l = per_col ? f2{lse.data[j][0], lse.data[j][0]} : f2{lse.data[i][e], lse.data[i][e + 1]};
+        const f2 x = __builtin_elementwise_fma(f2{s.data[i][j][e], s.data[i][j][e + 1]}, f2{c, c}, -l);
+        s.data[i][j][e] = __builtin_amdgcn_exp2f(x.x), s.data[i][j][e + 1] = __builtin_amdgcn_exp2f(x.y);
+      }
 }
 
 }  // namespace hk::kernels
