@@ -73,7 +73,13 @@ struct AttnBwdArgs {
 // Queries per wave of kernel 3: 32 at D = 64 with transposing LDS reads (gfx950), so that each key tile's K and V,
 // read from the LDS once per wave, feed twice the MFMA work of 16 queries; else 16. (At D = 128, 32 queries fill 256
 // registers and spill; at one wave per SIMD the model finds them slower: 60.0 against 49.7 ms on MI355X at GQA N8192.)
-constexpr int attn_bwd_dq_wave_rows(int d, bool lds_read_transpose) { return d == 64 && lds_read_transpose ? 32 : 16; }
+constexpr int attn_bwd_dq_wave_rows(int d, bool lds_read_transpose) { return (d == 64 || d == 128) && lds_read_transpose ? 32 : 16; }
+// Keys of one pass through kernel 3's products within a key tile: at 32 queries a wave at D = 128 (gfx950) the tile's
+// 64 keys in two chunks of 32, so that S^T, dP^T and K^T's acc-order operand of one chunk are held at a time (the
+// whole tile's spill at 256 registers); else the whole tile.
+constexpr int attn_bwd_dq_chunk_keys(int d, bool lds_read_transpose, int tile_keys) {
+  return d == 128 && lds_read_transpose ? 32 : tile_keys;
+}
 // Queries per workgroup of kernels 1 and 3: a function of the arch's fact, so that the host's grid and the kernels agree.
 // Waves of kernel 3's workgroup: 8 where the LDS holds one workgroup's two stages of K and V only (gfx942 at D = 128,
 // as the forward's attn_waves): two waves per SIMD reading the same stages; else 4, two workgroups a CU.
@@ -485,6 +491,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dq_waves(D, arch::current::lds_read_
 void attention_bwd_dq(AttnBwdArgs a) {
   using G = group<attn_bwd_dq_waves(D, arch::current::lds_read_transpose)>;
   constexpr int BK = attn_tile_keys(D, DV), WQ = attn_bwd_dq_wave_rows(D, arch::current::lds_read_transpose);
+  constexpr int KC = attn_bwd_dq_chunk_keys(D, arch::current::lds_read_transpose, BK);  // keys of a pass (BK / KC a tile)
   constexpr int S = attn_bwd_dq_stages<D, DV>, QS = G::waves * WQ / BK;  // stages of K and V; of them, Q's and dO's (the last)
   static_assert(QS >= 1 && QS <= S && G::waves * WQ == QS * BK, "the Q and dO tiles are staged in K and V stages");
   using cols_vec = rv<float, WQ, vec_align::cols>;
@@ -545,42 +552,52 @@ void attention_bwd_dq(AttnBwdArgs a) {
       wait_vmcnt<0>();
       barrier();  // tile kt is in; every wave is done with the other stage (and with Q and dO)
       if (kt + 1 < kt_end) fill(kt + 1, stage ^ 1);
+      if constexpr (KC < BK) {
+        if ((int(blockIdx.x) & 1) == stage) set_priority<1>();
+        else set_priority<0>();
+      }
     } else {
       barrier();  // every wave is done with the previous tile (and with Q and dO)
       fill(kt, 0);
       wait_vmcnt<0>();
       barrier();
     }
-    // S^T = K Q^T (keys x queries), masked, and P^T.
-    auto s = mma_ABt_lds<true>(sk(stage), q);
-    // dP^T - delta (dropped): with softcapping here, before the masks (attn_bwd_cap), else after P^T (as kernel 2's).
-    const long k0 = long(kt) * BK;
-    auto dp_of = [&]() __attribute__((always_inline)) { return mma_ABt_lds<true>(sv(stage), dout); };
-    decltype(dp_of()) dp;
-    auto dp_delta = [&]() __attribute__((always_inline)) {
-      dp = dp_of();
-      if (attn_dropout_on<V>(p)) {  // dP^T dropped (its scale in the subtraction's multiply-add)
-        attn_dropout_scale<true>(dp, p, blk.b, blk.h, int(q0), int(k0), 1.f);
-        map_cols(dp, delta, [k = p.drop.scale](float x, float d) { return fmaf(x, k, -d); });
-      } else {
-        map_cols(dp, delta, [](float x, float d) { return x - d; });
+    auto chunk = [&](auto ch_of) __attribute__((always_inline)) {
+      constexpr int ch = decltype(ch_of)::value;
+      // S^T = K Q^T (keys x queries), masked, and P^T.
+      auto s = mma_ABt_lds<true, KC, ch>(sk(stage), q);
+      // dP^T - delta (dropped): with softcapping here, before the masks (attn_bwd_cap), else after P^T (as kernel 2's).
+      const long k0 = long(kt) * BK + ch * KC;
+      auto dp_of = [&]() __attribute__((always_inline)) { return mma_ABt_lds<true, KC, ch>(sv(stage), dout); };
+      decltype(dp_of()) dp;
+      auto dp_delta = [&]() __attribute__((always_inline)) {
+        dp = dp_of();
+        if (attn_dropout_on<V>(p)) {  // dP^T dropped (its scale in the subtraction's multiply-add)
+          attn_dropout_scale<true>(dp, p, blk.b, blk.h, int(q0), int(k0), 1.f);
+          map_cols(dp, delta, [k = p.drop.scale](float x, float d) { return fmaf(x, k, -d); });
+        } else {
+          map_cols(dp, delta, [](float x, float d) { return x - d; });
+        }
+      };
+      constexpr bool early = V.softcap || V.dynamic;  // (as kernel 2's)
+      if constexpr (early) {
+        dp_delta();
+        if (attn_softcap_on<V>(p)) attn_bwd_cap(p, s, dp);
       }
+      if (attn_alibi_on<V>(p)) add_alibi<true>(s, view.slope, q0, k0, view.off);
+      const int qi = int(q0), kj = int(k0), off = int(view.off);
+      if (qi + WQ > blk.sq || !attn_tile_whole(p, qi, qi + WQ - 1, kj, KC, blk.sk, off))
+        mask_visible<true>(s, p, qi, kj, blk.sq, blk.sk, off);
+      map_cols(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
+      // dP^T = V dO^T; dS^T = P^T * (dP^T - delta); dQ^T += K^T dS^T.
+      if constexpr (!early) dp_delta();
+      mul(s, s, dp);
+      if constexpr (attn_wide(D, DV)) mma_AtB_acc_chunks<64>(dqt, sk(stage), s);  // (as kernel 2's)
+      else mma_AtB_acc<ch>(dqt, sk(stage), s);
     };
-    constexpr bool early = V.softcap || V.dynamic;  // (as kernel 2's)
-    if constexpr (early) {
-      dp_delta();
-      if (attn_softcap_on<V>(p)) attn_bwd_cap(p, s, dp);
-    }
-    if (attn_alibi_on<V>(p)) add_alibi<true>(s, view.slope, q0, k0, view.off);
-    const int qi = int(q0), kj = int(k0), off = int(view.off);
-    if (qi + WQ > blk.sq || !attn_tile_whole(p, qi, qi + WQ - 1, kj, BK, blk.sk, off))
-      mask_visible<true>(s, p, qi, kj, blk.sq, blk.sk, off);
-    map_cols(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
-    // dP^T = V dO^T; dS^T = P^T * (dP^T - delta); dQ^T += K^T dS^T.
-    if constexpr (!early) dp_delta();
-    mul(s, s, dp);
-    if constexpr (attn_wide(D, DV)) mma_AtB_acc_chunks<64>(dqt, sk(stage), s);  // (as kernel 2's)
-    else mma_AtB_acc(dqt, sk(stage), s);
+    [&]<int... ch>(std::integer_sequence<int, ch...>) __attribute__((always_inline)) {
+      (chunk(std::integral_constant<int, ch>{}), ...);
+    }(std::make_integer_sequence<int, BK / KC>{});
   };
   for (int kt = kt_begin; kt < kt_end; kt += S) {
     step(kt, std::integral_constant<int, 0>{});
