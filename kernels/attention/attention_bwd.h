@@ -61,7 +61,8 @@
 namespace hk::kernels {
 
 struct AttnBwdArgs {
-  AttnArgs f;          // Q, K, V, the forward's O and LSE, the shape and masks (f.q_tiles: tiles of attn_bwd_rows(...))
+  AttnArgs f;          // Q, K, V, the forward's O and LSE, the shape and masks (f.q_tiles: tiles of attn_bwd_rows(...);
+                       // the dQ kernel's: of attn_bwd_dq_rows(...))
   const void* dout;    // dO, laid out like O
   void *dq, *dk, *dv;  // written as the element type
   long do_bs, do_rs, do_hs, dq_bs, dq_rs, dq_hs, dk_bs, dk_rs, dk_hs, dv_bs, dv_rs, dv_hs;
@@ -73,7 +74,16 @@ struct AttnBwdArgs {
 // Queries per wave of kernel 3: 32 at D = 64 with transposing LDS reads (gfx950), so that each key tile's K and V,
 // read from the LDS once per wave, feed twice the MFMA work of 16 queries; else 16. (At D = 128, 32 queries fill 256
 // registers and spill; at one wave per SIMD the model finds them slower: 60.0 against 49.7 ms on MI355X at GQA N8192.)
-constexpr int attn_bwd_dq_wave_rows(int d, bool lds_read_transpose) { return (d == 64 || d == 128) && lds_read_transpose ? 32 : 16; }
+//
+// At D = 128 (gfx950) 32 queries a wave too, their tile's keys in chunks (attn_bwd_dq_chunk_keys): MI355X GQA D128
+// N8192 dQ 46.5 -> 42.9 ms. Not with softcapping or ALiBi (`narrow`), whose vector work's registers spill there (the
+// LDS read addresses, scratch reloads in the loop): those run 16 queries a wave as before, 64 a workgroup (the host
+// launches their dQ kernel over tiles of attn_bwd_dq_rows, the delta kernel's rows being attn_bwd_rows).
+template <AttnVariant V>
+inline constexpr bool attn_bwd_dq_narrow = V.softcap || V.alibi || V.dynamic;
+constexpr int attn_bwd_dq_wave_rows(int d, bool lds_read_transpose, bool narrow = false) {
+  return lds_read_transpose && (d == 64 || (d == 128 && !narrow)) ? 32 : 16;
+}
 // Keys of one pass through kernel 3's products within a key tile: at 32 queries a wave at D = 128 (gfx950) the tile's
 // 64 keys in two chunks of 32, so that S^T, dP^T and K^T's acc-order operand of one chunk are held at a time (the
 // whole tile's spill at 256 registers); else the whole tile.
@@ -84,9 +94,10 @@ constexpr int attn_bwd_dq_chunk_keys(int d, bool lds_read_transpose, int tile_ke
 // Waves of kernel 3's workgroup: 8 where the LDS holds one workgroup's two stages of K and V only (gfx942 at D = 128,
 // as the forward's attn_waves): two waves per SIMD reading the same stages; else 4, two workgroups a CU.
 constexpr int attn_bwd_dq_waves(int d, bool lds_read_transpose) { return d == 128 && !lds_read_transpose ? 8 : 4; }
-constexpr int attn_bwd_rows(int d, bool lds_read_transpose) {
-  return attn_bwd_dq_waves(d, lds_read_transpose) * attn_bwd_dq_wave_rows(d, lds_read_transpose);
+constexpr int attn_bwd_dq_rows(int d, bool lds_read_transpose, bool narrow) {
+  return attn_bwd_dq_waves(d, lds_read_transpose) * attn_bwd_dq_wave_rows(d, lds_read_transpose, narrow);
 }
+constexpr int attn_bwd_rows(int d, bool lds_read_transpose) { return attn_bwd_dq_rows(d, lds_read_transpose, false); }
 
 // Waves per SIMD kernel 3 declares, so that the compiler keeps the accumulators in arch VGPRs within 256 registers.
 // Where col-layout operands are read from LDS an element at a time (no transposing reads: gfx942), each element lands
@@ -489,9 +500,10 @@ template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
 __global__ __launch_bounds__(64 * attn_bwd_dq_waves(D, arch::current::lds_read_transpose))
 __attribute__((amdgpu_waves_per_eu(attn_bwd_dq_waves(D, arch::current::lds_read_transpose) == 8 ? 2 : attn_bwd_waves_per_simd<D>)))
 void attention_bwd_dq(AttnBwdArgs a) {
-  using G = group<attn_bwd_dq_waves(D, arch::current::lds_read_transpose)>;
-  constexpr int BK = attn_tile_keys(D, DV), WQ = attn_bwd_dq_wave_rows(D, arch::current::lds_read_transpose);
-  constexpr int KC = attn_bwd_dq_chunk_keys(D, arch::current::lds_read_transpose, BK);  // keys of a pass (BK / KC a tile)
+  constexpr bool tr = arch::current::lds_read_transpose;
+  using G = group<attn_bwd_dq_waves(D, tr)>;
+  constexpr int BK = attn_tile_keys(D, DV), WQ = attn_bwd_dq_wave_rows(D, tr, attn_bwd_dq_narrow<V>);
+  constexpr int KC = WQ == 32 ? attn_bwd_dq_chunk_keys(D, tr, BK) : BK;  // keys of a pass (BK / KC a tile)
   constexpr int S = attn_bwd_dq_stages<D, DV>, QS = G::waves * WQ / BK;  // stages of K and V; of them, Q's and dO's (the last)
   static_assert(QS >= 1 && QS <= S && G::waves * WQ == QS * BK, "the Q and dO tiles are staged in K and V stages");
   using cols_vec = rv<float, WQ, vec_align::cols>;
