@@ -12,8 +12,11 @@
 //      LDS reads) Q and dO are staged as st_g4 (attention_bwd_ops.h), whose acc-order operand is two ds_read_b128 per
 //      4 x 4 granule, not an element a read (MI300X GQA D128 N8192: 194.2 -> 168.4 ms with the reads below);
 //   3. attention_bwd_dq: one workgroup per (sequence, query head, 4 WQ queries; 8 WQ on gfx942 at D = 128), each
-//      wave owning WQ queries (16; 32 at D = 64 with transposing LDS reads: each key tile read serves twice the MFMA
-//      work); it recomputes P^T and dS^T over the visible key tiles in order and accumulates dQ^T += K^T dS^T in fp32.
+//      wave owning WQ queries (16; 32 with transposing LDS reads: each key tile read serves twice the MFMA work; at D
+//      = 128 the tile's 64 keys in two chunks of 32, and not with softcapping or ALiBi); it recomputes P^T and dS^T
+//      over the visible key tiles in order and accumulates dQ^T += K^T dS^T in fp32. At 32 queries a wave (D = 128)
+//      the waves of the two workgroups on a CU take priority in alternate key tiles (s_setprio by the workgroup's
+//      parity and the stage), so that neither falls behind the other by the arbitration's age order: 44.4 -> 42.9 ms.
 //      No atomics: every gradient element is summed by one wave in a fixed order (bit-identical run after run).
 // With attention sinks (a logit z per query head in every row's denominator, a key with no value) the forward's LSE
 // holds the sink: P and dS are as before (the sink's dP is 0); kernel 4, attention_bwd_dsink, adds the sinks' gradient
@@ -71,14 +74,13 @@ struct AttnBwdArgs {
   int k_tiles;         // key tiles (of attn_bwd_block_keys) of the longest key sequence
 };
 
-// Queries per wave of kernel 3: 32 at D = 64 with transposing LDS reads (gfx950), so that each key tile's K and V,
-// read from the LDS once per wave, feed twice the MFMA work of 16 queries; else 16. (At D = 128, 32 queries fill 256
-// registers and spill; at one wave per SIMD the model finds them slower: 60.0 against 49.7 ms on MI355X at GQA N8192.)
-//
-// At D = 128 (gfx950) 32 queries a wave too, their tile's keys in chunks (attn_bwd_dq_chunk_keys): MI355X GQA D128
+// Queries per wave of kernel 3: 32 with transposing LDS reads (gfx950), so that each key tile's K and V, read from the
+// LDS once per wave, feed twice the MFMA work of 16 queries; else 16. At D = 128 the tile's keys go through the
+// products in chunks (attn_bwd_dq_chunk_keys), so that 32 queries fit two waves' registers (whole 64-key tiles spill;
+// at one wave per SIMD the model found them slower: 60.0 against 49.7 ms on MI355X at GQA N8192): MI355X GQA D128
 // N8192 dQ 46.5 -> 42.9 ms. Not with softcapping or ALiBi (`narrow`), whose vector work's registers spill there (the
-// LDS read addresses, scratch reloads in the loop): those run 16 queries a wave as before, 64 a workgroup (the host
-// launches their dQ kernel over tiles of attn_bwd_dq_rows, the delta kernel's rows being attn_bwd_rows).
+// LDS read addresses, reloaded from scratch in the loop): those keep 16 queries a wave, 64 a workgroup (the host
+// launches their dQ kernel over tiles of attn_bwd_dq_rows; the delta kernel's rows are attn_bwd_rows).
 template <AttnVariant V>
 inline constexpr bool attn_bwd_dq_narrow = V.softcap || V.alibi || V.dynamic;
 constexpr int attn_bwd_dq_wave_rows(int d, bool lds_read_transpose, bool narrow = false) {
@@ -564,7 +566,7 @@ void attention_bwd_dq(AttnBwdArgs a) {
       wait_vmcnt<0>();
       barrier();  // tile kt is in; every wave is done with the other stage (and with Q and dO)
       if (kt + 1 < kt_end) fill(kt + 1, stage ^ 1);
-      if constexpr (KC < BK) {
+      if constexpr (KC < BK) {  // (alternate tiles' priority: the header's 3.)
         if ((int(blockIdx.x) & 1) == stage) set_priority<1>();
         else set_priority<0>();
       }
