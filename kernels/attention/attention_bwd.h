@@ -12,8 +12,11 @@
 //      LDS reads) Q and dO are staged as st_g4 (attention_bwd_ops.h), whose acc-order operand is two ds_read_b128 per
 //      4 x 4 granule, not an element a read (MI300X GQA D128 N8192: 194.2 -> 168.4 ms with the reads below);
 //   3. attention_bwd_dq: one workgroup per (sequence, query head, 4 WQ queries; 8 WQ on gfx942 at D = 128), each
-//      wave owning WQ queries (16; 32 at D = 64 with transposing LDS reads: each key tile read serves twice the MFMA
-//      work); it recomputes P^T and dS^T over the visible key tiles in order and accumulates dQ^T += K^T dS^T in fp32.
+//      wave owning WQ queries (16; 32 with transposing LDS reads: each key tile read serves twice the MFMA work; at D
+//      = 128 the tile's 64 keys in two chunks of 32, and not with softcapping or ALiBi); it recomputes P^T and dS^T
+//      over the visible key tiles in order and accumulates dQ^T += K^T dS^T in fp32. At 32 queries a wave (D = 128)
+//      the waves of the two workgroups on a CU take priority in alternate key tiles (s_setprio by the workgroup's
+//      parity and the stage), so that neither falls behind the other by the arbitration's age order: 44.4 -> 42.9 ms.
 //      No atomics: every gradient element is summed by one wave in a fixed order (bit-identical run after run).
 // With attention sinks (a logit z per query head in every row's denominator, a key with no value) the forward's LSE
 // holds the sink: P and dS are as before (the sink's dP is 0); kernel 4, attention_bwd_dsink, adds the sinks' gradient
@@ -63,7 +66,8 @@
 namespace hk::kernels {
 
 struct AttnBwdArgs {
-  AttnArgs f;          // Q, K, V, the forward's O and LSE, the shape and masks (f.q_tiles: tiles of attn_bwd_rows(...))
+  AttnArgs f;          // Q, K, V, the forward's O and LSE, the shape and masks (f.q_tiles: tiles of attn_bwd_rows(...);
+                       // the dQ kernel's: of attn_bwd_dq_rows(...))
   const void* dout;    // dO, laid out like O
   void *dq, *dk, *dv;  // written as the element type
   long do_bs, do_rs, do_hs, dq_bs, dq_rs, dq_hs, dk_bs, dk_rs, dk_hs, dv_bs, dv_rs, dv_hs;
@@ -72,17 +76,32 @@ struct AttnBwdArgs {
   int k_tiles;         // key tiles (of attn_bwd_block_keys) of the longest key sequence
 };
 
-// Queries per wave of kernel 3: 32 at D = 64 with transposing LDS reads (gfx950), so that each key tile's K and V,
-// read from the LDS once per wave, feed twice the MFMA work of 16 queries; else 16. (At D = 128, 32 queries fill 256
-// registers and spill; at one wave per SIMD the model finds them slower: 60.0 against 49.7 ms on MI355X at GQA N8192.)
-constexpr int attn_bwd_dq_wave_rows(int d, bool lds_read_transpose) { return d == 64 && lds_read_transpose ? 32 : 16; }
+// Queries per wave of kernel 3: 32 with transposing LDS reads (gfx950), so that each key tile's K and V, read from the
+// LDS once per wave, feed twice the MFMA work of 16 queries; else 16. At D = 128 the tile's keys go through the
+// products in chunks (attn_bwd_dq_chunk_keys), so that 32 queries fit two waves' registers (whole 64-key tiles spill;
+// at one wave per SIMD the model found them slower: 60.0 against 49.7 ms on MI355X at GQA N8192): MI355X GQA D128
+// N8192 dQ 46.5 -> 42.9 ms. Not with softcapping or ALiBi (`narrow`), whose vector work's registers spill there (the
+// LDS read addresses, reloaded from scratch in the loop): those keep 16 queries a wave, 64 a workgroup (the host
+// launches their dQ kernel over tiles of attn_bwd_dq_rows; the delta kernel's rows are attn_bwd_rows).
+template <AttnVariant V>
+inline constexpr bool attn_bwd_dq_narrow = V.softcap || V.alibi || V.dynamic;
+constexpr int attn_bwd_dq_wave_rows(int d, bool lds_read_transpose, bool narrow = false) {
+  return lds_read_transpose && (d == 64 || (d == 128 && !narrow)) ? 32 : 16;
+}
+// Keys of one pass through kernel 3's products within a key tile: at 32 queries a wave at D = 128 (gfx950) the tile's
+// 64 keys in two chunks of 32, so that S^T, dP^T and K^T's acc-order operand of one chunk are held at a time (the
+// whole tile's spill at 256 registers); else the whole tile.
+constexpr int attn_bwd_dq_chunk_keys(int d, bool lds_read_transpose, int tile_keys) {
+  return d == 128 && lds_read_transpose ? 32 : tile_keys;
+}
 // Queries per workgroup of kernels 1 and 3: a function of the arch's fact, so that the host's grid and the kernels agree.
 // Waves of kernel 3's workgroup: 8 where the LDS holds one workgroup's two stages of K and V only (gfx942 at D = 128,
 // as the forward's attn_waves): two waves per SIMD reading the same stages; else 4, two workgroups a CU.
 constexpr int attn_bwd_dq_waves(int d, bool lds_read_transpose) { return d == 128 && !lds_read_transpose ? 8 : 4; }
-constexpr int attn_bwd_rows(int d, bool lds_read_transpose) {
-  return attn_bwd_dq_waves(d, lds_read_transpose) * attn_bwd_dq_wave_rows(d, lds_read_transpose);
+constexpr int attn_bwd_dq_rows(int d, bool lds_read_transpose, bool narrow) {
+  return attn_bwd_dq_waves(d, lds_read_transpose) * attn_bwd_dq_wave_rows(d, lds_read_transpose, narrow);
 }
+constexpr int attn_bwd_rows(int d, bool lds_read_transpose) { return attn_bwd_dq_rows(d, lds_read_transpose, false); }
 
 // Waves per SIMD kernel 3 declares, so that the compiler keeps the accumulators in arch VGPRs within 256 registers.
 // Where col-layout operands are read from LDS an element at a time (no transposing reads: gfx942), each element lands
@@ -515,8 +534,10 @@ template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
 __global__ __launch_bounds__(64 * attn_bwd_dq_waves(D, arch::current::lds_read_transpose))
 __attribute__((amdgpu_waves_per_eu(attn_bwd_dq_waves(D, arch::current::lds_read_transpose) == 8 ? 2 : attn_bwd_waves_per_simd<D>)))
 void attention_bwd_dq(AttnBwdArgs a) {
-  using G = group<attn_bwd_dq_waves(D, arch::current::lds_read_transpose)>;
-  constexpr int BK = attn_tile_keys(D, DV), WQ = attn_bwd_dq_wave_rows(D, arch::current::lds_read_transpose);
+  constexpr bool tr = arch::current::lds_read_transpose;
+  using G = group<attn_bwd_dq_waves(D, tr)>;
+  constexpr int BK = attn_tile_keys(D, DV), WQ = attn_bwd_dq_wave_rows(D, tr, attn_bwd_dq_narrow<V>);
+  constexpr int KC = WQ == 32 ? attn_bwd_dq_chunk_keys(D, tr, BK) : BK;  // keys of a pass (BK / KC a tile)
   constexpr int S = attn_bwd_dq_stages<D, DV>, QS = G::waves * WQ / BK;  // stages of K and V; of them, Q's and dO's (the last)
   static_assert(QS >= 1 && QS <= S && G::waves * WQ == QS * BK, "the Q and dO tiles are staged in K and V stages");
   using cols_vec = rv<float, WQ, vec_align::cols>;
@@ -578,6 +599,10 @@ void attention_bwd_dq(AttnBwdArgs a) {
       wait_vmcnt<0>();
       barrier();  // tile kt is in; every wave is done with the other stage (and with Q and dO)
       if (kt + 1 < kt_end) fill(kt + 1, stage ^ 1);
+      if constexpr (KC < BK) {  // (alternate tiles' priority: the header's 3.)
+        if ((int(blockIdx.x) & 1) == stage) set_priority<1>();
+        else set_priority<0>();
+      }
     } else {
       barrier();  // every wave is done with the previous tile (and with Q and dO)
       fill(kt, 0);
@@ -588,42 +613,48 @@ void attention_bwd_dq(AttnBwdArgs a) {
     // pairs (at D = 128 the model finds them slower: MI355X GQA N8192 dQ 46.5 -> 46.7 ms).
     constexpr bool packed = D == 64;
     constexpr bool fold = packed && !V.dropout && !V.dynamic;
-    // S^T = K Q^T (keys x queries), masked, and P^T.
-    auto s = mma_ABt_lds<!fold>(sk(stage), q);
-    // dP^T - delta (dropped): with softcapping here, before the masks (attn_bwd_cap), else after P^T (as kernel 2's).
-    const long k0 = long(kt) * BK;
-    auto dp_of = [&]() __attribute__((always_inline)) {
-      if constexpr (fold) return mma_ABt_lds<false>(sv(stage), dout, attn_bwd_init_cols(delta));
-      else return mma_ABt_lds<true>(sv(stage), dout);
-    };
-    decltype(dp_of()) dp;
-    auto dp_delta = [&]() __attribute__((always_inline)) {
-      dp = dp_of();
-      if constexpr (fold) return;
-      if (attn_dropout_on<V>(p)) {  // dP^T dropped (its scale in the subtraction's multiply-add)
-        attn_dropout_scale<true>(dp, p, blk.b, blk.h, int(q0), int(k0), 1.f);
-        map_cols(dp, delta, [k = p.drop.scale](float x, float d) { return fmaf(x, k, d); });
-      } else {
-        map_cols(dp, delta, [](float x, float d) { return x + d; });
+    auto chunk = [&](auto ch_of) __attribute__((always_inline)) {
+      constexpr int ch = decltype(ch_of)::value;
+      // S^T = K Q^T (keys x queries), masked, and P^T.
+      auto s = mma_ABt_lds<!fold, KC, ch>(sk(stage), q);
+      // dP^T - delta (dropped): with softcapping here, before the masks (attn_bwd_cap), else after P^T (as kernel 2's).
+      const long k0 = long(kt) * BK + ch * KC;
+      auto dp_of = [&]() __attribute__((always_inline)) {
+        if constexpr (fold) return mma_ABt_lds<false, KC, ch>(sv(stage), dout, attn_bwd_init_cols(delta));
+        else return mma_ABt_lds<true, KC, ch>(sv(stage), dout);
+      };
+      decltype(dp_of()) dp;
+      auto dp_delta = [&]() __attribute__((always_inline)) {
+        dp = dp_of();
+        if constexpr (fold) return;
+        if (attn_dropout_on<V>(p)) {  // dP^T dropped (its scale in the subtraction's multiply-add)
+          attn_dropout_scale<true>(dp, p, blk.b, blk.h, int(q0), int(k0), 1.f);
+          map_cols(dp, delta, [k = p.drop.scale](float x, float d) { return fmaf(x, k, d); });
+        } else {
+          map_cols(dp, delta, [](float x, float d) { return x + d; });
+        }
+      };
+      constexpr bool early = V.softcap || V.dynamic;  // (as kernel 2's)
+      if constexpr (early) {
+        dp_delta();
+        if (attn_softcap_on<V>(p)) attn_bwd_cap(p, s, dp);
       }
+      if (attn_alibi_on<V>(p)) add_alibi<true>(s, view.slope, q0, k0, view.off);
+      const int qi = int(q0), kj = int(k0), off = int(view.off);
+      if (qi + WQ > blk.sq || !attn_tile_whole(p, qi, qi + WQ - 1, kj, KC, blk.sk, off))
+        mask_visible<true>(s, p, qi, kj, blk.sq, blk.sk, off);
+      if constexpr (packed) attn_bwd_exp2<true>(s, lse, c);
+      else map_cols(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
+      // dP^T = V dO^T; dS^T = P^T * (dP^T - delta); dQ^T += K^T dS^T.
+      if constexpr (!early) dp_delta();
+      if constexpr (packed) attn_bwd_mul_pairs(s, dp);
+      else mul(s, s, dp);
+      if constexpr (attn_wide(D, DV)) mma_AtB_acc_chunks<64>(dqt, sk(stage), s);  // (as kernel 2's)
+      else mma_AtB_acc<ch>(dqt, sk(stage), s);
     };
-    constexpr bool early = V.softcap || V.dynamic;  // (as kernel 2's)
-    if constexpr (early) {
-      dp_delta();
-      if (attn_softcap_on<V>(p)) attn_bwd_cap(p, s, dp);
-    }
-    if (attn_alibi_on<V>(p)) add_alibi<true>(s, view.slope, q0, k0, view.off);
-    const int qi = int(q0), kj = int(k0), off = int(view.off);
-    if (qi + WQ > blk.sq || !attn_tile_whole(p, qi, qi + WQ - 1, kj, BK, blk.sk, off))
-      mask_visible<true>(s, p, qi, kj, blk.sq, blk.sk, off);
-    if constexpr (packed) attn_bwd_exp2<true>(s, lse, c);
-    else map_cols(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
-    // dP^T = V dO^T; dS^T = P^T * (dP^T - delta); dQ^T += K^T dS^T.
-    if constexpr (!early) dp_delta();
-    if constexpr (packed) attn_bwd_mul_pairs(s, dp);
-    else mul(s, s, dp);
-    if constexpr (attn_wide(D, DV)) mma_AtB_acc_chunks<64>(dqt, sk(stage), s);  // (as kernel 2's)
-    else mma_AtB_acc(dqt, sk(stage), s);
+    [&]<int... ch>(std::integer_sequence<int, ch...>) __attribute__((always_inline)) {
+      (chunk(std::integral_constant<int, ch>{}), ...);
+    }(std::make_integer_sequence<int, BK / KC>{});
   };
   for (int kt = kt_begin; kt < kt_end; kt += S) {
     step(kt, std::integral_constant<int, 0>{});

@@ -13,20 +13,23 @@ namespace hk::kernels {
 // kernel 2's schedule is slower so: 118 against 75 ms on MI355X at GQA D128 N8192). Every element sums its k steps in
 // the same order either way.
 // `init` sets the accumulator the products add to (zero; dP's minus delta: attn_bwd_init_rows / _cols).
+// (R, r: rows r R .. r R + R - 1 of A only, R = 0 meaning all: kernel 3's key chunks at D = 128 on gfx950.)
 struct attn_bwd_zero {
   template <class D>
   __device__ __attribute__((always_inline)) void operator()(D& d) const { zero(d); }
 };
-template <bool streamed = false, shared_tile ST, register_tile B, class Init = attn_bwd_zero>
-__device__ inline rt_acc<ST::rows, B::rows> mma_ABt_lds(const ST& a, const B& b, Init init = {}) {
+template <bool streamed = false, int R = 0, int r = 0, shared_tile ST, register_tile B, class Init = attn_bwd_zero>
+__device__ inline rt_acc<(R ? R : ST::rows), B::rows> mma_ABt_lds(const ST& a, const B& b, Init init = {}) {
   using T = typename ST::dtype;
-  rt_acc<ST::rows, B::rows> d;
+  constexpr int rows = R ? R : ST::rows;
+  static_assert(ST::rows % rows == 0, "mma_ABt_lds: whole row chunks");
+  rt_acc<rows, B::rows> d;
   init(d);
   if constexpr (streamed) {
 #pragma unroll
     for (int k = 0; k < B::tiles_c; ++k) {
-      rt<T, ST::rows, B::base_cols> ar;
-      load(ar, a, {0, 0, 0, k});
+      rt<T, rows, B::base_cols> ar;
+      load(ar, a, {0, 0, r, k});
       rt<T, B::rows, B::base_cols> bk;  // B's k step: the same registers
 #pragma unroll
       for (int j = 0; j < B::tiles_r; ++j)
@@ -35,8 +38,8 @@ __device__ inline rt_acc<ST::rows, B::rows> mma_ABt_lds(const ST& a, const B& b,
       mma_ABt(d, ar, bk, d);
     }
   } else {
-    rt<T, ST::rows, ST::cols> ar;
-    load(ar, a);
+    rt<T, rows, ST::cols> ar;
+    load(ar, a, {0, 0, r, 0});
     mma_ABt(d, ar, b, d);
   }
   return d;
@@ -46,21 +49,22 @@ __device__ inline rt_acc<ST::rows, B::rows> mma_ABt_lds(const ST& a, const B& b,
 // accumulator over the same K rows whose registers are the B operand as they stand: dV^T += dO^T P and dK^T += Q^T
 // dS (kernel 2), dQ^T += K^T dS^T (kernel 3).
 // (mma_AtB_col: with S already in the operand's form, acc order.)
-template <int D, int N, int K, shared_tile ST>
+// (`r`: X is rows r K .. r K + K - 1 of the staged tile: kernel 3's key chunks.)
+template <int r = 0, int D, int N, int K, shared_tile ST>
 __device__ inline void mma_AtB_col(rt_acc<D, N>& acc, const ST& x, const rt<typename ST::dtype, K, N, layout::col>& b) {
   using T = typename ST::dtype;
-  static_assert(ST::rows == K && ST::cols == D, "mma_AtB_acc: X is K x D");
+  static_assert(ST::rows % K == 0 && ST::cols == D, "mma_AtB_acc: X is K x D (of a tile of whole K-row chunks)");
   rt<T, K, D, layout::col> xc;
-  load_acc_order(xc, x);
+  load_acc_order(xc, x, {0, 0, r, 0});
   rt<T, D, K, layout::row> xt;
   transpose(xt, xc);
   mma_AB(acc, xt, b, acc);
 }
-template <int D, int N, int K, shared_tile ST>
+template <int r = 0, int D, int N, int K, shared_tile ST>
 __device__ inline void mma_AtB_acc(rt_acc<D, N>& acc, const ST& x, const rt_acc<K, N>& s) {
   rt<typename ST::dtype, K, N, layout::col> b;
   copy_acc_order(b, s);
-  mma_AtB_col(acc, x, b);
+  mma_AtB_col<r>(acc, x, b);
 }
 
 // mma_AtB_acc in chunks of C of X's columns (C of acc's rows) at a time: one chunk's acc-order reads held at once, not
