@@ -65,7 +65,7 @@ struct AttentionInputs {
   // dropout_seed: a function of the problem alone (not of tiles, launches or arch), which the backward regenerates.
   // Flash-attention's 8-bit decisions: an element is kept when its 8 random bits are <= floor(255 (1 - p)), so with
   // probability within 1/256 of 1 - p; p at most 1 - 2^-8.
-  // With softcap or ALiBi at head dims 192 and 256 (and 192 / 128) only: 64 and 128 run one of the three at a time.
+  // Alone or with softcap and ALiBi, in any combination, at every head dim.
   float dropout_p = 0.f;
   uint64_t dropout_seed = 0, dropout_offset = 0;
   bool causal = false;

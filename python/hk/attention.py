@@ -368,9 +368,8 @@ def attention(q, k, v, *, causal=False, window=(-1, -1), scale=None, return_lse=
     caps each scaled score x to softcap * tanh(x / softcap) (Gemma 2); sinks (Hq,) adds one logit per query head to
     every row's softmax denominator, a key with no value (gpt-oss's attention sinks), and alibi_slopes (H) or (B, H)
     fp32 adds flash-attention's ALiBi bias -slope |i + Sk - Sq - j| to the (capped) scaled scores; dropout_p in [0, 1)
-    drops P's elements (see the module's text); softcap with ALiBi, and dropout with either, at D 192 and 256 only (D 64
-    and 128 run one of them at a time), the mask keyed by dropout_seed = (seed, offset) when
-    given, else by two draws from torch's generator (hk.dropout.keep_mask gives a call's mask). Differentiable in q, k, v and sinks.
+    drops P's elements (see the module's text), alone or with softcap and ALiBi (any combination, every D), the mask
+    keyed by dropout_seed = (seed, offset) when given, else by two draws from torch's generator (hk.dropout.keep_mask gives a call's mask). Differentiable in q, k, v and sinks.
     FP8 (the module's text): q, k, v in the device's e4m3 with q_descale, k_descale, v_descale; bf16 output; forward only.
 
     Returns the output (B, Sq, Hq, DV), and with return_lse=True also the fp32 log-sum-exp (B, Hq, Sq) of each row's
