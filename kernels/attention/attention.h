@@ -79,8 +79,8 @@ struct AttentionProblem : AttentionInputs {
   void* o = nullptr;
   Strides o_strides;
   float* lse = nullptr;              // may be null: not written
-  // The FP8 forward: type fp8_e4m3 (the arch's e4m3: FNUZ on gfx942, OCP e4m3fn on gfx950; head dims 64 and 128, no
-  // softcap, ALiBi or dropout) takes Q, K and V as codes, each value its code's times the descale, and writes O in
+  // The FP8 forward: type fp8_e4m3 (the arch's e4m3: FNUZ on gfx942, OCP e4m3fn on gfx950; head dims 64 and 128, with
+  // softcap, no ALiBi or dropout) takes Q, K and V as codes, each value its code's times the descale, and writes O in
   // bf16. The descales are fp32 device arrays (null: 1) of one entry, or per (batch, KV head) as flash-attention 3's
   // (B, Hkv) with descale_per_batch and descale_per_head ((B) or (Hkv) with one of them), the same shape for all
   // three: q_descale k_descale scales the scores (softmax_scale applies on top; the LSE is that of the scaled true

@@ -71,8 +71,8 @@ Status validate(const AttentionInputs& p, const void* o) {
   if (is_fp8(p) && (p.head_dim != value_dim(p) || (p.head_dim != 64 && p.head_dim != 128)))
     return invalid("the FP8 forward runs head dims 64 and 128 (for Q, K and V alike) only (got " +
                    std::to_string(p.head_dim) + " and " + std::to_string(value_dim(p)) + ")");
-  if (is_fp8(p) && (p.softcap > 0.f || p.alibi_slopes || p.dropout_p > 0.f))
-    return invalid("softcap, ALiBi and dropout are not supported with fp8 inputs yet: pass none of them");
+  if (is_fp8(p) && (p.alibi_slopes || p.dropout_p > 0.f))
+    return invalid("ALiBi and dropout are not supported with fp8 inputs yet (softcap is): pass neither");
   if (!p.q || !p.k || !p.v || !o)
     return invalid(std::string("null pointer for ") + (!p.q ? "Q" : !p.k ? "K" : !p.v ? "V" : "O"));
   if (!(std::isfinite(p.softmax_scale) && p.softmax_scale >= 0.f))
@@ -388,11 +388,15 @@ Status forward(const AttentionProblem& p, void* own, bool& needs_workspace) {
     }
     hipLaunchKernelGGL((kernels::attention_fwd<T, D, V, DV>), dim3(blocks), dim3(64 * r.fwd_waves), 0, p.stream, a);
   };
-  if (is_fp8(p)) {  // the plain variant at D = 64 and 128 (validate)
+  if (is_fp8(p)) {  // the plain variant or softcap's at D = 64 and 128 (validate)
     using kernels::AttnDims;
-    constexpr std::integral_constant<kernels::AttnVariant, kernels::AttnVariant{}> plain;
-    if (p.head_dim == 64) launch(fp8e4m3{}, std::integral_constant<AttnDims, AttnDims{64, 64}>{}, plain);
-    else launch(fp8e4m3{}, std::integral_constant<AttnDims, AttnDims{128, 128}>{}, plain);
+    using kernels::AttnVariant;
+    auto variant = [&](auto d) {
+      if (p.softcap > 0.f) launch(fp8e4m3{}, d, std::integral_constant<AttnVariant, AttnVariant{.softcap = true}>{});
+      else launch(fp8e4m3{}, d, std::integral_constant<AttnVariant, AttnVariant{}>{});
+    };
+    if (p.head_dim == 64) variant(std::integral_constant<AttnDims, AttnDims{64, 64}>{});
+    else variant(std::integral_constant<AttnDims, AttnDims{128, 128}>{});
   } else {
     dispatch(p, launch);
   }

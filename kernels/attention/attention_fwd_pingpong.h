@@ -57,7 +57,8 @@
 // FP8 (T = fp8e4m3, attention_fp8.h): Q and K move as bf16 pairs (a K stage is a bf16 tile of D / 2 columns, the
 // same swizzle and reads), S^T = K Q^T takes the fp8 MFMA (2 of the phase's 10 MFMAs at D = 128 on gfx950, where
 // bf16 takes 8 of 16), and V, decoded to bf16 before the kernel, keeps P V in bf16: the same schedule with fewer
-// MFMAs to hide the softmax's vector work under (MI355X GQA D128 N8192: 1675 TFLOP/s, bf16 1455).
+// MFMAs to hide the softmax's vector work under (MI355X GQA D128 N8192: 1675 TFLOP/s, bf16 1455). With softcap (its
+// instance, the tanh as a tail: 10 MFMAs a phase are too few to interleave it) 1016.7.
 #pragma once
 #include "attention_common.h"
 
@@ -92,7 +93,7 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
 
     const AttnView<T, D> view(p, attn_pingpong_rows);
     if (view.empty) return;  // past the end of a shorter sequence (varlen)
-    attn_descale<T>(p, view.blk);
+    attn_descale<T, V.softcap>(p, view.blk);
     // Scalar (the compiler cannot tell): the loop's tests stay off the VALU, which the other group's softmax keeps busy.
     const int kb = __builtin_amdgcn_readfirstlane(view.kt_begin), ke = __builtin_amdgcn_readfirstlane(view.kt_end);
     const int wave = __builtin_amdgcn_readfirstlane(wave_id()), grp = wave / 4;  // scalar: so is all that follows

@@ -37,7 +37,7 @@ appending k / v in place with optional rotary, FP8 caches with k_descale / v_des
 FP8 (flash-attention 3's forward): flash_attn_func and flash_attn_varlen_func take q, k, v in the device's e4m3
 (torch.float8_e4m3fnuz on gfx942, torch.float8_e4m3fn on gfx950) with q_descale, k_descale, v_descale (fp32, (B, Hk)
 as flash-attention 3's, or one element; None for 1), head dims 64 and 128; the output is bf16. Forward only (no
-gradients), and not with dropout_p, softcap or alibi_slopes (hk.attention's FP8 forward).
+gradients), with softcap, not with dropout_p or alibi_slopes (hk.attention's FP8 forward).
 """
 import torch
 

@@ -3,7 +3,7 @@
 // 1000), MHA and GQA (Hq / Hkv = 1, 2, 3, 4, 8, with Hkv > 1), D 64 and 128 (and a few cases of the wide heads:
 // 192, 256, and 192 for Q and K with 128 for V), bf16 and f16, non-causal, causal and
 // windows, rows that see no key, large scores, softcapping, sinks, ALiBi, dropout and their combinations, varlen batches with empty and length-1 sequences, BHSD and padded
-// strides; the FP8 forward (Q, K, V in the arch's e4m3, with descales; the reference takes the codes' values times the
+// strides; the FP8 forward (Q, K, V in the arch's e4m3, with descales, and softcap; the reference takes the codes' values times the
 // descales, and the tolerance is bf16's: the kernel's only roundings are P's and O's); and every validation error. Inputs sit in buffers whose unused elements are NaN, so a read outside the
 // tensor poisons the result; O's unused elements and LSE's tail must keep their canary bits.
 #include <hip/hip_runtime.h>
@@ -353,6 +353,11 @@ TEST(AttentionFp8, Forward) {
   run(fp8_case({same(300, 1), same(200, 1), false, 3, 3, 64, dtype::bf16, false, -1, -1, 0.f, 1.f, Layout::bhsd}, 2));
   run(fp8_case({{0, 1, 100, 17}, {5, 1, 255, 3}, true, 4, 2, 128, dtype::bf16, true}, 2));
   run(fp8_case({same(64, 1), same(130, 1), false, 2, 1, 64, dtype::bf16, false, -1, -1, 0.2f, 2.f, Layout::bshd, 0.f, true}, 2));
+  // Softcap (flash-attention 3's FP8 forward has it): the descales inside the tanh, caps where they bite.
+  run(fp8_case({same(100, 2), same(257, 2), false, 4, 2, 128, dtype::bf16, true, -1, -1, 0.f, 1.f, Layout::bshd, 3.f}, 2));
+  run(fp8_case({same(255, 1), same(130, 1), false, 2, 1, 64, dtype::bf16, false, 30, 10, 0.f, 1.f, Layout::bshd, 2.f}, 1));
+  run(fp8_case({{0, 1, 100, 17}, {5, 1, 255, 3}, true, 4, 2, 128, dtype::bf16, false, -1, -1, 0.f, 1.f, Layout::bshd,
+                5.f, true}, 0));
 }
 TEST(AttentionFp8, Errors) {
   const int b = 2, s = 64, h = 2, d = 64;
@@ -383,7 +388,6 @@ TEST(AttentionFp8, Errors) {
   { auto p = base(); p.workspace = ws, p.workspace_bytes = b * s * h * d * 2; ASSERT_TRUE(hk::attention_forward(p)); }
   ASSERT_EQ(hipDeviceSynchronize(), hipSuccess);
   { auto p = base(); p.head_dim = 256; expect_error(p, "the FP8 forward runs head dims 64 and 128"); }
-  { auto p = base(); p.softcap = 5.f; expect_error(p, "not supported with fp8 inputs"); }
   { auto p = base(); p.alibi_slopes = ds; expect_error(p, "not supported with fp8 inputs"); }
   { auto p = base(); p.dropout_p = 0.1f; expect_error(p, "not supported with fp8 inputs"); }
   { auto p = base(); p.k_strides.row = h * d + 8; expect_error(p, "K strides must be multiples of 16"); }
