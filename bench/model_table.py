@@ -96,6 +96,11 @@ ATTN_FEATURES = {
     "ALiBi": ["--alibi"],
     "sinks": ["--sinks"],
     "dropout 0.1": ["--dropout", "0.1"],
+    # Two or three together (the kernels' instance of several features)
+    "softcap 30 + ALiBi": ["--softcap", "30", "--alibi"],
+    "ALiBi + dropout 0.1": ["--alibi", "--dropout", "0.1"],
+    "softcap 30 + dropout 0.1": ["--softcap", "30", "--dropout", "0.1"],
+    "softcap 30 + ALiBi + dropout 0.1": ["--softcap", "30", "--alibi", "--dropout", "0.1"],
 }
 ATTN_FEATURE_PRODUCTS = ("mi300x", "mi355x")
 # The features at Gemma's head dim 256 (the wide kernels' one featured instance, which also runs them together),

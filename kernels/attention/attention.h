@@ -65,7 +65,7 @@ struct AttentionInputs {
   // dropout_seed: a function of the problem alone (not of tiles, launches or arch), which the backward regenerates.
   // Flash-attention's 8-bit decisions: an element is kept when its 8 random bits are <= floor(255 (1 - p)), so with
   // probability within 1/256 of 1 - p; p at most 1 - 2^-8.
-  // With softcap or ALiBi at head dims 192 and 256 (and 192 / 128) only: 64 and 128 run one of the three at a time.
+  // Alone or with softcap and ALiBi, in any combination, at every head dim.
   float dropout_p = 0.f;
   uint64_t dropout_seed = 0, dropout_offset = 0;
   bool causal = false;
@@ -79,8 +79,8 @@ struct AttentionProblem : AttentionInputs {
   void* o = nullptr;
   Strides o_strides;
   float* lse = nullptr;              // may be null: not written
-  // The FP8 forward: type fp8_e4m3 (the arch's e4m3: FNUZ on gfx942, OCP e4m3fn on gfx950; head dims 64 and 128, no
-  // softcap, ALiBi or dropout) takes Q, K and V as codes, each value its code's times the descale, and writes O in
+  // The FP8 forward: type fp8_e4m3 (the arch's e4m3: FNUZ on gfx942, OCP e4m3fn on gfx950; head dims 64 and 128, with
+  // softcap, no ALiBi or dropout) takes Q, K and V as codes, each value its code's times the descale, and writes O in
   // bf16. The descales are fp32 device arrays (null: 1) of one entry, or per (batch, KV head) as flash-attention 3's
   // (B, Hkv) with descale_per_batch and descale_per_head ((B) or (Hkv) with one of them), the same shape for all
   // three: q_descale k_descale scales the scores (softmax_scale applies on top; the LSE is that of the scaled true

@@ -71,27 +71,20 @@ Status validate(const AttentionInputs& p, const void* o) {
   if (is_fp8(p) && (p.head_dim != value_dim(p) || (p.head_dim != 64 && p.head_dim != 128)))
     return invalid("the FP8 forward runs head dims 64 and 128 (for Q, K and V alike) only (got " +
                    std::to_string(p.head_dim) + " and " + std::to_string(value_dim(p)) + ")");
-  if (is_fp8(p) && (p.softcap > 0.f || p.alibi_slopes || p.dropout_p > 0.f))
-    return invalid("softcap, ALiBi and dropout are not supported with fp8 inputs yet: pass none of them");
+  if (is_fp8(p) && (p.alibi_slopes || p.dropout_p > 0.f))
+    return invalid("ALiBi and dropout are not supported with fp8 inputs yet (softcap is): pass neither");
   if (!p.q || !p.k || !p.v || !o)
     return invalid(std::string("null pointer for ") + (!p.q ? "Q" : !p.k ? "K" : !p.v ? "V" : "O"));
   if (!(std::isfinite(p.softmax_scale) && p.softmax_scale >= 0.f))
     return invalid("softmax_scale must be positive and finite, or 0 for 1 / sqrt(head_dim)");
   if (!(std::isfinite(p.softcap) && p.softcap >= 0.f))
     return invalid("softcap must be positive and finite, or 0 for none (got " + std::to_string(p.softcap) + ")");
-  const bool wide = kernels::attn_wide(p.head_dim, value_dim(p));  // (its one featured instance runs any combination)
-  if (!wide && p.alibi_slopes && p.softcap > 0.f)
-    return invalid("softcap and ALiBi together run at the wide head dims (192, 256, 192 / 128) only yet: pass one "
-                   "of them");
   if (!(p.dropout_p >= 0.f && p.dropout_p < 1.f))
     return invalid("dropout_p must be in [0, 1) (got " + std::to_string(p.dropout_p) + ")");
   if (p.dropout_p > 0x1.fep-1f)  // the kernels compare 8-bit values (dropout_keep_max8)
     return invalid("dropout_p must be at most 1 - 2^-8, the mask's resolution: an element is kept when its 8 random "
                    "bits are <= floor(255 (1 - p)), flash-attention's rule, so at least 1/256 of them are (got " +
                    std::to_string(p.dropout_p) + ")");
-  if (!wide && p.dropout_p > 0.f && (p.softcap > 0.f || p.alibi_slopes))
-    return invalid("dropout with softcap or ALiBi runs at the wide head dims (192, 256, 192 / 128) only yet: pass "
-                   "dropout_p = 0 or neither of them");
   if (p.alibi_slopes && p.alibi_batch_stride != 0 && p.alibi_batch_stride < p.heads_q)
     return invalid("alibi_batch_stride must be 0 (one slope per head) or at least heads_q (got " +
                    std::to_string(p.alibi_batch_stride) + ")");
@@ -167,15 +160,19 @@ Status read_cu_seqlens(const char* name, const int* cu, int batch, int& total, i
 }
 
 // f(T, dims, variant) for the problem's element type, head dims (dims: a kernels::AttnDims) and variant, as
-// compile-time constants: the one place the kernel instances are chosen. Wide heads: the plain variant, or the
-// dynamic one for any features (one instance a kernel, the features read from the arguments).
+// compile-time constants: the one place the kernel instances are chosen. D = 64 and 128: the plain variant, one
+// instance per feature, and the dynamic one (the features read from the arguments) for two or three features
+// together, which then pay its scalar tests and schedule (AttnVariant::dynamic); wide heads: the plain variant, or the
+// dynamic one for any features (one instance a kernel).
 template <class F>
 void dispatch(const AttentionInputs& p, F f) {
   using kernels::AttnVariant;
   constexpr AttnVariant plain{}, capped{.softcap = true}, alibi{.alibi = true}, dropped{.dropout = true},
       dynamic{.dynamic = true};
+  const int features = (p.dropout_p > 0.f) + (p.softcap > 0.f) + (p.alibi_slopes != nullptr);
   auto variant = [&](auto t, auto d) {
-    if (p.dropout_p > 0.f) f(t, d, std::integral_constant<AttnVariant, dropped>{});
+    if (features > 1) f(t, d, std::integral_constant<AttnVariant, dynamic>{});
+    else if (p.dropout_p > 0.f) f(t, d, std::integral_constant<AttnVariant, dropped>{});
     else if (p.softcap > 0.f) f(t, d, std::integral_constant<AttnVariant, capped>{});
     else if (p.alibi_slopes) f(t, d, std::integral_constant<AttnVariant, alibi>{});
     else f(t, d, std::integral_constant<AttnVariant, plain>{});
@@ -183,7 +180,7 @@ void dispatch(const AttentionInputs& p, F f) {
   auto dim = [&](auto t) {
     using kernels::AttnDims;
     auto wide = [&](auto d) {
-      if (p.dropout_p > 0.f || p.softcap > 0.f || p.alibi_slopes) f(t, d, std::integral_constant<AttnVariant, dynamic>{});
+      if (features > 0) f(t, d, std::integral_constant<AttnVariant, dynamic>{});
       else f(t, d, std::integral_constant<AttnVariant, plain>{});
     };
     if (p.head_dim == 64) variant(t, std::integral_constant<AttnDims, AttnDims{64, 64}>{});
@@ -393,11 +390,15 @@ Status forward(const AttentionProblem& p, void* own, bool& needs_workspace) {
     }
     hipLaunchKernelGGL((kernels::attention_fwd<T, D, V, DV>), dim3(blocks), dim3(64 * r.fwd_waves), 0, p.stream, a);
   };
-  if (is_fp8(p)) {  // the plain variant at D = 64 and 128 (validate)
+  if (is_fp8(p)) {  // the plain variant or softcap's at D = 64 and 128 (validate)
     using kernels::AttnDims;
-    constexpr std::integral_constant<kernels::AttnVariant, kernels::AttnVariant{}> plain;
-    if (p.head_dim == 64) launch(fp8e4m3{}, std::integral_constant<AttnDims, AttnDims{64, 64}>{}, plain);
-    else launch(fp8e4m3{}, std::integral_constant<AttnDims, AttnDims{128, 128}>{}, plain);
+    using kernels::AttnVariant;
+    auto variant = [&](auto d) {
+      if (p.softcap > 0.f) launch(fp8e4m3{}, d, std::integral_constant<AttnVariant, AttnVariant{.softcap = true}>{});
+      else launch(fp8e4m3{}, d, std::integral_constant<AttnVariant, AttnVariant{}>{});
+    };
+    if (p.head_dim == 64) variant(std::integral_constant<AttnDims, AttnDims{64, 64}>{});
+    else variant(std::integral_constant<AttnDims, AttnDims{128, 128}>{});
   } else {
     dispatch(p, launch);
   }

@@ -29,7 +29,8 @@
 // With ALiBi (AttnVariant) both kernels add the bias to the recomputed scores as the forward does (no gradient: the
 // slopes are constants, as in flash-attention). With softcapping both kernels cap the recomputed scores as the
 // forward does, and scale dP - delta by the cap's slope at them before the masks (attn_bwd_cap; pairs: P by it). The
-// wide heads' one featured instance (AttnVariant::dynamic) runs any of them together, tested a step, in that order.
+// wide heads' one featured instance (AttnVariant::dynamic), and at D = 64 and 128 the instance of two or three
+// features, runs any of them together, tested a step, in that order (the cap's slope taken before ALiBi's bias).
 // The products that accumulate over queries (kernel 2) or keys (kernel 3) take their k operand straight from the
 // previous accumulator in acc order (ops/acc_order.h), like the forward's P V: P, dS (kernel 2) and dS^T (kernel 3)
 // never leave the registers; the other operand is the staged tile read in the same order and used transposed
@@ -237,7 +238,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   __shared__ __attribute__((aligned(16))) std::conditional_t<split, char[std::max(sizeof(Stage), sizeof(VT))], char> smem1;
   __shared__ std::conditional_t<pairs, lane_regs<XT>, char> xbuf[4];
   // pairs with dropout: the step's keep bits, made by the pair's second wave and read by its first (one Philox a pair).
-  __shared__ std::conditional_t<pairs && V.dropout, uint32_t[4][64], char> kbuf;
+  __shared__ std::conditional_t<pairs && (V.dropout || V.dynamic), uint32_t[4][64], char> kbuf;
   static_assert(!pairs || sizeof(smem) + sizeof(xbuf) + sizeof(kbuf) <= arch::current::lds_bytes,
                 "kernel 2's pairs: the stages and exchanges fit in the LDS");
   auto stages = [&](int i) __attribute__((always_inline)) -> Stage& {
@@ -371,9 +372,13 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     // S = Q K^T, masked where the tile crosses a query's visible range, and P (as below), into sd (capped: before the masks).
     auto scores = [&](auto& sd, auto capped) __attribute__((always_inline)) {
       sd = mma_ABt_lds(cur.q, k);
+      if constexpr (V.dynamic) {  // (the cap's slope at the capped score, before ALiBi's bias joins it)
+        if (attn_softcap_on<V>(p)) p.cap.template apply<1>(sd), capped(sd);
+        if (attn_alibi_on<V>(p)) add_alibi<false>(sd, alibi_slope(p, blk.b, h), q0, k0, kb.off);
+      }
       if constexpr (V.softcap) p.cap.template apply<1>(sd);
       if constexpr (V.alibi) add_alibi<false>(sd, alibi_slope(p, blk.b, h), q0, k0, kb.off);
-      capped(sd);
+      if constexpr (!V.dynamic) capped(sd);
       if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
         mask_visible<false>(sd, p, qi, kj, blk.sq, blk.sk, off);
       map_rows(sd, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
@@ -386,27 +391,37 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       XT x;
       if (role == 0) {
         scores(sd, [&](const auto& t) __attribute__((always_inline)) {
-          if constexpr (V.softcap) map(x, t, t, [](float t, float) { return AttnArgs::Softcap::slope(t); });
+          if constexpr (V.softcap || V.dynamic) map(x, t, t, [](float t, float) { return AttnArgs::Softcap::slope(t); });
         });
-        if constexpr (V.softcap) mul(x, x, sd);
-        else x = sd;
+        if constexpr (V.softcap || V.dynamic) {
+          if (V.softcap || attn_softcap_on<V>(p)) mul(x, x, sd);
+          else x = sd;
+        } else {
+          x = sd;
+        }
         xbuf[own].put(x);
       } else {
         sd = mma_ABt_lds(cur.dout, k);
-        if constexpr (V.dropout) {  // dP dropped (its scale in the subtraction's multiply-add)
-          keep = attn_dropout_keep<false, decltype(sd)>(p, blk.b, h, qi, kj);
-          kbuf[own][lane] = keep;
-          attn_dropout_zero(sd, keep);
-          map_rows(sd, ndelta, [k = p.drop.scale](float x, float d) { return fmaf(x, k, d); });
+        if constexpr (V.dropout || V.dynamic) {
+          if (V.dropout || attn_dropout_on<V>(p)) {  // dP dropped (its scale in the subtraction's multiply-add)
+            keep = attn_dropout_keep<false, decltype(sd)>(p, blk.b, h, qi, kj);
+            kbuf[own][lane] = keep;
+            attn_dropout_zero(sd, keep);
+            map_rows(sd, ndelta, [k = p.drop.scale](float x, float d) { return fmaf(x, k, d); });
+          } else {
+            map_rows(sd, ndelta, [](float x, float d) { return x + d; });
+          }
         } else {
           map_rows(sd, ndelta, [](float x, float d) { return x + d; });
         }
       }
       barrier();  // wave 0's P is in the LDS
       if (role == 0) {
-        if constexpr (V.dropout) {  // (1 / (1 - p) applied to dV once, at the store)
-          keep = kbuf[own][lane];
-          attn_dropout_zero(sd, keep);
+        if constexpr (V.dropout || V.dynamic) {  // (1 / (1 - p) applied to dV once, at the store)
+          if (V.dropout || attn_dropout_on<V>(p)) {
+            keep = kbuf[own][lane];
+            attn_dropout_zero(sd, keep);
+          }
         }
         mma_AtB_acc(dkt, cur.dout, sd);
       } else {
@@ -501,7 +516,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   rt<float, WK, D, layout::row> out;
   transpose(out, dkt);
   if (pairs && role == 0) {  // (pairs: dkt holds dV^T)
-    if constexpr (pairs) store_bounded(dv_view, out, {0, 0, key_tile, 0}, V.dropout ? p.drop.scale : 1.f);
+    if constexpr (pairs) store_bounded(dv_view, out, {0, 0, key_tile, 0}, V.dropout || V.dynamic ? p.drop.scale : 1.f);
     return;
   }
   store_bounded(dk_view, out, {0, 0, key_tile, 0}, p.scale);

@@ -121,7 +121,8 @@ struct AttnVariant {
   bool dropout = false;  // P's elements dropped (attn_dropout_keep), the kept ones scaled by 1 / (1 - p) in P V
   // Every feature, each on where the arguments ask for it (attn_softcap_on ...: a scalar test a tile), in any
   // combination: the wide heads' one featured instance per kernel, where a feature's vector work is small next to
-  // the MFMAs of D = 192 or 256 and an instance per feature would triple their compile time.
+  // the MFMAs of D = 192 or 256 and an instance per feature would triple their compile time; at D = 64 and 128 the
+  // instance of two or three features together (one per feature keeps each alone at its own schedule).
   bool dynamic = false;
 };
 

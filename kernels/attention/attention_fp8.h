@@ -78,14 +78,18 @@ __device__ __attribute__((always_inline)) inline void attn_mma_fp8_ABt(C& c, con
 }
 
 // FP8 Q and K (T): the block's descales folded into the arguments, once at the kernel's start: q_descale k_descale
-// into the scores' scale (so the softmax and the LSE are those of the true scores), v_descale into O's o_scale. The
-// descales are uniform (scalar loads, scalar registers). Other types: nothing.
-template <class T, class Args, class Block>  // (AttnArgs, AttnBlock: attention_common.h)
+// into the scores' scale (so the softmax and the LSE are those of the true scores; `capped`, softcap's instance:
+// into the tanh's argument), v_descale into O's o_scale. The descales are uniform (scalar loads, scalar registers).
+// Other types: nothing.
+template <class T, bool capped = false, class Args, class Block>  // (AttnArgs, AttnBlock: attention_common.h)
 __device__ __attribute__((always_inline)) inline void attn_descale(Args& p, const Block& blk) {
   if constexpr (fp8_input<T>) {
     const long i = blk.b * p.descale_bs + long(blk.h_kv) * p.descale_hs;
     const float qk = (p.q_descale ? p.q_descale[i] : 1.f) * (p.k_descale ? p.k_descale[i] : 1.f);
-    p.scale_log2 *= qk, p.scale *= qk;
+    // Capped: the scores' factor is the tanh's argument's (cap.k), the capped score's scale_log2 stays cap log2(e).
+    if constexpr (capped) p.cap.k *= qk;
+    else p.scale_log2 *= qk;
+    p.scale *= qk;
     p.o_scale = p.v_descale ? p.v_descale[i] : 1.f;
   }
 }

@@ -141,7 +141,7 @@ __attribute__((amdgpu_waves_per_eu(attn_fwd_simd_waves(arch::current::lds_read_t
 
     const AttnView<T, D, DV> view(p, rows, BK);
     if (view.empty) return;  // past the end of a shorter sequence (varlen)
-    attn_descale<T>(p, view.blk);
+    attn_descale<T, V.softcap>(p, view.blk);
     const int kt_begin = view.kt_begin, kt_end = view.kt_end;
     // Tile kt's K and V into stage `stage`, zeros past the last key.
     const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop

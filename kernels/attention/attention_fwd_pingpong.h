@@ -49,10 +49,16 @@
 // spilled). Q goes from global memory straight into registers, so the LDS holds only the four stages (64 KiB at D =
 // 128).
 //
+// Two or three features together (AttnVariant::dynamic, each tested on the arguments, a scalar branch): the compute
+// phase's plain schedule, then the tanh of s[h] and ALiBi's bias as tails after the MFMAs, dropout in attn_exp under
+// its branch (which splits the phase's schedule). MI355X GQA D128 N8192: softcap 30 + ALiBi 802.9 TFLOP/s, ALiBi +
+// dropout 0.1 777.5, softcap + dropout 586.9, all three 587.1 (softcap alone 932.6, dropout 959.8, ALiBi 1326.6).
+//
 // FP8 (T = fp8e4m3, attention_fp8.h): Q and K move as bf16 pairs (a K stage is a bf16 tile of D / 2 columns, the
 // same swizzle and reads), S^T = K Q^T takes the fp8 MFMA (2 of the phase's 10 MFMAs at D = 128 on gfx950, where
 // bf16 takes 8 of 16), and V, decoded to bf16 before the kernel, keeps P V in bf16: the same schedule with fewer
-// MFMAs to hide the softmax's vector work under (MI355X GQA D128 N8192: 1675 TFLOP/s, bf16 1455).
+// MFMAs to hide the softmax's vector work under (MI355X GQA D128 N8192: 1675 TFLOP/s, bf16 1455). With softcap (its
+// instance, the tanh as a tail: 10 MFMAs a phase are too few to interleave it) 1016.7.
 #pragma once
 #include "attention_common.h"
 
@@ -87,7 +93,7 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
 
     const AttnView<T, D> view(p, attn_pingpong_rows);
     if (view.empty) return;  // past the end of a shorter sequence (varlen)
-    attn_descale<T>(p, view.blk);
+    attn_descale<T, V.softcap>(p, view.blk);
     // Scalar (the compiler cannot tell): the loop's tests stay off the VALU, which the other group's softmax keeps busy.
     const int kb = __builtin_amdgcn_readfirstlane(view.kt_begin), ke = __builtin_amdgcn_readfirstlane(view.kt_end);
     const int wave = __builtin_amdgcn_readfirstlane(wave_id()), grp = wave / 4;  // scalar: so is all that follows
@@ -191,14 +197,16 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
           }(std::integral_constant<int, I>{}), ...);
         }(std::make_integer_sequence<int, mfmas>{});
       }
-      if constexpr (qk && V.softcap && !cap_mix) {  // softcap's tanh of s[h], before the masks of the next phase (see the top)
-        static_assert(!V.alibi, "the host refuses softcap with ALiBi at D <= 128");
+      // Softcap's tanh of s[h], before the masks of the next phase (see the top); then ALiBi's bias of s[h] (keys of
+      // half 2 (j + 1) + h) on the capped score, likewise. The dynamic instance (two or three features) tests each
+      // here, a scalar branch, after the plain schedule above.
+      if constexpr (qk && (V.softcap || V.dynamic) && !cap_mix) {
         sched_barrier();
-        p.cap.apply(s[h]);
+        if (attn_softcap_on<V>(p)) p.cap.apply(s[h]);
       }
-      if constexpr (qk && V.alibi) {  // ALiBi's bias of s[h] (keys of half 2 (j + 1) + h), before the masks likewise
+      if constexpr (qk && (V.alibi || V.dynamic)) {
         sched_barrier();
-        me.alibi(s[h], view, 2 * j + 2 + h);
+        if (attn_alibi_on<V>(p)) me.alibi(s[h], view, 2 * j + 2 + h);
       }
       sched_barrier();
       if constexpr (h == 1) wait_vmcnt<0>();  // K(j+2), V(j+1) (group 1 has none: no branch)

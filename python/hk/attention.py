@@ -16,7 +16,8 @@ FP8 (forward only, as flash-attention 3's): q, k and v in the device's e4m3 (tor
 torch.float8_e4m3fn on gfx950), head dims 64 and 128, with q_descale, k_descale, v_descale (fp32, one element or
 (B, Hkv), None for 1): each value is its code's times the descale of its sequence and KV head. The output is bf16 and
 the LSE that of the true scaled scores. Q K^T runs on the fp8 MFMA (descales folded into the softmax's scale), P V in
-bf16 (V decoded exactly into a bf16 workspace first; v_descale scales O). Not with softcap, alibi_slopes or dropout.
+bf16 (V decoded exactly into a bf16 workspace first; v_descale scales O). With softcap (the descales inside its
+tanh, as flash-attention 3's); not with alibi_slopes or dropout.
 """
 from typing import Optional
 
@@ -117,14 +118,14 @@ def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, w
 def _attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_descale: torch.Tensor, k_descale: torch.Tensor,
                    v_descale: torch.Tensor, cu_seqlens_q: Optional[torch.Tensor], cu_seqlens_k: Optional[torch.Tensor],
                    max_seqlen_q: int, max_seqlen_k: int, causal: bool, window_left: int, window_right: int,
-                   scale: float, sinks: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+                   scale: float, softcap: float, sinks: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     return _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, window_left, window_right,
-                    scale, 0.0, sinks, None, 0.0, 0, 0, descales=(q_descale, k_descale, v_descale))
+                    scale, softcap, sinks, None, 0.0, 0, 0, descales=(q_descale, k_descale, v_descale))
 
 
 @_attention_fp8.register_fake
 def _(q, k, v, q_descale, k_descale, v_descale, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
-      window_left, window_right, scale, sinks):
+      window_left, window_right, scale, softcap, sinks):
     lse = (q.shape[1], q.shape[0]) if cu_seqlens_q is not None else (q.shape[0], q.shape[2], q.shape[1])
     return (q.new_empty(q.shape[:-1] + v.shape[-1:], dtype=torch.bfloat16), q.new_empty(lse, dtype=torch.float32))
 
@@ -160,16 +161,16 @@ def _fp8_call(entry, q, k, v, varlen, causal, wl, wr, scale, softcap, sinks, ali
         if t.dtype != fp8:
             raise ValueError(f"hk.{entry}: {name} is {str(t.dtype).replace('torch.', '')}, but this device's e4m3 is "
                              f"{str(fp8).replace('torch.', '')} (q, k and v all of it)")
-    if softcap or alibi_slopes is not None or dropout_p:
-        raise NotImplementedError(f"hk.{entry}: softcap, alibi_slopes and dropout_p are not supported with fp8 inputs "
-                                  f"yet (the FP8 forward runs plain, causal, windowed attention, with sinks)")
+    if alibi_slopes is not None or dropout_p:
+        raise NotImplementedError(f"hk.{entry}: alibi_slopes and dropout_p are not supported with fp8 inputs yet (the "
+                                  f"FP8 forward runs plain, causal, windowed attention, with softcap and sinks)")
     if q.shape[-1] != v.shape[-1] or q.shape[-1] not in (64, 128):
         raise ValueError(f"hk.{entry}: the FP8 forward runs head dims 64 and 128 (q, k and v alike), got "
                          f"{q.shape[-1]} and {v.shape[-1]}")
     batch = q.shape[0] if varlen is None else varlen[0].shape[0] - 1
     ds = _descales(entry, descales, batch, k.shape[-2])
     cu_q, cu_k, max_q, max_k = varlen if varlen is not None else (None, None, 0, 0)
-    return _attention_fp8(q, k, v, *ds, cu_q, cu_k, max_q, max_k, causal, wl, wr, scale, sinks)
+    return _attention_fp8(q, k, v, *ds, cu_q, cu_k, max_q, max_k, causal, wl, wr, scale, softcap, sinks)
 
 
 def _attention_backward(q, k, v, out, lse, grad_out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
@@ -368,9 +369,8 @@ def attention(q, k, v, *, causal=False, window=(-1, -1), scale=None, return_lse=
     caps each scaled score x to softcap * tanh(x / softcap) (Gemma 2); sinks (Hq,) adds one logit per query head to
     every row's softmax denominator, a key with no value (gpt-oss's attention sinks), and alibi_slopes (H) or (B, H)
     fp32 adds flash-attention's ALiBi bias -slope |i + Sk - Sq - j| to the (capped) scaled scores; dropout_p in [0, 1)
-    drops P's elements (see the module's text); softcap with ALiBi, and dropout with either, at D 192 and 256 only (D 64
-    and 128 run one of them at a time), the mask keyed by dropout_seed = (seed, offset) when
-    given, else by two draws from torch's generator (hk.dropout.keep_mask gives a call's mask). Differentiable in q, k, v and sinks.
+    drops P's elements (see the module's text), alone or with softcap and ALiBi (any combination, every D), the mask
+    keyed by dropout_seed = (seed, offset) when given, else by two draws from torch's generator (hk.dropout.keep_mask gives a call's mask). Differentiable in q, k, v and sinks.
     FP8 (the module's text): q, k, v in the device's e4m3 with q_descale, k_descale, v_descale; bf16 output; forward only.
 
     Returns the output (B, Sq, Hq, DV), and with return_lse=True also the fp32 log-sum-exp (B, Hq, Sq) of each row's

@@ -2,8 +2,8 @@
 // within per-dtype tolerances, for query and key lengths below, equal to and above each other (1, 17, 100, 255, 257,
 // 1000), MHA and GQA (Hq / Hkv = 1, 2, 3, 4, 8, with Hkv > 1), D 64 and 128 (and a few cases of the wide heads:
 // 192, 256, and 192 for Q and K with 128 for V), bf16 and f16, non-causal, causal and
-// windows, rows that see no key, large scores, softcapping, sinks, ALiBi, varlen batches with empty and length-1 sequences, BHSD and padded
-// strides; the FP8 forward (Q, K, V in the arch's e4m3, with descales; the reference takes the codes' values times the
+// windows, rows that see no key, large scores, softcapping, sinks, ALiBi, dropout and their combinations, varlen batches with empty and length-1 sequences, BHSD and padded
+// strides; the FP8 forward (Q, K, V in the arch's e4m3, with descales, and softcap; the reference takes the codes' values times the
 // descales, and the tolerance is bf16's: the kernel's only roundings are P's and O's); and every validation error. Inputs sit in buffers whose unused elements are NaN, so a read outside the
 // tensor poisons the result; O's unused elements and LSE's tail must keep their canary bits.
 #include <hip/hip_runtime.h>
@@ -218,12 +218,29 @@ TEST(AttentionVariants, Dropout) {
               0.25f, 5, 0));  // with sinks
 }
 
+// Two or three features together at D = 64 and 128 (their dynamic instance, the features read from the arguments):
+// ALiBi on the capped score, dropout with either or both; both types, causal, windows, varlen, sinks.
+TEST(AttentionVariants, Combinations) {
+  const Layout bshd = Layout::bshd;
+  run({same(100, 1), same(257, 1), false, 4, 2, 64, dtype::bf16, true, -1, -1, 0.f, 4.f, bshd, 5.f, false, 1});
+  run({same(130, 2), same(90, 2), false, 2, 1, 128, dtype::f16, false, 30, 8, 0.f, 3.f, bshd, 8.f, false, 2});
+  run(dropped({{0, 1, 70, 200}, {3, 1, 100, 130}, true, 4, 2, 64, dtype::f16, true, -1, -1, 0.f, 1.f, bshd, 0.f,
+               false, 1}, 0.2f, 3, 1ull << 33));                                               // dropout, ALiBi
+  run(dropped({same(255, 1), same(255, 1), false, 8, 2, 128, dtype::bf16, true, -1, -1, 0.f, 4.f, bshd, 5.f}, 0.3f,
+              11, 2));                                                                         // dropout, softcap
+  run(dropped({{0, 1, 70, 200}, {3, 1, 100, 130}, true, 2, 2, 128, dtype::f16, false, 30, 10, 0.f, 4.f, bshd, 5.f,
+               true, 2}, 0.25f, 5, 0));                                                        // all three, sinks
+  run(dropped({same(257, 1), same(257, 1), false, 2, 1, 64, dtype::bf16, false, 64, 0, 0.f, 4.f, bshd, 3.f, false, 1},
+              0.1f, 7, 100));                                                                  // all three, window
+}
+
 // The device's mask itself, element by element: Q = 0 gives every key p = 1 / Sk, and V the identity (Sk = D = 128,
-// key j's row e_j) makes O[i][j] = keep(i, j) / (Sk (1 - p)). Returns O's bits (packed by sequence).
+// key j's row e_j) makes O[i][j] = keep(i, j) / (Sk (1 - p)). Returns O's bits (packed by sequence). `combined`: with
+// softcap and ALiBi (zero slopes) too, the instance of several features, whose scores are then all 0 as well.
 std::vector<float> dropout_pattern(dtype type, float p, uint64_t seed, uint64_t offset, int batch, int hq, int hkv,
-                                   int sq) {
+                                   int sq, bool combined = false) {
   const Case c{same(sq, batch), same(128, batch), false, hq, hkv, 128, type, false, -1, -1, 0.f, 0.f, Layout::bshd,
-               0.f, false, 0, p, seed, offset};
+               combined ? 5.f : 0.f, false, 0, p, seed, offset};
   Tensor q(c, hq, c.lq, 1, 0.f), k(c, hkv, c.lk, 2, 1.f), v(c, hkv, c.lk, 3, 0.f), o(c, hq, c.lq, 4, 0.f);
   v.for_each([&](long at, long packed) {
     const long row = packed / (long(hkv) * 128) % 128, x = packed % 128;  // key j = row within its sequence
@@ -236,6 +253,8 @@ std::vector<float> dropout_pattern(dtype type, float p, uint64_t seed, uint64_t 
   pr.q = q.dev, pr.k = k.dev, pr.v = v.dev, pr.o = o.dev;
   const DeviceVariants variants(c);
   set_options(c, pr, variants);
+  const DeviceArray<float> zero_slopes(std::vector<float>(hq, 0.f));
+  if (combined) pr.alibi_slopes = zero_slopes.dev;
   hk::Status s = hk::attention_forward(pr);
   EXPECT_TRUE(s) << s.message;
   EXPECT_EQ(hipDeviceSynchronize(), hipSuccess);
@@ -246,7 +265,8 @@ std::vector<float> dropout_pattern(dtype type, float p, uint64_t seed, uint64_t 
 }
 
 // The kept fraction (2M elements: within 0.01 of 1 - p), the mask equal to the host's stream element by element, the
-// kept values 1 / (Sk (1 - p)), the same bits for the same seed and offset, another mask for another seed or offset.
+// kept values 1 / (Sk (1 - p)), the same bits for the same seed and offset and from the instance of several features
+// (softcap and ALiBi with it), another mask for another seed or offset.
 TEST(AttentionDropout, Mask) {
   const int batch = 2, hq = 8, hkv = 2, sq = 1000;
   for (const auto& [type, p] : {std::pair{dtype::bf16, 0.1f}, {dtype::f16, 0.5f}, {dtype::bf16, 0.9f}}) {
@@ -269,6 +289,7 @@ TEST(AttentionDropout, Mask) {
     const double fraction = double(kept) / (double(batch) * sq * hq * 128);
     EXPECT_NEAR(fraction, 1.0 - p, 0.01);
     EXPECT_TRUE(dropout_pattern(type, p, seed, offset, batch, hq, hkv, sq) == o);  // the same bits again
+    EXPECT_TRUE(dropout_pattern(type, p, seed, offset, batch, hq, hkv, sq, true) == o);  // softcap and ALiBi too
     EXPECT_FALSE(dropout_pattern(type, p, seed + 1, offset, batch, hq, hkv, sq) == o);
     EXPECT_FALSE(dropout_pattern(type, p, seed, offset + 1, batch, hq, hkv, sq) == o);
   }
@@ -332,6 +353,11 @@ TEST(AttentionFp8, Forward) {
   run(fp8_case({same(300, 1), same(200, 1), false, 3, 3, 64, dtype::bf16, false, -1, -1, 0.f, 1.f, Layout::bhsd}, 2));
   run(fp8_case({{0, 1, 100, 17}, {5, 1, 255, 3}, true, 4, 2, 128, dtype::bf16, true}, 2));
   run(fp8_case({same(64, 1), same(130, 1), false, 2, 1, 64, dtype::bf16, false, -1, -1, 0.2f, 2.f, Layout::bshd, 0.f, true}, 2));
+  // Softcap (flash-attention 3's FP8 forward has it): the descales inside the tanh, caps where they bite.
+  run(fp8_case({same(100, 2), same(257, 2), false, 4, 2, 128, dtype::bf16, true, -1, -1, 0.f, 1.f, Layout::bshd, 3.f}, 2));
+  run(fp8_case({same(255, 1), same(130, 1), false, 2, 1, 64, dtype::bf16, false, 30, 10, 0.f, 1.f, Layout::bshd, 2.f}, 1));
+  run(fp8_case({{0, 1, 100, 17}, {5, 1, 255, 3}, true, 4, 2, 128, dtype::bf16, false, -1, -1, 0.f, 1.f, Layout::bshd,
+                5.f, true}, 0));
 }
 TEST(AttentionFp8, Errors) {
   const int b = 2, s = 64, h = 2, d = 64;
@@ -362,7 +388,6 @@ TEST(AttentionFp8, Errors) {
   { auto p = base(); p.workspace = ws, p.workspace_bytes = b * s * h * d * 2; ASSERT_TRUE(hk::attention_forward(p)); }
   ASSERT_EQ(hipDeviceSynchronize(), hipSuccess);
   { auto p = base(); p.head_dim = 256; expect_error(p, "the FP8 forward runs head dims 64 and 128"); }
-  { auto p = base(); p.softcap = 5.f; expect_error(p, "not supported with fp8 inputs"); }
   { auto p = base(); p.alibi_slopes = ds; expect_error(p, "not supported with fp8 inputs"); }
   { auto p = base(); p.dropout_p = 0.1f; expect_error(p, "not supported with fp8 inputs"); }
   { auto p = base(); p.k_strides.row = h * d + 8; expect_error(p, "K strides must be multiples of 16"); }
@@ -424,14 +449,11 @@ TEST(AttentionValidation, Errors) {
   { auto p = base(); p.softcap = -1.f; expect_error(p, "softcap must be positive"); }
   { auto p = base(); p.softcap = NAN; expect_error(p, "softcap must be positive"); }
   { auto p = base(); p.sinks = lse + b * h * s - 1; expect_error(p, "sinks must be heads_q"); }  // runs past LSE's end
-  { auto p = base(); p.alibi_slopes = lse, p.softcap = 5.f; expect_error(p, "softcap and ALiBi together"); }
   { auto p = base(); p.alibi_slopes = lse, p.alibi_batch_stride = 1; expect_error(p, "alibi_batch_stride"); }
   { auto p = base(); p.alibi_slopes = lse + b * h * s - 1; expect_error(p, "alibi_slopes must be"); }
   { auto p = base(); p.dropout_p = 1.f; expect_error(p, "dropout_p must be in [0, 1)"); }
   { auto p = base(); p.dropout_p = NAN; expect_error(p, "dropout_p must be in [0, 1)"); }
   { auto p = base(); p.dropout_p = 0.999f; expect_error(p, "dropout_p must be at most 1 - 2^-8"); }
-  { auto p = base(); p.dropout_p = 0.1f, p.softcap = 5.f; expect_error(p, "dropout with softcap or ALiBi"); }
-  { auto p = base(); p.dropout_p = 0.1f, p.alibi_slopes = lse; expect_error(p, "dropout with softcap or ALiBi"); }
   { auto p = base(); p.window_left = -2; expect_error(p, "window sizes"); }
   { auto p = base(); p.causal = true, p.window_right = 4; expect_error(p, "window_right must be -1 or 0"); }
   { auto p = base(); p.cu_seqlens_q = cu_good.dev; expect_error(p, "both cu_seqlens_q and cu_seqlens_k"); }

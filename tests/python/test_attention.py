@@ -150,13 +150,15 @@ def _dequantized(x, descale, heads):
     return x.to(torch.float64) * d.repeat_interleave(x.shape[2] // heads, dim=1)[:, None, :, None]
 
 
-@pytest.mark.parametrize("b,sq,sk,hq,hkv,d,causal,window,per_head", [
-    (2, 100, 130, 4, 2, 128, True, (-1, -1), True),    # GQA, causal bottom-right, (B, Hkv) descales
-    (1, 70, 70, 2, 2, 64, False, (-1, -1), False),     # one descale per tensor
-    (1, 90, 40, 3, 1, 64, True, (-1, -1), True),       # Sq > Sk: rows that see no key
-    (2, 64, 96, 2, 1, 128, False, (16, 8), None),      # a window, no descales
+@pytest.mark.parametrize("b,sq,sk,hq,hkv,d,causal,window,per_head,softcap", [
+    (2, 100, 130, 4, 2, 128, True, (-1, -1), True, 0.0),    # GQA, causal bottom-right, (B, Hkv) descales
+    (1, 70, 70, 2, 2, 64, False, (-1, -1), False, 0.0),     # one descale per tensor
+    (1, 90, 40, 3, 1, 64, True, (-1, -1), True, 0.0),       # Sq > Sk: rows that see no key
+    (2, 64, 96, 2, 1, 128, False, (16, 8), None, 0.0),      # a window, no descales
+    (2, 80, 100, 4, 2, 128, True, (-1, -1), True, 2.0),     # softcap (flash-attention 3's), (B, Hkv) descales
+    (1, 70, 90, 2, 1, 64, False, (20, 5), False, 1.0),      # softcap, a window
 ])
-def test_fp8_forward(b, sq, sk, hq, hkv, d, causal, window, per_head):
+def test_fp8_forward(b, sq, sk, hq, hkv, d, causal, window, per_head, softcap):
     q, k, v = _fp8(b, sq, hq, d), _fp8(b, sk, hkv, d), _fp8(b, sk, hkv, d)
     if per_head is None:
         ds = [None] * 3
@@ -165,14 +167,15 @@ def test_fp8_forward(b, sq, sk, hq, hkv, d, causal, window, per_head):
     else:
         ds = [torch.tensor([0.3 + 0.1 * i]) for i in range(3)]
     out, lse = hk.attention(q, k, v, causal=causal, window=window, return_lse=True, q_descale=ds[0], k_descale=ds[1],
-                            v_descale=ds[2])
+                            v_descale=ds[2], softcap=softcap)
     assert out.dtype == torch.bfloat16 and out.shape == (b, sq, hq, d) and lse.shape == (b, hq, sq)
     one = torch.ones(1)
     qr = _dequantized(q, ds[0] if ds[0] is not None else one, hkv)
     kr = _dequantized(k, ds[1] if ds[1] is not None else one, hkv)
     vr = _dequantized(v, ds[2] if ds[2] is not None else one, hkv)
-    _check(out, lse, qr, kr, vr, torch.bfloat16, causal=causal, window=window)
-    again = hk.attention(q, k, v, causal=causal, window=window, q_descale=ds[0], k_descale=ds[1], v_descale=ds[2])
+    _check(out, lse, qr, kr, vr, torch.bfloat16, causal=causal, window=window, softcap=softcap)
+    again = hk.attention(q, k, v, causal=causal, window=window, q_descale=ds[0], k_descale=ds[1], v_descale=ds[2],
+                         softcap=softcap)
     assert torch.equal(again.view(torch.int16), out.view(torch.int16)), "bit-identical run to run"
 
 
@@ -202,7 +205,7 @@ def test_fp8_refusals():
         x = q.to(torch.float32).to(other)
         hk.attention(x, x, x)
     with pytest.raises(NotImplementedError, match="not supported with fp8 inputs"):
-        hk.attention(q, q, q, softcap=5.0)
+        hk.attention(q, q, q, alibi_slopes=torch.ones(2))
     with pytest.raises(NotImplementedError, match="not supported with fp8 inputs"):
         hk.attention(q, q, q, dropout_p=0.1)
     with pytest.raises(ValueError, match="head dims 64 and 128"):

@@ -167,7 +167,26 @@ def test_wide_head_dims(dtype, b, sq, sk, hq, hkv, d, dv, causal, window):
     (torch.bfloat16, 40, 40, 2, 2, 160, 160, True, 1.0, True, 0.1),     # every feature, padded to 192
 ])
 def test_wide_head_features(dtype, sq, sk, hq, hkv, d, dv, causal, softcap, alibi, p):
-    b, window = 1, (-1, -1)
+    _check_features(dtype, sq, sk, hq, hkv, d, dv, causal, (-1, -1), softcap, alibi, p)
+
+
+# Two or three features together at head dims 64 and 128 (the kernels' instance of several features): ALiBi on the
+# capped scores, dropout with either or both, causal and windowed, forward and gradients.
+@pytest.mark.parametrize("dtype,sq,sk,hq,hkv,d,causal,window,softcap,alibi,p", [
+    (torch.bfloat16, 40, 70, 4, 2, 64, True, (-1, -1), 0.5, True, 0.0),     # softcap, ALiBi
+    (torch.float16, 50, 40, 2, 1, 128, False, (-1, -1), 0.0, True, 0.2),    # ALiBi, dropout
+    (torch.bfloat16, 40, 40, 2, 2, 128, True, (-1, -1), 1.0, False, 0.1),   # softcap, dropout
+    (torch.float16, 33, 60, 4, 2, 64, False, (20, 5), 1.0, True, 0.15),     # all three, a window
+    (torch.bfloat16, 45, 45, 2, 1, 96, True, (-1, -1), 0.8, True, 0.1),     # all three, padded to 128
+])
+def test_feature_combinations(dtype, sq, sk, hq, hkv, d, causal, window, softcap, alibi, p):
+    _check_features(dtype, sq, sk, hq, hkv, d, d, causal, window, softcap, alibi, p)
+
+
+def _check_features(dtype, sq, sk, hq, hkv, d, dv, causal, window, softcap, alibi, p):
+    """flash_attn_func with the features, forward and gradients, against the float64 reference (with the call's
+    dropout mask), hk's error at most twice torch's in the inputs' precision."""
+    b = 1
     q, k = rand(b, sq, hq, d, dtype=dtype).requires_grad_(), rand(b, sk, hkv, d, dtype=dtype).requires_grad_()
     v = rand(b, sk, hkv, dv, dtype=dtype).requires_grad_()
     scale = 0.8 / math.sqrt(d)
@@ -470,8 +489,6 @@ def test_varlen_paged_keys_are_the_packed_keys():
 
 def test_refusals_name_the_feature():
     q = rand(1, 16, 2, 64, dtype=torch.bfloat16)
-    with pytest.raises(NotImplementedError, match="dropout .* with softcap or alibi_slopes"):
-        fa.flash_attn_func(q, q, q, 0.1, softcap=2.0)
     with pytest.raises(ValueError, match="dropout_seed must be"):
         hk.attention(q, q, q, dropout_p=0.1, dropout_seed=5)
     with pytest.raises(ValueError, match="dropout_p must be in"):
@@ -482,13 +499,9 @@ def test_refusals_name_the_feature():
         fa.flash_attn_func(q, q, q, softcap=-1.0)
     with pytest.raises(ValueError, match="alibi_slopes must be fp32"):
         fa.flash_attn_func(q, q, q, alibi_slopes=torch.ones(3))
-    with pytest.raises(ValueError, match="softcap and ALiBi together"):
-        fa.flash_attn_func(q, q, q, softcap=2.0, alibi_slopes=torch.ones(2))
     q264 = rand(1, 16, 2, 264, dtype=torch.bfloat16)
     with pytest.raises(NotImplementedError, match="head dims 264"):
         fa.flash_attn_func(q264, q264, q264)
-    with pytest.raises(NotImplementedError, match="dropout .* with softcap or alibi_slopes at head dim 64"):
-        fa.flash_attn_func(q, q, q, 0.1, alibi_slopes=torch.ones(2))
     q256 = rand(1, 16, 2, 256, dtype=torch.bfloat16)
     with pytest.raises(ValueError, match="k's head dim"):
         fa.flash_attn_func(q256, q, q)
