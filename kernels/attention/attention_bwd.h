@@ -81,11 +81,12 @@ struct AttnBwdArgs {
 // LDS once per wave, feed twice the MFMA work of 16 queries; else 16. At D = 128 the tile's keys go through the
 // products in chunks (attn_bwd_dq_chunk_keys), so that 32 queries fit two waves' registers (whole 64-key tiles spill;
 // at one wave per SIMD the model found them slower: 60.0 against 49.7 ms on MI355X at GQA N8192): MI355X GQA D128
-// N8192 dQ 46.5 -> 42.9 ms. Not with softcapping or ALiBi (`narrow`), whose vector work's registers spill there (the
-// LDS read addresses, reloaded from scratch in the loop): those keep 16 queries a wave, 64 a workgroup (the host
-// launches their dQ kernel over tiles of attn_bwd_dq_rows; the delta kernel's rows are attn_bwd_rows).
+// N8192 dQ 46.5 -> 42.9 ms. Not with softcapping or ALiBi alone (`narrow`), whose vector work's registers spill there
+// (the LDS read addresses, reloaded from scratch in the loop): those keep 16 queries a wave, 64 a workgroup (the host
+// launches their dQ kernel over tiles of attn_bwd_dq_rows; the delta kernel's rows are attn_bwd_rows). The dynamic
+// instance (features together) fits 32 (with dP^T's reads ahead: attention_bwd_dq): softcap + ALiBi dQ 71.3 -> 62.4 ms.
 template <AttnVariant V>
-inline constexpr bool attn_bwd_dq_narrow = V.softcap || V.alibi || V.dynamic;
+inline constexpr bool attn_bwd_dq_narrow = V.softcap || V.alibi;
 constexpr int attn_bwd_dq_wave_rows(int d, bool lds_read_transpose, bool narrow = false) {
   return lds_read_transpose && (d == 64 || (d == 128 && !narrow)) ? 32 : 16;
 }
@@ -585,7 +586,12 @@ void attention_bwd_dq(AttnBwdArgs a) {
     load_async<G>(sv(S - QS + i), do_view, {0, 0, blk.tile * QS + i, 0}, dma_wave);
   }
   if (S == 2 && QS == 1 && kt_begin < kt_end) fill(kt_begin, 0);
-  const int wave = G::wave();
+  // The dynamic instance at 32 queries (gfx950, D = 128) reads dP^T's next k step before this one's MFMAs (`ahead`),
+  // its wave index uniform (q0 an SGPR): MI355X GQA D128 N8192 softcap + ALiBi dQ 63.1 -> 62.4 ms, and with it no
+  // scratch (3 instructions without). Not the plain kernel (41.9 against 42.9 ms, but 2 VGPRs to scratch around the
+  // loop) nor dropout's (16 scratch instructions in the loop).
+  constexpr bool ahead = KC < BK && V.dynamic;
+  const int wave = ahead ? __builtin_amdgcn_readfirstlane(G::wave()) : G::wave();
   const long q0 = view.first_row + long(wave) * WQ;  // this wave's first query
   const int row_tile = int(q0 / WQ);
   cols_vec lse, delta;
@@ -636,7 +642,7 @@ void attention_bwd_dq(AttnBwdArgs a) {
       const long k0 = long(kt) * BK + ch * KC;
       auto dp_of = [&]() __attribute__((always_inline)) {
         if constexpr (fold) return mma_ABt_lds<false, KC, ch>(sv(stage), dout, attn_bwd_init_cols(delta));
-        else return mma_ABt_lds<true, KC, ch>(sv(stage), dout);
+        else return mma_ABt_lds<true, KC, ch, ahead && ch == 0>(sv(stage), dout);
       };
       decltype(dp_of()) dp;
       auto dp_delta = [&]() __attribute__((always_inline)) {

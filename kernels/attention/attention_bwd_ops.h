@@ -18,14 +18,29 @@ struct attn_bwd_zero {
   template <class D>
   __device__ __attribute__((always_inline)) void operator()(D& d) const { zero(d); }
 };
-template <bool streamed = false, int R = 0, int r = 0, shared_tile ST, register_tile B, class Init = attn_bwd_zero>
+// (`ahead`, streamed: k step k + 1's read issued before k step k's MFMAs, two k steps' registers held.)
+template <bool streamed = false, int R = 0, int r = 0, bool ahead = false, shared_tile ST, register_tile B,
+          class Init = attn_bwd_zero>
 __device__ inline rt_acc<(R ? R : ST::rows), B::rows> mma_ABt_lds(const ST& a, const B& b, Init init = {}) {
   using T = typename ST::dtype;
   constexpr int rows = R ? R : ST::rows;
   static_assert(ST::rows % rows == 0, "mma_ABt_lds: whole row chunks");
   rt_acc<rows, B::rows> d;
   init(d);
-  if constexpr (streamed) {
+  if constexpr (streamed && ahead) {
+    rt<T, rows, B::base_cols> ar[2];
+    load(ar[0], a, {0, 0, r, 0});
+#pragma unroll
+    for (int k = 0; k < B::tiles_c; ++k) {
+      if (k + 1 < B::tiles_c) load(ar[(k + 1) % 2], a, {0, 0, r, k + 1});
+      rt<T, B::rows, B::base_cols> bk;  // B's k step: the same registers
+#pragma unroll
+      for (int j = 0; j < B::tiles_r; ++j)
+#pragma unroll
+        for (int e = 0; e < B::E; ++e) bk.data[j][0][e] = b.data[j][k][e];
+      mma_ABt(d, ar[k % 2], bk, d);
+    }
+  } else if constexpr (streamed) {
 #pragma unroll
     for (int k = 0; k < B::tiles_c; ++k) {
       rt<T, rows, B::base_cols> ar;
