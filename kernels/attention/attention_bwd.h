@@ -252,6 +252,20 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     else return smem + sizeof(KT);
   }());
   const AttnArgs& p = a.f;
+  // The instance of feature combinations at D = 64 and 128 (dynamic; the wide heads' keep LLVM's hoisting): its loop
+  // holds no per-lane value that only the features need, nor the features' tests as booleans. Hoisted out of the loop,
+  // the dropout's per-lane parts (attn_dropout_each's `fresh`), the keep bits' LDS address (pairs) and the tests
+  // (uniform booleans LLVM keeps in VGPRs) spilled to scratch in the loop (gfx950: 28 scratch instructions at D = 64,
+  // 18 at D = 128); found again each step (a few VALU and SALU instructions), none spills.
+  constexpr bool fresh = V.dynamic && D <= 128 && DV <= 128;
+  // The features' tests (attn_softcap_on ...), each step from the arguments' SGPRs where `fresh`.
+  auto opaque = [](auto x) __attribute__((always_inline)) {
+    if constexpr (fresh) asm volatile("" : "+s"(x));
+    return x;
+  };
+  auto softcap_on = [&]() __attribute__((always_inline)) { return fresh ? opaque(p.cap.k) != 0.f : attn_softcap_on<V>(p); };
+  auto alibi_on = [&]() __attribute__((always_inline)) { return fresh ? opaque(p.alibi) != nullptr : attn_alibi_on<V>(p); };
+  auto dropout_on = [&]() __attribute__((always_inline)) { return fresh ? opaque(p.drop.keep_max) < 255 : attn_dropout_on<V>(p); };
   const AttnKeyBlock kb(a, KB, BQ);
   const AttnBlock& blk = kb.blk;
   if (kb.first_key >= blk.sk) return;  // past the end of a shorter sequence (varlen)
@@ -301,6 +315,11 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   // dP's accumulator). A buffer load: the row's base
   // and its bound are scalar (the resource's range check reads zeros past it), the lane's part one register.
   const int lane = lane_id(), stat_wave = dma_wave.index;
+  auto fresh_lane = [&]() __attribute__((always_inline)) {  // (the keep bits' address found again each step)
+    int l = lane;
+    if constexpr (fresh) asm volatile("" : "+v"(l));
+    return l;
+  };
   auto stat = [&](int h, int qt) __attribute__((always_inline)) {
     if (stat_wave >= 2) return 0.f;
     const float* row = lse_row(p, stat_wave == 0 ? p.lse : a.delta, blk, h).at(0, 0, 0, 0);
@@ -374,8 +393,8 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     auto scores = [&](auto& sd, auto capped) __attribute__((always_inline)) {
       sd = mma_ABt_lds(cur.q, k);
       if constexpr (V.dynamic) {  // (the cap's slope at the capped score, before ALiBi's bias joins it)
-        if (attn_softcap_on<V>(p)) p.cap.template apply<1>(sd), capped(sd);
-        if (attn_alibi_on<V>(p)) add_alibi<false>(sd, alibi_slope(p, blk.b, h), q0, k0, kb.off);
+        if (softcap_on()) p.cap.template apply<1>(sd), capped(sd);
+        if (alibi_on()) add_alibi<false>(sd, alibi_slope(p, blk.b, h), q0, k0, kb.off);
       }
       if constexpr (V.softcap) p.cap.template apply<1>(sd);
       if constexpr (V.alibi) add_alibi<false>(sd, alibi_slope(p, blk.b, h), q0, k0, kb.off);
@@ -395,7 +414,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
           if constexpr (V.softcap || V.dynamic) map(x, t, t, [](float t, float) { return AttnArgs::Softcap::slope(t); });
         });
         if constexpr (V.softcap || V.dynamic) {
-          if (V.softcap || attn_softcap_on<V>(p)) mul(x, x, sd);
+          if (V.softcap || softcap_on()) mul(x, x, sd);
           else x = sd;
         } else {
           x = sd;
@@ -404,9 +423,9 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       } else {
         sd = mma_ABt_lds(cur.dout, k);
         if constexpr (V.dropout || V.dynamic) {
-          if (V.dropout || attn_dropout_on<V>(p)) {  // dP dropped (its scale in the subtraction's multiply-add)
-            keep = attn_dropout_keep<false, decltype(sd)>(p, blk.b, h, qi, kj);
-            kbuf[own][lane] = keep;
+          if (V.dropout || dropout_on()) {  // dP dropped (its scale in the subtraction's multiply-add)
+            keep = attn_dropout_keep<false, decltype(sd), fresh>(p, blk.b, h, qi, kj);
+            kbuf[own][fresh_lane()] = keep;
             attn_dropout_zero(sd, keep);
             map_rows(sd, ndelta, [k = p.drop.scale](float x, float d) { return fmaf(x, k, d); });
           } else {
@@ -419,8 +438,8 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       barrier();  // wave 0's P is in the LDS
       if (role == 0) {
         if constexpr (V.dropout || V.dynamic) {  // (1 / (1 - p) applied to dV once, at the store)
-          if (V.dropout || attn_dropout_on<V>(p)) {
-            keep = kbuf[own][lane];
+          if (V.dropout || dropout_on()) {
+            keep = kbuf[own][fresh_lane()];
             attn_dropout_zero(sd, keep);
           }
         }
@@ -442,7 +461,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     // dP - delta (dropped): with softcapping (and in the dynamic instance) here, before the masks (attn_bwd_cap), else
     // after dV^T's product (the plain order). P and dP dropped and scaled alike (attn_dropout_keep; ~0: all kept).
     constexpr bool early = V.softcap || V.dynamic;
-    const bool drop = attn_dropout_on<V>(p);
+    const bool drop = dropout_on();
     uint32_t keep = ~0u;
     // (packed: -delta starts the product's accumulator, no subtraction after it; and exp2's argument and dS's multiply
     // go in packed pairs, those the converts take. In the plain kernels outside the pairs; in the others they added
@@ -462,17 +481,17 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       }
     };
     if constexpr (early) {
-      if (drop) keep = attn_dropout_keep<false, decltype(s)>(p, blk.b, h, int(q0), int(k0));
+      if (drop) keep = attn_dropout_keep<false, decltype(s), fresh>(p, blk.b, h, int(q0), int(k0));
       dp_delta();
-      if (attn_softcap_on<V>(p)) attn_bwd_cap(p, s, dp);
+      if (softcap_on()) attn_bwd_cap(p, s, dp);
     }
-    if (attn_alibi_on<V>(p)) add_alibi<false>(s, alibi_slope(p, blk.b, h), q0, k0, kb.off);
+    if (alibi_on()) add_alibi<false>(s, alibi_slope(p, blk.b, h), q0, k0, kb.off);
     if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
       mask_visible<false>(s, p, qi, kj, blk.sq, blk.sk, off);
     if constexpr (packed) attn_bwd_exp2<false>(s, lse, c);
     else map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     if constexpr (!early)
-      if (drop) keep = attn_dropout_keep<false, decltype(s)>(p, blk.b, h, int(q0), int(k0));
+      if (drop) keep = attn_dropout_keep<false, decltype(s), fresh>(p, blk.b, h, int(q0), int(k0));
     // dV^T += dO^T P (in chunks of 64 of D where the S and dP products are streamed: the registers are short there)
     // (prob: b is P, not negative: AttnProbTo's cheaper bf16 rounding, the same bits; g4 only, gfx950 converts in one.)
     auto acc_tb = [&](auto& acc, const auto& x, const auto& xt, const auto& b, auto prob) __attribute__((always_inline)) {

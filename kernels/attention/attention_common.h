@@ -229,14 +229,13 @@ __device__ __attribute__((always_inline)) inline void attn_dropout_each(const At
 }
 
 // The keep bits of a score accumulator (bit (i tiles_c + j) E + e: element data[i][j][e]), attn_dropout_each's.
-template <bool keys_are_rows, class Tile>
+template <bool keys_are_rows, class Tile, bool fresh = false>
 __device__ __attribute__((always_inline)) inline uint32_t attn_dropout_keep(const AttnArgs& p, int b, int h, int q0,
                                                                             int k0) {
   static_assert(Tile::tiles_r * Tile::tiles_c * Tile::E <= 32, "one 32-bit mask");
   uint32_t keep = 0;
-  attn_dropout_each<keys_are_rows, Tile>(p, b, h, q0, k0, [&](int i, int j, int e, bool kept) {
-    keep |= uint32_t(kept) << ((i * Tile::tiles_c + j) * Tile::E + e);
-  });
+  auto f = [&](int i, int j, int e, bool kept) { keep |= uint32_t(kept) << ((i * Tile::tiles_c + j) * Tile::E + e); };
+  attn_dropout_each<keys_are_rows, Tile, decltype(f), fresh>(p, b, h, q0, k0, f);
   return keep;
 }
 

@@ -332,6 +332,14 @@ const Case determinism_dropout = [] {
   return c;
 }();
 
+// and the feature combinations' (the dynamic instance: softcap, ALiBi and dropout together; D = 128: gfx950's pairs
+// of waves, D = 64: its single waves)
+Case determinism_combo(int d) {
+  Case c{same(130, 1), same(170, 1), false, 4, 2, d, dtype::bf16, true};
+  c.softcap = 30.f, c.alibi = 2, c.dropout = 0.2f, c.seed = 7, c.offset = 5;
+  return c;
+}
+
 std::vector<char> bytes_of(const Grads& g, std::vector<char> out = {}) {
   for (const auto* v : {&g.dq, &g.dk, &g.dv})
     out.insert(out.end(), reinterpret_cast<const char*>(v->data()), reinterpret_cast<const char*>(v->data() + v->size()));
@@ -342,11 +350,15 @@ std::vector<char> bytes_of(const Grads& g, std::vector<char> out = {}) {
 
 // The determinism cases' bits, one after the other.
 std::vector<char> determinism_bits() {
-  return bytes_of(run(determinism_dropout, false), bytes_of(run(determinism_wide, false), bytes_of(run(determinism_case, false))));
+  std::vector<char> bits =
+      bytes_of(run(determinism_dropout, false), bytes_of(run(determinism_wide, false), bytes_of(run(determinism_case, false))));
+  for (int d : {64, 128}) bits = bytes_of(run(determinism_combo(d), false), std::move(bits));
+  return bits;
 }
 
 TEST(AttentionBackwardDeterminism, RunToRun) {
-  for (const Case& c : {determinism_case, determinism_wide, determinism_dropout}) {
+  for (const Case& c :
+       {determinism_case, determinism_wide, determinism_dropout, determinism_combo(64), determinism_combo(128)}) {
     const Grads first = run(c, false);
     EXPECT_TRUE(run(c, false) == first) << describe(c);
   }
