@@ -252,12 +252,14 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     else return smem + sizeof(KT);
   }());
   const AttnArgs& p = a.f;
-  // The instance of feature combinations at D = 64 and 128 (dynamic; the wide heads' keep LLVM's hoisting): its loop
-  // holds no per-lane value that only the features need, nor the features' tests as booleans. Hoisted out of the loop,
-  // the dropout's per-lane parts (attn_dropout_each's `fresh`), the keep bits' LDS address (pairs) and the tests
-  // (uniform booleans LLVM keeps in VGPRs) spilled to scratch in the loop (gfx950: 28 scratch instructions at D = 64,
-  // 18 at D = 128); found again each step (a few VALU and SALU instructions), none spills.
-  constexpr bool fresh = V.dynamic && D <= 128 && DV <= 128;
+  // The instance of feature combinations in the pairs of waves (D = 128) and the single waves of 32 keys (D = 64), the
+  // transposing reads' (gfx950) kernels: its loop holds no per-lane value that only the features need, nor the
+  // features' tests as booleans. Hoisted out of the loop, the dropout's per-lane parts (attn_dropout_each's `fresh`),
+  // the keep bits' LDS address (pairs) and the tests (uniform booleans LLVM keeps in VGPRs) spilled to scratch in the
+  // loop (28 scratch instructions at D = 64, 18 at D = 128); found again each step (a few VALU and SALU instructions),
+  // none spills in the pairs' loop. (gfx942's kernels do not spill so and are slower found again: MI300X GQA D128 N8192
+  // dK/dV 250.2 -> 255.0 ms; the wide heads keep LLVM's hoisting.)
+  constexpr bool fresh = V.dynamic && (pairs || d64);
   // The features' tests (attn_softcap_on ...), each step from the arguments' SGPRs where `fresh`.
   auto opaque = [](auto x) __attribute__((always_inline)) {
     if constexpr (fresh) asm volatile("" : "+s"(x));
