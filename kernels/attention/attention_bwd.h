@@ -471,7 +471,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     constexpr bool packed = split || (g4 && plain);
     constexpr bool fold = packed;
     auto dp_of = [&]() __attribute__((always_inline)) {
-      if constexpr (fold) return abt(cur.dout, ops.dout, v, attn_bwd_init_rows(ndelta));
+      if constexpr (fold) return abt(cur.dout, ops.dout, v, attn_bwd_init<false>(ndelta));
       else return abt(cur.dout, ops.dout, v, attn_bwd_zero{});
     };
     decltype(dp_of()) dp;
@@ -662,7 +662,7 @@ void attention_bwd_dq(AttnBwdArgs a) {
       // dP^T - delta (dropped): with softcapping here, before the masks (attn_bwd_cap), else after P^T (as kernel 2's).
       const long k0 = long(kt) * BK + ch * KC;
       auto dp_of = [&]() __attribute__((always_inline)) {
-        if constexpr (fold) return mma_ABt_lds<false, KC, ch>(sv(stage), dout, attn_bwd_init_cols(delta));
+        if constexpr (fold) return mma_ABt_lds<false, KC, ch>(sv(stage), dout, attn_bwd_init<true>(delta));
         else return mma_ABt_lds<true, KC, ch, ahead && ch == 0>(sv(stage), dout);
       };
       decltype(dp_of()) dp;

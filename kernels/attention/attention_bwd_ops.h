@@ -12,7 +12,7 @@ namespace hk::kernels {
 // but in its plain kernel at D = 64: MI355X GQA N4096 dQ 6.22 -> 6.02 ms read whole;
 // kernel 2's schedule is slower so: 118 against 75 ms on MI355X at GQA D128 N8192). Every element sums its k steps in
 // the same order either way.
-// `init` sets the accumulator the products add to (zero; dP's minus delta: attn_bwd_init_rows / _cols).
+// `init` sets the accumulator the products add to (zero; dP's minus delta: attn_bwd_init).
 // (R, r: rows r R .. r R + R - 1 of A only, R = 0 meaning all: kernel 3's key chunks at D = 128 on gfx950.)
 struct attn_bwd_zero {
   template <class D>
@@ -282,26 +282,18 @@ __device__ __attribute__((always_inline)) inline void attn_bwd_cap(const AttnArg
 
 // dP - delta with -delta as the product's starting accumulator (the MFMAs' C operand: no subtraction after it), -delta
 // per row (kernel 2's dP, queries along the rows) or per column (kernel 3's dP^T, queries along the columns).
-template <class V>
-__device__ __attribute__((always_inline)) inline auto attn_bwd_init_rows(const V& neg_delta) {
+template <bool per_col, class V>
+__device__ __attribute__((always_inline)) inline auto attn_bwd_init(const V& neg_delta) {
   return [&neg_delta]<class D>(D& d) __attribute__((always_inline)) {
 #pragma unroll
     for (int i = 0; i < D::tiles_r; ++i)
 #pragma unroll
       for (int j = 0; j < D::tiles_c; ++j)
 #pragma unroll
-        for (int e = 0; e < D::E; ++e) d.data[i][j][e] = neg_delta.data[i][e];
-  };
-}
-template <class V>
-__device__ __attribute__((always_inline)) inline auto attn_bwd_init_cols(const V& neg_delta) {
-  return [&neg_delta]<class D>(D& d) __attribute__((always_inline)) {
-#pragma unroll
-    for (int i = 0; i < D::tiles_r; ++i)
-#pragma unroll
-      for (int j = 0; j < D::tiles_c; ++j)
-#pragma unroll
-        for (int e = 0; e < D::E; ++e) d.data[i][j][e] = neg_delta.data[j][0];
+        for (int e = 0; e < D::E; ++e) {
+          if constexpr (per_col) d.data[i][j][e] = neg_delta.data[j][0];
+          else d.data[i][j][e] = neg_delta.data[i][e];
+        }
   };
 }
 
