@@ -250,21 +250,9 @@ TEST(AttentionBackward, Dropout) {
               5, 0));  // with sinks
 }
 
-// Two or three features together at D = 64 and 128 (their dynamic instance of each kernel; D = 128 on gfx950: kernel
-// 2's pairs of waves): ALiBi on the capped score, the cap's slope at the capped score, dP dropped; causal, windows,
-// varlen, both types.
+// The feature combinations (attention_test_util.h's feature_combinations) against the float64 reference.
 TEST(AttentionBackward, Combinations) {
-  const Layout bshd = Layout::bshd;
-  run({same(130, 1), same(200, 1), false, 4, 2, 64, dtype::bf16, true, -1, -1, 0.f, 4.f, bshd, 5.f, false, 1});
-  run({same(100, 2), same(90, 2), false, 2, 1, 128, dtype::f16, false, 30, 8, 0.f, 3.f, bshd, 8.f, false, 2});
-  run(dropped({{0, 1, 70, 130}, {3, 1, 100, 130}, true, 4, 2, 64, dtype::f16, true, -1, -1, 0.f, 1.f, bshd, 0.f,
-               false, 1}, 0.2f, 3, 1ull << 33));                                               // dropout, ALiBi
-  run(dropped({same(130, 1), same(200, 1), false, 6, 2, 128, dtype::bf16, true, -1, -1, 0.f, 4.f, bshd, 5.f}, 0.3f,
-              11, 2));                                                                         // dropout, softcap
-  run(dropped({{0, 1, 70, 130}, {3, 1, 100, 130}, true, 2, 2, 128, dtype::f16, false, 30, 10, 0.f, 4.f, bshd, 5.f,
-               true, 2}, 0.25f, 5, 0));                                                        // all three, sinks
-  run(dropped({same(257, 1), same(257, 1), false, 2, 1, 64, dtype::bf16, false, 32, 0, 0.f, 4.f, bshd, 3.f, false, 1},
-              0.1f, 7, 100));                                                                  // all three, window
+  for (const Case& c : feature_combinations()) run(c);
 }
 
 // The mask is the seed's: the same seed gives the same bits, another seed other gradients.

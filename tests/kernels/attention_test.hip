@@ -218,20 +218,9 @@ TEST(AttentionVariants, Dropout) {
               0.25f, 5, 0));  // with sinks
 }
 
-// Two or three features together at D = 64 and 128 (their dynamic instance, the features read from the arguments):
-// ALiBi on the capped score, dropout with either or both; both types, causal, windows, varlen, sinks.
+// The feature combinations (attention_test_util.h's feature_combinations) against the float64 reference.
 TEST(AttentionVariants, Combinations) {
-  const Layout bshd = Layout::bshd;
-  run({same(100, 1), same(257, 1), false, 4, 2, 64, dtype::bf16, true, -1, -1, 0.f, 4.f, bshd, 5.f, false, 1});
-  run({same(130, 2), same(90, 2), false, 2, 1, 128, dtype::f16, false, 30, 8, 0.f, 3.f, bshd, 8.f, false, 2});
-  run(dropped({{0, 1, 70, 200}, {3, 1, 100, 130}, true, 4, 2, 64, dtype::f16, true, -1, -1, 0.f, 1.f, bshd, 0.f,
-               false, 1}, 0.2f, 3, 1ull << 33));                                               // dropout, ALiBi
-  run(dropped({same(255, 1), same(255, 1), false, 8, 2, 128, dtype::bf16, true, -1, -1, 0.f, 4.f, bshd, 5.f}, 0.3f,
-              11, 2));                                                                         // dropout, softcap
-  run(dropped({{0, 1, 70, 200}, {3, 1, 100, 130}, true, 2, 2, 128, dtype::f16, false, 30, 10, 0.f, 4.f, bshd, 5.f,
-               true, 2}, 0.25f, 5, 0));                                                        // all three, sinks
-  run(dropped({same(257, 1), same(257, 1), false, 2, 1, 64, dtype::bf16, false, 64, 0, 0.f, 4.f, bshd, 3.f, false, 1},
-              0.1f, 7, 100));                                                                  // all three, window
+  for (const Case& c : feature_combinations()) run(c);
 }
 
 // The device's mask itself, element by element: Q = 0 gives every key p = 1 / Sk, and V the identity (Sk = D = 128,

@@ -186,4 +186,23 @@ inline Case dropped(Case c, float p, uint64_t seed, uint64_t offset) {
   return c;
 }
 
+// Two or three features together at D = 64 and 128 (their dynamic instance of each kernel; D = 128 on gfx950: the
+// backward's kernel 2 in pairs of waves): ALiBi on the capped score, dropout with either or both; both types, causal,
+// windows, varlen, sinks. Forward and backward run the same cases.
+inline std::vector<Case> feature_combinations() {
+  const Layout bshd = Layout::bshd;
+  return {
+      {same(100, 1), same(257, 1), false, 4, 2, 64, dtype::bf16, true, -1, -1, 0.f, 4.f, bshd, 5.f, false, 1},
+      {same(130, 2), same(90, 2), false, 2, 1, 128, dtype::f16, false, 30, 8, 0.f, 3.f, bshd, 8.f, false, 2},
+      dropped({{0, 1, 70, 200}, {3, 1, 100, 130}, true, 4, 2, 64, dtype::f16, true, -1, -1, 0.f, 1.f, bshd, 0.f, false,
+               1}, 0.2f, 3, 1ull << 33),                                                        // dropout, ALiBi
+      dropped({same(255, 1), same(255, 1), false, 8, 2, 128, dtype::bf16, true, -1, -1, 0.f, 4.f, bshd, 5.f}, 0.3f, 11,
+              2),                                                                               // dropout, softcap
+      dropped({{0, 1, 70, 200}, {3, 1, 100, 130}, true, 2, 2, 128, dtype::f16, false, 30, 10, 0.f, 4.f, bshd, 5.f, true,
+               2}, 0.25f, 5, 0),                                                                // all three, sinks
+      dropped({same(257, 1), same(257, 1), false, 2, 1, 64, dtype::bf16, false, 64, 0, 0.f, 4.f, bshd, 3.f, false, 1},
+              0.1f, 7, 100),                                                                    // all three, window
+  };
+}
+
 }  // namespace attn_test
