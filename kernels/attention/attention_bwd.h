@@ -300,23 +300,27 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   // The steps: every query tile [qt_begin, qt_end) of every query head of the group, heads outer.
   const int ratio = p.heads_q / p.heads_kv;
   const float c = p.scale_log2;
-  const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
+  // The waves that issue a step's loads: all, or in pairs the first waves only (GF), so that the second's step starts
+  // its products at the barrier, not after the loads' scalar address work.
+  using GF = std::conditional_t<pairs, group<4>, G>;
+  const async_wave<GF> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
   auto fill = [&](int h, int qt, Stage& s) __attribute__((always_inline)) {
+    if (pairs && role != 0) return;
     const auto q_view = head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq);
     const auto do_view = head_view<T, DV>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq);
     if constexpr (attn_bwd_g4<D, DV>) {
-      load_async_g4<G>(s.q, q_view, qt, dma_wave);
-      load_async_g4<G>(s.dout, do_view, qt, dma_wave);
+      load_async_g4<GF>(s.q, q_view, qt, dma_wave);
+      load_async_g4<GF>(s.dout, do_view, qt, dma_wave);
     } else {
-      load_async<G>(s.q, q_view, {0, 0, qt, 0}, dma_wave);
-      load_async<G>(s.dout, do_view, {0, 0, qt, 0}, dma_wave);
+      load_async<GF>(s.q, q_view, {0, 0, qt, 0}, dma_wave);
+      load_async<GF>(s.dout, do_view, {0, 0, qt, 0}, dma_wave);
     }
   };
   // The LSE (wave 0) or delta (wave 1) of the step's query `lane` (lanes below BQ), 0 past the sequence's end, loaded
   // before a step's work and stored after it into the other stage (LSE in log2 units, delta negated: -delta starts
   // dP's accumulator). A buffer load: the row's base
   // and its bound are scalar (the resource's range check reads zeros past it), the lane's part one register.
-  const int lane = lane_id(), stat_wave = dma_wave.index;
+  const int lane = lane_id(), stat_wave = async_wave<G>{}.index;  // (uniform: waves 0 and 1, first waves in pairs)
   auto fresh_lane = [&]() __attribute__((always_inline)) {  // (the keep bits' address found again each step)
     int l = lane;
     if constexpr (fresh) asm volatile("" : "+v"(l));
