@@ -302,10 +302,14 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   const float c = p.scale_log2;
   // The waves that issue a step's loads: all, or in pairs the first waves only (GF), so that the second's step starts
   // its products at the barrier, not after the loads' scalar address work.
-  using GF = std::conditional_t<pairs, group<4>, G>;
+  // (With softcapping, whose tanh is the first waves' vector work, the second waves load. Not the instance of
+  // feature combinations, which then reloads registers from scratch in the loop.)
+  constexpr bool half_fill = pairs && !V.dynamic;
+  using GF = std::conditional_t<half_fill, group<4>, G>;
+  constexpr int fill_role = V.softcap ? 1 : 0;
   const async_wave<GF> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
   auto fill = [&](int h, int qt, Stage& s) __attribute__((always_inline)) {
-    if (pairs && role != 0) return;
+    if (half_fill && role != fill_role) return;
     const auto q_view = head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq);
     const auto do_view = head_view<T, DV>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq);
     if constexpr (attn_bwd_g4<D, DV>) {
@@ -320,7 +324,8 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   // before a step's work and stored after it into the other stage (LSE in log2 units, delta negated: -delta starts
   // dP's accumulator). A buffer load: the row's base
   // and its bound are scalar (the resource's range check reads zeros past it), the lane's part one register.
-  const int lane = lane_id(), stat_wave = async_wave<G>{}.index;  // (uniform: waves 0 and 1, first waves in pairs)
+  const int lane = lane_id(), wave_index = async_wave<G>{}.index;  // (uniform)
+  const int stat_wave = half_fill ? wave_index ^ 4 * fill_role : wave_index;  // (the loading waves' first two)
   auto fresh_lane = [&]() __attribute__((always_inline)) {  // (the keep bits' address found again each step)
     int l = lane;
     if constexpr (fresh) asm volatile("" : "+v"(l));
