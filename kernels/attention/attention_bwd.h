@@ -8,9 +8,13 @@
 //      and w + 4 (one SIMD) owning 32 keys, its first wave computing S, P and dV^T, its second dP, dS and dK^T, with P
 //      (times the cap's slope) passed in fp32 through the LDS behind a second barrier in the step: each staged
 //      fragment serves 32 keys, not 16 (at 16 the MFMAs need all of a SIMD pair's LDS port; 32 keys a wave do not fit
-//      two waves' registers). MI355X GQA D128 N8192: 71.0 -> 66.3 ms (docs/design.md). On gfx942 (no transposing
-//      LDS reads) Q and dO are staged as st_g4 (attention_bwd_ops.h), whose acc-order operand is two ds_read_b128 per
-//      4 x 4 granule, not an element a read (MI300X GQA D128 N8192: 194.2 -> 168.4 ms with the reads below);
+//      two waves' registers). MI355X GQA D128 N8192: 71.0 -> 66.3 ms (docs/design.md). A step's loads (Q, dO, LSE,
+//      delta) are issued by one wave of each pair, the first (the second with softcapping, whose tanh is the first's),
+//      so that the other starts its product at the barrier, not after the loads' scalar address work: 66.05 -> 63.49
+//      ms (not in the instance of feature combinations, which then reloads from scratch in its loop). On gfx942 (no
+//      transposing LDS reads) Q and dO are staged as st_g4 (attention_bwd_ops.h), whose acc-order operand is two
+//      ds_read_b128 per 4 x 4 granule, not an element a read (MI300X GQA D128 N8192: 194.2 -> 168.4 ms with the
+//      reads below);
 //   3. attention_bwd_dq: one workgroup per (sequence, query head, 4 WQ queries; 8 WQ on gfx942 at D = 128), each
 //      wave owning WQ queries (16; 32 with transposing LDS reads: each key tile read serves twice the MFMA work; at D
 //      = 128 the tile's 64 keys in two chunks of 32, and not with softcapping or ALiBi); it recomputes P^T and dS^T
@@ -324,8 +328,8 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   // before a step's work and stored after it into the other stage (LSE in log2 units, delta negated: -delta starts
   // dP's accumulator). A buffer load: the row's base
   // and its bound are scalar (the resource's range check reads zeros past it), the lane's part one register.
-  const int lane = lane_id(), wave_index = async_wave<G>{}.index;  // (uniform)
-  const int stat_wave = half_fill ? wave_index ^ 4 * fill_role : wave_index;  // (the loading waves' first two)
+  const int lane = lane_id();
+  const int stat_wave = half_fill ? async_wave<G>{}.index ^ 4 * fill_role : dma_wave.index;  // (the loading waves' 0, 1)
   auto fresh_lane = [&]() __attribute__((always_inline)) {  // (the keep bits' address found again each step)
     int l = lane;
     if constexpr (fresh) asm volatile("" : "+v"(l));
