@@ -416,7 +416,8 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       if constexpr (!V.dynamic) capped(sd);
       if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
         mask_visible<false>(sd, p, qi, kj, blk.sq, blk.sk, off);
-      map_rows(sd, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
+      if constexpr (plain) attn_bwd_exp2<false>(sd, lse, c);
+      else map_rows(sd, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     };
     if constexpr (pairs) {
       // The pair's first wave: S, P, dV^T += dO^T P; its second: dP, dS, dK^T += Q^T dS, with P (times the cap's
