@@ -11,7 +11,8 @@
 //      two waves' registers). MI355X GQA D128 N8192: 71.0 -> 66.3 ms (docs/design.md). A step's loads (Q, dO, LSE,
 //      delta) are issued by one wave of each pair, the first (the second with softcapping, whose tanh is the first's),
 //      so that the other starts its product at the barrier, not after the loads' scalar address work: 66.05 -> 63.49
-//      ms (not in the instance of feature combinations, which then reloads from scratch in its loop). On gfx942 (no
+//      ms (not in the instance of feature combinations, which then reloads from scratch in its loop); with D = 64's
+//      packed pairs and -delta start in the plain kernel, 61.75 ms. On gfx942 (no
 //      transposing LDS reads) Q and dO are staged as st_g4 (attention_bwd_ops.h), whose acc-order operand is two
 //      ds_read_b128 per 4 x 4 granule, not an element a read (MI300X GQA D128 N8192: 194.2 -> 168.4 ms with the
 //      reads below);
@@ -437,8 +438,13 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
         }
         xbuf[own].put(x);
       } else {
-        sd = mma_ABt_lds(cur.dout, k);
-        if constexpr (V.dropout || V.dynamic) {
+        // (plain: -delta starts dP's accumulator, and dS's multiply goes in packed pairs, as at D = 64: with the
+        // first waves' packed exp2 argument, MI355X GQA D128 N8192 dK/dV 63.49 -> 61.75 ms)
+        if constexpr (plain) sd = mma_ABt_lds(cur.dout, k, attn_bwd_init<false>(ndelta));
+        else sd = mma_ABt_lds(cur.dout, k);
+        if constexpr (plain) {
+          // (dP - delta already)
+        } else if constexpr (V.dropout || V.dynamic) {
           if (V.dropout || dropout_on()) {  // dP dropped (its scale in the subtraction's multiply-add)
             keep = attn_dropout_keep<false, decltype(sd), fresh>(p, blk.b, h, qi, kj);
             kbuf[own][fresh_lane()] = keep;
@@ -462,7 +468,8 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
         mma_AtB_acc(dkt, cur.dout, sd);
       } else {
         xbuf[own].get(x);
-        mul(sd, sd, x);
+        if constexpr (plain) attn_bwd_mul_pairs(sd, x);
+        else mul(sd, sd, x);
         mma_AtB_acc(dkt, cur.q, sd);
       }
       if (more) put(next, staged);
