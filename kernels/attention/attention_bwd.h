@@ -8,9 +8,14 @@
 //      and w + 4 (one SIMD) owning 32 keys, its first wave computing S, P and dV^T, its second dP, dS and dK^T, with P
 //      (times the cap's slope) passed in fp32 through the LDS behind a second barrier in the step: each staged
 //      fragment serves 32 keys, not 16 (at 16 the MFMAs need all of a SIMD pair's LDS port; 32 keys a wave do not fit
-//      two waves' registers). MI355X GQA D128 N8192: 71.0 -> 66.3 ms (docs/design.md). On gfx942 (no transposing
-//      LDS reads) Q and dO are staged as st_g4 (attention_bwd_ops.h), whose acc-order operand is two ds_read_b128 per
-//      4 x 4 granule, not an element a read (MI300X GQA D128 N8192: 194.2 -> 168.4 ms with the reads below);
+//      two waves' registers). MI355X GQA D128 N8192: 71.0 -> 66.3 ms (docs/design.md). A step's loads (Q, dO, LSE,
+//      delta) are issued by one wave of each pair, the first (the second with softcapping, whose tanh is the first's),
+//      so that the other starts its product at the barrier, not after the loads' scalar address work: 66.05 -> 63.49
+//      ms (not in the instance of feature combinations, which then reloads from scratch in its loop); with D = 64's
+//      packed pairs and -delta start in the plain kernel, 61.75 ms. On gfx942 (no
+//      transposing LDS reads) Q and dO are staged as st_g4 (attention_bwd_ops.h), whose acc-order operand is two
+//      ds_read_b128 per 4 x 4 granule, not an element a read (MI300X GQA D128 N8192: 194.2 -> 168.4 ms with the
+//      reads below);
 //   3. attention_bwd_dq: one workgroup per (sequence, query head, 4 WQ queries; 8 WQ on gfx942 at D = 128), each
 //      wave owning WQ queries (16; 32 with transposing LDS reads: each key tile read serves twice the MFMA work; at D
 //      = 128 the tile's 64 keys in two chunks of 32, and not with softcapping or ALiBi); it recomputes P^T and dS^T
@@ -300,23 +305,32 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   // The steps: every query tile [qt_begin, qt_end) of every query head of the group, heads outer.
   const int ratio = p.heads_q / p.heads_kv;
   const float c = p.scale_log2;
-  const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
+  // The waves that issue a step's loads: all, or in pairs the first waves only (GF), so that the second's step starts
+  // its products at the barrier, not after the loads' scalar address work.
+  // (With softcapping, whose tanh is the first waves' vector work, the second waves load. Not the instance of
+  // feature combinations, which then reloads registers from scratch in the loop.)
+  constexpr bool half_fill = pairs && !V.dynamic;
+  using GF = std::conditional_t<half_fill, group<4>, G>;
+  constexpr int fill_role = V.softcap ? 1 : 0;
+  const async_wave<GF> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
   auto fill = [&](int h, int qt, Stage& s) __attribute__((always_inline)) {
+    if (half_fill && role != fill_role) return;
     const auto q_view = head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq);
     const auto do_view = head_view<T, DV>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq);
     if constexpr (attn_bwd_g4<D, DV>) {
-      load_async_g4<G>(s.q, q_view, qt, dma_wave);
-      load_async_g4<G>(s.dout, do_view, qt, dma_wave);
+      load_async_g4<GF>(s.q, q_view, qt, dma_wave);
+      load_async_g4<GF>(s.dout, do_view, qt, dma_wave);
     } else {
-      load_async<G>(s.q, q_view, {0, 0, qt, 0}, dma_wave);
-      load_async<G>(s.dout, do_view, {0, 0, qt, 0}, dma_wave);
+      load_async<GF>(s.q, q_view, {0, 0, qt, 0}, dma_wave);
+      load_async<GF>(s.dout, do_view, {0, 0, qt, 0}, dma_wave);
     }
   };
   // The LSE (wave 0) or delta (wave 1) of the step's query `lane` (lanes below BQ), 0 past the sequence's end, loaded
   // before a step's work and stored after it into the other stage (LSE in log2 units, delta negated: -delta starts
   // dP's accumulator). A buffer load: the row's base
   // and its bound are scalar (the resource's range check reads zeros past it), the lane's part one register.
-  const int lane = lane_id(), stat_wave = dma_wave.index;
+  const int lane = lane_id();
+  const int stat_wave = half_fill ? async_wave<G>{}.index ^ 4 * fill_role : dma_wave.index;  // (the loading waves' 0, 1)
   auto fresh_lane = [&]() __attribute__((always_inline)) {  // (the keep bits' address found again each step)
     int l = lane;
     if constexpr (fresh) asm volatile("" : "+v"(l));
@@ -403,7 +417,8 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       if constexpr (!V.dynamic) capped(sd);
       if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
         mask_visible<false>(sd, p, qi, kj, blk.sq, blk.sk, off);
-      map_rows(sd, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
+      if constexpr (plain) attn_bwd_exp2<false>(sd, lse, c);
+      else map_rows(sd, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     };
     if constexpr (pairs) {
       // The pair's first wave: S, P, dV^T += dO^T P; its second: dP, dS, dK^T += Q^T dS, with P (times the cap's
@@ -423,8 +438,13 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
         }
         xbuf[own].put(x);
       } else {
-        sd = mma_ABt_lds(cur.dout, k);
-        if constexpr (V.dropout || V.dynamic) {
+        // (plain: -delta starts dP's accumulator, and dS's multiply goes in packed pairs, as at D = 64: with the
+        // first waves' packed exp2 argument, MI355X GQA D128 N8192 dK/dV 63.49 -> 61.75 ms)
+        if constexpr (plain) sd = mma_ABt_lds(cur.dout, k, attn_bwd_init<false>(ndelta));
+        else sd = mma_ABt_lds(cur.dout, k);
+        if constexpr (plain) {
+          // (dP - delta already)
+        } else if constexpr (V.dropout || V.dynamic) {
           if (V.dropout || dropout_on()) {  // dP dropped (its scale in the subtraction's multiply-add)
             keep = attn_dropout_keep<false, decltype(sd), fresh>(p, blk.b, h, qi, kj);
             kbuf[own][fresh_lane()] = keep;
@@ -448,7 +468,8 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
         mma_AtB_acc(dkt, cur.dout, sd);
       } else {
         xbuf[own].get(x);
-        mul(sd, sd, x);
+        if constexpr (plain) attn_bwd_mul_pairs(sd, x);
+        else mul(sd, sd, x);
         mma_AtB_acc(dkt, cur.q, sd);
       }
       if (more) put(next, staged);
