@@ -234,6 +234,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   constexpr bool d64 = D == 64 && DV == 64 && arch::current::lds_read_transpose && !pairs;
   constexpr bool split = d64 && plain;
   constexpr bool const_stage = (pairs || (attn_bwd_g4<D, DV> && D == 128) || split) && plain;
+  constexpr bool prio = attn_bwd_g4<D, DV> && D == 128 && const_stage;
   __shared__ __attribute__((aligned(16))) char
       smem[split ? std::max(sizeof(Stage), sizeof(KT)) : std::max(sizeof(Stage) * 2, sizeof(KT) + sizeof(VT))];
   __shared__ __attribute__((aligned(16))) std::conditional_t<split, char[std::max(sizeof(Stage), sizeof(VT))], char> smem1;
@@ -349,6 +350,10 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     Stage &cur = stages(stage), &next = stages(stage ^ 1);
     wait_vmcnt<0>();
     barrier();  // this step is in; every wave is done with the previous step's stage
+    if constexpr (prio) {  // (alternate steps' priority: the header's 2.)
+      if ((int(blockIdx.x) & 1) == stage) set_priority<1>();
+      else set_priority<0>();
+    }
     int nh = h, nqt = qt + 1;  // the next step
     if (nqt == kb.qt_end) nqt = kb.qt_begin, ++nh;
     const bool more = nh < h_end;
