@@ -10,7 +10,10 @@
 //      fragment serves 32 keys, not 16 (at 16 the MFMAs need all of a SIMD pair's LDS port; 32 keys a wave do not fit
 //      two waves' registers). MI355X GQA D128 N8192: 71.0 -> 66.3 ms (docs/design.md). On gfx942 (no transposing
 //      LDS reads) Q and dO are staged as st_g4 (attention_bwd_ops.h), whose acc-order operand is two ds_read_b128 per
-//      4 x 4 granule, not an element a read (MI300X GQA D128 N8192: 194.2 -> 168.4 ms with the reads below);
+//      4 x 4 granule, not an element a read (MI300X GQA D128 N8192: 194.2 -> 168.4 ms with the reads below). There
+//      (gfx942, D = 128, plain) the waves take `s_setprio 1` in the steps of stage 0, so that neither of the CU's two
+//      workgroups falls behind the other by the arbitration's age order and finishes alone (as kernel 3's on gfx950:
+//      153.6 -> 144.3 ms), and the step's scalar work is cut (`lean`: SALU per MFMA 2.83 -> 1.59; 139.9 ms);
 //   3. attention_bwd_dq: one workgroup per (sequence, query head, 4 WQ queries; 8 WQ on gfx942 at D = 128), each
 //      wave owning WQ queries (16; 32 with transposing LDS reads: each key tile read serves twice the MFMA work; at D
 //      = 128 the tile's 64 keys in two chunks of 32, and not with softcapping or ALiBi); it recomputes P^T and dS^T
