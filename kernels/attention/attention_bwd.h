@@ -305,7 +305,6 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   const int ratio = p.heads_q / p.heads_kv;
   const float c = p.scale_log2;
   const async_wave<G> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
-  const int lane = lane_id(), stat_wave = dma_wave.index;
   // A head's Q and dO rows and this wave's statistic (LSE or delta). In the plain gfx942 kernel at D = 128 (`lean`)
   // the next step's are the step's plus the heads' strides where the head changes, not rebuilt from the head index
   // with 64-bit multiplies each step; there too the test of whether a step's tile is whole (no mask) is an interval of
@@ -315,14 +314,9 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     const T *q, *dout;
     const float* stat;
   };
-  auto rows_of = [&](int h) __attribute__((always_inline)) {
-    return HeadRows{head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq).at(0, 0, 0, 0),
-                    head_view<T, DV>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq).at(0, 0, 0, 0),
-                    lse_row(p, stat_wave == 0 ? p.lse : a.delta, blk, h).at(0, 0, 0, 0)};
-  };
-  auto fill = [&](const HeadRows& r, int qt, Stage& s) __attribute__((always_inline)) {
-    const gl<T, 1, 1, runtime_dim, D> q_view(const_cast<T*>(r.q), 1, 1, blk.sq, D, p.q_rs);
-    const gl<T, 1, 1, runtime_dim, DV> do_view(const_cast<T*>(r.dout), 1, 1, blk.sq, DV, a.do_rs);
+  auto fill = [&](int h, int qt, Stage& s) __attribute__((always_inline)) {
+    const auto q_view = head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq);
+    const auto do_view = head_view<T, DV>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq);
     if constexpr (attn_bwd_g4<D, DV>) {
       load_async_g4<G>(s.q, q_view, qt, dma_wave);
       load_async_g4<G>(s.dout, do_view, qt, dma_wave);
@@ -331,16 +325,27 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       load_async<G>(s.dout, do_view, {0, 0, qt, 0}, dma_wave);
     }
   };
+  auto fill_rows = [&](const auto& r, int qt, auto& s) __attribute__((always_inline)) {  // (lean: st_g4)
+    load_async_g4<G>(s.q, gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(r.q), 1, 1, blk.sq, D, p.q_rs), qt, dma_wave);
+    load_async_g4<G>(s.dout, gl<T, 1, 1, runtime_dim, DV>(const_cast<T*>(r.dout), 1, 1, blk.sq, DV, a.do_rs), qt, dma_wave);
+  };
   // The LSE (wave 0) or delta (wave 1) of the step's query `lane` (lanes below BQ), 0 past the sequence's end, loaded
   // before a step's work and stored after it into the other stage (LSE in log2 units, delta negated: -delta starts
   // dP's accumulator). A buffer load: the row's base
   // and its bound are scalar (the resource's range check reads zeros past it), the lane's part one register.
+  const int lane = lane_id(), stat_wave = dma_wave.index;
   auto fresh_lane = [&]() __attribute__((always_inline)) {  // (the keep bits' address found again each step)
     int l = lane;
     if constexpr (fresh) asm volatile("" : "+v"(l));
     return l;
   };
-  auto stat = [&](const HeadRows& r, int qt) __attribute__((always_inline)) {
+  auto stat = [&](int h, int qt) __attribute__((always_inline)) {
+    if (stat_wave >= 2) return 0.f;
+    const float* row = lse_row(p, stat_wave == 0 ? p.lse : a.delta, blk, h).at(0, 0, 0, 0);
+    const auto rsrc = arch::current::buffer_rsrc(row, blk.sq * 4);
+    return __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(rsrc, lane * 4, qt * BQ * 4, 0));
+  };
+  auto stat_rows = [&](const auto& r, int qt) __attribute__((always_inline)) {  // (lean)
     if (stat_wave >= 2) return 0.f;
     const auto rsrc = arch::current::buffer_rsrc(r.stat, blk.sq * 4);
     return __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(rsrc, lane * 4, qt * BQ * 4, 0));
@@ -360,10 +365,19 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   const int h_end = (blk.h_kv + 1) * ratio;
   int h = blk.h_kv * ratio, qt = kb.qt_begin;  // this step's head and query tile
   if (kb.qt_begin == kb.qt_end) h = h_end;     // no step
-  HeadRows rows = rows_of(h);
+  HeadRows rows{};  // lean: head h's
+  if constexpr (lean)
+    rows = {head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq).at(0, 0, 0, 0),
+            head_view<T, DV>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq).at(0, 0, 0, 0),
+            lse_row(p, stat_wave == 0 ? p.lse : a.delta, blk, h).at(0, 0, 0, 0)};
   if (h < h_end) {
-    fill(rows, qt, stages(0));
-    put(stages(0), stat(rows, qt));
+    if constexpr (lean) {
+      fill_rows(rows, qt, stages(0));
+      put(stages(0), stat_rows(rows, qt));
+    } else {
+      fill(h, qt, stages(0));
+      put(stages(0), stat(h, qt));
+    }
   }
   // lean: the step's tile (queries qt BQ ..) is whole, seeing each of the wave's keys, for qt BQ in [whole_lo, whole_hi]
   // (attn_tile_whole's bounds solved for the first query: the window's, and the sequences' ends).
@@ -389,16 +403,11 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       else set_priority<0>();
     }
     int nh = h, nqt = qt + 1;  // the next step
-    const bool wrap = nqt == kb.qt_end;
-    if (wrap) nqt = kb.qt_begin, ++nh;
+    if (nqt == kb.qt_end) nqt = kb.qt_begin, ++nh;
     const bool more = nh < h_end;
-    HeadRows nrows;
-    if constexpr (lean) {
-      nrows = rows;
-      if (wrap) nrows.q += p.q_hs, nrows.dout += a.do_hs, nrows.stat += p.lse_hs;
-    } else {
-      nrows = rows_of(nh);
-    }
+    HeadRows nrows = rows;
+    if constexpr (lean)
+      if (nh != h) nrows.q += p.q_hs, nrows.dout += a.do_hs, nrows.stat += p.lse_hs;
     float staged = 0.f;
     // st_g4 (gfx942): the step's operands go to registers before the next step's loads are issued; the compiler
     // cannot tell the stages apart and would wait for those loads before any later read of the stage.
@@ -414,7 +423,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     };
     std::conditional_t<g4, Operands, NoOperands> ops;
     if constexpr (!g4)
-      if (more) staged = stat(nrows, nqt), fill(nrows, nqt, next);
+      if (more) staged = stat(nh, nqt), fill(nh, nqt, next);
     rows_vec lse, ndelta;  // (ndelta: -delta)
     load(lse, cur.lse);
     load(ndelta, cur.delta);
@@ -423,7 +432,11 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       load(ops.dout, cur.dout);
       load_g4_t(ops.dot, cur.dout);
       load_g4_t(ops.qt, cur.q);
-      if (more) staged = stat(nrows, nqt), fill(nrows, nqt, next);
+      if constexpr (lean) {
+        if (more) staged = stat_rows(nrows, nqt), fill_rows(nrows, nqt, next);
+      } else {
+        if (more) staged = stat(nh, nqt), fill(nh, nqt, next);
+      }
     }
     // S = Q K^T or dP = dO V^T (x: cur.q or cur.dout, r: Q or dO in registers, b: K or V).
     auto abt = [&](const auto& x, const auto& r, const auto& b, auto init) __attribute__((always_inline)) {
@@ -499,7 +512,8 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
         mma_AtB_acc(dkt, cur.q, sd);
       }
       if (more) put(next, staged);
-      h = nh, qt = nqt, rows = nrows;
+      h = nh, qt = nqt;
+    if constexpr (lean) rows = nrows;
       return;
     }
     // S = Q K^T (queries x keys), masked where the tile crosses a query's visible range, and P.
@@ -535,8 +549,11 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       if (softcap_on()) attn_bwd_cap(p, s, dp);
     }
     if (alibi_on()) add_alibi<false>(s, alibi_slope(p, blk.b, h), q0, k0, kb.off);
-    if (lean ? qi < whole_lo || qi > whole_hi : qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
+    if constexpr (lean) {
+      if (qi < whole_lo || qi > whole_hi) mask_visible<false>(s, p, qi, kj, blk.sq, blk.sk, off);
+    } else if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off)) {
       mask_visible<false>(s, p, qi, kj, blk.sq, blk.sk, off);
+    }
     if constexpr (packed) attn_bwd_exp2<false>(s, lse, c);
     else map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     if constexpr (!early)
@@ -563,7 +580,8 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     else mul(s, s, dp);
     acc_tb(dkt, cur.q, ops.qt, s, std::false_type{});
     if (more) put(next, staged);
-    h = nh, qt = nqt, rows = nrows;
+    h = nh, qt = nqt;
+    if constexpr (lean) rows = nrows;
   };
   if constexpr (const_stage) {
     while (h < h_end) {
