@@ -12,10 +12,12 @@
 //      delta) are issued by one wave of each pair, the first (the second with softcapping, whose tanh is the first's),
 //      so that the other starts its product at the barrier, not after the loads' scalar address work: 66.05 -> 63.49
 //      ms (not in the instance of feature combinations, which then reloads from scratch in its loop); with D = 64's
-//      packed pairs and -delta start in the plain kernel, 61.75 ms. On gfx942 (no
-//      transposing LDS reads) Q and dO are staged as st_g4 (attention_bwd_ops.h), whose acc-order operand is two
-//      ds_read_b128 per 4 x 4 granule, not an element a read (MI300X GQA D128 N8192: 194.2 -> 168.4 ms with the
-//      reads below);
+//      packed pairs and -delta start in the plain kernel, 61.75 ms. On gfx942 (no transposing LDS reads) Q and dO are
+//      staged as st_g4 (attention_bwd_ops.h), whose acc-order operand is two ds_read_b128 per 4 x 4 granule, not an
+//      element a read (MI300X GQA D128 N8192: 194.2 -> 168.4 ms with the reads below). There (gfx942, D = 128, plain)
+//      the waves take `s_setprio 1` in the steps of stage 0, so that neither of the CU's two workgroups falls behind
+//      the other by the arbitration's age order and finishes alone (as kernel 3's on gfx950: 153.6 -> 144.3 ms), and
+//      the step's scalar work is cut (`lean`: SALU per MFMA 2.83 -> 1.59; 139.9 ms);
 //   3. attention_bwd_dq: one workgroup per (sequence, query head, 4 WQ queries; 8 WQ on gfx942 at D = 128), each
 //      wave owning WQ queries (16; 32 with transposing LDS reads: each key tile read serves twice the MFMA work; at D
 //      = 128 the tile's 64 keys in two chunks of 32, and not with softcapping or ALiBi); it recomputes P^T and dS^T
@@ -239,6 +241,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   constexpr bool d64 = D == 64 && DV == 64 && arch::current::lds_read_transpose && !pairs;
   constexpr bool split = d64 && plain;
   constexpr bool const_stage = (pairs || (attn_bwd_g4<D, DV> && D == 128) || split) && plain;
+  constexpr bool prio = attn_bwd_g4<D, DV> && D == 128 && const_stage;
   __shared__ __attribute__((aligned(16))) char
       smem[split ? std::max(sizeof(Stage), sizeof(KT)) : std::max(sizeof(Stage) * 2, sizeof(KT) + sizeof(VT))];
   __shared__ __attribute__((aligned(16))) std::conditional_t<split, char[std::max(sizeof(Stage), sizeof(VT))], char> smem1;
@@ -313,6 +316,15 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   using GF = std::conditional_t<half_fill, group<4>, G>;
   constexpr int fill_role = V.softcap ? 1 : 0;
   const async_wave<GF> dma_wave;  // read once: the loads' per-lane addressing stays out of the loop
+  // A head's Q and dO rows and this wave's statistic (LSE or delta). In the plain gfx942 kernel at D = 128 (`lean`)
+  // the next step's are the step's plus the heads' strides where the head changes, not rebuilt from the head index
+  // with 64-bit multiplies each step; there too the test of whether a step's tile is whole (no mask) is an interval of
+  // query tiles found once (`whole_lo`, `whole_hi`), and the LSE or delta is stored without a branch per wave.
+  constexpr bool lean = prio;
+  struct HeadRows {
+    const T *q, *dout;
+    const float* stat;
+  };
   auto fill = [&](int h, int qt, Stage& s) __attribute__((always_inline)) {
     if (half_fill && role != fill_role) return;
     const auto q_view = head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq);
@@ -324,6 +336,10 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       load_async<GF>(s.q, q_view, {0, 0, qt, 0}, dma_wave);
       load_async<GF>(s.dout, do_view, {0, 0, qt, 0}, dma_wave);
     }
+  };
+  auto fill_rows = [&](const auto& r, int qt, auto& s) __attribute__((always_inline)) {  // (lean: st_g4)
+    load_async_g4<G>(s.q, gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(r.q), 1, 1, blk.sq, D, p.q_rs), qt, dma_wave);
+    load_async_g4<G>(s.dout, gl<T, 1, 1, runtime_dim, DV>(const_cast<T*>(r.dout), 1, 1, blk.sq, DV, a.do_rs), qt, dma_wave);
   };
   // The LSE (wave 0) or delta (wave 1) of the step's query `lane` (lanes below BQ), 0 past the sequence's end, loaded
   // before a step's work and stored after it into the other stage (LSE in log2 units, delta negated: -delta starts
@@ -342,18 +358,50 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     const auto rsrc = arch::current::buffer_rsrc(row, blk.sq * 4);
     return __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(rsrc, lane * 4, qt * BQ * 4, 0));
   };
+  auto stat_rows = [&](const auto& r, int qt) __attribute__((always_inline)) {  // (lean)
+    if (stat_wave >= 2) return 0.f;
+    const auto rsrc = arch::current::buffer_rsrc(r.stat, blk.sq * 4);
+    return __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(rsrc, lane * 4, qt * BQ * 4, 0));
+  };
+  // (lean: LSE log2 e, or -delta, as one multiply by the wave's factor; the LSE's -inf, and only it, to a finite value)
+  const float stat_factor = stat_wave == 0 ? 1.44269504088896341f : -1.f;
   auto put = [&](Stage& s, float x) __attribute__((always_inline)) {
     // exp2(s c - lse log2 e); a query that sees no key (LSE -inf) has every score masked, so any finite LSE does.
-    if (stat_wave == 0 && lane < BQ) s.lse[lane] = x == -INFINITY ? 0.f : x * 1.44269504088896341f;
-    else if (stat_wave == 1 && lane < BQ) s.delta[lane] = -x;
+    if constexpr (lean) {
+      if (stat_wave < 2 && lane < BQ) (stat_wave == 0 ? s.lse : s.delta)[lane] = fmaxf(x * stat_factor, -__FLT_MAX__);
+    } else {
+      if (stat_wave == 0 && lane < BQ) s.lse[lane] = x == -INFINITY ? 0.f : x * 1.44269504088896341f;
+      else if (stat_wave == 1 && lane < BQ) s.delta[lane] = -x;
+    }
   };
   barrier();  // every wave holds its K and V: the stages are free
   const int h_end = (blk.h_kv + 1) * ratio;
   int h = blk.h_kv * ratio, qt = kb.qt_begin;  // this step's head and query tile
   if (kb.qt_begin == kb.qt_end) h = h_end;     // no step
+  HeadRows rows{};  // lean: head h's
+  if constexpr (lean)
+    rows = {head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq).at(0, 0, 0, 0),
+            head_view<T, DV>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq).at(0, 0, 0, 0),
+            lse_row(p, stat_wave == 0 ? p.lse : a.delta, blk, h).at(0, 0, 0, 0)};
   if (h < h_end) {
-    fill(h, qt, stages(0));
-    put(stages(0), stat(h, qt));
+    if constexpr (lean) {
+      fill_rows(rows, qt, stages(0));
+      put(stages(0), stat_rows(rows, qt));
+    } else {
+      fill(h, qt, stages(0));
+      put(stages(0), stat(h, qt));
+    }
+  }
+  // lean: the step's tile (queries qt BQ ..) is whole, seeing each of the wave's keys, for qt BQ in [whole_lo, whole_hi]
+  // (attn_tile_whole's bounds solved for the first query: the window's, and the sequences' ends).
+  int whole_lo = 0, whole_hi = -1;
+  if constexpr (lean) {
+    const int kj = int(k0), off = int(kb.off);
+    if (kj + WK <= blk.sk) {
+      whole_hi = blk.sq - BQ;
+      if (p.left >= 0) whole_hi = std::min(whole_hi, kj - BQ + 1 - off + p.left);
+      if (p.right >= 0) whole_lo = kj + WK - 1 - off - p.right;
+    }
   }
   // One step in stage `stage_of`: an int, or a compile-time constant where the steps go in pairs, so that each LDS
   // read's address is the loop's, not recomputed from the stage every step (the plain kernel in pairs of waves, MI355X
@@ -363,9 +411,16 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     Stage &cur = stages(stage), &next = stages(stage ^ 1);
     wait_vmcnt<0>();
     barrier();  // this step is in; every wave is done with the previous step's stage
+    if constexpr (prio) {  // (alternate steps' priority: the header's 2.)
+      if constexpr (stage_of == 0) set_priority<1>();
+      else set_priority<0>();
+    }
     int nh = h, nqt = qt + 1;  // the next step
     if (nqt == kb.qt_end) nqt = kb.qt_begin, ++nh;
     const bool more = nh < h_end;
+    HeadRows nrows = rows;
+    if constexpr (lean)
+      if (nh != h) nrows.q += p.q_hs, nrows.dout += a.do_hs, nrows.stat += p.lse_hs;
     float staged = 0.f;
     // st_g4 (gfx942): the step's operands go to registers before the next step's loads are issued; the compiler
     // cannot tell the stages apart and would wait for those loads before any later read of the stage.
@@ -390,7 +445,11 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       load(ops.dout, cur.dout);
       load_g4_t(ops.dot, cur.dout);
       load_g4_t(ops.qt, cur.q);
-      if (more) staged = stat(nh, nqt), fill(nh, nqt, next);
+      if constexpr (lean) {
+        if (more) staged = stat_rows(nrows, nqt), fill_rows(nrows, nqt, next);
+      } else {
+        if (more) staged = stat(nh, nqt), fill(nh, nqt, next);
+      }
     }
     // S = Q K^T or dP = dO V^T (x: cur.q or cur.dout, r: Q or dO in registers, b: K or V).
     auto abt = [&](const auto& x, const auto& r, const auto& b, auto init) __attribute__((always_inline)) {
@@ -474,6 +533,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       }
       if (more) put(next, staged);
       h = nh, qt = nqt;
+    if constexpr (lean) rows = nrows;
       return;
     }
     // S = Q K^T (queries x keys), masked where the tile crosses a query's visible range, and P.
@@ -509,8 +569,11 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       if (softcap_on()) attn_bwd_cap(p, s, dp);
     }
     if (alibi_on()) add_alibi<false>(s, alibi_slope(p, blk.b, h), q0, k0, kb.off);
-    if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
+    if constexpr (lean) {
+      if (qi < whole_lo || qi > whole_hi) mask_visible<false>(s, p, qi, kj, blk.sq, blk.sk, off);
+    } else if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off)) {
       mask_visible<false>(s, p, qi, kj, blk.sq, blk.sk, off);
+    }
     if constexpr (packed) attn_bwd_exp2<false>(s, lse, c);
     else map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     if constexpr (!early)
@@ -538,6 +601,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     acc_tb(dkt, cur.q, ops.qt, s, std::false_type{});
     if (more) put(next, staged);
     h = nh, qt = nqt;
+    if constexpr (lean) rows = nrows;
   };
   if constexpr (const_stage) {
     while (h < h_end) {

@@ -85,11 +85,14 @@ struct gfx9 {
   // One load straight into LDS: Target::lds_dma_bytes from `offset` + `uniform_offset` in the buffer `rsrc` (zeros
   // past its range) into lane l's slot at `lds` + l * lds_dma_bytes; `lds` and `uniform_offset` (the instruction's
   // soffset, an SGPR) must be the same for the whole wave. GFX9 range-checks the sum: offset + uniform_offset + bytes
-  // <= num_records. (A template so that the size is checked only for the target that uses it.)
-  template <class Rsrc>
+  // <= num_records. (A template so that the size is checked only for the target that uses it.) `inst_offset`: the
+  // instruction's offset field (0 .. 4095), added to both: the global offset (range-checked with the others) and the
+  // LDS address, so that loads of one LDS base (M0) at constant distances need no M0 of their own.
+  template <int inst_offset = 0, class Rsrc>
   __device__ static void lds_dma(Rsrc rsrc, __attribute__((address_space(3))) void* lds, int offset, int uniform_offset = 0) {
+    static_assert(inst_offset >= 0 && inst_offset < 4096, "lds_dma: a 12-bit instruction offset");
     if constexpr (device_pass)
-      __builtin_amdgcn_raw_ptr_buffer_load_lds(rsrc, lds, Target::lds_dma_bytes, offset, uniform_offset, 0, 0);
+      __builtin_amdgcn_raw_ptr_buffer_load_lds(rsrc, lds, Target::lds_dma_bytes, offset, uniform_offset, inst_offset, 0);
   }
 
   // Operand fragments of one MFMA, from the target's K: 16-bit elements, K/4 per lane in the 16x16 family and K/2 in
