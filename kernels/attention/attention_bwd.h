@@ -82,7 +82,7 @@ struct AttnBwdArgs {
 // at one wave per SIMD the model found them slower: 60.0 against 49.7 ms on MI355X at GQA N8192): MI355X GQA D128
 // N8192 dQ 46.5 -> 42.9 ms. Every variant, softcapping and ALiBi included (their scalar tests: attention_bwd_dq;
 // before, those spilled at 32 and ran 16 queries a wave in workgroups of 64 over the host's own query tiles: MI355X
-// GQA D128 N8192 dQ softcap 63.6 -> 58.8 ms, ALiBi 49.3 -> 46.6; bwd 605.0 -> 625.5 and 724.0 -> 740.4 TFLOP/s).
+// GQA D128 N8192 dQ softcap 63.6 -> 58.8 ms, ALiBi 49.3 -> 45.4; bwd 605.0 -> 625.5 and 724.0 -> 747.9 TFLOP/s).
 constexpr int attn_bwd_dq_wave_rows(int d, bool lds_read_transpose) { return (d == 64 || d == 128) && lds_read_transpose ? 32 : 16; }
 // Keys of one pass through kernel 3's products within a key tile: at 32 queries a wave at D = 128 (gfx950) the tile's
 // 64 keys in two chunks of 32, so that S^T, dP^T and K^T's acc-order operand of one chunk are held at a time (the
@@ -605,6 +605,8 @@ void attention_bwd_dq(AttnBwdArgs a) {
   // arithmetic before the loop is held through it (it was: lane & 15 and lane >> 2, 2 VGPRs stored to scratch around
   // the loop). MI355X GQA D128 N8192 dQ 42.9 -> 41.9 ms (bwd 802.2 -> 809.9 TFLOP/s), causal 20.7 -> 20.2, dropout 0.1
   // 49.8 -> 49.2 (16 scratch instructions in its loop before the lane was read anew), softcap + ALiBi 63.1 -> 62.4.
+  // Chunk 0's only; ALiBi's and dropout's both chunks' (ALiBi dQ 46.6 -> 45.4 ms, dropout 49.2 -> 48.9; the others
+  // slower so: plain 41.86 -> 41.99, softcap 58.8 -> 60.0, softcap + ALiBi 62.4 -> 63.6).
   constexpr bool ahead = KC < BK;
   const int wave = ahead ? __builtin_amdgcn_readfirstlane(G::wave()) : G::wave();
   const long q0 = view.first_row + long(wave) * WQ;  // this wave's first query
@@ -657,7 +659,7 @@ void attention_bwd_dq(AttnBwdArgs a) {
       const long k0 = long(kt) * BK + ch * KC;
       auto dp_of = [&]() __attribute__((always_inline)) {
         if constexpr (fold) return mma_ABt_lds<false, KC, ch>(sv(stage), dout, attn_bwd_init<true>(delta));
-        else return mma_ABt_lds<true, KC, ch, ahead && ch == 0>(sv(stage), dout);
+        else return mma_ABt_lds<true, KC, ch, ahead && (ch == 0 || V.alibi || V.dropout)>(sv(stage), dout);
       };
       decltype(dp_of()) dp;
       auto dp_delta = [&]() __attribute__((always_inline)) {
