@@ -121,10 +121,9 @@ Status check_layout(const Tensor& t, bool written) {
 // The device's target (hk's lookup): an error unless the kernels are built for it; `pingpong` tells whether it runs
 // the 8-wave ping-pong kernel (attn_pingpong_runs: gfx950, and gfx942 at D = 64); `fwd_waves`: the waves of
 // attention_fwd's workgroup otherwise; `bwd_block_keys(D)`: the keys of one workgroup of the backward's dK, dV kernel;
-// `bwd_rows`: the queries of one workgroup of its delta kernel, `bwd_dq_rows` of its dQ kernel's (the plain and dropout
-// variants', and the others': attn_bwd_dq_narrow); `bwd_dq_waves`: the waves of the dQ kernel's.
-Status check_arch(bool& pingpong, int& fwd_waves, int& bwd_block_keys, int& bwd_rows, int (&bwd_dq_rows)[2],
-                  int& bwd_dq_waves, int& bwd_dkdv_waves, int d, int dv) {
+// `bwd_rows`: the queries of one workgroup of its delta and dQ kernels; `bwd_dq_waves`: the waves of the dQ kernel's.
+Status check_arch(bool& pingpong, int& fwd_waves, int& bwd_block_keys, int& bwd_rows, int& bwd_dq_waves, int& bwd_dkdv_waves,
+                  int d, int dv) {
   Status status;
   const arch::target* target = api::current_target(entry, status);
   if (!target) return status;
@@ -132,7 +131,6 @@ Status check_arch(bool& pingpong, int& fwd_waves, int& bwd_block_keys, int& bwd_
   fwd_waves = kernels::attn_waves(target->lds_bytes, target->lds_read_transpose, d, dv);
   bwd_block_keys = kernels::attn_bwd_block_keys(d, target->lds_read_transpose);
   bwd_rows = kernels::attn_bwd_rows(d, target->lds_read_transpose);
-  for (int narrow : {0, 1}) bwd_dq_rows[narrow] = kernels::attn_bwd_dq_rows(d, target->lds_read_transpose, narrow);
   bwd_dq_waves = kernels::attn_bwd_dq_waves(d, target->lds_read_transpose);
   bwd_dkdv_waves = kernels::attn_bwd_dkdv_waves(d, target->lds_read_transpose);
   return {};
@@ -201,7 +199,7 @@ struct Prepared {
   bool pingpong = false;
   int fwd_waves = 4;
   checks::Span spans[4] = {};  // Q, K, V and O as byte ranges (the FP8 forward's workspace overlaps none)
-  int bwd_block_keys = 0, bwd_rows = 0, bwd_dq_rows[2] = {}, bwd_dq_waves = 4, bwd_dkdv_waves = 4;
+  int bwd_block_keys = 0, bwd_rows = 0, bwd_dq_waves = 4, bwd_dkdv_waves = 4;
   AttentionInputs::Strides resolved(AttentionInputs::Strides s, long rows, long heads, long d) const {
     s = resolve(s, rows, heads, d);
     if (batch == 1 && a.cu_q) s.batch = 0;  // unused
@@ -214,7 +212,7 @@ struct Prepared {
 Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides o_strides, const float* lse,
                bool backward, Prepared& r) {
   if (Status s = validate(p, o); !s) return s;
-  if (Status s = check_arch(r.pingpong, r.fwd_waves, r.bwd_block_keys, r.bwd_rows, r.bwd_dq_rows, r.bwd_dq_waves, r.bwd_dkdv_waves, p.head_dim,
+  if (Status s = check_arch(r.pingpong, r.fwd_waves, r.bwd_block_keys, r.bwd_rows, r.bwd_dq_waves, r.bwd_dkdv_waves, p.head_dim,
                                 value_dim(p));
       !s)
     return s;
@@ -430,16 +428,13 @@ size_t attention_forward_workspace_bytes(const AttentionProblem& p) {
 namespace {
 
 template <class T, int D, int DV, kernels::AttnVariant V>
-void launch_backward(const kernels::AttnBwdArgs& a, unsigned q_blocks, const int (&dq_tiles)[2], unsigned k_blocks,
-                     int dq_waves, int dkdv_waves, unsigned steps, hipStream_t stream) {
-  kernels::AttnBwdArgs ad = a;  // the dQ kernel's: its own query tiles
-  ad.f.q_tiles = dq_tiles[kernels::attn_bwd_dq_narrow<V>];
-  const unsigned dq_blocks = unsigned(long(a.f.batch) * a.f.heads_q * ad.f.q_tiles);
+void launch_backward(const kernels::AttnBwdArgs& a, unsigned q_blocks, unsigned k_blocks, int dq_waves, int dkdv_waves,
+                     unsigned steps, hipStream_t stream) {
   // No query at all (every query sequence empty): no delta, no dQ, and dK = dV = 0 from key blocks that see nothing.
   if (q_blocks && (steps & 1)) hipLaunchKernelGGL((kernels::attention_bwd_delta<T, D, DV>), dim3(q_blocks), dim3(256), 0, stream, a);
   if (k_blocks && (steps & 2)) hipLaunchKernelGGL((kernels::attention_bwd_dkdv<T, D, V, DV>), dim3(k_blocks), dim3(64 * dkdv_waves), 0, stream, a);
-  if (dq_blocks && (steps & 4))
-    hipLaunchKernelGGL((kernels::attention_bwd_dq<T, D, V, DV>), dim3(dq_blocks), dim3(64 * dq_waves), 0, stream, ad);
+  if (q_blocks && (steps & 4))
+    hipLaunchKernelGGL((kernels::attention_bwd_dq<T, D, V, DV>), dim3(q_blocks), dim3(64 * dq_waves), 0, stream, a);
   if (a.dsinks && (steps & 8)) hipLaunchKernelGGL(kernels::attention_bwd_dsink, dim3(a.f.heads_q), dim3(256), 0, stream, a);
 }
 
@@ -505,14 +500,11 @@ Status backward(const AttentionBackwardProblem& p, float* own_delta, bool& needs
   a.dv_bs = tdv.s.batch, a.dv_rs = tdv.s.row, a.dv_hs = tdv.s.head;
   a.k_tiles = (r.longest_k + r.bwd_block_keys - 1) / r.bwd_block_keys;
   const long q_blocks = long(p.batch) * p.heads_q * a.f.q_tiles, k_blocks = long(p.batch) * p.heads_kv * a.k_tiles;
-  int dq_tiles[2];
-  for (int n : {0, 1}) dq_tiles[n] = (r.longest_q + r.bwd_dq_rows[n] - 1) / r.bwd_dq_rows[n];
-  if (q_blocks >= (1l << 31) || k_blocks >= (1l << 31) || long(p.batch) * p.heads_q * dq_tiles[1] >= (1l << 31))
-    return invalid("too many tiles for one launch (>= 2^31)");
+  if (q_blocks >= (1l << 31) || k_blocks >= (1l << 31)) return invalid("too many tiles for one launch (>= 2^31)");
   if (q_blocks == 0 && k_blocks == 0 && !p.dsinks) return {};
   (void)hipGetLastError();  // launch errors below are ours alone
   dispatch(p, [&](auto t, auto dims, auto v) {
-    launch_backward<decltype(t), decltype(dims)::value.d, decltype(dims)::value.dv, decltype(v)::value>(a, unsigned(q_blocks), dq_tiles, unsigned(k_blocks),
+    launch_backward<decltype(t), decltype(dims)::value.d, decltype(dims)::value.dv, decltype(v)::value>(a, unsigned(q_blocks), unsigned(k_blocks),
                                                                            r.bwd_dq_waves, r.bwd_dkdv_waves, steps, p.stream);
   });
   if (hipError_t e = hipGetLastError(); e != hipSuccess) return error(e, std::string("launch failed: ") + hipGetErrorString(e));

@@ -20,7 +20,7 @@
 //      the step's scalar work is cut (`lean`: SALU per MFMA 2.83 -> 1.59; 139.9 ms);
 //   3. attention_bwd_dq: one workgroup per (sequence, query head, 4 WQ queries; 8 WQ on gfx942 at D = 128), each
 //      wave owning WQ queries (16; 32 with transposing LDS reads: each key tile read serves twice the MFMA work; at D
-//      = 128 the tile's 64 keys in two chunks of 32, and not with softcapping or ALiBi); it recomputes P^T and dS^T
+//      = 128 the tile's 64 keys in two chunks of 32, every variant); it recomputes P^T and dS^T
 //      over the visible key tiles in order and accumulates dQ^T += K^T dS^T in fp32. At 32 queries a wave (D = 128)
 //      the waves of the two workgroups on a CU take priority in alternate key tiles (s_setprio by the workgroup's
 //      parity and the stage), so that neither falls behind the other by the arbitration's age order: 44.4 -> 42.9 ms.
@@ -74,8 +74,7 @@
 namespace hk::kernels {
 
 struct AttnBwdArgs {
-  AttnArgs f;          // Q, K, V, the forward's O and LSE, the shape and masks (f.q_tiles: tiles of attn_bwd_rows(...);
-                       // the dQ kernel's: of attn_bwd_dq_rows(...))
+  AttnArgs f;          // Q, K, V, the forward's O and LSE, the shape and masks (f.q_tiles: tiles of attn_bwd_rows(...))
   const void* dout;    // dO, laid out like O
   void *dq, *dk, *dv;  // written as the element type
   long do_bs, do_rs, do_hs, dq_bs, dq_rs, dq_hs, dk_bs, dk_rs, dk_hs, dv_bs, dv_rs, dv_hs;
@@ -88,15 +87,10 @@ struct AttnBwdArgs {
 // LDS once per wave, feed twice the MFMA work of 16 queries; else 16. At D = 128 the tile's keys go through the
 // products in chunks (attn_bwd_dq_chunk_keys), so that 32 queries fit two waves' registers (whole 64-key tiles spill;
 // at one wave per SIMD the model found them slower: 60.0 against 49.7 ms on MI355X at GQA N8192): MI355X GQA D128
-// N8192 dQ 46.5 -> 42.9 ms. Not with softcapping or ALiBi alone (`narrow`), whose vector work's registers spill there
-// (the LDS read addresses, reloaded from scratch in the loop): those keep 16 queries a wave, 64 a workgroup (the host
-// launches their dQ kernel over tiles of attn_bwd_dq_rows; the delta kernel's rows are attn_bwd_rows). The dynamic
-// instance (features together) fits 32 (with dP^T's reads ahead: attention_bwd_dq): softcap + ALiBi dQ 71.3 -> 62.4 ms.
-template <AttnVariant V>
-inline constexpr bool attn_bwd_dq_narrow = V.softcap || V.alibi;
-constexpr int attn_bwd_dq_wave_rows(int d, bool lds_read_transpose, bool narrow = false) {
-  return lds_read_transpose && (d == 64 || (d == 128 && !narrow)) ? 32 : 16;
-}
+// N8192 dQ 46.5 -> 42.9 ms. Every variant, softcapping and ALiBi included (their scalar tests: attention_bwd_dq;
+// before, those spilled at 32 and ran 16 queries a wave in workgroups of 64 over the host's own query tiles: MI355X
+// GQA D128 N8192 dQ softcap 63.6 -> 58.8 ms, ALiBi 49.3 -> 45.4; bwd 605.0 -> 625.5 and 724.0 -> 747.9 TFLOP/s).
+constexpr int attn_bwd_dq_wave_rows(int d, bool lds_read_transpose) { return (d == 64 || d == 128) && lds_read_transpose ? 32 : 16; }
 // Keys of one pass through kernel 3's products within a key tile: at 32 queries a wave at D = 128 (gfx950) the tile's
 // 64 keys in two chunks of 32, so that S^T, dP^T and K^T's acc-order operand of one chunk are held at a time (the
 // whole tile's spill at 256 registers); else the whole tile.
@@ -107,10 +101,9 @@ constexpr int attn_bwd_dq_chunk_keys(int d, bool lds_read_transpose, int tile_ke
 // Waves of kernel 3's workgroup: 8 where the LDS holds one workgroup's two stages of K and V only (gfx942 at D = 128,
 // as the forward's attn_waves): two waves per SIMD reading the same stages; else 4, two workgroups a CU.
 constexpr int attn_bwd_dq_waves(int d, bool lds_read_transpose) { return d == 128 && !lds_read_transpose ? 8 : 4; }
-constexpr int attn_bwd_dq_rows(int d, bool lds_read_transpose, bool narrow) {
-  return attn_bwd_dq_waves(d, lds_read_transpose) * attn_bwd_dq_wave_rows(d, lds_read_transpose, narrow);
+constexpr int attn_bwd_rows(int d, bool lds_read_transpose) {
+  return attn_bwd_dq_waves(d, lds_read_transpose) * attn_bwd_dq_wave_rows(d, lds_read_transpose);
 }
-constexpr int attn_bwd_rows(int d, bool lds_read_transpose) { return attn_bwd_dq_rows(d, lds_read_transpose, false); }
 
 // Waves per SIMD kernel 3 declares, so that the compiler keeps the accumulators in arch VGPRs within 256 registers.
 // Where col-layout operands are read from LDS an element at a time (no transposing reads: gfx942), each element lands
@@ -658,7 +651,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dq_waves(D, arch::current::lds_read_
 void attention_bwd_dq(AttnBwdArgs a) {
   constexpr bool tr = arch::current::lds_read_transpose;
   using G = group<attn_bwd_dq_waves(D, tr)>;
-  constexpr int BK = attn_tile_keys(D, DV), WQ = attn_bwd_dq_wave_rows(D, tr, attn_bwd_dq_narrow<V>);
+  constexpr int BK = attn_tile_keys(D, DV), WQ = attn_bwd_dq_wave_rows(D, tr);
   constexpr int KC = WQ == 32 ? attn_bwd_dq_chunk_keys(D, tr, BK) : BK;  // keys of a pass (BK / KC a tile)
   constexpr int S = attn_bwd_dq_stages<D, DV>, QS = G::waves * WQ / BK;  // stages of K and V; of them, Q's and dO's (the last)
   static_assert(QS >= 1 && QS <= S && G::waves * WQ == QS * BK, "the Q and dO tiles are staged in K and V stages");
@@ -692,11 +685,14 @@ void attention_bwd_dq(AttnBwdArgs a) {
     load_async<G>(sv(S - QS + i), do_view, {0, 0, blk.tile * QS + i, 0}, dma_wave);
   }
   if (S == 2 && QS == 1 && kt_begin < kt_end) fill(kt_begin, 0);
-  // The dynamic instance at 32 queries (gfx950, D = 128) reads dP^T's next k step before this one's MFMAs (`ahead`),
-  // its wave index uniform (q0 an SGPR): MI355X GQA D128 N8192 softcap + ALiBi dQ 63.1 -> 62.4 ms, and with it no
-  // scratch (3 instructions without). Not the plain kernel (41.9 against 42.9 ms, but 2 VGPRs to scratch around the
-  // loop) nor dropout's (16 scratch instructions in the loop).
-  constexpr bool ahead = KC < BK && V.dynamic;
+  // At 32 queries (gfx950, D = 128) the chunks read dP^T's next k step before this one's MFMAs (`ahead`), the wave
+  // index uniform (q0 an SGPR), and the epilogue reads its lane index anew (lane_anew), so that nothing of the lane
+  // arithmetic before the loop is held through it (it was: lane & 15 and lane >> 2, 2 VGPRs stored to scratch around
+  // the loop). MI355X GQA D128 N8192 dQ 42.9 -> 41.9 ms (bwd 802.2 -> 809.9 TFLOP/s), causal 20.7 -> 20.2, dropout 0.1
+  // 49.8 -> 49.2 (16 scratch instructions in its loop before the lane was read anew), softcap + ALiBi 63.1 -> 62.4.
+  // Chunk 0's only; ALiBi's and dropout's both chunks' (ALiBi dQ 46.6 -> 45.4 ms, dropout 49.2 -> 48.9; the others
+  // slower so: plain 41.86 -> 41.99, softcap 58.8 -> 60.0, softcap + ALiBi 62.4 -> 63.6).
+  constexpr bool ahead = KC < BK;
   const int wave = ahead ? __builtin_amdgcn_readfirstlane(G::wave()) : G::wave();
   const long q0 = view.first_row + long(wave) * WQ;  // this wave's first query
   const int row_tile = int(q0 / WQ);
@@ -748,7 +744,7 @@ void attention_bwd_dq(AttnBwdArgs a) {
       const long k0 = long(kt) * BK + ch * KC;
       auto dp_of = [&]() __attribute__((always_inline)) {
         if constexpr (fold) return mma_ABt_lds<false, KC, ch>(sv(stage), dout, attn_bwd_init<true>(delta));
-        else return mma_ABt_lds<true, KC, ch, ahead && ch == 0>(sv(stage), dout);
+        else return mma_ABt_lds<true, KC, ch, ahead && (ch == 0 || V.alibi || V.dropout)>(sv(stage), dout);
       };
       decltype(dp_of()) dp;
       auto dp_delta = [&]() __attribute__((always_inline)) {
@@ -761,12 +757,17 @@ void attention_bwd_dq(AttnBwdArgs a) {
           map_cols(dp, delta, [](float x, float d) { return x + d; });
         }
       };
+      // At 32 queries the softcap and ALiBi instances test their feature on the arguments too (cap.k, the slopes: set
+      // whenever they run), as the dynamic instance does: a scalar branch, which ends the scheduler's region, so that
+      // it does not interleave the feature's vector work with the next chunk's reads; straight-line, that spilled
+      // (softcap 21 VGPRs, 85 scratch instructions; ALiBi 5, 17).
+      constexpr bool tested = KC < BK;
       constexpr bool early = V.softcap || V.dynamic;  // (as kernel 2's)
       if constexpr (early) {
         dp_delta();
-        if (attn_softcap_on<V>(p)) attn_bwd_cap(p, s, dp);
+        if (V.softcap && tested ? p.cap.k != 0.f : attn_softcap_on<V>(p)) attn_bwd_cap(p, s, dp);
       }
-      if (attn_alibi_on<V>(p)) add_alibi<true>(s, view.slope, q0, k0, view.off);
+      if (V.alibi && tested ? p.alibi != nullptr : attn_alibi_on<V>(p)) add_alibi<true>(s, view.slope, q0, k0, view.off);
       const int qi = int(q0), kj = int(k0), off = int(view.off);
       if (qi + WQ > blk.sq || !attn_tile_whole(p, qi, qi + WQ - 1, kj, KC, blk.sk, off))
         mask_visible<true>(s, p, qi, kj, blk.sq, blk.sk, off);
@@ -791,8 +792,9 @@ void attention_bwd_dq(AttnBwdArgs a) {
   wait_vmcnt<0>();  // (no load is left unless no key tile was visible)
   const auto dq_view = head_view<T, D>(a.dq, a.dq_bs, a.dq_rs, a.dq_hs, blk.b, varlen, blk.q_start, blk.h, blk.sq);
   rt<float, WQ, D, layout::row> out;
-  transpose(out, dqt);
-  store_bounded(dq_view, out, {0, 0, row_tile, 0}, p.scale);
+  using Lane = std::conditional_t<ahead, lane_anew, lane_of_thread>;  // (ahead: made here, not held through the loop)
+  transpose<Lane>(out, dqt);
+  store_bounded<Lane>(dq_view, out, {0, 0, row_tile, 0}, p.scale);
 }
 
 }  // namespace hk::kernels

@@ -38,10 +38,10 @@ __device__ inline void load_bounded(RT& dst, const GL& src, coord at) {
       }
 }
 
-// dst = alpha * acc + beta * dst for the elements inside the tensor (beta == 0 does not read dst).
-template <class GL, register_tile RT>
+// dst = alpha * acc + beta * dst for the elements inside the tensor (beta == 0 does not read dst). (Lane: scope.h.)
+template <class Lane = lane_of_thread, class GL, register_tile RT>
 __device__ inline void store_bounded(const GL& dst, const RT& src, coord at, float alpha = 1.f, float beta = 0.f) {
-  detail::store_global<true>(dst, src, at, alpha, beta);
+  detail::store_global<true, Lane>(dst, src, at, alpha, beta);
 }
 
 }  // namespace hk

@@ -84,7 +84,7 @@ inline constexpr bool register_swappable =
     std::same_as<typename D::shape, mfma16> && std::same_as<typename S::shape, mfma16> && S::E == 4 && D::lay != S::lay && (D::E == 4 || (S::lay == layout::col && D::lay == layout::row && D::E % 4 == 0 &&
                                                       (D::E <= 16 || D::E % 16 == 0)));
 
-template <class D, class S>
+template <class Lane = lane_of_thread, class D, class S>
 __device__ inline void swap_layout_registers(D& d, const S& s) {
   // dst base tile (i, j): lane l holds "fixed" coordinate f = l % 16 (its row in the row layout, its column in the
   // col layout) and varying coordinate v = E*(l/16) + e. The source element at (f, v) lives in src tile (i, j*E/4 +
@@ -92,7 +92,7 @@ __device__ inline void swap_layout_registers(D& d, const S& s) {
   // Elements are gathered in H sets of W <= 16: set h takes v = E*g + W*h + e' from the Q = W/4 src tiles
   // j*E/4 + q*H + h, whose 4Q registers a lane lays out as in[4q + m].
   constexpr int E = D::E, W = E < 16 ? E : 16, H = E / W, Q = W / 4;
-  const int lane = lane_id(), f = lane % 16, g = lane / 16;
+  const int lane = Lane{}(), f = lane % 16, g = lane / 16;
   int from[H][W];  // round k of set h: the lane this lane reads
   int need[H];     // the index into the sender's in[] this lane needs
 #pragma unroll
@@ -129,10 +129,10 @@ __device__ inline void swap_layout_registers(D& d, const S& s) {
 // (sigma + k) % W of its registers and a receiver reads the sender with sigma = want - k. E <= 16: W = 16 over one
 // accumulator block (a lane's 16 senders fill 16 / E destination tiles). E = 32 (fp8 on gfx950): a destination tile
 // spans two accumulator blocks, one per lane half, so W = 32 over pairs of blocks and every column is a sender.
-template <class D, class S>
+template <class Lane = lane_of_thread, class D, class S>
 __device__ inline void acc32_to_row_registers(D& d, const S& s) {
   constexpr int E = D::E, W = E <= 16 ? 16 : 32, blocks = W / 16;  // accumulator blocks per round set
-  const int lane = lane_id(), r = lane % 32, h = lane / 32, c = lane % 32;
+  const int lane = Lane{}(), r = lane % 32, h = lane / 32, c = lane % 32;
   const int half = (r / 4) % 2, want = (W == 32 ? 16 * h : 0) + 4 * (r / 8) + r % 4;
   const int sigma = W == 32 ? c : (c / (2 * E)) * E + c % E;
   int from[W];
@@ -189,20 +189,20 @@ inline constexpr bool swappable_in_registers =
     detail::acc32_swappable<D, S>;
 
 // dst = src as a tile of another layout and/or element type, through registers only (see the header comment for
-// the pairs this covers; the scratch overload takes every pair).
-template <register_tile D, register_tile S>
+// the pairs this covers; the scratch overload takes every pair). (Lane: scope.h.)
+template <class Lane = lane_of_thread, register_tile D, register_tile S>
 __device__ inline void swap_layout(D& d, const S& s) {
   static_assert(D::rows == S::rows && D::cols == S::cols, "swap_layout: tiles must have the same shape");
   if constexpr (D::lay == S::lay && D::E == S::E && std::same_as<typename D::shape, typename S::shape>) {
     copy(d, s);
   } else if constexpr (detail::acc32_swappable<D, S>) {
-    detail::acc32_to_row_registers(d, s);
+    detail::acc32_to_row_registers<Lane>(d, s);
   } else {
     static_assert(detail::register_swappable<D, S>,
                   "swap_layout: no register path between these layouts (mfma16: the source needs E = 4, and a col -> "
                   "row swap or E = 4 on both sides; mfma32: the accumulator to a row-layout operand); pass a shared "
                   "scratch tile: swap_layout(dst, src, scratch)");
-    detail::swap_layout_registers(d, s);
+    detail::swap_layout_registers<Lane>(d, s);
   }
 }
 
@@ -240,12 +240,12 @@ __device__ inline void acc_to_operand(D& d, const rt_acc<M, N, S>& acc, ST& scra
 // dst = src^T (dst is src's cols x rows), in any layout and element type. The transpose that also flips the layout
 // (row <-> col with the same E) is free: the registers stay, only tile indices change. Otherwise it is that plus a
 // swap_layout in registers (where the register path covers it: see above).
-template <register_tile D, register_tile S>
+template <class Lane = lane_of_thread, register_tile D, register_tile S>
 __device__ inline void transpose(D& d, const S& s) {
   static_assert(D::rows == S::cols && D::cols == S::rows, "transpose: the destination must be the source's cols x rows");
   detail::transposed_view<S> v;
   detail::transpose_view(v, s);
-  swap_layout(d, v);
+  swap_layout<Lane>(d, v);
 }
 
 // The same through a shared tile owned by this wave (st<D::dtype, D::rows, D::cols>): any layouts and element types.

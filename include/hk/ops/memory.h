@@ -70,10 +70,10 @@ __device__ inline void store_elements(const RT& src, float alpha, float beta, Ad
 
 // Register tile to global memory: dst = alpha * src (+ beta * dst when beta != 0), converted to the tensor's type.
 // When `bounded`, elements outside the tensor are skipped.
-template <bool bounded, class GL, register_tile RT>
+template <bool bounded, class Lane = lane_of_thread, class GL, register_tile RT>
 __device__ inline void store_global(const GL& dst, const RT& src, coord at, float alpha, float beta) {
   using T = typename GL::dtype;
-  const int lane = lane_id();
+  const int lane = Lane{}();
   const int r0 = at.r * RT::rows, c0 = at.c * RT::cols;
   const long ld = dst.row_stride();
   // A tile inside the tensor (the common case) needs no per-element test. Each element's address is then a part the
