@@ -323,16 +323,16 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
     const auto q_view = head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq);
     const auto do_view = head_view<T, DV>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq);
     if constexpr (attn_bwd_g4<D, DV>) {
-      load_async_g4<GF>(s.q, q_view, qt, dma_wave);
-      load_async_g4<GF>(s.dout, do_view, qt, dma_wave);
+      load_async_g4<D == 128, GF>(s.q, q_view, qt, dma_wave);
+      load_async_g4<D == 128, GF>(s.dout, do_view, qt, dma_wave);
     } else {
       load_async<GF>(s.q, q_view, {0, 0, qt, 0}, dma_wave);
       load_async<GF>(s.dout, do_view, {0, 0, qt, 0}, dma_wave);
     }
   };
   auto fill_rows = [&](const auto& r, int qt, auto& s) __attribute__((always_inline)) {  // (lean: st_g4)
-    load_async_g4<G>(s.q, gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(r.q), 1, 1, blk.sq, D, p.q_rs), qt, dma_wave);
-    load_async_g4<G>(s.dout, gl<T, 1, 1, runtime_dim, DV>(const_cast<T*>(r.dout), 1, 1, blk.sq, DV, a.do_rs), qt, dma_wave);
+    load_async_g4<true, G>(s.q, gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(r.q), 1, 1, blk.sq, D, p.q_rs), qt, dma_wave);
+    load_async_g4<true, G>(s.dout, gl<T, 1, 1, runtime_dim, DV>(const_cast<T*>(r.dout), 1, 1, blk.sq, DV, a.do_rs), qt, dma_wave);
   };
   // The LSE (wave 0) or delta (wave 1) of the step's query `lane` (lanes below BQ), 0 past the sequence's end, loaded
   // before a step's work and stored after it into the other stage (LSE in log2 units, delta negated: -delta starts

@@ -130,32 +130,46 @@ struct st_g4 {
   __attribute__((aligned(16))) T data[R * C];
 };
 
-// dst <- the R-row tile `tile_r` of src by the waves of G (each LDS DMA instruction: 256 consecutive bytes). One M0 a
-// tile: load i of a wave writes at the wave's base plus i G::waves 256 bytes, the instruction's offset field, which the
-// hardware adds to the global offset too; the lane's offset (loop-invariant registers, one a load) takes it back off,
-// with the load's rows, so that the tile's origin is the one scalar (soffset) that changes from tile to tile.
-template <class G, class T, int R, int C, class GL>
+// dst <- the R-row tile `tile_r` of src by the waves of G (each LDS DMA instruction: 256 consecutive bytes). With
+// `one_m0` (gfx942's dK/dV kernels at D = 128), one M0 a tile: load i of a wave writes at the wave's
+// base plus i G::waves 256 bytes, the instruction's offset field, which the hardware adds to the global offset too;
+// the lane's offset (loop-invariant registers, one a load) takes it back off, with the load's rows, so that the tile's
+// origin is the one scalar (soffset) that changes from tile to tile. (Not at D = 64, whose dK/dV it made slower:
+// MI300X GQA D64 N4096 20.47 -> 21.18 ms.)
+template <bool one_m0 = false, class G, class T, int R, int C, class GL>
 __device__ inline void load_async_g4(st_g4<T, R, C>& dst, const GL& src, int tile_r, async_wave<G> wave) {
   constexpr int per_inst = 64 * 4, span = C * 8, n_inst = R * C * int(sizeof(T)) / per_inst / G::waves;
   static_assert(arch::current::lds_dma_bytes == 4 && span % per_inst == 0, "load_async_g4: dword DMA, whole row groups");
   static_assert(R * C * int(sizeof(T)) % (per_inst * G::waves) == 0, "load_async_g4: the tile splits over the waves");
-  static_assert((n_inst - 1) * G::waves * per_inst < 4096, "load_async_g4: the loads' LDS steps fit the offset field");
   const long ld = src.row_stride();
   const int num_records = int(((src.rows() - 1) * ld + C) * long(sizeof(T)));
   const auto rsrc = arch::current::buffer_rsrc(src.at(0, 0, 0, 0), num_records);
   const int ld_bytes = int(ld * long(sizeof(T))), lane = lane_id();
-  auto* lds = (__attribute__((address_space(3))) void*)(reinterpret_cast<char*>(dst.data) + wave.index * per_inst);
-  const int origin = tile_r * R * ld_bytes;
-  [&]<int... i>(std::integer_sequence<int, i...>) __attribute__((always_inline)) {
-    ([&] __attribute__((always_inline)) {
-      constexpr int inst = i * G::waves * per_inst;  // the load's LDS step
+  if constexpr (one_m0) {
+    static_assert((n_inst - 1) * G::waves * per_inst < 4096, "load_async_g4: the loads' LDS steps fit the offset field");
+    auto* lds = (__attribute__((address_space(3))) void*)(reinterpret_cast<char*>(dst.data) + wave.index * per_inst);
+    const int origin = tile_r * R * ld_bytes;
+    [&]<int... i>(std::integer_sequence<int, i...>) __attribute__((always_inline)) {
+      ([&] __attribute__((always_inline)) {
+        constexpr int inst = i * G::waves * per_inst;  // the load's LDS step
+        const int n = i * G::waves + wave.index;  // uniform
+        const int h = n * per_inst / span, slot = n * per_inst % span / 32 + lane / 8;
+        const int gc = slot ^ (h & 3), half = ((lane / 4) & 1) ^ ((slot >> 2) & 1);
+        const int lane_off = (4 * h + 2 * half + (lane / 2) % 2) * ld_bytes + (4 * gc + 2 * (lane % 2)) * int(sizeof(T));
+        arch::current::lds_dma<inst>(rsrc, lds, lane_off - inst, origin);
+      }(), ...);
+    }(std::make_integer_sequence<int, n_inst>{});
+  } else {
+#pragma unroll
+    for (int i = 0; i < n_inst; ++i) {
       const int n = i * G::waves + wave.index;  // uniform
       const int h = n * per_inst / span, slot = n * per_inst % span / 32 + lane / 8;
       const int gc = slot ^ (h & 3), half = ((lane / 4) & 1) ^ ((slot >> 2) & 1);
-      const int lane_off = (4 * h + 2 * half + (lane / 2) % 2) * ld_bytes + (4 * gc + 2 * (lane % 2)) * int(sizeof(T));
-      arch::current::lds_dma<inst>(rsrc, lds, lane_off - inst, origin);
-    }(), ...);
-  }(std::make_integer_sequence<int, n_inst>{});
+      const int lane_off = (2 * half + (lane / 2) % 2) * ld_bytes + (4 * gc + 2 * (lane % 2)) * int(sizeof(T));
+      auto* lds = (__attribute__((address_space(3))) void*)(reinterpret_cast<char*>(dst.data) + n * per_inst);
+      arch::current::lds_dma(rsrc, lds, lane_off, (tile_r * R + 4 * h) * ld_bytes);
+    }
+  }
 }
 
 // The row-layout register tile (16x16 family) of a whole st_g4: lane l reads row l % 16 of each 16-row tile, columns
