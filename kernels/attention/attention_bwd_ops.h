@@ -27,30 +27,22 @@ __device__ inline rt_acc<(R ? R : ST::rows), B::rows> mma_ABt_lds(const ST& a, c
   static_assert(ST::rows % rows == 0, "mma_ABt_lds: whole row chunks");
   rt_acc<rows, B::rows> d;
   init(d);
-  if constexpr (streamed && ahead) {
-    rt<T, rows, B::base_cols> ar[2];
-    load(ar[0], a, {0, 0, r, 0});
+  if constexpr (streamed) {
+    rt<T, rows, B::base_cols> ar[ahead ? 2 : 1];
+    if constexpr (ahead) load(ar[0], a, {0, 0, r, 0});
 #pragma unroll
     for (int k = 0; k < B::tiles_c; ++k) {
-      if (k + 1 < B::tiles_c) load(ar[(k + 1) % 2], a, {0, 0, r, k + 1});
+      if constexpr (ahead) {
+        if (k + 1 < B::tiles_c) load(ar[(k + 1) % 2], a, {0, 0, r, k + 1});
+      } else {
+        load(ar[0], a, {0, 0, r, k});
+      }
       rt<T, B::rows, B::base_cols> bk;  // B's k step: the same registers
 #pragma unroll
       for (int j = 0; j < B::tiles_r; ++j)
 #pragma unroll
         for (int e = 0; e < B::E; ++e) bk.data[j][0][e] = b.data[j][k][e];
-      mma_ABt(d, ar[k % 2], bk, d);
-    }
-  } else if constexpr (streamed) {
-#pragma unroll
-    for (int k = 0; k < B::tiles_c; ++k) {
-      rt<T, rows, B::base_cols> ar;
-      load(ar, a, {0, 0, r, k});
-      rt<T, B::rows, B::base_cols> bk;  // B's k step: the same registers
-#pragma unroll
-      for (int j = 0; j < B::tiles_r; ++j)
-#pragma unroll
-        for (int e = 0; e < B::E; ++e) bk.data[j][0][e] = b.data[j][k][e];
-      mma_ABt(d, ar, bk, d);
+      mma_ABt(d, ar[ahead ? k % 2 : 0], bk, d);
     }
   } else {
     rt<T, rows, ST::cols> ar;
@@ -145,6 +137,14 @@ __device__ inline void load_async_g4(st_g4<T, R, C>& dst, const GL& src, int til
   const int num_records = int(((src.rows() - 1) * ld + C) * long(sizeof(T)));
   const auto rsrc = arch::current::buffer_rsrc(src.at(0, 0, 0, 0), num_records);
   const int ld_bytes = int(ld * long(sizeof(T))), lane = lane_id();
+  // Load i of this wave: its group of 4 rows h and its lane's part, the row within the group and the column.
+  auto source = [&](int i, int& h, int& lane_off) __attribute__((always_inline)) {
+    const int n = i * G::waves + wave.index;  // uniform
+    h = n * per_inst / span;
+    const int slot = n * per_inst % span / 32 + lane / 8;
+    const int gc = slot ^ (h & 3), half = ((lane / 4) & 1) ^ ((slot >> 2) & 1);
+    lane_off = (2 * half + (lane / 2) % 2) * ld_bytes + (4 * gc + 2 * (lane % 2)) * int(sizeof(T));
+  };
   if constexpr (one_m0) {
     static_assert((n_inst - 1) * G::waves * per_inst < 4096, "load_async_g4: the loads' LDS steps fit the offset field");
     auto* lds = (__attribute__((address_space(3))) void*)(reinterpret_cast<char*>(dst.data) + wave.index * per_inst);
@@ -152,21 +152,17 @@ __device__ inline void load_async_g4(st_g4<T, R, C>& dst, const GL& src, int til
     [&]<int... i>(std::integer_sequence<int, i...>) __attribute__((always_inline)) {
       ([&] __attribute__((always_inline)) {
         constexpr int inst = i * G::waves * per_inst;  // the load's LDS step
-        const int n = i * G::waves + wave.index;  // uniform
-        const int h = n * per_inst / span, slot = n * per_inst % span / 32 + lane / 8;
-        const int gc = slot ^ (h & 3), half = ((lane / 4) & 1) ^ ((slot >> 2) & 1);
-        const int lane_off = (4 * h + 2 * half + (lane / 2) % 2) * ld_bytes + (4 * gc + 2 * (lane % 2)) * int(sizeof(T));
-        arch::current::lds_dma<inst>(rsrc, lds, lane_off - inst, origin);
+        int h, lane_off;
+        source(i, h, lane_off);
+        arch::current::lds_dma<inst>(rsrc, lds, 4 * h * ld_bytes + lane_off - inst, origin);
       }(), ...);
     }(std::make_integer_sequence<int, n_inst>{});
   } else {
 #pragma unroll
     for (int i = 0; i < n_inst; ++i) {
-      const int n = i * G::waves + wave.index;  // uniform
-      const int h = n * per_inst / span, slot = n * per_inst % span / 32 + lane / 8;
-      const int gc = slot ^ (h & 3), half = ((lane / 4) & 1) ^ ((slot >> 2) & 1);
-      const int lane_off = (2 * half + (lane / 2) % 2) * ld_bytes + (4 * gc + 2 * (lane % 2)) * int(sizeof(T));
-      auto* lds = (__attribute__((address_space(3))) void*)(reinterpret_cast<char*>(dst.data) + n * per_inst);
+      int h, lane_off;
+      source(i, h, lane_off);
+      auto* lds = (__attribute__((address_space(3))) void*)(reinterpret_cast<char*>(dst.data) + (i * G::waves + wave.index) * per_inst);
       arch::current::lds_dma(rsrc, lds, lane_off, (tile_r * R + 4 * h) * ld_bytes);
     }
   }
