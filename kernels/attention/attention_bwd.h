@@ -24,7 +24,7 @@
 //      over the visible key tiles in order and accumulates dQ^T += K^T dS^T in fp32. At 32 queries a wave (D = 128)
 //      the waves of the two workgroups on a CU take priority in alternate key tiles (s_setprio by the workgroup's
 //      parity and the stage), so that neither falls behind the other by the arbitration's age order: 44.4 -> 42.9 ms.
-//      On gfx942 at D = 128 (8 waves, plain kernel) the K and V reads' LDS addresses are made at each use (st_lane:
+//      On gfx942 at D = 128 (8 waves, every variant) the K and V reads' LDS addresses are made at each use (st_lane:
 //      251 -> 197 VGPRs), S^T's and dP^T's reads run two k steps ahead of their MFMAs, and each wave holds priority 1
 //      from the step's barrier to its dQ^T product, so that the two waves of a SIMD overlap their halves and do not
 //      meet the barrier one alone: MI300X GQA D128 N8192 dQ 100.1 -> 98.8 ms.
@@ -697,15 +697,15 @@ void attention_bwd_dq(AttnBwdArgs a) {
   // Chunk 0's only; ALiBi's and dropout's both chunks' (ALiBi dQ 46.6 -> 45.4 ms, dropout 49.2 -> 48.9; the others
   // slower so: plain 41.86 -> 41.99, softcap 58.8 -> 60.0, softcap + ALiBi 62.4 -> 63.6).
   constexpr bool ahead = KC < BK;
-  // gfx942 at D = 128 (8 waves, 16 queries a wave), plain kernel: the K and V reads' addresses made at each use from
+  // gfx942 at D = 128 (8 waves, 16 queries a wave), every variant: the K and V reads' addresses made at each use from
   // two lane values a layout (st_lane, attention_bwd_ops.h: 96 address VGPRs were held through the loop, 251 VGPRs in
   // all, 197 now), S^T's and dP^T's reads two k steps ahead of their MFMAs (with the 96 held the compiler read each k
   // step into the same registers and waited for it), and the waves at priority 1 from the step's barrier to the dQ^T
   // product: the wave ahead of its SIMD's other wave then yields to it, and the two do not meet at the next barrier
   // one finishing alone. MI300X GQA D128 N8192 dQ 100.1 -> 98.8 ms (without the priorities 106.0; the addresses
-  // alone 111.6, with the priorities 100.9).
-  constexpr bool plain = !V.softcap && !V.alibi && !V.dropout && !V.dynamic;
-  constexpr bool lanes = !tr && G::waves == 8 && plain;
+  // alone 111.6, with the priorities 100.9); the softcap and dropout instances no longer spill (14-17 scratch
+  // instructions before): dropout 0.1 117.5 -> 110.3 ms, softcap 30 123.6 -> 118.6, ALiBi 103.4 -> 102.5.
+  constexpr bool lanes = !tr && G::waves == 8;
   constexpr int lanes_ahead = 2;  // (k steps)
   const int wave = ahead ? __builtin_amdgcn_readfirstlane(G::wave()) : G::wave();
   const long q0 = view.first_row + long(wave) * WQ;  // this wave's first query
