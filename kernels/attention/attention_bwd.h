@@ -24,6 +24,10 @@
 //      over the visible key tiles in order and accumulates dQ^T += K^T dS^T in fp32. At 32 queries a wave (D = 128)
 //      the waves of the two workgroups on a CU take priority in alternate key tiles (s_setprio by the workgroup's
 //      parity and the stage), so that neither falls behind the other by the arbitration's age order: 44.4 -> 42.9 ms.
+//      On gfx942 at D = 128 (8 waves, every variant) the K and V reads' LDS addresses are made at each use (st_lane:
+//      251 -> 197 VGPRs), S^T's and dP^T's reads run two k steps ahead of their MFMAs, and each wave holds priority 1
+//      from the step's barrier to its dQ^T product, so that the two waves of a SIMD overlap their halves and do not
+//      meet the barrier one alone: MI300X GQA D128 N8192 dQ 100.1 -> 98.8 ms.
 //      No atomics: every gradient element is summed by one wave in a fixed order (bit-identical run after run).
 // With attention sinks (a logit z per query head in every row's denominator, a key with no value) the forward's LSE
 // holds the sink: P and dS are as before (the sink's dP is 0); kernel 4, attention_bwd_dsink, adds the sinks' gradient
@@ -693,6 +697,16 @@ void attention_bwd_dq(AttnBwdArgs a) {
   // Chunk 0's only; ALiBi's and dropout's both chunks' (ALiBi dQ 46.6 -> 45.4 ms, dropout 49.2 -> 48.9; the others
   // slower so: plain 41.86 -> 41.99, softcap 58.8 -> 60.0, softcap + ALiBi 62.4 -> 63.6).
   constexpr bool ahead = KC < BK;
+  // gfx942 at D = 128 (8 waves, 16 queries a wave), every variant: the K and V reads' addresses made at each use from
+  // two lane values a layout (st_lane, attention_bwd_ops.h: 96 address VGPRs were held through the loop, 251 VGPRs in
+  // all, 197 now), S^T's and dP^T's reads two k steps ahead of their MFMAs (with the 96 held the compiler read each k
+  // step into the same registers and waited for it), and the waves at priority 1 from the step's barrier to the dQ^T
+  // product: the wave ahead of its SIMD's other wave then yields to it, and the two do not meet at the next barrier
+  // one finishing alone. MI300X GQA D128 N8192 dQ 100.1 -> 98.8 ms (without the priorities 106.0; the addresses
+  // alone 111.6, with the priorities 100.9); the softcap and dropout instances no longer spill (14-17 scratch
+  // instructions before): dropout 0.1 117.5 -> 110.3 ms, softcap 30 123.6 -> 118.6, ALiBi 103.4 -> 102.5.
+  constexpr bool lanes = !tr && G::waves == 8;
+  constexpr int lanes_ahead = 2;  // (k steps)
   const int wave = ahead ? __builtin_amdgcn_readfirstlane(G::wave()) : G::wave();
   const long q0 = view.first_row + long(wave) * WQ;  // this wave's first query
   const int row_tile = int(q0 / WQ);
@@ -714,6 +728,8 @@ void attention_bwd_dq(AttnBwdArgs a) {
   }
   rt_acc<D, WQ> dqt;
   zero(dqt);
+  [[maybe_unused]] st_lane row_lane{}, acc_lane{};
+  if constexpr (lanes) row_lane = st_row_lane<KT>(), acc_lane = st_acc_lane<KT>();
   const float c = p.scale_log2;
   // Key tile kt in stage `stage_of` (a compile-time constant, as in kernel 2).
   auto step = [&](int kt, auto stage_of) __attribute__((always_inline)) {
@@ -725,6 +741,8 @@ void attention_bwd_dq(AttnBwdArgs a) {
       if constexpr (KC < BK) {  // (alternate tiles' priority: the header's 3.)
         if ((int(blockIdx.x) & 1) == stage) set_priority<1>();
         else set_priority<0>();
+      } else if constexpr (lanes) {
+        set_priority<1>();  // (to the dQ^T product: above)
       }
     } else {
       barrier();  // every wave is done with the previous tile (and with Q and dO)
@@ -739,11 +757,15 @@ void attention_bwd_dq(AttnBwdArgs a) {
     auto chunk = [&](auto ch_of) __attribute__((always_inline)) {
       constexpr int ch = decltype(ch_of)::value;
       // S^T = K Q^T (keys x queries), masked, and P^T.
-      auto s = mma_ABt_lds<!fold, KC, ch>(sk(stage), q);
+      auto s = [&]() __attribute__((always_inline)) {
+        if constexpr (lanes) return mma_ABt_lds<lanes_ahead>(sk(stage), q, row_lane);
+        else return mma_ABt_lds<!fold, KC, ch>(sk(stage), q);
+      }();
       // dP^T - delta (dropped): with softcapping here, before the masks (attn_bwd_cap), else after P^T (as kernel 2's).
       const long k0 = long(kt) * BK + ch * KC;
       auto dp_of = [&]() __attribute__((always_inline)) {
-        if constexpr (fold) return mma_ABt_lds<false, KC, ch>(sv(stage), dout, attn_bwd_init<true>(delta));
+        if constexpr (lanes) return mma_ABt_lds<lanes_ahead>(sv(stage), dout, row_lane);
+        else if constexpr (fold) return mma_ABt_lds<false, KC, ch>(sv(stage), dout, attn_bwd_init<true>(delta));
         else return mma_ABt_lds<true, KC, ch, ahead && (ch == 0 || V.alibi || V.dropout)>(sv(stage), dout);
       };
       decltype(dp_of()) dp;
@@ -778,6 +800,10 @@ void attention_bwd_dq(AttnBwdArgs a) {
       if constexpr (packed) attn_bwd_mul_pairs(s, dp);
       else mul(s, s, dp);
       if constexpr (attn_wide(D, DV)) mma_AtB_acc_chunks<64>(dqt, sk(stage), s);  // (as kernel 2's)
+      else if constexpr (lanes) {
+        set_priority<0>();
+        mma_AtB_acc(dqt, sk(stage), s, acc_lane);
+      }
       else mma_AtB_acc<ch>(dqt, sk(stage), s);
     };
     [&]<int... ch>(std::integer_sequence<int, ch...>) __attribute__((always_inline)) {

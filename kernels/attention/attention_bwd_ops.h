@@ -102,6 +102,124 @@ __device__ inline void mma_AtB_acc_chunks(rt_acc<D, N>& acc, const ST& x, const 
   }
 }
 
+// Kernel 3's reads of its staged K and V on gfx942 at D = 128 (`st_lane`), their addresses made at each use from two
+// lane values per layout, not held. A lane's element (r_c + r_l, c_c + c_l) of a swizzled st (r_c, r_l sharing no set
+// bit, nor the chunk parts of c_c and c_l) sits at byte 2 (r_c C) + b + (x ^ K) where b holds the lane's rows and its
+// column within the chunk, x the lane's chunk and swizzle (swizzle(r_l) ^ c_l's chunk, in bytes) and K the constant
+// chunk (swizzle(r_c) ^ c_c's chunk): the XOR is linear in the row's bits. Split at the bits x can have, the K part
+// above them is an addition the reads' offset field takes, and what is left is one v_xad_u32 per distinct low part
+// (one a 16-column k step of the row reads, whose 4 row tiles pair into ds_read2st64_b64; 16 for the 64 x 128
+// acc-order tile), made in the step from x passed through an empty asm (else the compiler hoists every address out of
+// the loop: kernel 3's two stages of row and acc-order reads held 96 address VGPRs there, 251 VGPRs in all, and with
+// them it read each k step into the same registers and waited for it before its MFMAs; 197 now).
+struct st_lane {
+  int x, b;  // bytes: the lane's chunk XOR; its rows and column within the chunk
+};
+namespace st_lane_detail {
+// The bits a lane's chunk XOR can take, and the part of a constant chunk above them (an addition).
+template <class ST, class F>
+constexpr int lane_chunk_cover(F lane_chunk) {
+  int any = 0;
+  for (int lane = 0; lane < 64; ++lane) any |= lane_chunk(lane);
+  int cover = 0;
+  while (cover < any) cover = cover * 2 + 1;
+  return cover;
+}
+template <class ST>
+constexpr int row_lane_chunk(int lane) { return (lane / 16) ^ ST::swizzle(lane % 16); }
+template <class ST>
+constexpr int acc_lane_chunk(int lane) { return (lane % 16 / 4) ^ ST::swizzle(4 * (lane / 16)); }
+// Byte offset of a read: the lane's parts (x laundered by the caller) and the constant chunk k and rows r.
+template <class ST, int cover>
+__device__ __attribute__((always_inline)) inline int st_lane_at(const st_lane& l, int k, int r) {
+  constexpr int cb = ST::chunk_bytes;
+  return l.b + ((l.x ^ ((k & cover) * cb)) + ((k & ~cover) * cb + r * ST::cols * int(sizeof(typename ST::dtype))));
+}
+}  // namespace st_lane_detail
+
+// The lane parts of the row layout (16x16 family: lane row lane % 16, columns 4 (lane / 16) .. + 3 of each 16) and of
+// the acc-order col layout (rows 4 (lane / 16) .. + 3, column lane % 16) of an st with 4-element chunks (gfx942).
+template <class ST>
+__device__ inline st_lane st_row_lane() {
+  static_assert(ST::chunk_elems == 4, "st_row_lane: 4-element chunks (gfx942)");
+  const int lane = lane_id();
+  return {st_lane_detail::row_lane_chunk<ST>(lane) * ST::chunk_bytes, lane % 16 * ST::cols * int(sizeof(typename ST::dtype))};
+}
+template <class ST>
+__device__ inline st_lane st_acc_lane() {
+  static_assert(ST::chunk_elems == 4, "st_acc_lane: 4-element chunks (gfx942)");
+  const int lane = lane_id();
+  return {st_lane_detail::acc_lane_chunk<ST>(lane) * ST::chunk_bytes,
+          (4 * (lane / 16) * ST::cols + lane % 4) * int(sizeof(typename ST::dtype))};
+}
+
+// mma_ABt_lds (streamed: one k step of A at a time) with st_lane addresses: S^T = K Q^T and dP^T = V dO^T. The read
+// of k step k + ahead goes before k step k's MFMAs, pinned there by scheduling barriers (left alone, the scheduler
+// reads each k step into the same registers and waits for it before its MFMAs, whatever the source's order).
+template <int ahead = 0, class T, int R, int C, register_tile B, class Init = attn_bwd_zero>
+__device__ inline rt_acc<R, B::rows> mma_ABt_lds(const st<T, R, C>& a, const B& b, st_lane lane, Init init = {}) {
+  using ST = st<T, R, C>;
+  using A = rt<T, R, B::base_cols>;
+  static_assert(A::dim == 16 && A::E == 4 && B::base_cols == 16, "mma_ABt_lds(st_lane): the 16x16 family");
+  constexpr int cover = ST::slot_mask;  // (k's every bit in the XOR: the reads' tile rows pair into ds_read2st64_b64)
+  asm volatile("" : "+v"(lane.x));
+  const char* bytes = reinterpret_cast<const char*>(a.data);
+  rt_acc<R, B::rows> d;
+  init(d);
+  auto read = [&](A& ar, int k) __attribute__((always_inline)) {
+#pragma unroll
+    for (int i = 0; i < A::tiles_r; ++i) {
+      const int at = st_lane_detail::st_lane_at<ST, cover>(lane, (4 * k) ^ ST::swizzle(16 * i), 16 * i);
+      const auto c = *reinterpret_cast<const detail::chunk<T, 4>*>(bytes + at);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) ar.data[i][0][e] = c.v[e];
+    }
+  };
+  constexpr int n = ahead + 1;
+  A ar[n];
+#pragma unroll
+  for (int k = 0; k < ahead && k < B::tiles_c; ++k) read(ar[k], k);
+#pragma unroll
+  for (int k = 0; k < B::tiles_c; ++k) {
+    if (k + ahead < B::tiles_c) read(ar[(k + ahead) % n], k + ahead);
+    if constexpr (ahead > 0) sched_barrier<sched::valu | sched::salu>();
+    rt<T, B::rows, B::base_cols> bk;  // B's k step: the same registers
+#pragma unroll
+    for (int j = 0; j < B::tiles_r; ++j)
+#pragma unroll
+      for (int e = 0; e < B::E; ++e) bk.data[j][0][e] = b.data[j][k][e];
+    mma_ABt(d, ar[k % n], bk, d);
+    if constexpr (ahead > 0) sched_barrier<sched::valu | sched::salu>();
+  }
+  return d;
+}
+
+// mma_AtB_acc with st_lane addresses: dQ^T += K^T dS^T, K's acc-order operand an element a read (ds_read_u16).
+template <int D, int N, int K, class T>
+__device__ inline void mma_AtB_acc(rt_acc<D, N>& acc, const st<T, K, D>& x, const rt_acc<K, N>& s, st_lane lane) {
+  using ST = st<T, K, D>;
+  using XC = rt<T, K, D, layout::col>;
+  static_assert(XC::dim == 16 && XC::E == 4, "mma_AtB_acc(st_lane): the 16x16 family");
+  constexpr int cover = st_lane_detail::lane_chunk_cover<ST>(st_lane_detail::acc_lane_chunk<ST>);
+  asm volatile("" : "+v"(lane.x));
+  const char* bytes = reinterpret_cast<const char*>(x.data);
+  rt<T, K, N, layout::col> b;
+  copy_acc_order(b, s);
+  XC xc;
+#pragma unroll
+  for (int i = 0; i < XC::tiles_r; ++i)
+#pragma unroll
+    for (int j = 0; j < XC::tiles_c; ++j)
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        const int at = st_lane_detail::st_lane_at<ST, cover>(lane, (4 * j) ^ ST::swizzle(16 * i) ^ ST::swizzle(t), 16 * i + t);
+        xc.data[i][j][t] = *reinterpret_cast<const T*>(bytes + at);
+      }
+  rt<T, D, K, layout::row> xt;
+  transpose(xt, xc);
+  mma_AB(acc, xt, b, acc);
+}
+
 // Kernel 2's staged Q and dO tiles where the LDS has no transposing reads (gfx942): R x C (queries x D) in granules of
 // 4 rows x 4 columns, 32 bytes, row-major within: the 8 bytes of row r, columns 4 gc .. 4 gc + 3 at byte (h gcols + g)
 // 32 + ((r / 2 % 2) ^ (g / 4 % 2)) 16 + (r % 2) 8, h = r / 4, g = gc ^ (h % 4) (the swizzle below). The row-layout A
