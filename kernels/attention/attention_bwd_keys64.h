@@ -43,7 +43,9 @@ constexpr int ready(int t) {
   if (t < 50) return 35;
   return (t - 50) % 16 < 8 ? 83 : 99;
 }
-constexpr int needs(int m) { return m >= 95 ? 50 : 0; }  // P before dV^T
+// A query tile's P before its dP MFMAs (dP's accumulators then take S's registers: the loop's peak otherwise held
+// both, about 32 VGPRs more than a wave has next to K and V), and all of P before dV^T.
+constexpr int needs(int m) { return m >= 80 ? 50 : m >= 64 ? 25 : 0; }
 inline constexpr auto plan = make_schedule<128, tasks>(cost, ready, needs, 12, 24);
 constexpr int barrier_at = 116;  // MFMA of the step's barrier
 }  // namespace keys64
