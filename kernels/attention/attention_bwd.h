@@ -121,12 +121,14 @@ constexpr int attn_bwd_wave_keys(int d, bool lds_read_transpose) { return d == 6
 // (one Philox call per 16 scores, attention_common.h): MI355X GQA D128 N8192 p 0.1: 146 -> 108 ms.
 constexpr bool attn_bwd_paired(int d, bool tr) { return d == 128 && tr; }  // tr: LDS transposes
 // Kernel 2 at 64 keys a wave (attention_bwd_keys64.h): gfx950 at D = 128, the plain variant (no softcap, ALiBi or
-// dropout; sinks need nothing of kernel 2): two waves of 64 keys, the pairs' 128 keys a workgroup.
+// dropout; sinks need nothing of kernel 2): four waves of 64 keys, one workgroup a CU.
 constexpr bool attn_bwd_keys64(int d, bool tr, bool plain) { return attn_bwd_paired(d, tr) && plain; }
 constexpr int attn_bwd_dkdv_waves(int d, bool tr, bool plain = false) {
-  return attn_bwd_keys64(d, tr, plain) ? 2 : attn_bwd_paired(d, tr) ? 8 : 4;
+  return attn_bwd_keys64(d, tr, plain) ? 4 : attn_bwd_paired(d, tr) ? 8 : 4;
 }
-constexpr int attn_bwd_block_keys(int d, bool tr) { return attn_bwd_dkdv_waves(d, tr) * attn_bwd_wave_keys(d, tr); }
+constexpr int attn_bwd_block_keys(int d, bool tr, bool plain = false) {
+  return attn_bwd_keys64(d, tr, plain) ? 4 * 64 : attn_bwd_dkdv_waves(d, tr) * attn_bwd_wave_keys(d, tr);
+}
 
 // Waves per SIMD of kernel 2: two, one's LDS reads and vector work under the other's MFMAs (gfx942 at D = 128 with
 // 16-query steps: 32 need over 256 registers; one wave per SIMD took 262.6 against 191.5 ms on MI300X GQA N8192).

@@ -53,12 +53,16 @@ constexpr int barrier_at = 116;  // MFMA of the step's barrier
 // (A: the arch, a template parameter so that the other arch's pass never looks up its asm MFMAs.)
 template <class T, class A = arch::current>
 __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(const AttnBwdArgs& a) {
-  using G = group<2>;
+  using G = group<4>;
   constexpr int D = 128, BQ = keys64::steps_q, WK = 64;
   using Stage = AttnBwdStage<T, BQ, D, D>;
   using f32x4 = arch::f32x4;
   using F = std::conditional_t<std::same_as<T, bf16>, arch::bf16_frag, arch::f16_frag>;  // (detail::frag's)
-  __shared__ __attribute__((aligned(16))) Stage stage0, stage1, stage2;
+  using VT = st<T, G::waves * 64, D>;  // the workgroup's V, each wave's 64 rows read as dP's B operand
+  // (The stages' larger alignment places them first, below 64 KiB, so that their reads' stage and tile offsets fold
+  // into the instructions' 16-bit offset fields: after V, every stage's reads held address registers of their own.)
+  __shared__ __attribute__((aligned(32))) Stage stage0, stage1, stage2;
+  __shared__ __attribute__((aligned(16))) VT vs;
   auto stages = [&]<int s>() __attribute__((always_inline)) -> Stage& {
     if constexpr (s == 0) return stage0;
     else if constexpr (s == 1) return stage1;
@@ -72,16 +76,16 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   const int wave = __builtin_amdgcn_readfirstlane(G::wave()), lane = lane_id(), g = lane / 16;
   const long k0 = kb.first_key + long(wave) * WK;
   const int key_tile = int(k0 / WK);
-  // This wave's K and V (rows past the sequence's end zero), as the MFMAs' B operands (key tile, D chunk).
-  F kf[WK / 16][D / 32], vf[WK / 16][D / 32];
+  // This wave's K (rows past the sequence's end zero), as S's B operands (key tile, D chunk); the workgroup's V into
+  // the LDS (read as dP's B operands: K and V in registers left the loop 30-80 VGPRs short).
+  F kf[WK / 16][D / 32];
   {
-    rt<T, WK, D> k, v;
+    rt<T, WK, D> k;
     load_bounded(k, head_view<T, D>(p.k, p.k_bs, p.k_rs, p.k_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk), {0, 0, key_tile, 0});
-    load_bounded(v, head_view<T, D>(p.v, p.v_bs, p.v_rs, p.v_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk), {0, 0, key_tile, 0});
 #pragma unroll
     for (int i = 0; i < WK / 16; ++i)
 #pragma unroll
-      for (int j = 0; j < D / 32; ++j) kf[i][j] = detail::frag(k.data[i][j]), vf[i][j] = detail::frag(v.data[i][j]);
+      for (int j = 0; j < D / 32; ++j) kf[i][j] = detail::frag(k.data[i][j]);
   }
   f32x4 dk[D / 16][WK / 16], dv[D / 16][WK / 16];  // dK^T, dV^T in the AGPRs (16 x 16 tiles)
 #pragma unroll
@@ -97,6 +101,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   const int steps = kb.qt_end > kb.qt_begin ? ratio * (kb.qt_end - kb.qt_begin) : 0;
   const float c = p.scale_log2;
   const async_wave<G> dma_wave;
+  load_async<G>(vs, head_view<T, D>(p.v, p.v_bs, p.v_rs, p.v_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk), {0, 0, blk.tile, 0}, dma_wave);
   // (ln: the body's opaque lane index, so that the loads' lane parts are found in the body, not held across the loop.)
   auto fill = [&](int h, int qt, Stage& s, int ln) __attribute__((always_inline)) {
     load_async<G>(s.q, head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq), {0, 0, qt, 0}, dma_wave, ln);
@@ -149,8 +154,17 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
 #pragma unroll
     for (int k = 0; k < 8; ++k) col_part[k] = (rl * D + ((2 * k) ^ y) * 8 + (q % 2) * 4) * int(sizeof(T));
   }
-  auto at = [](const ST& x, int bytes) __attribute__((always_inline)) {
+  auto at = [](const auto& x, int bytes) __attribute__((always_inline)) {
     return reinterpret_cast<const char*>(x.data) + bytes;
+  };
+  // V's fragment (key tile kt, D chunk dc) of this wave's rows: a row fragment as Q's (the swizzle has no bit above
+  // row 32's, so the wave's 64 rows start a run of its pattern).
+  static_assert(VT::swizzle(64) == 0 && VT::swizzle(128) == 0, "keys64: V's waves' rows share the swizzle");
+  const int v_wave = wave * WK * D * int(sizeof(T));
+  auto v_frag = [&](int kt, int dc) __attribute__((always_inline)) {
+    const int k = (4 * dc ^ VT::swizzle(16 * kt)) / 4;
+    const auto c = *reinterpret_cast<const detail::chunk<T, 8>*>(at(vs, v_wave + kt * 16 * D * int(sizeof(T)) + row_part[k]));
+    return detail::frag(c.v);
   };
   // Row fragment (query tile qtile, D chunk dc): chunk dc 4 ^ swizzle(16 qtile) ^ (lane's), rows 16 qtile on.
   auto row_frag = [&](const ST& x, int qtile, int dc) __attribute__((always_inline)) {
@@ -174,6 +188,8 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     T e[2] = {to<T>(x), to<T>(y)};
     return __builtin_bit_cast(uint32_t, e);
   };
+  constexpr int VR = 4;  // V's fragments read this many MFMAs ahead of their dP MFMA
+  F vr[VR];  // V's ring: dP MFMA m's in vr[m % VR]
   F fr[3];  // the fragment ring: group G's fragment in fr[(32 body + G) % 3], read two groups ahead
   f32x4 L[2], nd[2];  // S's start (-LSE / scale_log2) and dP's (-delta) of the lane's queries, by query tile
   uint32_t dsb[WK / 16][4] = {};  // dS(n - 1) in bf16 pairs, as dK^T's B operand (acc order), by key tile
@@ -224,13 +240,14 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
           A::into_agpr(dk[grp - 8][kt], x, __builtin_bit_cast(F, dsb[kt]));
         } else if constexpr (grp < 24) {
           constexpr int q = (grp - 16) / 4, dc = grp % 4;
-          const F b = vf[kt][dc];
+          const F b = vr[m % VR];
           if constexpr (dc == 0) A::first(dP[q][kt], x, b, nd[q]);
           else A::into_vgpr(dP[q][kt], x, b);
         } else {
           if constexpr (m == 96) asm volatile("s_nop 1");  // (P's last converts: a VALU write of the B operand)
           A::into_agpr(dv[grp - 24][kt], x, __builtin_bit_cast(F, pb[kt]));
         }
+        if constexpr (m + VR >= 64 && m + VR < 96) vr[m % VR] = v_frag((m + VR) % 4, (m + VR) / 4 % 4);  // (after m's)
       } else {
         constexpr int t = ev - 128;
         if constexpr (t == 0 || t == 25) {
