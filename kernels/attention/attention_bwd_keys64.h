@@ -184,9 +184,12 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     }
     return detail::frag(e);
   };
+  // A pair in one convert (v_cvt_pk_bf16_f32): element by element LLVM converts each alone and packs them (2.5 VALU a
+  // value, which the schedule's costs do not hold).
   auto pair = [](float x, float y) __attribute__((always_inline)) {
-    T e[2] = {to<T>(x), to<T>(y)};
-    return __builtin_bit_cast(uint32_t, e);
+    using f2 = float __attribute__((ext_vector_type(2)));
+    using t2 = T __attribute__((ext_vector_type(2)));
+    return __builtin_bit_cast(uint32_t, __builtin_convertvector(f2{x, y}, t2));
   };
   constexpr int VR = 4;  // V's fragments read this many MFMAs ahead of their dP MFMA
   F vr[VR];  // V's ring: dP MFMA m's in vr[m % VR]
