@@ -97,41 +97,62 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     }
 
   // The steps: every query tile [qt_begin, qt_end) of every query head of the group, heads outer.
-  const int ratio = p.heads_q / p.heads_kv, h_end = (blk.h_kv + 1) * ratio;
+  const int ratio = p.heads_q / p.heads_kv;
   const int steps = kb.qt_end > kb.qt_begin ? ratio * (kb.qt_end - kb.qt_begin) : 0;
   const float c = p.scale_log2;
   const async_wave<G> dma_wave;
   load_async<G>(vs, head_view<T, D>(p.v, p.v_bs, p.v_rs, p.v_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk), {0, 0, blk.tile, 0}, dma_wave);
+  // A head's Q and dO rows and this wave's statistic (LSE: wave 0, delta: wave 1): the next step's are the step's plus
+  // the heads' strides where the head changes (rebuilt from the head index, 64-bit multiplies a step).
+  struct HeadRows {
+    const T *q, *dout;
+    const float* stat;
+  };
+  const int h = blk.h_kv * ratio;  // the first step's head
+  int qt = kb.qt_begin;             // step n's query tile, n from the first
+  HeadRows rows{head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq).at(0, 0, 0, 0),
+                head_view<T, D>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq).at(0, 0, 0, 0),
+                lse_row(p, dma_wave.index == 0 ? p.lse : a.delta, blk, h).at(0, 0, 0, 0)};
   // (ln: the body's opaque lane index, so that the loads' lane parts are found in the body, not held across the loop.)
-  auto fill = [&](int h, int qt, Stage& s, int ln) __attribute__((always_inline)) {
-    load_async<G>(s.q, head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq), {0, 0, qt, 0}, dma_wave, ln);
-    load_async<G>(s.dout, head_view<T, D>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq), {0, 0, qt, 0}, dma_wave, ln);
+  auto fill = [&](const HeadRows& r, int qt, Stage& s, int ln) __attribute__((always_inline)) {
+    load_async<G>(s.q, gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(r.q), 1, 1, blk.sq, D, p.q_rs), {0, 0, qt, 0}, dma_wave, ln);
+    load_async<G>(s.dout, gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(r.dout), 1, 1, blk.sq, D, a.do_rs), {0, 0, qt, 0}, dma_wave, ln);
   };
   // LSE (wave 0) and delta (wave 1) of the step's queries, loaded at a body's start and stored into the next stage
-  // before the body's barrier as the starts of S's and dP's accumulators: -LSE log2(e) / scale_log2 (0 for a query
-  // that sees no key), so that P = exp2(scale_log2 S) with no subtraction and no LSE held in registers; -delta.
-  auto stat = [&](int h, int qt) __attribute__((always_inline)) {
-    const float* row = lse_row(p, dma_wave.index == 0 ? p.lse : a.delta, blk, h).at(0, 0, 0, 0);
-    const auto rsrc = arch::current::buffer_rsrc(row, blk.sq * 4);
+  // before the body's barrier as the starts of S's and dP's accumulators: -LSE log2(e) / scale_log2, so that P =
+  // exp2(scale_log2 S) with no subtraction and no LSE held in registers (a query that sees no key, LSE -inf, has
+  // every score masked: any finite start does), and -delta: one multiply by the wave's factor.
+  auto stat = [&](const HeadRows& r, int qt) __attribute__((always_inline)) {
+    if (dma_wave.index >= 2) return 0.f;
+    const auto rsrc = arch::current::buffer_rsrc(r.stat, blk.sq * 4);
     return __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(rsrc, lane * 4, qt * BQ * 4, 0));
   };
+  const float stat_factor = dma_wave.index == 0 ? -1.44269504088896341f / c : -1.f;
   auto put = [&](Stage& s, float x) __attribute__((always_inline)) {
-    if (dma_wave.index == 0 && lane < BQ) s.lse[lane] = x == -INFINITY ? 0.f : -(x * 1.44269504088896341f) / c;
-    else if (dma_wave.index == 1 && lane < BQ) s.delta[lane] = -x;
+    if (dma_wave.index < 2 && lane < BQ) (dma_wave.index == 0 ? s.lse : s.delta)[lane] = fminf(x * stat_factor, __FLT_MAX__);
   };
-  // Step n's head and query tile, n from the first.
-  int h = blk.h_kv * ratio, qt = kb.qt_begin;
-  auto advance = [&](int& hh, int& tt) __attribute__((always_inline)) {
-    if (++tt == kb.qt_end) tt = kb.qt_begin, ++hh;
+  auto advance = [&](int& tt, HeadRows& r) __attribute__((always_inline)) {
+    if (++tt == kb.qt_end) tt = kb.qt_begin, r.q += p.q_hs, r.dout += a.do_hs, r.stat += p.lse_hs;
   };
+  // The step's tile (queries qt BQ ..) is whole, seeing each of the wave's keys, for qt BQ in [whole_lo, whole_hi]
+  // (attn_tile_whole's bounds solved for the first query: the window's, and the sequences' ends).
+  int whole_lo = 0, whole_hi = -1;
+  {
+    const int kj = int(k0), off = int(kb.off);
+    if (kj + WK <= blk.sk) {
+      whole_hi = blk.sq - BQ;
+      if (p.left >= 0) whole_hi = std::min(whole_hi, kj - BQ + 1 - off + p.left);
+      if (p.right >= 0) whole_lo = kj + WK - 1 - off - p.right;
+    }
+  }
   // Stage 2 (step -1's Q for body 0's dK^T, whose dS is zero) holds zeros, not NaNs.
   {
     auto* z = reinterpret_cast<uint4*>(&stage2.q);
     for (int i = int(threadIdx.x); i < int(sizeof(stage2.q) / 16); i += G::threads) z[i] = uint4{0, 0, 0, 0};
   }
   if (steps > 0) {
-    fill(h, qt, stage0, lane);
-    put(stage0, stat(h, qt));
+    fill(rows, qt, stage0, lane);
+    put(stage0, stat(rows, qt));
   }
   wait_vmcnt<0>();
   barrier();
@@ -203,7 +224,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   // Body n in stage st (n % 3): S(n), dK^T(n - 1), dP(n), dV^T(n). Past the last step (`active` false) P is zero (LSE
   // +inf), so dV^T and dK^T gain zeros: the loop runs whole threes of bodies up to the one of dK^T(steps - 1), with no
   // branch around a product (the accumulators would cross it as 256 phis, which LLVM splits into copies and spills).
-  auto body = [&]<int st>(bool active, bool more, bool masked, int nh, int nqt) __attribute__((always_inline)) {
+  auto body = [&]<int st>(bool active, bool more, bool masked, const HeadRows& nrows, int nqt) __attribute__((always_inline)) {
     constexpr int nx = (st + 1) % 3, pv = (st + 2) % 3;
     Stage &cur = stages.template operator()<st>(), &next = stages.template operator()<nx>(),
           &prev = stages.template operator()<pv>();
@@ -217,7 +238,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
       if constexpr (ev < 128) {
         constexpr int m = ev, grp = m / 4, kt = m % 4, base = st * 32;
         if constexpr (m == 0)
-          if (more) staged = stat(nh, nqt), fill(nh, nqt, next, ln);
+          if (more) staged = stat(nrows, nqt), fill(nrows, nqt, next, ln);
         if constexpr (m == 8) L[1] = active ? *reinterpret_cast<const f32x4*>(&cur.lse[16 + 4 * g]) : f32x4{} - INFINITY;
         if constexpr (m == 60) nd[0] = *reinterpret_cast<const f32x4*>(&cur.delta[4 * g]);
         if constexpr (m == 76) nd[1] = *reinterpret_cast<const f32x4*>(&cur.delta[16 + 4 * g]);
@@ -297,13 +318,14 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     run_schedule<keys64::plan>(event);
   };
   auto run = [&]<int st>(int n) __attribute__((always_inline)) {
-    int nh = h, nqt = qt;
-    advance(nh, nqt);
+    int nqt = qt;
+    HeadRows nrows = rows;
+    advance(nqt, nrows);
     const bool active = n < steps, more = n + 1 < steps;
     const int qi = qt * BQ;
-    const bool masked = active && (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, int(k0), WK, blk.sk, int(kb.off)));
-    body.template operator()<st>(active, more, masked, nh, nqt);
-    h = nh, qt = nqt;
+    const bool masked = active && (qi < whole_lo || qi > whole_hi);
+    body.template operator()<st>(active, more, masked, nrows, nqt);
+    qt = nqt, rows = nrows;
   };
   for (int n = 0; n <= steps; n += 3) {
     run.template operator()<0>(n);
