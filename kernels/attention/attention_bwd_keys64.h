@@ -194,16 +194,15 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     return detail::frag(c.v);
   };
   // Column fragment (D tile dt), acc order: two transposing reads, rows 16 hh + 4 (lane / 16) + (lane % 16) / 4.
+  // (The halves joined as 64-bit words: joined element by element, LLVM left a no-op v_bfi_b32 a fragment.)
   auto col_frag = [&](const ST& x, int dt) __attribute__((always_inline)) {
-    T e[8];
+    std::array<uint64_t, 2> w;
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
       const int k = (2 * dt ^ ST::swizzle(16 * hh)) / 2;
-      const auto v = __builtin_bit_cast(detail::chunk<T, 4>, A::lds_read_tr16_b64(at(x, hh * 16 * D * int(sizeof(T)) + col_part[k])));
-#pragma unroll
-      for (int i = 0; i < 4; ++i) e[4 * hh + i] = v.v[i];
+      w[hh] = __builtin_bit_cast(uint64_t, A::lds_read_tr16_b64(at(x, hh * 16 * D * int(sizeof(T)) + col_part[k])));
     }
-    return detail::frag(e);
+    return __builtin_bit_cast(F, w);
   };
   // A pair in one convert (v_cvt_pk_bf16_f32): element by element LLVM converts each alone and packs them (2.5 VALU a
   // value, which the schedule's costs do not hold).
