@@ -1,21 +1,24 @@
 // Kernel 2 at 64 keys a wave (gfx950, D = 128, the plain variant: no softcap, ALiBi or dropout). Included by
 // attention_bwd.h, whose attention_bwd_dkdv runs it for those instances.
 //
-// Schedule. Two waves a workgroup, 128 keys (the pairs' key blocks: the host's grid is the same), one wave per SIMD
-// (two workgroups a CU), each wave owning 64 keys: K and V in 128 VGPRs, dK^T and dV^T (2 x 128 x 64 fp32) in the 256
-// AGPRs, every LDS fragment of a 32-query step serving 64 keys' MFMAs (twice the pairs'). LLVM 21 selects every
-// builtin MFMA's AGPR form at one wave per SIMD, so the products are inline asm (arch::current::into_agpr,
-// into_vgpr, first), and with no other wave on the SIMD to hide its VALU work the order of the step is set here, not
-// by LLVM (which does not know an asm MFMA's latency): a compile-time list schedule (ops/schedule.h) puts the step's
-// VALU tasks (exp2 and the converts of P, dS's multiplies and converts) between its 128 MFMAs, about 8 cycles of VALU
-// a 16-cycle MFMA. Their dependences would leave the matrix core idle at the step's start (the VALU waits for S) and
-// end (dK^T waits for dS), so the step is skewed: body n runs S(n), dK^T(n - 1), dP(n), dV^T(n), and dS(n) crosses
-// into body n + 1 as bf16 pairs (three stages of Q and dO, so that body n can still read step n - 1's Q: the stages
-// are three LDS variables and the bodies go in threes, so that no read waits for the loads into another stage). Step
-// n + 1's loads go out at body n's start; its barrier sits at MFMA 116 of 128, the next body's first fragments and
-// LSE read under the last dV^T MFMAs. A step whose tile crosses a query's visible range (or the sequence's end) runs a
-// second instance of the body that masks S before P. The timing experiment this came from: branch agpr64-wip,
-// docs/design.md ("64 keys a wave").
+// Schedule. Four waves a workgroup, 256 keys, one wave per SIMD (one workgroup a CU), each wave owning 64 keys: K in
+// 64 VGPRs, V in the LDS (64 KiB, read as dP's B operand a few MFMAs ahead: with V in registers too the loop was
+// 30-80 VGPRs short and reloaded K and V from scratch), dK^T and dV^T (2 x 128 x 64 fp32) in the 256 AGPRs, every LDS
+// fragment of a 32-query step serving 64 keys' MFMAs (twice the pairs'). LLVM 21 selects every builtin MFMA's AGPR
+// form at one wave per SIMD, so the products are inline asm (arch::current::into_agpr, into_vgpr, first), and with no
+// other wave on the SIMD to hide its VALU work the order of the step is set here, not by LLVM (which does not know an
+// asm MFMA's latency): a compile-time list schedule (ops/schedule.h) puts the step's VALU tasks (exp2 and the
+// converts of P, dS's multiplies and converts) between its 128 MFMAs, about 8 cycles of VALU a 16-cycle MFMA (a
+// credit of 12 cycles an MFMA, capped at 24: 10 / 20 and 16 / 32 were slower). Their dependences would leave the
+// matrix core idle at the step's start (the VALU waits for S) and end (dK^T waits for dS), so the step is skewed:
+// body n runs S(n), dK^T(n - 1), dP(n), dV^T(n), and dS(n) crosses into body n + 1 as bf16 pairs (three stages of Q
+// and dO, so that body n can still read step n - 1's Q: the stages are three LDS variables and the bodies go in
+// threes, so that no read waits for the loads into another stage). Step n + 1's loads go out at body n's start; its
+// barrier sits at MFMA 116 of 128, the next body's first fragments and LSE read under the last dV^T MFMAs. A step
+// whose tile crosses a query's visible range (or the sequence's end) runs a second instance of the body that masks S
+// before P. The scalar work of a step is lean: the next head's rows by strides, the whole-tile test an interval found
+// once, the LSE / delta store one multiply. The timing experiment this came from: branch agpr64-wip, docs/design.md
+// ("64 keys a wave").
 #pragma once
 #include <array>
 
