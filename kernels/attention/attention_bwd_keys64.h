@@ -236,6 +236,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     const int qi = qt * BQ, kj = int(k0), off = int(kb.off);
     int ln = lane;
     asm volatile("" : "+v"(ln));
+    __builtin_assume(ln >= 0);  // (load_async: not its -1)
     auto event = [&]<int ev>() __attribute__((always_inline)) {
       if constexpr (ev < 128) {
         constexpr int m = ev, grp = m / 4, kt = m % 4, base = st * 32;
