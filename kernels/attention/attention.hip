@@ -120,19 +120,22 @@ Status check_layout(const Tensor& t, bool written) {
 
 // The device's target (hk's lookup): an error unless the kernels are built for it; `pingpong` tells whether it runs
 // the 8-wave ping-pong kernel (attn_pingpong_runs: gfx950, and gfx942 at D = 64); `fwd_waves`: the waves of
-// attention_fwd's workgroup otherwise; `bwd_block_keys(D)`: the keys of one workgroup of the backward's dK, dV kernel;
+// attention_fwd's workgroup otherwise; `bwd_block_keys`: the keys of one workgroup of the backward's dK, dV kernel and
+// `bwd_dkdv_waves` its waves, by whether the instance is plain (attn_plain: its own schedule on gfx950 at D = 128);
 // `bwd_rows`: the queries of one workgroup of its delta and dQ kernels; `bwd_dq_waves`: the waves of the dQ kernel's.
-Status check_arch(bool& pingpong, int& fwd_waves, int& bwd_block_keys, int& bwd_rows, int& bwd_dq_waves, int& bwd_dkdv_waves,
+Status check_arch(bool& pingpong, int& fwd_waves, int (&bwd_block_keys)[2], int& bwd_rows, int& bwd_dq_waves, int (&bwd_dkdv_waves)[2],
                   int d, int dv) {
   Status status;
   const arch::target* target = api::current_target(entry, status);
   if (!target) return status;
   pingpong = d == dv && kernels::attn_pingpong_runs(target->lds_bytes, target->lds_read_transpose, d);
   fwd_waves = kernels::attn_waves(target->lds_bytes, target->lds_read_transpose, d, dv);
-  bwd_block_keys = kernels::attn_bwd_block_keys(d, target->lds_read_transpose);
   bwd_rows = kernels::attn_bwd_rows(d, target->lds_read_transpose);
   bwd_dq_waves = kernels::attn_bwd_dq_waves(d, target->lds_read_transpose);
-  bwd_dkdv_waves = kernels::attn_bwd_dkdv_waves(d, target->lds_read_transpose);
+  for (int plain : {0, 1}) {
+    bwd_block_keys[plain] = kernels::attn_bwd_block_keys(d, target->lds_read_transpose, plain && d == dv);
+    bwd_dkdv_waves[plain] = kernels::attn_bwd_dkdv_waves(d, target->lds_read_transpose, plain && d == dv);
+  }
   return {};
 }
 
@@ -199,7 +202,7 @@ struct Prepared {
   bool pingpong = false;
   int fwd_waves = 4;
   checks::Span spans[4] = {};  // Q, K, V and O as byte ranges (the FP8 forward's workspace overlaps none)
-  int bwd_block_keys = 0, bwd_rows = 0, bwd_dq_waves = 4, bwd_dkdv_waves = 4;
+  int bwd_block_keys[2] = {}, bwd_rows = 0, bwd_dq_waves = 4, bwd_dkdv_waves[2] = {4, 4};
   AttentionInputs::Strides resolved(AttentionInputs::Strides s, long rows, long heads, long d) const {
     s = resolve(s, rows, heads, d);
     if (batch == 1 && a.cu_q) s.batch = 0;  // unused
@@ -428,11 +431,14 @@ size_t attention_forward_workspace_bytes(const AttentionProblem& p) {
 namespace {
 
 template <class T, int D, int DV, kernels::AttnVariant V>
-void launch_backward(const kernels::AttnBwdArgs& a, unsigned q_blocks, unsigned k_blocks, int dq_waves, int dkdv_waves,
-                     unsigned steps, hipStream_t stream) {
+void launch_backward(kernels::AttnBwdArgs a, unsigned q_blocks, const int (&k_tiles)[2], int dq_waves,
+                     const int (&dkdv_waves)[2], unsigned steps, hipStream_t stream) {
+  constexpr int plain = kernels::attn_plain<V> && D == DV;  // (the dK, dV kernel's shape: check_arch)
+  a.k_tiles = k_tiles[plain];
+  const unsigned k_blocks = unsigned(long(a.f.batch) * a.f.heads_kv * a.k_tiles);
   // No query at all (every query sequence empty): no delta, no dQ, and dK = dV = 0 from key blocks that see nothing.
   if (q_blocks && (steps & 1)) hipLaunchKernelGGL((kernels::attention_bwd_delta<T, D, DV>), dim3(q_blocks), dim3(256), 0, stream, a);
-  if (k_blocks && (steps & 2)) hipLaunchKernelGGL((kernels::attention_bwd_dkdv<T, D, V, DV>), dim3(k_blocks), dim3(64 * dkdv_waves), 0, stream, a);
+  if (k_blocks && (steps & 2)) hipLaunchKernelGGL((kernels::attention_bwd_dkdv<T, D, V, DV>), dim3(k_blocks), dim3(64 * dkdv_waves[plain]), 0, stream, a);
   if (q_blocks && (steps & 4))
     hipLaunchKernelGGL((kernels::attention_bwd_dq<T, D, V, DV>), dim3(q_blocks), dim3(64 * dq_waves), 0, stream, a);
   if (a.dsinks && (steps & 8)) hipLaunchKernelGGL(kernels::attention_bwd_dsink, dim3(a.f.heads_q), dim3(256), 0, stream, a);
@@ -498,14 +504,15 @@ Status backward(const AttentionBackwardProblem& p, float* own_delta, bool& needs
   a.dq_bs = tdq.s.batch, a.dq_rs = tdq.s.row, a.dq_hs = tdq.s.head;
   a.dk_bs = tdk.s.batch, a.dk_rs = tdk.s.row, a.dk_hs = tdk.s.head;
   a.dv_bs = tdv.s.batch, a.dv_rs = tdv.s.row, a.dv_hs = tdv.s.head;
-  a.k_tiles = (r.longest_k + r.bwd_block_keys - 1) / r.bwd_block_keys;
-  const long q_blocks = long(p.batch) * p.heads_q * a.f.q_tiles, k_blocks = long(p.batch) * p.heads_kv * a.k_tiles;
+  int k_tiles[2];  // by the dK, dV kernel's shape (check_arch)
+  for (int plain : {0, 1}) k_tiles[plain] = int((r.longest_k + r.bwd_block_keys[plain] - 1) / r.bwd_block_keys[plain]);
+  const long q_blocks = long(p.batch) * p.heads_q * a.f.q_tiles, k_blocks = long(p.batch) * p.heads_kv * k_tiles[0];
   if (q_blocks >= (1l << 31) || k_blocks >= (1l << 31)) return invalid("too many tiles for one launch (>= 2^31)");
   if (q_blocks == 0 && k_blocks == 0 && !p.dsinks) return {};
   (void)hipGetLastError();  // launch errors below are ours alone
   dispatch(p, [&](auto t, auto dims, auto v) {
-    launch_backward<decltype(t), decltype(dims)::value.d, decltype(dims)::value.dv, decltype(v)::value>(a, unsigned(q_blocks), unsigned(k_blocks),
-                                                                           r.bwd_dq_waves, r.bwd_dkdv_waves, steps, p.stream);
+    launch_backward<decltype(t), decltype(dims)::value.d, decltype(dims)::value.dv, decltype(v)::value>(a, unsigned(q_blocks), k_tiles, r.bwd_dq_waves,
+                                                                           r.bwd_dkdv_waves, steps, p.stream);
   });
   if (hipError_t e = hipGetLastError(); e != hipSuccess) return error(e, std::string("launch failed: ") + hipGetErrorString(e));
   return {};

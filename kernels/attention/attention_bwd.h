@@ -124,8 +124,15 @@ constexpr int attn_bwd_wave_keys(int d, bool lds_read_transpose) { return d == 6
 // four products at the registers of 16 keys, the exponentials of one wave under the other's MFMAs. With dropout too
 // (one Philox call per 16 scores, attention_common.h): MI355X GQA D128 N8192 p 0.1: 146 -> 108 ms.
 constexpr bool attn_bwd_paired(int d, bool tr) { return d == 128 && tr; }  // tr: LDS transposes
-constexpr int attn_bwd_dkdv_waves(int d, bool tr) { return attn_bwd_paired(d, tr) ? 8 : 4; }
-constexpr int attn_bwd_block_keys(int d, bool tr) { return attn_bwd_dkdv_waves(d, tr) * attn_bwd_wave_keys(d, tr); }
+// Kernel 2 at 64 keys a wave (attention_bwd_keys64.h): gfx950 at D = 128, the plain variant (no softcap, ALiBi or
+// dropout; sinks need nothing of kernel 2): four waves of 64 keys, one workgroup a CU.
+constexpr bool attn_bwd_keys64(int d, bool tr, bool plain) { return attn_bwd_paired(d, tr) && plain; }
+constexpr int attn_bwd_dkdv_waves(int d, bool tr, bool plain = false) {
+  return attn_bwd_keys64(d, tr, plain) ? 4 : attn_bwd_paired(d, tr) ? 8 : 4;
+}
+constexpr int attn_bwd_block_keys(int d, bool tr, bool plain = false) {
+  return attn_bwd_keys64(d, tr, plain) ? 4 * 64 : attn_bwd_dkdv_waves(d, tr) * attn_bwd_wave_keys(d, tr);
+}
 
 // Waves per SIMD of kernel 2: two, one's LDS reads and vector work under the other's MFMAs (gfx942 at D = 128 with
 // 16-query steps: 32 need over 256 registers; one wave per SIMD took 262.6 against 191.5 ms on MI300X GQA N8192).
@@ -217,9 +224,21 @@ struct AttnKeyBlock {
   }
 };
 
+}  // namespace hk::kernels
+#include "attention_bwd_keys64.h"
+namespace hk::kernels {
+
+template <int D, int DV, AttnVariant V>
+inline constexpr bool attn_bwd_keys64_runs = D == DV && attn_bwd_keys64(D, arch::current::lds_read_transpose, attn_plain<V>);
+
 template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
-__global__ __launch_bounds__(64 * attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose))
-__attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void attention_bwd_dkdv(AttnBwdArgs a) {
+__global__ __launch_bounds__(64 * attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose, attn_bwd_keys64_runs<D, DV, V>))
+__attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd_dkdv_waves_per_simd<D>))) void attention_bwd_dkdv(
+    AttnBwdArgs a) {
+  if constexpr (attn_bwd_keys64_runs<D, DV, V>) {
+    attention_bwd_dkdv_keys64<T>(a);
+    return;
+  }
   using G = group<attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose)>;
   constexpr bool pairs = attn_bwd_pairs<D, DV>;
   constexpr int BQ = attn_bwd_query_step<D, DV>, KB = attn_bwd_block_keys(D, arch::current::lds_read_transpose);
@@ -234,7 +253,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   // keys whose steps go in pairs with the stage a constant, the two stages two LDS variables (`split`), so that the
   // compiler tells the stage a step reads from the one the next step's loads write and lets those fly (of one array
   // it waited for them before the step's first LDS read).
-  constexpr bool plain = !V.softcap && !V.alibi && !V.dropout && !V.dynamic;
+  constexpr bool plain = attn_plain<V>;
   constexpr bool d64 = D == 64 && DV == 64 && arch::current::lds_read_transpose && !pairs;
   constexpr bool split = d64 && plain;
   constexpr bool const_stage = (pairs || (attn_bwd_g4<D, DV> && D == 128) || split) && plain;

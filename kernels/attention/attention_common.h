@@ -126,6 +126,10 @@ struct AttnVariant {
   bool dynamic = false;
 };
 
+// An instance with none of the features (attention sinks change only the LSE and need no instance of their own).
+template <AttnVariant V>
+inline constexpr bool attn_plain = !V.softcap && !V.alibi && !V.dropout && !V.dynamic;
+
 // Whether an instance of V caps, biases or drops for the arguments p: V's own features, or (dynamic) those p asks for
 // (the host leaves cap.k 0 without softcap; p = 0 keeps every 8-bit value: dropout_keep_max8).
 template <AttnVariant V> __device__ inline bool attn_softcap_on(const AttnArgs& p) { return V.dynamic ? p.cap.k != 0.f : V.softcap; }

@@ -1,6 +1,8 @@
 // gfx950 (CDNA4: MI350X, MI355X): its facts and its instruction wrappers, in one place. Wrappers are used only where
 // this target is `arch::current`; their builtins exist only for gfx950, so nothing else may call them.
 #pragma once
+#include <concepts>
+
 #include "gfx9.h"
 
 namespace hk::arch {
@@ -62,6 +64,36 @@ struct cdna4 : gfx9<cdna4> {
   __device__ static f32x16 mma32(fp8_frag32<FA> a, fp8_frag32<FB> b, f32x16 c) {
     return __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(a.v, b.v, c, int(FA), int(FB), 0, 0, 0, 0);
   }
+
+  // The 16x16x32 MFMA as inline asm, for a kernel that places its accumulators itself: at one wave per SIMD LLVM 21
+  // selects every builtin MFMA in its AGPR form, so a loop cannot hold some accumulators in the AGPRs (`into_agpr`:
+  // acc += a b, acc in AGPRs) and others in VGPRs (`into_vgpr`; `first`: d = a b + c, c a VGPR tile or, with none,
+  // zero). LLVM neither pads their hazards nor knows their latency: the caller reads a result by VALU no sooner than
+  // 12 wait states after its MFMA (8 passes: LLVM's GCNHazardRecognizer, GFX940_XDL_N_PassWriteVgprVALUMemExpRead
+  // WaitStates on gfx950), and issues the MFMA no sooner than 2 after a VALU write of its A or B operand.
+  template <class F>
+  __device__ static void into_agpr(f32x4& acc, F a, F b) {
+    if constexpr (std::same_as<F, bf16_frag>) asm volatile("v_mfma_f32_16x16x32_bf16 %0, %1, %2, %0" : "+a"(acc) : "v"(a), "v"(b));
+    else asm volatile("v_mfma_f32_16x16x32_f16 %0, %1, %2, %0" : "+a"(acc) : "v"(a), "v"(b));
+  }
+  template <class F>
+  __device__ static void into_vgpr(f32x4& acc, F a, F b) {
+    if constexpr (std::same_as<F, bf16_frag>) asm volatile("v_mfma_f32_16x16x32_bf16 %0, %1, %2, %0" : "+v"(acc) : "v"(a), "v"(b));
+    else asm volatile("v_mfma_f32_16x16x32_f16 %0, %1, %2, %0" : "+v"(acc) : "v"(a), "v"(b));
+  }
+  template <class F>
+  __device__ static void first(f32x4& d, F a, F b) {
+    if constexpr (std::same_as<F, bf16_frag>) asm volatile("v_mfma_f32_16x16x32_bf16 %0, %1, %2, 0" : "=&v"(d) : "v"(a), "v"(b));
+    else asm volatile("v_mfma_f32_16x16x32_f16 %0, %1, %2, 0" : "=&v"(d) : "v"(a), "v"(b));
+  }
+  template <class F>
+  __device__ static void first(f32x4& d, F a, F b, f32x4 c) {
+    if constexpr (std::same_as<F, bf16_frag>) asm volatile("v_mfma_f32_16x16x32_bf16 %0, %1, %2, %3" : "=&v"(d) : "v"(a), "v"(b), "v"(c));
+    else asm volatile("v_mfma_f32_16x16x32_f16 %0, %1, %2, %3" : "=&v"(d) : "v"(a), "v"(b), "v"(c));
+  }
+  // The wait states before a VALU instruction may read what an asm MFMA wrote (a loop's end, before its accumulators
+  // leave the AGPRs): more than 16 passes' worth.
+  __device__ static void mfma_drain() { asm volatile("s_nop 7\n s_nop 7\n s_nop 7" ::: "memory"); }
 
   // v_permlane32_swap: the wave's two halves (lanes l and l ^ 32) exchange a register on the VALU, with no LDS trip.
   // a ^ b ^ c in one v_bitop3_b32 (truth table 0x96); LLVM 21 leaves two v_xor_b32 for the plain expression.

@@ -1,0 +1,356 @@
+// Kernel 2 at 64 keys a wave (gfx950, D = 128, the plain variant: no softcap, ALiBi or dropout). Included by
+// attention_bwd.h, whose attention_bwd_dkdv runs it for those instances.
+//
+// Schedule. Four waves a workgroup, 256 keys, one wave per SIMD (one workgroup a CU), each wave owning 64 keys: K in
+// 64 VGPRs, V in the LDS (64 KiB, read as dP's B operand a few MFMAs ahead: with V in registers too the loop was
+// 30-80 VGPRs short and reloaded K and V from scratch), dK^T and dV^T (2 x 128 x 64 fp32) in the 256 AGPRs, every LDS
+// fragment of a 32-query step serving 64 keys' MFMAs (twice the pairs'). LLVM 21 selects every builtin MFMA's AGPR
+// form at one wave per SIMD, so the products are inline asm (arch::current::into_agpr, into_vgpr, first), and with no
+// other wave on the SIMD to hide its VALU work the order of the step is set here, not by LLVM (which does not know an
+// asm MFMA's latency): a compile-time list schedule (ops/schedule.h) puts the step's VALU tasks (exp2 and the
+// converts of P, dS's multiplies and converts) between its 128 MFMAs, about 8 cycles of VALU a 16-cycle MFMA (a
+// credit of 12 cycles an MFMA, capped at 24: 10 / 20 and 16 / 32 were slower). Their dependences would leave the
+// matrix core idle at the step's start (the VALU waits for S) and end (dK^T waits for dS), so the step is skewed:
+// body n runs S(n), dK^T(n - 1), dP(n), dV^T(n), and dS(n) crosses into body n + 1 as bf16 pairs (three stages of Q
+// and dO, so that body n can still read step n - 1's Q: the stages are three LDS variables and the bodies go in
+// threes, so that no read waits for the loads into another stage). Step n + 1's loads go out at body n's start; its
+// barrier sits at MFMA 116 of 128, the next body's first fragments and LSE read under the last dV^T MFMAs. A step
+// whose tile crosses a query's visible range (or the sequence's end) runs a second instance of the body that masks S
+// before P. The scalar work of a step is lean: the next head's rows by strides, the whole-tile test an interval found
+// once, the LSE / delta store one multiply. The timing experiment this came from: branch agpr64-wip, docs/design.md
+// ("64 keys a wave").
+#pragma once
+#include <array>
+
+#include "hk/ops/schedule.h"
+
+namespace hk::kernels {
+
+namespace keys64 {
+constexpr int steps_q = 32;  // queries a step
+// A body's MFMAs: 0-31 S(n) = Q K^T (Q's row fragment (qt, dc) = m / 4, key tile kt = m % 4), 32-63 dK^T(n - 1) +=
+// Q^T dS (Q^T's acc-order fragment dt = m / 4 - 8), 64-95 dP(n) = dO V^T - delta, 96-127 dV^T(n) += dO^T P.
+// Its tasks, per query tile q (0, then 1): one masking S's tile where the step crosses a query's visible range (a
+// branch, taken on few steps), then 24 for P (a pair of scores: the exp2 argument and one exp2, the other exp2, the
+// pair's convert); then 16 dS multiplies (a pair each, P from its pair, tile 0's first) and 16 dS converts.
+constexpr int tasks = 82;
+constexpr int p_task(int t) { return t < 25 ? t - 1 : t - 2; }  // P's index (0-47) of task t in 1-24, 26-49
+constexpr int cost(int t) {
+  if (t == 0 || t == 25) return 4;
+  if (t < 50) return p_task(t) % 3 == 0 ? 20 : p_task(t) % 3 == 1 ? 16 : 8;  // (v_exp_f32: 16 cycles; converts 8)
+  return t < 66 ? 12 : 8;  // (dS's multiply: P's pair unpacked, then multiplied)
+}
+// Three MFMAs after the last of the tile it reads (the asm MFMAs' hazard: arch::current::into_vgpr).
+constexpr int ready(int t) {
+  if (t < 25) return 19;
+  if (t < 50) return 35;
+  return (t - 50) % 16 < 8 ? 83 : 99;
+}
+// A query tile's P before its dP MFMAs (dP's accumulators then take S's registers: the loop's peak otherwise held
+// both, about 32 VGPRs more than a wave has next to K and V), and all of P before dV^T.
+constexpr int needs(int m) { return m >= 80 ? 50 : m >= 64 ? 25 : 0; }
+inline constexpr auto plan = make_schedule<128, tasks>(cost, ready, needs, 12, 24);
+constexpr int barrier_at = 116;  // MFMA of the step's barrier
+}  // namespace keys64
+
+// (A: the arch, a template parameter so that the other arch's pass never looks up its asm MFMAs.)
+template <class T, class A = arch::current>
+__device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(const AttnBwdArgs& a) {
+  using G = group<4>;
+  constexpr int D = 128, BQ = keys64::steps_q, WK = 64;
+  using Stage = AttnBwdStage<T, BQ, D, D>;
+  using f32x4 = arch::f32x4;
+  using F = std::conditional_t<std::same_as<T, bf16>, arch::bf16_frag, arch::f16_frag>;  // (detail::frag's)
+  using VT = st<T, G::waves * 64, D>;  // the workgroup's V, each wave's 64 rows read as dP's B operand
+  // (The stages' larger alignment places them first, below 64 KiB, so that their reads' stage and tile offsets fold
+  // into the instructions' 16-bit offset fields: after V, every stage's reads held address registers of their own.)
+  __shared__ __attribute__((aligned(32))) Stage stage0, stage1, stage2;
+  __shared__ __attribute__((aligned(16))) VT vs;
+  auto stages = [&]<int s>() __attribute__((always_inline)) -> Stage& {
+    if constexpr (s == 0) return stage0;
+    else if constexpr (s == 1) return stage1;
+    else return stage2;
+  };
+  const AttnArgs& p = a.f;
+  const AttnKeyBlock kb(a, G::waves * WK, BQ);
+  const AttnBlock& blk = kb.blk;
+  if (kb.first_key >= blk.sk) return;
+  const bool varlen = p.cu_q != nullptr;
+  const int wave = __builtin_amdgcn_readfirstlane(G::wave()), lane = lane_id(), g = lane / 16;
+  const long k0 = kb.first_key + long(wave) * WK;
+  const int key_tile = int(k0 / WK);
+  // This wave's K (rows past the sequence's end zero), as S's B operands (key tile, D chunk); the workgroup's V into
+  // the LDS (read as dP's B operands: K and V in registers left the loop 30-80 VGPRs short).
+  F kf[WK / 16][D / 32];
+  {
+    rt<T, WK, D> k;
+    load_bounded(k, head_view<T, D>(p.k, p.k_bs, p.k_rs, p.k_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk), {0, 0, key_tile, 0});
+#pragma unroll
+    for (int i = 0; i < WK / 16; ++i)
+#pragma unroll
+      for (int j = 0; j < D / 32; ++j) kf[i][j] = detail::frag(k.data[i][j]);
+  }
+  f32x4 dk[D / 16][WK / 16], dv[D / 16][WK / 16];  // dK^T, dV^T in the AGPRs (16 x 16 tiles)
+#pragma unroll
+  for (int i = 0; i < D / 16; ++i)
+#pragma unroll
+    for (int j = 0; j < WK / 16; ++j) {
+      dk[i][j] = f32x4{0.f, 0.f, 0.f, 0.f}, dv[i][j] = f32x4{0.f, 0.f, 0.f, 0.f};
+      asm volatile("" : "+a"(dk[i][j]), "+a"(dv[i][j]));
+    }
+
+  // The steps: every query tile [qt_begin, qt_end) of every query head of the group, heads outer.
+  const int ratio = p.heads_q / p.heads_kv;
+  const int steps = kb.qt_end > kb.qt_begin ? ratio * (kb.qt_end - kb.qt_begin) : 0;
+  const float c = p.scale_log2;
+  const async_wave<G> dma_wave;
+  load_async<G>(vs, head_view<T, D>(p.v, p.v_bs, p.v_rs, p.v_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk), {0, 0, blk.tile, 0}, dma_wave);
+  // A head's Q and dO rows and this wave's statistic (LSE: wave 0, delta: wave 1): the next step's are the step's plus
+  // the heads' strides where the head changes (rebuilt from the head index, 64-bit multiplies a step).
+  struct HeadRows {
+    const T *q, *dout;
+    const float* stat;
+  };
+  const int h = blk.h_kv * ratio;  // the first step's head
+  int qt = kb.qt_begin;             // step n's query tile, n from the first
+  HeadRows rows{head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq).at(0, 0, 0, 0),
+                head_view<T, D>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq).at(0, 0, 0, 0),
+                lse_row(p, dma_wave.index == 0 ? p.lse : a.delta, blk, h).at(0, 0, 0, 0)};
+  // (ln: the body's opaque lane index, so that the loads' lane parts are found in the body, not held across the loop.)
+  auto fill = [&](const HeadRows& r, int qt, Stage& s, int ln) __attribute__((always_inline)) {
+    load_async<G>(s.q, gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(r.q), 1, 1, blk.sq, D, p.q_rs), {0, 0, qt, 0}, dma_wave, ln);
+    load_async<G>(s.dout, gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(r.dout), 1, 1, blk.sq, D, a.do_rs), {0, 0, qt, 0}, dma_wave, ln);
+  };
+  // LSE (wave 0) and delta (wave 1) of the step's queries, loaded at a body's start and stored into the next stage
+  // before the body's barrier as the starts of S's and dP's accumulators: -LSE log2(e) / scale_log2, so that P =
+  // exp2(scale_log2 S) with no subtraction and no LSE held in registers (a query that sees no key, LSE -inf, has
+  // every score masked: any finite start does), and -delta: one multiply by the wave's factor.
+  auto stat = [&](const HeadRows& r, int qt) __attribute__((always_inline)) {
+    if (dma_wave.index >= 2) return 0.f;
+    const auto rsrc = arch::current::buffer_rsrc(r.stat, blk.sq * 4);
+    return __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(rsrc, lane * 4, qt * BQ * 4, 0));
+  };
+  const float stat_factor = dma_wave.index == 0 ? -1.44269504088896341f / c : -1.f;
+  auto put = [&](Stage& s, float x) __attribute__((always_inline)) {
+    if (dma_wave.index < 2 && lane < BQ) (dma_wave.index == 0 ? s.lse : s.delta)[lane] = fminf(x * stat_factor, __FLT_MAX__);
+  };
+  auto advance = [&](int& tt, HeadRows& r) __attribute__((always_inline)) {
+    if (++tt == kb.qt_end) tt = kb.qt_begin, r.q += p.q_hs, r.dout += a.do_hs, r.stat += p.lse_hs;
+  };
+  // The step's tile (queries qt BQ ..) is whole, seeing each of the wave's keys, for qt BQ in [whole_lo, whole_hi]
+  // (attn_tile_whole's bounds solved for the first query: the window's, and the sequences' ends).
+  int whole_lo = 0, whole_hi = -1;
+  {
+    const int kj = int(k0), off = int(kb.off);
+    if (kj + WK <= blk.sk) {
+      whole_hi = blk.sq - BQ;
+      if (p.left >= 0) whole_hi = std::min(whole_hi, kj - BQ + 1 - off + p.left);
+      if (p.right >= 0) whole_lo = kj + WK - 1 - off - p.right;
+    }
+  }
+  // Stage 2 (step -1's Q for body 0's dK^T, whose dS is zero) holds zeros, not NaNs.
+  {
+    auto* z = reinterpret_cast<uint4*>(&stage2.q);
+    for (int i = int(threadIdx.x); i < int(sizeof(stage2.q) / 16); i += G::threads) z[i] = uint4{0, 0, 0, 0};
+  }
+  if (steps > 0) {
+    fill(rows, qt, stage0, lane);
+    put(stage0, stat(rows, qt));
+  }
+  wait_vmcnt<0>();
+  barrier();
+
+  // A fragment of an operand read from a stage, as the MFMA's A operand: Q's or dO's row fragment (query tile, D
+  // chunk: load's row layout) or acc-order column fragment (D tile: load_acc_order's transposing reads, then the
+  // transpose, the same registers). A shared tile's element offset is (tile rows) C + (lane rows) C + (chunk ^
+  // swizzle) 8 + within (st::idx), and the chunk XOR splits into a constant of the read and the lane's part: 4 row
+  // parts (D chunks, the query tile's swizzle folded in) and 8 column parts (D tiles) serve every read of every stage,
+  // each read one of these registers plus a constant the LDS read takes in its offset (no vector work a read; found
+  // in the body, the addresses were 7 VALU a read, about a third of the step's VALU budget).
+  using ST = st<T, BQ, D>;
+  static_assert(ST::chunk_elems == 8, "keys64: 16-byte granules of 8 elements");
+  int row_part[4], col_part[8];
+  {
+    const int r = lane % 16, x = (lane / 16) ^ ST::swizzle(r);  // row reads: chunk dc 4 + lane / 16
+#pragma unroll
+    for (int k = 0; k < 4; ++k) row_part[k] = (r * D + ((4 * k) ^ x) * 8) * int(sizeof(T));
+    const int rl = 4 * (lane / 16) + (lane % 16) / 4, q = lane % 4, y = (q / 2) ^ ST::swizzle(rl);  // column reads
+#pragma unroll
+    for (int k = 0; k < 8; ++k) col_part[k] = (rl * D + ((2 * k) ^ y) * 8 + (q % 2) * 4) * int(sizeof(T));
+  }
+  auto at = [](const auto& x, int bytes) __attribute__((always_inline)) {
+    return reinterpret_cast<const char*>(x.data) + bytes;
+  };
+  // V's fragment (key tile kt, D chunk dc) of this wave's rows: a row fragment as Q's (the swizzle has no bit above
+  // row 32's, so the wave's 64 rows start a run of its pattern).
+  static_assert(VT::swizzle(64) == 0 && VT::swizzle(128) == 0, "keys64: V's waves' rows share the swizzle");
+  const int v_wave = wave * WK * D * int(sizeof(T));
+  auto v_frag = [&](int kt, int dc) __attribute__((always_inline)) {
+    const int k = (4 * dc ^ VT::swizzle(16 * kt)) / 4;
+    const auto c = *reinterpret_cast<const detail::chunk<T, 8>*>(at(vs, v_wave + kt * 16 * D * int(sizeof(T)) + row_part[k]));
+    return detail::frag(c.v);
+  };
+  // Row fragment (query tile qtile, D chunk dc): chunk dc 4 ^ swizzle(16 qtile) ^ (lane's), rows 16 qtile on.
+  auto row_frag = [&](const ST& x, int qtile, int dc) __attribute__((always_inline)) {
+    const int k = (4 * dc ^ ST::swizzle(16 * qtile)) / 4;
+    const auto c = *reinterpret_cast<const detail::chunk<T, 8>*>(at(x, qtile * 16 * D * int(sizeof(T)) + row_part[k]));
+    return detail::frag(c.v);
+  };
+  // Column fragment (D tile dt), acc order: two transposing reads, rows 16 hh + 4 (lane / 16) + (lane % 16) / 4.
+  // (The halves joined as 64-bit words: joined element by element, LLVM left a no-op v_bfi_b32 a fragment.)
+  auto col_frag = [&](const ST& x, int dt) __attribute__((always_inline)) {
+    std::array<uint64_t, 2> w;
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int k = (2 * dt ^ ST::swizzle(16 * hh)) / 2;
+      w[hh] = __builtin_bit_cast(uint64_t, A::lds_read_tr16_b64(at(x, hh * 16 * D * int(sizeof(T)) + col_part[k])));
+    }
+    return __builtin_bit_cast(F, w);
+  };
+  // A pair in one convert (v_cvt_pk_bf16_f32): element by element LLVM converts each alone and packs them (2.5 VALU a
+  // value, which the schedule's costs do not hold).
+  auto pair = [](float x, float y) __attribute__((always_inline)) {
+    using f2 = float __attribute__((ext_vector_type(2)));
+    using t2 = T __attribute__((ext_vector_type(2)));
+    return __builtin_bit_cast(uint32_t, __builtin_convertvector(f2{x, y}, t2));
+  };
+  constexpr int VR = 4;  // V's fragments read this many MFMAs ahead of their dP MFMA
+  F vr[VR];  // V's ring: dP MFMA m's in vr[m % VR]
+  F fr[3];  // the fragment ring: group G's fragment in fr[(32 body + G) % 3], read two groups ahead
+  f32x4 L[2], nd[2];  // S's start (-LSE / scale_log2) and dP's (-delta) of the lane's queries, by query tile
+  uint32_t dsb[WK / 16][4] = {};  // dS(n - 1) in bf16 pairs, as dK^T's B operand (acc order), by key tile
+  fr[0] = row_frag(stage0.q, 0, 0), fr[1] = row_frag(stage0.q, 0, 1);
+  L[0] = steps > 0 ? *reinterpret_cast<const f32x4*>(&stage0.lse[4 * g]) : f32x4{} - INFINITY;
+
+  // Body n in stage st (n % 3): S(n), dK^T(n - 1), dP(n), dV^T(n).
+  // Body n in stage st (n % 3): S(n), dK^T(n - 1), dP(n), dV^T(n). Past the last step (`active` false) P is zero (LSE
+  // +inf), so dV^T and dK^T gain zeros: the loop runs whole threes of bodies up to the one of dK^T(steps - 1), with no
+  // branch around a product (the accumulators would cross it as 256 phis, which LLVM splits into copies and spills).
+  auto body = [&]<int st>(bool active, bool more, bool masked, const HeadRows& nrows, int nqt) __attribute__((always_inline)) {
+    constexpr int nx = (st + 1) % 3, pv = (st + 2) % 3;
+    Stage &cur = stages.template operator()<st>(), &next = stages.template operator()<nx>(),
+          &prev = stages.template operator()<pv>();
+    f32x4 S[2][4], dP[2][4];
+    uint32_t pb[WK / 16][4];
+    float staged = 0.f;
+    const int qi = qt * BQ, kj = int(k0), off = int(kb.off);
+    int ln = lane;
+    asm volatile("" : "+v"(ln));
+    __builtin_assume(ln >= 0);  // (load_async: not its -1)
+    auto event = [&]<int ev>() __attribute__((always_inline)) {
+      if constexpr (ev < 128) {
+        constexpr int m = ev, grp = m / 4, kt = m % 4, base = st * 32;
+        if constexpr (m == 0)
+          if (more) staged = stat(nrows, nqt), fill(nrows, nqt, next, ln);
+        if constexpr (m == 8) L[1] = active ? *reinterpret_cast<const f32x4*>(&cur.lse[16 + 4 * g]) : f32x4{} - INFINITY;
+        if constexpr (m == 60) nd[0] = *reinterpret_cast<const f32x4*>(&cur.delta[4 * g]);
+        if constexpr (m == 76) nd[1] = *reinterpret_cast<const f32x4*>(&cur.delta[16 + 4 * g]);
+        if constexpr (m == keys64::barrier_at - 4)
+          if (more) put(next, staged);
+        if constexpr (m == keys64::barrier_at) wait_vmcnt<0>(), barrier();
+        if constexpr (m == 124) L[0] = more ? *reinterpret_cast<const f32x4*>(&next.lse[4 * g]) : f32x4{} - INFINITY;
+        if constexpr (kt == 0) {  // the ring's read two groups ahead (past the body's end: the next body's first)
+          constexpr int f = grp + 2, slot = (base + f) % 3;
+          if constexpr (f < 8) fr[slot] = row_frag(cur.q, f / 4, f % 4);
+          else if constexpr (f < 16) fr[slot] = col_frag(prev.q, f - 8);
+          else if constexpr (f < 24) fr[slot] = row_frag(cur.dout, (f - 16) / 4, f % 4);
+          else if constexpr (f < 32) fr[slot] = col_frag(cur.dout, f - 24);
+          else fr[slot] = row_frag(next.q, 0, f - 32);
+        }
+        const F x = fr[(base + grp) % 3];
+        if constexpr (grp < 8) {
+          constexpr int q = grp / 4, dc = grp % 4;
+          const F b = kf[kt][dc];
+          if constexpr (dc == 0) A::first(S[q][kt], x, b, L[q]);
+          else A::into_vgpr(S[q][kt], x, b);
+        } else if constexpr (grp < 16) {
+          A::into_agpr(dk[grp - 8][kt], x, __builtin_bit_cast(F, dsb[kt]));
+        } else if constexpr (grp < 24) {
+          constexpr int q = (grp - 16) / 4, dc = grp % 4;
+          const F b = vr[m % VR];
+          if constexpr (dc == 0) A::first(dP[q][kt], x, b, nd[q]);
+          else A::into_vgpr(dP[q][kt], x, b);
+        } else {
+          if constexpr (m == 96) asm volatile("s_nop 1");  // (P's last converts: a VALU write of the B operand)
+          A::into_agpr(dv[grp - 24][kt], x, __builtin_bit_cast(F, pb[kt]));
+        }
+        if constexpr (m + VR >= 64 && m + VR < 96) vr[m % VR] = v_frag((m + VR) % 4, (m + VR) / 4 % 4);  // (after m's)
+      } else {
+        constexpr int t = ev - 128;
+        if constexpr (t == 0 || t == 25) {
+          constexpr int q = t == 0 ? 0 : 1;
+          if (masked) {
+            rt_acc<16, WK> sm;
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+#pragma unroll
+              for (int e = 0; e < 4; ++e) sm.data[0][j][e] = S[q][j][e];
+            mask_visible<false>(sm, p, qi + 16 * q, kj, blk.sq, blk.sk, off);
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+#pragma unroll
+              for (int e = 0; e < 4; ++e) S[q][j][e] = sm.data[0][j][e];
+          }
+        } else {
+          constexpr int u = t < 50 ? keys64::p_task(t) : t - 2;
+          if constexpr (u < 48) {  // P: query tile q, pair e of its 4 key tiles x 2 pairs
+            constexpr int q = u / 24, e = (u % 24) / 3, part = u % 3, kt = e / 2, j = (e % 2) * 2;
+            using f2 = float __attribute__((ext_vector_type(2)));
+            if constexpr (part == 0) {
+              const f2 y = f2{S[q][kt][j], S[q][kt][j + 1]} * f2{c, c};
+              S[q][kt][j] = __builtin_amdgcn_exp2f(y.x), S[q][kt][j + 1] = y.y;
+            } else if constexpr (part == 1) {
+              S[q][kt][j + 1] = __builtin_amdgcn_exp2f(S[q][kt][j + 1]);
+            } else {
+              pb[kt][q * 2 + e % 2] = pair(S[q][kt][j], S[q][kt][j + 1]);
+            }
+          } else {  // dS = P (dP - delta): multiplies, then converts
+            constexpr int w = u - 48, q = (w % 16) / 8, e = w % 8, kt = e / 2, j = (e % 2) * 2;
+            if constexpr (w < 16) {  // (P from its pair: S's registers are free after the converts)
+              using f2 = float __attribute__((ext_vector_type(2)));
+              const auto pp = __builtin_bit_cast(std::array<T, 2>, pb[kt][q * 2 + e % 2]);
+              const f2 y = f2{float(pp[0]), float(pp[1])} * f2{dP[q][kt][j], dP[q][kt][j + 1]};
+              dP[q][kt][j] = y.x, dP[q][kt][j + 1] = y.y;
+            } else {
+              dsb[kt][q * 2 + e % 2] = pair(dP[q][kt][j], dP[q][kt][j + 1]);
+            }
+          }
+        }
+      }
+    };
+    run_schedule<keys64::plan>(event);
+  };
+  auto run = [&]<int st>(int n) __attribute__((always_inline)) {
+    int nqt = qt;
+    HeadRows nrows = rows;
+    advance(nqt, nrows);
+    const bool active = n < steps, more = n + 1 < steps;
+    const int qi = qt * BQ;
+    const bool masked = active && (qi < whole_lo || qi > whole_hi);
+    body.template operator()<st>(active, more, masked, nrows, nqt);
+    qt = nqt, rows = nrows;
+  };
+  for (int n = 0; n <= steps; n += 3) {
+    run.template operator()<0>(n);
+    run.template operator()<1>(n + 1);
+    run.template operator()<2>(n + 2);
+  }
+  A::mfma_drain();
+  // dK = scale dK^T^T and dV = dV^T^T, from the AGPRs.
+  rt_acc<D, WK> dkt, dvt;
+#pragma unroll
+  for (int i = 0; i < D / 16; ++i)
+#pragma unroll
+    for (int j = 0; j < WK / 16; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dkt.data[i][j][e] = dk[i][j][e], dvt.data[i][j][e] = dv[i][j][e];
+  const auto dk_view = head_view<T, D>(a.dk, a.dk_bs, a.dk_rs, a.dk_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
+  const auto dv_view = head_view<T, D>(a.dv, a.dv_bs, a.dv_rs, a.dv_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
+  rt<float, WK, D, layout::row> out;
+  transpose(out, dkt);
+  store_bounded(dk_view, out, {0, 0, key_tile, 0}, p.scale);
+  transpose(out, dvt);
+  store_bounded(dv_view, out, {0, 0, key_tile, 0});
+}
+
+}  // namespace hk::kernels
