@@ -137,11 +137,19 @@ template <int D, int DV>
 inline constexpr bool attn_bwd_g4 = !arch::current::lds_read_transpose && !attn_wide(D, DV) && D == DV;
 template <class T, int R, int C, bool g4>
 using attn_bwd_staged = std::conditional_t<g4, st_g4<T, R, C>, st<T, R, C>>;
-template <class T, int BQ, int D, int DV = D>
+// (bias: the ALiBi instance of the pairs (attn_bwd_alibi_rows), whose lse holds -LSE log2 e / c and the two arrays
+// S's starting accumulator on a tile wholly left or right of the diagonal.)
+template <int BQ>
+struct AttnBwdBiasRows {
+  sv<float, BQ> left, right;
+};
+struct AttnBwdNoBias {};
+template <class T, int BQ, int D, int DV = D, bool bias = false>
 struct AttnBwdStage {
   attn_bwd_staged<T, BQ, D, attn_bwd_g4<D, DV>> q;
   attn_bwd_staged<T, BQ, DV, attn_bwd_g4<D, DV>> dout;
   sv<float, BQ> lse, delta;
+  [[no_unique_address]] std::conditional_t<bias, AttnBwdBiasRows<BQ>, AttnBwdNoBias> bias_rows;
 };
 
 // Queries per step of kernel 2: 64 where the registers allow (not at D = 128 without transposing reads) and two
@@ -218,9 +226,10 @@ __global__ __launch_bounds__(64 * attn_bwd_dkdv_waves(D, arch::current::lds_read
 __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void attention_bwd_dkdv(AttnBwdArgs a) {
   using G = group<attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose)>;
   constexpr bool pairs = attn_bwd_pairs<D, DV>;
+  constexpr bool alibi_rows = pairs && V.alibi && !V.softcap && !V.dropout && !V.dynamic;  // (below: the bias rows)
   constexpr int BQ = attn_bwd_query_step<D, DV>, KB = attn_bwd_block_keys(D, arch::current::lds_read_transpose);
   constexpr int WK = pairs ? KB / 4 : KB / G::waves;  // the keys a wave (a pair) owns
-  using Stage = AttnBwdStage<T, BQ, D, DV>;
+  using Stage = AttnBwdStage<T, BQ, D, DV, alibi_rows>;
   using KT = st<T, KB, D>;
   using VT = st<T, KB, DV>;
   using XT = rt_acc<BQ, WK>;  // pairs: P (times the cap's slope), from the pair's first wave to its second
@@ -358,15 +367,34 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   };
   // (lean: LSE log2 e, or -delta, as one multiply by the wave's factor; the LSE's -inf, and only it, to a finite value)
   const float stat_factor = stat_wave == 0 ? 1.44269504088896341f : -1.f;
-  auto put = [&](Stage& s, float x) __attribute__((always_inline)) {
+  // alibi_rows: the LSE as S's starting accumulator, -LSE log2 e / c, and with the bias's part of each query, on a tile
+  // wholly left (right) of the diagonal: (t - LSE log2 e) / c ((-t - ...) / c), t = slope c (first_key - i - off), the
+  // head's slope times c given (slc: its qt's head).
+  const float inv_c = 1.f / c;
+  auto put = [&](Stage& s, float x, int qt_of = 0, float slc_of = 0.f) __attribute__((always_inline)) {
     // exp2(s c - lse log2 e); a query that sees no key (LSE -inf) has every score masked, so any finite LSE does.
     if constexpr (lean) {
       if (stat_wave < 2 && lane < BQ) (stat_wave == 0 ? s.lse : s.delta)[lane] = fmaxf(x * stat_factor, -__FLT_MAX__);
+    } else if constexpr (alibi_rows) {
+      if (stat_wave == 0 && lane < BQ) {
+        const float l = x == -INFINITY ? 0.f : x * 1.44269504088896341f;
+        const float t = slc_of * float(int(kb.first_key) - (qt_of * BQ + lane) - int(kb.off));
+        s.lse[lane] = -l * inv_c;
+        s.bias_rows.left[lane] = (t - l) * inv_c;
+        s.bias_rows.right[lane] = (-t - l) * inv_c;
+      } else if (stat_wave == 1 && lane < BQ) {
+        s.delta[lane] = -x;
+      }
     } else {
       if (stat_wave == 0 && lane < BQ) s.lse[lane] = x == -INFINITY ? 0.f : x * 1.44269504088896341f;
       else if (stat_wave == 1 && lane < BQ) s.delta[lane] = -x;
     }
   };
+  // alibi_rows: the slope of the step's head as the arguments hold it (sraw), loaded a step ahead of its use (waited
+  // for at the step's barrier, with the stages' loads), and in the scores' units times c.
+  const float slope_unit_c = alibi_rows ? c / p.alibi_unit : 0.f;
+  auto slope_raw = [&](int hh) __attribute__((always_inline)) { return p.alibi[blk.b * p.alibi_bs + hh]; };
+  float sraw = 0.f;
   barrier();  // every wave holds its K and V: the stages are free
   const int h_end = (blk.h_kv + 1) * ratio;
   int h = blk.h_kv * ratio, qt = kb.qt_begin;  // this step's head and query tile
@@ -381,8 +409,9 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       fill_rows(rows, qt, stages(0));
       put(stages(0), stat_rows(rows, qt));
     } else {
+      if constexpr (alibi_rows) sraw = slope_raw(h);
       fill(h, qt, stages(0));
-      put(stages(0), stat(h, qt));
+      put(stages(0), stat(h, qt), qt, sraw * slope_unit_c);
     }
   }
   // lean: the step's tile (queries qt BQ ..) is whole, seeing each of the wave's keys, for qt BQ in [whole_lo, whole_hi]
@@ -428,8 +457,14 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       char q, dout, qt, dot;
     };
     std::conditional_t<g4, Operands, NoOperands> ops;
+    float nsraw = sraw;  // (alibi_rows: the next step's)
     if constexpr (!g4)
-      if (more) staged = stat(nh, nqt), fill(nh, nqt, next);
+      if (more) {
+        staged = stat(nh, nqt);
+        if constexpr (alibi_rows) nsraw = slope_raw(nh);
+        fill(nh, nqt, next);
+      }
+    const float slc = sraw * slope_unit_c;
     rows_vec lse, ndelta;  // (ndelta: -delta)
     load(lse, cur.lse);
     load(ndelta, cur.delta);
@@ -479,9 +514,36 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       uint32_t keep = 0;
       XT x;
       if (role == 0) {
-        scores(sd, [&](const auto& t) __attribute__((always_inline)) {
-          if constexpr (V.softcap || V.dynamic) map(x, t, t, [](float t, float) { return AttnArgs::Softcap::slope(t); });
-        });
+        if constexpr (alibi_rows) {
+          // ALiBi's bias -slope |d|, d = j - i - off: on a tile wholly on one side of the diagonal it is linear,
+          // c (bias) = sl c (j - first_key) + t_i (sl = slope left of the diagonal, -slope right), the query's part in
+          // S's starting accumulator (the stage's bias rows, with -LSE log2 e / c) and the key's in exp2's
+          // multiply-add: P = exp2(S' c + sl c (j - first_key)), as the plain kernel's P = exp2(S c - LSE log2 e).
+          // On a tile the diagonal crosses, S starts at -LSE log2 e / c and takes the bias element by element.
+          const int dlo = kj - (qi + BQ - 1) - off, dhi = kj + WK - 1 - qi - off;
+          const bool left = dhi <= 0, right = dlo >= 0;
+          rows_vec init;
+          load(init, left ? cur.bias_rows.left : right ? cur.bias_rows.right : cur.lse);
+          sd = mma_ABt_lds(cur.q, k, attn_bwd_init<false>(init));
+          rv<float, WK, vec_align::cols> na;  // minus the key's part, per column
+          if (left || right) {
+            const float sl = right ? -slc : slc;
+#pragma unroll
+            for (int j = 0; j < decltype(na)::length / 16; ++j)
+              na.data[j][0] = -sl * float(int(k0 - kb.first_key) + decltype(sd)::col_of(j, lane, 0));
+          } else {
+            add_alibi<false>(sd, slc * inv_c, q0, k0, kb.off);
+#pragma unroll
+            for (int j = 0; j < decltype(na)::length / 16; ++j) na.data[j][0] = 0.f;
+          }
+          if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
+            mask_visible<false>(sd, p, qi, kj, blk.sq, blk.sk, off);
+          attn_bwd_exp2<true>(sd, na, c);
+        } else {
+          scores(sd, [&](const auto& t) __attribute__((always_inline)) {
+            if constexpr (V.softcap || V.dynamic) map(x, t, t, [](float t, float) { return AttnArgs::Softcap::slope(t); });
+          });
+        }
         if constexpr (V.softcap || V.dynamic) {
           if (V.softcap || softcap_on()) mul(x, x, sd);
           else x = sd;
@@ -492,9 +554,9 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       } else {
         // (plain: -delta starts dP's accumulator, and dS's multiply goes in packed pairs, as at D = 64: with the
         // first waves' packed exp2 argument, MI355X GQA D128 N8192 dK/dV 63.49 -> 61.75 ms)
-        if constexpr (plain) sd = mma_ABt_lds(cur.dout, k, attn_bwd_init<false>(ndelta));
+        if constexpr (plain || alibi_rows) sd = mma_ABt_lds(cur.dout, k, attn_bwd_init<false>(ndelta));
         else sd = mma_ABt_lds(cur.dout, k);
-        if constexpr (plain) {
+        if constexpr (plain || alibi_rows) {
           // (dP - delta already)
         } else if constexpr (V.dropout || V.dynamic) {
           if (V.dropout || dropout_on()) {  // dP dropped (its scale in the subtraction's multiply-add)
@@ -520,12 +582,12 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
         mma_AtB_acc(dkt, cur.dout, sd);
       } else {
         xbuf[own].get(x);
-        if constexpr (plain) attn_bwd_mul_pairs(sd, x);
+        if constexpr (plain || alibi_rows) attn_bwd_mul_pairs(sd, x);
         else mul(sd, sd, x);
         mma_AtB_acc(dkt, cur.q, sd);
       }
-      if (more) put(next, staged);
-      h = nh, qt = nqt;
+      if (more) put(next, staged, nqt, nsraw * slope_unit_c);
+      h = nh, qt = nqt, sraw = nsraw;
     if constexpr (lean) rows = nrows;
       return;
     }
