@@ -34,7 +34,13 @@
 // the first through the LDS; the first drops P and leaves 1 / (1 - p) to dV's store (MI355X GQA D128 N8192 dK/dV
 // 96.8 -> 85.5 ms).
 // With ALiBi (AttnVariant) both kernels add the bias to the recomputed scores as the forward does (no gradient: the
-// slopes are constants, as in flash-attention). With softcapping both kernels cap the recomputed scores as the
+// slopes are constants, as in flash-attention). In the ALiBi instance of kernel 2's pairs and of kernel 3 at 32
+// queries (gfx950, D = 128: `alibi_rows`) the bias of a tile wholly on one side of the diagonal is linear and costs
+// nothing a score: its one part (kernel 2: the query's, from the stage's bias rows; kernel 3: the key's, a row vector
+// of 9 VALU a chunk) starts S's (S^T's) accumulator, its other joins exp2's multiply-add (the key's) or the LSE (the
+// query's); tiles the diagonal crosses take it element by element. Kernel 2 loads the step's slope a step ahead (a
+// vector load used at once waited for the stage loads behind it). MI355X GQA D128 N8192: dK/dV 70.15 -> 66.05 ms,
+// dQ 45.44 -> 44.15, bwd 756.4 -> 793.2 TFLOP/s (plain 843.3). With softcapping both kernels cap the recomputed scores as the
 // forward does, and scale dP - delta by the cap's slope at them before the masks (attn_bwd_cap; pairs: P by it). The
 // wide heads' one featured instance (AttnVariant::dynamic), and at D = 64 and 128 the instance of two or three
 // features, runs any of them together, tested a step, in that order (the cap's slope taken before ALiBi's bias).
@@ -513,6 +519,9 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       rt_acc<BQ, WK> sd;  // role 0: P; role 1: dP - delta
       uint32_t keep = 0;
       XT x;
+      // (the second wave's -delta as dP's starting accumulator where dP is not dropped, and dS's multiply in packed
+      // pairs in every instance but dropout's and the combinations')
+      constexpr bool delta_init = !V.dropout && !V.dynamic;
       if (role == 0) {
         if constexpr (alibi_rows) {
           // ALiBi's bias -slope |d|, d = j - i - off: on a tile wholly on one side of the diagonal it is linear,
@@ -554,9 +563,9 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
       } else {
         // (plain: -delta starts dP's accumulator, and dS's multiply goes in packed pairs, as at D = 64: with the
         // first waves' packed exp2 argument, MI355X GQA D128 N8192 dK/dV 63.49 -> 61.75 ms)
-        if constexpr (plain || alibi_rows) sd = mma_ABt_lds(cur.dout, k, attn_bwd_init<false>(ndelta));
+        if constexpr (delta_init) sd = mma_ABt_lds(cur.dout, k, attn_bwd_init<false>(ndelta));
         else sd = mma_ABt_lds(cur.dout, k);
-        if constexpr (plain || alibi_rows) {
+        if constexpr (delta_init) {
           // (dP - delta already)
         } else if constexpr (V.dropout || V.dynamic) {
           if (V.dropout || dropout_on()) {  // dP dropped (its scale in the subtraction's multiply-add)
@@ -582,7 +591,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
         mma_AtB_acc(dkt, cur.dout, sd);
       } else {
         xbuf[own].get(x);
-        if constexpr (plain || alibi_rows) attn_bwd_mul_pairs(sd, x);
+        if constexpr (!V.dynamic && !V.dropout) attn_bwd_mul_pairs(sd, x);
         else mul(sd, sd, x);
         mma_AtB_acc(dkt, cur.q, sd);
       }
@@ -715,6 +724,7 @@ void attention_bwd_dq(AttnBwdArgs a) {
   using G = group<attn_bwd_dq_waves(D, tr)>;
   constexpr int BK = attn_tile_keys(D, DV), WQ = attn_bwd_dq_wave_rows(D, tr);
   constexpr int KC = WQ == 32 ? attn_bwd_dq_chunk_keys(D, tr, BK) : BK;  // keys of a pass (BK / KC a tile)
+  constexpr bool alibi_rows = V.alibi && !V.softcap && !V.dropout && !V.dynamic && KC < BK;  // (ALiBi's bias: chunk)
   constexpr int S = attn_bwd_dq_stages<D, DV>, QS = G::waves * WQ / BK;  // stages of K and V; of them, Q's and dO's (the last)
   static_assert(QS >= 1 && QS <= S && G::waves * WQ == QS * BK, "the Q and dO tiles are staged in K and V stages");
   using cols_vec = rv<float, WQ, vec_align::cols>;
@@ -801,9 +811,32 @@ void attention_bwd_dq(AttnBwdArgs a) {
     auto chunk = [&](auto ch_of) __attribute__((always_inline)) {
       constexpr int ch = decltype(ch_of)::value;
       // S^T = K Q^T (keys x queries), masked, and P^T.
-      auto s = mma_ABt_lds<!fold, KC, ch>(sk(stage), q);
-      // dP^T - delta (dropped): with softcapping here, before the masks (attn_bwd_cap), else after P^T (as kernel 2's).
       const long k0 = long(kt) * BK + ch * KC;
+      const int qi = int(q0), kj = int(k0), off = int(view.off);
+      // alibi_rows (the ALiBi instance at 32 queries): on a chunk wholly on one side of the diagonal of every query
+      // (d = j - i - off of one sign) the bias -slope |d| is sl (j - k0) + sl (k0 - i - off), sl = slope left of it
+      // (d <= 0), -slope right: the key's part starts S^T's accumulator (a row vector, sl times the row), the query's
+      // joins the LSE (per column); on a chunk the diagonal crosses, sl is 0 and the bias goes element by element.
+      [[maybe_unused]] float sl = 0.f;
+      [[maybe_unused]] bool lin = false;
+      auto s = [&]() __attribute__((always_inline)) {
+        if constexpr (alibi_rows) {
+          const bool left = kj + KC - 1 - qi - off <= 0, right = kj - (qi + WQ - 1) - off >= 0;
+          lin = left || right;
+          sl = left ? view.slope : right ? -view.slope : 0.f;
+          using ST = rt_acc<KC, WQ>;
+          rv<float, KC, vec_align::rows> r;
+          const float base = sl * float(ST::row_lane_part(lane_id()));
+#pragma unroll
+          for (int i = 0; i < ST::tiles_r; ++i)
+#pragma unroll
+            for (int e = 0; e < ST::E; ++e) r.data[i][e] = fmaf(sl, float(ST::row_tile_part(i, e)), base);
+          return mma_ABt_lds<!fold, KC, ch>(sk(stage), q, attn_bwd_init<false>(r));
+        } else {
+          return mma_ABt_lds<!fold, KC, ch>(sk(stage), q);
+        }
+      }();
+      // dP^T - delta (dropped): with softcapping here, before the masks (attn_bwd_cap), else after P^T (as kernel 2's).
       auto dp_of = [&]() __attribute__((always_inline)) {
         if constexpr (fold) return mma_ABt_lds<false, KC, ch>(sv(stage), dout, attn_bwd_init<true>(delta));
         else return mma_ABt_lds<true, KC, ch, ahead && (ch == 0 || V.alibi || V.dropout)>(sv(stage), dout);
@@ -829,12 +862,21 @@ void attention_bwd_dq(AttnBwdArgs a) {
         dp_delta();
         if (V.softcap && tested ? p.cap.k != 0.f : attn_softcap_on<V>(p)) attn_bwd_cap(p, s, dp);
       }
-      if (V.alibi && tested ? p.alibi != nullptr : attn_alibi_on<V>(p)) add_alibi<true>(s, view.slope, q0, k0, view.off);
-      const int qi = int(q0), kj = int(k0), off = int(view.off);
+      cols_vec lt;  // alibi_rows: the LSE less the bias's query part (c units)
+      if constexpr (alibi_rows) {
+        if (p.alibi != nullptr && !lin) add_alibi<true>(s, view.slope, q0, k0, view.off);
+        const float slc = sl * c, d0 = float(kj - qi - off);
+#pragma unroll
+        for (int j = 0; j < WQ / 16; ++j)
+          lt.data[j][0] = fmaf(slc, float(rt_acc<KC, WQ>::col_of(j, lane_id(), 0)) - d0, lse.data[j][0]);
+      } else if (V.alibi && tested ? p.alibi != nullptr : attn_alibi_on<V>(p)) {
+        add_alibi<true>(s, view.slope, q0, k0, view.off);
+      }
+      const cols_vec& ls = alibi_rows ? lt : lse;
       if (qi + WQ > blk.sq || !attn_tile_whole(p, qi, qi + WQ - 1, kj, KC, blk.sk, off))
         mask_visible<true>(s, p, qi, kj, blk.sq, blk.sk, off);
-      if constexpr (packed) attn_bwd_exp2<true>(s, lse, c);
-      else map_cols(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
+      if constexpr (packed) attn_bwd_exp2<true>(s, ls, c);
+      else map_cols(s, ls, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
       // dP^T = V dO^T; dS^T = P^T * (dP^T - delta); dQ^T += K^T dS^T.
       if constexpr (!early) dp_delta();
       if constexpr (packed) attn_bwd_mul_pairs(s, dp);
