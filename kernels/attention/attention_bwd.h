@@ -40,10 +40,11 @@
 // of 9 VALU a chunk) starts S's (S^T's) accumulator, its other joins exp2's multiply-add (the key's) or the LSE (the
 // query's); tiles the diagonal crosses take it element by element. Kernel 2 loads the step's slope a step ahead (a
 // vector load used at once waited for the stage loads behind it). MI355X GQA D128 N8192: dK/dV 70.15 -> 66.05 ms,
-// dQ 45.44 -> 44.15, bwd 756.4 -> 793.2 TFLOP/s (plain 843.3). With softcapping both kernels cap the recomputed scores as the
-// forward does, and scale dP - delta by the cap's slope at them before the masks (attn_bwd_cap; pairs: P by it). The
-// wide heads' one featured instance (AttnVariant::dynamic), and at D = 64 and 128 the instance of two or three
-// features, runs any of them together, tested a step, in that order (the cap's slope taken before ALiBi's bias).
+// dQ 45.44 -> 44.15, bwd 756.4 -> 793.2 TFLOP/s (plain 843.3). With softcapping both kernels cap the recomputed
+// scores as the forward does, and scale dP - delta by the cap's slope at them before the masks (attn_bwd_cap;
+// pairs: P by it). The wide heads' one featured instance (AttnVariant::dynamic), and at D = 64 and 128 the instance of
+// two or three features, runs any of them together, tested a step, in that order (the cap's slope taken before
+// ALiBi's bias).
 // The products that accumulate over queries (kernel 2) or keys (kernel 3) take their k operand straight from the
 // previous accumulator in acc order (ops/acc_order.h), like the forward's P V: P, dS (kernel 2) and dS^T (kernel 3)
 // never leave the registers; the other operand is the staged tile read in the same order and used transposed
@@ -143,8 +144,8 @@ template <int D, int DV>
 inline constexpr bool attn_bwd_g4 = !arch::current::lds_read_transpose && !attn_wide(D, DV) && D == DV;
 template <class T, int R, int C, bool g4>
 using attn_bwd_staged = std::conditional_t<g4, st_g4<T, R, C>, st<T, R, C>>;
-// (bias: the ALiBi instance of the pairs (attn_bwd_alibi_rows), whose lse holds -LSE log2 e / c and the two arrays
-// S's starting accumulator on a tile wholly left or right of the diagonal.)
+// (bias: the ALiBi instance of kernel 2's pairs, `alibi_rows` in attention_bwd_dkdv, whose lse holds -LSE log2 e / c
+// and the two bias rows S's starting accumulator on a tile wholly left or right of the diagonal.)
 template <int BQ>
 struct AttnBwdBiasRows {
   sv<float, BQ> left, right;
@@ -374,8 +375,8 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dkdv_waves_per_simd<D>))) void atten
   // (lean: LSE log2 e, or -delta, as one multiply by the wave's factor; the LSE's -inf, and only it, to a finite value)
   const float stat_factor = stat_wave == 0 ? 1.44269504088896341f : -1.f;
   // alibi_rows: the LSE as S's starting accumulator, -LSE log2 e / c, and with the bias's part of each query, on a tile
-  // wholly left (right) of the diagonal: (t - LSE log2 e) / c ((-t - ...) / c), t = slope c (first_key - i - off), the
-  // head's slope times c given (slc: its qt's head).
+  // wholly left (right) of the diagonal: (t - LSE log2 e) / c ((-t - ...) / c), t = slc (first_key - i - off), slc the
+  // slope of the step's head (query tile qt_of) times c.
   const float inv_c = 1.f / c;
   auto put = [&](Stage& s, float x, int qt_of = 0, float slc_of = 0.f) __attribute__((always_inline)) {
     // exp2(s c - lse log2 e); a query that sees no key (LSE -inf) has every score masked, so any finite LSE does.
