@@ -38,10 +38,17 @@
 // the first through the LDS; the first drops P and leaves 1 / (1 - p) to dV's store (MI355X GQA D128 N8192 dK/dV
 // 96.8 -> 85.5 ms).
 // With ALiBi (AttnVariant) both kernels add the bias to the recomputed scores as the forward does (no gradient: the
-// slopes are constants, as in flash-attention). With softcapping both kernels cap the recomputed scores as the
-// forward does, and scale dP - delta by the cap's slope at them before the masks (attn_bwd_cap; pairs: P by it). The
-// wide heads' one featured instance (AttnVariant::dynamic), and at D = 64 and 128 the instance of two or three
-// features, runs any of them together, tested a step, in that order (the cap's slope taken before ALiBi's bias).
+// slopes are constants, as in flash-attention). In the ALiBi instance of kernel 2's pairs and of kernel 3 at 32
+// queries (gfx950, D = 128: `alibi_rows`) the bias of a tile wholly on one side of the diagonal is linear and costs
+// nothing a score: its one part (kernel 2: the query's, from the stage's bias rows; kernel 3: the key's, a row vector
+// of 9 VALU a chunk) starts S's (S^T's) accumulator, its other joins exp2's multiply-add (the key's) or the LSE (the
+// query's); tiles the diagonal crosses take it element by element. Kernel 2 loads the step's slope a step ahead (a
+// vector load used at once waited for the stage loads behind it). MI355X GQA D128 N8192: dK/dV 70.15 -> 66.05 ms,
+// dQ 45.44 -> 44.15, bwd 756.4 -> 793.2 TFLOP/s (plain 843.3). With softcapping both kernels cap the recomputed
+// scores as the forward does, and scale dP - delta by the cap's slope at them before the masks (attn_bwd_cap;
+// pairs: P by it). The wide heads' one featured instance (AttnVariant::dynamic), and at D = 64 and 128 the instance of
+// two or three features, runs any of them together, tested a step, in that order (the cap's slope taken before
+// ALiBi's bias).
 // The products that accumulate over queries (kernel 2) or keys (kernel 3) take their k operand straight from the
 // previous accumulator in acc order (ops/acc_order.h), like the forward's P V: P, dS (kernel 2) and dS^T (kernel 3)
 // never leave the registers; the other operand is the staged tile read in the same order and used transposed
@@ -148,11 +155,19 @@ template <int D, int DV>
 inline constexpr bool attn_bwd_g4 = !arch::current::lds_read_transpose && !attn_wide(D, DV) && D == DV;
 template <class T, int R, int C, bool g4>
 using attn_bwd_staged = std::conditional_t<g4, st_g4<T, R, C>, st<T, R, C>>;
-template <class T, int BQ, int D, int DV = D>
+// (bias: the ALiBi instance of kernel 2's pairs, `alibi_rows` in attention_bwd_dkdv, whose lse holds -LSE log2 e / c
+// and the two bias rows S's starting accumulator on a tile wholly left or right of the diagonal.)
+template <int BQ>
+struct AttnBwdBiasRows {
+  sv<float, BQ> left, right;
+};
+struct AttnBwdNoBias {};
+template <class T, int BQ, int D, int DV = D, bool bias = false>
 struct AttnBwdStage {
   attn_bwd_staged<T, BQ, D, attn_bwd_g4<D, DV>> q;
   attn_bwd_staged<T, BQ, DV, attn_bwd_g4<D, DV>> dout;
   sv<float, BQ> lse, delta;
+  [[no_unique_address]] std::conditional_t<bias, AttnBwdBiasRows<BQ>, AttnBwdNoBias> bias_rows;
 };
 
 // Queries per step of kernel 2: 64 where the registers allow (not at D = 128 without transposing reads) and two
@@ -241,9 +256,10 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
   }
   using G = group<attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose)>;
   constexpr bool pairs = attn_bwd_pairs<D, DV>;
+  constexpr bool alibi_rows = pairs && V.alibi && !V.softcap && !V.dropout && !V.dynamic;  // (below: the bias rows)
   constexpr int BQ = attn_bwd_query_step<D, DV>, KB = attn_bwd_block_keys(D, arch::current::lds_read_transpose);
   constexpr int WK = pairs ? KB / 4 : KB / G::waves;  // the keys a wave (a pair) owns
-  using Stage = AttnBwdStage<T, BQ, D, DV>;
+  using Stage = AttnBwdStage<T, BQ, D, DV, alibi_rows>;
   using KT = st<T, KB, D>;
   using VT = st<T, KB, DV>;
   using XT = rt_acc<BQ, WK>;  // pairs: P (times the cap's slope), from the pair's first wave to its second
@@ -381,15 +397,34 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
   };
   // (lean: LSE log2 e, or -delta, as one multiply by the wave's factor; the LSE's -inf, and only it, to a finite value)
   const float stat_factor = stat_wave == 0 ? 1.44269504088896341f : -1.f;
-  auto put = [&](Stage& s, float x) __attribute__((always_inline)) {
+  // alibi_rows: the LSE as S's starting accumulator, -LSE log2 e / c, and with the bias's part of each query, on a tile
+  // wholly left (right) of the diagonal: (t - LSE log2 e) / c ((-t - ...) / c), t = slc (first_key - i - off), slc the
+  // slope of the step's head (query tile qt_of) times c.
+  const float inv_c = 1.f / c;
+  auto put = [&](Stage& s, float x, int qt_of = 0, float slc_of = 0.f) __attribute__((always_inline)) {
     // exp2(s c - lse log2 e); a query that sees no key (LSE -inf) has every score masked, so any finite LSE does.
     if constexpr (lean) {
       if (stat_wave < 2 && lane < BQ) (stat_wave == 0 ? s.lse : s.delta)[lane] = fmaxf(x * stat_factor, -__FLT_MAX__);
+    } else if constexpr (alibi_rows) {
+      if (stat_wave == 0 && lane < BQ) {
+        const float l = x == -INFINITY ? 0.f : x * 1.44269504088896341f;
+        const float t = slc_of * float(int(kb.first_key) - (qt_of * BQ + lane) - int(kb.off));
+        s.lse[lane] = -l * inv_c;
+        s.bias_rows.left[lane] = (t - l) * inv_c;
+        s.bias_rows.right[lane] = (-t - l) * inv_c;
+      } else if (stat_wave == 1 && lane < BQ) {
+        s.delta[lane] = -x;
+      }
     } else {
       if (stat_wave == 0 && lane < BQ) s.lse[lane] = x == -INFINITY ? 0.f : x * 1.44269504088896341f;
       else if (stat_wave == 1 && lane < BQ) s.delta[lane] = -x;
     }
   };
+  // alibi_rows: the slope of the step's head as the arguments hold it (sraw), loaded a step ahead of its use (waited
+  // for at the step's barrier, with the stages' loads), and in the scores' units times c.
+  const float slope_unit_c = alibi_rows ? c / p.alibi_unit : 0.f;
+  auto slope_raw = [&](int hh) __attribute__((always_inline)) { return p.alibi[blk.b * p.alibi_bs + hh]; };
+  float sraw = 0.f;
   barrier();  // every wave holds its K and V: the stages are free
   const int h_end = (blk.h_kv + 1) * ratio;
   int h = blk.h_kv * ratio, qt = kb.qt_begin;  // this step's head and query tile
@@ -404,8 +439,9 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
       fill_rows(rows, qt, stages(0));
       put(stages(0), stat_rows(rows, qt));
     } else {
+      if constexpr (alibi_rows) sraw = slope_raw(h);
       fill(h, qt, stages(0));
-      put(stages(0), stat(h, qt));
+      put(stages(0), stat(h, qt), qt, sraw * slope_unit_c);
     }
   }
   // lean: the step's tile (queries qt BQ ..) is whole, seeing each of the wave's keys, for qt BQ in [whole_lo, whole_hi]
@@ -451,8 +487,14 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
       char q, dout, qt, dot;
     };
     std::conditional_t<g4, Operands, NoOperands> ops;
+    float nsraw = sraw;  // (alibi_rows: the next step's)
     if constexpr (!g4)
-      if (more) staged = stat(nh, nqt), fill(nh, nqt, next);
+      if (more) {
+        staged = stat(nh, nqt);
+        if constexpr (alibi_rows) nsraw = slope_raw(nh);
+        fill(nh, nqt, next);
+      }
+    const float slc = sraw * slope_unit_c;
     rows_vec lse, ndelta;  // (ndelta: -delta)
     load(lse, cur.lse);
     load(ndelta, cur.delta);
@@ -492,7 +534,8 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
       if constexpr (!V.dynamic) capped(sd);
       if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
         mask_visible<false>(sd, p, qi, kj, blk.sq, blk.sk, off);
-      if constexpr (plain) attn_bwd_exp2<false>(sd, lse, c);
+      // (packed: the plain kernel's and softcap's; dropout's is slower so, MI355X GQA D128 N8192 dK/dV 83.7 -> 85.6 ms)
+      if constexpr (plain || (pairs && !V.dynamic && !V.dropout)) attn_bwd_exp2<false>(sd, lse, c);
       else map_rows(sd, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     };
     if constexpr (pairs) {
@@ -501,10 +544,40 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
       rt_acc<BQ, WK> sd;  // role 0: P; role 1: dP - delta
       uint32_t keep = 0;
       XT x;
+      // (the second wave's -delta as dP's starting accumulator where dP is not dropped, and dS's multiply in packed
+      // pairs in every instance but dropout's and the combinations')
+      constexpr bool delta_init = !V.dropout && !V.dynamic;
       if (role == 0) {
-        scores(sd, [&](const auto& t) __attribute__((always_inline)) {
-          if constexpr (V.softcap || V.dynamic) map(x, t, t, [](float t, float) { return AttnArgs::Softcap::slope(t); });
-        });
+        if constexpr (alibi_rows) {
+          // ALiBi's bias -slope |d|, d = j - i - off: on a tile wholly on one side of the diagonal it is linear,
+          // c (bias) = sl c (j - first_key) + t_i (sl = slope left of the diagonal, -slope right), the query's part in
+          // S's starting accumulator (the stage's bias rows, with -LSE log2 e / c) and the key's in exp2's
+          // multiply-add: P = exp2(S' c + sl c (j - first_key)), as the plain kernel's P = exp2(S c - LSE log2 e).
+          // On a tile the diagonal crosses, S starts at -LSE log2 e / c and takes the bias element by element.
+          const int dlo = kj - (qi + BQ - 1) - off, dhi = kj + WK - 1 - qi - off;
+          const bool left = dhi <= 0, right = dlo >= 0;
+          rows_vec init;
+          load(init, left ? cur.bias_rows.left : right ? cur.bias_rows.right : cur.lse);
+          sd = mma_ABt_lds(cur.q, k, attn_bwd_init<false>(init));
+          rv<float, WK, vec_align::cols> na;  // minus the key's part, per column
+          if (left || right) {
+            const float sl = right ? -slc : slc;
+#pragma unroll
+            for (int j = 0; j < decltype(na)::length / 16; ++j)
+              na.data[j][0] = -sl * float(int(k0 - kb.first_key) + decltype(sd)::col_of(j, lane, 0));
+          } else {
+            add_alibi<false>(sd, slc * inv_c, q0, k0, kb.off);
+#pragma unroll
+            for (int j = 0; j < decltype(na)::length / 16; ++j) na.data[j][0] = 0.f;
+          }
+          if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
+            mask_visible<false>(sd, p, qi, kj, blk.sq, blk.sk, off);
+          attn_bwd_exp2<true>(sd, na, c);
+        } else {
+          scores(sd, [&](const auto& t) __attribute__((always_inline)) {
+            if constexpr (V.softcap || V.dynamic) map(x, t, t, [](float t, float) { return AttnArgs::Softcap::slope(t); });
+          });
+        }
         if constexpr (V.softcap || V.dynamic) {
           if (V.softcap || softcap_on()) mul(x, x, sd);
           else x = sd;
@@ -515,9 +588,9 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
       } else {
         // (plain: -delta starts dP's accumulator, and dS's multiply goes in packed pairs, as at D = 64: with the
         // first waves' packed exp2 argument, MI355X GQA D128 N8192 dK/dV 63.49 -> 61.75 ms)
-        if constexpr (plain) sd = mma_ABt_lds(cur.dout, k, attn_bwd_init<false>(ndelta));
+        if constexpr (delta_init) sd = mma_ABt_lds(cur.dout, k, attn_bwd_init<false>(ndelta));
         else sd = mma_ABt_lds(cur.dout, k);
-        if constexpr (plain) {
+        if constexpr (delta_init) {
           // (dP - delta already)
         } else if constexpr (V.dropout || V.dynamic) {
           if (V.dropout || dropout_on()) {  // dP dropped (its scale in the subtraction's multiply-add)
@@ -543,12 +616,12 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
         mma_AtB_acc(dkt, cur.dout, sd);
       } else {
         xbuf[own].get(x);
-        if constexpr (plain) attn_bwd_mul_pairs(sd, x);
+        if constexpr (!V.dynamic && !V.dropout) attn_bwd_mul_pairs(sd, x);
         else mul(sd, sd, x);
         mma_AtB_acc(dkt, cur.q, sd);
       }
-      if (more) put(next, staged);
-      h = nh, qt = nqt;
+      if (more) put(next, staged, nqt, nsraw * slope_unit_c);
+      h = nh, qt = nqt, sraw = nsraw;
     if constexpr (lean) rows = nrows;
       return;
     }
@@ -676,6 +749,7 @@ void attention_bwd_dq(AttnBwdArgs a) {
   using G = group<attn_bwd_dq_waves(D, tr)>;
   constexpr int BK = attn_tile_keys(D, DV), WQ = attn_bwd_dq_wave_rows(D, tr);
   constexpr int KC = WQ == 32 ? attn_bwd_dq_chunk_keys(D, tr, BK) : BK;  // keys of a pass (BK / KC a tile)
+  constexpr bool alibi_rows = V.alibi && !V.softcap && !V.dropout && !V.dynamic && KC < BK;  // (ALiBi's bias: chunk)
   constexpr int S = attn_bwd_dq_stages<D, DV>, QS = G::waves * WQ / BK;  // stages of K and V; of them, Q's and dO's (the last)
   static_assert(QS >= 1 && QS <= S && G::waves * WQ == QS * BK, "the Q and dO tiles are staged in K and V stages");
   using cols_vec = rv<float, WQ, vec_align::cols>;
@@ -776,12 +850,34 @@ void attention_bwd_dq(AttnBwdArgs a) {
     auto chunk = [&](auto ch_of) __attribute__((always_inline)) {
       constexpr int ch = decltype(ch_of)::value;
       // S^T = K Q^T (keys x queries), masked, and P^T.
+      const long k0 = long(kt) * BK + ch * KC;
+      const int qi = int(q0), kj = int(k0), off = int(view.off);
+      // alibi_rows (the ALiBi instance at 32 queries): on a chunk wholly on one side of the diagonal of every query
+      // (d = j - i - off of one sign) the bias -slope |d| is sl (j - k0) + sl (k0 - i - off), sl = slope left of it
+      // (d <= 0), -slope right: the key's part starts S^T's accumulator (a row vector, sl times the row), the query's
+      // joins the LSE (per column); on a chunk the diagonal crosses, sl is 0 and the bias goes element by element.
+      [[maybe_unused]] float sl = 0.f;
+      [[maybe_unused]] bool lin = false;
       auto s = [&]() __attribute__((always_inline)) {
-        if constexpr (lanes) return mma_ABt_lds<lanes_ahead>(sk(stage), q, row_lane);
-        else return mma_ABt_lds<!fold, KC, ch>(sk(stage), q);
+        if constexpr (lanes) {
+          return mma_ABt_lds<lanes_ahead>(sk(stage), q, row_lane);
+        } else if constexpr (alibi_rows) {
+          const bool left = kj + KC - 1 - qi - off <= 0, right = kj - (qi + WQ - 1) - off >= 0;
+          lin = left || right;
+          sl = left ? view.slope : right ? -view.slope : 0.f;
+          using ST = rt_acc<KC, WQ>;
+          rv<float, KC, vec_align::rows> r;
+          const float base = sl * float(ST::row_lane_part(lane_id()));
+#pragma unroll
+          for (int i = 0; i < ST::tiles_r; ++i)
+#pragma unroll
+            for (int e = 0; e < ST::E; ++e) r.data[i][e] = fmaf(sl, float(ST::row_tile_part(i, e)), base);
+          return mma_ABt_lds<!fold, KC, ch>(sk(stage), q, attn_bwd_init<false>(r));
+        } else {
+          return mma_ABt_lds<!fold, KC, ch>(sk(stage), q);
+        }
       }();
       // dP^T - delta (dropped): with softcapping here, before the masks (attn_bwd_cap), else after P^T (as kernel 2's).
-      const long k0 = long(kt) * BK + ch * KC;
       auto dp_of = [&]() __attribute__((always_inline)) {
         if constexpr (lanes) return mma_ABt_lds<lanes_ahead>(sv(stage), dout, row_lane);
         else if constexpr (fold) return mma_ABt_lds<false, KC, ch>(sv(stage), dout, attn_bwd_init<true>(delta));
@@ -808,12 +904,21 @@ void attention_bwd_dq(AttnBwdArgs a) {
         dp_delta();
         if (V.softcap && tested ? p.cap.k != 0.f : attn_softcap_on<V>(p)) attn_bwd_cap(p, s, dp);
       }
-      if (V.alibi && tested ? p.alibi != nullptr : attn_alibi_on<V>(p)) add_alibi<true>(s, view.slope, q0, k0, view.off);
-      const int qi = int(q0), kj = int(k0), off = int(view.off);
+      cols_vec lt;  // alibi_rows: the LSE less the bias's query part (c units)
+      if constexpr (alibi_rows) {
+        if (p.alibi != nullptr && !lin) add_alibi<true>(s, view.slope, q0, k0, view.off);
+        const float slc = sl * c, d0 = float(kj - qi - off);
+#pragma unroll
+        for (int j = 0; j < WQ / 16; ++j)
+          lt.data[j][0] = fmaf(slc, float(rt_acc<KC, WQ>::col_of(j, lane_id(), 0)) - d0, lse.data[j][0]);
+      } else if (V.alibi && tested ? p.alibi != nullptr : attn_alibi_on<V>(p)) {
+        add_alibi<true>(s, view.slope, q0, k0, view.off);
+      }
+      const cols_vec& ls = alibi_rows ? lt : lse;
       if (qi + WQ > blk.sq || !attn_tile_whole(p, qi, qi + WQ - 1, kj, KC, blk.sk, off))
         mask_visible<true>(s, p, qi, kj, blk.sq, blk.sk, off);
-      if constexpr (packed) attn_bwd_exp2<true>(s, lse, c);
-      else map_cols(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
+      if constexpr (packed) attn_bwd_exp2<true>(s, ls, c);
+      else map_cols(s, ls, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
       // dP^T = V dO^T; dS^T = P^T * (dP^T - delta); dQ^T += K^T dS^T.
       if constexpr (!early) dp_delta();
       if constexpr (packed) attn_bwd_mul_pairs(s, dp);
