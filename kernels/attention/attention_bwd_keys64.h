@@ -347,10 +347,10 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   const auto dk_view = head_view<T, D>(a.dk, a.dk_bs, a.dk_rs, a.dk_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
   const auto dv_view = head_view<T, D>(a.dv, a.dv_bs, a.dv_rs, a.dv_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
   rt<float, WK, D, layout::row> out;
-  transpose(out, dkt);
-  store_bounded(dk_view, out, {0, 0, key_tile, 0}, p.scale);
-  transpose(out, dvt);
-  store_bounded(dv_view, out, {0, 0, key_tile, 0});
+  transpose<lane_anew>(out, dkt);
+  store_bounded<lane_anew>(dk_view, out, {0, 0, key_tile, 0}, p.scale);
+  transpose<lane_anew>(out, dvt);
+  store_bounded<lane_anew>(dv_view, out, {0, 0, key_tile, 0});
 }
 
 }  // namespace hk::kernels
