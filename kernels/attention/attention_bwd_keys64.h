@@ -241,7 +241,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
       if constexpr (ev < 128) {
         constexpr int m = ev, grp = m / 4, kt = m % 4, base = st * 32;
         if constexpr (m == 0)
-          if (more) staged = stat(nrows, nqt), fill(nrows, nqt, next, ln);
+          if (more) staged = stat(nrows, nqt), fill(nrows, nqt, next, lane);
         if constexpr (m == 8) L[1] = active ? *reinterpret_cast<const f32x4*>(&cur.lse[16 + 4 * g]) : f32x4{} - INFINITY;
         if constexpr (m == 60) nd[0] = *reinterpret_cast<const f32x4*>(&cur.delta[4 * g]);
         if constexpr (m == 76) nd[1] = *reinterpret_cast<const f32x4*>(&cur.delta[16 + 4 * g]);
