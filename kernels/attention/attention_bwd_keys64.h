@@ -116,10 +116,11 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   HeadRows rows{head_view<T, D>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, varlen, blk.q_start, h, blk.sq).at(0, 0, 0, 0),
                 head_view<T, D>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, h, blk.sq).at(0, 0, 0, 0),
                 lse_row(p, dma_wave.index == 0 ? p.lse : a.delta, blk, h).at(0, 0, 0, 0)};
-  // (ln: the body's opaque lane index, so that the loads' lane parts are found in the body, not held across the loop.)
-  auto fill = [&](const HeadRows& r, int qt, Stage& s, int ln) __attribute__((always_inline)) {
-    load_async<G>(s.q, gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(r.q), 1, 1, blk.sq, D, p.q_rs), {0, 0, qt, 0}, dma_wave, ln);
-    load_async<G>(s.dout, gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(r.dout), 1, 1, blk.sq, D, a.do_rs), {0, 0, qt, 0}, dma_wave, ln);
+  // (The loads' lane parts are held through the loop: found in each body they cost about 20 VALU a body, 59.25 against
+  // 57.79 ms.)
+  auto fill = [&](const HeadRows& r, int qt, Stage& s) __attribute__((always_inline)) {
+    load_async<G>(s.q, gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(r.q), 1, 1, blk.sq, D, p.q_rs), {0, 0, qt, 0}, dma_wave);
+    load_async<G>(s.dout, gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(r.dout), 1, 1, blk.sq, D, a.do_rs), {0, 0, qt, 0}, dma_wave);
   };
   // LSE (wave 0) and delta (wave 1) of the step's queries, loaded at a body's start and stored into the next stage
   // before the body's barrier as the starts of S's and dP's accumulators: -LSE log2(e) / scale_log2, so that P =
@@ -154,7 +155,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     for (int i = int(threadIdx.x); i < int(sizeof(stage2.q) / 16); i += G::threads) z[i] = uint4{0, 0, 0, 0};
   }
   if (steps > 0) {
-    fill(rows, qt, stage0, lane);
+    fill(rows, qt, stage0);
     put(stage0, stat(rows, qt));
   }
   wait_vmcnt<0>();
@@ -234,14 +235,11 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     uint32_t pb[WK / 16][4];
     float staged = 0.f;
     const int qi = qt * BQ, kj = int(k0), off = int(kb.off);
-    int ln = lane;
-    asm volatile("" : "+v"(ln));
-    __builtin_assume(ln >= 0);  // (load_async: not its -1)
     auto event = [&]<int ev>() __attribute__((always_inline)) {
       if constexpr (ev < 128) {
         constexpr int m = ev, grp = m / 4, kt = m % 4, base = st * 32;
         if constexpr (m == 0)
-          if (more) staged = stat(nrows, nqt), fill(nrows, nqt, next, lane);
+          if (more) staged = stat(nrows, nqt), fill(nrows, nqt, next);
         if constexpr (m == 8) L[1] = active ? *reinterpret_cast<const f32x4*>(&cur.lse[16 + 4 * g]) : f32x4{} - INFINITY;
         if constexpr (m == 60) nd[0] = *reinterpret_cast<const f32x4*>(&cur.delta[4 * g]);
         if constexpr (m == 76) nd[1] = *reinterpret_cast<const f32x4*>(&cur.delta[16 + 4 * g]);

@@ -80,10 +80,8 @@ __device__ inline bool async_inside(const GL& src, coord at) {
 // Every load's LDS address (M0) and the row part of its global offset (soffset) are wave-uniform, computed in SGPRs
 // from the wave's index; only the lane's part of the offset is vector work. The tile's origin rides in soffset, so
 // the lane parts do not change from one tile to the next (a K loop keeps them in registers).
-// (`lane`: the lane index, which a caller may pass through an empty asm so that the lane parts are found where the
-// load is, not hoisted out of its loop into registers held across it; -1: lane_id() where it is needed.)
 template <class G, shared_tile ST, class GL>
-__device__ inline void load_async_inside(ST& dst, const GL& src, coord at, async_wave<G> wave, int lane = -1) {
+__device__ inline void load_async_inside(ST& dst, const GL& src, coord at, async_wave<G> wave) {
   using T = typename ST::dtype;
   constexpr int unit = arch::current::lds_dma_bytes, per_inst = unit * 64, waves = G::waves, chunk = ST::chunk_bytes;
   constexpr int row_bytes = ST::cols * int(sizeof(T)), total = ST::rows * row_bytes;
@@ -105,7 +103,7 @@ __device__ inline void load_async_inside(ST& dst, const GL& src, coord at, async
     // and the row, the slot and the swizzle are all linear in p's bits: each part's share is separate. Load i's own
     // share is a constant, the wave's is scalar, and the lane's vector part is one register for every load whose
     // constant leaves the slot alone.
-    const int lane_bytes = unit * (lane < 0 ? lane_id() : lane), wave_bytes = wave.index * per_inst;
+    const int lane_bytes = unit * lane_id(), wave_bytes = wave.index * per_inst;
     const int r_lane = lane_bytes / row_bytes, r_wave = wave_bytes / row_bytes;
     const int lane_slot = (lane_bytes % row_bytes / chunk ^ ST::swizzle(r_lane)) ^
                           (wave_bytes % row_bytes / chunk ^ ST::swizzle(r_wave));
@@ -125,7 +123,7 @@ __device__ inline void load_async_inside(ST& dst, const GL& src, coord at, async
       arch::current::lds_dma(rsrc, lds(i), lane_part + (lane_slot ^ inst_slot) * chunk, this_offset);
     }
   } else {
-    const int lane_bytes = unit * (lane < 0 ? lane_id() : lane);
+    const int lane_bytes = unit * lane_id();
 #pragma unroll
     for (int i = 0; i < async_loads<G, ST>; ++i) {
       const auto s = detail::async_source_of<G, ST>(i, wave.index, lane_bytes);
@@ -139,8 +137,8 @@ __device__ inline void load_async_inside(ST& dst, const GL& src, coord at, async
 // load_async_inside, with no per-lane test; an edge tile takes the checked path: a lane outside the tensor gets an
 // offset past the buffer's range, which reads zeros.
 template <class G, shared_tile ST, class GL>
-__device__ inline void load_async(ST& dst, const GL& src, coord at, async_wave<G> wave, int lane = -1) {
-  if (async_inside<ST>(src, at)) return load_async_inside<G>(dst, src, at, wave, lane);
+__device__ inline void load_async(ST& dst, const GL& src, coord at, async_wave<G> wave) {
+  if (async_inside<ST>(src, at)) return load_async_inside<G>(dst, src, at, wave);
   using T = typename ST::dtype;
   constexpr int unit = arch::current::lds_dma_bytes, per_inst = unit * 64, waves = G::waves;
   const long rows = src.rows(), cols = src.cols(), ld = src.row_stride();
@@ -153,7 +151,7 @@ __device__ inline void load_async(ST& dst, const GL& src, coord at, async_wave<G
   };
   // The lane index passes through an empty asm: nothing here is computed ahead of a loop around the call, so the
   // edge path holds no registers while the common path runs.
-  if (lane < 0) lane = lane_id();
+  int lane = lane_id();
   asm volatile("" : "+v"(lane));
   lane &= 63;  // (it is, but the compiler no longer sees it)
 #pragma unroll
