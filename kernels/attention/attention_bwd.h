@@ -237,6 +237,21 @@ struct AttnKeyBlock {
     const long hi = p.left < 0 ? blk.sq - 1 : std::min<long>(blk.sq - 1, last_key - off + p.left);
     qt_begin = int(lo / step), qt_end = hi >= lo && last_key >= first_key ? int(hi / step) + 1 : qt_begin;
   }
+  // The first queries qi of the step tiles (qi .. qi + step - 1) that are whole for the keys kj .. kj + keys - 1, each
+  // query seeing each key: qi in [lo, hi] (attn_tile_whole's bounds solved for the first query: the window's, and the
+  // sequences' ends; hi < lo where none is). Found once, so that a step tests its tile with two compares.
+  struct Whole {
+    int lo = 0, hi = -1;
+  };
+  __device__ Whole whole(const AttnArgs& p, int kj, int keys, int step) const {
+    Whole w;
+    if (kj + keys <= blk.sk) {
+      w.hi = blk.sq - step;
+      if (p.left >= 0) w.hi = std::min(w.hi, kj - step + 1 - int(off) + p.left);
+      if (p.right >= 0) w.lo = kj + keys - 1 - int(off) - p.right;
+    }
+    return w;
+  }
 };
 
 }  // namespace hk::kernels
@@ -445,15 +460,10 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
     }
   }
   // lean: the step's tile (queries qt BQ ..) is whole, seeing each of the wave's keys, for qt BQ in [whole_lo, whole_hi]
-  // (attn_tile_whole's bounds solved for the first query: the window's, and the sequences' ends).
   int whole_lo = 0, whole_hi = -1;
   if constexpr (lean) {
-    const int kj = int(k0), off = int(kb.off);
-    if (kj + WK <= blk.sk) {
-      whole_hi = blk.sq - BQ;
-      if (p.left >= 0) whole_hi = std::min(whole_hi, kj - BQ + 1 - off + p.left);
-      if (p.right >= 0) whole_lo = kj + WK - 1 - off - p.right;
-    }
+    const auto w = kb.whole(p, int(k0), WK, BQ);
+    whole_lo = w.lo, whole_hi = w.hi;
   }
   // One step in stage `stage_of`: an int, or a compile-time constant where the steps go in pairs, so that each LDS
   // read's address is the loop's, not recomputed from the stage every step (the plain kernel in pairs of waves, MI355X

@@ -138,17 +138,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   auto advance = [&](int& tt, HeadRows& r) __attribute__((always_inline)) {
     if (++tt == kb.qt_end) tt = kb.qt_begin, r.q += p.q_hs, r.dout += a.do_hs, r.stat += p.lse_hs;
   };
-  // The step's tile (queries qt BQ ..) is whole, seeing each of the wave's keys, for qt BQ in [whole_lo, whole_hi]
-  // (attn_tile_whole's bounds solved for the first query: the window's, and the sequences' ends).
-  int whole_lo = 0, whole_hi = -1;
-  {
-    const int kj = int(k0), off = int(kb.off);
-    if (kj + WK <= blk.sk) {
-      whole_hi = blk.sq - BQ;
-      if (p.left >= 0) whole_hi = std::min(whole_hi, kj - BQ + 1 - off + p.left);
-      if (p.right >= 0) whole_lo = kj + WK - 1 - off - p.right;
-    }
-  }
+  const auto whole = kb.whole(p, int(k0), WK, BQ);  // the steps whose tile needs no mask
   // Stage 2 (step -1's Q for body 0's dK^T, whose dS is zero) holds zeros, not NaNs.
   {
     auto* z = reinterpret_cast<uint4*>(&stage2.q);
@@ -182,21 +172,17 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   auto at = [](const auto& x, int bytes) __attribute__((always_inline)) {
     return reinterpret_cast<const char*>(x.data) + bytes;
   };
-  // V's fragment (key tile kt, D chunk dc) of this wave's rows: a row fragment as Q's (the swizzle has no bit above
-  // row 32's, so the wave's 64 rows start a run of its pattern).
+  // Row fragment (16-row tile `tile` from byte `base`, D chunk dc): chunk dc 4 ^ swizzle(16 tile) ^ (lane's). Q's and
+  // dO's (query tile) and V's (key tile of this wave's rows: the swizzle has no bit above row 32's, so the wave's 64
+  // rows start a run of its pattern).
   static_assert(VT::swizzle(64) == 0 && VT::swizzle(128) == 0, "keys64: V's waves' rows share the swizzle");
+  auto row_frag = [&](const auto& x, int tile, int dc, int base = 0) __attribute__((always_inline)) {
+    const int k = (4 * dc ^ std::remove_cvref_t<decltype(x)>::swizzle(16 * tile)) / 4;
+    const auto c = *reinterpret_cast<const detail::chunk<T, 8>*>(at(x, base + tile * 16 * D * int(sizeof(T)) + row_part[k]));
+    return detail::frag(c.v);
+  };
   const int v_wave = wave * WK * D * int(sizeof(T));
-  auto v_frag = [&](int kt, int dc) __attribute__((always_inline)) {
-    const int k = (4 * dc ^ VT::swizzle(16 * kt)) / 4;
-    const auto c = *reinterpret_cast<const detail::chunk<T, 8>*>(at(vs, v_wave + kt * 16 * D * int(sizeof(T)) + row_part[k]));
-    return detail::frag(c.v);
-  };
-  // Row fragment (query tile qtile, D chunk dc): chunk dc 4 ^ swizzle(16 qtile) ^ (lane's), rows 16 qtile on.
-  auto row_frag = [&](const ST& x, int qtile, int dc) __attribute__((always_inline)) {
-    const int k = (4 * dc ^ ST::swizzle(16 * qtile)) / 4;
-    const auto c = *reinterpret_cast<const detail::chunk<T, 8>*>(at(x, qtile * 16 * D * int(sizeof(T)) + row_part[k]));
-    return detail::frag(c.v);
-  };
+  auto v_frag = [&](int kt, int dc) __attribute__((always_inline)) { return row_frag(vs, kt, dc, v_wave); };
   // Column fragment (D tile dt), acc order: two transposing reads, rows 16 hh + 4 (lane / 16) + (lane % 16) / 4.
   // (The halves joined as 64-bit words: joined element by element, LLVM left a no-op v_bfi_b32 a fragment.)
   auto col_frag = [&](const ST& x, int dt) __attribute__((always_inline)) {
@@ -324,7 +310,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     advance(nqt, nrows);
     const bool active = n < steps, more = n + 1 < steps;
     const int qi = qt * BQ;
-    const bool masked = active && (qi < whole_lo || qi > whole_hi);
+    const bool masked = active && (qi < whole.lo || qi > whole.hi);
     body.template operator()<st>(active, more, masked, nrows, nqt);
     qt = nqt, rows = nrows;
   };
