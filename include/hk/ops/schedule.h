@@ -34,6 +34,15 @@ constexpr schedule<M, T> make_schedule(Cost cost, Ready ready, Needs needs, int 
   return s;
 }
 
+// A task's result held where its task ran: LLVM sinks pure arithmetic into the block after a branch that follows it
+// (a masked tile's test, a guarded load or store), undoing the order; an empty volatile asm that takes and gives the
+// value keeps its computation before that point (no instruction).
+template <class X, class... Y>
+__device__ __attribute__((always_inline)) inline void pin(X& x, Y&... y) {
+  asm volatile("" : "+v"(x));
+  if constexpr (sizeof...(Y) > 0) pin(y...);
+}
+
 template <const auto& Plan, class F>
 __device__ __attribute__((always_inline)) inline void run_schedule(F&& f) {
   [&]<int... I>(std::integer_sequence<int, I...>) __attribute__((always_inline)) {
