@@ -29,7 +29,9 @@ namespace hk::kernels {
 namespace keys64 {
 constexpr int steps_q = 32;  // queries a step
 // A body's MFMAs: 0-31 S(n) = Q K^T (Q's row fragment (qt, dc) = m / 4, key tile kt = m % 4), 32-63 dK^T(n - 1) +=
-// Q^T dS (Q^T's acc-order fragment dt = m / 4 - 8), 64-95 dP(n) = dO V^T - delta, 96-127 dV^T(n) += dO^T P.
+// Q^T dS (Q^T's acc-order fragment dt = m / 4 - 8), 64-95 dP(n) = dO V^T - delta (D chunk dc = (m - 64) / 8 outer,
+// query tile (m / 4) % 2, key tile m % 4 inner: each V fragment serves both query tiles, four MFMAs apart, so V is read
+// 16 times a body, not 32), 96-127 dV^T(n) += dO^T P.
 // Its tasks, per query tile q (0, then 1): one masking S's tile where the step crosses a query's visible range (a
 // branch, taken on few steps), then 32 for P, four a pair of scores (the pair times scale_log2 in one packed multiply,
 // one exp2, the other exp2, the pair's convert); then 32 for dS, two a pair (P's pair unpacked and multiplied by dP's,
@@ -68,13 +70,13 @@ constexpr int cost(int t) {  // cycles of issue (v_exp_f32: 16)
 // Three MFMAs after the last of the tile it reads (the asm MFMAs' hazard: arch::current::into_vgpr).
 constexpr int ready(int t) {
   const task k = task_of(t);
-  if (k.k >= task::ds_mul) return k.q == 0 ? 83 : 99;
+  if (k.k >= task::ds_mul) return k.q == 0 ? 95 : 99;
   return k.q == 0 ? 19 : 35;
 }
 // A query tile's P before its dP MFMAs (dP's accumulators then take S's registers: the loop's peak otherwise held
 // both, about 32 VGPRs more than a wave has next to K and V), and all of P before dV^T.
-constexpr int needs(int m) { return m >= 80 ? 66 : m >= 64 ? 33 : 0; }
-inline constexpr auto plan = make_schedule<128, tasks>(cost, ready, needs, 12, 24);
+constexpr int needs(int m) { return m >= 68 ? 66 : m >= 64 ? 33 : 0; }
+inline constexpr auto plan = make_schedule<128, tasks>(cost, ready, needs, 13, 26);
 constexpr int barrier_at = 116;  // MFMA of the step's barrier
 }  // namespace keys64
 
@@ -143,16 +145,23 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
                 lse_row(p, dma_wave.index == 0 ? p.lse : a.delta, blk, h).at(0, 0, 0, 0)};
   // (The loads' lane parts are held through the loop: found in each body they cost about 20 VALU a body, 59.25 against
   // 57.79 ms.)
+  // (Q's and dO's tiles are inside the tensor or not together: one test.)
   auto fill = [&](const HeadRows& r, int qt, Stage& s) __attribute__((always_inline)) {
-    load_async<G>(s.q, gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(r.q), 1, 1, blk.sq, D, p.q_rs), {0, 0, qt, 0}, dma_wave);
-    load_async<G>(s.dout, gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(r.dout), 1, 1, blk.sq, D, a.do_rs), {0, 0, qt, 0}, dma_wave);
+    const auto q = gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(r.q), 1, 1, blk.sq, D, p.q_rs);
+    const auto dout = gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(r.dout), 1, 1, blk.sq, D, a.do_rs);
+    if (async_inside<decltype(s.q)>(q, {0, 0, qt, 0})) [[likely]] {
+      load_async_inside<G>(s.q, q, {0, 0, qt, 0}, dma_wave);
+      load_async_inside<G>(s.dout, dout, {0, 0, qt, 0}, dma_wave);
+    } else {
+      load_async<G>(s.q, q, {0, 0, qt, 0}, dma_wave);
+      load_async<G>(s.dout, dout, {0, 0, qt, 0}, dma_wave);
+    }
   };
   // LSE (wave 0) and delta (wave 1) of the step's queries, loaded at a body's start and stored into the next stage
   // before the body's barrier as the starts of S's and dP's accumulators: -LSE log2(e) / scale_log2, so that P =
   // exp2(scale_log2 S) with no subtraction and no LSE held in registers (a query that sees no key, LSE -inf, has
   // every score masked: any finite start does), and -delta: one multiply by the wave's factor.
-  auto stat = [&](const HeadRows& r, int qt) __attribute__((always_inline)) {
-    if (dma_wave.index >= 2) return 0.f;
+  auto stat = [&](const HeadRows& r, int qt) __attribute__((always_inline)) {  // (every wave: no branch; put drops 2, 3's)
     const auto rsrc = arch::current::buffer_rsrc(r.stat, blk.sq * 4);
     return __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(rsrc, lane * 4, qt * BQ * 4, 0));
   };
@@ -224,8 +233,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     using t2 = T __attribute__((ext_vector_type(2)));
     return __builtin_bit_cast(uint32_t, __builtin_convertvector(f2{x, y}, t2));
   };
-  constexpr int VR = 4;  // V's fragments read this many MFMAs ahead of their dP MFMA
-  F vr[VR];  // V's ring: dP MFMA m's in vr[m % VR]
+  F vr[4];  // V's fragments by key tile: chunk dc's read after MFMA 4 + key tile of chunk dc - 1's (its last use)
   F fr[3];  // the fragment ring: group G's fragment in fr[(32 body + G) % 3], read two groups ahead
   f32x4 L[2], nd[2];  // S's start (-LSE / scale_log2) and dP's (-delta) of the lane's queries, by query tile
   uint32_t dsb[WK / 16][4] = {};  // dS(n - 1) in bf16 pairs, as dK^T's B operand (acc order), by key tile
@@ -251,7 +259,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
           if (more) staged = stat(nrows, nqt), fill(nrows, nqt, next);
         if constexpr (m == 8) L[1] = *reinterpret_cast<const f32x4*>(&cur.lse[16 + 4 * g]);
         if constexpr (m == 60) nd[0] = *reinterpret_cast<const f32x4*>(&cur.delta[4 * g]);
-        if constexpr (m == 76) nd[1] = *reinterpret_cast<const f32x4*>(&cur.delta[16 + 4 * g]);
+        if constexpr (m == 62) nd[1] = *reinterpret_cast<const f32x4*>(&cur.delta[16 + 4 * g]);
         if constexpr (m == keys64::barrier_at - 4) put(next, staged);
         if constexpr (m == keys64::barrier_at) wait_vmcnt<0>(), barrier();
         if constexpr (m == 124) L[0] = *reinterpret_cast<const f32x4*>(&next.lse[4 * g]);
@@ -259,7 +267,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
           constexpr int f = grp + 2, slot = (base + f) % 3;
           if constexpr (f < 8) fr[slot] = row_frag(cur.q, f / 4, f % 4);
           else if constexpr (f < 16) fr[slot] = col_frag(prev.q, f - 8);
-          else if constexpr (f < 24) fr[slot] = row_frag(cur.dout, (f - 16) / 4, f % 4);
+          else if constexpr (f < 24) fr[slot] = row_frag(cur.dout, (f - 16) % 2, (f - 16) / 2);
           else if constexpr (f < 32) fr[slot] = col_frag(cur.dout, f - 24);
           else fr[slot] = row_frag(next.q, 0, f - 32);
         }
@@ -272,15 +280,15 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
         } else if constexpr (grp < 16) {
           A::into_agpr(dk[grp - 8][kt], x, __builtin_bit_cast(F, dsb[kt]));
         } else if constexpr (grp < 24) {
-          constexpr int q = (grp - 16) / 4, dc = grp % 4;
-          const F b = vr[m % VR];
+          constexpr int q = (grp - 16) % 2, dc = (grp - 16) / 2;
+          const F b = vr[kt];
           if constexpr (dc == 0) A::first(dP[q][kt], x, b, nd[q]);
           else A::into_vgpr(dP[q][kt], x, b);
         } else {
           if constexpr (m == 96) asm volatile("s_nop 1");  // (P's last converts: a VALU write of the B operand)
           A::into_agpr(dv[grp - 24][kt], x, __builtin_bit_cast(F, pb[kt]));
         }
-        if constexpr (m + VR >= 64 && m + VR < 96) vr[m % VR] = v_frag((m + VR) % 4, (m + VR) / 4 % 4);  // (after m's)
+        if constexpr (constexpr int i = m + 4 - 64; i >= 0 && i < 32 && i % 8 < 4) vr[kt] = v_frag(kt, i / 8);  // (after m's)
       } else {
         constexpr int t = ev - 128;
         if constexpr (t == 0 || t == 33) {
@@ -338,7 +346,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     advance(nqt, nrows);
     const bool active = n < steps, more = n + 1 < steps;
     const int qi = qt * BQ;
-    const bool masked = active && (qi < whole.lo || qi > whole.hi);
+    const bool masked = active & ((qi < whole.lo) | (qi > whole.hi));  // (no short circuit: no branch)
     body.template operator()<st>(more, masked, nrows, nqt);
     qt = nqt, rows = nrows;
   };
