@@ -63,9 +63,9 @@ constexpr task task_of(int t) {
   const bool is_mul = i == 0 || (i < 31 && i % 2 == 1);
   return {is_mul ? task::ds_mul : task::ds_cvt, w / 8, w % 8};
 }
-constexpr int cost(int t) {  // cycles of issue (v_exp_f32: 16)
+constexpr int cost(int t) {  // cycles of the vector unit (v_exp_f32: 16, a multiply or a convert 4)
   const task k = task_of(t);
-  return k.k == task::exp_lo || k.k == task::exp_hi ? 16 : k.k == task::ds_mul ? 12 : 4;
+  return k.k == task::exp_lo || k.k == task::exp_hi ? 16 : k.k == task::ds_mul ? 16 : k.k == task::mul ? 8 : 4;
 }
 // Three MFMAs after the last of the tile it reads (the asm MFMAs' hazard: arch::current::into_vgpr).
 constexpr int ready(int t) {
@@ -76,7 +76,7 @@ constexpr int ready(int t) {
 // A query tile's P before its dP MFMAs (dP's accumulators then take S's registers: the loop's peak otherwise held
 // both, about 32 VGPRs more than a wave has next to K and V), and all of P before dV^T.
 constexpr int needs(int m) { return m >= 68 ? 66 : m >= 64 ? 33 : 0; }
-inline constexpr auto plan = make_schedule<128, tasks>(cost, ready, needs, 13, 26);
+inline constexpr auto plan = make_schedule<128, tasks>(cost, ready, needs, 16, 32, 16);
 constexpr int barrier_at = 116;  // MFMA of the step's barrier
 }  // namespace keys64
 
