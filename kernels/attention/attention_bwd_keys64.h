@@ -7,10 +7,13 @@
 // fragment of a 32-query step serving 64 keys' MFMAs (twice the pairs'). LLVM 21 selects every builtin MFMA's AGPR
 // form at one wave per SIMD, so the products are inline asm (arch::current::into_agpr, into_vgpr, first), and with no
 // other wave on the SIMD to hide its VALU work the order of the step is set here, not by LLVM (which does not know an
-// asm MFMA's latency): a compile-time list schedule (ops/schedule.h) puts the step's VALU tasks (exp2 and the
-// converts of P, dS's multiplies and converts) between its 128 MFMAs, about 8 cycles of VALU a 16-cycle MFMA (a
-// credit of 12 cycles an MFMA, capped at 24: 10 / 20 and 16 / 32 were slower). Their dependences would leave the
-// matrix core idle at the step's start (the VALU waits for S) and end (dK^T waits for dS), so the step is skewed:
+// asm MFMA's latency): a compile-time list schedule (ops/schedule.h) puts the step's VALU tasks (P's scale, exp2s
+// and converts, dS's unpacks, multiplies and converts) between its 128 MFMAs: a credit of 20 cycles of the vector
+// unit an MFMA, capped at 40 (16 / 32: 0.3% slower), an exp2 (16 cycles: the vector unit busy past the next MFMA's
+// issue) alone and first after its MFMA, each task's result pinned where it runs (hk::pin: LLVM sank P's and dS's
+// work past the body's branches, into two bursts a body) and read a task or an MFMA after it (LLVM pads a read that
+// follows at once with an s_nop). Their dependences would leave the matrix core idle at the step's start (the VALU
+// waits for S) and end (dK^T waits for dS), so the step is skewed:
 // body n runs S(n), dK^T(n - 1), dP(n), dV^T(n), and dS(n) crosses into body n + 1 as bf16 pairs (three stages of Q
 // and dO, so that body n can still read step n - 1's Q: the stages are three LDS variables and the bodies go in
 // threes, so that no read waits for the loads into another stage). Step n + 1's loads go out at body n's start; its
@@ -76,7 +79,7 @@ constexpr int ready(int t) {
 // A query tile's P before its dP MFMAs (dP's accumulators then take S's registers: the loop's peak otherwise held
 // both, about 32 VGPRs more than a wave has next to K and V), and all of P before dV^T.
 constexpr int needs(int m) { return m >= 68 ? 66 : m >= 64 ? 33 : 0; }
-inline constexpr auto plan = make_schedule<128, tasks>(cost, ready, needs, 16, 32, 16);
+inline constexpr auto plan = make_schedule<128, tasks>(cost, ready, needs, 20, 40, 16);
 constexpr int barrier_at = 116;  // MFMA of the step's barrier
 }  // namespace keys64
 
@@ -161,7 +164,8 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   // before the body's barrier as the starts of S's and dP's accumulators: -LSE log2(e) / scale_log2, so that P =
   // exp2(scale_log2 S) with no subtraction and no LSE held in registers (a query that sees no key, LSE -inf, has
   // every score masked: any finite start does), and -delta: one multiply by the wave's factor.
-  auto stat = [&](const HeadRows& r, int qt) __attribute__((always_inline)) {  // (every wave: no branch; put drops 2, 3's)
+  // (Every wave loads, with no branch; put drops waves 2's and 3's.)
+  auto stat = [&](const HeadRows& r, int qt) __attribute__((always_inline)) {
     const auto rsrc = arch::current::buffer_rsrc(r.stat, blk.sq * 4);
     return __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(rsrc, lane * 4, qt * BQ * 4, 0));
   };
@@ -288,7 +292,8 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
           if constexpr (m == 96) asm volatile("s_nop 1");  // (P's last converts: a VALU write of the B operand)
           A::into_agpr(dv[grp - 24][kt], x, __builtin_bit_cast(F, pb[kt]));
         }
-        if constexpr (constexpr int i = m + 4 - 64; i >= 0 && i < 32 && i % 8 < 4) vr[kt] = v_frag(kt, i / 8);  // (after m's)
+        if constexpr (constexpr int i = m + 4 - 64; i >= 0 && i < 32 && i % 8 < 4)  // (after m's)
+          vr[kt] = v_frag(kt, i / 8);
       } else {
         constexpr int t = ev - 128;
         if constexpr (t == 0 || t == 33) {

@@ -31,8 +31,8 @@ constexpr schedule<M, T> make_schedule(Cost cost, Ready ready, Needs needs, int 
     while (t < needs(m)) s.ev[s.n++] = short(M + t++);
     s.ev[s.n++] = short(m);
     credit = credit + budget > cap ? cap : credit + budget;
-    for (bool first = true; t < T && ready(t) <= m + 1 && cost(t) <= credit && (first || cost(t) < solo); first = false) {
-      credit -= cost(t), s.ev[s.n++] = short(M + t++);
+    for (bool first = true; t < T && ready(t) <= m + 1 && cost(t) <= credit && (first || cost(t) < solo);) {
+      credit -= cost(t), s.ev[s.n++] = short(M + t++), first = false;
       if (cost(t - 1) >= solo) break;
     }
   }
