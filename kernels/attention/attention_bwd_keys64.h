@@ -7,10 +7,13 @@
 // fragment of a 32-query step serving 64 keys' MFMAs (twice the pairs'). LLVM 21 selects every builtin MFMA's AGPR
 // form at one wave per SIMD, so the products are inline asm (arch::current::into_agpr, into_vgpr, first), and with no
 // other wave on the SIMD to hide its VALU work the order of the step is set here, not by LLVM (which does not know an
-// asm MFMA's latency): a compile-time list schedule (ops/schedule.h) puts the step's VALU tasks (exp2 and the
-// converts of P, dS's multiplies and converts) between its 128 MFMAs, about 8 cycles of VALU a 16-cycle MFMA (a
-// credit of 12 cycles an MFMA, capped at 24: 10 / 20 and 16 / 32 were slower). Their dependences would leave the
-// matrix core idle at the step's start (the VALU waits for S) and end (dK^T waits for dS), so the step is skewed:
+// asm MFMA's latency): a compile-time list schedule (ops/schedule.h) puts the step's VALU tasks (P's scale, exp2s
+// and converts, dS's unpacks, multiplies and converts) between its 128 MFMAs: a credit of 20 cycles of the vector
+// unit an MFMA, capped at 40 (16 / 32: 0.3% slower), an exp2 (16 cycles: the vector unit busy past the next MFMA's
+// issue) alone and first after its MFMA, each task's result pinned where it runs (hk::pin: LLVM sank P's and dS's
+// work past the body's branches, into two bursts a body) and read a task or an MFMA after it (LLVM pads a read that
+// follows at once with an s_nop). Their dependences would leave the matrix core idle at the step's start (the VALU
+// waits for S) and end (dK^T waits for dS), so the step is skewed:
 // body n runs S(n), dK^T(n - 1), dP(n), dV^T(n), and dS(n) crosses into body n + 1 as bf16 pairs (three stages of Q
 // and dO, so that body n can still read step n - 1's Q: the stages are three LDS variables and the bodies go in
 // threes, so that no read waits for the loads into another stage). Step n + 1's loads go out at body n's start; its
@@ -29,27 +32,54 @@ namespace hk::kernels {
 namespace keys64 {
 constexpr int steps_q = 32;  // queries a step
 // A body's MFMAs: 0-31 S(n) = Q K^T (Q's row fragment (qt, dc) = m / 4, key tile kt = m % 4), 32-63 dK^T(n - 1) +=
-// Q^T dS (Q^T's acc-order fragment dt = m / 4 - 8), 64-95 dP(n) = dO V^T - delta, 96-127 dV^T(n) += dO^T P.
+// Q^T dS (Q^T's acc-order fragment dt = m / 4 - 8), 64-95 dP(n) = dO V^T - delta (D chunk dc = (m - 64) / 8 outer,
+// query tile (m / 4) % 2, key tile m % 4 inner: each V fragment serves both query tiles, four MFMAs apart, so V is read
+// 16 times a body, not 32), 96-127 dV^T(n) += dO^T P.
 // Its tasks, per query tile q (0, then 1): one masking S's tile where the step crosses a query's visible range (a
-// branch, taken on few steps), then 24 for P (a pair of scores: the exp2 argument and one exp2, the other exp2, the
-// pair's convert); then 16 dS multiplies (a pair each, P from its pair, tile 0's first) and 16 dS converts.
-constexpr int tasks = 82;
-constexpr int p_task(int t) { return t < 25 ? t - 1 : t - 2; }  // P's index (0-47) of task t in 1-24, 26-49
-constexpr int cost(int t) {
-  if (t == 0 || t == 25) return 4;
-  if (t < 50) return p_task(t) % 3 == 0 ? 20 : p_task(t) % 3 == 1 ? 16 : 8;  // (v_exp_f32: 16 cycles; converts 8)
-  return t < 66 ? 12 : 8;  // (dS's multiply: P's pair unpacked, then multiplied)
+// branch, taken on few steps), then 32 for P, four a pair of scores (the pair times scale_log2 in one packed multiply,
+// one exp2, the other exp2, the pair's convert); then 32 for dS, two a pair (P's pair unpacked and multiplied by dP's,
+// the convert). The order keeps every read of a task's result a task or more behind it (or an MFMA: LLVM pads the
+// gap with s_nop where the reader follows at once: 47 a body with each pair's four in a row, the packed multiply a
+// two-pass instruction): P's multiplies three pairs ahead of their exp2s, each convert after the next pair's first
+// exp2 (the last two after the last exp2), and dS's converts a pair behind their multiplies.
+struct task {
+  enum kind : unsigned char { mask, mul, exp_lo, exp_hi, cvt, ds_mul, ds_cvt } k;
+  int q, e;  // query tile, pair (0-7: key tile e / 2, scores 2 (e % 2) and 2 (e % 2) + 1 of the lane's four)
+};
+constexpr task::kind p_order[32] = {task::mul,    task::mul,    task::mul,    task::exp_lo, task::mul,    task::exp_hi,
+                                    task::exp_lo, task::mul,    task::cvt,    task::exp_hi, task::exp_lo, task::mul,
+                                    task::cvt,    task::exp_hi, task::exp_lo, task::mul,    task::cvt,    task::exp_hi,
+                                    task::exp_lo, task::mul,    task::cvt,    task::exp_hi, task::exp_lo, task::cvt,
+                                    task::exp_hi, task::exp_lo, task::cvt,    task::exp_hi, task::exp_lo, task::exp_hi,
+                                    task::cvt,    task::cvt};
+constexpr int tasks = 98;
+constexpr task task_of(int t) {
+  if (t == 0 || t == 33) return {task::mask, t == 0 ? 0 : 1, 0};
+  if (t < 66) {
+    const int q = t < 33 ? 0 : 1, i = t - 1 - 33 * q;
+    int n = 0;  // tasks of this kind before i: the pair
+    for (int j = 0; j < i; ++j) n += p_order[j] == p_order[i];
+    return {p_order[i], q, n};
+  }
+  const int i = t - 66;  // dS: mul 0, mul 1, cvt 0, mul 2, cvt 1, ..., mul 15, cvt 14, cvt 15 (pair 8 q + e)
+  const int w = i == 0 ? 0 : i == 31 ? 15 : i % 2 ? (i + 1) / 2 : i / 2 - 1;
+  const bool is_mul = i == 0 || (i < 31 && i % 2 == 1);
+  return {is_mul ? task::ds_mul : task::ds_cvt, w / 8, w % 8};
+}
+constexpr int cost(int t) {  // cycles of the vector unit (v_exp_f32: 16, a multiply or a convert 4)
+  const task k = task_of(t);
+  return k.k == task::exp_lo || k.k == task::exp_hi ? 16 : k.k == task::ds_mul ? 16 : k.k == task::mul ? 8 : 4;
 }
 // Three MFMAs after the last of the tile it reads (the asm MFMAs' hazard: arch::current::into_vgpr).
 constexpr int ready(int t) {
-  if (t < 25) return 19;
-  if (t < 50) return 35;
-  return (t - 50) % 16 < 8 ? 83 : 99;
+  const task k = task_of(t);
+  if (k.k >= task::ds_mul) return k.q == 0 ? 95 : 99;
+  return k.q == 0 ? 19 : 35;
 }
 // A query tile's P before its dP MFMAs (dP's accumulators then take S's registers: the loop's peak otherwise held
 // both, about 32 VGPRs more than a wave has next to K and V), and all of P before dV^T.
-constexpr int needs(int m) { return m >= 80 ? 50 : m >= 64 ? 25 : 0; }
-inline constexpr auto plan = make_schedule<128, tasks>(cost, ready, needs, 12, 24);
+constexpr int needs(int m) { return m >= 68 ? 66 : m >= 64 ? 33 : 0; }
+inline constexpr auto plan = make_schedule<128, tasks>(cost, ready, needs, 20, 40, 16);
 constexpr int barrier_at = 116;  // MFMA of the step's barrier
 }  // namespace keys64
 
@@ -118,16 +148,24 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
                 lse_row(p, dma_wave.index == 0 ? p.lse : a.delta, blk, h).at(0, 0, 0, 0)};
   // (The loads' lane parts are held through the loop: found in each body they cost about 20 VALU a body, 59.25 against
   // 57.79 ms.)
+  // (Q's and dO's tiles are inside the tensor or not together: one test.)
   auto fill = [&](const HeadRows& r, int qt, Stage& s) __attribute__((always_inline)) {
-    load_async<G>(s.q, gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(r.q), 1, 1, blk.sq, D, p.q_rs), {0, 0, qt, 0}, dma_wave);
-    load_async<G>(s.dout, gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(r.dout), 1, 1, blk.sq, D, a.do_rs), {0, 0, qt, 0}, dma_wave);
+    const auto q = gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(r.q), 1, 1, blk.sq, D, p.q_rs);
+    const auto dout = gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(r.dout), 1, 1, blk.sq, D, a.do_rs);
+    if (async_inside<decltype(s.q)>(q, {0, 0, qt, 0})) [[likely]] {
+      load_async_inside<G>(s.q, q, {0, 0, qt, 0}, dma_wave);
+      load_async_inside<G>(s.dout, dout, {0, 0, qt, 0}, dma_wave);
+    } else {
+      load_async<G>(s.q, q, {0, 0, qt, 0}, dma_wave);
+      load_async<G>(s.dout, dout, {0, 0, qt, 0}, dma_wave);
+    }
   };
   // LSE (wave 0) and delta (wave 1) of the step's queries, loaded at a body's start and stored into the next stage
   // before the body's barrier as the starts of S's and dP's accumulators: -LSE log2(e) / scale_log2, so that P =
   // exp2(scale_log2 S) with no subtraction and no LSE held in registers (a query that sees no key, LSE -inf, has
   // every score masked: any finite start does), and -delta: one multiply by the wave's factor.
+  // (Every wave loads, with no branch; put drops waves 2's and 3's.)
   auto stat = [&](const HeadRows& r, int qt) __attribute__((always_inline)) {
-    if (dma_wave.index >= 2) return 0.f;
     const auto rsrc = arch::current::buffer_rsrc(r.stat, blk.sq * 4);
     return __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(rsrc, lane * 4, qt * BQ * 4, 0));
   };
@@ -144,10 +182,8 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     auto* z = reinterpret_cast<uint4*>(&stage2.q);
     for (int i = int(threadIdx.x); i < int(sizeof(stage2.q) / 16); i += G::threads) z[i] = uint4{0, 0, 0, 0};
   }
-  if (steps > 0) {
-    fill(rows, qt, stage0);
-    put(stage0, stat(rows, qt));
-  }
+  if (steps > 0) fill(rows, qt, stage0);
+  put(stage0, steps > 0 ? stat(rows, qt) : dma_wave.index == 0 ? __builtin_inff() : 0.f);
   wait_vmcnt<0>();
   barrier();
 
@@ -201,43 +237,41 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     using t2 = T __attribute__((ext_vector_type(2)));
     return __builtin_bit_cast(uint32_t, __builtin_convertvector(f2{x, y}, t2));
   };
-  constexpr int VR = 4;  // V's fragments read this many MFMAs ahead of their dP MFMA
-  F vr[VR];  // V's ring: dP MFMA m's in vr[m % VR]
+  F vr[4];  // V's fragments by key tile: chunk dc's read after MFMA 4 + key tile of chunk dc - 1's (its last use)
   F fr[3];  // the fragment ring: group G's fragment in fr[(32 body + G) % 3], read two groups ahead
   f32x4 L[2], nd[2];  // S's start (-LSE / scale_log2) and dP's (-delta) of the lane's queries, by query tile
   uint32_t dsb[WK / 16][4] = {};  // dS(n - 1) in bf16 pairs, as dK^T's B operand (acc order), by key tile
   fr[0] = row_frag(stage0.q, 0, 0), fr[1] = row_frag(stage0.q, 0, 1);
-  L[0] = steps > 0 ? *reinterpret_cast<const f32x4*>(&stage0.lse[4 * g]) : f32x4{} - INFINITY;
+  L[0] = *reinterpret_cast<const f32x4*>(&stage0.lse[4 * g]);
 
-  // Body n in stage st (n % 3): S(n), dK^T(n - 1), dP(n), dV^T(n).
-  // Body n in stage st (n % 3): S(n), dK^T(n - 1), dP(n), dV^T(n). Past the last step (`active` false) P is zero (LSE
-  // +inf), so dV^T and dK^T gain zeros: the loop runs whole threes of bodies up to the one of dK^T(steps - 1), with no
-  // branch around a product (the accumulators would cross it as 256 phis, which LLVM splits into copies and spills).
-  auto body = [&]<int st>(bool active, bool more, bool masked, const HeadRows& nrows, int nqt) __attribute__((always_inline)) {
+  // Body n in stage st (n % 3): S(n), dK^T(n - 1), dP(n), dV^T(n). Past the last step P is zero (the stage's LSE
+  // +inf, stored by the body before: no branch at the LSE's reads), so dV^T and dK^T gain zeros: the loop runs whole
+  // threes of bodies up to the one of dK^T(steps - 1), with no branch around a product (the accumulators would cross it
+  // as 256 phis, which LLVM splits into copies and spills).
+  auto body = [&]<int st>(bool more, bool masked, const HeadRows& nrows, int nqt) __attribute__((always_inline)) {
     constexpr int nx = (st + 1) % 3, pv = (st + 2) % 3;
     Stage &cur = stages.template operator()<st>(), &next = stages.template operator()<nx>(),
           &prev = stages.template operator()<pv>();
     f32x4 S[2][4], dP[2][4];
     uint32_t pb[WK / 16][4];
-    float staged = 0.f;
+    float staged = dma_wave.index == 0 ? __builtin_inff() : 0.f;  // (a step past the last: LSE +inf, P zero)
     const int qi = qt * BQ, kj = int(k0), off = int(kb.off);
     auto event = [&]<int ev>() __attribute__((always_inline)) {
       if constexpr (ev < 128) {
         constexpr int m = ev, grp = m / 4, kt = m % 4, base = st * 32;
         if constexpr (m == 0)
           if (more) staged = stat(nrows, nqt), fill(nrows, nqt, next);
-        if constexpr (m == 8) L[1] = active ? *reinterpret_cast<const f32x4*>(&cur.lse[16 + 4 * g]) : f32x4{} - INFINITY;
+        if constexpr (m == 8) L[1] = *reinterpret_cast<const f32x4*>(&cur.lse[16 + 4 * g]);
         if constexpr (m == 60) nd[0] = *reinterpret_cast<const f32x4*>(&cur.delta[4 * g]);
-        if constexpr (m == 76) nd[1] = *reinterpret_cast<const f32x4*>(&cur.delta[16 + 4 * g]);
-        if constexpr (m == keys64::barrier_at - 4)
-          if (more) put(next, staged);
+        if constexpr (m == 62) nd[1] = *reinterpret_cast<const f32x4*>(&cur.delta[16 + 4 * g]);
+        if constexpr (m == keys64::barrier_at - 4) put(next, staged);
         if constexpr (m == keys64::barrier_at) wait_vmcnt<0>(), barrier();
-        if constexpr (m == 124) L[0] = more ? *reinterpret_cast<const f32x4*>(&next.lse[4 * g]) : f32x4{} - INFINITY;
+        if constexpr (m == 124) L[0] = *reinterpret_cast<const f32x4*>(&next.lse[4 * g]);
         if constexpr (kt == 0) {  // the ring's read two groups ahead (past the body's end: the next body's first)
           constexpr int f = grp + 2, slot = (base + f) % 3;
           if constexpr (f < 8) fr[slot] = row_frag(cur.q, f / 4, f % 4);
           else if constexpr (f < 16) fr[slot] = col_frag(prev.q, f - 8);
-          else if constexpr (f < 24) fr[slot] = row_frag(cur.dout, (f - 16) / 4, f % 4);
+          else if constexpr (f < 24) fr[slot] = row_frag(cur.dout, (f - 16) % 2, (f - 16) / 2);
           else if constexpr (f < 32) fr[slot] = col_frag(cur.dout, f - 24);
           else fr[slot] = row_frag(next.q, 0, f - 32);
         }
@@ -250,18 +284,19 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
         } else if constexpr (grp < 16) {
           A::into_agpr(dk[grp - 8][kt], x, __builtin_bit_cast(F, dsb[kt]));
         } else if constexpr (grp < 24) {
-          constexpr int q = (grp - 16) / 4, dc = grp % 4;
-          const F b = vr[m % VR];
+          constexpr int q = (grp - 16) % 2, dc = (grp - 16) / 2;
+          const F b = vr[kt];
           if constexpr (dc == 0) A::first(dP[q][kt], x, b, nd[q]);
           else A::into_vgpr(dP[q][kt], x, b);
         } else {
           if constexpr (m == 96) asm volatile("s_nop 1");  // (P's last converts: a VALU write of the B operand)
           A::into_agpr(dv[grp - 24][kt], x, __builtin_bit_cast(F, pb[kt]));
         }
-        if constexpr (m + VR >= 64 && m + VR < 96) vr[m % VR] = v_frag((m + VR) % 4, (m + VR) / 4 % 4);  // (after m's)
+        if constexpr (constexpr int i = m + 4 - 64; i >= 0 && i < 32 && i % 8 < 4)  // (after m's)
+          vr[kt] = v_frag(kt, i / 8);
       } else {
         constexpr int t = ev - 128;
-        if constexpr (t == 0 || t == 25) {
+        if constexpr (t == 0 || t == 33) {
           constexpr int q = t == 0 ? 0 : 1;
           if (masked) {
             rt_acc<16, WK> sm;
@@ -276,28 +311,34 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
               for (int e = 0; e < 4; ++e) S[q][j][e] = sm.data[0][j][e];
           }
         } else {
-          constexpr int u = t < 50 ? keys64::p_task(t) : t - 2;
-          if constexpr (u < 48) {  // P: query tile q, pair e of its 4 key tiles x 2 pairs
-            constexpr int q = u / 24, e = (u % 24) / 3, part = u % 3, kt = e / 2, j = (e % 2) * 2;
-            using f2 = float __attribute__((ext_vector_type(2)));
-            if constexpr (part == 0) {
-              const f2 y = f2{S[q][kt][j], S[q][kt][j + 1]} * f2{c, c};
-              S[q][kt][j] = __builtin_amdgcn_exp2f(y.x), S[q][kt][j + 1] = y.y;
-            } else if constexpr (part == 1) {
-              S[q][kt][j + 1] = __builtin_amdgcn_exp2f(S[q][kt][j + 1]);
-            } else {
-              pb[kt][q * 2 + e % 2] = pair(S[q][kt][j], S[q][kt][j + 1]);
-            }
-          } else {  // dS = P (dP - delta): multiplies, then converts
-            constexpr int w = u - 48, q = (w % 16) / 8, e = w % 8, kt = e / 2, j = (e % 2) * 2;
-            if constexpr (w < 16) {  // (P from its pair: S's registers are free after the converts)
-              using f2 = float __attribute__((ext_vector_type(2)));
-              const auto pp = __builtin_bit_cast(std::array<T, 2>, pb[kt][q * 2 + e % 2]);
-              const f2 y = f2{float(pp[0]), float(pp[1])} * f2{dP[q][kt][j], dP[q][kt][j + 1]};
-              dP[q][kt][j] = y.x, dP[q][kt][j + 1] = y.y;
-            } else {
-              dsb[kt][q * 2 + e % 2] = pair(dP[q][kt][j], dP[q][kt][j + 1]);
-            }
+          constexpr keys64::task k = keys64::task_of(t);
+          constexpr int q = k.q, kt = k.e / 2, j = (k.e % 2) * 2, w = q * 2 + k.e % 2;
+          if constexpr (k.k == keys64::task::mul) {  // (two v_mul_f32: LLVM follows a v_pk_mul_f32 with an s_nop)
+            float x0 = S[q][kt][j] * c;
+            pin(x0);
+            float x1 = S[q][kt][j + 1] * c;
+            pin(x1);
+            S[q][kt][j] = x0, S[q][kt][j + 1] = x1;
+          } else if constexpr (k.k == keys64::task::exp_lo || k.k == keys64::task::exp_hi) {
+            constexpr int i = k.k == keys64::task::exp_lo ? j : j + 1;
+            float x = __builtin_amdgcn_exp2f(S[q][kt][i]);
+            pin(x);
+            S[q][kt][i] = x;
+          } else if constexpr (k.k == keys64::task::cvt) {
+            uint32_t x = pair(S[q][kt][j], S[q][kt][j + 1]);
+            pin(x);
+            pb[kt][w] = x;
+          } else if constexpr (k.k == keys64::task::ds_mul) {  // dS = P (dP - delta), P from its pair (S's registers
+            const auto pp = __builtin_bit_cast(std::array<T, 2>, pb[kt][w]);  // are dP's after the converts)
+            float x0 = float(pp[0]) * dP[q][kt][j];
+            pin(x0);
+            float x1 = float(pp[1]) * dP[q][kt][j + 1];
+            pin(x1);
+            dP[q][kt][j] = x0, dP[q][kt][j + 1] = x1;
+          } else {
+            uint32_t x = pair(dP[q][kt][j], dP[q][kt][j + 1]);
+            pin(x);
+            dsb[kt][w] = x;
           }
         }
       }
@@ -310,8 +351,8 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     advance(nqt, nrows);
     const bool active = n < steps, more = n + 1 < steps;
     const int qi = qt * BQ;
-    const bool masked = active && (qi < whole.lo || qi > whole.hi);
-    body.template operator()<st>(active, more, masked, nrows, nqt);
+    const bool masked = active & ((qi < whole.lo) | (qi > whole.hi));  // (no short circuit: no branch)
+    body.template operator()<st>(more, masked, nrows, nqt);
     qt = nqt, rows = nrows;
   };
   for (int n = 0; n <= steps; n += 3) {

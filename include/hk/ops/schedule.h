@@ -20,18 +20,33 @@ struct schedule {
 };
 
 // cost(t), ready(t) (the MFMA count issued before t may go), needs(m) (the tasks that must precede MFMA m: a count).
+// A task costing `solo` cycles or more (a transcendental, whose 16 cycles hold the SIMD's vector unit past the next
+// MFMA's issue: any VALU work after it in the same gap waits for it, and the MFMA after that) goes only first after an
+// MFMA, and ends the gap.
 template <int M, int T, class Cost, class Ready, class Needs>
-constexpr schedule<M, T> make_schedule(Cost cost, Ready ready, Needs needs, int budget, int cap) {
+constexpr schedule<M, T> make_schedule(Cost cost, Ready ready, Needs needs, int budget, int cap, int solo = 1 << 30) {
   schedule<M, T> s{};
   int t = 0, credit = 0;
   for (int m = 0; m < M; ++m) {
     while (t < needs(m)) s.ev[s.n++] = short(M + t++);
     s.ev[s.n++] = short(m);
     credit = credit + budget > cap ? cap : credit + budget;
-    while (t < T && ready(t) <= m + 1 && cost(t) <= credit) credit -= cost(t), s.ev[s.n++] = short(M + t++);
+    for (bool first = true; t < T && ready(t) <= m + 1 && cost(t) <= credit && (first || cost(t) < solo);) {
+      credit -= cost(t), s.ev[s.n++] = short(M + t++), first = false;
+      if (cost(t - 1) >= solo) break;
+    }
   }
   while (t < T) s.ev[s.n++] = short(M + t++);
   return s;
+}
+
+// A task's result held where its task ran: LLVM sinks pure arithmetic into the block after a branch that follows it
+// (a masked tile's test, a guarded load or store), undoing the order; an empty volatile asm that takes and gives the
+// value keeps its computation before that point (no instruction).
+template <class X, class... Y>
+__device__ __attribute__((always_inline)) inline void pin(X& x, Y&... y) {
+  asm volatile("" : "+v"(x));
+  if constexpr (sizeof...(Y) > 0) pin(y...);
 }
 
 template <const auto& Plan, class F>
