@@ -224,6 +224,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
             dP[pb][kk][qt][j] = y.x, dP[pb][kk][qt][j + 1] = y.y;
           } else {
             dsb[qt][kk * 2 + j / 2] = pair(dP[pb][kk][qt][j], dP[pb][kk][qt][j + 1]);
+            asm volatile("" : "+v"(dsb[qt][kk * 2 + j / 2]));  // (pinned here: else sunk past the mask's branch)
           }
         } else if constexpr (t == 32 || t == 49) {
           constexpr int kk = t == 32 ? 0 : 1;
@@ -249,8 +250,10 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
           if constexpr (u % 2 == 0) {
             const f2 y = f2{S[b][kk][qt][j], S[b][kk][qt][j + 1]} * f2{c, c};
             S[b][kk][qt][j] = __builtin_amdgcn_exp2f(y.x), S[b][kk][qt][j + 1] = y.y;
+            asm volatile("" : "+v"(S[b][kk][qt][j]), "+v"(S[b][kk][qt][j + 1]));
           } else {
             S[b][kk][qt][j + 1] = __builtin_amdgcn_exp2f(S[b][kk][qt][j + 1]);
+            asm volatile("" : "+v"(S[b][kk][qt][j + 1]));
           }
         }
       }
