@@ -34,16 +34,20 @@ namespace dq64 {
 // A body's MFMAs: 0-31 S^T(c) (group g = m / 4: K's row fragment (key tile g / 4 of the chunk, D chunk g % 4), query
 // tile m % 4), 32-63 dQ^T(c - 1) (K^T's acc-order fragment, D tile g - 8), 64-95 dP^T(c) (V's row fragment).
 // Its tasks: 16 dS^T(c - 1) multiplies (a pair each: P^T by dP^T - delta), 16 converts to bf16 pairs; then per key
-// tile kt of the chunk: one masking S^T's tile row (a branch), 16 for P^T (8 pairs: the exp2 argument and one exp2,
-// the other exp2).
-constexpr int tasks = 66;
+// tile kt of the chunk: one masking S^T's tile row (a branch), then P^T's 8 pairs in 17: the first pair's exp2
+// argument (a packed multiply by scale_log2), then per pair e its first exp2 with pair e + 1's argument, and its second
+// exp2 (each exp2 an instruction after its argument's multiply: next to it LLVM pads the VALU-to-trans hazard with an
+// s_nop, 26 a body).
+constexpr int tasks = 68;
+constexpr int p_part(int t) { return t < 50 ? t - 33 : t - 51; }  // P^T's task (0-16) of task t in 33-49, 51-67
 constexpr int cost(int t) {
   if (t < 32) return 8;
-  if (t == 32 || t == 49) return 4;
-  return (t - (t < 49 ? 33 : 50)) % 2 == 0 ? 20 : 16;  // (v_exp_f32: 16 cycles)
+  if (t == 32 || t == 50) return 4;
+  const int u = p_part(t);
+  return u == 0 ? 8 : u % 2 == 1 ? (u == 15 ? 16 : 24) : 16;  // (v_exp_f32: 16 cycles)
 }
 // Three MFMAs after the last of the tile it reads (the previous body's dP^T for dS^T: three into this body).
-constexpr int ready(int t) { return t < 32 ? 3 : t < 49 ? 19 : 35; }
+constexpr int ready(int t) { return t < 32 ? 3 : t < 50 ? 19 : 35; }
 constexpr int needs(int m) { return m >= 32 ? 32 : 0; }  // dS^T(c - 1) whole before its first dQ^T MFMA
 inline constexpr auto plan = make_schedule<96, tasks>(cost, ready, needs, 12, 24);
 constexpr int barrier_at = 84;  // MFMA of chunk 1's barrier
@@ -226,7 +230,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
             dsb[qt][kk * 2 + j / 2] = pair(dP[pb][kk][qt][j], dP[pb][kk][qt][j + 1]);
             asm volatile("" : "+v"(dsb[qt][kk * 2 + j / 2]));  // (pinned here: else sunk past the mask's branch)
           }
-        } else if constexpr (t == 32 || t == 49) {
+        } else if constexpr (t == 32 || t == 50) {
           constexpr int kk = t == 32 ? 0 : 1;
           if (masked) {
             if (!active) {
@@ -245,15 +249,22 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
                 for (int e = 0; e < 4; ++e) S[b][kk][q][e] = sm.data[0][q][e];
             }
           }
-        } else {  // P^T: key tile kk, pair u (query tile, pair) in two parts
-          constexpr int u = t < 49 ? t - 33 : t - 50, kk = t < 49 ? 0 : 1, e = u / 2, qt = e / 2, j = (e % 2) * 2;
-          if constexpr (u % 2 == 0) {
+        } else {  // P^T of key tile kk: u 0 pair 0's argument; u = 2 e + 1: pair e's first exp2, pair e + 1's argument;
+                  // u = 2 e + 2: pair e's second exp2
+          constexpr int u = dq64::p_part(t), kk = t < 50 ? 0 : 1;
+          auto arg = [&]<int e>() __attribute__((always_inline)) {
+            constexpr int qt = e / 2, j = (e % 2) * 2;
             const f2 y = f2{S[b][kk][qt][j], S[b][kk][qt][j + 1]} * f2{c, c};
-            S[b][kk][qt][j] = __builtin_amdgcn_exp2f(y.x), S[b][kk][qt][j + 1] = y.y;
+            S[b][kk][qt][j] = y.x, S[b][kk][qt][j + 1] = y.y;
             asm volatile("" : "+v"(S[b][kk][qt][j]), "+v"(S[b][kk][qt][j + 1]));
+          };
+          if constexpr (u == 0) {
+            arg.template operator()<0>();
           } else {
-            S[b][kk][qt][j + 1] = __builtin_amdgcn_exp2f(S[b][kk][qt][j + 1]);
-            asm volatile("" : "+v"(S[b][kk][qt][j + 1]));
+            constexpr int e = (u - 1) / 2, qt = e / 2, j = (e % 2) * 2 + (u % 2 == 1 ? 0 : 1);
+            if constexpr (u % 2 == 1 && e < 7) arg.template operator()<e + 1>(), __builtin_amdgcn_sched_barrier(0);
+            S[b][kk][qt][j] = __builtin_amdgcn_exp2f(S[b][kk][qt][j]);
+            asm volatile("" : "+v"(S[b][kk][qt][j]));
           }
         }
       }
