@@ -254,9 +254,11 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
           constexpr int u = dq64::p_part(t), kk = t < 50 ? 0 : 1;
           auto arg = [&]<int e>() __attribute__((always_inline)) {
             constexpr int qt = e / 2, j = (e % 2) * 2;
-            const f2 y = f2{S[b][kk][qt][j], S[b][kk][qt][j + 1]} * f2{c, c};
-            S[b][kk][qt][j] = y.x, S[b][kk][qt][j + 1] = y.y;
-            asm volatile("" : "+v"(S[b][kk][qt][j]), "+v"(S[b][kk][qt][j + 1]));
+            // (two v_mul_f32, not one v_pk_mul_f32: after a packed multiply LLVM pads the next exp2 with an s_nop)
+            S[b][kk][qt][j] *= c;
+            asm volatile("" : "+v"(S[b][kk][qt][j]));
+            S[b][kk][qt][j + 1] *= c;
+            asm volatile("" : "+v"(S[b][kk][qt][j + 1]));
           };
           if constexpr (u == 0) {
             arg.template operator()<0>();
