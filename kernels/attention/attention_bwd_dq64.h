@@ -273,13 +273,16 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
     };
     run_schedule<dq64::plan>(event);
   };
+  // The chunks whose first key kj needs no mask (attn_tile_whole's bounds solved for kj, the wave's queries all
+  // inside the sequence): kj in [whole_lo, whole_hi], found once, so that a chunk tests itself with two compares.
+  int whole_lo = p.left < 0 ? 0 : q0 + WQ - 1 + off - p.left, whole_hi = blk.sk - KC;
+  if (p.right >= 0) whole_hi = std::min(whole_hi, q0 + off + p.right - (KC - 1));
+  if (q0 + WQ > blk.sq) whole_hi = whole_lo - 1;
   auto run = [&]<int st>(int kt) __attribute__((always_inline)) {
     const bool active = kt < kt_end, more = kt + 1 < kt_end;
     const int kj = kt * BK;
-    const bool m0 = !active || q0 + WQ > blk.sq || !attn_tile_whole(p, q0, q0 + WQ - 1, kj, KC, blk.sk, off);
-    body.template operator()<st, 0>(active, more, m0, kt);
-    const bool m1 = !active || q0 + WQ > blk.sq || !attn_tile_whole(p, q0, q0 + WQ - 1, kj + KC, KC, blk.sk, off);
-    body.template operator()<st, 1>(active, more, m1, kt);
+    body.template operator()<st, 0>(active, more, !active || kj < whole_lo || kj > whole_hi, kt);
+    body.template operator()<st, 1>(active, more, !active || kj + KC < whole_lo || kj + KC > whole_hi, kt);
   };
   for (int kt = kt_begin; kt <= kt_end; kt += 3) {
     run.template operator()<0>(kt);
