@@ -28,6 +28,8 @@
 //      251 -> 197 VGPRs), S^T's and dP^T's reads run two k steps ahead of their MFMAs, and each wave holds priority 1
 //      from the step's barrier to its dQ^T product, so that the two waves of a SIMD overlap their halves and do not
 //      meet the barrier one alone: MI300X GQA D128 N8192 dQ 100.1 -> 98.8 ms.
+//      On gfx950 at D = 128 the plain instance runs attention_bwd_dq64.h: one wave per SIMD, 64 queries a wave, dQ^T,
+//      Q and dO in the AGPRs, keys64's list schedule (MI355X GQA D128 N8192 dQ 41.86 -> 36.96 ms).
 //      No atomics: every gradient element is summed by one wave in a fixed order (bit-identical run after run).
 // With attention sinks (a logit z per query head in every row's denominator, a key with no value) the forward's LSE
 // holds the sink: P and dS are as before (the sink's dP is 0); kernel 4, attention_bwd_dsink, adds the sinks' gradient
