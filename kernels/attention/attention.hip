@@ -123,8 +123,8 @@ Status check_layout(const Tensor& t, bool written) {
 // attention_fwd's workgroup otherwise; `bwd_block_keys`: the keys of one workgroup of the backward's dK, dV kernel and
 // `bwd_dkdv_waves` its waves, by whether the instance is plain (attn_plain: its own schedule on gfx950 at D = 128);
 // `bwd_rows`: the queries of one workgroup of its delta and dQ kernels; `bwd_dq_waves`: the waves of the dQ kernel's.
-Status check_arch(bool& pingpong, int& fwd_waves, int (&bwd_block_keys)[2], int& bwd_rows, int& bwd_dq_waves, int (&bwd_dkdv_waves)[2],
-                  int d, int dv) {
+Status check_arch(bool& pingpong, int& fwd_waves, int (&bwd_block_keys)[2], int& bwd_rows, int (&bwd_dq_rows)[2], int& bwd_dq_waves,
+                  int (&bwd_dkdv_waves)[2], int d, int dv) {
   Status status;
   const arch::target* target = api::current_target(entry, status);
   if (!target) return status;
@@ -135,6 +135,7 @@ Status check_arch(bool& pingpong, int& fwd_waves, int (&bwd_block_keys)[2], int&
   for (int plain : {0, 1}) {
     bwd_block_keys[plain] = kernels::attn_bwd_block_keys(d, target->lds_read_transpose, plain && d == dv);
     bwd_dkdv_waves[plain] = kernels::attn_bwd_dkdv_waves(d, target->lds_read_transpose, plain && d == dv);
+    bwd_dq_rows[plain] = kernels::attn_bwd_dq_rows(d, target->lds_read_transpose, plain && d == dv);
   }
   return {};
 }
@@ -202,7 +203,7 @@ struct Prepared {
   bool pingpong = false;
   int fwd_waves = 4;
   checks::Span spans[4] = {};  // Q, K, V and O as byte ranges (the FP8 forward's workspace overlaps none)
-  int bwd_block_keys[2] = {}, bwd_rows = 0, bwd_dq_waves = 4, bwd_dkdv_waves[2] = {4, 4};
+  int bwd_block_keys[2] = {}, bwd_rows = 0, bwd_dq_rows[2] = {}, bwd_dq_waves = 4, bwd_dkdv_waves[2] = {4, 4};
   AttentionInputs::Strides resolved(AttentionInputs::Strides s, long rows, long heads, long d) const {
     s = resolve(s, rows, heads, d);
     if (batch == 1 && a.cu_q) s.batch = 0;  // unused
@@ -215,7 +216,7 @@ struct Prepared {
 Status prepare(const AttentionInputs& p, const void* o, AttentionInputs::Strides o_strides, const float* lse,
                bool backward, Prepared& r) {
   if (Status s = validate(p, o); !s) return s;
-  if (Status s = check_arch(r.pingpong, r.fwd_waves, r.bwd_block_keys, r.bwd_rows, r.bwd_dq_waves, r.bwd_dkdv_waves, p.head_dim,
+  if (Status s = check_arch(r.pingpong, r.fwd_waves, r.bwd_block_keys, r.bwd_rows, r.bwd_dq_rows, r.bwd_dq_waves, r.bwd_dkdv_waves, p.head_dim,
                                 value_dim(p));
       !s)
     return s;
@@ -431,7 +432,7 @@ size_t attention_forward_workspace_bytes(const AttentionProblem& p) {
 namespace {
 
 template <class T, int D, int DV, kernels::AttnVariant V>
-void launch_backward(kernels::AttnBwdArgs a, unsigned q_blocks, const int (&k_tiles)[2], int dq_waves,
+void launch_backward(kernels::AttnBwdArgs a, unsigned q_blocks, const int (&k_tiles)[2], const int (&dq_tiles)[2], int dq_waves,
                      const int (&dkdv_waves)[2], unsigned steps, hipStream_t stream) {
   constexpr int plain = kernels::attn_plain<V> && D == DV;  // (the dK, dV kernel's shape: check_arch)
   a.k_tiles = k_tiles[plain];
@@ -439,8 +440,12 @@ void launch_backward(kernels::AttnBwdArgs a, unsigned q_blocks, const int (&k_ti
   // No query at all (every query sequence empty): no delta, no dQ, and dK = dV = 0 from key blocks that see nothing.
   if (q_blocks && (steps & 1)) hipLaunchKernelGGL((kernels::attention_bwd_delta<T, D, DV>), dim3(q_blocks), dim3(256), 0, stream, a);
   if (k_blocks && (steps & 2)) hipLaunchKernelGGL((kernels::attention_bwd_dkdv<T, D, V, DV>), dim3(k_blocks), dim3(64 * dkdv_waves[plain]), 0, stream, a);
-  if (q_blocks && (steps & 4))
-    hipLaunchKernelGGL((kernels::attention_bwd_dq<T, D, V, DV>), dim3(q_blocks), dim3(64 * dq_waves), 0, stream, a);
+  if (q_blocks && (steps & 4)) {  // (the dQ kernel's own query tiles: attn_bwd_dq_rows)
+    kernels::AttnBwdArgs b = a;
+    b.f.q_tiles = dq_tiles[plain];
+    const unsigned dq_blocks = unsigned(long(a.f.batch) * a.f.heads_q * b.f.q_tiles);
+    hipLaunchKernelGGL((kernels::attention_bwd_dq<T, D, V, DV>), dim3(dq_blocks), dim3(64 * dq_waves), 0, stream, b);
+  }
   if (a.dsinks && (steps & 8)) hipLaunchKernelGGL(kernels::attention_bwd_dsink, dim3(a.f.heads_q), dim3(256), 0, stream, a);
 }
 
@@ -506,12 +511,14 @@ Status backward(const AttentionBackwardProblem& p, float* own_delta, bool& needs
   a.dv_bs = tdv.s.batch, a.dv_rs = tdv.s.row, a.dv_hs = tdv.s.head;
   int k_tiles[2];  // by the dK, dV kernel's shape (check_arch)
   for (int plain : {0, 1}) k_tiles[plain] = int((r.longest_k + r.bwd_block_keys[plain] - 1) / r.bwd_block_keys[plain]);
+  int dq_tiles[2];  // by the dQ kernel's shape (check_arch)
+  for (int plain : {0, 1}) dq_tiles[plain] = int((r.longest_q + r.bwd_dq_rows[plain] - 1) / r.bwd_dq_rows[plain]);
   const long q_blocks = long(p.batch) * p.heads_q * a.f.q_tiles, k_blocks = long(p.batch) * p.heads_kv * k_tiles[0];
   if (q_blocks >= (1l << 31) || k_blocks >= (1l << 31)) return invalid("too many tiles for one launch (>= 2^31)");
   if (q_blocks == 0 && k_blocks == 0 && !p.dsinks) return {};
   (void)hipGetLastError();  // launch errors below are ours alone
   dispatch(p, [&](auto t, auto dims, auto v) {
-    launch_backward<decltype(t), decltype(dims)::value.d, decltype(dims)::value.dv, decltype(v)::value>(a, unsigned(q_blocks), k_tiles, r.bwd_dq_waves,
+    launch_backward<decltype(t), decltype(dims)::value.d, decltype(dims)::value.dv, decltype(v)::value>(a, unsigned(q_blocks), k_tiles, dq_tiles, r.bwd_dq_waves,
                                                                            r.bwd_dkdv_waves, steps, p.stream);
   });
   if (hipError_t e = hipGetLastError(); e != hipSuccess) return error(e, std::string("launch failed: ") + hipGetErrorString(e));

@@ -28,6 +28,8 @@
 //      251 -> 197 VGPRs), S^T's and dP^T's reads run two k steps ahead of their MFMAs, and each wave holds priority 1
 //      from the step's barrier to its dQ^T product, so that the two waves of a SIMD overlap their halves and do not
 //      meet the barrier one alone: MI300X GQA D128 N8192 dQ 100.1 -> 98.8 ms.
+//      On gfx950 at D = 128 the plain instance runs attention_bwd_dq64.h: one wave per SIMD, 64 queries a wave, dQ^T,
+//      Q and dO in the AGPRs, keys64's list schedule (MI355X GQA D128 N8192 dQ 41.86 -> 36.96 ms).
 //      No atomics: every gradient element is summed by one wave in a fixed order (bit-identical run after run).
 // With attention sinks (a logit z per query head in every row's denominator, a key with no value) the forward's LSE
 // holds the sink: P and dS are as before (the sink's dP is 0); kernel 4, attention_bwd_dsink, adds the sinks' gradient
@@ -115,6 +117,11 @@ constexpr int attn_bwd_dq_waves(int d, bool lds_read_transpose) { return d == 12
 constexpr int attn_bwd_rows(int d, bool lds_read_transpose) {
   return attn_bwd_dq_waves(d, lds_read_transpose) * attn_bwd_dq_wave_rows(d, lds_read_transpose);
 }
+// Kernel 3 at 64 queries a wave (attention_bwd_dq64.h): gfx950 at D = 128, the plain variant: four waves of 64
+// queries, one workgroup a CU. Its workgroup's queries (the host's grid of the dQ kernel; the delta kernel keeps
+// attn_bwd_rows).
+constexpr bool attn_bwd_dq64(int d, bool tr, bool plain) { return d == 128 && tr && plain; }
+constexpr int attn_bwd_dq_rows(int d, bool tr, bool plain) { return attn_bwd_dq64(d, tr, plain) ? 4 * 64 : attn_bwd_rows(d, tr); }
 
 // Waves per SIMD kernel 3 declares, so that the compiler keeps the accumulators in arch VGPRs within 256 registers.
 // Where col-layout operands are read from LDS an element at a time (no transposing reads: gfx942), each element lands
@@ -256,6 +263,7 @@ struct AttnKeyBlock {
 
 }  // namespace hk::kernels
 #include "attention_bwd_keys64.h"
+#include "attention_bwd_dq64.h"
 namespace hk::kernels {
 
 template <int D, int DV, AttnVariant V>
@@ -751,10 +759,19 @@ __global__ __launch_bounds__(256) void attention_bwd_dsink(AttnBwdArgs a) {
   if (threadIdx.x == 0) a.dsinks[h] = -sum[0];
 }
 
+template <int D, int DV, AttnVariant V>
+inline constexpr bool attn_bwd_dq64_runs = D == DV && attn_bwd_dq64(D, arch::current::lds_read_transpose, attn_plain<V>);
+
 template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
 __global__ __launch_bounds__(64 * attn_bwd_dq_waves(D, arch::current::lds_read_transpose))
-__attribute__((amdgpu_waves_per_eu(attn_bwd_dq_waves(D, arch::current::lds_read_transpose) == 8 ? 2 : attn_bwd_waves_per_simd<D>)))
+__attribute__((amdgpu_waves_per_eu(attn_bwd_dq64_runs<D, DV, V> ? 1
+                                   : attn_bwd_dq_waves(D, arch::current::lds_read_transpose) == 8 ? 2
+                                                                                                  : attn_bwd_waves_per_simd<D>)))
 void attention_bwd_dq(AttnBwdArgs a) {
+  if constexpr (attn_bwd_dq64_runs<D, DV, V>) {
+    attention_bwd_dq64<T>(a);
+    return;
+  }
   constexpr bool tr = arch::current::lds_read_transpose;
   using G = group<attn_bwd_dq_waves(D, tr)>;
   constexpr int BK = attn_tile_keys(D, DV), WQ = attn_bwd_dq_wave_rows(D, tr);

@@ -91,6 +91,18 @@ struct cdna4 : gfx9<cdna4> {
     if constexpr (std::same_as<F, bf16_frag>) asm volatile("v_mfma_f32_16x16x32_bf16 %0, %1, %2, %3" : "=&v"(d) : "v"(a), "v"(b), "v"(c));
     else asm volatile("v_mfma_f32_16x16x32_f16 %0, %1, %2, %3" : "=&v"(d) : "v"(a), "v"(b), "v"(c));
   }
+  // The same two with the B operand in the AGPRs (a wave's constant operand held there when the arch VGPRs run short:
+  // the MFMA reads A and B from either file).
+  template <class F>
+  __device__ static void into_vgpr_ba(f32x4& acc, F a, const F& b) {
+    if constexpr (std::same_as<F, bf16_frag>) asm volatile("v_mfma_f32_16x16x32_bf16 %0, %1, %2, %0" : "+v"(acc) : "v"(a), "a"(b));
+    else asm volatile("v_mfma_f32_16x16x32_f16 %0, %1, %2, %0" : "+v"(acc) : "v"(a), "a"(b));
+  }
+  template <class F>
+  __device__ static void first_ba(f32x4& d, F a, const F& b, f32x4 c) {
+    if constexpr (std::same_as<F, bf16_frag>) asm volatile("v_mfma_f32_16x16x32_bf16 %0, %1, %2, %3" : "=&v"(d) : "v"(a), "a"(b), "v"(c));
+    else asm volatile("v_mfma_f32_16x16x32_f16 %0, %1, %2, %3" : "=&v"(d) : "v"(a), "a"(b), "v"(c));
+  }
   // The wait states before a VALU instruction may read what an asm MFMA wrote (a loop's end, before its accumulators
   // leave the AGPRs): more than 16 passes' worth.
   __device__ static void mfma_drain() { asm volatile("s_nop 7\n s_nop 7\n s_nop 7" ::: "memory"); }

@@ -1,0 +1,306 @@
+// Kernel 3 at 64 queries a wave (gfx950, D = 128, the plain variant: no softcap, ALiBi or dropout). Included by
+// attention_bwd.h, whose attention_bwd_dq runs it for those instances. The mirror of kernel 2's keys64
+// (attention_bwd_keys64.h, whose schedule and reasons this follows; its fragment reads are copied here).
+//
+// Schedule. Four waves a workgroup, 256 queries, one wave per SIMD (one workgroup a CU), each wave owning 64 queries:
+// dQ^T (128 x 64 fp32) in 128 AGPRs, Q and dO (the B operands of S^T = K Q^T and dP^T = V dO^T) in the other 128
+// AGPRs (the MFMA reads its A and B operands from either file: in the arch VGPRs next to S^T, dP^T and their
+// successors they left the loop about 60 short), -LSE / scale and -delta of the wave's queries in VGPRs as S^T's and
+// dP^T's starting accumulators, every K and V fragment read from the LDS serving 64 queries' MFMAs (twice the 32 of
+// the two-waves-a-SIMD kernel). K and V go through three LDS stages shared by the four waves (LDS-DMA loads, one key
+// tile of 64 a stage), each tile in two chunks of 32 keys, a chunk a body of 96 MFMAs: S^T(c) = K Q^T (32 MFMAs),
+// dQ^T(c - 1) += K^T dS^T(c - 1) (32), dP^T(c) = V dO^T (32). The skew (dQ^T of the previous chunk, whose dS^T
+// crosses into this body as bf16 pairs) gives the VALU work of a body (dS^T(c - 1)'s multiplies and converts under
+// S^T(c)'s MFMAs; P^T(c)'s exp2 under dQ^T(c - 1)'s and dP^T(c)'s) MFMAs to hide under from its first; S^T and dP^T
+// alternate between two register sets by the chunk's parity (the previous chunk's are read while this chunk's are
+// written). The body's order is a compile-time list schedule (ops/schedule.h), as keys64's: the VALU tasks placed
+// between the MFMAs at a credit of 12 cycles an MFMA (capped at 24), each task three MFMAs after the last MFMA of the
+// tile it reads (the asm MFMAs' hazard), dS^T(c - 1)'s before the first dQ^T MFMA. The A operands (K rows, K^T
+// columns by transposing reads, V rows) are read from the stage two groups of four MFMAs ahead (a ring of three
+// fragments), with the lane parts of their addresses held. Chunk 0 of tile n reads tile n - 1's K for its dQ^T, so
+// the next tile's loads go to a third stage (issued at chunk 0's start), and the barrier sits at MFMA 84 of chunk 1,
+// the next body's first fragments read under the last dP^T MFMAs. The loop runs whole threes of tiles (a constant
+// stage a body) up to the one after the last visible tile (whose chunk 0 holds the last dQ^T), the bodies past the
+// last with P^T zero: no branch around an accumulating MFMA (see keys64). A chunk that is not whole (a mask's edge,
+// the sequences' ends) or past the last tile masks S^T before P^T in its tasks (a branch, taken on few chunks).
+#pragma once
+#include <array>
+
+#include "hk/ops/schedule.h"
+
+namespace hk::kernels {
+
+namespace dq64 {
+// A body's MFMAs: 0-31 S^T(c) (group g = m / 4: K's row fragment (key tile g / 4 of the chunk, D chunk g % 4), query
+// tile m % 4), 32-63 dQ^T(c - 1) (K^T's acc-order fragment, D tile g - 8), 64-95 dP^T(c) (V's row fragment).
+// Its tasks: 16 dS^T(c - 1) multiplies (a pair each: P^T by dP^T - delta), 16 converts to bf16 pairs; then per key
+// tile kt of the chunk: one masking S^T's tile row (a branch), then P^T's 8 pairs in 17: the first pair's exp2
+// argument (a packed multiply by scale_log2), then per pair e its first exp2 with pair e + 1's argument, and its second
+// exp2 (each exp2 an instruction after its argument's multiply: next to it LLVM pads the VALU-to-trans hazard with an
+// s_nop, 26 a body).
+constexpr int tasks = 68;
+constexpr int p_part(int t) { return t < 50 ? t - 33 : t - 51; }  // P^T's task (0-16) of task t in 33-49, 51-67
+constexpr int cost(int t) {
+  if (t < 32) return 8;
+  if (t == 32 || t == 50) return 4;
+  const int u = p_part(t);
+  return u == 0 ? 8 : u % 2 == 1 ? (u == 15 ? 16 : 24) : 16;  // (v_exp_f32: 16 cycles)
+}
+// Three MFMAs after the last of the tile it reads (the previous body's dP^T for dS^T: three into this body).
+constexpr int ready(int t) { return t < 32 ? 3 : t < 50 ? 19 : 35; }
+constexpr int needs(int m) { return m >= 32 ? 32 : 0; }  // dS^T(c - 1) whole before its first dQ^T MFMA
+inline constexpr auto plan = make_schedule<96, tasks>(cost, ready, needs, 12, 24);
+constexpr int barrier_at = 84;  // MFMA of chunk 1's barrier
+}  // namespace dq64
+
+template <class T, class A = arch::current>
+__device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const AttnBwdArgs& a) {
+  using G = group<4>;
+  constexpr int D = 128, BK = 64, KC = 32, WQ = 64;
+  using f32x4 = arch::f32x4;
+  using F = std::conditional_t<std::same_as<T, bf16>, arch::bf16_frag, arch::f16_frag>;
+  using KT = st<T, BK, D>;
+  struct Stage {
+    KT k, v;
+  };
+  __shared__ __attribute__((aligned(16))) Stage stage0, stage1, stage2;
+  auto stages = [&]<int s>() __attribute__((always_inline)) -> Stage& {
+    if constexpr (s == 0) return stage0;
+    else if constexpr (s == 1) return stage1;
+    else return stage2;
+  };
+  const AttnArgs& p = a.f;
+  const AttnView<T, D, D> view(p, G::waves * WQ, BK);
+  if (view.empty) return;
+  const AttnBlock& blk = view.blk;
+  const int kt_begin = view.kt_begin, kt_end = view.kt_end;
+  const bool varlen = p.cu_q != nullptr;
+  const int wave = __builtin_amdgcn_readfirstlane(G::wave()), lane = lane_id();
+  const int q0 = int(view.first_row) + wave * WQ;  // this wave's first query
+  const int row_tile = q0 / WQ;
+  const async_wave<G> dma_wave;
+  auto fill = [&](int kt, Stage& s) __attribute__((always_inline)) {
+    load_async<G>(s.k, view.k, {0, 0, kt, 0}, dma_wave);
+    load_async<G>(s.v, view.v, {0, 0, kt, 0}, dma_wave);
+  };
+  // Stages 1 and 2 hold zeros, not NaNs, until loaded (chunk 0 of the first tile reads stage 2's K for dQ^T(-1), whose
+  // dS^T is zero; the bodies past the last tile read what the stages hold, with P^T zero). The first tile into stage 0
+  // unconditionally (a tile past the keys reads zeros).
+  {
+    auto* z = reinterpret_cast<uint4*>(&stage1);
+    for (int i = int(threadIdx.x); i < int(sizeof(Stage) / 16); i += G::threads) z[i] = uint4{0, 0, 0, 0};
+    z = reinterpret_cast<uint4*>(&stage2);
+    for (int i = int(threadIdx.x); i < int(sizeof(Stage) / 16); i += G::threads) z[i] = uint4{0, 0, 0, 0};
+  }
+  fill(kt_begin, stage0);
+  // Q and dO of the wave's queries as the B operands (query tile, D chunk), held in the AGPRs; the starts of S^T's and
+  // dP^T's accumulators by query tile: -LSE log2(e) / scale_log2 (P^T = exp2(scale_log2 S^T), no subtraction; a query
+  // that sees no key has every score masked, its start 0) and -delta.
+  F qf[WQ / 16][D / 32], df[WQ / 16][D / 32];
+  {
+    const auto do_view = head_view<T, D>(a.dout, a.do_bs, a.do_rs, a.do_hs, blk.b, varlen, blk.q_start, blk.h, blk.sq);
+    rt<T, WQ, D> x;
+    load_bounded(x, view.q, {0, 0, row_tile, 0});
+#pragma unroll
+    for (int i = 0; i < WQ / 16; ++i)
+#pragma unroll
+      for (int j = 0; j < D / 32; ++j) { qf[i][j] = detail::frag(x.data[i][j]); asm volatile("" : "+a"(qf[i][j])); }
+    load_bounded(x, do_view, {0, 0, row_tile, 0});
+#pragma unroll
+    for (int i = 0; i < WQ / 16; ++i)
+#pragma unroll
+      for (int j = 0; j < D / 32; ++j) { df[i][j] = detail::frag(x.data[i][j]); asm volatile("" : "+a"(df[i][j])); }
+  }
+  const float c = p.scale_log2;
+  f32x4 L[WQ / 16], nd[WQ / 16];
+  {
+    using cols_vec = rv<float, WQ, vec_align::cols>;
+    cols_vec lse, delta;
+    load(lse, lse_row(p, p.lse, blk, blk.h), {0, 0, 0, row_tile});
+    load(delta, lse_row(p, a.delta, blk, blk.h), {0, 0, 0, row_tile});
+    const float k = -1.44269504088896341f / c;
+#pragma unroll
+    for (int j = 0; j < WQ / 16; ++j) {
+      const float l = lse.data[j][0] == -INFINITY ? 0.f : lse.data[j][0] * k, d = -delta.data[j][0];
+      L[j] = f32x4{l, l, l, l}, nd[j] = f32x4{d, d, d, d};
+    }
+  }
+  f32x4 dq[D / 16][WQ / 16];  // dQ^T in the AGPRs (16 x 16 tiles: D tile, query tile)
+#pragma unroll
+  for (int i = 0; i < D / 16; ++i)
+#pragma unroll
+    for (int j = 0; j < WQ / 16; ++j) {
+      dq[i][j] = f32x4{0.f, 0.f, 0.f, 0.f};
+      asm volatile("" : "+a"(dq[i][j]));
+    }
+  wait_vmcnt<0>();
+  barrier();
+
+  // Fragments of the stage's tiles as A operands (keys64's reads, copied): a row fragment (16-row tile, D chunk) and
+  // an acc-order column fragment (D tile, of 32 rows from `row0`: two transposing reads). The lane parts of the
+  // addresses are held; the tile and stage offsets fold into the reads' offsets.
+  static_assert(KT::chunk_elems == 8, "dq64: 16-byte granules of 8 elements");
+  static_assert(KT::swizzle(32) == 0, "dq64: a chunk's 32 rows share the swizzle of the tile's first");
+  int row_part[4], col_part[8];
+  {
+    const int r = lane % 16, x = (lane / 16) ^ KT::swizzle(r);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) row_part[k] = (r * D + ((4 * k) ^ x) * 8) * int(sizeof(T));
+    const int rl = 4 * (lane / 16) + (lane % 16) / 4, q = lane % 4, y = (q / 2) ^ KT::swizzle(rl);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) col_part[k] = (rl * D + ((2 * k) ^ y) * 8 + (q % 2) * 4) * int(sizeof(T));
+  }
+  auto at = [](const KT& x, int bytes) __attribute__((always_inline)) {
+    return reinterpret_cast<const char*>(x.data) + bytes;
+  };
+  auto row_frag = [&](const KT& x, int tile, int dc) __attribute__((always_inline)) {
+    const int k = (4 * dc ^ KT::swizzle(16 * tile)) / 4;
+    const auto v = *reinterpret_cast<const detail::chunk<T, 8>*>(at(x, tile * 16 * D * int(sizeof(T)) + row_part[k]));
+    return detail::frag(v.v);
+  };
+  auto col_frag = [&](const KT& x, int row0, int dt) __attribute__((always_inline)) {
+    std::array<uint64_t, 2> w;
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int k = (2 * dt ^ KT::swizzle(16 * hh)) / 2;
+      w[hh] = __builtin_bit_cast(uint64_t, A::lds_read_tr16_b64(at(x, (row0 + hh * 16) * D * int(sizeof(T)) + col_part[k])));
+    }
+    return __builtin_bit_cast(F, w);
+  };
+  auto pair = [](float x, float y) __attribute__((always_inline)) {
+    using f2 = float __attribute__((ext_vector_type(2)));
+    using t2 = T __attribute__((ext_vector_type(2)));
+    return __builtin_bit_cast(uint32_t, __builtin_convertvector(f2{x, y}, t2));
+  };
+  F fr[3];  // the fragment ring: group g's fragment in fr[g % 3] (24 groups a body), read two groups ahead
+  f32x4 S[2][2][4], dP[2][2][4];  // S^T (P^T), dP^T by the chunk's parity: (key tile of the chunk, query tile)
+  // (The first body's dS^T(-1) from zeros: of the registers' stale bits it could be a NaN, times stage 2's zero K.)
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) S[1][i][j] = f32x4{0.f, 0.f, 0.f, 0.f}, dP[1][i][j] = f32x4{0.f, 0.f, 0.f, 0.f};
+  uint32_t dsb[WQ / 16][4] = {};  // dS^T(c - 1) in bf16 pairs, dQ^T's B operand (acc order), by query tile
+  fr[0] = row_frag(stage0.k, 0, 0), fr[1] = row_frag(stage0.k, 0, 1);
+  const int off = int(view.off);
+
+  // Body: chunk ch of the tile in stage st (key tile kt): S^T(c), dQ^T(c - 1), dP^T(c).
+  auto body = [&]<int st, int ch>(bool active, bool more, bool masked, int kt) __attribute__((always_inline)) {
+    constexpr int nx = (st + 1) % 3, pv = (st + 2) % 3, b = ch, pb = ch ^ 1;
+    Stage &cur = stages.template operator()<st>(), &next = stages.template operator()<nx>(),
+          &prev = stages.template operator()<pv>();
+    const KT& dk_src = ch == 0 ? prev.k : cur.k;  // dQ^T(c - 1)'s K: the previous chunk's
+    constexpr int dk_row0 = ch == 0 ? KC : 0;
+    const int kj = kt * BK + ch * KC;
+    auto event = [&]<int ev>() __attribute__((always_inline)) {
+      if constexpr (ev < 96) {
+        constexpr int m = ev, grp = m / 4, qt = m % 4;
+        if constexpr (ch == 0 && m == 0)
+          if (more) fill(kt + 1, next);
+        if constexpr (ch == 1 && m == dq64::barrier_at) wait_vmcnt<0>(), barrier();
+        if constexpr (qt == 0) {  // the ring's read two groups ahead (past the body's end: the next body's first)
+          constexpr int f = grp + 2, slot = f % 3;
+          if constexpr (f < 8) fr[slot] = row_frag(cur.k, 2 * ch + f / 4, f % 4);
+          else if constexpr (f < 16) fr[slot] = col_frag(dk_src, dk_row0, f - 8);
+          else if constexpr (f < 24) fr[slot] = row_frag(cur.v, 2 * ch + (f - 16) / 4, f % 4);
+          else if constexpr (ch == 0) fr[slot] = row_frag(cur.k, 2, f - 24);
+          else fr[slot] = row_frag(next.k, 0, f - 24);
+        }
+        const F x = fr[grp % 3];
+        if constexpr (grp < 8) {
+          constexpr int kk = grp / 4, dc = grp % 4;
+          if constexpr (dc == 0) A::first_ba(S[b][kk][qt], x, qf[qt][dc], L[qt]);
+          else A::into_vgpr_ba(S[b][kk][qt], x, qf[qt][dc]);
+        } else if constexpr (grp < 16) {
+          if constexpr (m == 32) asm volatile("s_nop 1");  // (dS^T's last converts: a VALU write of the B operand)
+          A::into_agpr(dq[grp - 8][qt], x, __builtin_bit_cast(F, dsb[qt]));
+        } else {
+          constexpr int kk = (grp - 16) / 4, dc = grp % 4;
+          if constexpr (dc == 0) A::first_ba(dP[b][kk][qt], x, df[qt][dc], nd[qt]);
+          else A::into_vgpr_ba(dP[b][kk][qt], x, df[qt][dc]);
+        }
+      } else {
+        constexpr int t = ev - 96;
+        using f2 = float __attribute__((ext_vector_type(2)));
+        if constexpr (t < 32) {  // dS^T(c - 1) = P^T (dP^T - delta): pair w (key tile, query tile, pair)
+          constexpr int w = t % 16, kk = w / 8, qt = (w % 8) / 2, j = (w % 2) * 2;
+          if constexpr (t < 16) {
+            const f2 y = f2{S[pb][kk][qt][j], S[pb][kk][qt][j + 1]} * f2{dP[pb][kk][qt][j], dP[pb][kk][qt][j + 1]};
+            dP[pb][kk][qt][j] = y.x, dP[pb][kk][qt][j + 1] = y.y;
+          } else {
+            dsb[qt][kk * 2 + j / 2] = pair(dP[pb][kk][qt][j], dP[pb][kk][qt][j + 1]);
+            asm volatile("" : "+v"(dsb[qt][kk * 2 + j / 2]));  // (pinned here: else sunk past the mask's branch)
+          }
+        } else if constexpr (t == 32 || t == 50) {
+          constexpr int kk = t == 32 ? 0 : 1;
+          if (masked) {
+            if (!active) {
+#pragma unroll
+              for (int q = 0; q < 4; ++q) S[b][kk][q] = f32x4{} - INFINITY;
+            } else {
+              rt_acc<16, WQ> sm;
+#pragma unroll
+              for (int q = 0; q < 4; ++q)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) sm.data[0][q][e] = S[b][kk][q][e];
+              mask_visible<true>(sm, p, q0, kj + 16 * kk, blk.sq, blk.sk, off);
+#pragma unroll
+              for (int q = 0; q < 4; ++q)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) S[b][kk][q][e] = sm.data[0][q][e];
+            }
+          }
+        } else {  // P^T of key tile kk: u 0 pair 0's argument; u = 2 e + 1: pair e's first exp2, pair e + 1's argument;
+                  // u = 2 e + 2: pair e's second exp2
+          constexpr int u = dq64::p_part(t), kk = t < 50 ? 0 : 1;
+          auto arg = [&]<int e>() __attribute__((always_inline)) {
+            constexpr int qt = e / 2, j = (e % 2) * 2;
+            // (two v_mul_f32, not one v_pk_mul_f32: after a packed multiply LLVM pads the next exp2 with an s_nop)
+            S[b][kk][qt][j] *= c;
+            asm volatile("" : "+v"(S[b][kk][qt][j]));
+            S[b][kk][qt][j + 1] *= c;
+            asm volatile("" : "+v"(S[b][kk][qt][j + 1]));
+          };
+          if constexpr (u == 0) {
+            arg.template operator()<0>();
+          } else {
+            constexpr int e = (u - 1) / 2, qt = e / 2, j = (e % 2) * 2 + (u % 2 == 1 ? 0 : 1);
+            if constexpr (u % 2 == 1 && e < 7) arg.template operator()<e + 1>(), __builtin_amdgcn_sched_barrier(0);
+            S[b][kk][qt][j] = __builtin_amdgcn_exp2f(S[b][kk][qt][j]);
+            asm volatile("" : "+v"(S[b][kk][qt][j]));
+          }
+        }
+      }
+    };
+    run_schedule<dq64::plan>(event);
+  };
+  // The chunks whose first key kj needs no mask (attn_tile_whole's bounds solved for kj, the wave's queries all
+  // inside the sequence): kj in [whole_lo, whole_hi], found once, so that a chunk tests itself with two compares.
+  int whole_lo = p.left < 0 ? 0 : q0 + WQ - 1 + off - p.left, whole_hi = blk.sk - KC;
+  if (p.right >= 0) whole_hi = std::min(whole_hi, q0 + off + p.right - (KC - 1));
+  if (q0 + WQ > blk.sq) whole_hi = whole_lo - 1;
+  auto run = [&]<int st>(int kt) __attribute__((always_inline)) {
+    const bool active = kt < kt_end, more = kt + 1 < kt_end;
+    const int kj = kt * BK;
+    body.template operator()<st, 0>(active, more, !active || kj < whole_lo || kj > whole_hi, kt);
+    body.template operator()<st, 1>(active, more, !active || kj + KC < whole_lo || kj + KC > whole_hi, kt);
+  };
+  for (int kt = kt_begin; kt <= kt_end; kt += 3) {
+    run.template operator()<0>(kt);
+    run.template operator()<1>(kt + 1);
+    run.template operator()<2>(kt + 2);
+  }
+  A::mfma_drain();
+  rt_acc<D, WQ> dqt;
+#pragma unroll
+  for (int i = 0; i < D / 16; ++i)
+#pragma unroll
+    for (int j = 0; j < WQ / 16; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dqt.data[i][j][e] = dq[i][j][e];
+  const auto dq_view = head_view<T, D>(a.dq, a.dq_bs, a.dq_rs, a.dq_hs, blk.b, varlen, blk.q_start, blk.h, blk.sq);
+  rt<float, WQ, D, layout::row> out;
+  transpose<lane_anew>(out, dqt);
+  store_bounded<lane_anew>(dq_view, out, {0, 0, row_tile, 0}, p.scale);
+}
+
+}  // namespace hk::kernels
