@@ -1,6 +1,6 @@
 // Kernel 3 at 64 queries a wave (gfx950, D = 128, the plain variant: no softcap, ALiBi or dropout). Included by
 // attention_bwd.h, whose attention_bwd_dq runs it for those instances. The mirror of kernel 2's keys64
-// (attention_bwd_keys64.h, whose schedule and reasons this follows; its fragment reads are copied here).
+// (attention_bwd_keys64.h, whose schedule, reasons and fragment reads this shares).
 //
 // Schedule. Four waves a workgroup, 256 queries, one wave per SIMD (one workgroup a CU), each wave owning 64 queries:
 // dQ^T (128 x 64 fp32) in 128 AGPRs, Q and dO (the B operands of S^T = K Q^T and dP^T = V dO^T) in the other 128
@@ -24,8 +24,7 @@
 // last with P^T zero: no branch around an accumulating MFMA (see keys64). A chunk that is not whole (a mask's edge,
 // the sequences' ends) or past the last tile masks S^T before P^T in its tasks (a branch, taken on few chunks).
 #pragma once
-#include <array>
-
+#include "attention_bwd_frags.h"
 #include "hk/ops/schedule.h"
 
 namespace hk::kernels {
@@ -136,42 +135,10 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
   wait_vmcnt<0>();
   barrier();
 
-  // Fragments of the stage's tiles as A operands (keys64's reads, copied): a row fragment (16-row tile, D chunk) and
-  // an acc-order column fragment (D tile, of 32 rows from `row0`: two transposing reads). The lane parts of the
-  // addresses are held; the tile and stage offsets fold into the reads' offsets.
-  static_assert(KT::chunk_elems == 8, "dq64: 16-byte granules of 8 elements");
+  // The MFMAs' A operands read from the stage (HeldFrags, keys64's reads): K's and V's row fragments (16-row tile, D
+  // chunk) and K's acc-order column fragments (D tile, of a chunk's 32 rows).
   static_assert(KT::swizzle(32) == 0, "dq64: a chunk's 32 rows share the swizzle of the tile's first");
-  int row_part[4], col_part[8];
-  {
-    const int r = lane % 16, x = (lane / 16) ^ KT::swizzle(r);
-#pragma unroll
-    for (int k = 0; k < 4; ++k) row_part[k] = (r * D + ((4 * k) ^ x) * 8) * int(sizeof(T));
-    const int rl = 4 * (lane / 16) + (lane % 16) / 4, q = lane % 4, y = (q / 2) ^ KT::swizzle(rl);
-#pragma unroll
-    for (int k = 0; k < 8; ++k) col_part[k] = (rl * D + ((2 * k) ^ y) * 8 + (q % 2) * 4) * int(sizeof(T));
-  }
-  auto at = [](const KT& x, int bytes) __attribute__((always_inline)) {
-    return reinterpret_cast<const char*>(x.data) + bytes;
-  };
-  auto row_frag = [&](const KT& x, int tile, int dc) __attribute__((always_inline)) {
-    const int k = (4 * dc ^ KT::swizzle(16 * tile)) / 4;
-    const auto v = *reinterpret_cast<const detail::chunk<T, 8>*>(at(x, tile * 16 * D * int(sizeof(T)) + row_part[k]));
-    return detail::frag(v.v);
-  };
-  auto col_frag = [&](const KT& x, int row0, int dt) __attribute__((always_inline)) {
-    std::array<uint64_t, 2> w;
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      const int k = (2 * dt ^ KT::swizzle(16 * hh)) / 2;
-      w[hh] = __builtin_bit_cast(uint64_t, A::lds_read_tr16_b64(at(x, (row0 + hh * 16) * D * int(sizeof(T)) + col_part[k])));
-    }
-    return __builtin_bit_cast(F, w);
-  };
-  auto pair = [](float x, float y) __attribute__((always_inline)) {
-    using f2 = float __attribute__((ext_vector_type(2)));
-    using t2 = T __attribute__((ext_vector_type(2)));
-    return __builtin_bit_cast(uint32_t, __builtin_convertvector(f2{x, y}, t2));
-  };
+  const HeldFrags<T, KT, A> frags(lane);
   F fr[3];  // the fragment ring: group g's fragment in fr[g % 3] (24 groups a body), read two groups ahead
   f32x4 S[2][2][4], dP[2][2][4];  // S^T (P^T), dP^T by the chunk's parity: (key tile of the chunk, query tile)
   // (The first body's dS^T(-1) from zeros: of the registers' stale bits it could be a NaN, times stage 2's zero K.)
@@ -180,7 +147,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
 #pragma unroll
     for (int j = 0; j < 4; ++j) S[1][i][j] = f32x4{0.f, 0.f, 0.f, 0.f}, dP[1][i][j] = f32x4{0.f, 0.f, 0.f, 0.f};
   uint32_t dsb[WQ / 16][4] = {};  // dS^T(c - 1) in bf16 pairs, dQ^T's B operand (acc order), by query tile
-  fr[0] = row_frag(stage0.k, 0, 0), fr[1] = row_frag(stage0.k, 0, 1);
+  fr[0] = frags.row(stage0.k, 0, 0), fr[1] = frags.row(stage0.k, 0, 1);
   const int off = int(view.off);
 
   // Body: chunk ch of the tile in stage st (key tile kt): S^T(c), dQ^T(c - 1), dP^T(c).
@@ -199,11 +166,11 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
         if constexpr (ch == 1 && m == dq64::barrier_at) wait_vmcnt<0>(), barrier();
         if constexpr (qt == 0) {  // the ring's read two groups ahead (past the body's end: the next body's first)
           constexpr int f = grp + 2, slot = f % 3;
-          if constexpr (f < 8) fr[slot] = row_frag(cur.k, 2 * ch + f / 4, f % 4);
-          else if constexpr (f < 16) fr[slot] = col_frag(dk_src, dk_row0, f - 8);
-          else if constexpr (f < 24) fr[slot] = row_frag(cur.v, 2 * ch + (f - 16) / 4, f % 4);
-          else if constexpr (ch == 0) fr[slot] = row_frag(cur.k, 2, f - 24);
-          else fr[slot] = row_frag(next.k, 0, f - 24);
+          if constexpr (f < 8) fr[slot] = frags.row(cur.k, 2 * ch + f / 4, f % 4);
+          else if constexpr (f < 16) fr[slot] = frags.col(dk_src, f - 8, dk_row0);
+          else if constexpr (f < 24) fr[slot] = frags.row(cur.v, 2 * ch + (f - 16) / 4, f % 4);
+          else if constexpr (ch == 0) fr[slot] = frags.row(cur.k, 2, f - 24);
+          else fr[slot] = frags.row(next.k, 0, f - 24);
         }
         const F x = fr[grp % 3];
         if constexpr (grp < 8) {
@@ -227,8 +194,8 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
             const f2 y = f2{S[pb][kk][qt][j], S[pb][kk][qt][j + 1]} * f2{dP[pb][kk][qt][j], dP[pb][kk][qt][j + 1]};
             dP[pb][kk][qt][j] = y.x, dP[pb][kk][qt][j + 1] = y.y;
           } else {
-            dsb[qt][kk * 2 + j / 2] = pair(dP[pb][kk][qt][j], dP[pb][kk][qt][j + 1]);
-            asm volatile("" : "+v"(dsb[qt][kk * 2 + j / 2]));  // (pinned here: else sunk past the mask's branch)
+            dsb[qt][kk * 2 + j / 2] = attn_pair<T>(dP[pb][kk][qt][j], dP[pb][kk][qt][j + 1]);
+            pin(dsb[qt][kk * 2 + j / 2]);  // (pinned here: else sunk past the mask's branch)
           }
         } else if constexpr (t == 32 || t == 50) {
           constexpr int kk = t == 32 ? 0 : 1;
@@ -256,7 +223,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
             constexpr int qt = e / 2, j = (e % 2) * 2;
             // (two v_mul_f32, not one v_pk_mul_f32: after a packed multiply LLVM pads the next exp2 with an s_nop)
             S[b][kk][qt][j] *= c;
-            asm volatile("" : "+v"(S[b][kk][qt][j]));
+            asm volatile("" : "+v"(S[b][kk][qt][j]));  // (hk::pin: no reference binds a vector element)
             S[b][kk][qt][j + 1] *= c;
             asm volatile("" : "+v"(S[b][kk][qt][j + 1]));
           };

@@ -23,8 +23,7 @@
 // once, the LSE / delta store one multiply. The timing experiment this came from: branch agpr64-wip, docs/design.md
 // ("64 keys a wave").
 #pragma once
-#include <array>
-
+#include "attention_bwd_frags.h"
 #include "hk/ops/schedule.h"
 
 namespace hk::kernels {
@@ -187,61 +186,18 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   wait_vmcnt<0>();
   barrier();
 
-  // A fragment of an operand read from a stage, as the MFMA's A operand: Q's or dO's row fragment (query tile, D
-  // chunk: load's row layout) or acc-order column fragment (D tile: load_acc_order's transposing reads, then the
-  // transpose, the same registers). A shared tile's element offset is (tile rows) C + (lane rows) C + (chunk ^
-  // swizzle) 8 + within (st::idx), and the chunk XOR splits into a constant of the read and the lane's part: 4 row
-  // parts (D chunks, the query tile's swizzle folded in) and 8 column parts (D tiles) serve every read of every stage,
-  // each read one of these registers plus a constant the LDS read takes in its offset (no vector work a read; found
-  // in the body, the addresses were 7 VALU a read, about a third of the step's VALU budget).
-  using ST = st<T, BQ, D>;
-  static_assert(ST::chunk_elems == 8, "keys64: 16-byte granules of 8 elements");
-  int row_part[4], col_part[8];
-  {
-    const int r = lane % 16, x = (lane / 16) ^ ST::swizzle(r);  // row reads: chunk dc 4 + lane / 16
-#pragma unroll
-    for (int k = 0; k < 4; ++k) row_part[k] = (r * D + ((4 * k) ^ x) * 8) * int(sizeof(T));
-    const int rl = 4 * (lane / 16) + (lane % 16) / 4, q = lane % 4, y = (q / 2) ^ ST::swizzle(rl);  // column reads
-#pragma unroll
-    for (int k = 0; k < 8; ++k) col_part[k] = (rl * D + ((2 * k) ^ y) * 8 + (q % 2) * 4) * int(sizeof(T));
-  }
-  auto at = [](const auto& x, int bytes) __attribute__((always_inline)) {
-    return reinterpret_cast<const char*>(x.data) + bytes;
-  };
-  // Row fragment (16-row tile `tile` from byte `base`, D chunk dc): chunk dc 4 ^ swizzle(16 tile) ^ (lane's). Q's and
-  // dO's (query tile) and V's (key tile of this wave's rows: the swizzle has no bit above row 32's, so the wave's 64
-  // rows start a run of its pattern).
+  // The MFMAs' A operands read from the stages and V (HeldFrags: the lane parts of the addresses held): Q's and dO's
+  // row fragments (query tile, D chunk) and acc-order column fragments (D tile), V's row fragments (key tile of this
+  // wave's rows: the swizzle has no bit above row 32's, so the wave's 64 rows start a run of its pattern).
+  const HeldFrags<T, st<T, BQ, D>, A> frags(lane);
   static_assert(VT::swizzle(64) == 0 && VT::swizzle(128) == 0, "keys64: V's waves' rows share the swizzle");
-  auto row_frag = [&](const auto& x, int tile, int dc, int base = 0) __attribute__((always_inline)) {
-    const int k = (4 * dc ^ std::remove_cvref_t<decltype(x)>::swizzle(16 * tile)) / 4;
-    const auto c = *reinterpret_cast<const detail::chunk<T, 8>*>(at(x, base + tile * 16 * D * int(sizeof(T)) + row_part[k]));
-    return detail::frag(c.v);
-  };
   const int v_wave = wave * WK * D * int(sizeof(T));
-  auto v_frag = [&](int kt, int dc) __attribute__((always_inline)) { return row_frag(vs, kt, dc, v_wave); };
-  // Column fragment (D tile dt), acc order: two transposing reads, rows 16 hh + 4 (lane / 16) + (lane % 16) / 4.
-  // (The halves joined as 64-bit words: joined element by element, LLVM left a no-op v_bfi_b32 a fragment.)
-  auto col_frag = [&](const ST& x, int dt) __attribute__((always_inline)) {
-    std::array<uint64_t, 2> w;
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      const int k = (2 * dt ^ ST::swizzle(16 * hh)) / 2;
-      w[hh] = __builtin_bit_cast(uint64_t, A::lds_read_tr16_b64(at(x, hh * 16 * D * int(sizeof(T)) + col_part[k])));
-    }
-    return __builtin_bit_cast(F, w);
-  };
-  // A pair in one convert (v_cvt_pk_bf16_f32): element by element LLVM converts each alone and packs them (2.5 VALU a
-  // value, which the schedule's costs do not hold).
-  auto pair = [](float x, float y) __attribute__((always_inline)) {
-    using f2 = float __attribute__((ext_vector_type(2)));
-    using t2 = T __attribute__((ext_vector_type(2)));
-    return __builtin_bit_cast(uint32_t, __builtin_convertvector(f2{x, y}, t2));
-  };
+  auto v_frag = [&](int kt, int dc) __attribute__((always_inline)) { return frags.row(vs, kt, dc, v_wave); };
   F vr[4];  // V's fragments by key tile: chunk dc's read after MFMA 4 + key tile of chunk dc - 1's (its last use)
   F fr[3];  // the fragment ring: group G's fragment in fr[(32 body + G) % 3], read two groups ahead
   f32x4 L[2], nd[2];  // S's start (-LSE / scale_log2) and dP's (-delta) of the lane's queries, by query tile
   uint32_t dsb[WK / 16][4] = {};  // dS(n - 1) in bf16 pairs, as dK^T's B operand (acc order), by key tile
-  fr[0] = row_frag(stage0.q, 0, 0), fr[1] = row_frag(stage0.q, 0, 1);
+  fr[0] = frags.row(stage0.q, 0, 0), fr[1] = frags.row(stage0.q, 0, 1);
   L[0] = *reinterpret_cast<const f32x4*>(&stage0.lse[4 * g]);
 
   // Body n in stage st (n % 3): S(n), dK^T(n - 1), dP(n), dV^T(n). Past the last step P is zero (the stage's LSE
@@ -269,11 +225,11 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
         if constexpr (m == 124) L[0] = *reinterpret_cast<const f32x4*>(&next.lse[4 * g]);
         if constexpr (kt == 0) {  // the ring's read two groups ahead (past the body's end: the next body's first)
           constexpr int f = grp + 2, slot = (base + f) % 3;
-          if constexpr (f < 8) fr[slot] = row_frag(cur.q, f / 4, f % 4);
-          else if constexpr (f < 16) fr[slot] = col_frag(prev.q, f - 8);
-          else if constexpr (f < 24) fr[slot] = row_frag(cur.dout, (f - 16) % 2, (f - 16) / 2);
-          else if constexpr (f < 32) fr[slot] = col_frag(cur.dout, f - 24);
-          else fr[slot] = row_frag(next.q, 0, f - 32);
+          if constexpr (f < 8) fr[slot] = frags.row(cur.q, f / 4, f % 4);
+          else if constexpr (f < 16) fr[slot] = frags.col(prev.q, f - 8);
+          else if constexpr (f < 24) fr[slot] = frags.row(cur.dout, (f - 16) % 2, (f - 16) / 2);
+          else if constexpr (f < 32) fr[slot] = frags.col(cur.dout, f - 24);
+          else fr[slot] = frags.row(next.q, 0, f - 32);
         }
         const F x = fr[(base + grp) % 3];
         if constexpr (grp < 8) {
@@ -325,7 +281,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
             pin(x);
             S[q][kt][i] = x;
           } else if constexpr (k.k == keys64::task::cvt) {
-            uint32_t x = pair(S[q][kt][j], S[q][kt][j + 1]);
+            uint32_t x = attn_pair<T>(S[q][kt][j], S[q][kt][j + 1]);
             pin(x);
             pb[kt][w] = x;
           } else if constexpr (k.k == keys64::task::ds_mul) {  // dS = P (dP - delta), P from its pair (S's registers
@@ -336,7 +292,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
             pin(x1);
             dP[q][kt][j] = x0, dP[q][kt][j + 1] = x1;
           } else {
-            uint32_t x = pair(dP[q][kt][j], dP[q][kt][j + 1]);
+            uint32_t x = attn_pair<T>(dP[q][kt][j], dP[q][kt][j + 1]);
             pin(x);
             dsb[kt][w] = x;
           }

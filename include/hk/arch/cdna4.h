@@ -67,42 +67,40 @@ struct cdna4 : gfx9<cdna4> {
 
   // The 16x16x32 MFMA as inline asm, for a kernel that places its accumulators itself: at one wave per SIMD LLVM 21
   // selects every builtin MFMA in its AGPR form, so a loop cannot hold some accumulators in the AGPRs (`into_agpr`:
-  // acc += a b, acc in AGPRs) and others in VGPRs (`into_vgpr`; `first`: d = a b + c, c a VGPR tile or, with none,
-  // zero). LLVM neither pads their hazards nor knows their latency: the caller reads a result by VALU no sooner than
-  // 12 wait states after its MFMA (8 passes: LLVM's GCNHazardRecognizer, GFX940_XDL_N_PassWriteVgprVALUMemExpRead
-  // WaitStates on gfx950), and issues the MFMA no sooner than 2 after a VALU write of its A or B operand.
+  // acc += a b, acc in AGPRs) and others in VGPRs (`into_vgpr`; `first`: d = a b + c, c a VGPR tile). LLVM neither
+  // pads their hazards nor knows their latency: the caller reads a result by VALU no sooner than 12 wait states after
+  // its MFMA (8 passes: LLVM's GCNHazardRecognizer, GFX940_XDL_N_PassWriteVgprVALUMemExpRead WaitStates on gfx950),
+  // and issues the MFMA no sooner than 2 after a VALU write of its A or B operand.
+  // (HK_CDNA4_MFMA16: the instruction for fragment type F, bf16 or f16, with `operands` and the asm's outputs and
+  // inputs; the mnemonic is pasted, as an asm string must be a literal.)
+#define HK_CDNA4_MFMA16(F, operands, ...)                                                                         \
+  do {                                                                                                           \
+    if constexpr (std::same_as<F, bf16_frag>) asm volatile("v_mfma_f32_16x16x32_bf16 " operands __VA_ARGS__); \
+    else asm volatile("v_mfma_f32_16x16x32_f16 " operands __VA_ARGS__);                                      \
+  } while (0)
   template <class F>
   __device__ static void into_agpr(f32x4& acc, F a, F b) {
-    if constexpr (std::same_as<F, bf16_frag>) asm volatile("v_mfma_f32_16x16x32_bf16 %0, %1, %2, %0" : "+a"(acc) : "v"(a), "v"(b));
-    else asm volatile("v_mfma_f32_16x16x32_f16 %0, %1, %2, %0" : "+a"(acc) : "v"(a), "v"(b));
+    HK_CDNA4_MFMA16(F, "%0, %1, %2, %0", : "+a"(acc) : "v"(a), "v"(b));
   }
   template <class F>
   __device__ static void into_vgpr(f32x4& acc, F a, F b) {
-    if constexpr (std::same_as<F, bf16_frag>) asm volatile("v_mfma_f32_16x16x32_bf16 %0, %1, %2, %0" : "+v"(acc) : "v"(a), "v"(b));
-    else asm volatile("v_mfma_f32_16x16x32_f16 %0, %1, %2, %0" : "+v"(acc) : "v"(a), "v"(b));
-  }
-  template <class F>
-  __device__ static void first(f32x4& d, F a, F b) {
-    if constexpr (std::same_as<F, bf16_frag>) asm volatile("v_mfma_f32_16x16x32_bf16 %0, %1, %2, 0" : "=&v"(d) : "v"(a), "v"(b));
-    else asm volatile("v_mfma_f32_16x16x32_f16 %0, %1, %2, 0" : "=&v"(d) : "v"(a), "v"(b));
+    HK_CDNA4_MFMA16(F, "%0, %1, %2, %0", : "+v"(acc) : "v"(a), "v"(b));
   }
   template <class F>
   __device__ static void first(f32x4& d, F a, F b, f32x4 c) {
-    if constexpr (std::same_as<F, bf16_frag>) asm volatile("v_mfma_f32_16x16x32_bf16 %0, %1, %2, %3" : "=&v"(d) : "v"(a), "v"(b), "v"(c));
-    else asm volatile("v_mfma_f32_16x16x32_f16 %0, %1, %2, %3" : "=&v"(d) : "v"(a), "v"(b), "v"(c));
+    HK_CDNA4_MFMA16(F, "%0, %1, %2, %3", : "=&v"(d) : "v"(a), "v"(b), "v"(c));
   }
   // The same two with the B operand in the AGPRs (a wave's constant operand held there when the arch VGPRs run short:
   // the MFMA reads A and B from either file).
   template <class F>
   __device__ static void into_vgpr_ba(f32x4& acc, F a, const F& b) {
-    if constexpr (std::same_as<F, bf16_frag>) asm volatile("v_mfma_f32_16x16x32_bf16 %0, %1, %2, %0" : "+v"(acc) : "v"(a), "a"(b));
-    else asm volatile("v_mfma_f32_16x16x32_f16 %0, %1, %2, %0" : "+v"(acc) : "v"(a), "a"(b));
+    HK_CDNA4_MFMA16(F, "%0, %1, %2, %0", : "+v"(acc) : "v"(a), "a"(b));
   }
   template <class F>
   __device__ static void first_ba(f32x4& d, F a, const F& b, f32x4 c) {
-    if constexpr (std::same_as<F, bf16_frag>) asm volatile("v_mfma_f32_16x16x32_bf16 %0, %1, %2, %3" : "=&v"(d) : "v"(a), "a"(b), "v"(c));
-    else asm volatile("v_mfma_f32_16x16x32_f16 %0, %1, %2, %3" : "=&v"(d) : "v"(a), "a"(b), "v"(c));
+    HK_CDNA4_MFMA16(F, "%0, %1, %2, %3", : "=&v"(d) : "v"(a), "a"(b), "v"(c));
   }
+#undef HK_CDNA4_MFMA16
   // The wait states before a VALU instruction may read what an asm MFMA wrote (a loop's end, before its accumulators
   // leave the AGPRs): more than 16 passes' worth.
   __device__ static void mfma_drain() { asm volatile("s_nop 7\n s_nop 7\n s_nop 7" ::: "memory"); }

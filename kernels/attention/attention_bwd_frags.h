@@ -1,0 +1,69 @@
+// Operand fragments read from the LDS by the one-wave-a-SIMD backward kernels (attention_bwd_keys64.h,
+// attention_bwd_dq64.h), whose registers hold the lane parts of the reads' addresses through their loops.
+#pragma once
+#include <array>
+
+#include "attention_common.h"
+
+namespace hk::kernels {
+
+// Fragments of swizzled shared tiles of D = 128 columns (16-byte granules of 8 elements) as 16x16x32 MFMA operands:
+// a row fragment (16-row tile, D chunk: load's row layout) and an acc-order column fragment (D tile of 32 rows: two
+// transposing reads, then the transpose, the same registers). A tile's element offset is (tile rows) C + (lane rows) C +
+// (chunk ^ swizzle) 8 + within (st::idx), and the chunk XOR splits into a constant of the read and the lane's part: 4
+// row parts (D chunks) and 8 column parts (D tiles) serve every read, each read one of these registers plus a constant
+// the LDS read takes in its offset field (no vector work a read; found at each read, the addresses were 7 VALU a read,
+// about a third of keys64's VALU budget a step). `ST` gives the swizzle of the lane rows: every tile read must repeat
+// it from each 16-row tile read (rows 16 t + r share swizzle(16 t) ^ swizzle(r) terms: the callers assert the bits
+// they rely on).
+template <class T, class ST, class A = arch::current>
+struct HeldFrags {
+  static constexpr int D = ST::cols;
+  using F = std::conditional_t<std::same_as<T, bf16>, arch::bf16_frag, arch::f16_frag>;  // (detail::frag's)
+  static_assert(D == 128 && ST::chunk_elems == 8, "HeldFrags: 128 columns in 16-byte granules of 8 elements");
+  int row_part[4], col_part[8];
+
+  __device__ __attribute__((always_inline)) explicit HeldFrags(int lane) {
+    const int r = lane % 16, x = (lane / 16) ^ ST::swizzle(r);  // row reads: chunk dc 4 + lane / 16
+#pragma unroll
+    for (int k = 0; k < 4; ++k) row_part[k] = (r * D + ((4 * k) ^ x) * 8) * int(sizeof(T));
+    const int rl = 4 * (lane / 16) + (lane % 16) / 4, q = lane % 4, y = (q / 2) ^ ST::swizzle(rl);  // column reads
+#pragma unroll
+    for (int k = 0; k < 8; ++k) col_part[k] = (rl * D + ((2 * k) ^ y) * 8 + (q % 2) * 4) * int(sizeof(T));
+  }
+  template <class X>
+  __device__ __attribute__((always_inline)) static const char* at(const X& x, int bytes) {
+    return reinterpret_cast<const char*>(x.data) + bytes;
+  }
+  // Row fragment of tile x (16-row tile `tile` from byte `base`, D chunk dc): chunk 4 dc ^ swizzle(16 tile) ^ the lane's.
+  template <class X>
+  __device__ __attribute__((always_inline)) F row(const X& x, int tile, int dc, int base = 0) const {
+    const int k = (4 * dc ^ X::swizzle(16 * tile)) / 4;
+    const auto c = *reinterpret_cast<const detail::chunk<T, 8>*>(at(x, base + tile * 16 * D * int(sizeof(T)) + row_part[k]));
+    return detail::frag(c.v);
+  }
+  // Column fragment of tile x (D tile dt, the 32 rows from row0), acc order: rows row0 + 16 hh + 4 (lane / 16) +
+  // (lane % 16) / 4. (The halves joined as 64-bit words: joined element by element, LLVM left a no-op v_bfi_b32 a
+  // fragment.)
+  template <class X>
+  __device__ __attribute__((always_inline)) F col(const X& x, int dt, int row0 = 0) const {
+    std::array<uint64_t, 2> w;
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int k = (2 * dt ^ X::swizzle(16 * hh)) / 2;
+      w[hh] = __builtin_bit_cast(uint64_t, A::lds_read_tr16_b64(at(x, (row0 + hh * 16) * D * int(sizeof(T)) + col_part[k])));
+    }
+    return __builtin_bit_cast(F, w);
+  }
+};
+
+// Two floats as a pair of T in one convert (v_cvt_pk_bf16_f32): element by element LLVM converts each alone and packs
+// them (2.5 VALU a value, which the list schedules' costs do not hold).
+template <class T>
+__device__ __attribute__((always_inline)) inline uint32_t attn_pair(float x, float y) {
+  using f2 = float __attribute__((ext_vector_type(2)));
+  using t2 = T __attribute__((ext_vector_type(2)));
+  return __builtin_bit_cast(uint32_t, __builtin_convertvector(f2{x, y}, t2));
+}
+
+}  // namespace hk::kernels
