@@ -101,12 +101,12 @@ struct AttnBwdArgs {
 // N8192 dQ 46.5 -> 42.9 ms. Every variant, softcapping and ALiBi included (their scalar tests: attention_bwd_dq;
 // before, those spilled at 32 and ran 16 queries a wave in workgroups of 64 over the host's own query tiles: MI355X
 // GQA D128 N8192 dQ softcap 63.6 -> 58.8 ms, ALiBi 49.3 -> 45.4; bwd 605.0 -> 625.5 and 724.0 -> 747.9 TFLOP/s).
-constexpr int attn_bwd_dq_wave_rows(int d, bool lds_read_transpose) { return (d == 64 || d == 128) && lds_read_transpose ? 32 : 16; }
+constexpr int attn_bwd_dq_wave_rows(int d, bool lds_read_transpose) { return (d == 64 && lds_read_transpose) || d == 128 ? 32 : 16; }
 // Keys of one pass through kernel 3's products within a key tile: at 32 queries a wave at D = 128 (gfx950) the tile's
 // 64 keys in two chunks of 32, so that S^T, dP^T and K^T's acc-order operand of one chunk are held at a time (the
 // whole tile's spill at 256 registers); else the whole tile.
 constexpr int attn_bwd_dq_chunk_keys(int d, bool lds_read_transpose, int tile_keys) {
-  return d == 128 && lds_read_transpose ? 32 : tile_keys;
+  return d == 128 ? 32 : tile_keys;
 }
 // Queries per workgroup of kernels 1 and 3: a function of the arch's fact, so that the host's grid and the kernels agree.
 // Waves of kernel 3's workgroup: 8 where the LDS holds one workgroup's two stages of K and V only (gfx942 at D = 128,
@@ -196,7 +196,7 @@ inline constexpr int attn_bwd_dq_stages =
 template <class T, int D, int DV = D>
 __global__ __launch_bounds__(256) void attention_bwd_delta(AttnBwdArgs p) {
   constexpr int rows = attn_bwd_rows(D, arch::current::lds_read_transpose), L = 256 / rows;
-  static_assert(L == 2 || L == 4, "two or four lanes per row");
+  static_assert(L == 1 || L == 2 || L == 4, "one, two or four lanes per row");
   const AttnView<T, D, DV> view(p.f, rows);
   if (view.empty) return;
   const AttnBlock& blk = view.blk;
@@ -213,7 +213,7 @@ __global__ __launch_bounds__(256) void attention_bwd_delta(AttnBwdArgs p) {
       for (int e = 0; e < chunk; ++e) sum = fmaf(fl(o.v[e]), fl(g.v[e]), sum);
     }
   }
-  sum += __shfl_xor(sum, 1);
+  if constexpr (L >= 2) sum += __shfl_xor(sum, 1);
   if constexpr (L == 4) sum += __shfl_xor(sum, 2);
   if (row < blk.sq && part == 0) *lse_row(p.f, p.delta, blk, blk.h).at(0, 0, 0, row) = sum;
 }
@@ -760,8 +760,11 @@ void attention_bwd_dq(AttnBwdArgs a) {
   constexpr int BK = attn_tile_keys(D, DV), WQ = attn_bwd_dq_wave_rows(D, tr);
   constexpr int KC = WQ == 32 ? attn_bwd_dq_chunk_keys(D, tr, BK) : BK;  // keys of a pass (BK / KC a tile)
   constexpr bool alibi_rows = V.alibi && !V.softcap && !V.dropout && !V.dynamic && KC < BK;  // (ALiBi's bias: chunk)
-  constexpr int S = attn_bwd_dq_stages<D, DV>, QS = G::waves * WQ / BK;  // stages of K and V; of them, Q's and dO's (the last)
-  static_assert(QS >= 1 && QS <= S && G::waves * WQ == QS * BK, "the Q and dO tiles are staged in K and V stages");
+  // gfx942 at D = 128 (8 waves of 32 queries): Q and dO straight from global memory into the registers (256 rows
+  // are twice the two stages), once a workgroup.
+  constexpr bool q_global = !tr && G::waves == 8 && WQ == 32;
+  constexpr int S = attn_bwd_dq_stages<D, DV>, QS = q_global ? 0 : G::waves * WQ / BK;  // stages of K and V; of them, Q's and dO's (the last)
+  static_assert(q_global || (QS >= 1 && QS <= S && G::waves * WQ == QS * BK), "the Q and dO tiles are staged in K and V stages");
   using cols_vec = rv<float, WQ, vec_align::cols>;
   // The stages of K and V, each its own variable (not one array): the compiler then tells a stage's reads from the
   // other stage's loads (their alias scopes differ) and lets those fly; of one array it waits for them before the
@@ -791,7 +794,7 @@ void attention_bwd_dq(AttnBwdArgs a) {
     load_async<G>(sk(S - QS + i), view.q, {0, 0, blk.tile * QS + i, 0}, dma_wave);
     load_async<G>(sv(S - QS + i), do_view, {0, 0, blk.tile * QS + i, 0}, dma_wave);
   }
-  if (S == 2 && QS == 1 && kt_begin < kt_end) fill(kt_begin, 0);
+  if (S == 2 && QS <= 1 && kt_begin < kt_end) fill(kt_begin, 0);
   // At 32 queries (gfx950, D = 128) the chunks read dP^T's next k step before this one's MFMAs (`ahead`), the wave
   // index uniform (q0 an SGPR), and the epilogue reads its lane index anew (lane_anew), so that nothing of the lane
   // arithmetic before the loop is held through it (it was: lane & 15 and lane >> 2, 2 VGPRs stored to scratch around
@@ -818,13 +821,18 @@ void attention_bwd_dq(AttnBwdArgs a) {
   load(delta, lse_row(p, a.delta, blk, blk.h), {0, 0, 0, row_tile});
   vec_apply([](float& l) { l = l == -INFINITY ? 0.f : l * 1.44269504088896341f; }, lse);
   vec_apply([](float& d) { d = -d; }, delta);  // -delta: dP^T's starting accumulator
-  wait_vmcnt<0>();
-  barrier();
   rt<T, WQ, D> q;
   rt<T, WQ, DV> dout;
-  constexpr int per_stage = BK / WQ;  // waves' query rows per stage
-  load(q, sk(S - QS + wave / per_stage), {0, 0, wave % per_stage, 0});
-  load(dout, sv(S - QS + wave / per_stage), {0, 0, wave % per_stage, 0});
+  if constexpr (q_global) {
+    load_bounded(q, view.q, {0, 0, row_tile, 0});
+    load_bounded(dout, do_view, {0, 0, row_tile, 0});
+  } else {
+    wait_vmcnt<0>();
+    barrier();
+    constexpr int per_stage = BK / WQ;  // waves' query rows per stage
+    load(q, sk(S - QS + wave / per_stage), {0, 0, wave % per_stage, 0});
+    load(dout, sv(S - QS + wave / per_stage), {0, 0, wave % per_stage, 0});
+  }
   if constexpr (S == 2 && QS == 2) {
     barrier();  // every wave holds its Q and dO: stage 0 is free
     fill(kt_begin, 0);  // unconditionally (a tile past the keys reads zeros; under a branch the compiler fails here)
@@ -841,11 +849,11 @@ void attention_bwd_dq(AttnBwdArgs a) {
       wait_vmcnt<0>();
       barrier();  // tile kt is in; every wave is done with the other stage (and with Q and dO)
       if (kt + 1 < kt_end) fill(kt + 1, stage ^ 1);
-      if constexpr (KC < BK) {  // (alternate tiles' priority: the header's 3.)
+      if constexpr (lanes) {
+        set_priority<1>();  // (to the dQ^T product: above)
+      } else if constexpr (KC < BK) {  // (alternate tiles' priority: the header's 3.)
         if ((int(blockIdx.x) & 1) == stage) set_priority<1>();
         else set_priority<0>();
-      } else if constexpr (lanes) {
-        set_priority<1>();  // (to the dQ^T product: above)
       }
     } else {
       barrier();  // every wave is done with the previous tile (and with Q and dO)
@@ -869,8 +877,8 @@ void attention_bwd_dq(AttnBwdArgs a) {
       [[maybe_unused]] float sl = 0.f;
       [[maybe_unused]] bool lin = false;
       auto s = [&]() __attribute__((always_inline)) {
-        if constexpr (lanes) {
-          return mma_ABt_lds<lanes_ahead>(sk(stage), q, row_lane);
+        if constexpr (lanes && !alibi_rows) {
+          return mma_ABt_lds<lanes_ahead, KC, ch>(sk(stage), q, row_lane);
         } else if constexpr (alibi_rows) {
           const bool left = kj + KC - 1 - qi - off <= 0, right = kj - (qi + WQ - 1) - off >= 0;
           lin = left || right;
@@ -882,14 +890,15 @@ void attention_bwd_dq(AttnBwdArgs a) {
           for (int i = 0; i < ST::tiles_r; ++i)
 #pragma unroll
             for (int e = 0; e < ST::E; ++e) r.data[i][e] = fmaf(sl, float(ST::row_tile_part(i, e)), base);
-          return mma_ABt_lds<!fold, KC, ch>(sk(stage), q, attn_bwd_init<false>(r));
+          if constexpr (lanes) return mma_ABt_lds<lanes_ahead, KC, ch>(sk(stage), q, row_lane, attn_bwd_init<false>(r));
+          else return mma_ABt_lds<!fold, KC, ch>(sk(stage), q, attn_bwd_init<false>(r));
         } else {
           return mma_ABt_lds<!fold, KC, ch>(sk(stage), q);
         }
       }();
       // dP^T - delta (dropped): with softcapping here, before the masks (attn_bwd_cap), else after P^T (as kernel 2's).
       auto dp_of = [&]() __attribute__((always_inline)) {
-        if constexpr (lanes) return mma_ABt_lds<lanes_ahead>(sv(stage), dout, row_lane);
+        if constexpr (lanes) return mma_ABt_lds<lanes_ahead, KC, ch>(sv(stage), dout, row_lane);
         else if constexpr (fold) return mma_ABt_lds<false, KC, ch>(sv(stage), dout, attn_bwd_init<true>(delta));
         else return mma_ABt_lds<true, KC, ch, ahead && (ch == 0 || V.alibi || V.dropout)>(sv(stage), dout);
       };
@@ -936,7 +945,7 @@ void attention_bwd_dq(AttnBwdArgs a) {
       if constexpr (attn_wide(D, DV)) mma_AtB_acc_chunks<64>(dqt, sk(stage), s);  // (as kernel 2's)
       else if constexpr (lanes) {
         set_priority<0>();
-        mma_AtB_acc(dqt, sk(stage), s, acc_lane);
+        mma_AtB_acc<ch>(dqt, sk(stage), s, acc_lane);
       }
       else mma_AtB_acc<ch>(dqt, sk(stage), s);
     };
