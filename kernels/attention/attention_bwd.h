@@ -19,15 +19,17 @@
 //      the other by the arbitration's age order and finishes alone (as kernel 3's on gfx950: 153.6 -> 144.3 ms), and
 //      the step's scalar work is cut (`lean`: SALU per MFMA 2.83 -> 1.59; 139.9 ms);
 //   3. attention_bwd_dq: one workgroup per (sequence, query head, 4 WQ queries; 8 WQ on gfx942 at D = 128), each
-//      wave owning WQ queries (16; 32 with transposing LDS reads: each key tile read serves twice the MFMA work; at D
-//      = 128 the tile's 64 keys in two chunks of 32, every variant); it recomputes P^T and dS^T
-//      over the visible key tiles in order and accumulates dQ^T += K^T dS^T in fp32. At 32 queries a wave (D = 128)
-//      the waves of the two workgroups on a CU take priority in alternate key tiles (s_setprio by the workgroup's
-//      parity and the stage), so that neither falls behind the other by the arbitration's age order: 44.4 -> 42.9 ms.
+//      wave owning WQ queries (16; 32 at D = 128 and with transposing LDS reads at D = 64: each key tile read
+//      serves twice the MFMA work; at D = 128 the tile's 64 keys in two chunks of 32, every variant); it recomputes
+//      P^T and dS^T over the visible key tiles in order and accumulates dQ^T += K^T dS^T in fp32. At 32 queries a
+//      wave (D = 128, gfx950) the waves of the two workgroups on a CU take priority in alternate key tiles (s_setprio
+//      by the workgroup's parity and the stage), so that neither falls behind the other by the arbitration's age
+//      order: 44.4 -> 42.9 ms.
 //      On gfx942 at D = 128 (8 waves, every variant) the K and V reads' LDS addresses are made at each use (st_lane:
 //      251 -> 197 VGPRs), S^T's and dP^T's reads run two k steps ahead of their MFMAs, and each wave holds priority 1
 //      from the step's barrier to its dQ^T product, so that the two waves of a SIMD overlap their halves and do not
-//      meet the barrier one alone: MI300X GQA D128 N8192 dQ 100.1 -> 98.8 ms.
+//      meet the barrier one alone: MI300X GQA D128 N8192 dQ 100.1 -> 98.8 ms; with 32 queries a wave (the bytes
+//      read per MFMA halved) 90.5 ms.
 //      No atomics: every gradient element is summed by one wave in a fixed order (bit-identical run after run).
 // With attention sinks (a logit z per query head in every row's denominator, a key with no value) the forward's LSE
 // holds the sink: P and dS are as before (the sink's dP is 0); kernel 4, attention_bwd_dsink, adds the sinks' gradient
@@ -75,8 +77,8 @@
 // once-per-workgroup tiles pass through the stages' memory: kernel 2's K and V before the first step's loads, kernel
 // 3's Q and dO in its last stage, which the first step's loads leave alone (at 32 queries per wave in both stages: the
 // first key tile's loads then wait for every wave to hold its Q and dO). Where the LDS holds only one workgroup's two
-// stages of kernel 3 (gfx942 at D = 128) its workgroup has 8 waves (128 queries, two waves a SIMD reading the same
-// stages), as the forward's.
+// stages of kernel 3 (gfx942 at D = 128) its workgroup has 8 waves (256 queries, two waves a SIMD reading the same
+// stages), as the forward's, and reads its Q and dO from global memory into the registers (twice the two stages).
 #pragma once
 #include "attention_bwd_ops.h"
 #include "attention_heads.h"
@@ -94,17 +96,21 @@ struct AttnBwdArgs {
   int k_tiles;         // key tiles (of attn_bwd_block_keys) of the longest key sequence
 };
 
-// Queries per wave of kernel 3: 32 with transposing LDS reads (gfx950), so that each key tile's K and V, read from the
-// LDS once per wave, feed twice the MFMA work of 16 queries; else 16. At D = 128 the tile's keys go through the
-// products in chunks (attn_bwd_dq_chunk_keys), so that 32 queries fit two waves' registers (whole 64-key tiles spill;
-// at one wave per SIMD the model found them slower: 60.0 against 49.7 ms on MI355X at GQA N8192): MI355X GQA D128
-// N8192 dQ 46.5 -> 42.9 ms. Every variant, softcapping and ALiBi included (their scalar tests: attention_bwd_dq;
-// before, those spilled at 32 and ran 16 queries a wave in workgroups of 64 over the host's own query tiles: MI355X
-// GQA D128 N8192 dQ softcap 63.6 -> 58.8 ms, ALiBi 49.3 -> 45.4; bwd 605.0 -> 625.5 and 724.0 -> 747.9 TFLOP/s).
-constexpr int attn_bwd_dq_wave_rows(int d, bool lds_read_transpose) { return (d == 64 && lds_read_transpose) || d == 128 ? 32 : 16; }
-// Keys of one pass through kernel 3's products within a key tile: at 32 queries a wave at D = 128 (gfx950) the tile's
-// 64 keys in two chunks of 32, so that S^T, dP^T and K^T's acc-order operand of one chunk are held at a time (the
-// whole tile's spill at 256 registers); else the whole tile.
+// Queries per wave of kernel 3: 32 at D = 128 and with transposing LDS reads (gfx950) at D = 64, so that each key
+// tile's K and V, read from the LDS once per wave, feed twice the MFMA work of 16 queries; else 16 (gfx942 at D = 128
+// before its st_lane reads freed the registers: MI300X GQA D128 N8192 dQ 98.8 -> 90.5 ms). At D = 128 the tile's keys
+// go through the products in chunks (attn_bwd_dq_chunk_keys), so that 32 queries fit two waves' registers (whole 64-key
+// tiles spill; at one wave per SIMD the model found them slower: 60.0 against 49.7 ms on MI355X at GQA N8192): MI355X
+// GQA D128 N8192 dQ 46.5 -> 42.9 ms. Every variant, softcapping and ALiBi included (their scalar tests:
+// attention_bwd_dq; before, those spilled at 32 and ran 16 queries a wave in workgroups of 64 over the host's own query
+// tiles: MI355X GQA D128 N8192 dQ softcap 63.6 -> 58.8 ms, ALiBi 49.3 -> 45.4; bwd 605.0 -> 625.5 and 724.0 -> 747.9
+// TFLOP/s).
+constexpr int attn_bwd_dq_wave_rows(int d, bool lds_read_transpose) {
+  return (d == 64 && lds_read_transpose) || d == 128 ? 32 : 16;
+}
+// Keys of one pass through kernel 3's products within a key tile: at 32 queries a wave at D = 128 (both archs) the
+// tile's 64 keys in two chunks of 32, so that S^T, dP^T and K^T's acc-order operand of one chunk are held at a time
+// (the whole tile's spill at 256 registers); else the whole tile.
 constexpr int attn_bwd_dq_chunk_keys(int d, bool lds_read_transpose, int tile_keys) {
   return d == 128 ? 32 : tile_keys;
 }
@@ -811,8 +817,12 @@ void attention_bwd_dq(AttnBwdArgs a) {
   // one finishing alone. MI300X GQA D128 N8192 dQ 100.1 -> 98.8 ms (without the priorities 106.0; the addresses
   // alone 111.6, with the priorities 100.9); the softcap and dropout instances no longer spill (14-17 scratch
   // instructions before): dropout 0.1 117.5 -> 110.3 ms, softcap 30 123.6 -> 118.6, ALiBi 103.4 -> 102.5.
+  // With those registers free the waves take 32 queries (the tile in two chunks of 32 keys, as gfx950's; st_lane reads
+  // of a chunk's rows; Q and dO from global memory): half the LDS bytes per MFMA, dQ 98.8 -> 92.3 ms (f16 92.05); the
+  // priority held to the last chunk's dQ^T product, not dropped at the first's (f16 92.05 -> 90.48; dropped at each
+  // and 1 again at each chunk's start, bf16 92.3 -> 91.6); D = 64's packed pairs and -delta start (f16 90.23): 90.5.
   constexpr bool lanes = !tr && G::waves == 8;
-  constexpr int lanes_ahead = 2;  // (k steps)
+  constexpr int lanes_ahead = 2;  // (k steps; at 32 queries 1: f16 dQ 91.17 against 90.48 ms; 3: 90.68 against 90.52)
   const int wave = ahead ? __builtin_amdgcn_readfirstlane(G::wave()) : G::wave();
   const long q0 = view.first_row + long(wave) * WQ;  // this wave's first query
   const int row_tile = int(q0 / WQ);
@@ -861,9 +871,10 @@ void attention_bwd_dq(AttnBwdArgs a) {
       wait_vmcnt<0>();
       barrier();
     }
-    // At D = 64 (as kernel 2's) -delta starts dP^T's accumulator, and exp2's argument and dS^T's multiply go in packed
-    // pairs (at D = 128 the model finds them slower: MI355X GQA N8192 dQ 46.5 -> 46.7 ms).
-    constexpr bool packed = D == 64;
+    // At D = 64 (as kernel 2's) and on gfx942 at D = 128 -delta starts dP^T's accumulator, and exp2's argument and
+    // dS^T's multiply go in packed pairs (on gfx950 at D = 128 the model finds them slower: MI355X GQA N8192 dQ 46.5 ->
+    // 46.7 ms; on gfx942 faster: f16 dQ 90.48 -> 90.23 ms).
+    constexpr bool packed = D == 64 || lanes;
     constexpr bool fold = packed && !V.dropout && !V.dynamic;
     auto chunk = [&](auto ch_of) __attribute__((always_inline)) {
       constexpr int ch = decltype(ch_of)::value;
@@ -898,7 +909,9 @@ void attention_bwd_dq(AttnBwdArgs a) {
       }();
       // dP^T - delta (dropped): with softcapping here, before the masks (attn_bwd_cap), else after P^T (as kernel 2's).
       auto dp_of = [&]() __attribute__((always_inline)) {
-        if constexpr (lanes) return mma_ABt_lds<lanes_ahead, KC, ch>(sv(stage), dout, row_lane);
+        if constexpr (lanes && fold)
+          return mma_ABt_lds<lanes_ahead, KC, ch>(sv(stage), dout, row_lane, attn_bwd_init<true>(delta));
+        else if constexpr (lanes) return mma_ABt_lds<lanes_ahead, KC, ch>(sv(stage), dout, row_lane);
         else if constexpr (fold) return mma_ABt_lds<false, KC, ch>(sv(stage), dout, attn_bwd_init<true>(delta));
         else return mma_ABt_lds<true, KC, ch, ahead && (ch == 0 || V.alibi || V.dropout)>(sv(stage), dout);
       };
@@ -944,7 +957,7 @@ void attention_bwd_dq(AttnBwdArgs a) {
       else mul(s, s, dp);
       if constexpr (attn_wide(D, DV)) mma_AtB_acc_chunks<64>(dqt, sk(stage), s);  // (as kernel 2's)
       else if constexpr (lanes) {
-        set_priority<0>();
+        if constexpr (ch == BK / KC - 1) set_priority<0>();
         mma_AtB_acc<ch>(dqt, sk(stage), s, acc_lane);
       }
       else mma_AtB_acc<ch>(dqt, sk(stage), s);
