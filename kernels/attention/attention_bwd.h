@@ -29,7 +29,8 @@
 //      251 -> 197 VGPRs), S^T's and dP^T's reads run two k steps ahead of their MFMAs, and each wave holds priority 1
 //      from the step's barrier to its dQ^T product, so that the two waves of a SIMD overlap their halves and do not
 //      meet the barrier one alone: MI300X GQA D128 N8192 dQ 100.1 -> 98.8 ms; with 32 queries a wave (the bytes
-//      read per MFMA halved; the priority held to the last chunk's S^T product) 88.5 ms.
+//      read per MFMA halved; the priority held to the last chunk's S^T product, one level lower after the first's)
+//      87.7 ms.
 //      No atomics: every gradient element is summed by one wave in a fixed order (bit-identical run after run).
 // With attention sinks (a logit z per query head in every row's denominator, a key with no value) the forward's LSE
 // holds the sink: P and dS are as before (the sink's dP is 0); kernel 4, attention_bwd_dsink, adds the sinks' gradient
@@ -98,7 +99,7 @@ struct AttnBwdArgs {
 
 // Queries per wave of kernel 3: 32 at D = 128 and with transposing LDS reads (gfx950) at D = 64, so that each key
 // tile's K and V, read from the LDS once per wave, feed twice the MFMA work of 16 queries; else 16 (gfx942 at D = 128
-// before its st_lane reads freed the registers: MI300X GQA D128 N8192 dQ 98.8 -> 88.5 ms). At D = 128 the tile's keys
+// before its st_lane reads freed the registers: MI300X GQA D128 N8192 dQ 98.8 -> 87.7 ms). At D = 128 the tile's keys
 // go through the products in chunks (attn_bwd_dq_chunk_keys), so that 32 queries fit two waves' registers (whole 64-key
 // tiles spill; at one wave per SIMD the model found them slower: 60.0 against 49.7 ms on MI355X at GQA N8192): MI355X
 // GQA D128 N8192 dQ 46.5 -> 42.9 ms. Every variant, softcapping and ALiBi included (their scalar tests:
@@ -822,7 +823,8 @@ void attention_bwd_dq(AttnBwdArgs a) {
   // priority held to the last chunk's dQ^T product, not dropped at the first's (f16 92.05 -> 90.48; dropped at each
   // and 1 again at each chunk's start, bf16 92.3 -> 91.6); D = 64's packed pairs and -delta start (f16 90.23): 90.5;
   // the priority dropped after the last chunk's S^T product instead: 88.5 (f16 88.74; at the last chunk's start bf16
-  // 92.46, before its dP^T 89.94; 1 at each chunk's start, 0 after its S^T, f16 90.26).
+  // 92.46, before its dP^T 89.94; 1 at each chunk's start, 0 after its S^T, f16 90.26); 2 from the barrier, 1 after
+  // the first chunk's S^T product and 0 after the last's: 87.65.
   constexpr bool lanes = !tr && G::waves == 8;
   constexpr int lanes_ahead = 2;  // (k steps; at 32 queries 1: f16 dQ 91.17 against 90.48 ms; 3: 90.68 against 90.52)
   const int wave = ahead ? __builtin_amdgcn_readfirstlane(G::wave()) : G::wave();
@@ -862,7 +864,7 @@ void attention_bwd_dq(AttnBwdArgs a) {
       barrier();  // tile kt is in; every wave is done with the other stage (and with Q and dO)
       if (kt + 1 < kt_end) fill(kt + 1, stage ^ 1);
       if constexpr (lanes) {
-        set_priority<1>();  // (to the last chunk's S^T product: above)
+        set_priority<2>();  // (to the last chunk's S^T product, 1 after the first's: above)
       } else if constexpr (KC < BK) {  // (alternate tiles' priority: the header's 3.)
         if ((int(blockIdx.x) & 1) == stage) set_priority<1>();
         else set_priority<0>();
@@ -938,7 +940,7 @@ void attention_bwd_dq(AttnBwdArgs a) {
         dp_delta();
         if (V.softcap && tested ? p.cap.k != 0.f : attn_softcap_on<V>(p)) attn_bwd_cap(p, s, dp);
       }
-      if constexpr (lanes && ch == BK / KC - 1) set_priority<0>();  // (the priority: above)
+      if constexpr (lanes) set_priority<ch == BK / KC - 1 ? 0 : 1>();  // (the priority: above)
       cols_vec lt;  // alibi_rows: the LSE less the bias's query part (c units)
       if constexpr (alibi_rows) {
         if (p.alibi != nullptr && !lin) add_alibi<true>(s, view.slope, q0, k0, view.off);
