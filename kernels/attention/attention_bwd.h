@@ -19,15 +19,18 @@
 //      the other by the arbitration's age order and finishes alone (as kernel 3's on gfx950: 153.6 -> 144.3 ms), and
 //      the step's scalar work is cut (`lean`: SALU per MFMA 2.83 -> 1.59; 139.9 ms);
 //   3. attention_bwd_dq: one workgroup per (sequence, query head, 4 WQ queries; 8 WQ on gfx942 at D = 128), each
-//      wave owning WQ queries (16; 32 with transposing LDS reads: each key tile read serves twice the MFMA work; at D
-//      = 128 the tile's 64 keys in two chunks of 32, every variant); it recomputes P^T and dS^T
-//      over the visible key tiles in order and accumulates dQ^T += K^T dS^T in fp32. At 32 queries a wave (D = 128)
-//      the waves of the two workgroups on a CU take priority in alternate key tiles (s_setprio by the workgroup's
-//      parity and the stage), so that neither falls behind the other by the arbitration's age order: 44.4 -> 42.9 ms.
+//      wave owning WQ queries (16; 32 at D = 128 and with transposing LDS reads at D = 64: each key tile read
+//      serves twice the MFMA work; at D = 128 the tile's 64 keys in two chunks of 32, every variant); it recomputes
+//      P^T and dS^T over the visible key tiles in order and accumulates dQ^T += K^T dS^T in fp32. At 32 queries a
+//      wave (D = 128, gfx950) the waves of the two workgroups on a CU take priority in alternate key tiles (s_setprio
+//      by the workgroup's parity and the stage), so that neither falls behind the other by the arbitration's age
+//      order: 44.4 -> 42.9 ms.
 //      On gfx942 at D = 128 (8 waves, every variant) the K and V reads' LDS addresses are made at each use (st_lane:
 //      251 -> 197 VGPRs), S^T's and dP^T's reads run two k steps ahead of their MFMAs, and each wave holds priority 1
 //      from the step's barrier to its dQ^T product, so that the two waves of a SIMD overlap their halves and do not
-//      meet the barrier one alone: MI300X GQA D128 N8192 dQ 100.1 -> 98.8 ms.
+//      meet the barrier one alone: MI300X GQA D128 N8192 dQ 100.1 -> 98.8 ms; with 32 queries a wave (the bytes
+//      read per MFMA halved; the priority held to the last chunk's S^T product, one level lower after the first's)
+//      87.7 ms.
 //      On gfx950 at D = 128 the plain instance runs attention_bwd_dq64.h: one wave per SIMD, 64 queries a wave, dQ^T,
 //      Q and dO in the AGPRs, keys64's list schedule (MI355X GQA D128 N8192 dQ 41.86 -> 36.96 ms).
 //      No atomics: every gradient element is summed by one wave in a fixed order (bit-identical run after run).
@@ -77,8 +80,8 @@
 // once-per-workgroup tiles pass through the stages' memory: kernel 2's K and V before the first step's loads, kernel
 // 3's Q and dO in its last stage, which the first step's loads leave alone (at 32 queries per wave in both stages: the
 // first key tile's loads then wait for every wave to hold its Q and dO). Where the LDS holds only one workgroup's two
-// stages of kernel 3 (gfx942 at D = 128) its workgroup has 8 waves (128 queries, two waves a SIMD reading the same
-// stages), as the forward's.
+// stages of kernel 3 (gfx942 at D = 128) its workgroup has 8 waves (256 queries, two waves a SIMD reading the same
+// stages), as the forward's, and reads its Q and dO from global memory into the registers (twice the two stages).
 #pragma once
 #include "attention_bwd_ops.h"
 #include "attention_heads.h"
@@ -96,19 +99,23 @@ struct AttnBwdArgs {
   int k_tiles;         // key tiles (of attn_bwd_block_keys) of the longest key sequence
 };
 
-// Queries per wave of kernel 3: 32 with transposing LDS reads (gfx950), so that each key tile's K and V, read from the
-// LDS once per wave, feed twice the MFMA work of 16 queries; else 16. At D = 128 the tile's keys go through the
-// products in chunks (attn_bwd_dq_chunk_keys), so that 32 queries fit two waves' registers (whole 64-key tiles spill;
-// at one wave per SIMD the model found them slower: 60.0 against 49.7 ms on MI355X at GQA N8192): MI355X GQA D128
-// N8192 dQ 46.5 -> 42.9 ms. Every variant, softcapping and ALiBi included (their scalar tests: attention_bwd_dq;
-// before, those spilled at 32 and ran 16 queries a wave in workgroups of 64 over the host's own query tiles: MI355X
-// GQA D128 N8192 dQ softcap 63.6 -> 58.8 ms, ALiBi 49.3 -> 45.4; bwd 605.0 -> 625.5 and 724.0 -> 747.9 TFLOP/s).
-constexpr int attn_bwd_dq_wave_rows(int d, bool lds_read_transpose) { return (d == 64 || d == 128) && lds_read_transpose ? 32 : 16; }
-// Keys of one pass through kernel 3's products within a key tile: at 32 queries a wave at D = 128 (gfx950) the tile's
-// 64 keys in two chunks of 32, so that S^T, dP^T and K^T's acc-order operand of one chunk are held at a time (the
-// whole tile's spill at 256 registers); else the whole tile.
+// Queries per wave of kernel 3: 32 at D = 128 and with transposing LDS reads (gfx950) at D = 64, so that each key
+// tile's K and V, read from the LDS once per wave, feed twice the MFMA work of 16 queries; else 16 (gfx942 at D = 128
+// before its st_lane reads freed the registers: MI300X GQA D128 N8192 dQ 98.8 -> 87.7 ms). At D = 128 the tile's keys
+// go through the products in chunks (attn_bwd_dq_chunk_keys), so that 32 queries fit two waves' registers (whole 64-key
+// tiles spill; at one wave per SIMD the model found them slower: 60.0 against 49.7 ms on MI355X at GQA N8192): MI355X
+// GQA D128 N8192 dQ 46.5 -> 42.9 ms. Every variant, softcapping and ALiBi included (their scalar tests:
+// attention_bwd_dq; before, those spilled at 32 and ran 16 queries a wave in workgroups of 64 over the host's own query
+// tiles: MI355X GQA D128 N8192 dQ softcap 63.6 -> 58.8 ms, ALiBi 49.3 -> 45.4; bwd 605.0 -> 625.5 and 724.0 -> 747.9
+// TFLOP/s).
+constexpr int attn_bwd_dq_wave_rows(int d, bool lds_read_transpose) {
+  return (d == 64 && lds_read_transpose) || d == 128 ? 32 : 16;
+}
+// Keys of one pass through kernel 3's products within a key tile: at 32 queries a wave at D = 128 (both archs) the
+// tile's 64 keys in two chunks of 32, so that S^T, dP^T and K^T's acc-order operand of one chunk are held at a time
+// (the whole tile's spill at 256 registers); else the whole tile.
 constexpr int attn_bwd_dq_chunk_keys(int d, bool lds_read_transpose, int tile_keys) {
-  return d == 128 && lds_read_transpose ? 32 : tile_keys;
+  return d == 128 ? 32 : tile_keys;
 }
 // Queries per workgroup of kernels 1 and 3: a function of the arch's fact, so that the host's grid and the kernels agree.
 // Waves of kernel 3's workgroup: 8 where the LDS holds one workgroup's two stages of K and V only (gfx942 at D = 128,
@@ -203,7 +210,7 @@ inline constexpr int attn_bwd_dq_stages =
 template <class T, int D, int DV = D>
 __global__ __launch_bounds__(256) void attention_bwd_delta(AttnBwdArgs p) {
   constexpr int rows = attn_bwd_rows(D, arch::current::lds_read_transpose), L = 256 / rows;
-  static_assert(L == 2 || L == 4, "two or four lanes per row");
+  static_assert(L == 1 || L == 2 || L == 4, "one, two or four lanes per row");
   const AttnView<T, D, DV> view(p.f, rows);
   if (view.empty) return;
   const AttnBlock& blk = view.blk;
@@ -220,7 +227,7 @@ __global__ __launch_bounds__(256) void attention_bwd_delta(AttnBwdArgs p) {
       for (int e = 0; e < chunk; ++e) sum = fmaf(fl(o.v[e]), fl(g.v[e]), sum);
     }
   }
-  sum += __shfl_xor(sum, 1);
+  if constexpr (L >= 2) sum += __shfl_xor(sum, 1);
   if constexpr (L == 4) sum += __shfl_xor(sum, 2);
   if (row < blk.sq && part == 0) *lse_row(p.f, p.delta, blk, blk.h).at(0, 0, 0, row) = sum;
 }
@@ -777,8 +784,11 @@ void attention_bwd_dq(AttnBwdArgs a) {
   constexpr int BK = attn_tile_keys(D, DV), WQ = attn_bwd_dq_wave_rows(D, tr);
   constexpr int KC = WQ == 32 ? attn_bwd_dq_chunk_keys(D, tr, BK) : BK;  // keys of a pass (BK / KC a tile)
   constexpr bool alibi_rows = V.alibi && !V.softcap && !V.dropout && !V.dynamic && KC < BK;  // (ALiBi's bias: chunk)
-  constexpr int S = attn_bwd_dq_stages<D, DV>, QS = G::waves * WQ / BK;  // stages of K and V; of them, Q's and dO's (the last)
-  static_assert(QS >= 1 && QS <= S && G::waves * WQ == QS * BK, "the Q and dO tiles are staged in K and V stages");
+  // gfx942 at D = 128 (8 waves of 32 queries): Q and dO straight from global memory into the registers (256 rows
+  // are twice the two stages), once a workgroup.
+  constexpr bool q_global = !tr && G::waves == 8 && WQ == 32;
+  constexpr int S = attn_bwd_dq_stages<D, DV>, QS = q_global ? 0 : G::waves * WQ / BK;  // stages of K and V; of them, Q's and dO's (the last)
+  static_assert(q_global || (QS >= 1 && QS <= S && G::waves * WQ == QS * BK), "the Q and dO tiles are staged in K and V stages");
   using cols_vec = rv<float, WQ, vec_align::cols>;
   // The stages of K and V, each its own variable (not one array): the compiler then tells a stage's reads from the
   // other stage's loads (their alias scopes differ) and lets those fly; of one array it waits for them before the
@@ -808,7 +818,7 @@ void attention_bwd_dq(AttnBwdArgs a) {
     load_async<G>(sk(S - QS + i), view.q, {0, 0, blk.tile * QS + i, 0}, dma_wave);
     load_async<G>(sv(S - QS + i), do_view, {0, 0, blk.tile * QS + i, 0}, dma_wave);
   }
-  if (S == 2 && QS == 1 && kt_begin < kt_end) fill(kt_begin, 0);
+  if (S == 2 && QS <= 1 && kt_begin < kt_end) fill(kt_begin, 0);
   // At 32 queries (gfx950, D = 128) the chunks read dP^T's next k step before this one's MFMAs (`ahead`), the wave
   // index uniform (q0 an SGPR), and the epilogue reads its lane index anew (lane_anew), so that nothing of the lane
   // arithmetic before the loop is held through it (it was: lane & 15 and lane >> 2, 2 VGPRs stored to scratch around
@@ -825,8 +835,15 @@ void attention_bwd_dq(AttnBwdArgs a) {
   // one finishing alone. MI300X GQA D128 N8192 dQ 100.1 -> 98.8 ms (without the priorities 106.0; the addresses
   // alone 111.6, with the priorities 100.9); the softcap and dropout instances no longer spill (14-17 scratch
   // instructions before): dropout 0.1 117.5 -> 110.3 ms, softcap 30 123.6 -> 118.6, ALiBi 103.4 -> 102.5.
+  // With those registers free the waves take 32 queries (the tile in two chunks of 32 keys, as gfx950's; st_lane reads
+  // of a chunk's rows; Q and dO from global memory): half the LDS bytes per MFMA, dQ 98.8 -> 92.3 ms (f16 92.05); the
+  // priority held to the last chunk's dQ^T product, not dropped at the first's (f16 92.05 -> 90.48; dropped at each
+  // and 1 again at each chunk's start, bf16 92.3 -> 91.6); D = 64's packed pairs and -delta start (f16 90.23): 90.5;
+  // the priority dropped after the last chunk's S^T product instead: 88.5 (f16 88.74; at the last chunk's start bf16
+  // 92.46, before its dP^T 89.94; 1 at each chunk's start, 0 after its S^T, f16 90.26); 2 from the barrier, 1 after
+  // the first chunk's S^T product and 0 after the last's: 87.65.
   constexpr bool lanes = !tr && G::waves == 8;
-  constexpr int lanes_ahead = 2;  // (k steps)
+  constexpr int lanes_ahead = 2;  // (k steps; at 32 queries 1: f16 dQ 91.17 against 90.48 ms; 3: 90.68 against 90.52)
   const int wave = ahead ? __builtin_amdgcn_readfirstlane(G::wave()) : G::wave();
   const long q0 = view.first_row + long(wave) * WQ;  // this wave's first query
   const int row_tile = int(q0 / WQ);
@@ -835,13 +852,18 @@ void attention_bwd_dq(AttnBwdArgs a) {
   load(delta, lse_row(p, a.delta, blk, blk.h), {0, 0, 0, row_tile});
   vec_apply([](float& l) { l = l == -INFINITY ? 0.f : l * 1.44269504088896341f; }, lse);
   vec_apply([](float& d) { d = -d; }, delta);  // -delta: dP^T's starting accumulator
-  wait_vmcnt<0>();
-  barrier();
   rt<T, WQ, D> q;
   rt<T, WQ, DV> dout;
-  constexpr int per_stage = BK / WQ;  // waves' query rows per stage
-  load(q, sk(S - QS + wave / per_stage), {0, 0, wave % per_stage, 0});
-  load(dout, sv(S - QS + wave / per_stage), {0, 0, wave % per_stage, 0});
+  if constexpr (q_global) {
+    load_bounded(q, view.q, {0, 0, row_tile, 0});
+    load_bounded(dout, do_view, {0, 0, row_tile, 0});
+  } else {
+    wait_vmcnt<0>();
+    barrier();
+    constexpr int per_stage = BK / WQ;  // waves' query rows per stage
+    load(q, sk(S - QS + wave / per_stage), {0, 0, wave % per_stage, 0});
+    load(dout, sv(S - QS + wave / per_stage), {0, 0, wave % per_stage, 0});
+  }
   if constexpr (S == 2 && QS == 2) {
     barrier();  // every wave holds its Q and dO: stage 0 is free
     fill(kt_begin, 0);  // unconditionally (a tile past the keys reads zeros; under a branch the compiler fails here)
@@ -858,11 +880,11 @@ void attention_bwd_dq(AttnBwdArgs a) {
       wait_vmcnt<0>();
       barrier();  // tile kt is in; every wave is done with the other stage (and with Q and dO)
       if (kt + 1 < kt_end) fill(kt + 1, stage ^ 1);
-      if constexpr (KC < BK) {  // (alternate tiles' priority: the header's 3.)
+      if constexpr (lanes) {
+        set_priority<2>();  // (to the last chunk's S^T product, 1 after the first's: above)
+      } else if constexpr (KC < BK) {  // (alternate tiles' priority: the header's 3.)
         if ((int(blockIdx.x) & 1) == stage) set_priority<1>();
         else set_priority<0>();
-      } else if constexpr (lanes) {
-        set_priority<1>();  // (to the dQ^T product: above)
       }
     } else {
       barrier();  // every wave is done with the previous tile (and with Q and dO)
@@ -870,9 +892,10 @@ void attention_bwd_dq(AttnBwdArgs a) {
       wait_vmcnt<0>();
       barrier();
     }
-    // At D = 64 (as kernel 2's) -delta starts dP^T's accumulator, and exp2's argument and dS^T's multiply go in packed
-    // pairs (at D = 128 the model finds them slower: MI355X GQA N8192 dQ 46.5 -> 46.7 ms).
-    constexpr bool packed = D == 64;
+    // At D = 64 (as kernel 2's) and on gfx942 at D = 128 -delta starts dP^T's accumulator, and exp2's argument and
+    // dS^T's multiply go in packed pairs (on gfx950 at D = 128 the model finds them slower: MI355X GQA N8192 dQ 46.5 ->
+    // 46.7 ms; on gfx942 faster: f16 dQ 90.48 -> 90.23 ms).
+    constexpr bool packed = D == 64 || lanes;
     constexpr bool fold = packed && !V.dropout && !V.dynamic;
     auto chunk = [&](auto ch_of) __attribute__((always_inline)) {
       constexpr int ch = decltype(ch_of)::value;
@@ -886,8 +909,8 @@ void attention_bwd_dq(AttnBwdArgs a) {
       [[maybe_unused]] float sl = 0.f;
       [[maybe_unused]] bool lin = false;
       auto s = [&]() __attribute__((always_inline)) {
-        if constexpr (lanes) {
-          return mma_ABt_lds<lanes_ahead>(sk(stage), q, row_lane);
+        if constexpr (lanes && !alibi_rows) {
+          return mma_ABt_lds<lanes_ahead, KC, ch>(sk(stage), q, row_lane);
         } else if constexpr (alibi_rows) {
           const bool left = kj + KC - 1 - qi - off <= 0, right = kj - (qi + WQ - 1) - off >= 0;
           lin = left || right;
@@ -899,14 +922,17 @@ void attention_bwd_dq(AttnBwdArgs a) {
           for (int i = 0; i < ST::tiles_r; ++i)
 #pragma unroll
             for (int e = 0; e < ST::E; ++e) r.data[i][e] = fmaf(sl, float(ST::row_tile_part(i, e)), base);
-          return mma_ABt_lds<!fold, KC, ch>(sk(stage), q, attn_bwd_init<false>(r));
+          if constexpr (lanes) return mma_ABt_lds<lanes_ahead, KC, ch>(sk(stage), q, row_lane, attn_bwd_init<false>(r));
+          else return mma_ABt_lds<!fold, KC, ch>(sk(stage), q, attn_bwd_init<false>(r));
         } else {
           return mma_ABt_lds<!fold, KC, ch>(sk(stage), q);
         }
       }();
       // dP^T - delta (dropped): with softcapping here, before the masks (attn_bwd_cap), else after P^T (as kernel 2's).
       auto dp_of = [&]() __attribute__((always_inline)) {
-        if constexpr (lanes) return mma_ABt_lds<lanes_ahead>(sv(stage), dout, row_lane);
+        if constexpr (lanes && fold)
+          return mma_ABt_lds<lanes_ahead, KC, ch>(sv(stage), dout, row_lane, attn_bwd_init<true>(delta));
+        else if constexpr (lanes) return mma_ABt_lds<lanes_ahead, KC, ch>(sv(stage), dout, row_lane);
         else if constexpr (fold) return mma_ABt_lds<false, KC, ch>(sv(stage), dout, attn_bwd_init<true>(delta));
         else return mma_ABt_lds<true, KC, ch, ahead && (ch == 0 || V.alibi || V.dropout)>(sv(stage), dout);
       };
@@ -931,6 +957,7 @@ void attention_bwd_dq(AttnBwdArgs a) {
         dp_delta();
         if (V.softcap && tested ? p.cap.k != 0.f : attn_softcap_on<V>(p)) attn_bwd_cap(p, s, dp);
       }
+      if constexpr (lanes) set_priority<ch == BK / KC - 1 ? 0 : 1>();  // (the priority: above)
       cols_vec lt;  // alibi_rows: the LSE less the bias's query part (c units)
       if constexpr (alibi_rows) {
         if (p.alibi != nullptr && !lin) add_alibi<true>(s, view.slope, q0, k0, view.off);
@@ -952,8 +979,7 @@ void attention_bwd_dq(AttnBwdArgs a) {
       else mul(s, s, dp);
       if constexpr (attn_wide(D, DV)) mma_AtB_acc_chunks<64>(dqt, sk(stage), s);  // (as kernel 2's)
       else if constexpr (lanes) {
-        set_priority<0>();
-        mma_AtB_acc(dqt, sk(stage), s, acc_lane);
+        mma_AtB_acc<ch>(dqt, sk(stage), s, acc_lane);
       }
       else mma_AtB_acc<ch>(dqt, sk(stage), s);
     };

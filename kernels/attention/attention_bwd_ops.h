@@ -156,20 +156,23 @@ __device__ inline st_lane st_acc_lane() {
 // mma_ABt_lds (streamed: one k step of A at a time) with st_lane addresses: S^T = K Q^T and dP^T = V dO^T. The read
 // of k step k + ahead goes before k step k's MFMAs, pinned there by scheduling barriers (left alone, the scheduler
 // reads each k step into the same registers and waits for it before its MFMAs, whatever the source's order).
-template <int ahead = 0, class T, int R, int C, register_tile B, class Init = attn_bwd_zero>
-__device__ inline rt_acc<R, B::rows> mma_ABt_lds(const st<T, R, C>& a, const B& b, st_lane lane, Init init = {}) {
+// (RC, rc: rows rc RC .. rc RC + RC - 1 of A only, RC = 0 meaning all: the key chunks at 32 queries a wave.)
+template <int ahead = 0, int RC = 0, int rc = 0, class T, int R, int C, register_tile B, class Init = attn_bwd_zero>
+__device__ inline rt_acc<(RC ? RC : R), B::rows> mma_ABt_lds(const st<T, R, C>& a, const B& b, st_lane lane, Init init = {}) {
   using ST = st<T, R, C>;
-  using A = rt<T, R, B::base_cols>;
+  constexpr int rows = RC ? RC : R, r0 = rc * rows / 16;  // (r0: the chunk's first row tile)
+  static_assert(R % rows == 0, "mma_ABt_lds(st_lane): whole row chunks");
+  using A = rt<T, rows, B::base_cols>;
   static_assert(A::dim == 16 && A::E == 4 && B::base_cols == 16, "mma_ABt_lds(st_lane): the 16x16 family");
   constexpr int cover = ST::slot_mask;  // (k's every bit in the XOR: the reads' tile rows pair into ds_read2st64_b64)
   asm volatile("" : "+v"(lane.x));
   const char* bytes = reinterpret_cast<const char*>(a.data);
-  rt_acc<R, B::rows> d;
+  rt_acc<rows, B::rows> d;
   init(d);
   auto read = [&](A& ar, int k) __attribute__((always_inline)) {
 #pragma unroll
     for (int i = 0; i < A::tiles_r; ++i) {
-      const int at = st_lane_detail::st_lane_at<ST, cover>(lane, (4 * k) ^ ST::swizzle(16 * i), 16 * i);
+      const int at = st_lane_detail::st_lane_at<ST, cover>(lane, (4 * k) ^ ST::swizzle(16 * (r0 + i)), 16 * (r0 + i));
       const auto c = *reinterpret_cast<const detail::chunk<T, 4>*>(bytes + at);
 #pragma unroll
       for (int e = 0; e < 4; ++e) ar.data[i][0][e] = c.v[e];
@@ -195,9 +198,12 @@ __device__ inline rt_acc<R, B::rows> mma_ABt_lds(const st<T, R, C>& a, const B& 
 }
 
 // mma_AtB_acc with st_lane addresses: dQ^T += K^T dS^T, K's acc-order operand an element a read (ds_read_u16).
-template <int D, int N, int K, class T>
-__device__ inline void mma_AtB_acc(rt_acc<D, N>& acc, const st<T, K, D>& x, const rt_acc<K, N>& s, st_lane lane) {
-  using ST = st<T, K, D>;
+// (r: X is rows r K .. r K + K - 1 of the staged tile: the key chunks at 32 queries a wave.)
+template <int r = 0, int D, int N, int K, class T, int KS>
+__device__ inline void mma_AtB_acc(rt_acc<D, N>& acc, const st<T, KS, D>& x, const rt_acc<K, N>& s, st_lane lane) {
+  using ST = st<T, KS, D>;
+  static_assert(KS % K == 0, "mma_AtB_acc(st_lane): whole row chunks");
+  constexpr int r0 = r * K / 16;  // (the chunk's first row tile)
   using XC = rt<T, K, D, layout::col>;
   static_assert(XC::dim == 16 && XC::E == 4, "mma_AtB_acc(st_lane): the 16x16 family");
   constexpr int cover = st_lane_detail::lane_chunk_cover<ST>(st_lane_detail::acc_lane_chunk<ST>);
@@ -212,7 +218,8 @@ __device__ inline void mma_AtB_acc(rt_acc<D, N>& acc, const st<T, K, D>& x, cons
     for (int j = 0; j < XC::tiles_c; ++j)
 #pragma unroll
       for (int t = 0; t < 4; ++t) {
-        const int at = st_lane_detail::st_lane_at<ST, cover>(lane, (4 * j) ^ ST::swizzle(16 * i) ^ ST::swizzle(t), 16 * i + t);
+        const int at = st_lane_detail::st_lane_at<ST, cover>(lane, (4 * j) ^ ST::swizzle(16 * (r0 + i)) ^ ST::swizzle(t),
+                                                             16 * (r0 + i) + t);
         xc.data[i][j][t] = *reinterpret_cast<const T*>(bytes + at);
       }
   rt<T, D, K, layout::row> xt;
