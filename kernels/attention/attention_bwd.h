@@ -148,6 +148,9 @@ constexpr bool attn_bwd_paired(int d, bool tr) { return d == 128 && tr; }  // tr
 // Kernel 2 at 64 keys a wave (attention_bwd_keys64.h): gfx950 at D = 128, the plain variant (no softcap, ALiBi or
 // dropout; sinks need nothing of kernel 2): four waves of 64 keys, one workgroup a CU.
 constexpr bool attn_bwd_keys64(int d, bool tr, bool plain) { return attn_bwd_paired(d, tr) && plain; }
+// The variants kernel 2 runs at 64 keys a wave: the plain one and ALiBi alone (the host's choice of its shape).
+template <AttnVariant V>
+inline constexpr bool attn_bwd_keys64_variant = attn_plain<V> || (V.alibi && !V.softcap && !V.dropout && !V.dynamic);
 constexpr int attn_bwd_dkdv_waves(int d, bool tr, bool plain = false) {
   return attn_bwd_keys64(d, tr, plain) ? 4 : attn_bwd_paired(d, tr) ? 8 : 4;
 }
@@ -274,14 +277,14 @@ struct AttnKeyBlock {
 namespace hk::kernels {
 
 template <int D, int DV, AttnVariant V>
-inline constexpr bool attn_bwd_keys64_runs = D == DV && attn_bwd_keys64(D, arch::current::lds_read_transpose, attn_plain<V>);
+inline constexpr bool attn_bwd_keys64_runs = D == DV && attn_bwd_keys64(D, arch::current::lds_read_transpose, attn_bwd_keys64_variant<V>);
 
 template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
 __global__ __launch_bounds__(64 * attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose, attn_bwd_keys64_runs<D, DV, V>))
 __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd_dkdv_waves_per_simd<D>))) void attention_bwd_dkdv(
     AttnBwdArgs a) {
   if constexpr (attn_bwd_keys64_runs<D, DV, V>) {
-    attention_bwd_dkdv_keys64<T>(a);
+    attention_bwd_dkdv_keys64<T, V.alibi>(a);
     return;
   }
   using G = group<attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose)>;
@@ -767,7 +770,7 @@ __global__ __launch_bounds__(256) void attention_bwd_dsink(AttnBwdArgs a) {
 }
 
 template <int D, int DV, AttnVariant V>
-inline constexpr bool attn_bwd_dq64_runs = D == DV && attn_bwd_dq64(D, arch::current::lds_read_transpose, attn_plain<V>);
+inline constexpr bool attn_bwd_dq64_runs = D == DV && attn_bwd_dq64(D, arch::current::lds_read_transpose, attn_bwd_keys64_variant<V>);
 
 template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
 __global__ __launch_bounds__(64 * attn_bwd_dq_waves(D, arch::current::lds_read_transpose))
@@ -776,7 +779,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dq64_runs<D, DV, V> ? 1
                                                                                                   : attn_bwd_waves_per_simd<D>)))
 void attention_bwd_dq(AttnBwdArgs a) {
   if constexpr (attn_bwd_dq64_runs<D, DV, V>) {
-    attention_bwd_dq64<T>(a);
+    attention_bwd_dq64<T, V.alibi>(a);
     return;
   }
   constexpr bool tr = arch::current::lds_read_transpose;
