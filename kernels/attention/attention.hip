@@ -121,7 +121,8 @@ Status check_layout(const Tensor& t, bool written) {
 // The device's target (hk's lookup): an error unless the kernels are built for it; `pingpong` tells whether it runs
 // the 8-wave ping-pong kernel (attn_pingpong_runs: gfx950, and gfx942 at D = 64); `fwd_waves`: the waves of
 // attention_fwd's workgroup otherwise; `bwd_block_keys`: the keys of one workgroup of the backward's dK, dV kernel and
-// `bwd_dkdv_waves` its waves, by whether the instance is plain (attn_plain: its own schedule on gfx950 at D = 128);
+// `bwd_dkdv_waves` its waves, by whether the instance runs at 64 keys and queries a wave (attn_bwd_keys64_variant:
+// plain or ALiBi, their own schedules on gfx950 at D = 128);
 // `bwd_rows`: the queries of one workgroup of its delta and dQ kernels; `bwd_dq_waves`: the waves of the dQ kernel's.
 Status check_arch(bool& pingpong, int& fwd_waves, int (&bwd_block_keys)[2], int& bwd_rows, int (&bwd_dq_rows)[2], int& bwd_dq_waves,
                   int (&bwd_dkdv_waves)[2], int d, int dv) {

@@ -1,4 +1,4 @@
-// Kernel 3 at 64 queries a wave (gfx950, D = 128, the plain variant: no softcap, ALiBi or dropout). Included by
+// Kernel 3 at 64 queries a wave (gfx950, D = 128, the plain and ALiBi variants: no softcap or dropout). Included by
 // attention_bwd.h, whose attention_bwd_dq runs it for those instances. The mirror of kernel 2's keys64
 // (attention_bwd_keys64.h, whose schedule, reasons and fragment reads this shares).
 //
@@ -23,6 +23,10 @@
 // stage a body) up to the one after the last visible tile (whose chunk 0 holds the last dQ^T), the bodies past the
 // last with P^T zero: no branch around an accumulating MFMA (see keys64). A chunk that is not whole (a mask's edge,
 // the sequences' ends) or past the last tile masks S^T before P^T in its tasks (a branch, taken on few chunks).
+// ALiBi (template parameter alibi): on a chunk whole and wholly on one side of the diagonal the bias is linear, sl (q0
+// - i) + sl (j - q0 - off) (sl = slope left of it, -slope right): the query's part is in S^T's start (two sets by query
+// tile, left and right, picked a chunk), the key's (by key tile and element, 8 VALU a chunk) exp2's multiply-add
+// operand; a chunk the diagonal crosses (or masked) starts from the left set and takes the exact bias before the mask.
 #pragma once
 #include "attention_bwd_frags.h"
 #include "hk/ops/schedule.h"

@@ -1,4 +1,4 @@
-// Kernel 2 at 64 keys a wave (gfx950, D = 128, the plain variant: no softcap, ALiBi or dropout). Included by
+// Kernel 2 at 64 keys a wave (gfx950, D = 128, the plain and ALiBi variants: no softcap or dropout). Included by
 // attention_bwd.h, whose attention_bwd_dkdv runs it for those instances.
 //
 // Schedule. Four waves a workgroup, 256 keys, one wave per SIMD (one workgroup a CU), each wave owning 64 keys: K in
@@ -22,6 +22,12 @@
 // before P. The scalar work of a step is lean: the next head's rows by strides, the whole-tile test an interval found
 // once, the LSE / delta store one multiply. The timing experiment this came from: branch agpr64-wip, docs/design.md
 // ("64 keys a wave").
+// ALiBi (template parameter alibi): on a tile whole and wholly on one side of the diagonal the bias -slope |d| is
+// linear, sl (j - first_key) + sl (first_key - i - off) (sl = slope left of it, -slope right): the query's part joins
+// S's start (wave 0 stores the stage's two bias rows next to the LSE's, and the body reads its side's), the key's is
+// exp2's multiply-add operand in P's multiply task (a register a key tile, 4 VALU a body). A tile the diagonal crosses
+// (or masked) runs the masked body, from the plain start, with the bias element by element. The next step's slope
+// (its head's: the head advances where the query tile wraps) is loaded beside its LSE, a scalar from the next body.
 #pragma once
 #include "attention_bwd_frags.h"
 #include "hk/ops/schedule.h"
