@@ -51,8 +51,8 @@
 // query's); tiles the diagonal crosses take it element by element. Kernel 2 loads the step's slope a step ahead (a
 // vector load used at once waited for the stage loads behind it). MI355X GQA D128 N8192: dK/dV 70.15 -> 66.05 ms,
 // dQ 45.44 -> 44.15, bwd 756.4 -> 793.2 TFLOP/s (plain 843.3). The ALiBi instance now runs keys64 and dq64 (their
-// headers: the same split, the query's part in S's (S^T's) start): dK/dV 66.05 -> 56.44 ms, dQ 44.15 -> 39.91, bwd
-// 793.2 -> 906.4 TFLOP/s (plain 1005.8), so that those `alibi_rows` paths no longer run there. With softcapping both kernels cap the recomputed
+// headers: the same split, the query's part in S's (S^T's) start): dK/dV 66.05 -> 55.12 ms, dQ 44.15 -> 39.91, bwd
+// 793.2 -> 918.9 TFLOP/s (plain 1005.8), so that those `alibi_rows` paths no longer run there. With softcapping both kernels cap the recomputed
 // scores as the forward does, and scale dP - delta by the cap's slope at them before the masks (attn_bwd_cap;
 // pairs: P by it). The wide heads' one featured instance (AttnVariant::dynamic), and at D = 64 and 128 the instance of
 // two or three features, runs any of them together, tested a step, in that order (the cap's slope taken before
