@@ -121,7 +121,8 @@ Status check_layout(const Tensor& t, bool written) {
 // The device's target (hk's lookup): an error unless the kernels are built for it; `pingpong` tells whether it runs
 // the 8-wave ping-pong kernel (attn_pingpong_runs: gfx950, and gfx942 at D = 64); `fwd_waves`: the waves of
 // attention_fwd's workgroup otherwise; `bwd_block_keys`: the keys of one workgroup of the backward's dK, dV kernel and
-// `bwd_dkdv_waves` its waves, by whether the instance is plain (attn_plain: its own schedule on gfx950 at D = 128);
+// `bwd_dkdv_waves` its waves, by whether the instance runs at 64 keys and queries a wave (attn_bwd_keys64_variant:
+// plain or ALiBi, their own schedules on gfx950 at D = 128);
 // `bwd_rows`: the queries of one workgroup of its delta and dQ kernels; `bwd_dq_waves`: the waves of the dQ kernel's.
 Status check_arch(bool& pingpong, int& fwd_waves, int (&bwd_block_keys)[2], int& bwd_rows, int (&bwd_dq_rows)[2], int& bwd_dq_waves,
                   int (&bwd_dkdv_waves)[2], int d, int dv) {
@@ -434,15 +435,16 @@ namespace {
 template <class T, int D, int DV, kernels::AttnVariant V>
 void launch_backward(kernels::AttnBwdArgs a, unsigned q_blocks, const int (&k_tiles)[2], const int (&dq_tiles)[2], int dq_waves,
                      const int (&dkdv_waves)[2], unsigned steps, hipStream_t stream) {
-  constexpr int plain = kernels::attn_plain<V> && D == DV;  // (the dK, dV kernel's shape: check_arch)
-  a.k_tiles = k_tiles[plain];
+  // (the dK, dV and dQ kernels' shapes, check_arch: 64 keys and 64 queries a wave for the plain and ALiBi variants)
+  constexpr int keys64 = kernels::attn_bwd_keys64_variant<V> && D == DV;
+  a.k_tiles = k_tiles[keys64];
   const unsigned k_blocks = unsigned(long(a.f.batch) * a.f.heads_kv * a.k_tiles);
   // No query at all (every query sequence empty): no delta, no dQ, and dK = dV = 0 from key blocks that see nothing.
   if (q_blocks && (steps & 1)) hipLaunchKernelGGL((kernels::attention_bwd_delta<T, D, DV>), dim3(q_blocks), dim3(256), 0, stream, a);
-  if (k_blocks && (steps & 2)) hipLaunchKernelGGL((kernels::attention_bwd_dkdv<T, D, V, DV>), dim3(k_blocks), dim3(64 * dkdv_waves[plain]), 0, stream, a);
+  if (k_blocks && (steps & 2)) hipLaunchKernelGGL((kernels::attention_bwd_dkdv<T, D, V, DV>), dim3(k_blocks), dim3(64 * dkdv_waves[keys64]), 0, stream, a);
   if (q_blocks && (steps & 4)) {  // (the dQ kernel's own query tiles: attn_bwd_dq_rows)
     kernels::AttnBwdArgs b = a;
-    b.f.q_tiles = dq_tiles[plain];
+    b.f.q_tiles = dq_tiles[keys64];
     const unsigned dq_blocks = unsigned(long(a.f.batch) * a.f.heads_q * b.f.q_tiles);
     hipLaunchKernelGGL((kernels::attention_bwd_dq<T, D, V, DV>), dim3(dq_blocks), dim3(64 * dq_waves), 0, stream, b);
   }

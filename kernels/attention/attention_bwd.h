@@ -31,8 +31,9 @@
 //      meet the barrier one alone: MI300X GQA D128 N8192 dQ 100.1 -> 98.8 ms; with 32 queries a wave (the bytes
 //      read per MFMA halved; the priority held to the last chunk's S^T product, one level lower after the first's)
 //      87.7 ms.
-//      On gfx950 at D = 128 the plain instance runs attention_bwd_dq64.h: one wave per SIMD, 64 queries a wave, dQ^T,
-//      Q and dO in the AGPRs, keys64's list schedule (MI355X GQA D128 N8192 dQ 41.86 -> 36.96 ms).
+//      On gfx950 at D = 128 the plain and ALiBi instances run attention_bwd_dq64.h: one wave per SIMD, 64 queries a
+//      wave, dQ^T, Q and dO in the AGPRs, keys64's list schedule (MI355X GQA D128 N8192 dQ 41.86 -> 36.96 ms; ALiBi
+//      44.15 -> 39.91).
 //      No atomics: every gradient element is summed by one wave in a fixed order (bit-identical run after run).
 // With attention sinks (a logit z per query head in every row's denominator, a key with no value) the forward's LSE
 // holds the sink: P and dS are as before (the sink's dP is 0); kernel 4, attention_bwd_dsink, adds the sinks' gradient
@@ -49,7 +50,9 @@
 // of 9 VALU a chunk) starts S's (S^T's) accumulator, its other joins exp2's multiply-add (the key's) or the LSE (the
 // query's); tiles the diagonal crosses take it element by element. Kernel 2 loads the step's slope a step ahead (a
 // vector load used at once waited for the stage loads behind it). MI355X GQA D128 N8192: dK/dV 70.15 -> 66.05 ms,
-// dQ 45.44 -> 44.15, bwd 756.4 -> 793.2 TFLOP/s (plain 843.3). With softcapping both kernels cap the recomputed
+// dQ 45.44 -> 44.15, bwd 756.4 -> 793.2 TFLOP/s (plain 843.3). The ALiBi instance now runs keys64 and dq64 (their
+// headers: the same split, the query's part in S's (S^T's) start): dK/dV 66.05 -> 55.12 ms, dQ 44.15 -> 39.91, bwd
+// 793.2 -> 918.9 TFLOP/s (plain 1005.8), so that those `alibi_rows` paths no longer run there. With softcapping both kernels cap the recomputed
 // scores as the forward does, and scale dP - delta by the cap's slope at them before the masks (attn_bwd_cap;
 // pairs: P by it). The wide heads' one featured instance (AttnVariant::dynamic), and at D = 64 and 128 the instance of
 // two or three features, runs any of them together, tested a step, in that order (the cap's slope taken before
@@ -124,7 +127,8 @@ constexpr int attn_bwd_dq_waves(int d, bool lds_read_transpose) { return d == 12
 constexpr int attn_bwd_rows(int d, bool lds_read_transpose) {
   return attn_bwd_dq_waves(d, lds_read_transpose) * attn_bwd_dq_wave_rows(d, lds_read_transpose);
 }
-// Kernel 3 at 64 queries a wave (attention_bwd_dq64.h): gfx950 at D = 128, the plain variant: four waves of 64
+// Kernel 3 at 64 queries a wave (attention_bwd_dq64.h): gfx950 at D = 128, the plain and ALiBi variants (`plain`
+// here: attn_bwd_keys64_variant): four waves of 64
 // queries, one workgroup a CU. Its workgroup's queries (the host's grid of the dQ kernel; the delta kernel keeps
 // attn_bwd_rows).
 constexpr bool attn_bwd_dq64(int d, bool tr, bool plain) { return d == 128 && tr && plain; }
@@ -145,9 +149,13 @@ constexpr int attn_bwd_wave_keys(int d, bool lds_read_transpose) { return d == 6
 // four products at the registers of 16 keys, the exponentials of one wave under the other's MFMAs. With dropout too
 // (one Philox call per 16 scores, attention_common.h): MI355X GQA D128 N8192 p 0.1: 146 -> 108 ms.
 constexpr bool attn_bwd_paired(int d, bool tr) { return d == 128 && tr; }  // tr: LDS transposes
-// Kernel 2 at 64 keys a wave (attention_bwd_keys64.h): gfx950 at D = 128, the plain variant (no softcap, ALiBi or
-// dropout; sinks need nothing of kernel 2): four waves of 64 keys, one workgroup a CU.
+// Kernel 2 at 64 keys a wave (attention_bwd_keys64.h): gfx950 at D = 128, the plain and ALiBi variants (`plain` here:
+// attn_bwd_keys64_variant; no softcap or dropout; sinks need nothing of kernel 2): four waves of 64 keys, one
+// workgroup a CU.
 constexpr bool attn_bwd_keys64(int d, bool tr, bool plain) { return attn_bwd_paired(d, tr) && plain; }
+// The variants kernel 2 runs at 64 keys a wave: the plain one and ALiBi alone (the host's choice of its shape).
+template <AttnVariant V>
+inline constexpr bool attn_bwd_keys64_variant = attn_plain<V> || (V.alibi && !V.softcap && !V.dropout && !V.dynamic);
 constexpr int attn_bwd_dkdv_waves(int d, bool tr, bool plain = false) {
   return attn_bwd_keys64(d, tr, plain) ? 4 : attn_bwd_paired(d, tr) ? 8 : 4;
 }
@@ -274,14 +282,14 @@ struct AttnKeyBlock {
 namespace hk::kernels {
 
 template <int D, int DV, AttnVariant V>
-inline constexpr bool attn_bwd_keys64_runs = D == DV && attn_bwd_keys64(D, arch::current::lds_read_transpose, attn_plain<V>);
+inline constexpr bool attn_bwd_keys64_runs = D == DV && attn_bwd_keys64(D, arch::current::lds_read_transpose, attn_bwd_keys64_variant<V>);
 
 template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
 __global__ __launch_bounds__(64 * attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose, attn_bwd_keys64_runs<D, DV, V>))
 __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd_dkdv_waves_per_simd<D>))) void attention_bwd_dkdv(
     AttnBwdArgs a) {
   if constexpr (attn_bwd_keys64_runs<D, DV, V>) {
-    attention_bwd_dkdv_keys64<T>(a);
+    attention_bwd_dkdv_keys64<T, V.alibi>(a);
     return;
   }
   using G = group<attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose)>;
@@ -767,7 +775,7 @@ __global__ __launch_bounds__(256) void attention_bwd_dsink(AttnBwdArgs a) {
 }
 
 template <int D, int DV, AttnVariant V>
-inline constexpr bool attn_bwd_dq64_runs = D == DV && attn_bwd_dq64(D, arch::current::lds_read_transpose, attn_plain<V>);
+inline constexpr bool attn_bwd_dq64_runs = D == DV && attn_bwd_dq64(D, arch::current::lds_read_transpose, attn_bwd_keys64_variant<V>);
 
 template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
 __global__ __launch_bounds__(64 * attn_bwd_dq_waves(D, arch::current::lds_read_transpose))
@@ -776,7 +784,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_dq64_runs<D, DV, V> ? 1
                                                                                                   : attn_bwd_waves_per_simd<D>)))
 void attention_bwd_dq(AttnBwdArgs a) {
   if constexpr (attn_bwd_dq64_runs<D, DV, V>) {
-    attention_bwd_dq64<T>(a);
+    attention_bwd_dq64<T, V.alibi>(a);
     return;
   }
   constexpr bool tr = arch::current::lds_read_transpose;

@@ -1,4 +1,4 @@
-// Kernel 3 at 64 queries a wave (gfx950, D = 128, the plain variant: no softcap, ALiBi or dropout). Included by
+// Kernel 3 at 64 queries a wave (gfx950, D = 128, the plain and ALiBi variants: no softcap or dropout). Included by
 // attention_bwd.h, whose attention_bwd_dq runs it for those instances. The mirror of kernel 2's keys64
 // (attention_bwd_keys64.h, whose schedule, reasons and fragment reads this shares).
 //
@@ -23,6 +23,10 @@
 // stage a body) up to the one after the last visible tile (whose chunk 0 holds the last dQ^T), the bodies past the
 // last with P^T zero: no branch around an accumulating MFMA (see keys64). A chunk that is not whole (a mask's edge,
 // the sequences' ends) or past the last tile masks S^T before P^T in its tasks (a branch, taken on few chunks).
+// ALiBi (template parameter alibi): on a chunk whole and wholly on one side of the diagonal the bias is linear, sl (q0
+// - i) + sl (j - q0 - off) (sl = slope left of it, -slope right): the query's part is in S^T's start (two sets by query
+// tile, left and right, picked a chunk), the key's (by key tile and element, 8 VALU a chunk) exp2's multiply-add
+// operand; a chunk the diagonal crosses (or masked) starts from the left set and takes the exact bias before the mask.
 #pragma once
 #include "attention_bwd_frags.h"
 #include "hk/ops/schedule.h"
@@ -52,7 +56,8 @@ inline constexpr auto plan = make_schedule<96, tasks>(cost, ready, needs, 12, 24
 constexpr int barrier_at = 84;  // MFMA of chunk 1's barrier
 }  // namespace dq64
 
-template <class T, class A = arch::current>
+// (alibi: the ALiBi instance, AttnVariant{.alibi = true}: see above.)
+template <class T, bool alibi = false, class A = arch::current>
 __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const AttnBwdArgs& a) {
   using G = group<4>;
   constexpr int D = 128, BK = 64, KC = 32, WQ = 64;
@@ -112,6 +117,10 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
   }
   const float c = p.scale_log2;
   f32x4 L[WQ / 16], nd[WQ / 16];
+  // alibi: the starts of a chunk wholly left of the diagonal (or masked) and right of it, by query tile: L less (plus)
+  // the bias's query part slope (i - q0) (raw units; the key's part joins exp2's multiply-add).
+  [[maybe_unused]] f32x4 LR[alibi ? WQ / 16 : 1];
+  const float slope = alibi ? view.slope : 0.f;
   {
     using cols_vec = rv<float, WQ, vec_align::cols>;
     cols_vec lse, delta;
@@ -122,6 +131,10 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
     for (int j = 0; j < WQ / 16; ++j) {
       const float l = lse.data[j][0] == -INFINITY ? 0.f : lse.data[j][0] * k, d = -delta.data[j][0];
       L[j] = f32x4{l, l, l, l}, nd[j] = f32x4{d, d, d, d};
+      if constexpr (alibi) {
+        const float qp = slope * float(rt_acc<16, WQ>::col_of(j, lane, 0));
+        L[j] = f32x4{l - qp, l - qp, l - qp, l - qp}, LR[j] = f32x4{l + qp, l + qp, l + qp, l + qp};
+      }
     }
   }
   f32x4 dq[D / 16][WQ / 16];  // dQ^T in the AGPRs (16 x 16 tiles: D tile, query tile)
@@ -151,13 +164,28 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
   const int off = int(view.off);
 
   // Body: chunk ch of the tile in stage st (key tile kt): S^T(c), dQ^T(c - 1), dP^T(c).
-  auto body = [&]<int st, int ch>(bool active, bool more, bool masked, int kt) __attribute__((always_inline)) {
+  // alibi: the lane's key row in a key tile (of the MFMA's layout), less q0 + off.
+  [[maybe_unused]] const float rbase = float(rt_acc<16, WQ>::row_lane_part(lane) - q0 - off);
+  auto body = [&]<int st, int ch>(bool active, bool more, bool masked, int kt, int side) __attribute__((always_inline)) {
     constexpr int nx = (st + 1) % 3, pv = (st + 2) % 3, b = ch, pb = ch ^ 1;
     Stage &cur = stages.template operator()<st>(), &next = stages.template operator()<nx>(),
           &prev = stages.template operator()<pv>();
     const KT& dk_src = ch == 0 ? prev.k : cur.k;  // dQ^T(c - 1)'s K: the previous chunk's
     constexpr int dk_row0 = ch == 0 ? KC : 0;
     const int kj = kt * BK + ch * KC;
+    // alibi: minus the key's part of the bias (c units), by key tile and element: slc (j - q0 - off), exp2's
+    // multiply-add (0 on a masked chunk); S^T's start by query tile (the right of the diagonal's or L).
+    [[maybe_unused]] float na[2][4];
+    [[maybe_unused]] f32x4 Ls[WQ / 16];
+    if constexpr (alibi) {
+      const float slc = side == 1 ? slope * c : side == 2 ? -slope * c : 0.f, nb = fmaf(slc, rbase, slc * float(kj));
+#pragma unroll
+      for (int kk = 0; kk < 2; ++kk)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) na[kk][e] = fmaf(slc, float(rt_acc<16, WQ>::row_tile_part(0, e) + 16 * kk), nb);
+#pragma unroll
+      for (int q = 0; q < WQ / 16; ++q) Ls[q] = side == 2 ? LR[q] : L[q];
+    }
     auto event = [&]<int ev>() __attribute__((always_inline)) {
       if constexpr (ev < 96) {
         constexpr int m = ev, grp = m / 4, qt = m % 4;
@@ -175,7 +203,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
         const F x = fr[grp % 3];
         if constexpr (grp < 8) {
           constexpr int kk = grp / 4, dc = grp % 4;
-          if constexpr (dc == 0) A::first_ba(S[b][kk][qt], x, qf[qt][dc], L[qt]);
+          if constexpr (dc == 0) A::first_ba(S[b][kk][qt], x, qf[qt][dc], alibi ? Ls[qt] : L[qt]);
           else A::into_vgpr_ba(S[b][kk][qt], x, qf[qt][dc]);
         } else if constexpr (grp < 16) {
           if constexpr (m == 32) asm volatile("s_nop 1");  // (dS^T's last converts: a VALU write of the B operand)
@@ -209,6 +237,13 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
               for (int q = 0; q < 4; ++q)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) sm.data[0][q][e] = S[b][kk][q][e];
+              if constexpr (alibi) {  // (the start L's query part -slope (i - q0) undone, the bias element by element)
+                add_alibi<true>(sm, slope, q0, kj + 16 * kk, off);
+#pragma unroll
+                for (int q = 0; q < 4; ++q)
+#pragma unroll
+                  for (int e = 0; e < 4; ++e) sm.data[0][q][e] += slope * float(rt_acc<16, WQ>::col_of(q, lane, e));
+              }
               mask_visible<true>(sm, p, q0, kj + 16 * kk, blk.sq, blk.sk, off);
 #pragma unroll
               for (int q = 0; q < 4; ++q)
@@ -222,9 +257,9 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
           auto arg = [&]<int e>() __attribute__((always_inline)) {
             constexpr int qt = e / 2, j = (e % 2) * 2;
             // (two v_mul_f32, not one v_pk_mul_f32: after a packed multiply LLVM pads the next exp2 with an s_nop)
-            S[b][kk][qt][j] *= c;
+            S[b][kk][qt][j] = alibi ? fmaf(S[b][kk][qt][j], c, na[kk][j]) : S[b][kk][qt][j] * c;
             asm volatile("" : "+v"(S[b][kk][qt][j]));  // (hk::pin: no reference binds a vector element)
-            S[b][kk][qt][j + 1] *= c;
+            S[b][kk][qt][j + 1] = alibi ? fmaf(S[b][kk][qt][j + 1], c, na[kk][j + 1]) : S[b][kk][qt][j + 1] * c;
             asm volatile("" : "+v"(S[b][kk][qt][j + 1]));
           };
           if constexpr (u == 0) {
@@ -245,11 +280,23 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
   int whole_lo = p.left < 0 ? 0 : q0 + WQ - 1 + off - p.left, whole_hi = blk.sk - KC;
   if (p.right >= 0) whole_hi = std::min(whole_hi, q0 + off + p.right - (KC - 1));
   if (q0 + WQ > blk.sq) whole_hi = whole_lo - 1;
+  // alibi: a chunk's side of the diagonal (1 left, 2 right, 0 masked: crossed by it, or not whole).
+  auto side_of = [&](int kj, bool masked) __attribute__((always_inline)) {
+    const bool left = kj + KC - 1 - q0 - off <= 0, right = kj - (q0 + WQ - 1) - off >= 0;
+    return masked ? 0 : left ? 1 : right ? 2 : 0;
+  };
   auto run = [&]<int st>(int kt) __attribute__((always_inline)) {
     const bool active = kt < kt_end, more = kt + 1 < kt_end;
     const int kj = kt * BK;
-    body.template operator()<st, 0>(active, more, !active || kj < whole_lo || kj > whole_hi, kt);
-    body.template operator()<st, 1>(active, more, !active || kj + KC < whole_lo || kj + KC > whole_hi, kt);
+    if constexpr (alibi) {
+      const int s0 = side_of(kj, !active || kj < whole_lo || kj > whole_hi);
+      body.template operator()<st, 0>(active, more, s0 == 0, kt, s0);
+      const int s1 = side_of(kj + KC, !active || kj + KC < whole_lo || kj + KC > whole_hi);
+      body.template operator()<st, 1>(active, more, s1 == 0, kt, s1);
+    } else {
+      body.template operator()<st, 0>(active, more, !active || kj < whole_lo || kj > whole_hi, kt, 0);
+      body.template operator()<st, 1>(active, more, !active || kj + KC < whole_lo || kj + KC > whole_hi, kt, 0);
+    }
   };
   for (int kt = kt_begin; kt <= kt_end; kt += 3) {
     run.template operator()<0>(kt);

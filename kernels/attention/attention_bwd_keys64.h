@@ -1,4 +1,4 @@
-// Kernel 2 at 64 keys a wave (gfx950, D = 128, the plain variant: no softcap, ALiBi or dropout). Included by
+// Kernel 2 at 64 keys a wave (gfx950, D = 128, the plain and ALiBi variants: no softcap or dropout). Included by
 // attention_bwd.h, whose attention_bwd_dkdv runs it for those instances.
 //
 // Schedule. Four waves a workgroup, 256 keys, one wave per SIMD (one workgroup a CU), each wave owning 64 keys: K in
@@ -22,6 +22,12 @@
 // before P. The scalar work of a step is lean: the next head's rows by strides, the whole-tile test an interval found
 // once, the LSE / delta store one multiply. The timing experiment this came from: branch agpr64-wip, docs/design.md
 // ("64 keys a wave").
+// ALiBi (template parameter alibi): on a tile whole and wholly on one side of the diagonal the bias -slope |d| is
+// linear, sl (j - first_key) + sl (first_key - i - off) (sl = slope left of it, -slope right): the query's part joins
+// S's start (wave 0 stores the stage's two bias rows next to the LSE's, and the body reads its side's), the key's is
+// exp2's multiply-add operand in P's multiply task (a register a key tile, 4 VALU a body). A tile the diagonal crosses
+// (or masked) runs the masked body, from the plain start, with the bias element by element. The next step's slope
+// (its head's: the head advances where the query tile wraps) is loaded beside its LSE, a scalar from the next body.
 #pragma once
 #include "attention_bwd_frags.h"
 #include "hk/ops/schedule.h"
@@ -83,11 +89,12 @@ constexpr int barrier_at = 116;  // MFMA of the step's barrier
 }  // namespace keys64
 
 // (A: the arch, a template parameter so that the other arch's pass never looks up its asm MFMAs.)
-template <class T, class A = arch::current>
+// (alibi: the ALiBi instance, AttnVariant{.alibi = true}; the bias's parts as the pairs' alibi_rows: see above.)
+template <class T, bool alibi = false, class A = arch::current>
 __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(const AttnBwdArgs& a) {
   using G = group<4>;
   constexpr int D = 128, BQ = keys64::steps_q, WK = 64;
-  using Stage = AttnBwdStage<T, BQ, D, D>;
+  using Stage = AttnBwdStage<T, BQ, D, D, alibi>;
   using f32x4 = arch::f32x4;
   using F = std::conditional_t<std::same_as<T, bf16>, arch::bf16_frag, arch::f16_frag>;  // (detail::frag's)
   using VT = st<T, G::waves * 64, D>;  // the workgroup's V, each wave's 64 rows read as dP's B operand
@@ -169,8 +176,45 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     return __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(rsrc, lane * 4, qt * BQ * 4, 0));
   };
   const float stat_factor = dma_wave.index == 0 ? -1.44269504088896341f / c : -1.f;
-  auto put = [&](Stage& s, float x) __attribute__((always_inline)) {
-    if (dma_wave.index < 2 && lane < BQ) (dma_wave.index == 0 ? s.lse : s.delta)[lane] = fminf(x * stat_factor, __FLT_MAX__);
+  // alibi: wave 0 stores, next to -LSE log2(e) / c, the starts of a tile wholly left (right) of the diagonal, with the
+  // bias's query part t = slc (first_key - i - off) (slc: the step's slope times c): (t - LSE log2 e) / c ((-t - ..)).
+  const float inv_c = 1.f / c;
+  auto put = [&](Stage& s, float x, int qt_of = 0, float slc_of = 0.f) __attribute__((always_inline)) {
+    if constexpr (alibi) {
+      if (dma_wave.index == 0 && lane < BQ) {
+        const float l = x == -INFINITY ? 0.f : x * 1.44269504088896341f;
+        const float t = slc_of * float(int(kb.first_key) - (qt_of * BQ + lane) - int(kb.off));
+        s.lse[lane] = -l * inv_c;
+        s.bias_rows.left[lane] = (t - l) * inv_c;
+        s.bias_rows.right[lane] = (-t - l) * inv_c;
+      } else if (dma_wave.index == 1 && lane < BQ) {
+        s.delta[lane] = -x;
+      }
+    } else {
+      if (dma_wave.index < 2 && lane < BQ) (dma_wave.index == 0 ? s.lse : s.delta)[lane] = fminf(x * stat_factor, __FLT_MAX__);
+    }
+  };
+  // alibi: the slope of a head as the arguments hold it (a vector load, waited for with the stage's loads), the step's
+  // as a scalar; a step's side of the diagonal (1 left, 2 right, 0 a tile the diagonal crosses or that is masked: the
+  // masked body, the bias element by element), and the row its S starts from.
+  const float slope_unit_c = alibi ? c / p.alibi_unit : 0.f, inv_unit = alibi ? 1.f / p.alibi_unit : 0.f;
+  const auto slope_rsrc = arch::current::buffer_rsrc(alibi ? p.alibi + long(blk.b) * p.alibi_bs : nullptr, p.heads_q * 4);
+  auto slope_load = [&](int hh) __attribute__((always_inline)) {
+    return __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(slope_rsrc, 0, hh * 4, 0));
+  };
+  auto uniform = [](float x) __attribute__((always_inline)) {
+    return __builtin_bit_cast(float, __builtin_amdgcn_readfirstlane(__builtin_bit_cast(int, x)));
+  };
+  auto row_of = [&](Stage& s, int side, int i) __attribute__((always_inline)) {
+    // (alibi: an offset from the stage's LSE row, not a choice of pointers: of that the compiler lost the stage's alias
+    // scope and waited for the next stage's loads before the read, vmcnt(0): dK/dV causal 31.64 ms)
+    if constexpr (alibi) {
+      const float* l = &s.lse[0];
+      const int o = side == 1 ? int(&s.bias_rows.left[0] - l) : side == 2 ? int(&s.bias_rows.right[0] - l) : 0;
+      return *reinterpret_cast<const f32x4*>(l + o + i);
+    } else {
+      return *reinterpret_cast<const f32x4*>(&s.lse[i]);
+    }
   };
   auto advance = [&](int& tt, HeadRows& r) __attribute__((always_inline)) {
     if (++tt == kb.qt_end) tt = kb.qt_begin, r.q += p.q_hs, r.dout += a.do_hs, r.stat += p.lse_hs;
@@ -181,8 +225,12 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     auto* z = reinterpret_cast<uint4*>(&stage2.q);
     for (int i = int(threadIdx.x); i < int(sizeof(stage2.q) / 16); i += G::threads) z[i] = uint4{0, 0, 0, 0};
   }
+  int head = h;           // alibi: step n's head
+  float sraw = 0.f;       // alibi: its slope (raw)
+  if constexpr (alibi)
+    if (steps > 0) sraw = slope_load(h);
   if (steps > 0) fill(rows, qt, stage0);
-  put(stage0, steps > 0 ? stat(rows, qt) : dma_wave.index == 0 ? __builtin_inff() : 0.f);
+  put(stage0, steps > 0 ? stat(rows, qt) : dma_wave.index == 0 ? __builtin_inff() : 0.f, qt, sraw * slope_unit_c);
   wait_vmcnt<0>();
   barrier();
 
@@ -198,13 +246,24 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   f32x4 L[2], nd[2];  // S's start (-LSE / scale_log2) and dP's (-delta) of the lane's queries, by query tile
   uint32_t dsb[WK / 16][4] = {};  // dS(n - 1) in bf16 pairs, as dK^T's B operand (acc order), by key tile
   fr[0] = frags.row(stage0.q, 0, 0), fr[1] = frags.row(stage0.q, 0, 1);
-  L[0] = *reinterpret_cast<const f32x4*>(&stage0.lse[4 * g]);
+  auto side_of = [&](int qi, bool act) __attribute__((always_inline)) {
+    if constexpr (!alibi) return 0;
+    const int kj = int(k0), off = int(kb.off);
+    const bool w = (qi >= whole.lo) & (qi <= whole.hi);
+    const bool left = kj + WK - 1 - qi - off <= 0, right = kj - (qi + BQ - 1) - off >= 0;
+    return act & !(w & (left | right)) ? 0 : left ? 1 : right ? 2 : 0;
+  };
+  // alibi: the lane's key less first_key
+  [[maybe_unused]] const float kbase = alibi ? float(rt_acc<16, WK>::col_of(0, lane, 0) + wave * WK) : 0.f;
+  int side = alibi ? side_of(qt * BQ, steps > 0) : 0;
+  L[0] = row_of(stage0, side, 4 * g);
 
   // Body n in stage st (n % 3): S(n), dK^T(n - 1), dP(n), dV^T(n). Past the last step P is zero (the stage's LSE
   // +inf, stored by the body before: no branch at the LSE's reads), so dV^T and dK^T gain zeros: the loop runs whole
   // threes of bodies up to the one of dK^T(steps - 1), with no branch around a product (the accumulators would cross it
   // as 256 phis, which LLVM splits into copies and spills).
-  auto body = [&]<int st>(bool more, bool masked, const HeadRows& nrows, int nqt) __attribute__((always_inline)) {
+  auto body = [&]<int st>(bool more, bool masked, const HeadRows& nrows, int nqt, int cside, int nside, int nhead,
+                          float& nsraw) __attribute__((always_inline)) {
     constexpr int nx = (st + 1) % 3, pv = (st + 2) % 3;
     Stage &cur = stages.template operator()<st>(), &next = stages.template operator()<nx>(),
           &prev = stages.template operator()<pv>();
@@ -212,17 +271,29 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     uint32_t pb[WK / 16][4];
     float staged = dma_wave.index == 0 ? __builtin_inff() : 0.f;  // (a step past the last: LSE +inf, P zero)
     const int qi = qt * BQ, kj = int(k0), off = int(kb.off);
+    // alibi: minus the key's part of the bias (c units), by key tile: exp2's multiply-add (0 in the masked body).
+    [[maybe_unused]] float na[WK / 16];
+    [[maybe_unused]] const float sl_s = alibi ? uniform(sraw) : 0.f;
+    if constexpr (alibi) {
+      const float slc = sl_s * slope_unit_c, sls = cside == 1 ? slc : cside == 2 ? -slc : 0.f;
+#pragma unroll
+      for (int kt = 0; kt < WK / 16; ++kt) na[kt] = fmaf(sls, kbase, sls * float(16 * kt));
+    }
     auto event = [&]<int ev>() __attribute__((always_inline)) {
       if constexpr (ev < 128) {
         constexpr int m = ev, grp = m / 4, kt = m % 4, base = st * 32;
         if constexpr (m == 0)
-          if (more) staged = stat(nrows, nqt), fill(nrows, nqt, next);
-        if constexpr (m == 8) L[1] = *reinterpret_cast<const f32x4*>(&cur.lse[16 + 4 * g]);
+          if (more) {
+            staged = stat(nrows, nqt);
+            if constexpr (alibi) nsraw = slope_load(nhead);
+            fill(nrows, nqt, next);
+          }
+        if constexpr (m == 8) L[1] = row_of(cur, cside, 16 + 4 * g);
         if constexpr (m == 60) nd[0] = *reinterpret_cast<const f32x4*>(&cur.delta[4 * g]);
         if constexpr (m == 62) nd[1] = *reinterpret_cast<const f32x4*>(&cur.delta[16 + 4 * g]);
-        if constexpr (m == keys64::barrier_at - 4) put(next, staged);
+        if constexpr (m == keys64::barrier_at - 4) put(next, staged, nqt, nsraw * slope_unit_c);
         if constexpr (m == keys64::barrier_at) wait_vmcnt<0>(), barrier();
-        if constexpr (m == 124) L[0] = *reinterpret_cast<const f32x4*>(&next.lse[4 * g]);
+        if constexpr (m == 124) L[0] = row_of(next, nside, 4 * g);
         if constexpr (kt == 0) {  // the ring's read two groups ahead (past the body's end: the next body's first)
           constexpr int f = grp + 2, slot = (base + f) % 3;
           if constexpr (f < 8) fr[slot] = frags.row(cur.q, f / 4, f % 4);
@@ -260,6 +331,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
             for (int j = 0; j < 4; ++j)
 #pragma unroll
               for (int e = 0; e < 4; ++e) sm.data[0][j][e] = S[q][j][e];
+            if constexpr (alibi) add_alibi<false>(sm, sl_s * inv_unit, qi + 16 * q, kj, off);
             mask_visible<false>(sm, p, qi + 16 * q, kj, blk.sq, blk.sk, off);
 #pragma unroll
             for (int j = 0; j < 4; ++j)
@@ -270,9 +342,9 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
           constexpr keys64::task k = keys64::task_of(t);
           constexpr int q = k.q, kt = k.e / 2, j = (k.e % 2) * 2, w = q * 2 + k.e % 2;
           if constexpr (k.k == keys64::task::mul) {  // (two v_mul_f32: LLVM follows a v_pk_mul_f32 with an s_nop)
-            float x0 = S[q][kt][j] * c;
+            float x0 = alibi ? fmaf(S[q][kt][j], c, na[kt]) : S[q][kt][j] * c;
             pin(x0);
-            float x1 = S[q][kt][j + 1] * c;
+            float x1 = alibi ? fmaf(S[q][kt][j + 1], c, na[kt]) : S[q][kt][j + 1] * c;
             pin(x1);
             S[q][kt][j] = x0, S[q][kt][j + 1] = x1;
           } else if constexpr (k.k == keys64::task::exp_lo || k.k == keys64::task::exp_hi) {
@@ -307,9 +379,19 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     advance(nqt, nrows);
     const bool active = n < steps, more = n + 1 < steps;
     const int qi = qt * BQ;
-    const bool masked = active & ((qi < whole.lo) | (qi > whole.hi));  // (no short circuit: no branch)
-    body.template operator()<st>(more, masked, nrows, nqt);
+    int nhead = head, nside = 0;
+    bool masked;
+    if constexpr (alibi) {
+      nhead = head + (nqt == kb.qt_begin);
+      nside = side_of(nqt * BQ, more);
+      masked = active & (side == 0);
+    } else {
+      masked = active & ((qi < whole.lo) | (qi > whole.hi));  // (no short circuit: no branch)
+    }
+    float nsraw = sraw;
+    body.template operator()<st>(more, masked, nrows, nqt, side, nside, nhead, nsraw);
     qt = nqt, rows = nrows;
+    if constexpr (alibi) head = nhead, side = nside, sraw = nsraw;
   };
   for (int n = 0; n <= steps; n += 3) {
     run.template operator()<0>(n);
