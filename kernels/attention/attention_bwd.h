@@ -44,17 +44,14 @@
 // the first through the LDS; the first drops P and leaves 1 / (1 - p) to dV's store (MI355X GQA D128 N8192 dK/dV
 // 96.8 -> 85.5 ms).
 // With ALiBi (AttnVariant) both kernels add the bias to the recomputed scores as the forward does (no gradient: the
-// slopes are constants, as in flash-attention). In the ALiBi instance of kernel 2's pairs and of kernel 3 at 32
-// queries (gfx950, D = 128: `alibi_rows`) the bias of a tile wholly on one side of the diagonal is linear and costs
-// nothing a score: its one part (kernel 2: the query's, from the stage's bias rows; kernel 3: the key's, a row vector
-// of 9 VALU a chunk) starts S's (S^T's) accumulator, its other joins exp2's multiply-add (the key's) or the LSE (the
-// query's); tiles the diagonal crosses take it element by element. Kernel 2 loads the step's slope a step ahead (a
-// vector load used at once waited for the stage loads behind it). MI355X GQA D128 N8192: dK/dV 70.15 -> 66.05 ms,
-// dQ 45.44 -> 44.15, bwd 756.4 -> 793.2 TFLOP/s (plain 843.3). The ALiBi instance now runs keys64 and dq64 (their
-// headers: the same split, the query's part in S's (S^T's) start): dK/dV 66.05 -> 55.12 ms, dQ 44.15 -> 39.91, bwd
-// 793.2 -> 918.9 TFLOP/s (plain 1005.8), so that those `alibi_rows` paths no longer run there. With softcapping both kernels cap the recomputed
-// scores as the forward does, and scale dP - delta by the cap's slope at them before the masks (attn_bwd_cap;
-// pairs: P by it). The wide heads' one featured instance (AttnVariant::dynamic), and at D = 64 and 128 the instance of
+// slopes are constants, as in flash-attention). In the ALiBi instances of keys64, dq64 (gfx950, D = 128) and kernel 3
+// at 32 queries (gfx942, D = 128: `alibi_rows`) the bias of a tile wholly on one side of the diagonal is linear and
+// costs nothing a score: one part starts S's (S^T's) accumulator (keys64: the query's, from the stage's bias rows),
+// the other joins exp2's multiply-add (the key's) or the LSE (the query's); tiles the diagonal crosses take it element
+// by element. MI355X GQA D128 N8192: with the pairs kernel and kernel 3 at 32 queries (feat950) bwd 756.4 -> 793.2
+// TFLOP/s; through keys64 and dq64 dK/dV 66.05 -> 55.12 ms, dQ 44.15 -> 39.91, 793.2 -> 918.9 (plain 1005.8).
+// With softcapping both kernels cap the recomputed scores as the forward does, and scale dP - delta by the cap's slope
+// at them before the masks (attn_bwd_cap; pairs: P by it). The wide heads' one featured instance (AttnVariant::dynamic), and at D = 64 and 128 the instance of
 // two or three features, runs any of them together, tested a step, in that order (the cap's slope taken before
 // ALiBi's bias).
 // The products that accumulate over queries (kernel 2) or keys (kernel 3) take their k operand straight from the
@@ -177,8 +174,8 @@ template <int D, int DV>
 inline constexpr bool attn_bwd_g4 = !arch::current::lds_read_transpose && !attn_wide(D, DV) && D == DV;
 template <class T, int R, int C, bool g4>
 using attn_bwd_staged = std::conditional_t<g4, st_g4<T, R, C>, st<T, R, C>>;
-// (bias: the ALiBi instance of kernel 2's pairs, `alibi_rows` in attention_bwd_dkdv, whose lse holds -LSE log2 e / c
-// and the two bias rows S's starting accumulator on a tile wholly left or right of the diagonal.)
+// (bias: the ALiBi instance of keys64, whose lse holds -LSE log2 e / c and the two bias rows S's starting
+// accumulator on a tile wholly left or right of the diagonal.)
 template <int BQ>
 struct AttnBwdBiasRows {
   sv<float, BQ> left, right;
@@ -294,10 +291,9 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
   }
   using G = group<attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose)>;
   constexpr bool pairs = attn_bwd_pairs<D, DV>;
-  constexpr bool alibi_rows = pairs && V.alibi && !V.softcap && !V.dropout && !V.dynamic;  // (below: the bias rows)
   constexpr int BQ = attn_bwd_query_step<D, DV>, KB = attn_bwd_block_keys(D, arch::current::lds_read_transpose);
   constexpr int WK = pairs ? KB / 4 : KB / G::waves;  // the keys a wave (a pair) owns
-  using Stage = AttnBwdStage<T, BQ, D, DV, alibi_rows>;
+  using Stage = AttnBwdStage<T, BQ, D, DV>;
   using KT = st<T, KB, D>;
   using VT = st<T, KB, DV>;
   using XT = rt_acc<BQ, WK>;  // pairs: P (times the cap's slope), from the pair's first wave to its second
@@ -435,34 +431,15 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
   };
   // (lean: LSE log2 e, or -delta, as one multiply by the wave's factor; the LSE's -inf, and only it, to a finite value)
   const float stat_factor = stat_wave == 0 ? 1.44269504088896341f : -1.f;
-  // alibi_rows: the LSE as S's starting accumulator, -LSE log2 e / c, and with the bias's part of each query, on a tile
-  // wholly left (right) of the diagonal: (t - LSE log2 e) / c ((-t - ...) / c), t = slc (first_key - i - off), slc the
-  // slope of the step's head (query tile qt_of) times c.
-  const float inv_c = 1.f / c;
-  auto put = [&](Stage& s, float x, int qt_of = 0, float slc_of = 0.f) __attribute__((always_inline)) {
+  auto put = [&](Stage& s, float x) __attribute__((always_inline)) {
     // exp2(s c - lse log2 e); a query that sees no key (LSE -inf) has every score masked, so any finite LSE does.
     if constexpr (lean) {
       if (stat_wave < 2 && lane < BQ) (stat_wave == 0 ? s.lse : s.delta)[lane] = fmaxf(x * stat_factor, -__FLT_MAX__);
-    } else if constexpr (alibi_rows) {
-      if (stat_wave == 0 && lane < BQ) {
-        const float l = x == -INFINITY ? 0.f : x * 1.44269504088896341f;
-        const float t = slc_of * float(int(kb.first_key) - (qt_of * BQ + lane) - int(kb.off));
-        s.lse[lane] = -l * inv_c;
-        s.bias_rows.left[lane] = (t - l) * inv_c;
-        s.bias_rows.right[lane] = (-t - l) * inv_c;
-      } else if (stat_wave == 1 && lane < BQ) {
-        s.delta[lane] = -x;
-      }
     } else {
       if (stat_wave == 0 && lane < BQ) s.lse[lane] = x == -INFINITY ? 0.f : x * 1.44269504088896341f;
       else if (stat_wave == 1 && lane < BQ) s.delta[lane] = -x;
     }
   };
-  // alibi_rows: the slope of the step's head as the arguments hold it (sraw), loaded a step ahead of its use (waited
-  // for at the step's barrier, with the stages' loads), and in the scores' units times c.
-  const float slope_unit_c = alibi_rows ? c / p.alibi_unit : 0.f;
-  auto slope_raw = [&](int hh) __attribute__((always_inline)) { return p.alibi[blk.b * p.alibi_bs + hh]; };
-  float sraw = 0.f;
   barrier();  // every wave holds its K and V: the stages are free
   const int h_end = (blk.h_kv + 1) * ratio;
   int h = blk.h_kv * ratio, qt = kb.qt_begin;  // this step's head and query tile
@@ -477,9 +454,8 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
       fill_rows(rows, qt, stages(0));
       put(stages(0), stat_rows(rows, qt));
     } else {
-      if constexpr (alibi_rows) sraw = slope_raw(h);
       fill(h, qt, stages(0));
-      put(stages(0), stat(h, qt), qt, sraw * slope_unit_c);
+      put(stages(0), stat(h, qt));
     }
   }
   // lean: the step's tile (queries qt BQ ..) is whole, seeing each of the wave's keys, for qt BQ in [whole_lo, whole_hi]
@@ -520,14 +496,11 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
       char q, dout, qt, dot;
     };
     std::conditional_t<g4, Operands, NoOperands> ops;
-    float nsraw = sraw;  // (alibi_rows: the next step's)
     if constexpr (!g4)
       if (more) {
         staged = stat(nh, nqt);
-        if constexpr (alibi_rows) nsraw = slope_raw(nh);
         fill(nh, nqt, next);
       }
-    const float slc = sraw * slope_unit_c;
     rows_vec lse, ndelta;  // (ndelta: -delta)
     load(lse, cur.lse);
     load(ndelta, cur.delta);
@@ -581,36 +554,9 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
       // pairs in every instance but dropout's and the combinations')
       constexpr bool delta_init = !V.dropout && !V.dynamic;
       if (role == 0) {
-        if constexpr (alibi_rows) {
-          // ALiBi's bias -slope |d|, d = j - i - off: on a tile wholly on one side of the diagonal it is linear,
-          // c (bias) = sl c (j - first_key) + t_i (sl = slope left of the diagonal, -slope right), the query's part in
-          // S's starting accumulator (the stage's bias rows, with -LSE log2 e / c) and the key's in exp2's
-          // multiply-add: P = exp2(S' c + sl c (j - first_key)), as the plain kernel's P = exp2(S c - LSE log2 e).
-          // On a tile the diagonal crosses, S starts at -LSE log2 e / c and takes the bias element by element.
-          const int dlo = kj - (qi + BQ - 1) - off, dhi = kj + WK - 1 - qi - off;
-          const bool left = dhi <= 0, right = dlo >= 0;
-          rows_vec init;
-          load(init, left ? cur.bias_rows.left : right ? cur.bias_rows.right : cur.lse);
-          sd = mma_ABt_lds(cur.q, k, attn_bwd_init<false>(init));
-          rv<float, WK, vec_align::cols> na;  // minus the key's part, per column
-          if (left || right) {
-            const float sl = right ? -slc : slc;
-#pragma unroll
-            for (int j = 0; j < decltype(na)::length / 16; ++j)
-              na.data[j][0] = -sl * float(int(k0 - kb.first_key) + decltype(sd)::col_of(j, lane, 0));
-          } else {
-            add_alibi<false>(sd, slc * inv_c, q0, k0, kb.off);
-#pragma unroll
-            for (int j = 0; j < decltype(na)::length / 16; ++j) na.data[j][0] = 0.f;
-          }
-          if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off))
-            mask_visible<false>(sd, p, qi, kj, blk.sq, blk.sk, off);
-          attn_bwd_exp2<true>(sd, na, c);
-        } else {
-          scores(sd, [&](const auto& t) __attribute__((always_inline)) {
-            if constexpr (V.softcap || V.dynamic) map(x, t, t, [](float t, float) { return AttnArgs::Softcap::slope(t); });
-          });
-        }
+        scores(sd, [&](const auto& t) __attribute__((always_inline)) {
+          if constexpr (V.softcap || V.dynamic) map(x, t, t, [](float t, float) { return AttnArgs::Softcap::slope(t); });
+        });
         if constexpr (V.softcap || V.dynamic) {
           if (V.softcap || softcap_on()) mul(x, x, sd);
           else x = sd;
@@ -653,8 +599,8 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
         else mul(sd, sd, x);
         mma_AtB_acc(dkt, cur.q, sd);
       }
-      if (more) put(next, staged, nqt, nsraw * slope_unit_c);
-      h = nh, qt = nqt, sraw = nsraw;
+      if (more) put(next, staged);
+      h = nh, qt = nqt;
     if constexpr (lean) rows = nrows;
       return;
     }
