@@ -124,12 +124,6 @@ constexpr int attn_bwd_dq_waves(int d, bool lds_read_transpose) { return d == 12
 constexpr int attn_bwd_rows(int d, bool lds_read_transpose) {
   return attn_bwd_dq_waves(d, lds_read_transpose) * attn_bwd_dq_wave_rows(d, lds_read_transpose);
 }
-// Kernel 3 at 64 queries a wave (attention_bwd_dq64.h): gfx950 at D = 128, the plain and ALiBi variants (`plain`
-// here: attn_bwd_keys64_variant): four waves of 64
-// queries, one workgroup a CU. Its workgroup's queries (the host's grid of the dQ kernel; the delta kernel keeps
-// attn_bwd_rows).
-constexpr bool attn_bwd_dq64(int d, bool tr, bool plain) { return d == 128 && tr && plain; }
-constexpr int attn_bwd_dq_rows(int d, bool tr, bool plain) { return attn_bwd_dq64(d, tr, plain) ? 4 * 64 : attn_bwd_rows(d, tr); }
 
 // Waves per SIMD kernel 3 declares, so that the compiler keeps the accumulators in arch VGPRs within 256 registers.
 // Where col-layout operands are read from LDS an element at a time (no transposing reads: gfx942), each element lands
@@ -146,10 +140,12 @@ constexpr int attn_bwd_wave_keys(int d, bool lds_read_transpose) { return d == 6
 // four products at the registers of 16 keys, the exponentials of one wave under the other's MFMAs. With dropout too
 // (one Philox call per 16 scores, attention_common.h): MI355X GQA D128 N8192 p 0.1: 146 -> 108 ms.
 constexpr bool attn_bwd_paired(int d, bool tr) { return d == 128 && tr; }  // tr: LDS transposes
-// Kernel 2 at 64 keys a wave (attention_bwd_keys64.h): gfx950 at D = 128, the plain and ALiBi variants (`plain` here:
-// attn_bwd_keys64_variant; no softcap or dropout; sinks need nothing of kernel 2): four waves of 64 keys, one
-// workgroup a CU.
+// Kernel 2 at 64 keys a wave (attention_bwd_keys64.h) and kernel 3 at 64 queries a wave (attention_bwd_dq64.h), the
+// same instances: gfx950 at D = 128, the plain and ALiBi variants (`plain` here: attn_bwd_keys64_variant; no softcap
+// or dropout; sinks need nothing of them): four waves of 64 keys (queries), one workgroup a CU.
 constexpr bool attn_bwd_keys64(int d, bool tr, bool plain) { return attn_bwd_paired(d, tr) && plain; }
+// Kernel 3's workgroup's queries (the host's grid of the dQ kernel; the delta kernel keeps attn_bwd_rows).
+constexpr int attn_bwd_dq_rows(int d, bool tr, bool plain) { return attn_bwd_keys64(d, tr, plain) ? 4 * 64 : attn_bwd_rows(d, tr); }
 // The variants kernel 2 runs at 64 keys a wave: the plain one and ALiBi alone (the host's choice of its shape).
 template <AttnVariant V>
 inline constexpr bool attn_bwd_keys64_variant = attn_plain<V> || (V.alibi && !V.softcap && !V.dropout && !V.dynamic);
@@ -278,6 +274,7 @@ struct AttnKeyBlock {
 #include "attention_bwd_dq64.h"
 namespace hk::kernels {
 
+// (Both kernel 2's instance and kernel 3's: keys64 and dq64.)
 template <int D, int DV, AttnVariant V>
 inline constexpr bool attn_bwd_keys64_runs = D == DV && attn_bwd_keys64(D, arch::current::lds_read_transpose, attn_bwd_keys64_variant<V>);
 
@@ -720,16 +717,13 @@ __global__ __launch_bounds__(256) void attention_bwd_dsink(AttnBwdArgs a) {
   if (threadIdx.x == 0) a.dsinks[h] = -sum[0];
 }
 
-template <int D, int DV, AttnVariant V>
-inline constexpr bool attn_bwd_dq64_runs = D == DV && attn_bwd_dq64(D, arch::current::lds_read_transpose, attn_bwd_keys64_variant<V>);
-
 template <class T, int D, AttnVariant V = AttnVariant{}, int DV = D>
 __global__ __launch_bounds__(64 * attn_bwd_dq_waves(D, arch::current::lds_read_transpose))
-__attribute__((amdgpu_waves_per_eu(attn_bwd_dq64_runs<D, DV, V> ? 1
+__attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1
                                    : attn_bwd_dq_waves(D, arch::current::lds_read_transpose) == 8 ? 2
                                                                                                   : attn_bwd_waves_per_simd<D>)))
 void attention_bwd_dq(AttnBwdArgs a) {
-  if constexpr (attn_bwd_dq64_runs<D, DV, V>) {
+  if constexpr (attn_bwd_keys64_runs<D, DV, V>) {
     attention_bwd_dq64<T, V.alibi>(a);
     return;
   }
