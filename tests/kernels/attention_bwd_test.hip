@@ -237,6 +237,10 @@ TEST(AttentionBackward, Alibi) {
   run({same(130, 1), same(200, 1), false, 4, 2, 64, dtype::bf16, true, -1, -1, 0.f, 1.f, bshd, 0.f, false, 1});
   run({same(100, 2), same(90, 2), false, 2, 1, 128, dtype::f16, false, 30, 8, 0.f, 1.f, bshd, 0.f, false, 2});
   run({{0, 1, 70, 130}, {3, 1, 100, 130}, true, 2, 2, 128, dtype::bf16, false, -1, -1, 0.f, 1.f, bshd, 0.f, true, 1});
+  // Key blocks and query tiles wholly on one side of the diagonal (D = 128 on gfx950: the bias split into the starts
+  // and exp2's multiply-add of keys64 and dq64, both sides), next to tiles it crosses; and causal.
+  run({same(300, 1), same(520, 1), false, 4, 2, 128, dtype::bf16, false, -1, -1, 0.f, 1.f, bshd, 0.f, false, 1});
+  run({same(520, 1), same(300, 1), false, 4, 2, 128, dtype::bf16, true, -1, -1, 0.f, 1.f, bshd, 0.f, false, 1});
 }
 
 // Dropout: P and dP dropped by the forward's mask (regenerated), every mask kind, GQA, varlen, both D and types.
