@@ -124,8 +124,8 @@ Status check_layout(const Tensor& t, bool written) {
 // `bwd_dkdv_waves` its waves, by whether the instance runs at 64 keys and queries a wave (attn_bwd_keys64_variant:
 // plain or ALiBi, their own schedules on gfx950 at D = 128);
 // `bwd_rows`: the queries of one workgroup of its delta and dQ kernels; `bwd_dq_waves`: the waves of the dQ kernel's.
-Status check_arch(bool& pingpong, int& fwd_waves, int (&bwd_block_keys)[2], int& bwd_rows, int (&bwd_dq_rows)[2], int& bwd_dq_waves,
-                  int (&bwd_dkdv_waves)[2], int d, int dv) {
+Status check_arch(bool& pingpong, int& fwd_waves, int (&bwd_block_keys)[3], int& bwd_rows, int (&bwd_dq_rows)[2], int& bwd_dq_waves,
+                  int (&bwd_dkdv_waves)[3], int d, int dv) {
   Status status;
   const arch::target* target = api::current_target(entry, status);
   if (!target) return status;
@@ -133,10 +133,10 @@ Status check_arch(bool& pingpong, int& fwd_waves, int (&bwd_block_keys)[2], int&
   fwd_waves = kernels::attn_waves(target->lds_bytes, target->lds_read_transpose, d, dv);
   bwd_rows = kernels::attn_bwd_rows(d, target->lds_read_transpose);
   bwd_dq_waves = kernels::attn_bwd_dq_waves(d, target->lds_read_transpose);
-  for (int plain : {0, 1}) {
-    bwd_block_keys[plain] = kernels::attn_bwd_block_keys(d, target->lds_read_transpose, plain && d == dv);
-    bwd_dkdv_waves[plain] = kernels::attn_bwd_dkdv_waves(d, target->lds_read_transpose, plain && d == dv);
-    bwd_dq_rows[plain] = kernels::attn_bwd_dq_rows(d, target->lds_read_transpose, plain && d == dv);
+  for (int plain : {0, 1}) bwd_dq_rows[plain] = kernels::attn_bwd_dq_rows(d, target->lds_read_transpose, plain && d == dv);
+  for (int c : {0, 1, 2}) {  // (kernel 2's classes: attn_bwd_dkdv_class)
+    bwd_block_keys[c] = kernels::attn_bwd_block_keys(d, target->lds_read_transpose, c >= 1 && d == dv, c == 2 && d == dv);
+    bwd_dkdv_waves[c] = kernels::attn_bwd_dkdv_waves(d, target->lds_read_transpose, c >= 1 && d == dv);
   }
   return {};
 }
@@ -204,7 +204,7 @@ struct Prepared {
   bool pingpong = false;
   int fwd_waves = 4;
   checks::Span spans[4] = {};  // Q, K, V and O as byte ranges (the FP8 forward's workspace overlaps none)
-  int bwd_block_keys[2] = {}, bwd_rows = 0, bwd_dq_rows[2] = {}, bwd_dq_waves = 4, bwd_dkdv_waves[2] = {4, 4};
+  int bwd_block_keys[3] = {}, bwd_rows = 0, bwd_dq_rows[2] = {}, bwd_dq_waves = 4, bwd_dkdv_waves[3] = {4, 4, 4};
   AttentionInputs::Strides resolved(AttentionInputs::Strides s, long rows, long heads, long d) const {
     s = resolve(s, rows, heads, d);
     if (batch == 1 && a.cu_q) s.batch = 0;  // unused
@@ -433,15 +433,16 @@ size_t attention_forward_workspace_bytes(const AttentionProblem& p) {
 namespace {
 
 template <class T, int D, int DV, kernels::AttnVariant V>
-void launch_backward(kernels::AttnBwdArgs a, unsigned q_blocks, const int (&k_tiles)[2], const int (&dq_tiles)[2], int dq_waves,
-                     const int (&dkdv_waves)[2], unsigned steps, hipStream_t stream) {
-  // (the dK, dV and dQ kernels' shapes, check_arch: 64 keys and 64 queries a wave for the plain and ALiBi variants)
-  constexpr int keys64 = kernels::attn_bwd_keys64_variant<V> && D == DV;
-  a.k_tiles = k_tiles[keys64];
+void launch_backward(kernels::AttnBwdArgs a, unsigned q_blocks, const int (&k_tiles)[3], const int (&dq_tiles)[2], int dq_waves,
+                     const int (&dkdv_waves)[3], unsigned steps, hipStream_t stream) {
+  // (the dK, dV and dQ kernels' shapes, check_arch: 64 keys and 64 queries a wave for the plain and ALiBi variants on
+  // gfx950; 32 keys a wave for the plain one on gfx942)
+  constexpr int keys64 = kernels::attn_bwd_keys64_variant<V> && D == DV, cls = kernels::attn_bwd_dkdv_class<V, D, DV>;
+  a.k_tiles = k_tiles[cls];
   const unsigned k_blocks = unsigned(long(a.f.batch) * a.f.heads_kv * a.k_tiles);
   // No query at all (every query sequence empty): no delta, no dQ, and dK = dV = 0 from key blocks that see nothing.
   if (q_blocks && (steps & 1)) hipLaunchKernelGGL((kernels::attention_bwd_delta<T, D, DV>), dim3(q_blocks), dim3(256), 0, stream, a);
-  if (k_blocks && (steps & 2)) hipLaunchKernelGGL((kernels::attention_bwd_dkdv<T, D, V, DV>), dim3(k_blocks), dim3(64 * dkdv_waves[keys64]), 0, stream, a);
+  if (k_blocks && (steps & 2)) hipLaunchKernelGGL((kernels::attention_bwd_dkdv<T, D, V, DV>), dim3(k_blocks), dim3(64 * dkdv_waves[cls]), 0, stream, a);
   if (q_blocks && (steps & 4)) {  // (the dQ kernel's own query tiles: attn_bwd_dq_rows)
     kernels::AttnBwdArgs b = a;
     b.f.q_tiles = dq_tiles[keys64];
@@ -511,8 +512,8 @@ Status backward(const AttentionBackwardProblem& p, float* own_delta, bool& needs
   a.dq_bs = tdq.s.batch, a.dq_rs = tdq.s.row, a.dq_hs = tdq.s.head;
   a.dk_bs = tdk.s.batch, a.dk_rs = tdk.s.row, a.dk_hs = tdk.s.head;
   a.dv_bs = tdv.s.batch, a.dv_rs = tdv.s.row, a.dv_hs = tdv.s.head;
-  int k_tiles[2];  // by the dK, dV kernel's shape (check_arch)
-  for (int plain : {0, 1}) k_tiles[plain] = int((r.longest_k + r.bwd_block_keys[plain] - 1) / r.bwd_block_keys[plain]);
+  int k_tiles[3];  // by the dK, dV kernel's shape (check_arch, attn_bwd_dkdv_class)
+  for (int c : {0, 1, 2}) k_tiles[c] = int((r.longest_k + r.bwd_block_keys[c] - 1) / r.bwd_block_keys[c]);
   int dq_tiles[2];  // by the dQ kernel's shape (check_arch)
   for (int plain : {0, 1}) dq_tiles[plain] = int((r.longest_q + r.bwd_dq_rows[plain] - 1) / r.bwd_dq_rows[plain]);
   const long q_blocks = long(p.batch) * p.heads_q * a.f.q_tiles, k_blocks = long(p.batch) * p.heads_kv * k_tiles[0];

@@ -135,7 +135,9 @@ inline constexpr int attn_bwd_waves_per_simd = D == 64 || (D == 128 && arch::cur
 // the registers for them, else 16. Every wave reads each step's Q and dO from LDS, so the keys a wave owns are its
 // MFMA work per byte read. (At D = 128, 32 keys take one wave per SIMD, and the model finds that slower: 95.6 against
 // 77.4 ms on MI355X at GQA N8192.) A function of the arch's fact, so that the host's grid and the kernel agree.
-constexpr int attn_bwd_wave_keys(int d, bool lds_read_transpose) { return d == 64 && lds_read_transpose ? 32 : 16; }
+constexpr int attn_bwd_wave_keys(int d, bool lds_read_transpose, bool plain = false) {
+  return (d == 64 && lds_read_transpose) || (d == 128 && !lds_read_transpose && plain) ? 32 : 16;
+}
 // Kernel 2 in pairs of waves (gfx950 at D = 128; the header's 2.): half the LDS bytes per MFMA of one wave doing all
 // four products at the registers of 16 keys, the exponentials of one wave under the other's MFMAs. With dropout too
 // (one Philox call per 16 scores, attention_common.h): MI355X GQA D128 N8192 p 0.1: 146 -> 108 ms.
@@ -152,9 +154,14 @@ inline constexpr bool attn_bwd_keys64_variant = attn_plain<V> || (V.alibi && !V.
 constexpr int attn_bwd_dkdv_waves(int d, bool tr, bool plain = false) {
   return attn_bwd_keys64(d, tr, plain) ? 4 : attn_bwd_paired(d, tr) ? 8 : 4;
 }
-constexpr int attn_bwd_block_keys(int d, bool tr, bool plain = false) {
-  return attn_bwd_keys64(d, tr, plain) ? 4 * 64 : attn_bwd_dkdv_waves(d, tr) * attn_bwd_wave_keys(d, tr);
+// (keys64v: the instance is a keys64 variant, attn_bwd_keys64_variant; plain: the plain variant, attn_plain)
+constexpr int attn_bwd_block_keys(int d, bool tr, bool keys64v = false, bool plain = false) {
+  return attn_bwd_keys64(d, tr, keys64v) ? 4 * 64 : attn_bwd_dkdv_waves(d, tr) * attn_bwd_wave_keys(d, tr, plain);
 }
+// The host's shape class of kernel 2's instance (its grid and waves): 0 featured, 1 a keys64 variant that is not
+// plain (ALiBi alone), 2 plain.
+template <AttnVariant V, int D, int DV>
+inline constexpr int attn_bwd_dkdv_class = D != DV ? 0 : attn_plain<V> ? 2 : attn_bwd_keys64_variant<V> ? 1 : 0;
 
 // Waves per SIMD of kernel 2: two, one's LDS reads and vector work under the other's MFMAs (gfx942 at D = 128 with
 // 16-query steps: 32 need over 256 registers; one wave per SIMD took 262.6 against 191.5 ms on MI300X GQA N8192).
@@ -288,7 +295,9 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
   }
   using G = group<attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose)>;
   constexpr bool pairs = attn_bwd_pairs<D, DV>;
-  constexpr int BQ = attn_bwd_query_step<D, DV>, KB = attn_bwd_block_keys(D, arch::current::lds_read_transpose);
+  constexpr int BQ = attn_bwd_query_step<D, DV>,
+                KB = attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose) *
+                     attn_bwd_wave_keys(D, arch::current::lds_read_transpose, attn_plain<V> && D == DV);
   constexpr int WK = pairs ? KB / 4 : KB / G::waves;  // the keys a wave (a pair) owns
   using Stage = AttnBwdStage<T, BQ, D, DV>;
   using KT = st<T, KB, D>;
@@ -302,12 +311,18 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
   // it waited for them before the step's first LDS read).
   constexpr bool plain = attn_plain<V>;
   constexpr bool d64 = D == 64 && DV == 64 && arch::current::lds_read_transpose && !pairs;
-  constexpr bool split = d64 && plain;
+  // keys32: gfx942's plain kernel at D = 128, 32 keys a wave (K and V from global memory straight into the registers;
+  // the LDS holds the two stages only, two LDS variables as `split`'s, so that each step's operands are read where its
+  // products need them while the next step's loads fly)
+  constexpr bool keys32 = !pairs && WK == 32 && D == 128 && plain;
+  constexpr bool split = (d64 || keys32) && plain;
   constexpr bool const_stage = (pairs || (attn_bwd_g4<D, DV> && D == 128) || split) && plain;
   constexpr bool prio = attn_bwd_g4<D, DV> && D == 128 && const_stage;
   __shared__ __attribute__((aligned(16))) char
-      smem[split ? std::max(sizeof(Stage), sizeof(KT)) : std::max(sizeof(Stage) * 2, sizeof(KT) + sizeof(VT))];
-  __shared__ __attribute__((aligned(16))) std::conditional_t<split, char[std::max(sizeof(Stage), sizeof(VT))], char> smem1;
+      smem[keys32 ? sizeof(Stage)
+           : split ? std::max(sizeof(Stage), sizeof(KT))
+                   : std::max(sizeof(Stage) * 2, sizeof(KT) + sizeof(VT))];
+  __shared__ __attribute__((aligned(16))) std::conditional_t<split, char[keys32 ? sizeof(Stage) : std::max(sizeof(Stage), sizeof(VT))], char> smem1;
   __shared__ std::conditional_t<pairs, lane_regs<XT>, char> xbuf[4];
   // pairs with dropout: the step's keep bits, made by the pair's second wave and read by its first (one Philox a pair).
   __shared__ std::conditional_t<pairs && (V.dropout || V.dynamic), uint32_t[4][64], char> kbuf;
@@ -346,10 +361,12 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
   const auto k_view = head_view<T, D>(p.k, p.k_bs, p.k_rs, p.k_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
   const auto v_view = head_view<T, DV>(p.v, p.v_bs, p.v_rs, p.v_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
   // This wave's WK keys, through the LDS (zeros past the end).
-  load_async<G>(sk, k_view, {0, 0, blk.tile, 0});
-  load_async<G>(sv, v_view, {0, 0, blk.tile, 0});
-  wait_vmcnt<0>();
-  barrier();
+  if constexpr (!keys32) {
+    load_async<G>(sk, k_view, {0, 0, blk.tile, 0});
+    load_async<G>(sv, v_view, {0, 0, blk.tile, 0});
+    wait_vmcnt<0>();
+    barrier();
+  }
   // own: the key part (scalar outside the pairs: the mask tests of the loop stay scalar; the pairs' kernel is slower so,
   // MI355X GQA D128 N8192 dK/dV 66.3 -> 68.0 ms)
   const int wave = pairs ? G::wave() : __builtin_amdgcn_readfirstlane(G::wave());
@@ -359,6 +376,9 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
   if constexpr (pairs) {
     if (role == 0) load(k, sk, {0, 0, own, 0});
     else load(k, sv, {0, 0, own, 0});
+  } else if constexpr (keys32) {
+    load_bounded(k, k_view, {0, 0, int(kb.first_key / WK) + own, 0});
+    load_bounded(v, v_view, {0, 0, int(kb.first_key / WK) + own, 0});
   } else {
     load(k, sk, {0, 0, own, 0});
     load(v, sv, {0, 0, own, 0});
@@ -498,10 +518,14 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
         staged = stat(nh, nqt);
         fill(nh, nqt, next);
       }
-    rows_vec lse, ndelta;  // (ndelta: -delta)
-    load(lse, cur.lse);
-    load(ndelta, cur.delta);
-    if constexpr (g4) {
+    rows_vec lse, ndelta;  // (ndelta: -delta; keys32: each read before its use, below)
+    if constexpr (!keys32) {
+      load(lse, cur.lse);
+      load(ndelta, cur.delta);
+    }
+    if constexpr (keys32) {  // (each operand read before its product, below; the next LSE / delta after dV^T's)
+      if (more) fill_rows(nrows, nqt, next);
+    } else if constexpr (g4) {
       load(ops.q, cur.q);
       load(ops.dout, cur.dout);
       load_g4_t(ops.dot, cur.dout);
@@ -605,6 +629,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
     // (Streamed for wide heads: else gfx942 spills at D = 256, and on MI355X at GQA D256 N8192 the kernel took 287
     // against 224 ms, its accumulators moved between AGPRs and VGPRs.)
     constexpr bool streamed = attn_wide(D, DV);
+    if constexpr (keys32) load(ops.q, cur.q);
     auto s = abt(cur.q, ops.q, k, attn_bwd_zero{});
     // dP - delta (dropped): with softcapping (and in the dynamic instance) here, before the masks (attn_bwd_cap), else
     // after dV^T's product (the plain order). P and dP dropped and scaled alike (attn_dropout_keep; ~0: all kept).
@@ -617,6 +642,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
     constexpr bool packed = split || (g4 && plain);
     constexpr bool fold = packed;
     auto dp_of = [&]() __attribute__((always_inline)) {
+      if constexpr (keys32) load(ops.dout, cur.dout), load(ndelta, cur.delta);
       if constexpr (fold) return abt(cur.dout, ops.dout, v, attn_bwd_init<false>(ndelta));
       else return abt(cur.dout, ops.dout, v, attn_bwd_zero{});
     };
@@ -639,6 +665,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
     } else if (qi + BQ > blk.sq || !attn_tile_whole(p, qi, qi + BQ - 1, kj, WK, blk.sk, off)) {
       mask_visible<false>(s, p, qi, kj, blk.sq, blk.sk, off);
     }
+    if constexpr (keys32) load(lse, cur.lse);
     if constexpr (packed) attn_bwd_exp2<false>(s, lse, c);
     else map_rows(s, lse, [c](float x, float l) { return __builtin_amdgcn_exp2f(fmaf(x, c, -l)); });
     if constexpr (!early)
@@ -657,12 +684,16 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
         mma_AtB_acc(acc, x, b);
       }
     };
+    if constexpr (keys32) load_g4_t(ops.dot, cur.dout);
     acc_tb(dvt, cur.dout, ops.dot, attn_dropped<V.dropout || V.dynamic>(s, keep, p.drop.scale),
            std::true_type{});  // (dynamic, no dropout: P 1)
     // dP = dO V^T; dS = P * (dP - delta); dK^T += Q^T dS.
+    if constexpr (keys32)
+      if (more) staged = stat_rows(nrows, nqt);
     if constexpr (!early) dp_delta();
     if constexpr (packed) attn_bwd_mul_pairs(s, dp);
     else mul(s, s, dp);
+    if constexpr (keys32) load_g4_t(ops.qt, cur.q);
     acc_tb(dkt, cur.q, ops.qt, s, std::false_type{});
     if (more) put(next, staged);
     h = nh, qt = nqt;
