@@ -17,7 +17,10 @@
 //      element a read (MI300X GQA D128 N8192: 194.2 -> 168.4 ms with the reads below). There (gfx942, D = 128, plain)
 //      the waves take `s_setprio 1` in the steps of stage 0, so that neither of the CU's two workgroups falls behind
 //      the other by the arbitration's age order and finishes alone (as kernel 3's on gfx950: 153.6 -> 144.3 ms), and
-//      the step's scalar work is cut (`lean`: SALU per MFMA 2.83 -> 1.59; 139.9 ms);
+//      the step's scalar work is cut (`lean`: SALU per MFMA 2.83 -> 1.59; 139.9 ms). Its plain instance takes 32 keys a
+//      wave (`keys32`: K and V from global memory into the registers, the two stages two LDS variables, each operand
+//      read from the stage just before its product, so that the registers hold two waves a SIMD; each LDS byte feeds
+//      twice the MFMAs): 139.9 -> 122.9 ms;
 //   3. attention_bwd_dq: one workgroup per (sequence, query head, 4 WQ queries; 8 WQ on gfx942 at D = 128), each
 //      wave owning WQ queries (16; 32 at D = 128 and with transposing LDS reads at D = 64: each key tile read
 //      serves twice the MFMA work; at D = 128 the tile's 64 keys in two chunks of 32, every variant); it recomputes
@@ -134,7 +137,9 @@ inline constexpr int attn_bwd_waves_per_simd = D == 64 || (D == 128 && arch::cur
 // Keys per wave of kernel 2 (its workgroup holds four times as many): 32 at D = 64 where transposing LDS reads leave
 // the registers for them, else 16. Every wave reads each step's Q and dO from LDS, so the keys a wave owns are its
 // MFMA work per byte read. (At D = 128, 32 keys take one wave per SIMD, and the model finds that slower: 95.6 against
-// 77.4 ms on MI355X at GQA N8192.) A function of the arch's fact, so that the host's grid and the kernel agree.
+// 77.4 ms on MI355X at GQA N8192.) gfx942's plain D = 128 instance (`plain`: attn_plain) takes 32 keys a wave too, two
+// waves a SIMD (`keys32` in attention_bwd_dkdv: MI300X GQA D128 N8192 dK/dV 139.9 -> 122.9 ms). A function of the
+// arch's fact, so that the host's grid and the kernel agree.
 constexpr int attn_bwd_wave_keys(int d, bool lds_read_transpose, bool plain = false) {
   return (d == 64 && lds_read_transpose) || (d == 128 && !lds_read_transpose && plain) ? 32 : 16;
 }
