@@ -182,6 +182,10 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
           }(std::integral_constant<int, I>{}), ...);
         }(std::make_integer_sequence<int, mfmas>{});
       } else if constexpr (qk && pv && sm) {
+#ifndef HK_DROP_VALU_N
+#define HK_DROP_VALU_N 8
+#endif
+#define HK_DROP_VALU (V.dropout && !V.dynamic ? HK_DROP_VALU_N : 4)
         // The 16 exp2 (a quarter of the VALU's rate) spread over the MFMAs, not bunched (they held the MFMAs apart).
         // With 16 MFMAs: their arguments' multiply-adds after the first two, two exp2 after each of the next eight,
         // and the sums and P^T's converts after the last six, in their shadow (after the last exp2, they ran as a tail
@@ -190,7 +194,7 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
           ([&]<int G>(std::integral_constant<int, G>) {
             constexpr bool split = mfmas >= 16 && D >= 128;  // (gfx942 at D = 64, also 16 MFMAs: 465 -> 451)
             constexpr int trans = split ? (G >= 2 && G < 10 ? 2 : 0) : (16 + mfmas - 1) / mfmas;
-            constexpr int valu = split ? (G < 2 || G >= 10 ? 4 : 0) : (32 + mfmas - 1) / mfmas;
+            constexpr int valu = split ? (G < 2 || G >= 10 ? HK_DROP_VALU : 0) : (32 + mfmas - 1) / mfmas;
             sched_group_barrier<sched::mfma, 1>();
             if constexpr (trans > 0) sched_group_barrier<sched::transcendental, trans>();
             if constexpr (valu > 0) sched_group_barrier<sched::valu, valu>();
