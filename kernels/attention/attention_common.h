@@ -280,7 +280,9 @@ __device__ __attribute__((always_inline)) inline void attn_dropout_each(const At
 // kept, the byte is negative, at least 0xffffff80 once extended, above every P's bits (+inf 0x7f800000, NaN); dropped,
 // at most 127, a denormal below 2^-142 that P's conversion (bf16 or fp16, to nearest) makes +0, as dropping does. So
 // P^T's operand is bit for bit what the select gave. (Before: a compare and a select an element, 8 VALU a word, and
-// the butterfly's 16 VALU a group where attn_quad_transpose takes 8: MI355X GQA D128 N8192 dropout 0.1 ...)
+// the butterfly's 16 VALU a group where attn_quad_transpose takes 8: the ping-pong forward's compute phase 109 -> 97
+// VALU beside its 16 exp2, MI355X GQA D128 N8192 dropout 0.1 1090.7 -> 1170.5 TFLOP/s. The words made in the memory
+// phase instead, held to the compute phase: 1105.6.) gfx942 keeps the compare and the select (no v_bitop3).
 template <class Tile, bool fresh = false, bool opaque_keys = false>
 __device__ __attribute__((always_inline)) inline void attn_dropout_drop(Tile& s, const AttnArgs& p, int b, int h, int q0,
                                                                         int k0) {
