@@ -159,6 +159,31 @@ __device__ __attribute__((always_inline)) inline void attn_lanes_swap(uint32_t& 
   }
 }
 
+// The butterfly of attn_lanes_swap<2> (x[0], x[2]), (x[1], x[3]), then <1> (x[0], x[1]), (x[2], x[3]) (each lane
+// of a quad ends with word u of the 4 lanes' words in order, u its place in the quad) as 8 selects that read the
+// partner's register through DPP (v_cndmask_b32_dpp: vcc ? src1 : src0 of the lane quad_perm names): the swaps' 4
+// DPP moves and 12 selects (the selects' lane mask an SGPR pair, which rules out the DPP form) in 8 VALU and 4 SALU
+// pairs that set vcc. (The 2 wait states a DPP read needs after the VALU that wrote its register: the vcc moves.)
+__device__ __attribute__((always_inline)) inline void attn_quad_transpose(uint32_t (&x)[4]) {
+  uint32_t a0, a1, a2, a3, b0, b1, b2, b3;
+  asm("s_mov_b32 vcc_lo, 0x33333333\n s_mov_b32 vcc_hi, 0x33333333\n"
+      " v_cndmask_b32_dpp %0, %10, %8, vcc quad_perm:[2,3,0,1] row_mask:0xf bank_mask:0xf\n"
+      " v_cndmask_b32_dpp %1, %11, %9, vcc quad_perm:[2,3,0,1] row_mask:0xf bank_mask:0xf\n"
+      " s_mov_b32 vcc_lo, 0xcccccccc\n s_mov_b32 vcc_hi, 0xcccccccc\n"
+      " v_cndmask_b32_dpp %2, %8, %10, vcc quad_perm:[2,3,0,1] row_mask:0xf bank_mask:0xf\n"
+      " v_cndmask_b32_dpp %3, %9, %11, vcc quad_perm:[2,3,0,1] row_mask:0xf bank_mask:0xf\n"
+      " s_mov_b32 vcc_lo, 0x55555555\n s_mov_b32 vcc_hi, 0x55555555\n"
+      " v_cndmask_b32_dpp %4, %1, %0, vcc quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf\n"
+      " v_cndmask_b32_dpp %6, %3, %2, vcc quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf\n"
+      " s_mov_b32 vcc_lo, 0xaaaaaaaa\n s_mov_b32 vcc_hi, 0xaaaaaaaa\n"
+      " v_cndmask_b32_dpp %5, %0, %1, vcc quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf\n"
+      " v_cndmask_b32_dpp %7, %2, %3, vcc quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf"
+      : "=&v"(a0), "=&v"(a1), "=&v"(a2), "=&v"(a3), "=&v"(b0), "=&v"(b1), "=&v"(b2), "=&v"(b3)
+      : "v"(x[0]), "v"(x[1]), "v"(x[2]), "v"(x[3])
+      : "vcc");
+  x[0] = b0, x[1] = b1, x[2] = b2, x[3] = b3;
+}
+
 // f(i, j, e, kept) for every element data[i][j][e] of a score accumulator whose element (0, 0) is query q0 and key k0
 // (both multiples of 4), keys along the rows when `keys_are_rows`. An accumulator lane holds runs of 4 rows aligned to
 // 4 in one column, and the 4 lanes of a quad (l & ~3 .. l | 3) hold the 4 adjacent columns: together, the 4x4 blocks
@@ -170,9 +195,11 @@ __device__ __attribute__((always_inline)) inline void attn_lanes_swap(uint32_t& 
 // `fresh`: the lane's parts found again at each call, not held across the caller's loop (the dynamic forward at D =
 // 192 on gfx942 spilled one VGPR so). `opaque_keys`: the seed and stream recomputed at each call (the ping-pong forward's: else
 // LLVM hoists every round's key out of its loop into SGPRs, which spilled; the backward's kernels are faster without).
-template <bool keys_are_rows, class Tile, class F, bool fresh = false, bool opaque_keys = false>
-__device__ __attribute__((always_inline)) inline void attn_dropout_each(const AttnArgs& p, int b, int h, int q0, int k0,
-                                                                        F f) {
+// attn_dropout_words: the same walk, out(n, word) for every run n with its word (byte t: element 4 (n % per) + t of
+// run n's base tile, as emit below). `dpp_swaps`: the butterfly as attn_quad_transpose's 8 DPP selects (the forward's).
+template <bool keys_are_rows, class Tile, class G, bool fresh = false, bool opaque_keys = false, bool dpp_swaps = false>
+__device__ __attribute__((always_inline)) inline void attn_dropout_words(const AttnArgs& p, int b, int h, int q0, int k0,
+                                                                         G out) {
   static_assert(Tile::run == 4 && Tile::dim % 4 == 0, "runs of 4 rows, quads of adjacent columns");
   const uint64_t stream = (uint64_t(p.drop.offset_hi) << 32 | p.drop.offset_lo) + uint64_t(b) * uint32_t(p.heads_q) + uint32_t(h);
   const uint32_t s_lo = uint32_t(stream), s_hi = uint32_t(stream >> 32), keep_max = p.drop.keep_max;
@@ -204,12 +231,6 @@ __device__ __attribute__((always_inline)) inline void attn_dropout_each(const At
       x[1] = __builtin_amdgcn_perm(d, bq, 0x05040100u), x[3] = __builtin_amdgcn_perm(d, bq, 0x07060302u);
     }
   };
-  // The 4 elements of run n from its word.
-  auto emit = [&](int n, uint32_t word) __attribute__((always_inline)) {
-    const int i = n / per % Tile::tiles_r, j = n / per / Tile::tiles_r, e = 4 * (n % per);
-#pragma unroll
-    for (int t = 0; t < 4; ++t) f(i, j, e + t, (word >> 8 * t & 0xffu) <= keep_max);
-  };
   auto pick = [u](int v0, int v1, int v2, int v3) { return u & 2 ? (u & 1 ? v3 : v2) : (u & 1 ? v1 : v0); };
 #pragma unroll
   for (int g = 0; g < groups; ++g) {
@@ -217,19 +238,75 @@ __device__ __attribute__((always_inline)) inline void attn_dropout_each(const At
     uint32_t x[4];
     words(pick(run_row(n), run_row(n + 1), run_row(n + 2), run_row(n + 3)),
           pick(run_col(n), run_col(n + 1), run_col(n + 2), run_col(n + 3)), x);
-    attn_lanes_swap<2>(x[0], x[2]);
-    attn_lanes_swap<2>(x[1], x[3]);
-    attn_lanes_swap<1>(x[0], x[1]);
-    attn_lanes_swap<1>(x[2], x[3]);
+    if constexpr (dpp_swaps) {
+      attn_quad_transpose(x);
+    } else {
+      attn_lanes_swap<2>(x[0], x[2]);
+      attn_lanes_swap<2>(x[1], x[3]);
+      attn_lanes_swap<1>(x[0], x[1]);
+      attn_lanes_swap<1>(x[2], x[3]);
+    }
 #pragma unroll
-    for (int t = 0; t < 4; ++t) emit(n + t, x[t]);
+    for (int t = 0; t < 4; ++t) out(n + t, x[t]);
   }
 #pragma unroll
   for (int n = 4 * groups; n < runs; ++n) {
     uint32_t x[4];
     words(run_row(n), run_col(n), x);
-    emit(n, uint32_t(pick(int(x[0]), int(x[1]), int(x[2]), int(x[3]))));
+    out(n, uint32_t(pick(int(x[0]), int(x[1]), int(x[2]), int(x[3]))));
   }
+}
+
+template <bool keys_are_rows, class Tile, class F, bool fresh = false, bool opaque_keys = false>
+__device__ __attribute__((always_inline)) inline void attn_dropout_each(const AttnArgs& p, int b, int h, int q0, int k0,
+                                                                        F f) {
+  constexpr int per = Tile::E / 4;
+  const uint32_t keep_max = p.drop.keep_max;
+  // The 4 elements of run n from its word.
+  auto emit = [&](int n, uint32_t word) __attribute__((always_inline)) {
+    const int i = n / per % Tile::tiles_r, j = n / per / Tile::tiles_r, e = 4 * (n % per);
+#pragma unroll
+    for (int t = 0; t < 4; ++t) f(i, j, e + t, (word >> 8 * t & 0xffu) <= keep_max);
+  };
+  attn_dropout_words<keys_are_rows, Tile, decltype(emit), fresh, opaque_keys>(p, b, h, q0, k0, emit);
+}
+
+// The forward's dropout of P (its elements >= +0 or NaN, attn_exp's after the sums), the same decisions as
+// attn_dropout_each's: a word's 4 compares at once, then one select an element. Byte t of word w is kept when
+// b_t <= K (keep_max), i.e. when b_t + (255 - K) does not carry out of the byte: with L = (w & 0x7f7f7f7f) + (255 - K
+// & 0x7f) in each byte (no carry crosses a byte), that carry is maj(b_t bit 7, L's bit 7, (255 - K) bit 7), and
+// bit 7 of byte t of k = ~maj(w, L, C) is the decision (3 VALU a word: and, add and one bitop3 on gfx950). The
+// element becomes min(bits, sext(byte t of k)) as unsigned integers (one v_min_u32 with an SDWA sign-extended byte):
+// kept, the byte is negative, at least 0xffffff80 once extended, above every P's bits (+inf 0x7f800000, NaN); dropped,
+// at most 127, a denormal below 2^-142 that P's conversion (bf16 or fp16, to nearest) makes +0, as dropping does. So
+// P^T's operand is bit for bit what the select gave. (Before: a compare and a select an element, 8 VALU a word, and
+// the butterfly's 16 VALU a group where attn_quad_transpose takes 8: the ping-pong forward's compute phase 109 -> 97
+// VALU beside its 16 exp2, MI355X GQA D128 N8192 dropout 0.1 1090.7 -> 1170.5 TFLOP/s. The words made in the memory
+// phase instead, held to the compute phase: 1105.6.) gfx942 keeps the compare and the select (no v_bitop3).
+template <class Tile, bool fresh = false, bool opaque_keys = false>
+__device__ __attribute__((always_inline)) inline void attn_dropout_drop(Tile& s, const AttnArgs& p, int b, int h, int q0,
+                                                                        int k0) {
+  constexpr int per = Tile::E / 4;
+  const uint32_t c = 255u - p.drop.keep_max, c_all = c * 0x01010101u, c_low = (c & 0x7fu) * 0x01010101u;
+  auto drop = [&](int n, uint32_t word) __attribute__((always_inline)) {
+    const int i = n / per % Tile::tiles_r, j = n / per / Tile::tiles_r, e = 4 * (n % per);
+    if constexpr (arch::current::bitop3) {
+      const uint32_t k = arch::current::maj_not(word, (word & 0x7f7f7f7fu) + c_low, c_all);
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        const uint32_t m = uint32_t(int32_t(int8_t(uint8_t(k >> 8 * t))));  // (the SDWA operand: BYTE_t, sext)
+        float& x = s.data[i][j][e + t];
+        x = __builtin_bit_cast(float, __builtin_bit_cast(uint32_t, x) < m ? __builtin_bit_cast(uint32_t, x) : m);
+      }
+    } else {  // (the majority takes 3 or 4 VALU without v_bitop3: no gain over a compare and a select an element)
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        float& x = s.data[i][j][e + t];
+        x = (word >> 8 * t & 0xffu) <= 255u - c ? x : 0.f;
+      }
+    }
+  };
+  attn_dropout_words<true, Tile, decltype(drop), fresh, opaque_keys, true>(p, b, h, q0, k0, drop);
 }
 
 // The keep bits of a score accumulator (bit (i tiles_c + j) E + e: element data[i][j][e]), attn_dropout_each's.

@@ -52,7 +52,9 @@
 // Two or three features together (AttnVariant::dynamic, each tested on the arguments, a scalar branch): the compute
 // phase's plain schedule, then the tanh of s[h] and ALiBi's bias as tails after the MFMAs, dropout in attn_exp under
 // its branch (which splits the phase's schedule). MI355X GQA D128 N8192: softcap 30 + ALiBi 802.9 TFLOP/s, ALiBi +
-// dropout 0.1 777.5, softcap + dropout 586.9, all three 587.1 (softcap alone 932.6, dropout 959.8, ALiBi 1326.6).
+// dropout 0.1 874.9, softcap + dropout 647.8, all three 641.8 (softcap alone 934.5, dropout 1170.5, ALiBi 1326.9).
+// Dropout's mask (attn_dropout_drop, attention_common.h): a Philox call a lane per 16 elements, the quad's 4x4 word
+// transpose in 8 DPP selects, a bitop3 majority a word and one sign-extended-byte min an element.
 //
 // FP8 (T = fp8e4m3, attention_fp8.h): Q and K move as bf16 pairs (a K stage is a bf16 tile of D / 2 columns, the
 // same swizzle and reads), S^T = K Q^T takes the fp8 MFMA (2 of the phase's 10 MFMAs at D = 128 on gfx950, where
@@ -185,12 +187,15 @@ __global__ __launch_bounds__(512) __attribute__((amdgpu_waves_per_eu(2))) void a
         // The 16 exp2 (a quarter of the VALU's rate) spread over the MFMAs, not bunched (they held the MFMAs apart).
         // With 16 MFMAs: their arguments' multiply-adds after the first two, two exp2 after each of the next eight,
         // and the sums and P^T's converts after the last six, in their shadow (after the last exp2, they ran as a tail
-        // behind the last MFMA). At D = 64 (VALU-bound), an equal share of each after every MFMA.
+        // behind the last MFMA). At D = 64 (VALU-bound), an equal share of each after every MFMA. The dropout instance
+        // takes 8 VALU after each of those eight MFMAs (the Philox rounds, the mask's transpose and compares: 4 left
+        // them as a tail behind the last MFMA; MI355X GQA D128 N8192 p 0.1: 1058.9 -> 1090.7 TFLOP/s).
+        constexpr int valu_wide = V.dropout && !V.dynamic ? 8 : 4;
         [&]<int... I>(std::integer_sequence<int, I...>) {
           ([&]<int G>(std::integral_constant<int, G>) {
             constexpr bool split = mfmas >= 16 && D >= 128;  // (gfx942 at D = 64, also 16 MFMAs: 465 -> 451)
             constexpr int trans = split ? (G >= 2 && G < 10 ? 2 : 0) : (16 + mfmas - 1) / mfmas;
-            constexpr int valu = split ? (G < 2 || G >= 10 ? 4 : 0) : (32 + mfmas - 1) / mfmas;
+            constexpr int valu = split ? (G < 2 || G >= 10 ? valu_wide : 0) : (32 + mfmas - 1) / mfmas;
             sched_group_barrier<sched::mfma, 1>();
             if constexpr (trans > 0) sched_group_barrier<sched::transcendental, trans>();
             if constexpr (valu > 0) sched_group_barrier<sched::valu, valu>();

@@ -84,7 +84,7 @@ __device__ __attribute__((always_inline)) inline void attn_exp(W& w, typename W:
   // are faster with them hoisted (MI300X GQA D128 N8192 dropout 0.1: 478.4 -> 487.8 TFLOP/s).
   if (attn_dropout_on<W::variant>(p)) {
     constexpr bool opaque_keys = std::is_same_v<typename W::shape, mfma32>;
-    attn_dropout_scale<true, s_tile, W::variant.dynamic, opaque_keys>(s, p, w.drop_b, w.drop_h, int(w.first), w.drop_k0, 1.f);
+    attn_dropout_drop<s_tile, W::variant.dynamic, opaque_keys>(s, p, w.drop_b, w.drop_h, int(w.first), w.drop_k0);
     // Where one instruction converts a pair (bf16_convert), the selects in fp32 first: else LLVM converts each element
     // alone, selects the bf16 and packs the pairs (16 VALU a tile more). Without it (gfx942: a convert is ~5 VALU a
     // value either way) the barrier only costs: 487.8 -> 499.9.

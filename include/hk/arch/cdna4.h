@@ -108,6 +108,10 @@ struct cdna4 : gfx9<cdna4> {
   // v_permlane32_swap: the wave's two halves (lanes l and l ^ 32) exchange a register on the VALU, with no LDS trip.
   // a ^ b ^ c in one v_bitop3_b32 (truth table 0x96); LLVM 21 leaves two v_xor_b32 for the plain expression.
   __device__ static uint32_t xor3(uint32_t a, uint32_t b, uint32_t c) { return __builtin_amdgcn_bitop3_b32(a, b, c, 0x96); }
+  // ~maj(a, b, c) (bitwise: the complement of the majority) in one v_bitop3_b32 (truth table 0x17, S0 the index's
+  // high bit).
+  __device__ static uint32_t maj_not(uint32_t a, uint32_t b, uint32_t c) { return __builtin_amdgcn_bitop3_b32(a, b, c, 0x17); }
+  static constexpr bool bitop3 = true;
   static constexpr bool permlane32_swap = true;
   // op(x of lane l & 31, x of lane l | 32): the same operands, in the same order, in both halves.
   template <class Op>

@@ -49,6 +49,9 @@ struct gfx9 {
 
   // a ^ b ^ c (cdna4.h: one instruction).
   __device__ static uint32_t xor3(uint32_t a, uint32_t b, uint32_t c) { return a ^ b ^ c; }
+  // ~maj(a, b, c), bitwise (cdna4.h: one instruction).
+  __device__ static uint32_t maj_not(uint32_t a, uint32_t b, uint32_t c) { return ~((a & b) | (c & (a | b))); }
+  static constexpr bool bitop3 = false;  // v_bitop3_b32 (any function of 3 inputs, bitwise)
 
   template <fp8_format F>
   static constexpr float fp8_format_max = F == fp8_format::e4m3 ? Target::fp8_max : Target::bf8_max;
