@@ -86,7 +86,7 @@ constexpr int ready(int t) {
 constexpr int needs(int m) { return m >= 68 ? 66 : m >= 64 ? 33 : 0; }
 inline constexpr auto plan = make_schedule<128, tasks>(cost, ready, needs, 20, 40, 16);
 constexpr int barrier_at = 116;  // MFMA of the step's barrier
-constexpr int fill_at[2] = {1, 5};  // MFMAs before which the next step's Q and dO loads go out
+constexpr int ahead_at = 1, fill_at[2] = {3, 6}, mask_at = 9;  // MFMAs of the next step's scalar work and loads, the mask test
 }  // namespace keys64
 
 // (A: the arch, a template parameter so that the other arch's pass never looks up its asm MFMAs.)
@@ -259,9 +259,16 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   // +inf, stored by the body before: no branch at the LSE's reads), so dV^T and dK^T gain zeros: the loop runs whole
   // threes of bodies up to the one of dK^T(steps - 1), with no branch around a product (the accumulators would cross it
   // as 256 phis, which LLVM splits into copies and spills).
-  auto body = [&]<int st>(bool more, bool masked, const HeadRows& nrows, int nqt, int cside, int nside, int nhead,
-                          float& nsraw) __attribute__((always_inline)) {
+  // The next step's rows, head and tests are found in the body too, at MFMA 1 (keys64::ahead_at), under MFMA 0 (ahead
+  // of the body, in one run with the loads' scalar work, they left the matrix core idle about 130 cycles a body), and
+  // this step's mask test at MFMA 9, before its first mask task.
+  auto body = [&]<int st>(int n) __attribute__((always_inline)) {
     constexpr int nx = (st + 1) % 3, pv = (st + 2) % 3;
+    const int cside = side;
+    int nqt = qt, nhead = head, nside = 0;
+    HeadRows nrows = rows;
+    bool more = false, masked = false;
+    float nsraw = sraw;
     Stage &cur = stages.template operator()<st>(), &next = stages.template operator()<nx>(),
           &prev = stages.template operator()<pv>();
     f32x4 S[2][4], dP[2][4];
@@ -279,10 +286,20 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     auto event = [&]<int ev>() __attribute__((always_inline)) {
       if constexpr (ev < 128) {
         constexpr int m = ev, grp = m / 4, kt = m % 4, base = st * 32;
-        if constexpr (m == 0) {
+        if constexpr (m == keys64::ahead_at) {
+          advance(nqt, nrows);
+          more = n + 1 < steps;
+          if constexpr (alibi) nhead = head + (nqt == kb.qt_begin), nside = side_of(nqt * BQ, more);
+        }
+        if constexpr (m == keys64::ahead_at + 1) {
           const float x = stat(nrows, nqt, more);
           staged = more ? x : staged;
           if constexpr (alibi) nsraw = slope_load(nhead);
+        }
+        if constexpr (m == keys64::mask_at) {
+          const bool active = n < steps;
+          if constexpr (alibi) masked = active & (cside == 0);
+          else masked = active & ((qi < whole.lo) | (qi > whole.hi));  // (no short circuit: no branch)
         }
         if constexpr (m == keys64::fill_at[0]) fill(nrows.q, p.q_rs, nqt, next.q, more);
         if constexpr (m == keys64::fill_at[1]) fill(nrows.dout, a.do_rs, nqt, next.dout, more);
@@ -370,31 +387,13 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
       }
     };
     run_schedule<keys64::plan>(event);
-  };
-  auto run = [&]<int st>(int n) __attribute__((always_inline)) {
-    int nqt = qt;
-    HeadRows nrows = rows;
-    advance(nqt, nrows);
-    const bool active = n < steps, more = n + 1 < steps;
-    const int qi = qt * BQ;
-    int nhead = head, nside = 0;
-    bool masked;
-    if constexpr (alibi) {
-      nhead = head + (nqt == kb.qt_begin);
-      nside = side_of(nqt * BQ, more);
-      masked = active & (side == 0);
-    } else {
-      masked = active & ((qi < whole.lo) | (qi > whole.hi));  // (no short circuit: no branch)
-    }
-    float nsraw = sraw;
-    body.template operator()<st>(more, masked, nrows, nqt, side, nside, nhead, nsraw);
     qt = nqt, rows = nrows;
     if constexpr (alibi) head = nhead, side = nside, sraw = nsraw;
   };
   for (int n = 0; n <= steps; n += 3) {
-    run.template operator()<0>(n);
-    run.template operator()<1>(n + 1);
-    run.template operator()<2>(n + 2);
+    body.template operator()<0>(n);
+    body.template operator()<1>(n + 1);
+    body.template operator()<2>(n + 2);
   }
   A::mfma_drain();
   // dK = scale dK^T^T and dV = dV^T^T, from the AGPRs.
