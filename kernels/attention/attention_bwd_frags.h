@@ -57,37 +57,6 @@ struct HeldFrags {
   }
 };
 
-// (TEMPORARY while iterating: hk/ops/async.h's load_async_inside with `active`, in /work/scratch/fused/async-active.diff.)
-template <class G, shared_tile ST, class GL>
-__device__ inline void load_async_inside(ST& dst, const GL& src, coord at, async_wave<G> wave, bool active) {
-  using T = typename ST::dtype;
-  constexpr int unit = arch::current::lds_dma_bytes, per_inst = unit * 64, waves = G::waves, chunk = ST::chunk_bytes;
-  constexpr int row_bytes = ST::cols * int(sizeof(T));
-  const long rows = src.rows(), cols = src.cols(), ld = src.row_stride();
-  T* base = src.at(at.b, at.d, 0, 0);
-  const int num_records = __builtin_amdgcn_readfirstlane(active ? int(((rows - 1) * ld + cols) * long(sizeof(T))) : 0);
-  __amdgpu_buffer_rsrc_t rsrc = arch::current::buffer_rsrc(base, num_records);
-  const int r0 = at.r * ST::rows, c0 = at.c * ST::cols;
-  auto lds = [&](int i) __attribute__((always_inline)) {
-    return (__attribute__((address_space(3))) void*)(reinterpret_cast<char*>(dst.data) + (i * waves + wave.index) * per_inst);
-  };
-  const int ld_bytes = int(ld * long(sizeof(T))), origin = int((r0 * ld + c0) * long(sizeof(T)));
-  const int lane_bytes = unit * lane_id(), wave_bytes = wave.index * per_inst;
-  const int r_lane = lane_bytes / row_bytes, r_wave = wave_bytes / row_bytes;
-  const int lane_slot = (lane_bytes % row_bytes / chunk ^ ST::swizzle(r_lane)) ^ (wave_bytes % row_bytes / chunk ^ ST::swizzle(r_wave));
-  const int lane_part = r_lane * ld_bytes + lane_bytes % chunk;
-  int uniform_offset = origin + r_wave * ld_bytes;
-#pragma unroll
-  for (int i = 0; i < async_loads<G, ST>; ++i) {
-    constexpr auto inst_row = [](int i) { return i * waves * per_inst / row_bytes; };
-    const int inst_slot = i * waves * per_inst % row_bytes / chunk ^ ST::swizzle(inst_row(i));
-    const int this_offset = uniform_offset;
-    if (inst_row(i + 1) != inst_row(i))
-      uniform_offset = detail::opaque_uniform(uniform_offset + (inst_row(i + 1) - inst_row(i)) * ld_bytes);
-    arch::current::lds_dma(rsrc, lds(i), lane_part + (lane_slot ^ inst_slot) * chunk, this_offset);
-  }
-}
-
 // Two floats as a pair of T in one convert (v_cvt_pk_bf16_f32): element by element LLVM converts each alone and packs
 // them (2.5 VALU a value, which the list schedules' costs do not hold).
 template <class T>
