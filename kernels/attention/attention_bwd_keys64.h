@@ -86,6 +86,7 @@ constexpr int ready(int t) {
 constexpr int needs(int m) { return m >= 68 ? 66 : m >= 64 ? 33 : 0; }
 inline constexpr auto plan = make_schedule<128, tasks>(cost, ready, needs, 20, 40, 16);
 constexpr int barrier_at = 116;  // MFMA of the step's barrier
+constexpr int ahead_at = 1, fill_at[2] = {3, 6}, mask_at = 9;  // MFMAs of the next step's scalar work and loads, the mask test
 }  // namespace keys64
 
 // (A: the arch, a template parameter so that the other arch's pass never looks up its asm MFMAs.)
@@ -154,25 +155,21 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
                 lse_row(p, dma_wave.index == 0 ? p.lse : a.delta, blk, h).at(0, 0, 0, 0)};
   // (The loads' lane parts are held through the loop: found in each body they cost about 20 VALU a body, 59.25 against
   // 57.79 ms.)
-  // (Q's and dO's tiles are inside the tensor or not together: one test.)
-  auto fill = [&](const HeadRows& r, int qt, Stage& s) __attribute__((always_inline)) {
-    const auto q = gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(r.q), 1, 1, blk.sq, D, p.q_rs);
-    const auto dout = gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(r.dout), 1, 1, blk.sq, D, a.do_rs);
-    if (async_inside<decltype(s.q)>(q, {0, 0, qt, 0})) [[likely]] {
-      load_async_inside<G>(s.q, q, {0, 0, qt, 0}, dma_wave);
-      load_async_inside<G>(s.dout, dout, {0, 0, qt, 0}, dma_wave);
-    } else {
-      load_async<G>(s.q, q, {0, 0, qt, 0}, dma_wave);
-      load_async<G>(s.dout, dout, {0, 0, qt, 0}, dma_wave);
-    }
+  // A step's Q or dO tile into a stage, straight-line (rows past the sequence's end zero by the buffer's range check;
+  // past the last step nothing loaded), at MFMAs 1 and 5 of the body: with the tile's inside test and the step's, two
+  // branches, in one burst at the body's start, the matrix core waited about 70 cycles longer a body (49.80 against
+  // 49.49 ms).
+  auto fill = [&](const T* rows_of, long rs, int qt, auto& tile, bool active) __attribute__((always_inline)) {
+    const auto x = gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(rows_of), 1, 1, blk.sq, D, rs);
+    load_async_inside<G>(tile, x, {0, 0, qt, 0}, dma_wave, active);
   };
   // LSE (wave 0) and delta (wave 1) of the step's queries, loaded at a body's start and stored into the next stage
   // before the body's barrier as the starts of S's and dP's accumulators: -LSE log2(e) / scale_log2, so that P =
   // exp2(scale_log2 S) with no subtraction and no LSE held in registers (a query that sees no key, LSE -inf, has
   // every score masked: any finite start does), and -delta: one multiply by the wave's factor.
   // (Every wave loads, with no branch; put drops waves 2's and 3's.)
-  auto stat = [&](const HeadRows& r, int qt) __attribute__((always_inline)) {
-    const auto rsrc = arch::current::buffer_rsrc(r.stat, blk.sq * 4);
+  auto stat = [&](const HeadRows& r, int qt, bool active) __attribute__((always_inline)) {
+    const auto rsrc = arch::current::buffer_rsrc(r.stat, __builtin_amdgcn_readfirstlane(active ? blk.sq * 4 : 0));
     return __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(rsrc, lane * 4, qt * BQ * 4, 0));
   };
   const float stat_factor = dma_wave.index == 0 ? -1.44269504088896341f / c : -1.f;
@@ -229,8 +226,8 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   float sraw = 0.f;       // alibi: its slope (raw)
   if constexpr (alibi)
     if (steps > 0) sraw = slope_load(h);
-  if (steps > 0) fill(rows, qt, stage0);
-  put(stage0, steps > 0 ? stat(rows, qt) : dma_wave.index == 0 ? __builtin_inff() : 0.f, qt, sraw * slope_unit_c);
+  fill(rows.q, p.q_rs, qt, stage0.q, steps > 0), fill(rows.dout, a.do_rs, qt, stage0.dout, steps > 0);
+  put(stage0, steps > 0 ? stat(rows, qt, true) : dma_wave.index == 0 ? __builtin_inff() : 0.f, qt, sraw * slope_unit_c);
   wait_vmcnt<0>();
   barrier();
 
@@ -262,9 +259,16 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   // +inf, stored by the body before: no branch at the LSE's reads), so dV^T and dK^T gain zeros: the loop runs whole
   // threes of bodies up to the one of dK^T(steps - 1), with no branch around a product (the accumulators would cross it
   // as 256 phis, which LLVM splits into copies and spills).
-  auto body = [&]<int st>(bool more, bool masked, const HeadRows& nrows, int nqt, int cside, int nside, int nhead,
-                          float& nsraw) __attribute__((always_inline)) {
+  // The next step's rows, head and tests are found in the body too, at MFMA 1 (keys64::ahead_at), under MFMA 0 (ahead
+  // of the body, in one run with the loads' scalar work, they left the matrix core idle about 130 cycles a body), and
+  // this step's mask test at MFMA 9, before its first mask task.
+  auto body = [&]<int st>(int n) __attribute__((always_inline)) {
     constexpr int nx = (st + 1) % 3, pv = (st + 2) % 3;
+    const int cside = side;
+    int nqt = qt, nhead = head, nside = 0;
+    HeadRows nrows = rows;
+    bool more = false, masked = false;
+    float nsraw = sraw;
     Stage &cur = stages.template operator()<st>(), &next = stages.template operator()<nx>(),
           &prev = stages.template operator()<pv>();
     f32x4 S[2][4], dP[2][4];
@@ -282,12 +286,23 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     auto event = [&]<int ev>() __attribute__((always_inline)) {
       if constexpr (ev < 128) {
         constexpr int m = ev, grp = m / 4, kt = m % 4, base = st * 32;
-        if constexpr (m == 0)
-          if (more) {
-            staged = stat(nrows, nqt);
-            if constexpr (alibi) nsraw = slope_load(nhead);
-            fill(nrows, nqt, next);
-          }
+        if constexpr (m == keys64::ahead_at) {
+          advance(nqt, nrows);
+          more = n + 1 < steps;
+          if constexpr (alibi) nhead = head + (nqt == kb.qt_begin), nside = side_of(nqt * BQ, more);
+        }
+        if constexpr (m == keys64::ahead_at + 1) {
+          const float x = stat(nrows, nqt, more);
+          staged = more ? x : staged;
+          if constexpr (alibi) nsraw = slope_load(nhead);
+        }
+        if constexpr (m == keys64::mask_at) {
+          const bool active = n < steps;
+          if constexpr (alibi) masked = active & (cside == 0);
+          else masked = active & ((qi < whole.lo) | (qi > whole.hi));  // (no short circuit: no branch)
+        }
+        if constexpr (m == keys64::fill_at[0]) fill(nrows.q, p.q_rs, nqt, next.q, more);
+        if constexpr (m == keys64::fill_at[1]) fill(nrows.dout, a.do_rs, nqt, next.dout, more);
         if constexpr (m == 8) L[1] = row_of(cur, cside, 16 + 4 * g);
         if constexpr (m == 60) nd[0] = *reinterpret_cast<const f32x4*>(&cur.delta[4 * g]);
         if constexpr (m == 62) nd[1] = *reinterpret_cast<const f32x4*>(&cur.delta[16 + 4 * g]);
@@ -372,31 +387,13 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
       }
     };
     run_schedule<keys64::plan>(event);
-  };
-  auto run = [&]<int st>(int n) __attribute__((always_inline)) {
-    int nqt = qt;
-    HeadRows nrows = rows;
-    advance(nqt, nrows);
-    const bool active = n < steps, more = n + 1 < steps;
-    const int qi = qt * BQ;
-    int nhead = head, nside = 0;
-    bool masked;
-    if constexpr (alibi) {
-      nhead = head + (nqt == kb.qt_begin);
-      nside = side_of(nqt * BQ, more);
-      masked = active & (side == 0);
-    } else {
-      masked = active & ((qi < whole.lo) | (qi > whole.hi));  // (no short circuit: no branch)
-    }
-    float nsraw = sraw;
-    body.template operator()<st>(more, masked, nrows, nqt, side, nside, nhead, nsraw);
     qt = nqt, rows = nrows;
     if constexpr (alibi) head = nhead, side = nside, sraw = nsraw;
   };
   for (int n = 0; n <= steps; n += 3) {
-    run.template operator()<0>(n);
-    run.template operator()<1>(n + 1);
-    run.template operator()<2>(n + 2);
+    body.template operator()<0>(n);
+    body.template operator()<1>(n + 1);
+    body.template operator()<2>(n + 2);
   }
   A::mfma_drain();
   // dK = scale dK^T^T and dV = dV^T^T, from the AGPRs.

@@ -73,30 +73,29 @@ __device__ inline bool async_inside(const GL& src, coord at) {
   return at.r * ST::rows + ST::rows <= src.rows() && at.c * ST::cols + ST::cols <= src.cols();
 }
 
-// Shared tile `dst` <- the tile at `at` of `src`, by the waves of group G, for a tile inside the tensor
-// (async_inside): straight-line code without a branch, which a caller can interleave with other work (a K loop's
-// MFMAs). `src` must satisfy async_loadable.
+namespace detail {
+
+// The loads of shared tile `dst` <- the tile at `at` of `src`, whose buffer range is `num_records` bytes (both
+// load_async_inside's straight-line body).
 //
 // Every load's LDS address (M0) and the row part of its global offset (soffset) are wave-uniform, computed in SGPRs
 // from the wave's index; only the lane's part of the offset is vector work. The tile's origin rides in soffset, so
 // the lane parts do not change from one tile to the next (a K loop keeps them in registers).
 template <class G, shared_tile ST, class GL>
-__device__ inline void load_async_inside(ST& dst, const GL& src, coord at, async_wave<G> wave) {
+__device__ inline void load_async_rows(ST& dst, const GL& src, coord at, async_wave<G> wave, int num_records) {
   using T = typename ST::dtype;
+  const long ld = src.row_stride();
+  const __amdgpu_buffer_rsrc_t rsrc = arch::current::buffer_rsrc(src.at(at.b, at.d, 0, 0), num_records);
+  const int r0 = at.r * ST::rows, c0 = at.c * ST::cols;
+  const int ld_bytes = int(ld * long(sizeof(T))), origin = int((r0 * ld + c0) * long(sizeof(T)));
   constexpr int unit = arch::current::lds_dma_bytes, per_inst = unit * 64, waves = G::waves, chunk = ST::chunk_bytes;
   constexpr int row_bytes = ST::cols * int(sizeof(T)), total = ST::rows * row_bytes;
   static_assert(total % (per_inst * waves) == 0, "load_async: the tile must split evenly over the group's loads");
   static_assert(chunk % unit == 0 || unit % chunk == 0, "load_async: DMA unit and swizzle granule");
-  const long rows = src.rows(), cols = src.cols(), ld = src.row_stride();
-  T* base = src.at(at.b, at.d, 0, 0);
-  const int num_records = int(((rows - 1) * ld + cols) * long(sizeof(T)));
-  __amdgpu_buffer_rsrc_t rsrc = arch::current::buffer_rsrc(base, num_records);
-  const int r0 = at.r * ST::rows, c0 = at.c * ST::cols;
   // An address-space cast (not a bit cast): the LDS offset of a generic pointer into shared memory.
   auto lds = [&](int i) __attribute__((always_inline)) {
     return (__attribute__((address_space(3))) void*)(reinterpret_cast<char*>(dst.data) + (i * waves + wave.index) * per_inst);
   };
-  const int ld_bytes = int(ld * long(sizeof(T))), origin = int((r0 * ld + c0) * long(sizeof(T)));
   constexpr auto pow2 = [](int x) { return (x & (x - 1)) == 0; };
   if constexpr (pow2(row_bytes) && pow2(waves)) {
     // Tile byte p of load i is inst_i + wave_w + lane_l, three parts with no set bit in common (all powers of two),
@@ -118,7 +117,7 @@ __device__ inline void load_async_inside(ST& dst, const GL& src, coord at, async
       const int inst_slot = inst_bytes % row_bytes / chunk ^ ST::swizzle(inst_row(i));
       const int this_offset = uniform_offset;
       if (inst_row(i + 1) != inst_row(i)) {
-        uniform_offset = detail::opaque_uniform(uniform_offset + (inst_row(i + 1) - inst_row(i)) * ld_bytes);
+        uniform_offset = opaque_uniform(uniform_offset + (inst_row(i + 1) - inst_row(i)) * ld_bytes);
       }
       arch::current::lds_dma(rsrc, lds(i), lane_part + (lane_slot ^ inst_slot) * chunk, this_offset);
     }
@@ -126,10 +125,35 @@ __device__ inline void load_async_inside(ST& dst, const GL& src, coord at, async
     const int lane_bytes = unit * lane_id();
 #pragma unroll
     for (int i = 0; i < async_loads<G, ST>; ++i) {
-      const auto s = detail::async_source_of<G, ST>(i, wave.index, lane_bytes);
+      const auto s = async_source_of<G, ST>(i, wave.index, lane_bytes);
       arch::current::lds_dma(rsrc, lds(i), s.r_lane * ld_bytes + s.col_bytes, origin + s.r_inst * ld_bytes);
     }
   }
+}
+
+}  // namespace detail
+
+// Shared tile `dst` <- the tile at `at` of `src`, by the waves of group G, for a tile inside the tensor
+// (async_inside): straight-line code without a branch, which a caller can interleave with other work (a K loop's
+// MFMAs). `src` must satisfy async_loadable.
+template <class G, shared_tile ST, class GL>
+__device__ inline void load_async_inside(ST& dst, const GL& src, coord at, async_wave<G> wave) {
+  using T = typename ST::dtype;
+  const long rows = src.rows(), cols = src.cols(), ld = src.row_stride();
+  detail::load_async_rows<G>(dst, src, at, wave, int(((rows - 1) * ld + cols) * long(sizeof(T))));
+}
+
+// load_async_inside for a loop's loads past its last step, with no branch: with `active` false the tile reads as zero,
+// with no memory access (an empty buffer range). (The range read from the first lane: a loop's flag is often a lane
+// mask to LLVM, and a resource built from it would take a loop over the lanes' values.) Rows past the tensor's end
+// read as zero too, by GFX9's range check of the offsets' sum (arch::gfx9::lds_dma), where the tile's columns lie
+// inside the tensor.
+template <class G, shared_tile ST, class GL>
+__device__ inline void load_async_inside(ST& dst, const GL& src, coord at, async_wave<G> wave, bool active) {
+  using T = typename ST::dtype;
+  const long rows = src.rows(), cols = src.cols(), ld = src.row_stride();
+  detail::load_async_rows<G>(dst, src, at, wave,
+                             __builtin_amdgcn_readfirstlane(active ? int(((rows - 1) * ld + cols) * long(sizeof(T))) : 0));
 }
 
 // Shared tile `dst` <- the tile at `at` of `src`, by the waves of group G; parts outside the tensor read as zero (the
