@@ -16,7 +16,8 @@
 // waits for S) and end (dK^T waits for dS), so the step is skewed:
 // body n runs S(n), dK^T(n - 1), dP(n), dV^T(n), and dS(n) crosses into body n + 1 as bf16 pairs (three stages of Q
 // and dO, so that body n can still read step n - 1's Q: the stages are three LDS variables and the bodies go in
-// threes, so that no read waits for the loads into another stage). Step n + 1's loads go out at body n's start; its
+// threes, so that no read waits for the loads into another stage). Step n + 1's rows and flags are found under body n's
+// first MFMA and its loads go out, straight-line, at MFMAs 2, 3 and 6 (keys64::ahead_at, fill_at); its
 // barrier sits at MFMA 116 of 128, the next body's first fragments and LSE read under the last dV^T MFMAs. A step
 // whose tile crosses a query's visible range (or the sequence's end) runs a second instance of the body that masks S
 // before P. The scalar work of a step is lean: the next head's rows by strides, the whole-tile test an interval found
