@@ -69,7 +69,7 @@ constexpr task task_of(int t) {
   if (t < 32) return {task::ds, 0, 0, t};
   const int kk = (t - 32) / kk_tasks, r = (t - 32) % kk_tasks;
   if (r < cap_tasks) {
-    const int qt = r / 12, s = r % 12;
+    const int qt = r / 24 * 2 + r % 2, s = r % 24 / 2;  // (two query tiles' steps interleaved: four chains)
     if (s == 0) return {task::cap_mul, kk, qt, 0};
     if (s < 5) return {task::cap_exp, kk, qt, s - 1};
     if (s < 11) return {task::cap_poly, kk, qt, s - 5};
@@ -232,7 +232,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
       for (int q = 0; q < WQ / 16; ++q) Ls[q] = side == 2 ? LR[q] : L[q];
     }
     using f2 = float __attribute__((ext_vector_type(2)));
-    [[maybe_unused]] AttnCapTile cap;  // softcap: a query tile's u and f(u)
+    [[maybe_unused]] AttnCapTile cap[2];  // softcap: two query tiles' u and f(u)
     [[maybe_unused]] float pa[2];      // softcap: a pair's exp2 arguments, then P^T
     auto event = [&]<int ev>() __attribute__((always_inline)) {
       if constexpr (ev < 96) {
@@ -313,7 +313,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
           static_assert(k.k != K::mask);
           if constexpr (k.k <= K::cap_sign) {
             constexpr int step = k.k == K::cap_mul ? 0 : k.k == K::cap_exp ? 1 + k.i : k.k == K::cap_poly ? 5 + k.i : 11;
-            cap.template run<step>(S[b][kk][qt], ck);
+            cap[qt % 2].template run<step>(S[b][kk][qt], ck);
           } else {
             constexpr int j = (k.i % 2) * 2;
             if constexpr (k.k == K::arg) {  // c t - LSE log2(e)

@@ -118,7 +118,10 @@ constexpr task p_task(int q, int u) {
 constexpr task task_of(int t) {
   if (t < 2 * q_tasks) {
     const int q = t / q_tasks, r = t % q_tasks;
-    if (r < cap_tasks) return {task::cap, q, r / AttnCapTile::steps, r % AttnCapTile::steps};
+    if (r < cap_tasks) {  // (two key tiles' steps interleaved: two chains each)
+      const int g = r / (2 * AttnCapTile::steps), rr = r % (2 * AttnCapTile::steps);
+      return {task::cap, q, 2 * g + rr % 2, rr / 2};
+    }
     if (r == cap_tasks) return {task::mask, q, 0, 0};
     return p_task(q, r - cap_tasks - 1);
   }
@@ -374,7 +377,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
         dsb[kt][w] = x;
       }
     };
-    [[maybe_unused]] AttnCapTile cap;  // softcap: a key tile's u and f(u)
+    [[maybe_unused]] AttnCapTile cap[2];  // softcap: two key tiles' u and f(u)
     [[maybe_unused]] float px[3][2];   // softcap: three pairs' exp2 arguments, then P, then P (1 - t^2)
     auto event = [&]<int ev>() __attribute__((always_inline)) {
       if constexpr (ev < 128) {
@@ -424,7 +427,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
         constexpr K k = keys64::sc::task_of(ev - 128);
         constexpr int q = k.q, kt = k.kt, j = (k.i % 2) * 2, w = q * 2 + k.i % 2, r = (k.i + 3) % 3;
         if constexpr (k.k == K::cap) {
-          cap.template run<k.i>(S[q][kt], ck);
+          cap[kt % 2].template run<k.i>(S[q][kt], ck);
         } else if constexpr (k.k == K::mask) {
           mask_tile.template operator()<q>();
         } else if constexpr (k.k == K::arg) {
