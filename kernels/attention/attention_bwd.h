@@ -141,8 +141,8 @@ constexpr int attn_bwd_wave_keys(int d, bool lds_read_transpose) { return d == 6
 // (one Philox call per 16 scores, attention_common.h): MI355X GQA D128 N8192 p 0.1: 146 -> 108 ms.
 constexpr bool attn_bwd_paired(int d, bool tr) { return d == 128 && tr; }  // tr: LDS transposes
 // Kernel 2 at 64 keys a wave (attention_bwd_keys64.h) and kernel 3 at 64 queries a wave (attention_bwd_dq64.h), the
-// same instances: gfx950 at D = 128, the plain and ALiBi variants (`plain` here: attn_bwd_keys64_variant; no softcap
-// or dropout; sinks need nothing of them): four waves of 64 keys (queries), one workgroup a CU.
+// same instances: gfx950 at D = 128, the plain, ALiBi and softcap variants (`plain` here: attn_bwd_keys64_variant; one
+// feature at a time, no dropout; sinks need nothing of them): four waves of 64 keys (queries), one workgroup a CU.
 constexpr bool attn_bwd_keys64(int d, bool tr, bool plain) { return attn_bwd_paired(d, tr) && plain; }
 // Kernel 3's workgroup's queries (the host's grid of the dQ kernel; the delta kernel keeps attn_bwd_rows).
 constexpr int attn_bwd_dq_rows(int d, bool tr, bool plain) { return attn_bwd_keys64(d, tr, plain) ? 4 * 64 : attn_bwd_rows(d, tr); }

@@ -1,6 +1,6 @@
-// Kernel 3 at 64 queries a wave (gfx950, D = 128, the plain and ALiBi variants: no softcap or dropout). Included by
-// attention_bwd.h, whose attention_bwd_dq runs it for those instances. The mirror of kernel 2's keys64
-// (attention_bwd_keys64.h, whose schedule, reasons and fragment reads this shares).
+// Kernel 3 at 64 queries a wave (gfx950, D = 128, the plain, ALiBi and softcap variants, one feature at a time: no
+// dropout). Included by attention_bwd.h, whose attention_bwd_dq runs it for those instances. The mirror of kernel
+// 2's keys64 (attention_bwd_keys64.h, whose schedule, reasons and fragment reads this shares).
 //
 // Schedule. Four waves a workgroup, 256 queries, one wave per SIMD (one workgroup a CU), each wave owning 64 queries:
 // dQ^T (128 x 64 fp32) in 128 AGPRs, Q and dO (the B operands of S^T = K Q^T and dP^T = V dO^T) in the other 128
@@ -27,6 +27,8 @@
 // - i) + sl (j - q0 - off) (sl = slope left of it, -slope right): the query's part is in S^T's start (two sets by query
 // tile, left and right, picked a chunk), the key's (by key tile and element, 8 VALU a chunk) exp2's multiply-add
 // operand; a chunk the diagonal crosses (or masked) starts from the left set and takes the exact bias before the mask.
+// Softcap (template parameter softcap): S starts from 0 and the cap's steps are tasks of the schedule (namespace sc
+// below: the scores capped, the mask, P from c t - LSE log2 e, P (1 - t^2) for dS), as the forward caps.
 #pragma once
 #include "attention_bwd_frags.h"
 #include "hk/ops/schedule.h"

@@ -1,5 +1,5 @@
-// Kernel 2 at 64 keys a wave (gfx950, D = 128, the plain and ALiBi variants: no softcap or dropout). Included by
-// attention_bwd.h, whose attention_bwd_dkdv runs it for those instances.
+// Kernel 2 at 64 keys a wave (gfx950, D = 128, the plain, ALiBi and softcap variants, one feature at a time: no
+// dropout). Included by attention_bwd.h, whose attention_bwd_dkdv runs it for those instances.
 //
 // Schedule. Four waves a workgroup, 256 keys, one wave per SIMD (one workgroup a CU), each wave owning 64 keys: K in
 // 64 VGPRs, V in the LDS (64 KiB, read as dP's B operand a few MFMAs ahead: with V in registers too the loop was
@@ -28,6 +28,8 @@
 // exp2's multiply-add operand in P's multiply task (a register a key tile, 4 VALU a body). A tile the diagonal crosses
 // (or masked) runs the masked body, from the plain start, with the bias element by element. The next step's slope
 // (its head's: the head advances where the query tile wraps) is loaded beside its LSE, a scalar from the next body.
+// Softcap (template parameter softcap): S starts from 0 and the cap's steps are tasks of the schedule (namespace sc
+// below: the scores capped, the mask, P from c t - LSE log2 e, P (1 - t^2) for dS), as the forward caps.
 #pragma once
 #include "attention_bwd_frags.h"
 #include "hk/ops/schedule.h"
