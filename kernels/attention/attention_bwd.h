@@ -148,14 +148,15 @@ constexpr int attn_bwd_wave_keys(int d, bool lds_read_transpose, bool plain = fa
 // (one Philox call per 16 scores, attention_common.h): MI355X GQA D128 N8192 p 0.1: 146 -> 108 ms.
 constexpr bool attn_bwd_paired(int d, bool tr) { return d == 128 && tr; }  // tr: LDS transposes
 // Kernel 2 at 64 keys a wave (attention_bwd_keys64.h) and kernel 3 at 64 queries a wave (attention_bwd_dq64.h), the
-// same instances: gfx950 at D = 128, the plain and ALiBi variants (`plain` here: attn_bwd_keys64_variant; no softcap
-// or dropout; sinks need nothing of them): four waves of 64 keys (queries), one workgroup a CU.
+// same instances: gfx950 at D = 128, the plain, ALiBi and softcap variants (`plain` here: attn_bwd_keys64_variant; one
+// feature at a time, no dropout; sinks need nothing of them): four waves of 64 keys (queries), one workgroup a CU.
 constexpr bool attn_bwd_keys64(int d, bool tr, bool plain) { return attn_bwd_paired(d, tr) && plain; }
 // Kernel 3's workgroup's queries (the host's grid of the dQ kernel; the delta kernel keeps attn_bwd_rows).
 constexpr int attn_bwd_dq_rows(int d, bool tr, bool plain) { return attn_bwd_keys64(d, tr, plain) ? 4 * 64 : attn_bwd_rows(d, tr); }
 // The variants kernel 2 runs at 64 keys a wave: the plain one and ALiBi alone (the host's choice of its shape).
 template <AttnVariant V>
-inline constexpr bool attn_bwd_keys64_variant = attn_plain<V> || (V.alibi && !V.softcap && !V.dropout && !V.dynamic);
+inline constexpr bool attn_bwd_keys64_variant =
+    !V.dropout && !V.dynamic && (attn_plain<V> || (V.alibi && !V.softcap) || (V.softcap && !V.alibi));
 constexpr int attn_bwd_dkdv_waves(int d, bool tr, bool plain = false) {
   return attn_bwd_keys64(d, tr, plain) ? 4 : attn_bwd_paired(d, tr) ? 8 : 4;
 }
@@ -295,7 +296,7 @@ __global__ __launch_bounds__(64 * attn_bwd_dkdv_waves(D, arch::current::lds_read
 __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd_dkdv_waves_per_simd<D>))) void attention_bwd_dkdv(
     AttnBwdArgs a) {
   if constexpr (attn_bwd_keys64_runs<D, DV, V>) {
-    attention_bwd_dkdv_keys64<T, V.alibi>(a);
+    attention_bwd_dkdv_keys64<T, V.alibi, V.softcap>(a);
     return;
   }
   using G = group<attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose)>;
@@ -760,7 +761,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1
                                                                                                   : attn_bwd_waves_per_simd<D>)))
 void attention_bwd_dq(AttnBwdArgs a) {
   if constexpr (attn_bwd_keys64_runs<D, DV, V>) {
-    attention_bwd_dq64<T, V.alibi>(a);
+    attention_bwd_dq64<T, V.alibi, V.softcap>(a);
     return;
   }
   constexpr bool tr = arch::current::lds_read_transpose;

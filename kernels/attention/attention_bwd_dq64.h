@@ -1,6 +1,6 @@
-// Kernel 3 at 64 queries a wave (gfx950, D = 128, the plain and ALiBi variants: no softcap or dropout). Included by
-// attention_bwd.h, whose attention_bwd_dq runs it for those instances. The mirror of kernel 2's keys64
-// (attention_bwd_keys64.h, whose schedule, reasons and fragment reads this shares).
+// Kernel 3 at 64 queries a wave (gfx950, D = 128, the plain, ALiBi and softcap variants, one feature at a time: no
+// dropout). Included by attention_bwd.h, whose attention_bwd_dq runs it for those instances. The mirror of kernel
+// 2's keys64 (attention_bwd_keys64.h, whose schedule, reasons and fragment reads this shares).
 //
 // Schedule. Four waves a workgroup, 256 queries, one wave per SIMD (one workgroup a CU), each wave owning 64 queries:
 // dQ^T (128 x 64 fp32) in 128 AGPRs, Q and dO (the B operands of S^T = K Q^T and dP^T = V dO^T) in the other 128
@@ -27,6 +27,8 @@
 // - i) + sl (j - q0 - off) (sl = slope left of it, -slope right): the query's part is in S^T's start (two sets by query
 // tile, left and right, picked a chunk), the key's (by key tile and element, 8 VALU a chunk) exp2's multiply-add
 // operand; a chunk the diagonal crosses (or masked) starts from the left set and takes the exact bias before the mask.
+// Softcap (template parameter softcap): S starts from 0 and the cap's steps are tasks of the schedule (namespace sc
+// below: the scores capped, the mask, P from c t - LSE log2 e, P (1 - t^2) for dS), as the forward caps.
 #pragma once
 #include "attention_bwd_frags.h"
 #include "hk/ops/schedule.h"
@@ -54,11 +56,51 @@ constexpr int ready(int t) { return t < 32 ? 3 : t < 50 ? 19 : 35; }
 constexpr int needs(int m) { return m >= 32 ? 32 : 0; }  // dS^T(c - 1) whole before its first dQ^T MFMA
 inline constexpr auto plan = make_schedule<96, tasks>(cost, ready, needs, 12, 24);
 constexpr int barrier_at = 84;  // MFMA of chunk 1's barrier
+// softcap: the same dS^T tasks first; then per key tile kk of the chunk S^T's capping (AttnArgs::Softcap's steps), a
+// query tile at a time in 12 tasks (the scaled scores, two packed multiplies; four exp2s; six Horner steps, a packed
+// multiply-add for each of the tile's two pairs: two chains; the sign copies), the mask, and P^T's 8 pairs in 4 tasks
+// each (the exp2 argument, a multiply-add by scale_log2 with -LSE log2(e); two exp2s; the slope 1 - t^2 times P^T, a
+// packed multiply-add and a packed multiply): S^T holds P^T times the slope, and dS^T's multiply is the plain one's.
+namespace sc {
+struct task {
+  enum kind : unsigned char { ds, cap_mul, cap_exp, cap_poly, cap_sign, mask, arg, exp_lo, exp_hi, slope } k;
+  int kk, qt, i;  // key tile of the chunk, query tile, the step (cap_exp: element; cap_poly: Horner step) or pair
+};
+constexpr int cap_tasks = 48, kk_tasks = cap_tasks + 1 + 32, tasks = 32 + 2 * kk_tasks;
+constexpr task task_of(int t) {
+  if (t < 32) return {task::ds, 0, 0, t};
+  const int kk = (t - 32) / kk_tasks, r = (t - 32) % kk_tasks;
+  if (r < cap_tasks) {
+    const int qt = r / 24 * 2 + r % 2, s = r % 24 / 2;  // (two query tiles' steps interleaved: four chains)
+    if (s == 0) return {task::cap_mul, kk, qt, 0};
+    if (s < 5) return {task::cap_exp, kk, qt, s - 1};
+    if (s < 11) return {task::cap_poly, kk, qt, s - 5};
+    return {task::cap_sign, kk, qt, 0};
+  }
+  if (r == cap_tasks) return {task::mask, kk, 0, 0};
+  const int u = r - cap_tasks - 1, e = u / 4;
+  const task::kind k[4] = {task::arg, task::exp_lo, task::exp_hi, task::slope};
+  return {k[u % 4], kk, e / 2, e};
+}
+constexpr int cost(int t) {
+  const task k = task_of(t);
+  return k.k == task::ds ? 8 : k.k == task::mask ? 4 : k.k == task::arg ? 8 : 16;
+}
+constexpr int ready(int t) {
+  const task k = task_of(t);
+  if (k.k == task::ds) return 3;
+  if (k.k <= task::cap_sign) return 16 * k.kk + 16 + k.qt;  // (three MFMAs after the query tile's last of S^T)
+  return 16 * k.kk + 19;
+}
+inline constexpr auto plan = make_schedule<96, tasks>(cost, ready, needs, 28, 56);
+}  // namespace sc
 }  // namespace dq64
 
 // (alibi: the ALiBi instance, AttnVariant{.alibi = true}: see above.)
-template <class T, bool alibi = false, class A = arch::current>
+// (softcap: the softcap instance, AttnVariant{.softcap = true}: see above.)
+template <class T, bool alibi = false, bool softcap = false, class A = arch::current>
 __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const AttnBwdArgs& a) {
+  static_assert(!(alibi && softcap), "dq64: one feature at a time");
   using G = group<4>;
   constexpr int D = 128, BK = 64, KC = 32, WQ = 64;
   using f32x4 = arch::f32x4;
@@ -116,11 +158,15 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
       for (int j = 0; j < D / 32; ++j) { df[i][j] = detail::frag(x.data[i][j]); asm volatile("" : "+a"(df[i][j])); }
   }
   const float c = p.scale_log2;
+  [[maybe_unused]] const float ck = softcap ? p.cap.k : 0.f;  // softcap: AttnCapTile's factor
   f32x4 L[WQ / 16], nd[WQ / 16];
   // alibi: the starts of a chunk wholly left of the diagonal (or masked) and right of it, by query tile: L less (plus)
   // the bias's query part slope (i - q0) (raw units; the key's part joins exp2's multiply-add).
   [[maybe_unused]] f32x4 LR[alibi ? WQ / 16 : 1];
   const float slope = alibi ? view.slope : 0.f;
+  // softcap: S^T starts from 0 (the scores are capped before exp2's argument); -LSE log2(e) by query tile, the argument's
+  // addend.
+  [[maybe_unused]] float ls[WQ / 16];
   {
     using cols_vec = rv<float, WQ, vec_align::cols>;
     cols_vec lse, delta;
@@ -131,6 +177,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
     for (int j = 0; j < WQ / 16; ++j) {
       const float l = lse.data[j][0] == -INFINITY ? 0.f : lse.data[j][0] * k, d = -delta.data[j][0];
       L[j] = f32x4{l, l, l, l}, nd[j] = f32x4{d, d, d, d};
+      if constexpr (softcap) ls[j] = l * c;
       if constexpr (alibi) {
         const float qp = slope * float(rt_acc<16, WQ>::col_of(j, lane, 0));
         L[j] = f32x4{l - qp, l - qp, l - qp, l - qp}, LR[j] = f32x4{l + qp, l + qp, l + qp, l + qp};
@@ -186,6 +233,9 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
 #pragma unroll
       for (int q = 0; q < WQ / 16; ++q) Ls[q] = side == 2 ? LR[q] : L[q];
     }
+    using f2 = float __attribute__((ext_vector_type(2)));
+    [[maybe_unused]] AttnCapTile cap[2];  // softcap: two query tiles' u and f(u)
+    [[maybe_unused]] float pa[2];      // softcap: a pair's exp2 arguments, then P^T
     auto event = [&]<int ev>() __attribute__((always_inline)) {
       if constexpr (ev < 96) {
         constexpr int m = ev, grp = m / 4, qt = m % 4;
@@ -203,7 +253,8 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
         const F x = fr[grp % 3];
         if constexpr (grp < 8) {
           constexpr int kk = grp / 4, dc = grp % 4;
-          if constexpr (dc == 0) A::first_ba(S[b][kk][qt], x, qf[qt][dc], alibi ? Ls[qt] : L[qt]);
+          if constexpr (dc == 0 && softcap) A::first0_ba(S[b][kk][qt], x, qf[qt][dc]);
+          else if constexpr (dc == 0) A::first_ba(S[b][kk][qt], x, qf[qt][dc], alibi ? Ls[qt] : L[qt]);
           else A::into_vgpr_ba(S[b][kk][qt], x, qf[qt][dc]);
         } else if constexpr (grp < 16) {
           if constexpr (m == 32) asm volatile("s_nop 1");  // (dS^T's last converts: a VALU write of the B operand)
@@ -215,7 +266,6 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
         }
       } else {
         constexpr int t = ev - 96;
-        using f2 = float __attribute__((ext_vector_type(2)));
         if constexpr (t < 32) {  // dS^T(c - 1) = P^T (dP^T - delta): pair w (key tile, query tile, pair)
           constexpr int w = t % 16, kk = w / 8, qt = (w % 8) / 2, j = (w % 2) * 2;
           if constexpr (t < 16) {
@@ -225,8 +275,10 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
             dsb[qt][kk * 2 + j / 2] = attn_pair<T>(dP[pb][kk][qt][j], dP[pb][kk][qt][j + 1]);
             pin(dsb[qt][kk * 2 + j / 2]);  // (pinned here: else sunk past the mask's branch)
           }
-        } else if constexpr (t == 32 || t == 50) {
-          constexpr int kk = t == 32 ? 0 : 1;
+        } else if constexpr (softcap ? dq64::sc::task_of(t).k == dq64::sc::task::mask : t == 32 || t == 50) {
+          // (a branch, taken on few chunks; softcap: the hidden scores' -inf then -1e18: P^T 0, and with the slope 1 - t^2
+          // finite no NaN, 0 times it)
+          constexpr int kk = softcap ? dq64::sc::task_of(t).kk : t == 32 ? 0 : 1;
           if (masked) {
             if (!active) {
 #pragma unroll
@@ -249,6 +301,35 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
               for (int q = 0; q < 4; ++q)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) S[b][kk][q][e] = sm.data[0][q][e];
+            }
+            if constexpr (softcap)
+#pragma unroll
+              for (int q = 0; q < 4; ++q)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) S[b][kk][q][e] = fmaxf(S[b][kk][q][e], -1e18f);
+          }
+        } else if constexpr (softcap) {
+          constexpr dq64::sc::task k = dq64::sc::task_of(t);
+          constexpr int kk = k.kk, qt = k.qt;
+          using K = dq64::sc::task;
+          static_assert(k.k != K::mask);
+          if constexpr (k.k <= K::cap_sign) {
+            constexpr int step = k.k == K::cap_mul ? 0 : k.k == K::cap_exp ? 1 + k.i : k.k == K::cap_poly ? 5 + k.i : 11;
+            cap[qt % 2].template run<step>(S[b][kk][qt], ck);
+          } else {
+            constexpr int j = (k.i % 2) * 2;
+            if constexpr (k.k == K::arg) {  // c t - LSE log2(e)
+              pa[0] = fmaf(S[b][kk][qt][j], c, ls[qt]), pa[1] = fmaf(S[b][kk][qt][j + 1], c, ls[qt]);
+              asm volatile("" : "+v"(pa[0]), "+v"(pa[1]));
+            } else if constexpr (k.k == K::exp_lo || k.k == K::exp_hi) {
+              constexpr int i = k.k == K::exp_lo ? 0 : 1;
+              pa[i] = __builtin_amdgcn_exp2f(pa[i]);
+              asm volatile("" : "+v"(pa[i]));
+            } else {  // P^T (1 - t^2)
+              const f2 tt = f2{S[b][kk][qt][j], S[b][kk][qt][j + 1]};
+              f2 y = f2{pa[0], pa[1]} * (-tt * tt + f2{1.f, 1.f});
+              pin(y);
+              S[b][kk][qt][j] = y.x, S[b][kk][qt][j + 1] = y.y;
             }
           }
         } else {  // P^T of key tile kk: u 0 pair 0's argument; u = 2 e + 1: pair e's first exp2, pair e + 1's argument;
@@ -273,7 +354,8 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
         }
       }
     };
-    run_schedule<dq64::plan>(event);
+    if constexpr (softcap) run_schedule<dq64::sc::plan>(event);
+    else run_schedule<dq64::plan>(event);
   };
   // The chunks whose first key kj needs no mask (attn_tile_whole's bounds solved for kj, the wave's queries all
   // inside the sequence): kj in [whole_lo, whole_hi], found once, so that a chunk tests itself with two compares.

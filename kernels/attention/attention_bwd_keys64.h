@@ -1,5 +1,5 @@
-// Kernel 2 at 64 keys a wave (gfx950, D = 128, the plain and ALiBi variants: no softcap or dropout). Included by
-// attention_bwd.h, whose attention_bwd_dkdv runs it for those instances.
+// Kernel 2 at 64 keys a wave (gfx950, D = 128, the plain, ALiBi and softcap variants, one feature at a time: no
+// dropout). Included by attention_bwd.h, whose attention_bwd_dkdv runs it for those instances.
 //
 // Schedule. Four waves a workgroup, 256 keys, one wave per SIMD (one workgroup a CU), each wave owning 64 keys: K in
 // 64 VGPRs, V in the LDS (64 KiB, read as dP's B operand a few MFMAs ahead: with V in registers too the loop was
@@ -29,6 +29,8 @@
 // exp2's multiply-add operand in P's multiply task (a register a key tile, 4 VALU a body). A tile the diagonal crosses
 // (or masked) runs the masked body, from the plain start, with the bias element by element. The next step's slope
 // (its head's: the head advances where the query tile wraps) is loaded beside its LSE, a scalar from the next body.
+// Softcap (template parameter softcap): S starts from 0 and the cap's steps are tasks of the schedule (namespace sc
+// below: the scores capped, the mask, P from c t - LSE log2 e, P (1 - t^2) for dS), as the forward caps.
 #pragma once
 #include "attention_bwd_frags.h"
 #include "hk/ops/schedule.h"
@@ -88,12 +90,69 @@ constexpr int needs(int m) { return m >= 68 ? 66 : m >= 64 ? 33 : 0; }
 inline constexpr auto plan = make_schedule<128, tasks>(cost, ready, needs, 20, 40, 16);
 constexpr int barrier_at = 116;  // MFMA of the step's barrier
 constexpr int ahead_at = 1, fill_at[2] = {3, 6}, mask_at = 9;  // MFMAs of the next step's scalar work and loads, the mask test
+// softcap: per query tile q, S's capping (AttnCapTile's 12 steps a key tile), the mask, then P's 8 pairs in 6 tasks
+// each: the exp2 argument (c t - LSE log2(e), two multiply-adds into a pair of temporaries), two exp2s, P's convert
+// (dV^T's operand), P (1 - t^2) (a packed multiply-add and a packed multiply) and its convert (dS's operand: S's
+// registers are dP's after the tile's tasks, t gone); then dS's tasks as the plain's, from P (1 - t^2).
+namespace sc {
+struct task {
+  enum kind : unsigned char { cap, mask, arg, exp_lo, exp_hi, cvt, slope, pcvt, ds_mul, ds_cvt } k;
+  int q, kt, i;  // query tile, key tile, cap's step or the pair (0-7: key tile i / 2, scores 2 (i % 2) and + 1)
+};
+constexpr int cap_tasks = 4 * AttnCapTile::steps, p_tasks = 48, q_tasks = cap_tasks + 1 + p_tasks;
+constexpr int tasks = 2 * q_tasks + 32;
+// P's order, a query tile: pair 0's argument; per pair e: its first exp2, pair e + 1's argument, its second exp2, then
+// pair e - 1's convert, slope and convert (its exp2s a task or more behind); pair 7's last.
+constexpr task p_task(int q, int u) {
+  int n = 0;
+  task out{};
+  auto put = [&](task::kind k, int e) {
+    if (n++ == u) out = {k, q, e / 2, e};
+  };
+  put(task::arg, 0);
+  for (int e = 0; e < 8; ++e) {
+    put(task::exp_lo, e);
+    if (e < 7) put(task::arg, e + 1);
+    put(task::exp_hi, e);
+    if (e > 0) put(task::cvt, e - 1), put(task::slope, e - 1), put(task::pcvt, e - 1);
+  }
+  put(task::cvt, 7), put(task::slope, 7), put(task::pcvt, 7);
+  return out;
+}
+constexpr task task_of(int t) {
+  if (t < 2 * q_tasks) {
+    const int q = t / q_tasks, r = t % q_tasks;
+    if (r < cap_tasks) {  // (two key tiles' steps interleaved: two chains each)
+      const int g = r / (2 * AttnCapTile::steps), rr = r % (2 * AttnCapTile::steps);
+      return {task::cap, q, 2 * g + rr % 2, rr / 2};
+    }
+    if (r == cap_tasks) return {task::mask, q, 0, 0};
+    return p_task(q, r - cap_tasks - 1);
+  }
+  const keys64::task k = keys64::task_of(66 + t - 2 * q_tasks);
+  return {k.k == keys64::task::ds_mul ? task::ds_mul : task::ds_cvt, k.q, k.e / 2, k.e};
+}
+constexpr int cost(int t) {
+  const task k = task_of(t);
+  return k.k == task::mask || k.k == task::cvt || k.k == task::pcvt || k.k == task::ds_cvt ? 4 : k.k == task::arg ? 8 : 16;
+}
+constexpr int ready(int t) {
+  const task k = task_of(t);
+  if (k.k >= task::ds_mul) return k.q == 0 ? 95 : 99;
+  if (k.k == task::cap) return 16 * k.q + 16 + k.kt;
+  return k.q == 0 ? 19 : 35;
+}
+constexpr int needs(int m) { return m >= 68 ? 2 * q_tasks : m >= 64 ? q_tasks : 0; }
+inline constexpr auto plan = make_schedule<128, tasks>(cost, ready, needs, 20, 40, 16);
+}  // namespace sc
 }  // namespace keys64
 
 // (A: the arch, a template parameter so that the other arch's pass never looks up its asm MFMAs.)
 // (alibi: the ALiBi instance, AttnVariant{.alibi = true}; the bias's parts as the pairs' alibi_rows: see above.)
-template <class T, bool alibi = false, class A = arch::current>
+// (softcap: the softcap instance, AttnVariant{.softcap = true}: see above.)
+template <class T, bool alibi = false, bool softcap = false, class A = arch::current>
 __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(const AttnBwdArgs& a) {
+  static_assert(!(alibi && softcap), "keys64: one feature at a time");
   using G = group<4>;
   constexpr int D = 128, BQ = keys64::steps_q, WK = 64;
   using Stage = AttnBwdStage<T, BQ, D, D, alibi>;
@@ -141,6 +200,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   const int ratio = p.heads_q / p.heads_kv;
   const int steps = kb.qt_end > kb.qt_begin ? ratio * (kb.qt_end - kb.qt_begin) : 0;
   const float c = p.scale_log2;
+  [[maybe_unused]] const float ck = softcap ? p.cap.k : 0.f;  // softcap: AttnCapTile's factor
   const async_wave<G> dma_wave;
   load_async<G>(vs, head_view<T, D>(p.v, p.v_bs, p.v_rs, p.v_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk), {0, 0, blk.tile, 0}, dma_wave);
   // A head's Q and dO rows and this wave's statistic (LSE: wave 0, delta: wave 1): the next step's are the step's plus
@@ -188,6 +248,9 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
       } else if (dma_wave.index == 1 && lane < BQ) {
         s.delta[lane] = -x;
       }
+    } else if constexpr (softcap) {  // -LSE log2(e), exp2's addend (S starts from 0: capped before it)
+      if (dma_wave.index < 2 && lane < BQ)
+        (dma_wave.index == 0 ? s.lse : s.delta)[lane] = dma_wave.index == 0 ? (x == -INFINITY ? 0.f : x * -1.44269504088896341f) : -x;
     } else {
       if (dma_wave.index < 2 && lane < BQ) (dma_wave.index == 0 ? s.lse : s.delta)[lane] = fminf(x * stat_factor, __FLT_MAX__);
     }
@@ -284,6 +347,45 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
 #pragma unroll
       for (int kt = 0; kt < WK / 16; ++kt) na[kt] = fmaf(sls, kbase, sls * float(16 * kt));
     }
+    // Query tile q's S masked (a branch, taken on few steps); softcap: the hidden scores' -inf then -1e18 (P 0, and
+    // with the slope 1 - t^2 finite no NaN: 0 times it).
+    auto mask_tile = [&]<int q>() __attribute__((always_inline)) {
+      if (masked) {
+        rt_acc<16, WK> sm;
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) sm.data[0][j][e] = S[q][j][e];
+        if constexpr (alibi) add_alibi<false>(sm, sl_s * inv_unit, qi + 16 * q, kj, off);
+        mask_visible<false>(sm, p, qi + 16 * q, kj, blk.sq, blk.sk, off);
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) S[q][j][e] = softcap ? fmaxf(sm.data[0][j][e], -1e18f) : sm.data[0][j][e];
+      }
+    };
+    // dS = P (dP - delta) (softcap: P (1 - t^2)), P from its pair (S's registers are dP's after the converts): a pair's
+    // multiplies (mul) or its convert.
+    [[maybe_unused]] uint32_t psb[softcap ? WK / 16 : 1][4];  // softcap: P (1 - t^2) in pairs, by key tile
+    auto ds_task = [&]<bool mul, int q, int kt, int j, int w>() __attribute__((always_inline)) {
+      if constexpr (mul) {
+        uint32_t pw;
+        if constexpr (softcap) pw = psb[kt][w];
+        else pw = pb[kt][w];
+        const auto pp = __builtin_bit_cast(std::array<T, 2>, pw);
+        float x0 = float(pp[0]) * dP[q][kt][j];
+        pin(x0);
+        float x1 = float(pp[1]) * dP[q][kt][j + 1];
+        pin(x1);
+        dP[q][kt][j] = x0, dP[q][kt][j + 1] = x1;
+      } else {
+        uint32_t x = attn_pair<T>(dP[q][kt][j], dP[q][kt][j + 1]);
+        pin(x);
+        dsb[kt][w] = x;
+      }
+    };
+    [[maybe_unused]] AttnCapTile cap[2];  // softcap: two key tiles' u and f(u)
+    [[maybe_unused]] float px[3][2];   // softcap: three pairs' exp2 arguments, then P, then P (1 - t^2)
     auto event = [&]<int ev>() __attribute__((always_inline)) {
       if constexpr (ev < 128) {
         constexpr int m = ev, grp = m / 4, kt = m % 4, base = st * 32;
@@ -322,7 +424,8 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
         if constexpr (grp < 8) {
           constexpr int q = grp / 4, dc = grp % 4;
           const F b = kf[kt][dc];
-          if constexpr (dc == 0) A::first(S[q][kt], x, b, L[q]);
+          if constexpr (dc == 0 && softcap) A::first0(S[q][kt], x, b);
+          else if constexpr (dc == 0) A::first(S[q][kt], x, b, L[q]);
           else A::into_vgpr(S[q][kt], x, b);
         } else if constexpr (grp < 16) {
           A::into_agpr(dk[grp - 8][kt], x, __builtin_bit_cast(F, dsb[kt]));
@@ -337,23 +440,45 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
         }
         if constexpr (constexpr int i = m + 4 - 64; i >= 0 && i < 32 && i % 8 < 4)  // (after m's)
           vr[kt] = v_frag(kt, i / 8);
+      } else if constexpr (softcap) {
+        using K = keys64::sc::task;
+        constexpr K k = keys64::sc::task_of(ev - 128);
+        constexpr int q = k.q, kt = k.kt, j = (k.i % 2) * 2, w = q * 2 + k.i % 2, r = (k.i + 3) % 3;
+        if constexpr (k.k == K::cap) {
+          cap[kt % 2].template run<k.i>(S[q][kt], ck);
+        } else if constexpr (k.k == K::mask) {
+          mask_tile.template operator()<q>();
+        } else if constexpr (k.k == K::arg) {
+          if constexpr (k.i >= 0) {
+            float x0 = fmaf(S[q][kt][j], c, L[q][j]);
+            pin(x0);
+            float x1 = fmaf(S[q][kt][j + 1], c, L[q][j + 1]);
+            pin(x1);
+            px[r][0] = x0, px[r][1] = x1;
+          }
+        } else if constexpr (k.k == K::exp_lo || k.k == K::exp_hi) {
+          constexpr int i = k.k == K::exp_lo ? 0 : 1;
+          float x = __builtin_amdgcn_exp2f(px[r][i]);
+          pin(x);
+          px[r][i] = x;
+        } else if constexpr (k.k == K::cvt || k.k == K::pcvt) {
+          uint32_t x = attn_pair<T>(px[r][0], px[r][1]);
+          pin(x);
+          if constexpr (k.k == K::cvt) pb[kt][w] = x;
+          else psb[kt][w] = x;
+        } else if constexpr (k.k == K::slope) {  // P (1 - t^2)
+          using f2 = float __attribute__((ext_vector_type(2)));
+          const f2 tt = f2{S[q][kt][j], S[q][kt][j + 1]};
+          f2 y = f2{px[r][0], px[r][1]} * (-tt * tt + f2{1.f, 1.f});
+          pin(y);
+          px[r][0] = y.x, px[r][1] = y.y;
+        } else {
+          ds_task.template operator()<k.k == K::ds_mul, q, kt, j, w>();
+        }
       } else {
         constexpr int t = ev - 128;
         if constexpr (t == 0 || t == 33) {
-          constexpr int q = t == 0 ? 0 : 1;
-          if (masked) {
-            rt_acc<16, WK> sm;
-#pragma unroll
-            for (int j = 0; j < 4; ++j)
-#pragma unroll
-              for (int e = 0; e < 4; ++e) sm.data[0][j][e] = S[q][j][e];
-            if constexpr (alibi) add_alibi<false>(sm, sl_s * inv_unit, qi + 16 * q, kj, off);
-            mask_visible<false>(sm, p, qi + 16 * q, kj, blk.sq, blk.sk, off);
-#pragma unroll
-            for (int j = 0; j < 4; ++j)
-#pragma unroll
-              for (int e = 0; e < 4; ++e) S[q][j][e] = sm.data[0][j][e];
-          }
+          mask_tile.template operator()<t == 0 ? 0 : 1>();
         } else {
           constexpr keys64::task k = keys64::task_of(t);
           constexpr int q = k.q, kt = k.e / 2, j = (k.e % 2) * 2, w = q * 2 + k.e % 2;
@@ -372,22 +497,14 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
             uint32_t x = attn_pair<T>(S[q][kt][j], S[q][kt][j + 1]);
             pin(x);
             pb[kt][w] = x;
-          } else if constexpr (k.k == keys64::task::ds_mul) {  // dS = P (dP - delta), P from its pair (S's registers
-            const auto pp = __builtin_bit_cast(std::array<T, 2>, pb[kt][w]);  // are dP's after the converts)
-            float x0 = float(pp[0]) * dP[q][kt][j];
-            pin(x0);
-            float x1 = float(pp[1]) * dP[q][kt][j + 1];
-            pin(x1);
-            dP[q][kt][j] = x0, dP[q][kt][j + 1] = x1;
           } else {
-            uint32_t x = attn_pair<T>(dP[q][kt][j], dP[q][kt][j + 1]);
-            pin(x);
-            dsb[kt][w] = x;
+            ds_task.template operator()<k.k == keys64::task::ds_mul, q, kt, j, w>();
           }
         }
       }
     };
-    run_schedule<keys64::plan>(event);
+    if constexpr (softcap) run_schedule<keys64::sc::plan>(event);
+    else run_schedule<keys64::plan>(event);
     qt = nqt, rows = nrows;
     if constexpr (alibi) head = nhead, side = nside, sraw = nsraw;
   };

@@ -56,12 +56,13 @@ struct AttnArgs {
     // one before it waits a cycle (an s_nop between the steps of one chain). Four in the forward (MI355X GQA D128
     // N8192: 881.3 -> 932.6 TFLOP/s); one in the backward, whose 256-VGPR pairs kernel holds four chains' operands
     // worse (dK/dV 82.1 -> 86.3 ms with four).
+    // f's coefficients, f(u) = 1 + c1 u + ... + c6 u^6 (the backward's one-wave kernels run the steps as tasks).
+    static constexpr float c1 = -0x1.ffbad6p+0f, c2 = 0x1.fa2324p+0f, c3 = -0x1.d45054p+0f, c4 = 0x1.60318ep+0f,
+                           c5 = -0x1.5b223ep-1f, c6 = 0x1.3a3caep-3f;
     template <int Chains = 4, class Tile>
     __device__ __attribute__((always_inline)) void apply(Tile& s) const {
       using f2 = float __attribute__((ext_vector_type(2)));
       static_assert(Tile::E % 2 == 0, "pairs of elements");
-      constexpr float c1 = -0x1.ffbad6p+0f, c2 = 0x1.fa2324p+0f, c3 = -0x1.d45054p+0f, c4 = 0x1.60318ep+0f,
-                      c5 = -0x1.5b223ep-1f, c6 = 0x1.3a3caep-3f;
       constexpr int P = Chains >= 4 && Tile::E % 8 == 0 ? 4 : Chains >= 2 && Tile::E % 4 == 0 ? 2 : 1;
 #pragma unroll
       for (int i = 0; i < Tile::tiles_r; ++i)
@@ -411,7 +412,7 @@ struct AttnBlock {
   int sq, sk;            // this sequence's lengths
   long q_start, k_start; // its first row in the packed tensors (varlen) or 0
 
-  __device__ explicit AttnBlock(const AttnArgs& p) {
+  __device__ __attribute__((always_inline)) explicit AttnBlock(const AttnArgs& p) {
     const int ratio = p.heads_q / p.heads_kv;
     int id = xcd_remap(int(blockIdx.x), p.batch * p.heads_kv * p.q_tiles * ratio);
     const int g = id % ratio;
@@ -426,7 +427,7 @@ struct AttnBlock {
   __device__ AttnBlock() = default;
 
   // sq, sk, q_start and k_start of sequence b.
-  __device__ void locate(const AttnArgs& p) {
+  __device__ __attribute__((always_inline)) void locate(const AttnArgs& p) {
     if (p.cu_q) {
       q_start = p.cu_q[b], k_start = p.cu_k[b];
       sq = p.cu_q[b + 1] - p.cu_q[b], sk = p.cu_k[b + 1] - p.cu_k[b];
@@ -475,7 +476,7 @@ struct AttnView {
   float slope;             // ALiBi's slope of the block's sequence and head (alibi_slope), 0 without ALiBi; read
                            // here, at the kernel's start (read later from the arguments, the ping-pong kernel spills)
 
-  __device__ AttnView(const AttnArgs& p, int rows, int BK = AttnTiles::keys)
+  __device__ __attribute__((always_inline)) AttnView(const AttnArgs& p, int rows, int BK = AttnTiles::keys)
       : blk(p),
         q(head_view<TQ, DQ>(p.q, p.q_bs, p.q_rs, p.q_hs, blk.b, p.cu_q != nullptr, blk.q_start, blk.h, blk.sq)),
         k(head_view<TQ, DQ>(p.k, p.k_bs, p.k_rs, p.k_hs, blk.b, p.cu_q != nullptr, blk.k_start, blk.h_kv, blk.sk)),

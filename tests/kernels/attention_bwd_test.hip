@@ -221,6 +221,10 @@ TEST(AttentionBackward, Softcap) {
   run({same(130, 1), same(200, 1), false, 4, 2, 64, dtype::bf16, true, -1, -1, 0.f, 4.f, bshd, 2.f});
   run({same(100, 1), same(90, 1), false, 2, 1, 128, dtype::f16, false, 30, 8, 0.f, 3.f, bshd, 8.f});
   run({{0, 1, 70, 130}, {3, 1, 100, 130}, true, 2, 2, 128, dtype::bf16, true, -1, -1, 0.f, 4.f, bshd, 5.f});
+  // Key blocks and query tiles whole at 256 keys (queries) and past it (D = 128 on gfx950: keys64's and dq64's capping
+  // in their schedules' tasks), next to masked ones; and causal.
+  run({same(300, 1), same(520, 1), false, 4, 2, 128, dtype::bf16, false, -1, -1, 0.f, 4.f, bshd, 5.f});
+  run({same(520, 1), same(300, 1), false, 4, 2, 128, dtype::bf16, true, -1, -1, 0.f, 4.f, bshd, 5.f});
 }
 
 // Attention sinks: dS unchanged, the sinks' gradient summed over every row of the head (rows without keys included).

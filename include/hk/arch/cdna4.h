@@ -100,6 +100,15 @@ struct cdna4 : gfx9<cdna4> {
   __device__ static void first_ba(f32x4& d, F a, const F& b, f32x4 c) {
     HK_CDNA4_MFMA16(F, "%0, %1, %2, %3", : "=&v"(d) : "v"(a), "a"(b), "v"(c));
   }
+  // d = a b (C the inline constant 0: no register of zeros), B in the arch VGPRs or (_ba) the AGPRs.
+  template <class F>
+  __device__ static void first0(f32x4& d, F a, F b) {
+    HK_CDNA4_MFMA16(F, "%0, %1, %2, 0", : "=&v"(d) : "v"(a), "v"(b));
+  }
+  template <class F>
+  __device__ static void first0_ba(f32x4& d, F a, const F& b) {
+    HK_CDNA4_MFMA16(F, "%0, %1, %2, 0", : "=&v"(d) : "v"(a), "a"(b));
+  }
 #undef HK_CDNA4_MFMA16
   // The wait states before a VALU instruction may read what an asm MFMA wrote (a loop's end, before its accumulators
   // leave the AGPRs): more than 16 passes' worth.
