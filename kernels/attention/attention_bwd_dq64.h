@@ -56,6 +56,7 @@ constexpr int ready(int t) { return t < 32 ? 3 : t < 50 ? 19 : 35; }
 constexpr int needs(int m) { return m >= 32 ? 32 : 0; }  // dS^T(c - 1) whole before its first dQ^T MFMA
 inline constexpr auto plan = make_schedule<96, tasks>(cost, ready, needs, 12, 24);
 constexpr int barrier_at = 84;  // MFMA of chunk 1's barrier
+constexpr int fill_at[2] = {1, 5};  // MFMAs of chunk 0 before which the next tile's K and V loads go out
 // softcap: the same dS^T tasks first; then per key tile kk of the chunk S^T's capping (AttnArgs::Softcap's steps), a
 // query tile at a time in 12 tasks (the scaled scores, two packed multiplies; four exp2s; six Horner steps, a packed
 // multiply-add for each of the tile's two pairs: two chains; the sign copies), the mask, and P^T's 8 pairs in 4 tasks
@@ -239,8 +240,11 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
     auto event = [&]<int ev>() __attribute__((always_inline)) {
       if constexpr (ev < 96) {
         constexpr int m = ev, grp = m / 4, qt = m % 4;
-        if constexpr (ch == 0 && m == 0)
-          if (more) fill(kt + 1, next);
+        // The next tile's K and V straight-line (past the last tile an empty buffer range; keys past the sequence's
+        // end zero by the range check): with the inside test and `if (more)`, one branchy run at the tile's start,
+        // the matrix core waited about 260 cycles a tile.
+        if constexpr (ch == 0 && m == dq64::fill_at[0]) load_async_inside<G>(next.k, view.k, {0, 0, kt + 1, 0}, dma_wave, more);
+        if constexpr (ch == 0 && m == dq64::fill_at[1]) load_async_inside<G>(next.v, view.v, {0, 0, kt + 1, 0}, dma_wave, more);
         if constexpr (ch == 1 && m == dq64::barrier_at) wait_vmcnt<0>(), barrier();
         if constexpr (qt == 0) {  // the ring's read two groups ahead (past the body's end: the next body's first)
           constexpr int f = grp + 2, slot = f % 3;
