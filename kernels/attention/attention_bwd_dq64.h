@@ -324,15 +324,13 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
             constexpr int j = (k.i % 2) * 2;
             if constexpr (k.k == K::arg) {  // c t - LSE log2(e)
               pa[0] = fmaf(S[b][kk][qt][j], c, ls[qt]), pa[1] = fmaf(S[b][kk][qt][j + 1], c, ls[qt]);
-              asm volatile("" : "+v"(pa[0]), "+v"(pa[1]));
+              pin(pa[0], pa[1]);
             } else if constexpr (k.k == K::exp_lo || k.k == K::exp_hi) {
               constexpr int i = k.k == K::exp_lo ? 0 : 1;
               pa[i] = __builtin_amdgcn_exp2f(pa[i]);
-              asm volatile("" : "+v"(pa[i]));
+              pin(pa[i]);
             } else {  // P^T (1 - t^2)
-              const f2 tt = f2{S[b][kk][qt][j], S[b][kk][qt][j + 1]};
-              f2 y = f2{pa[0], pa[1]} * (-tt * tt + f2{1.f, 1.f});
-              pin(y);
+              const f2 y = AttnCapTile::slope(f2{pa[0], pa[1]}, f2{S[b][kk][qt][j], S[b][kk][qt][j + 1]});
               S[b][kk][qt][j] = y.x, S[b][kk][qt][j + 1] = y.y;
             }
           }

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "attention_common.h"
+#include "hk/ops/schedule.h"
 
 namespace hk::kernels {
 
@@ -69,7 +70,7 @@ __device__ __attribute__((always_inline)) inline uint32_t attn_pair(float x, flo
 // Softcapping's steps (AttnArgs::Softcap::apply's arithmetic) on a 16 x 16 tile's four scores of a lane, one step a
 // task of keys64's and dq64's schedules: 0 y = k s (two packed multiplies, in place), 1-4 u = exp2(-|y|) of element
 // step - 1, 5-10 f(u)'s Horner steps (a packed multiply-add for each pair: two chains), 11 t = sign(y) f(u) in place.
-// u and f: the caller's (its tile's), pinned where each step runs.
+// u and f: the caller's (its tile's), pinned where each step runs. dS's slope: P (1 - t^2), a pair at a time.
 struct AttnCapTile {
   using f2 = float __attribute__((ext_vector_type(2)));
   f2 u[2], f[2];
@@ -80,22 +81,27 @@ struct AttnCapTile {
     if constexpr (step == 0) {
       const f2 y0 = f2{s[0], s[1]} * f2{k, k}, y1 = f2{s[2], s[3]} * f2{k, k};
       s = arch::f32x4{y0.x, y0.y, y1.x, y1.y};
-      asm volatile("" : "+v"(s));
+      pin(s);
     } else if constexpr (step < 5) {
       u[(step - 1) / 2][(step - 1) % 2] = __builtin_amdgcn_exp2f(-__builtin_fabsf(s[step - 1]));
-      asm volatile("" : "+v"(u[(step - 1) / 2]));
+      pin(u[(step - 1) / 2]);
     } else if constexpr (step < 11) {
       constexpr float cs[6] = {Cap::c5, Cap::c4, Cap::c3, Cap::c2, Cap::c1, 1.f};
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         f[h] = (step == 5 ? u[h] * f2{Cap::c6, Cap::c6} : f[h] * u[h]) + f2{cs[step - 5], cs[step - 5]};
-        asm volatile("" : "+v"(f[h]));
+        pin(f[h]);
       }
     } else {
       s = arch::f32x4{__builtin_copysignf(f[0].x, s[0]), __builtin_copysignf(f[0].y, s[1]),
                       __builtin_copysignf(f[1].x, s[2]), __builtin_copysignf(f[1].y, s[3])};
-      asm volatile("" : "+v"(s));
+      pin(s);
     }
+  }
+  __device__ __attribute__((always_inline)) static f2 slope(f2 p, f2 t) {
+    f2 y = p * (-t * t + f2{1.f, 1.f});
+    pin(y);
+    return y;
   }
 };
 

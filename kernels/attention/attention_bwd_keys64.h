@@ -217,7 +217,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   // (The loads' lane parts are held through the loop: found in each body they cost about 20 VALU a body, 59.25 against
   // 57.79 ms.)
   // A step's Q or dO tile into a stage, straight-line (rows past the sequence's end zero by the buffer's range check;
-  // past the last step nothing loaded), at MFMAs 1 and 5 of the body: with the tile's inside test and the step's, two
+  // past the last step nothing loaded), at keys64::fill_at of the body: with the tile's inside test and the step's, two
   // branches, in one burst at the body's start, the matrix core waited about 70 cycles longer a body (49.80 against
   // 49.49 ms).
   auto fill = [&](const T* rows_of, long rs, int qt, auto& tile, bool active) __attribute__((always_inline)) {
@@ -449,13 +449,11 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
         } else if constexpr (k.k == K::mask) {
           mask_tile.template operator()<q>();
         } else if constexpr (k.k == K::arg) {
-          if constexpr (k.i >= 0) {
-            float x0 = fmaf(S[q][kt][j], c, L[q][j]);
-            pin(x0);
-            float x1 = fmaf(S[q][kt][j + 1], c, L[q][j + 1]);
-            pin(x1);
-            px[r][0] = x0, px[r][1] = x1;
-          }
+          float x0 = fmaf(S[q][kt][j], c, L[q][j]);
+          pin(x0);
+          float x1 = fmaf(S[q][kt][j + 1], c, L[q][j + 1]);
+          pin(x1);
+          px[r][0] = x0, px[r][1] = x1;
         } else if constexpr (k.k == K::exp_lo || k.k == K::exp_hi) {
           constexpr int i = k.k == K::exp_lo ? 0 : 1;
           float x = __builtin_amdgcn_exp2f(px[r][i]);
@@ -467,10 +465,8 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
           if constexpr (k.k == K::cvt) pb[kt][w] = x;
           else psb[kt][w] = x;
         } else if constexpr (k.k == K::slope) {  // P (1 - t^2)
-          using f2 = float __attribute__((ext_vector_type(2)));
-          const f2 tt = f2{S[q][kt][j], S[q][kt][j + 1]};
-          f2 y = f2{px[r][0], px[r][1]} * (-tt * tt + f2{1.f, 1.f});
-          pin(y);
+          using f2 = AttnCapTile::f2;
+          const f2 y = AttnCapTile::slope(f2{px[r][0], px[r][1]}, f2{S[q][kt][j], S[q][kt][j + 1]});
           px[r][0] = y.x, px[r][1] = y.y;
         } else {
           ds_task.template operator()<k.k == K::ds_mul, q, kt, j, w>();
