@@ -39,24 +39,40 @@ namespace dq64 {
 // A body's MFMAs: 0-31 S^T(c) (group g = m / 4: K's row fragment (key tile g / 4 of the chunk, D chunk g % 4), query
 // tile m % 4), 32-63 dQ^T(c - 1) (K^T's acc-order fragment, D tile g - 8), 64-95 dP^T(c) (V's row fragment).
 // Its tasks: 16 dS^T(c - 1) multiplies (a pair each: P^T by dP^T - delta), 16 converts to bf16 pairs; then per key
-// tile kt of the chunk: one masking S^T's tile row (a branch), then P^T's 8 pairs in 17: the first pair's exp2
-// argument (a packed multiply by scale_log2), then per pair e its first exp2 with pair e + 1's argument, and its second
-// exp2 (each exp2 an instruction after its argument's multiply: next to it LLVM pads the VALU-to-trans hazard with an
-// s_nop, 26 a body).
-constexpr int tasks = 68;
-constexpr int p_part(int t) { return t < 50 ? t - 33 : t - 51; }  // P^T's task (0-16) of task t in 33-49, 51-67
+// tile kk of the chunk: one masking S^T's tile row (a branch), then P^T's 8 pairs in 24: a pair's exp2 argument (two
+// v_mul_f32 by scale_log2: after a v_pk_mul_f32 LLVM pads the next exp2 with an s_nop) three pairs ahead of its two
+// exp2s, each exp2 alone and first after its MFMA (`solo`: its 16 cycles hold the vector unit past the next MFMA's
+// issue, so an exp2 after two multiplies in one gap left the matrix core idle 9 cycles, not 4: 16 a body). keys64's
+// order, without its converts.
+struct task {
+  enum kind : unsigned char { ds, mask, arg, exp_lo, exp_hi } k;
+  int kk, e;  // key tile of the chunk; dS^T's task (0-31) or the pair (0-7: query tile e / 2, scores 2 (e % 2), + 1)
+};
+constexpr task::kind p_order[24] = {task::arg,    task::arg,    task::arg,    task::exp_lo, task::arg,    task::exp_hi,
+                                    task::exp_lo, task::arg,    task::exp_hi, task::exp_lo, task::arg,    task::exp_hi,
+                                    task::exp_lo, task::arg,    task::exp_hi, task::exp_lo, task::arg,    task::exp_hi,
+                                    task::exp_lo, task::exp_hi, task::exp_lo, task::exp_hi, task::exp_lo, task::exp_hi};
+constexpr int kk_tasks = 25, tasks = 32 + 2 * kk_tasks;
+constexpr task task_of(int t) {
+  if (t < 32) return {task::ds, 0, t};
+  const int kk = (t - 32) / kk_tasks, i = (t - 32) % kk_tasks - 1;
+  if (i < 0) return {task::mask, kk, 0};
+  int n = 0;  // tasks of this kind before i: the pair
+  for (int j = 0; j < i; ++j) n += p_order[j] == p_order[i];
+  return {p_order[i], kk, n};
+}
 constexpr int cost(int t) {
-  if (t < 32) return 8;
-  if (t == 32 || t == 50) return 4;
-  const int u = p_part(t);
-  return u == 0 ? 8 : u % 2 == 1 ? (u == 15 ? 16 : 24) : 16;  // (v_exp_f32: 16 cycles)
+  const task k = task_of(t);
+  return k.k == task::ds || k.k == task::arg ? 8 : k.k == task::mask ? 4 : 16;  // (v_exp_f32: 16 cycles)
 }
 // Three MFMAs after the last of the tile it reads (the previous body's dP^T for dS^T: three into this body).
-constexpr int ready(int t) { return t < 32 ? 3 : t < 50 ? 19 : 35; }
+constexpr int ready(int t) { return t < 32 ? 3 : task_of(t).kk == 0 ? 19 : 35; }
 constexpr int needs(int m) { return m >= 32 ? 32 : 0; }  // dS^T(c - 1) whole before its first dQ^T MFMA
-inline constexpr auto plan = make_schedule<96, tasks>(cost, ready, needs, 12, 24);
+inline constexpr auto plan = make_schedule<96, tasks>(cost, ready, needs, 12, 24, 16);
 constexpr int barrier_at = 84;  // MFMA of chunk 1's barrier
-constexpr int fill_at[2] = {1, 5};  // MFMAs of chunk 0 before which the next tile's K and V loads go out
+constexpr int mask_at = 12;     // MFMA before which the chunk's mask test is made (its first mask task is ready at 19)
+constexpr int tile_loads = 4;       // a tile's loads a wave (64 x 128 x 2 bytes over four waves, 16 bytes a lane)
+constexpr int fill_at[2] = {1, 5};  // MFMAs of chunk 0 after which the next tile's K and V loads go out, one a gap
 // softcap: the same dS^T tasks first; then per key tile kk of the chunk S^T's capping (AttnArgs::Softcap's steps), a
 // query tile at a time in 12 tasks (the scaled scores, two packed multiplies; four exp2s; six Horner steps, a packed
 // multiply-add for each of the tile's two pairs: two chains; the sign copies), the mask, and P^T's 8 pairs in 4 tasks
@@ -126,6 +142,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
   const int q0 = int(view.first_row) + wave * WQ;  // this wave's first query
   const int row_tile = q0 / WQ;
   const async_wave<G> dma_wave;
+  static_assert(async_loads<G, KT> == dq64::tile_loads);
   auto fill = [&](int kt, Stage& s) __attribute__((always_inline)) {
     load_async<G>(s.k, view.k, {0, 0, kt, 0}, dma_wave);
     load_async<G>(s.v, view.v, {0, 0, kt, 0}, dma_wave);
@@ -211,16 +228,26 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
   fr[0] = frags.row(stage0.k, 0, 0), fr[1] = frags.row(stage0.k, 0, 1);
   const int off = int(view.off);
 
+  // The chunks whose first key kj needs no mask (attn_tile_whole's bounds solved for kj, the wave's queries all
+  // inside the sequence): kj in [whole_lo, whole_hi], found once, so that a chunk tests itself with two compares.
+  int whole_lo = p.left < 0 ? 0 : q0 + WQ - 1 + off - p.left, whole_hi = blk.sk - KC;
+  if (p.right >= 0) whole_hi = std::min(whole_hi, q0 + off + p.right - (KC - 1));
+  if (q0 + WQ > blk.sq) whole_hi = whole_lo - 1;
   // Body: chunk ch of the tile in stage st (key tile kt): S^T(c), dQ^T(c - 1), dP^T(c).
   // alibi: the lane's key row in a key tile (of the MFMA's layout), less q0 + off.
   [[maybe_unused]] const float rbase = float(rt_acc<16, WQ>::row_lane_part(lane) - q0 - off);
-  auto body = [&]<int st, int ch>(bool active, bool more, bool masked, int kt, int side) __attribute__((always_inline)) {
+  auto body = [&]<int st, int ch>(int kt, int side) __attribute__((always_inline)) {
     constexpr int nx = (st + 1) % 3, pv = (st + 2) % 3, b = ch, pb = ch ^ 1;
     Stage &cur = stages.template operator()<st>(), &next = stages.template operator()<nx>(),
           &prev = stages.template operator()<pv>();
     const KT& dk_src = ch == 0 ? prev.k : cur.k;  // dQ^T(c - 1)'s K: the previous chunk's
     constexpr int dk_row0 = ch == 0 ? KC : 0;
     const int kj = kt * BK + ch * KC;
+    const bool more = kt + 1 < kt_end;
+    // Whether the chunk masks S^T (not whole, or past the last tile): found at MFMA dq64::mask_at as a scalar int (as
+    // the bools they were, found ahead of the body with a short circuit, LLVM carried them as lane masks, negated one
+    // by VALU and branched twice: about 40 cycles of the matrix core a chunk).
+    int masked = 0;
     // alibi: minus the key's part of the bias (c units), by key tile and element: slc (j - q0 - off), exp2's
     // multiply-add (0 on a masked chunk); S^T's start by query tile (the right of the diagonal's or L).
     [[maybe_unused]] float na[2][4];
@@ -243,9 +270,16 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
         // The next tile's K and V straight-line (past the last tile an empty buffer range; keys past the sequence's
         // end zero by the range check): with the inside test and `if (more)`, one branchy run at the tile's start,
         // the matrix core waited about 260 cycles a tile.
-        if constexpr (ch == 0 && m == dq64::fill_at[0]) load_async_inside<G>(next.k, view.k, {0, 0, kt + 1, 0}, dma_wave, more);
-        if constexpr (ch == 0 && m == dq64::fill_at[1]) load_async_inside<G>(next.v, view.v, {0, 0, kt + 1, 0}, dma_wave, more);
+        if constexpr (ch == 0 && m >= dq64::fill_at[0] && m < dq64::fill_at[0] + dq64::tile_loads)
+          attn_fill_part<G, m - dq64::fill_at[0], 1>(next.k, view.k, {0, 0, kt + 1, 0}, dma_wave, more);
+        if constexpr (ch == 0 && m >= dq64::fill_at[1] && m < dq64::fill_at[1] + dq64::tile_loads)
+          attn_fill_part<G, m - dq64::fill_at[1], 1>(next.v, view.v, {0, 0, kt + 1, 0}, dma_wave, more);
         if constexpr (ch == 1 && m == dq64::barrier_at) wait_vmcnt<0>(), barrier();
+        if constexpr (m == dq64::mask_at) {  // (sign bits, opaque: no bool for LLVM to make a lane mask of)
+          if constexpr (alibi) masked = detail::opaque_uniform(side == 0 ? -1 : 0);
+          else masked = detail::opaque_uniform(((kt_end - 1 - kt) | (kj - whole_lo) | (whole_hi - kj)) >> 31);
+          asm volatile("" : "+s"(masked));
+        }
         if constexpr (qt == 0) {  // the ring's read two groups ahead (past the body's end: the next body's first)
           constexpr int f = grp + 2, slot = f % 3;
           if constexpr (f < 8) fr[slot] = frags.row(cur.k, 2 * ch + f / 4, f % 4);
@@ -279,12 +313,13 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
             dsb[qt][kk * 2 + j / 2] = attn_pair<T>(dP[pb][kk][qt][j], dP[pb][kk][qt][j + 1]);
             pin(dsb[qt][kk * 2 + j / 2]);  // (pinned here: else sunk past the mask's branch)
           }
-        } else if constexpr (softcap ? dq64::sc::task_of(t).k == dq64::sc::task::mask : t == 32 || t == 50) {
+        } else if constexpr (softcap ? dq64::sc::task_of(t).k == dq64::sc::task::mask : dq64::task_of(t).k == dq64::task::mask) {
           // (a branch, taken on few chunks; softcap: the hidden scores' -inf then -1e18: P^T 0, and with the slope 1 - t^2
           // finite no NaN, 0 times it)
-          constexpr int kk = softcap ? dq64::sc::task_of(t).kk : t == 32 ? 0 : 1;
+          constexpr int kk = softcap ? dq64::sc::task_of(t).kk : dq64::task_of(t).kk;
+          asm volatile("" : "+s"(masked));  // (each task its own test: one, LLVM kept as a lane mask for the second)
           if (masked) {
-            if (!active) {
+            if (kt >= kt_end) {
 #pragma unroll
               for (int q = 0; q < 4; ++q) S[b][kk][q] = f32x4{} - INFINITY;
             } else {
@@ -334,24 +369,18 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
               S[b][kk][qt][j] = y.x, S[b][kk][qt][j + 1] = y.y;
             }
           }
-        } else {  // P^T of key tile kk: u 0 pair 0's argument; u = 2 e + 1: pair e's first exp2, pair e + 1's argument;
-                  // u = 2 e + 2: pair e's second exp2
-          constexpr int u = dq64::p_part(t), kk = t < 50 ? 0 : 1;
-          auto arg = [&]<int e>() __attribute__((always_inline)) {
-            constexpr int qt = e / 2, j = (e % 2) * 2;
-            // (two v_mul_f32, not one v_pk_mul_f32: after a packed multiply LLVM pads the next exp2 with an s_nop)
+        } else {  // P^T of key tile kk: pair e's exp2 argument, or one of its exp2s
+          constexpr dq64::task k = dq64::task_of(t);
+          constexpr int kk = k.kk, qt = k.e / 2, j = (k.e % 2) * 2;
+          if constexpr (k.k == dq64::task::arg) {
             S[b][kk][qt][j] = alibi ? fmaf(S[b][kk][qt][j], c, na[kk][j]) : S[b][kk][qt][j] * c;
             asm volatile("" : "+v"(S[b][kk][qt][j]));  // (hk::pin: no reference binds a vector element)
             S[b][kk][qt][j + 1] = alibi ? fmaf(S[b][kk][qt][j + 1], c, na[kk][j + 1]) : S[b][kk][qt][j + 1] * c;
             asm volatile("" : "+v"(S[b][kk][qt][j + 1]));
-          };
-          if constexpr (u == 0) {
-            arg.template operator()<0>();
           } else {
-            constexpr int e = (u - 1) / 2, qt = e / 2, j = (e % 2) * 2 + (u % 2 == 1 ? 0 : 1);
-            if constexpr (u % 2 == 1 && e < 7) arg.template operator()<e + 1>(), __builtin_amdgcn_sched_barrier(0);
-            S[b][kk][qt][j] = __builtin_amdgcn_exp2f(S[b][kk][qt][j]);
-            asm volatile("" : "+v"(S[b][kk][qt][j]));
+            constexpr int i = k.k == dq64::task::exp_lo ? j : j + 1;
+            S[b][kk][qt][i] = __builtin_amdgcn_exp2f(S[b][kk][qt][i]);
+            asm volatile("" : "+v"(S[b][kk][qt][i]));
           }
         }
       }
@@ -359,27 +388,20 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
     if constexpr (softcap) run_schedule<dq64::sc::plan>(event);
     else run_schedule<dq64::plan>(event);
   };
-  // The chunks whose first key kj needs no mask (attn_tile_whole's bounds solved for kj, the wave's queries all
-  // inside the sequence): kj in [whole_lo, whole_hi], found once, so that a chunk tests itself with two compares.
-  int whole_lo = p.left < 0 ? 0 : q0 + WQ - 1 + off - p.left, whole_hi = blk.sk - KC;
-  if (p.right >= 0) whole_hi = std::min(whole_hi, q0 + off + p.right - (KC - 1));
-  if (q0 + WQ > blk.sq) whole_hi = whole_lo - 1;
   // alibi: a chunk's side of the diagonal (1 left, 2 right, 0 masked: crossed by it, or not whole).
   auto side_of = [&](int kj, bool masked) __attribute__((always_inline)) {
     const bool left = kj + KC - 1 - q0 - off <= 0, right = kj - (q0 + WQ - 1) - off >= 0;
     return masked ? 0 : left ? 1 : right ? 2 : 0;
   };
   auto run = [&]<int st>(int kt) __attribute__((always_inline)) {
-    const bool active = kt < kt_end, more = kt + 1 < kt_end;
     const int kj = kt * BK;
     if constexpr (alibi) {
-      const int s0 = side_of(kj, !active || kj < whole_lo || kj > whole_hi);
-      body.template operator()<st, 0>(active, more, s0 == 0, kt, s0);
-      const int s1 = side_of(kj + KC, !active || kj + KC < whole_lo || kj + KC > whole_hi);
-      body.template operator()<st, 1>(active, more, s1 == 0, kt, s1);
+      const bool past = kt >= kt_end;
+      body.template operator()<st, 0>(kt, side_of(kj, past | (kj < whole_lo) | (kj > whole_hi)));
+      body.template operator()<st, 1>(kt, side_of(kj + KC, past | (kj + KC < whole_lo) | (kj + KC > whole_hi)));
     } else {
-      body.template operator()<st, 0>(active, more, !active || kj < whole_lo || kj > whole_hi, kt, 0);
-      body.template operator()<st, 1>(active, more, !active || kj + KC < whole_lo || kj + KC > whole_hi, kt, 0);
+      body.template operator()<st, 0>(kt, 0);
+      body.template operator()<st, 1>(kt, 0);
     }
   };
   for (int kt = kt_begin; kt <= kt_end; kt += 3) {

@@ -155,7 +155,21 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   static_assert(!(alibi && softcap), "keys64: one feature at a time");
   using G = group<4>;
   constexpr int D = 128, BQ = keys64::steps_q, WK = 64;
-  using Stage = AttnBwdStage<T, BQ, D, D, alibi>;
+  // A stage: the step's Q and dO tiles and its LSE and delta rows; plain and softcap: the rows as stat[0] and stat[1],
+  // a row of 64 a wave, each lane storing its slot (the lanes past the step's 32 queries and waves 2 and 3 into the
+  // rest), so that the statistic's store takes no exec mask (with one, a branch around it and a jump back: about 30
+  // cycles of the matrix core a body), its lanes in consecutive banks.
+  struct Stage : AttnBwdStage<T, BQ, D, D, alibi> {
+    [[no_unique_address]] std::conditional_t<alibi, AttnBwdNoBias, float[4][64]> stat;
+  };
+  auto lse_of = [](Stage& s) __attribute__((always_inline)) -> const float* {
+    if constexpr (alibi) return &s.lse[0];
+    else return s.stat[0];
+  };
+  auto delta_of = [](Stage& s) __attribute__((always_inline)) -> const float* {
+    if constexpr (alibi) return &s.delta[0];
+    else return s.stat[1];
+  };
   using f32x4 = arch::f32x4;
   using F = std::conditional_t<std::same_as<T, bf16>, arch::bf16_frag, arch::f16_frag>;  // (detail::frag's)
   using VT = st<T, G::waves * 64, D>;  // the workgroup's V, each wave's 64 rows read as dP's B operand
@@ -228,7 +242,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   // before the body's barrier as the starts of S's and dP's accumulators: -LSE log2(e) / scale_log2, so that P =
   // exp2(scale_log2 S) with no subtraction and no LSE held in registers (a query that sees no key, LSE -inf, has
   // every score masked: any finite start does), and -delta: one multiply by the wave's factor.
-  // (Every wave loads, with no branch; put drops waves 2's and 3's.)
+  // (Every wave loads, with no branch; put stores waves 2's and 3's into their unread rows of stat (alibi: drops them).)
   auto stat = [&](const HeadRows& r, int qt, bool active) __attribute__((always_inline)) {
     const auto rsrc = arch::current::buffer_rsrc(r.stat, __builtin_amdgcn_readfirstlane(active ? blk.sq * 4 : 0));
     return __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(rsrc, lane * 4, qt * BQ * 4, 0));
@@ -237,6 +251,12 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   // alibi: wave 0 stores, next to -LSE log2(e) / c, the starts of a tile wholly left (right) of the diagonal, with the
   // bias's query part t = slc (first_key - i - off) (slc: the step's slope times c): (t - LSE log2 e) / c ((-t - ..)).
   const float inv_c = 1.f / c;
+  // (plain, softcap: the lane's slot in a stage's stat)
+  [[maybe_unused]] int put_offset = 0;
+  if constexpr (!alibi) {
+    auto at = [&](const float* x) { return int(reinterpret_cast<const char*>(x) - reinterpret_cast<const char*>(&stage0)); };
+    put_offset = at(&stage0.stat[dma_wave.index][lane]);
+  }
   auto put = [&](Stage& s, float x, int qt_of = 0, float slc_of = 0.f) __attribute__((always_inline)) {
     if constexpr (alibi) {
       if (dma_wave.index == 0 && lane < BQ) {
@@ -249,10 +269,10 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
         s.delta[lane] = -x;
       }
     } else if constexpr (softcap) {  // -LSE log2(e), exp2's addend (S starts from 0: capped before it)
-      if (dma_wave.index < 2 && lane < BQ)
-        (dma_wave.index == 0 ? s.lse : s.delta)[lane] = dma_wave.index == 0 ? (x == -INFINITY ? 0.f : x * -1.44269504088896341f) : -x;
+      *reinterpret_cast<float*>(reinterpret_cast<char*>(&s) + put_offset) =
+          dma_wave.index == 0 ? (x == -INFINITY ? 0.f : x * -1.44269504088896341f) : -x;
     } else {
-      if (dma_wave.index < 2 && lane < BQ) (dma_wave.index == 0 ? s.lse : s.delta)[lane] = fminf(x * stat_factor, __FLT_MAX__);
+      *reinterpret_cast<float*>(reinterpret_cast<char*>(&s) + put_offset) = fminf(x * stat_factor, __FLT_MAX__);
     }
   };
   // alibi: the slope of a head as the arguments hold it (a vector load, waited for with the stage's loads), the step's
@@ -274,7 +294,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
       const int o = side == 1 ? int(&s.bias_rows.left[0] - l) : side == 2 ? int(&s.bias_rows.right[0] - l) : 0;
       return *reinterpret_cast<const f32x4*>(l + o + i);
     } else {
-      return *reinterpret_cast<const f32x4*>(&s.lse[i]);
+      return *reinterpret_cast<const f32x4*>(&lse_of(s)[i]);
     }
   };
   auto advance = [&](int& tt, HeadRows& r) __attribute__((always_inline)) {
@@ -331,7 +351,8 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     const int cside = side;
     int nqt = qt, nhead = head, nside = 0;
     HeadRows nrows = rows;
-    bool more = false, masked = false;
+    bool more = false;
+    int masked = 0;  // the step's mask test (a sign: see keys64::mask_at's event)
     float nsraw = sraw;
     Stage &cur = stages.template operator()<st>(), &next = stages.template operator()<nx>(),
           &prev = stages.template operator()<pv>();
@@ -350,6 +371,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     // Query tile q's S masked (a branch, taken on few steps); softcap: the hidden scores' -inf then -1e18 (P 0, and
     // with the slope 1 - t^2 finite no NaN: 0 times it).
     auto mask_tile = [&]<int q>() __attribute__((always_inline)) {
+      asm volatile("" : "+s"(masked));  // (each task its own test: one, LLVM kept as a lane mask for the second)
       if (masked) {
         rt_acc<16, WK> sm;
 #pragma unroll
@@ -400,15 +422,16 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
           if constexpr (alibi) nsraw = slope_load(nhead);
         }
         if constexpr (m == keys64::mask_at) {
-          const bool active = n < steps;
-          if constexpr (alibi) masked = active & (cside == 0);
-          else masked = active & ((qi < whole.lo) | (qi > whole.hi));  // (no short circuit: no branch)
+          // (sign bits, opaque: as a bool, LLVM carried it as a lane mask, negated by VALU: about 12 cycles a test)
+          if constexpr (alibi) masked = detail::opaque_uniform((n - steps) >> 31 & (cside == 0 ? -1 : 0));
+          else masked = detail::opaque_uniform(((n - steps) & ((qi - whole.lo) | (whole.hi - qi))) >> 31);
+          asm volatile("" : "+s"(masked));
         }
         if constexpr (m == keys64::fill_at[0]) fill(nrows.q, p.q_rs, nqt, next.q, more);
         if constexpr (m == keys64::fill_at[1]) fill(nrows.dout, a.do_rs, nqt, next.dout, more);
         if constexpr (m == 8) L[1] = row_of(cur, cside, 16 + 4 * g);
-        if constexpr (m == 60) nd[0] = *reinterpret_cast<const f32x4*>(&cur.delta[4 * g]);
-        if constexpr (m == 62) nd[1] = *reinterpret_cast<const f32x4*>(&cur.delta[16 + 4 * g]);
+        if constexpr (m == 60) nd[0] = *reinterpret_cast<const f32x4*>(&delta_of(cur)[4 * g]);
+        if constexpr (m == 62) nd[1] = *reinterpret_cast<const f32x4*>(&delta_of(cur)[16 + 4 * g]);
         if constexpr (m == keys64::barrier_at - 4) put(next, staged, nqt, nsraw * slope_unit_c);
         if constexpr (m == keys64::barrier_at) wait_vmcnt<0>(), barrier();
         if constexpr (m == 124) L[0] = row_of(next, nside, 4 * g);
