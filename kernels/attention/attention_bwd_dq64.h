@@ -63,7 +63,7 @@ constexpr task task_of(int t) {
 }
 constexpr int cost(int t) {
   const task k = task_of(t);
-  return k.k == task::ds || k.k == task::arg ? 8 : k.k == task::mask ? 4 : 16;  // (v_exp_f32: 16 cycles)
+  return k.k == task::ds || k.k == task::arg ? 8 : 16;  // (v_exp_f32: 16 cycles; the mask's test and branch about 16)
 }
 // Three MFMAs after the last of the tile it reads (the previous body's dP^T for dS^T: three into this body).
 constexpr int ready(int t) { return t < 32 ? 3 : task_of(t).kk == 0 ? 19 : 35; }
@@ -276,8 +276,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
           attn_fill_part<G, m - dq64::fill_at[1], 1>(next.v, view.v, {0, 0, kt + 1, 0}, dma_wave, more);
         if constexpr (ch == 1 && m == dq64::barrier_at) wait_vmcnt<0>(), barrier();
         if constexpr (m == dq64::mask_at) {  // (sign bits, opaque: no bool for LLVM to make a lane mask of)
-          if constexpr (alibi) masked = detail::opaque_uniform(side == 0 ? -1 : 0);
-          else masked = detail::opaque_uniform(((kt_end - 1 - kt) | (kj - whole_lo) | (whole_hi - kj)) >> 31);
+          masked = __builtin_amdgcn_readfirstlane(alibi ? (side == 0 ? -1 : 0) : ((kt_end - 1 - kt) | (kj - whole_lo) | (whole_hi - kj)) >> 31);
           asm volatile("" : "+s"(masked));
         }
         if constexpr (qt == 0) {  // the ring's read two groups ahead (past the body's end: the next body's first)
@@ -317,6 +316,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
           // (a branch, taken on few chunks; softcap: the hidden scores' -inf then -1e18: P^T 0, and with the slope 1 - t^2
           // finite no NaN, 0 times it)
           constexpr int kk = softcap ? dq64::sc::task_of(t).kk : dq64::task_of(t).kk;
+          masked = __builtin_amdgcn_readfirstlane(masked);
           asm volatile("" : "+s"(masked));  // (each task its own test: one, LLVM kept as a lane mask for the second)
           if (masked) {
             if (kt >= kt_end) {

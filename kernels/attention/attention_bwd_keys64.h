@@ -358,7 +358,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
           &prev = stages.template operator()<pv>();
     f32x4 S[2][4], dP[2][4];
     uint32_t pb[WK / 16][4];
-    float staged = dma_wave.index == 0 ? __builtin_inff() : 0.f;  // (a step past the last: LSE +inf, P zero)
+    float staged = 0.f;  // the next step's statistic as loaded (past the last step: LSE +inf, P zero; chosen at put)
     const int qi = qt * BQ, kj = int(k0), off = int(kb.off);
     // alibi: minus the key's part of the bias (c units), by key tile: exp2's multiply-add (0 in the masked body).
     [[maybe_unused]] float na[WK / 16];
@@ -371,6 +371,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     // Query tile q's S masked (a branch, taken on few steps); softcap: the hidden scores' -inf then -1e18 (P 0, and
     // with the slope 1 - t^2 finite no NaN: 0 times it).
     auto mask_tile = [&]<int q>() __attribute__((always_inline)) {
+      masked = __builtin_amdgcn_readfirstlane(masked);
       asm volatile("" : "+s"(masked));  // (each task its own test: one, LLVM kept as a lane mask for the second)
       if (masked) {
         rt_acc<16, WK> sm;
@@ -418,13 +419,17 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
         }
         if constexpr (m == keys64::ahead_at + 1) {
           const float x = stat(nrows, nqt, more);
-          staged = more ? x : staged;
+          staged = x;
           if constexpr (alibi) nsraw = slope_load(nhead);
         }
         if constexpr (m == keys64::mask_at) {
-          // (sign bits, opaque: as a bool, LLVM carried it as a lane mask, negated by VALU: about 12 cycles a test)
-          if constexpr (alibi) masked = detail::opaque_uniform((n - steps) >> 31 & (cside == 0 ? -1 : 0));
-          else masked = detail::opaque_uniform(((n - steps) & ((qi - whole.lo) | (whole.hi - qi))) >> 31);
+          // (sign bits, opaque: as a bool, LLVM carried it as a lane mask, negated by VALU: about 12 cycles a test; in
+          // two events: in one, six scalar instructions a gap)
+          masked = __builtin_amdgcn_readfirstlane(alibi ? (cside == 0 ? -1 : 0) : (qi - whole.lo) | (whole.hi - qi));
+          asm volatile("" : "+s"(masked));
+        }
+        if constexpr (m == keys64::mask_at + 1) {
+          masked = __builtin_amdgcn_readfirstlane(((n - steps) & masked) >> 31);
           asm volatile("" : "+s"(masked));
         }
         if constexpr (m == keys64::fill_at[0]) fill(nrows.q, p.q_rs, nqt, next.q, more);
@@ -432,7 +437,10 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
         if constexpr (m == 8) L[1] = row_of(cur, cside, 16 + 4 * g);
         if constexpr (m == 60) nd[0] = *reinterpret_cast<const f32x4*>(&delta_of(cur)[4 * g]);
         if constexpr (m == 62) nd[1] = *reinterpret_cast<const f32x4*>(&delta_of(cur)[16 + 4 * g]);
-        if constexpr (m == keys64::barrier_at - 4) put(next, staged, nqt, nsraw * slope_unit_c);
+        // (the choice here, at the store: where the load is, LLVM sank the select to a mask branch's join and waited
+        // for the load there)
+        if constexpr (m == keys64::barrier_at - 4)
+          put(next, more ? staged : dma_wave.index == 0 ? __builtin_inff() : 0.f, nqt, nsraw * slope_unit_c);
         if constexpr (m == keys64::barrier_at) wait_vmcnt<0>(), barrier();
         if constexpr (m == 124) L[0] = row_of(next, nside, 4 * g);
         if constexpr (kt == 0) {  // the ring's read two groups ahead (past the body's end: the next body's first)
