@@ -234,7 +234,15 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   // past the last step nothing loaded), at keys64::fill_at of the body: with the tile's inside test and the step's, two
   // branches, in one burst at the body's start, the matrix core waited about 70 cycles longer a body (49.80 against
   // 49.49 ms).
+  // (The step's query tile opaque where each use is: else LLVM found the tiles' offsets with the head's advance, in
+  // both of its paths, one run of about 20 scalar instructions and two branches before MFMA 1.)
+  auto here = [](int x) __attribute__((always_inline)) {
+    x = __builtin_amdgcn_readfirstlane(x);
+    asm volatile("" : "+s"(x));
+    return x;
+  };
   auto fill = [&](const T* rows_of, long rs, int qt, auto& tile, bool active) __attribute__((always_inline)) {
+    qt = here(qt);
     const auto x = gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(rows_of), 1, 1, blk.sq, D, rs);
     load_async_inside<G>(tile, x, {0, 0, qt, 0}, dma_wave, active);
   };
@@ -244,6 +252,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   // every score masked: any finite start does), and -delta: one multiply by the wave's factor.
   // (Every wave loads, with no branch; put stores waves 2's and 3's into their unread rows of stat (alibi: drops them).)
   auto stat = [&](const HeadRows& r, int qt, bool active) __attribute__((always_inline)) {
+    qt = here(qt);
     const auto rsrc = arch::current::buffer_rsrc(r.stat, __builtin_amdgcn_readfirstlane(active ? blk.sq * 4 : 0));
     return __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(rsrc, lane * 4, qt * BQ * 4, 0));
   };
