@@ -482,8 +482,8 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
     }
   }
   // keys32: the workgroup's steps left, and the levels of its priority by them
-  int left = (h_end - h) * (kb.qt_end - kb.qt_begin);
-  const int grade_hi = left / 3, grade_mid = left / 9, grade_lo = left / 27;
+  const int steps = (h_end - h) * (kb.qt_end - kb.qt_begin);
+  int left = steps;
   // lean: the step's tile (queries qt BQ ..) is whole, seeing each of the wave's keys, for qt BQ in [whole_lo, whole_hi]
   int whole_lo = 0, whole_hi = -1;
   if constexpr (lean) {
@@ -500,9 +500,9 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
     barrier();  // this step is in; every wave is done with the previous step's stage
     if constexpr (prio) {  // (priority by the steps left: the header's 2.)
       --left;
-      if (left >= grade_hi) set_priority<3>();
-      else if (left >= grade_mid) set_priority<2>();
-      else if (left >= grade_lo) set_priority<1>();
+      if (3 * left >= steps) set_priority<3>();
+      else if (9 * left >= steps) set_priority<2>();
+      else if (27 * left >= steps) set_priority<1>();
       else set_priority<0>();
     }
     int nh = h, nqt = qt + 1;  // the next step
