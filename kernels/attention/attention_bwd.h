@@ -20,7 +20,9 @@
 //      the step's scalar work is cut (`lean`: SALU per MFMA 2.83 -> 1.59; 139.9 ms). Its plain instance takes 32 keys a
 //      wave (`keys32`: K and V from global memory into the registers, the two stages two LDS variables, each operand
 //      read from the stage just before its product, so that the registers hold two waves a SIMD; each LDS byte feeds
-//      twice the MFMAs): 139.9 -> 122.9 ms;
+//      twice the MFMAs): 139.9 -> 122.9 ms; there each wave's priority goes by the workgroup's steps left (3 down to
+//      0 at a third, a ninth and a 27th left: the one behind holds the higher level), not the stage, so that the CU's
+//      younger workgroup no longer finishes alone (idle at the round's end 11.2 -> 3.0%): 122.9 -> 119.5 ms;
 //   3. attention_bwd_dq: one workgroup per (sequence, query head, 4 WQ queries; 8 WQ on gfx942 at D = 128), each
 //      wave owning WQ queries (16; 32 at D = 128 and with transposing LDS reads at D = 64: each key tile read
 //      serves twice the MFMA work; at D = 128 the tile's 64 keys in two chunks of 32, every variant); it recomputes
@@ -481,7 +483,10 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
       put(stages(0), stat(h, qt));
     }
   }
-  // keys32: the workgroup's steps left, and the levels of its priority by them
+  // prio (keys32): the workgroup's steps, and those left (counted down at each step's barrier), whose share sets the
+  // wave's priority: at a tie the arbitration's age order gives the older workgroup of the CU about twice the younger's
+  // steps; with the younger a level above, the two run at about the same rate (stage parity, as before: 122.9 ms;
+  // levels at 1/2, 1/4, 1/8 left: 120.4; at 1/3, 1/9, 1/27: 119.5)
   const int steps = (h_end - h) * (kb.qt_end - kb.qt_begin);
   int left = steps;
   // lean: the step's tile (queries qt BQ ..) is whole, seeing each of the wave's keys, for qt BQ in [whole_lo, whole_hi]
