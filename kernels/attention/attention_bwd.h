@@ -326,6 +326,9 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
   constexpr bool split = (d64 || keys32) && plain;
   constexpr bool const_stage = (pairs || (attn_bwd_g4<D, DV> && D == 128) || split) && plain;
   constexpr bool prio = attn_bwd_g4<D, DV> && D == 128 && const_stage;
+  // graded: the priority by the workgroup's steps left (below): keys32's and gfx942's plain D = 64 kernel's (three
+  // workgroups a CU)
+  constexpr bool graded = prio || (attn_bwd_g4<D, DV> && D == 64 && plain);
   __shared__ __attribute__((aligned(16))) char
       smem[keys32 ? sizeof(Stage)
            : split ? std::max(sizeof(Stage), sizeof(KT))
@@ -503,7 +506,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
     Stage &cur = stages(stage), &next = stages(stage ^ 1);
     wait_vmcnt<0>();
     barrier();  // this step is in; every wave is done with the previous step's stage
-    if constexpr (prio) {  // (priority by the steps left: the header's 2.)
+    if constexpr (graded) {  // (priority by the steps left: the header's 2.)
       --left;
       if (3 * left >= steps) set_priority<3>();
       else if (9 * left >= steps) set_priority<2>();
@@ -839,6 +842,10 @@ void attention_bwd_dq(AttnBwdArgs a) {
   // 92.46, before its dP^T 89.94; 1 at each chunk's start, 0 after its S^T, f16 90.26); 2 from the barrier, 1 after
   // the first chunk's S^T product and 0 after the last's: 87.65.
   constexpr bool lanes = !tr && G::waves == 8;
+  // gfx942 at D = 64 (two workgroups a CU), the plain instance: the priority by the workgroup's key tiles left (3
+  // down to 0 at a third, a ninth and a 27th left), so that the CU's younger workgroup does not finish alone (kernel
+  // 2's keys32)
+  constexpr bool graded = !tr && D == 64 && DV == 64 && attn_plain<V> && S == 2;
   constexpr int lanes_ahead = 2;  // (k steps; at 32 queries 1: f16 dQ 91.17 against 90.48 ms; 3: 90.68 against 90.52)
   const int wave = ahead ? __builtin_amdgcn_readfirstlane(G::wave()) : G::wave();
   const long q0 = view.first_row + long(wave) * WQ;  // this wave's first query
@@ -878,6 +885,12 @@ void attention_bwd_dq(AttnBwdArgs a) {
       if (kt + 1 < kt_end) fill(kt + 1, stage ^ 1);
       if constexpr (lanes) {
         set_priority<2>();  // (to the last chunk's S^T product, 1 after the first's: above)
+      } else if constexpr (graded) {  // (by the tiles left, as kernel 2's)
+        const int left = kt_end - kt - 1, steps = kt_end - kt_begin;
+        if (3 * left >= steps) set_priority<3>();
+        else if (9 * left >= steps) set_priority<2>();
+        else if (27 * left >= steps) set_priority<1>();
+        else set_priority<0>();
       } else if constexpr (KC < BK) {  // (alternate tiles' priority: the header's 3.)
         if ((int(blockIdx.x) & 1) == stage) set_priority<1>();
         else set_priority<0>();
