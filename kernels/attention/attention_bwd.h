@@ -328,7 +328,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
   constexpr bool prio = attn_bwd_g4<D, DV> && D == 128 && const_stage;
   // graded: the priority by the workgroup's steps left (below): keys32's and gfx942's plain D = 64 kernel's (three
   // workgroups a CU)
-  constexpr bool graded = prio || (attn_bwd_g4<D, DV> && D == 64 && plain);
+  constexpr bool graded = attn_bwd_g4<D, DV>;
   __shared__ __attribute__((aligned(16))) char
       smem[keys32 ? sizeof(Stage)
            : split ? std::max(sizeof(Stage), sizeof(KT))
@@ -845,7 +845,7 @@ void attention_bwd_dq(AttnBwdArgs a) {
   // gfx942 at D = 64 (two workgroups a CU), the plain instance: the priority by the workgroup's key tiles left (3
   // down to 0 at a third, a ninth and a 27th left), so that the CU's younger workgroup does not finish alone (kernel
   // 2's keys32)
-  constexpr bool graded = !tr && D == 64 && DV == 64 && attn_plain<V> && S == 2;
+  constexpr bool graded = !tr && D == 64 && DV == 64 && S == 2;
   constexpr int lanes_ahead = 2;  // (k steps; at 32 queries 1: f16 dQ 91.17 against 90.48 ms; 3: 90.68 against 90.52)
   const int wave = ahead ? __builtin_amdgcn_readfirstlane(G::wave()) : G::wave();
   const long q0 = view.first_row + long(wave) * WQ;  // this wave's first query
