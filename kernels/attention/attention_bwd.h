@@ -326,8 +326,9 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
   constexpr bool split = (d64 || keys32) && plain;
   constexpr bool const_stage = (pairs || (attn_bwd_g4<D, DV> && D == 128) || split) && plain;
   constexpr bool prio = attn_bwd_g4<D, DV> && D == 128 && const_stage;
-  // graded: the priority by the workgroup's steps left (below): keys32's and gfx942's plain D = 64 kernel's (three
-  // workgroups a CU)
+  // graded: the priority by the workgroup's steps left (below): every gfx942 instance at D <= 128 (two or three
+  // workgroups a CU: MI300X GQA D128 N8192 dK/dV softcap 30 182.1 -> 174.9 ms, ALiBi 187.0 -> 181.3, dropout 0.1
+  // 195.1 -> 189.0; D64 N4096 20.47 -> 20.05)
   constexpr bool graded = attn_bwd_g4<D, DV>;
   __shared__ __attribute__((aligned(16))) char
       smem[keys32 ? sizeof(Stage)
@@ -842,9 +843,9 @@ void attention_bwd_dq(AttnBwdArgs a) {
   // 92.46, before its dP^T 89.94; 1 at each chunk's start, 0 after its S^T, f16 90.26); 2 from the barrier, 1 after
   // the first chunk's S^T product and 0 after the last's: 87.65.
   constexpr bool lanes = !tr && G::waves == 8;
-  // gfx942 at D = 64 (two workgroups a CU), the plain instance: the priority by the workgroup's key tiles left (3
-  // down to 0 at a third, a ninth and a 27th left), so that the CU's younger workgroup does not finish alone (kernel
-  // 2's keys32)
+  // gfx942 at D = 64 (two workgroups a CU), every variant: the priority by the workgroup's key tiles left (3 down to
+  // 0 at a third, a ninth and a 27th left), so that the CU's younger workgroup does not finish alone (as kernel 2's):
+  // MI300X GQA D64 N4096 dQ 14.67 -> 14.14 ms
   constexpr bool graded = !tr && D == 64 && DV == 64 && S == 2;
   constexpr int lanes_ahead = 2;  // (k steps; at 32 queries 1: f16 dQ 91.17 against 90.48 ms; 3: 90.68 against 90.52)
   const int wave = ahead ? __builtin_amdgcn_readfirstlane(G::wave()) : G::wave();
