@@ -20,7 +20,9 @@
 //      the step's scalar work is cut (`lean`: SALU per MFMA 2.83 -> 1.59; 139.9 ms). Its plain instance takes 32 keys a
 //      wave (`keys32`: K and V from global memory into the registers, the two stages two LDS variables, each operand
 //      read from the stage just before its product, so that the registers hold two waves a SIMD; each LDS byte feeds
-//      twice the MFMAs): 139.9 -> 122.9 ms;
+//      twice the MFMAs): 139.9 -> 122.9 ms; there each wave's priority goes by the workgroup's steps left (3 down to
+//      0 at a third, a ninth and a 27th left: the one behind holds the higher level), not the stage, so that the CU's
+//      younger workgroup no longer finishes alone (idle at the round's end 11.2 -> 3.0%): 122.9 -> 119.5 ms;
 //   3. attention_bwd_dq: one workgroup per (sequence, query head, 4 WQ queries; 8 WQ on gfx942 at D = 128), each
 //      wave owning WQ queries (16; 32 at D = 128 and with transposing LDS reads at D = 64: each key tile read
 //      serves twice the MFMA work; at D = 128 the tile's 64 keys in two chunks of 32, every variant); it recomputes
@@ -324,6 +326,10 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
   constexpr bool split = (d64 || keys32) && plain;
   constexpr bool const_stage = (pairs || (attn_bwd_g4<D, DV> && D == 128) || split) && plain;
   constexpr bool prio = attn_bwd_g4<D, DV> && D == 128 && const_stage;
+  // graded: the priority by the workgroup's steps left (below): every gfx942 instance at D <= 128 (two or three
+  // workgroups a CU: MI300X GQA D128 N8192 dK/dV softcap 30 182.1 -> 174.9 ms, ALiBi 187.0 -> 181.3, dropout 0.1
+  // 195.1 -> 189.0; D64 N4096 20.47 -> 20.05)
+  constexpr bool graded = attn_bwd_g4<D, DV>;
   __shared__ __attribute__((aligned(16))) char
       smem[keys32 ? sizeof(Stage)
            : split ? std::max(sizeof(Stage), sizeof(KT))
@@ -481,6 +487,12 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
       put(stages(0), stat(h, qt));
     }
   }
+  // prio (keys32): the workgroup's steps, and those left (counted down at each step's barrier), whose share sets the
+  // wave's priority: at a tie the arbitration's age order gives the older workgroup of the CU about twice the younger's
+  // steps; with the younger a level above, the two run at about the same rate (stage parity, as before: 122.9 ms;
+  // levels at 1/2, 1/4, 1/8 left: 120.4; at 1/3, 1/9, 1/27: 119.5)
+  const int steps = (h_end - h) * (kb.qt_end - kb.qt_begin);
+  int left = steps;
   // lean: the step's tile (queries qt BQ ..) is whole, seeing each of the wave's keys, for qt BQ in [whole_lo, whole_hi]
   int whole_lo = 0, whole_hi = -1;
   if constexpr (lean) {
@@ -495,8 +507,11 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd
     Stage &cur = stages(stage), &next = stages(stage ^ 1);
     wait_vmcnt<0>();
     barrier();  // this step is in; every wave is done with the previous step's stage
-    if constexpr (prio) {  // (alternate steps' priority: the header's 2.)
-      if constexpr (stage_of == 0) set_priority<1>();
+    if constexpr (graded) {  // (priority by the steps left: the header's 2.)
+      --left;
+      if (3 * left >= steps) set_priority<3>();
+      else if (9 * left >= steps) set_priority<2>();
+      else if (27 * left >= steps) set_priority<1>();
       else set_priority<0>();
     }
     int nh = h, nqt = qt + 1;  // the next step
@@ -828,6 +843,10 @@ void attention_bwd_dq(AttnBwdArgs a) {
   // 92.46, before its dP^T 89.94; 1 at each chunk's start, 0 after its S^T, f16 90.26); 2 from the barrier, 1 after
   // the first chunk's S^T product and 0 after the last's: 87.65.
   constexpr bool lanes = !tr && G::waves == 8;
+  // gfx942 at D = 64 (two workgroups a CU), every variant: the priority by the workgroup's key tiles left (3 down to
+  // 0 at a third, a ninth and a 27th left), so that the CU's younger workgroup does not finish alone (as kernel 2's):
+  // MI300X GQA D64 N4096 dQ 14.67 -> 14.14 ms
+  constexpr bool graded = !tr && D == 64 && DV == 64 && S == 2;
   constexpr int lanes_ahead = 2;  // (k steps; at 32 queries 1: f16 dQ 91.17 against 90.48 ms; 3: 90.68 against 90.52)
   const int wave = ahead ? __builtin_amdgcn_readfirstlane(G::wave()) : G::wave();
   const long q0 = view.first_row + long(wave) * WQ;  // this wave's first query
@@ -867,6 +886,12 @@ void attention_bwd_dq(AttnBwdArgs a) {
       if (kt + 1 < kt_end) fill(kt + 1, stage ^ 1);
       if constexpr (lanes) {
         set_priority<2>();  // (to the last chunk's S^T product, 1 after the first's: above)
+      } else if constexpr (graded) {  // (by the tiles left, as kernel 2's)
+        const int left = kt_end - kt - 1, steps = kt_end - kt_begin;
+        if (3 * left >= steps) set_priority<3>();
+        else if (9 * left >= steps) set_priority<2>();
+        else if (27 * left >= steps) set_priority<1>();
+        else set_priority<0>();
       } else if constexpr (KC < BK) {  // (alternate tiles' priority: the header's 3.)
         if ((int(blockIdx.x) & 1) == stage) set_priority<1>();
         else set_priority<0>();
