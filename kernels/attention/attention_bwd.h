@@ -155,8 +155,7 @@ constexpr bool attn_bwd_keys64(int d, bool tr, bool plain) { return attn_bwd_pai
 constexpr int attn_bwd_dq_rows(int d, bool tr, bool plain) { return attn_bwd_keys64(d, tr, plain) ? 4 * 64 : attn_bwd_rows(d, tr); }
 // The variants kernel 2 runs at 64 keys a wave: the plain one and ALiBi alone (the host's choice of its shape).
 template <AttnVariant V>
-inline constexpr bool attn_bwd_keys64_variant =
-    !V.dropout && !V.dynamic && (attn_plain<V> || (V.alibi && !V.softcap) || (V.softcap && !V.alibi));
+inline constexpr bool attn_bwd_keys64_variant = !V.dynamic && int(V.alibi) + int(V.softcap) + int(V.dropout) <= 1;
 constexpr int attn_bwd_dkdv_waves(int d, bool tr, bool plain = false) {
   return attn_bwd_keys64(d, tr, plain) ? 4 : attn_bwd_paired(d, tr) ? 8 : 4;
 }
@@ -296,7 +295,7 @@ __global__ __launch_bounds__(64 * attn_bwd_dkdv_waves(D, arch::current::lds_read
 __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd_dkdv_waves_per_simd<D>))) void attention_bwd_dkdv(
     AttnBwdArgs a) {
   if constexpr (attn_bwd_keys64_runs<D, DV, V>) {
-    attention_bwd_dkdv_keys64<T, V.alibi, V.softcap>(a);
+    attention_bwd_dkdv_keys64<T, V.alibi, V.softcap, V.dropout>(a);
     return;
   }
   using G = group<attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose)>;
@@ -761,7 +760,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1
                                                                                                   : attn_bwd_waves_per_simd<D>)))
 void attention_bwd_dq(AttnBwdArgs a) {
   if constexpr (attn_bwd_keys64_runs<D, DV, V>) {
-    attention_bwd_dq64<T, V.alibi, V.softcap>(a);
+    attention_bwd_dq64<T, V.alibi, V.softcap, V.dropout>(a);
     return;
   }
   constexpr bool tr = arch::current::lds_read_transpose;

@@ -95,13 +95,59 @@ constexpr int ready(int t) {
 }
 inline constexpr auto plan = make_schedule<96, tasks>(cost, ready, needs, 28, 56);
 }  // namespace sc
+// dropout: dS^T(c - 1)'s tasks a pair: dP^T - delta (1 - p) (its start) where kept, else -delta (1 - p) (4 VALU:
+// AttnDropCall's select), then the plain's multiply by P^T and convert (dQ takes 1 / (1 - p) at its store); P^T's
+// tasks the plain's; then the chunk's keep words for the next body's dS^T: two calls a lane (attn_dropout_words'
+// groups), each 7 rounds, the quad's transpose and 4 words.
+namespace dr {
+struct task {
+  enum kind : unsigned char { sel, ds_mul, ds_cvt, p, round, quad, word } k;
+  int g, i;  // the call (group); the pair, the plain's task, the round or the word
+};
+constexpr int ph_tasks = attn_dropout_rounds + 1 + 4, tasks = 48 + 36 + 2 * ph_tasks;
+constexpr task task_of(int t) {
+  if (t < 48) {  // pair s's select, pair s - 1's multiply, pair s - 2's convert
+    int n = 0;
+    for (int s = 0; s < 18; ++s) {
+      if (s < 16 && n++ == t) return {task::sel, 0, s};
+      if (s >= 1 && s < 17 && n++ == t) return {task::ds_mul, 0, s - 1};
+      if (s >= 2 && n++ == t) return {task::ds_cvt, 0, s - 2};
+    }
+  }
+  t -= 48;
+  if (t < 36) return {task::p, 0, 32 + t};
+  t -= 36;
+  const int g = t / ph_tasks, r = t % ph_tasks;
+  if (r < attn_dropout_rounds) return {task::round, g, r};
+  if (r == attn_dropout_rounds) return {task::quad, g, 0};
+  return {task::word, g, r - attn_dropout_rounds - 1};
+}
+constexpr int cost(int t) {
+  const task k = task_of(t);
+  switch (k.k) {
+    case task::sel: return 16;
+    case task::ds_mul: case task::ds_cvt: return 8;
+    case task::p: return dq64::cost(k.i);
+    case task::round: return k.i == 0 ? 12 : 24;
+    case task::quad: return 32;
+    default: return 12;
+  }
+}
+constexpr int ready(int t) {
+  const task k = task_of(t);
+  return k.k <= task::ds_cvt ? 3 : k.k == task::p ? dq64::ready(k.i) : 0;
+}
+constexpr int needs(int m) { return m >= 32 ? 48 : 0; }
+inline constexpr auto plan = make_schedule<96, tasks>(cost, ready, needs, 12, 24);
+}  // namespace dr
 }  // namespace dq64
 
 // (alibi: the ALiBi instance, AttnVariant{.alibi = true}: see above.)
 // (softcap: the softcap instance, AttnVariant{.softcap = true}: see above.)
-template <class T, bool alibi = false, bool softcap = false, class A = arch::current>
+// (dropout: the dropout instance, AttnVariant{.dropout = true}: see above.)
+template <class T, bool alibi = false, bool softcap = false, bool dropout = false, class A = arch::current>
 __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const AttnBwdArgs& a) {
-  static_assert(!(alibi && softcap), "dq64: one feature at a time");
+  static_assert(int(alibi) + int(softcap) + int(dropout) <= 1, "dq64: one feature at a time");
   using G = group<4>;
   constexpr int D = 128, BK = 64, KC = 32, WQ = 64;
   using f32x4 = arch::f32x4;
@@ -176,7 +222,9 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
     const float k = -1.44269504088896341f / c;
 #pragma unroll
     for (int j = 0; j < WQ / 16; ++j) {
-      const float l = lse.data[j][0] == -INFINITY ? 0.f : lse.data[j][0] * k, d = -delta.data[j][0];
+      // (dropout: dP^T's start -delta (1 - p); dQ scaled by 1 / (1 - p) at its store)
+      const float l = lse.data[j][0] == -INFINITY ? 0.f : lse.data[j][0] * k,
+                  d = dropout ? -delta.data[j][0] / p.drop.scale : -delta.data[j][0];
       L[j] = f32x4{l, l, l, l}, nd[j] = f32x4{d, d, d, d};
       if constexpr (softcap) ls[j] = l * c;
       if constexpr (alibi) {
@@ -208,6 +256,14 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
 #pragma unroll
     for (int j = 0; j < 4; ++j) S[1][i][j] = f32x4{0.f, 0.f, 0.f, 0.f}, dP[1][i][j] = f32x4{0.f, 0.f, 0.f, 0.f};
   uint32_t dsb[WQ / 16][4] = {};  // dS^T(c - 1) in bf16 pairs, dQ^T's B operand (acc order), by query tile
+  // dropout: the keep words of a chunk by its parity (query tile, key tile of the chunk: AttnDropCall::keep), the
+  // stream, attn_dropout_drop's constants.
+  using DropCall = AttnDropCall<true, rt_acc<32, WQ>>;
+  [[maybe_unused]] uint32_t kw[2][dropout ? WQ / 16 : 1][2] = {};  // (the first body's dS^T(-1) selects: P^T is 0)
+  [[maybe_unused]] uint32_t s_lo = 0, s_hi = 0;
+  if constexpr (dropout) DropCall::stream(p, blk.b, blk.h, s_lo, s_hi);
+  [[maybe_unused]] const uint32_t d_all = dropout ? (255u - p.drop.keep_max) * 0x01010101u : 0u,
+                                  d_low = dropout ? ((255u - p.drop.keep_max) & 0x7fu) * 0x01010101u : 0u;
   fr[0] = frags.row(stage0.k, 0, 0), fr[1] = frags.row(stage0.k, 0, 1);
   const int off = int(view.off);
 
@@ -237,6 +293,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
     using f2 = float __attribute__((ext_vector_type(2)));
     [[maybe_unused]] AttnCapTile cap[2];  // softcap: two query tiles' u and f(u)
     [[maybe_unused]] float pa[2];      // softcap: a pair's exp2 arguments, then P^T
+    [[maybe_unused]] DropCall dcall[dropout ? 2 : 1];  // dropout: the chunk's two calls
     auto event = [&]<int ev>() __attribute__((always_inline)) {
       if constexpr (ev < 96) {
         constexpr int m = ev, grp = m / 4, qt = m % 4;
@@ -356,7 +413,40 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
         }
       }
     };
-    if constexpr (softcap) run_schedule<dq64::sc::plan>(event);
+    // dropout: the plan's events, the plain's (MFMAs, P^T's and dS^T's tasks: event's) and its own.
+    auto drop_event = [&]<int ev>() __attribute__((always_inline)) {
+      if constexpr (ev < 96) {
+        event.template operator()<ev>();
+      } else {
+        using K = dq64::dr::task;
+        constexpr K k = dq64::dr::task_of(ev - 96);
+        if constexpr (k.k <= K::ds_cvt) {
+          constexpr int w = k.i, kk = w / 8, qt = (w % 8) / 2, j = (w % 2) * 2;
+          if constexpr (k.k == K::sel) {
+            float x0 = attn_drop_select<j>(dP[pb][kk][qt][j], nd[qt][j], kw[pb][qt][kk]);
+            pin(x0);
+            float x1 = attn_drop_select<j + 1>(dP[pb][kk][qt][j + 1], nd[qt][j + 1], kw[pb][qt][kk]);
+            pin(x1);
+            dP[pb][kk][qt][j] = x0, dP[pb][kk][qt][j + 1] = x1;
+          } else if constexpr (k.k == K::ds_mul) {
+            event.template operator()<96 + w>();
+          } else {
+            event.template operator()<96 + 16 + w>();
+          }
+        } else if constexpr (k.k == K::p) {
+          event.template operator()<96 + k.i>();
+        } else if constexpr (k.k == K::round) {
+          if constexpr (k.i == 0) dcall[k.g].start(s_lo, s_hi, q0, kj, k.g);
+          dcall[k.g].template round<k.i>(p);
+        } else if constexpr (k.k == K::quad) {
+          dcall[k.g].quad();
+        } else {  // run 4 g + i: key tile i % 2 of the chunk, query tile 2 g + i / 2
+          kw[b][2 * k.g + k.i / 2][k.i % 2] = DropCall::keep(dcall[k.g].x[k.i], d_low, d_all);
+        }
+      }
+    };
+    if constexpr (dropout) run_schedule<dq64::dr::plan>(drop_event);
+    else if constexpr (softcap) run_schedule<dq64::sc::plan>(event);
     else run_schedule<dq64::plan>(event);
   };
   // The chunks whose first key kj needs no mask (attn_tile_whole's bounds solved for kj, the wave's queries all
@@ -398,7 +488,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
   const auto dq_view = head_view<T, D>(a.dq, a.dq_bs, a.dq_rs, a.dq_hs, blk.b, varlen, blk.q_start, blk.h, blk.sq);
   rt<float, WQ, D, layout::row> out;
   transpose<lane_anew>(out, dqt);
-  store_bounded<lane_anew>(dq_view, out, {0, 0, row_tile, 0}, p.scale);
+  store_bounded<lane_anew>(dq_view, out, {0, 0, row_tile, 0}, dropout ? p.scale * p.drop.scale : p.scale);
 }
 
 }  // namespace hk::kernels

@@ -105,4 +105,77 @@ struct AttnCapTile {
   }
 };
 
+// Dropout's keep decisions (attn_dropout_words' walk, the forward's bits) in steps for keys64's and dq64's list
+// schedules: one lane's Philox call of group `grp` of a score tile (start: the counter; round<r>, r = 0 ..
+// attn_dropout_rounds - 1, the state pinned where each runs; spread: the 4x4 byte transpose where keys run along the
+// columns, 6 v_perm; quad: attn_quad_transpose's 8 DPP selects), so that x[t] is run 4 grp + t's word as
+// attn_dropout_words gives it; then keep(word) (byte t of x[t]: element t of the run): bit 7 of byte t set where the
+// element is kept (attn_dropout_drop's majority, 3 VALU a word). gfx950 (v_bitop3).
+template <bool keys_are_rows, class Tile>
+struct AttnDropCall {
+  uint32_t x[4];
+  // The stream's words (attn_dropout_words' s_lo, s_hi) of sequence b, query head h.
+  __device__ __attribute__((always_inline)) static void stream(const AttnArgs& p, int b, int h, uint32_t& s_lo, uint32_t& s_hi) {
+    const uint64_t s = (uint64_t(p.drop.offset_hi) << 32 | p.drop.offset_lo) + uint64_t(b) * uint32_t(p.heads_q) + uint32_t(h);
+    s_lo = uint32_t(s), s_hi = uint32_t(s >> 32);
+  }
+  // The counter of this lane's call (the tile's element (0, 0): query q0, key k0, multiples of 4).
+  __device__ __attribute__((always_inline)) void start(uint32_t s_lo, uint32_t s_hi, int q0, int k0, int grp) {
+    constexpr int per = Tile::E / 4;
+    const int lane = lane_id(), u = lane & 3, rl = Tile::row_lane_part(lane), cl = Tile::col_lane_part(lane) & ~3;
+    auto run_row = [](int n) { return Tile::row_tile_part(n / per % Tile::tiles_r, 4 * (n % per)); };
+    auto run_col = [](int n) { return Tile::col_tile_part(n / per / Tile::tiles_r, 0); };
+    auto pick = [u](int v0, int v1, int v2, int v3) { return u & 2 ? (u & 1 ? v3 : v2) : (u & 1 ? v1 : v0); };
+    const int n = 4 * grp;
+    const int row = pick(run_row(n), run_row(n + 1), run_row(n + 2), run_row(n + 3)) + rl;
+    const int col = pick(run_col(n), run_col(n + 1), run_col(n + 2), run_col(n + 3)) + cl;
+    const uint32_t key = uint32_t(keys_are_rows ? k0 + row : k0 + col), query = uint32_t(keys_are_rows ? q0 + col : q0 + row);
+    x[0] = key >> 2, x[1] = query >> 2, x[2] = s_lo, x[3] = s_hi;
+  }
+  template <int r>
+  __device__ __attribute__((always_inline)) void round(const AttnArgs& p) {
+    const uint64_t p0 = uint64_t(detail::philox_m0) * x[0], p1 = uint64_t(detail::philox_m1) * x[2];
+    // (the round's key from the seed through an empty asm, an SALU add a round: hoisted, the rounds' keys took 14
+    // SGPRs, which spilled)
+    uint32_t k0 = p.drop.seed_lo, k1 = p.drop.seed_hi;
+    if constexpr (r > 0) asm volatile("" : "+s"(k0), "+s"(k1));
+    k0 += uint32_t(r) * detail::philox_w0, k1 += uint32_t(r) * detail::philox_w1;
+    x[0] = philox_xor3(uint32_t(p1 >> 32), x[1], k0), x[1] = uint32_t(p1);
+    x[2] = philox_xor3(uint32_t(p0 >> 32), x[3], k1), x[3] = uint32_t(p0);
+    if constexpr (r > 0) pin(x[0], x[1], x[2], x[3]);
+  }
+  __device__ __attribute__((always_inline)) void spread() {
+    if constexpr (!keys_are_rows) {  // x[v] byte t = x[t] byte v
+      const uint32_t a = __builtin_amdgcn_perm(x[1], x[0], 0x06020400u), bq = __builtin_amdgcn_perm(x[1], x[0], 0x07030501u);
+      const uint32_t c2 = __builtin_amdgcn_perm(x[3], x[2], 0x06020400u), d = __builtin_amdgcn_perm(x[3], x[2], 0x07030501u);
+      x[0] = __builtin_amdgcn_perm(c2, a, 0x05040100u), x[2] = __builtin_amdgcn_perm(c2, a, 0x07060302u);
+      x[1] = __builtin_amdgcn_perm(d, bq, 0x05040100u), x[3] = __builtin_amdgcn_perm(d, bq, 0x07060302u);
+      pin(x[0], x[1], x[2], x[3]);
+    }
+  }
+  __device__ __attribute__((always_inline)) void quad() { attn_quad_transpose(x); }
+  // c_low, c_all: attn_dropout_drop's (255 - keep_max) & 0x7f and 255 - keep_max in every byte.
+  __device__ __attribute__((always_inline)) static uint32_t keep(uint32_t w, uint32_t c_low, uint32_t c_all) {
+    uint32_t k = arch::current::maj_not(w, (w & 0x7f7f7f7fu) + c_low, c_all);
+    pin(k);
+    return k;
+  }
+};
+// A pair of T (lo: element 2 i of a keep word's four, hi: 2 i + 1) with its dropped elements 0: the word and the word
+// shifted a byte give the elements' bits 7 to v_perm's sign selectors (8-11: the sign of byte 1, 3, 5, 7 of the pair
+// of operands), each spread over its half (2 VALU, the shift shared by a word's two pairs).
+template <int i>
+__device__ __attribute__((always_inline)) inline uint32_t attn_drop_pair(uint32_t pair, uint32_t k) {
+  return pair & __builtin_amdgcn_perm(k, k << 8, i == 0 ? 0x0a0a0808u : 0x0b0b0909u);
+}
+// Element t of a keep word's four: x where kept, else y: its bit 7 spread over a word by v_perm's sign selectors
+// (the shifted word shared by a word's four), then one v_bitop3 (m ? x : y). (As the expression (x & s) | (y & ~s)
+// with s the bit sign-extended, LLVM 21 made a compare and a select, and an s_nop between: 3 VALU and a wait.)
+template <int t>
+__device__ __attribute__((always_inline)) inline float attn_drop_select(float x, float y, uint32_t k) {
+  constexpr uint32_t sel = (t == 0 ? 0x08u : t == 1 ? 0x0au : t == 2 ? 0x09u : 0x0bu) * 0x01010101u;
+  const uint32_t m = __builtin_amdgcn_perm(k, k << 8, sel);
+  return __builtin_bit_cast(float, __builtin_amdgcn_bitop3_b32(m, __builtin_bit_cast(uint32_t, x), __builtin_bit_cast(uint32_t, y), 0xca));
+}
+
 }  // namespace hk::kernels

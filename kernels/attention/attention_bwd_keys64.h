@@ -145,14 +145,70 @@ constexpr int ready(int t) {
 constexpr int needs(int m) { return m >= 68 ? 2 * q_tasks : m >= 64 ? q_tasks : 0; }
 inline constexpr auto plan = make_schedule<128, tasks>(cost, ready, needs, 20, 40, 16);
 }  // namespace sc
+// dropout: per query tile q the keep words first (the tile's Philox call, one a lane: 7 rounds, the bytes' spread and
+// the quad's transpose, the masks of its 4 words: AttnDropCall), made before S is ready (the body's first MFMAs
+// have no other VALU work); then the plain's P tasks (P whole, for dS); then P dropped for dV^T (a pair's bf16 masked,
+// 2 VALU, any time before dV^T); dS's tasks a pair: dP - delta / (1 - p) (its start) where kept, else -delta / (1 -
+// p) (4 VALU), the plain's multiply by P and convert (dK and dV take 1 / (1 - p) at their stores).
+namespace dr {
+struct task {
+  enum kind : unsigned char { round, spread, quad, word, p, pdrop, sel, ds_mul, ds_cvt } k;
+  int q, i;  // query tile; the round, the word (key tile), the plain's task or the pair (8 q + e)
+};
+constexpr int ph_tasks = attn_dropout_rounds + 2 + 4, tasks = 2 * ph_tasks + 66 + 16 + 48;
+constexpr task task_of(int t) {
+  if (t < 2 * ph_tasks) {
+    const int q = t / ph_tasks, r = t % ph_tasks;
+    if (r < attn_dropout_rounds) return {task::round, q, r};
+    if (r == attn_dropout_rounds) return {task::spread, q, 0};
+    if (r == attn_dropout_rounds + 1) return {task::quad, q, 0};
+    return {task::word, q, r - attn_dropout_rounds - 2};
+  }
+  t -= 2 * ph_tasks;
+  if (t < 66) return {task::p, 0, t};
+  t -= 66;
+  if (t < 16) return {task::pdrop, t / 8, t};
+  t -= 16;  // pair s's select, pair s - 1's multiply, pair s - 2's convert, s = 0 ..
+  int n = 0;
+  for (int s = 0; s < 18; ++s) {
+    if (s < 16 && n++ == t) return {task::sel, s / 8, s};
+    if (s >= 1 && s < 17 && n++ == t) return {task::ds_mul, (s - 1) / 8, s - 1};
+    if (s >= 2 && n++ == t) return {task::ds_cvt, (s - 2) / 8, s - 2};
+  }
+  return {};
+}
+constexpr int cost(int t) {
+  const task k = task_of(t);
+  switch (k.k) {
+    case task::round: return k.i == 0 ? 12 : 24;
+    case task::spread: return 24;
+    case task::quad: return 32;
+    case task::word: return 12;
+    case task::p: return keys64::cost(k.i);
+    case task::pdrop: return 12;
+    case task::ds_cvt: return 4;
+    default: return 16;
+  }
+}
+constexpr int ready(int t) {
+  const task k = task_of(t);
+  if (k.k <= task::word) return 0;
+  if (k.k == task::p) return keys64::ready(k.i);
+  if (k.k == task::pdrop) return k.q == 0 ? 19 : 35;
+  return k.q == 0 ? 95 : 99;
+}
+constexpr int needs(int m) { return m >= 96 ? 2 * ph_tasks + 82 : m >= 68 ? 2 * ph_tasks + 66 : m >= 64 ? 2 * ph_tasks + 33 : 0; }
+inline constexpr auto plan = make_schedule<128, tasks>(cost, ready, needs, 20, 40, 16);
+}  // namespace dr
 }  // namespace keys64
 
 // (A: the arch, a template parameter so that the other arch's pass never looks up its asm MFMAs.)
 // (alibi: the ALiBi instance, AttnVariant{.alibi = true}; the bias's parts as the pairs' alibi_rows: see above.)
 // (softcap: the softcap instance, AttnVariant{.softcap = true}: see above.)
-template <class T, bool alibi = false, bool softcap = false, class A = arch::current>
+// (dropout: the dropout instance, AttnVariant{.dropout = true}: see above.)
+template <class T, bool alibi = false, bool softcap = false, bool dropout = false, class A = arch::current>
 __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(const AttnBwdArgs& a) {
-  static_assert(!(alibi && softcap), "keys64: one feature at a time");
+  static_assert(int(alibi) + int(softcap) + int(dropout) <= 1, "keys64: one feature at a time");
   using G = group<4>;
   constexpr int D = 128, BQ = keys64::steps_q, WK = 64;
   using Stage = AttnBwdStage<T, BQ, D, D, alibi>;
@@ -201,6 +257,9 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   const int steps = kb.qt_end > kb.qt_begin ? ratio * (kb.qt_end - kb.qt_begin) : 0;
   const float c = p.scale_log2;
   [[maybe_unused]] const float ck = softcap ? p.cap.k : 0.f;  // softcap: AttnCapTile's factor
+  // dropout: attn_dropout_drop's constants of the keep decision (AttnDropCall::keep)
+  [[maybe_unused]] const uint32_t d_all = dropout ? (255u - p.drop.keep_max) * 0x01010101u : 0u,
+                                  d_low = dropout ? ((255u - p.drop.keep_max) & 0x7fu) * 0x01010101u : 0u;
   const async_wave<G> dma_wave;
   load_async<G>(vs, head_view<T, D>(p.v, p.v_bs, p.v_rs, p.v_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk), {0, 0, blk.tile, 0}, dma_wave);
   // A head's Q and dO rows and this wave's statistic (LSE: wave 0, delta: wave 1): the next step's are the step's plus
@@ -233,7 +292,8 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     const auto rsrc = arch::current::buffer_rsrc(r.stat, __builtin_amdgcn_readfirstlane(active ? blk.sq * 4 : 0));
     return __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(rsrc, lane * 4, qt * BQ * 4, 0));
   };
-  const float stat_factor = dma_wave.index == 0 ? -1.44269504088896341f / c : -1.f;
+  // (dropout: -delta (1 - p), dP's start; dK and dV scaled by 1 / (1 - p) at their stores)
+  const float stat_factor = dma_wave.index == 0 ? -1.44269504088896341f / c : dropout ? -1.f / p.drop.scale : -1.f;
   // alibi: wave 0 stores, next to -LSE log2(e) / c, the starts of a tile wholly left (right) of the diagonal, with the
   // bias's query part t = slc (first_key - i - off) (slc: the step's slope times c): (t - LSE log2 e) / c ((-t - ..)).
   const float inv_c = 1.f / c;
@@ -286,7 +346,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     auto* z = reinterpret_cast<uint4*>(&stage2.q);
     for (int i = int(threadIdx.x); i < int(sizeof(stage2.q) / 16); i += G::threads) z[i] = uint4{0, 0, 0, 0};
   }
-  int head = h;           // alibi: step n's head
+  int head = h;           // alibi, dropout: step n's head
   float sraw = 0.f;       // alibi: its slope (raw)
   if constexpr (alibi)
     if (steps > 0) sraw = slope_load(h);
@@ -384,15 +444,50 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
         dsb[kt][w] = x;
       }
     };
+    // dropout: the step's calls (by query tile), its keep masks (query tile, key tile), P dropped in pairs (dV^T's B
+    // operand), the stream of its head.
+    using DropCall = AttnDropCall<false, rt_acc<16, WK>>;
+    [[maybe_unused]] DropCall dc[dropout ? 2 : 1];
+    [[maybe_unused]] uint32_t dm[dropout ? 2 : 1][WK / 16], pbd[dropout ? WK / 16 : 1][4];
+    [[maybe_unused]] uint32_t s_lo = 0, s_hi = 0;
+    if constexpr (dropout) DropCall::stream(p, blk.b, head, s_lo, s_hi);
     [[maybe_unused]] AttnCapTile cap[2];  // softcap: two key tiles' u and f(u)
     [[maybe_unused]] float px[3][2];   // softcap: three pairs' exp2 arguments, then P, then P (1 - t^2)
+    // The plain's task t (keys64::task_of: the masks, P's, dS's).
+    auto plain_task = [&]<int t>() __attribute__((always_inline)) {
+      if constexpr (t == 0 || t == 33) {
+        mask_tile.template operator()<t == 0 ? 0 : 1>();
+      } else {
+        constexpr keys64::task k = keys64::task_of(t);
+        constexpr int q = k.q, kt = k.e / 2, j = (k.e % 2) * 2, w = q * 2 + k.e % 2;
+        if constexpr (k.k == keys64::task::mul) {  // (two v_mul_f32: LLVM follows a v_pk_mul_f32 with an s_nop)
+          float x0 = alibi ? fmaf(S[q][kt][j], c, na[kt]) : S[q][kt][j] * c;
+          pin(x0);
+          float x1 = alibi ? fmaf(S[q][kt][j + 1], c, na[kt]) : S[q][kt][j + 1] * c;
+          pin(x1);
+          S[q][kt][j] = x0, S[q][kt][j + 1] = x1;
+        } else if constexpr (k.k == keys64::task::exp_lo || k.k == keys64::task::exp_hi) {
+          constexpr int i = k.k == keys64::task::exp_lo ? j : j + 1;
+          float x = __builtin_amdgcn_exp2f(S[q][kt][i]);
+          pin(x);
+          S[q][kt][i] = x;
+        } else if constexpr (k.k == keys64::task::cvt) {
+          uint32_t x = attn_pair<T>(S[q][kt][j], S[q][kt][j + 1]);
+          pin(x);
+          pb[kt][w] = x;
+        } else {
+          ds_task.template operator()<k.k == keys64::task::ds_mul, q, kt, j, w>();
+        }
+      }
+    };
     auto event = [&]<int ev>() __attribute__((always_inline)) {
       if constexpr (ev < 128) {
         constexpr int m = ev, grp = m / 4, kt = m % 4, base = st * 32;
         if constexpr (m == keys64::ahead_at) {
           advance(nqt, nrows);
           more = n + 1 < steps;
-          if constexpr (alibi) nhead = head + (nqt == kb.qt_begin), nside = side_of(nqt * BQ, more);
+          if constexpr (alibi || dropout) nhead = head + (nqt == kb.qt_begin);
+          if constexpr (alibi) nside = side_of(nqt * BQ, more);
         }
         if constexpr (m == keys64::ahead_at + 1) {
           const float x = stat(nrows, nqt, more);
@@ -436,10 +531,42 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
           else A::into_vgpr(dP[q][kt], x, b);
         } else {
           if constexpr (m == 96) asm volatile("s_nop 1");  // (P's last converts: a VALU write of the B operand)
-          A::into_agpr(dv[grp - 24][kt], x, __builtin_bit_cast(F, pb[kt]));
+          if constexpr (dropout) A::into_agpr(dv[grp - 24][kt], x, __builtin_bit_cast(F, pbd[kt]));
+          else A::into_agpr(dv[grp - 24][kt], x, __builtin_bit_cast(F, pb[kt]));
         }
         if constexpr (constexpr int i = m + 4 - 64; i >= 0 && i < 32 && i % 8 < 4)  // (after m's)
           vr[kt] = v_frag(kt, i / 8);
+      } else if constexpr (dropout) {
+        using K = keys64::dr::task;
+        constexpr K k = keys64::dr::task_of(ev - 128);
+        constexpr int q = k.q;
+        if constexpr (k.k == K::round) {
+          if constexpr (k.i == 0) dc[q].start(s_lo, s_hi, qi + 16 * q, kj, 0);
+          dc[q].template round<k.i>(p);
+        } else if constexpr (k.k == K::spread) {
+          dc[q].spread();
+        } else if constexpr (k.k == K::quad) {
+          dc[q].quad();
+        } else if constexpr (k.k == K::word) {
+          dm[q][k.i] = DropCall::keep(dc[q].x[k.i], d_low, d_all);
+        } else if constexpr (k.k == K::p) {
+          plain_task.template operator()<k.i>();
+        } else {
+          constexpr int e = k.i % 8, kt = e / 2, j = (e % 2) * 2, w = q * 2 + e % 2;
+          if constexpr (k.k == K::pdrop) {
+            uint32_t x = attn_drop_pair<e % 2>(pb[kt][w], dm[q][kt]);
+            pin(x);
+            pbd[kt][w] = x;
+          } else if constexpr (k.k == K::sel) {
+            float x0 = attn_drop_select<j>(dP[q][kt][j], nd[q][j], dm[q][kt]);
+            pin(x0);
+            float x1 = attn_drop_select<j + 1>(dP[q][kt][j + 1], nd[q][j + 1], dm[q][kt]);
+            pin(x1);
+            dP[q][kt][j] = x0, dP[q][kt][j + 1] = x1;
+          } else {
+            ds_task.template operator()<k.k == K::ds_mul, q, kt, j, w>();
+          }
+        }
       } else if constexpr (softcap) {
         using K = keys64::sc::task;
         constexpr K k = keys64::sc::task_of(ev - 128);
@@ -472,37 +599,15 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
           ds_task.template operator()<k.k == K::ds_mul, q, kt, j, w>();
         }
       } else {
-        constexpr int t = ev - 128;
-        if constexpr (t == 0 || t == 33) {
-          mask_tile.template operator()<t == 0 ? 0 : 1>();
-        } else {
-          constexpr keys64::task k = keys64::task_of(t);
-          constexpr int q = k.q, kt = k.e / 2, j = (k.e % 2) * 2, w = q * 2 + k.e % 2;
-          if constexpr (k.k == keys64::task::mul) {  // (two v_mul_f32: LLVM follows a v_pk_mul_f32 with an s_nop)
-            float x0 = alibi ? fmaf(S[q][kt][j], c, na[kt]) : S[q][kt][j] * c;
-            pin(x0);
-            float x1 = alibi ? fmaf(S[q][kt][j + 1], c, na[kt]) : S[q][kt][j + 1] * c;
-            pin(x1);
-            S[q][kt][j] = x0, S[q][kt][j + 1] = x1;
-          } else if constexpr (k.k == keys64::task::exp_lo || k.k == keys64::task::exp_hi) {
-            constexpr int i = k.k == keys64::task::exp_lo ? j : j + 1;
-            float x = __builtin_amdgcn_exp2f(S[q][kt][i]);
-            pin(x);
-            S[q][kt][i] = x;
-          } else if constexpr (k.k == keys64::task::cvt) {
-            uint32_t x = attn_pair<T>(S[q][kt][j], S[q][kt][j + 1]);
-            pin(x);
-            pb[kt][w] = x;
-          } else {
-            ds_task.template operator()<k.k == keys64::task::ds_mul, q, kt, j, w>();
-          }
-        }
+        plain_task.template operator()<ev - 128>();
       }
     };
-    if constexpr (softcap) run_schedule<keys64::sc::plan>(event);
+    if constexpr (dropout) run_schedule<keys64::dr::plan>(event);
+    else if constexpr (softcap) run_schedule<keys64::sc::plan>(event);
     else run_schedule<keys64::plan>(event);
     qt = nqt, rows = nrows;
-    if constexpr (alibi) head = nhead, side = nside, sraw = nsraw;
+    if constexpr (alibi) side = nside, sraw = nsraw;
+    if constexpr (alibi || dropout) head = nhead;
   };
   for (int n = 0; n <= steps; n += 3) {
     body.template operator()<0>(n);
@@ -522,9 +627,10 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   const auto dv_view = head_view<T, D>(a.dv, a.dv_bs, a.dv_rs, a.dv_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
   rt<float, WK, D, layout::row> out;
   transpose<lane_anew>(out, dkt);
-  store_bounded<lane_anew>(dk_view, out, {0, 0, key_tile, 0}, p.scale);
+  store_bounded<lane_anew>(dk_view, out, {0, 0, key_tile, 0}, dropout ? p.scale * p.drop.scale : p.scale);
   transpose<lane_anew>(out, dvt);
-  store_bounded<lane_anew>(dv_view, out, {0, 0, key_tile, 0});
+  if constexpr (dropout) store_bounded<lane_anew>(dv_view, out, {0, 0, key_tile, 0}, p.drop.scale);
+  else store_bounded<lane_anew>(dv_view, out, {0, 0, key_tile, 0});
 }
 
 }  // namespace hk::kernels
