@@ -1,5 +1,5 @@
-// Kernel 3 at 64 queries a wave (gfx950, D = 128, the plain, ALiBi and softcap variants, one feature at a time: no
-// dropout). Included by attention_bwd.h, whose attention_bwd_dq runs it for those instances. The mirror of kernel
+// Kernel 3 at 64 queries a wave (gfx950, D = 128, the plain, ALiBi, softcap and dropout variants, one feature at a
+// time). Included by attention_bwd.h, whose attention_bwd_dq runs it for those instances. The mirror of kernel
 // 2's keys64 (attention_bwd_keys64.h, whose schedule, reasons and fragment reads this shares).
 //
 // Schedule. Four waves a workgroup, 256 queries, one wave per SIMD (one workgroup a CU), each wave owning 64 queries:
@@ -29,6 +29,9 @@
 // operand; a chunk the diagonal crosses (or masked) starts from the left set and takes the exact bias before the mask.
 // Softcap (template parameter softcap): S starts from 0 and the cap's steps are tasks of the schedule (namespace sc
 // below: the scores capped, the mask, P from c t - LSE log2 e, P (1 - t^2) for dS), as the forward caps.
+// Dropout (template parameter dropout): a chunk's keep words made in its body's tasks (namespace dr below: two Philox
+// calls a lane, AttnDropCall), held to the next body, whose dS^T(c - 1) selects dP^T - delta (1 - p) (its start)
+// where kept, else -delta (1 - p), as keys64's; dQ takes 1 / (1 - p) at its store.
 #pragma once
 #include "attention_bwd_frags.h"
 #include "hk/ops/schedule.h"

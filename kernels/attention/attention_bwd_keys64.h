@@ -1,5 +1,5 @@
-// Kernel 2 at 64 keys a wave (gfx950, D = 128, the plain, ALiBi and softcap variants, one feature at a time: no
-// dropout). Included by attention_bwd.h, whose attention_bwd_dkdv runs it for those instances.
+// Kernel 2 at 64 keys a wave (gfx950, D = 128, the plain, ALiBi, softcap and dropout variants, one feature at a
+// time). Included by attention_bwd.h, whose attention_bwd_dkdv runs it for those instances.
 //
 // Schedule. Four waves a workgroup, 256 keys, one wave per SIMD (one workgroup a CU), each wave owning 64 keys: K in
 // 64 VGPRs, V in the LDS (64 KiB, read as dP's B operand a few MFMAs ahead: with V in registers too the loop was
@@ -31,6 +31,11 @@
 // (its head's: the head advances where the query tile wraps) is loaded beside its LSE, a scalar from the next body.
 // Softcap (template parameter softcap): S starts from 0 and the cap's steps are tasks of the schedule (namespace sc
 // below: the scores capped, the mask, P from c t - LSE log2 e, P (1 - t^2) for dS), as the forward caps.
+// Dropout (template parameter dropout): the forward's keep decisions regenerated in the schedule's tasks (namespace dr
+// below: a step's two Philox calls a lane, made under the body's first MFMAs, whose VALU is idle; AttnDropCall), P
+// dropped on its way into dV^T (its bf16 pairs masked), dP's start -delta (1 - p) and dropped dP - delta / (1 - p)
+// selected to it (dS = P (keep dP / (1 - p) - delta) = P (keep ? dP - delta (1 - p) : -delta (1 - p)) / (1 - p));
+// dK and dV take 1 / (1 - p) at their stores.
 #pragma once
 #include "attention_bwd_frags.h"
 #include "hk/ops/schedule.h"
