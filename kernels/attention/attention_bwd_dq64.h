@@ -98,41 +98,34 @@ constexpr int ready(int t) {
 }
 inline constexpr auto plan = make_schedule<96, tasks>(cost, ready, needs, 28, 56);
 }  // namespace sc
-// dropout: dS^T(c - 1)'s tasks a pair: dP^T - delta (1 - p) (its start) where kept, else -delta (1 - p) (4 VALU:
-// AttnDropCall's select), then the plain's multiply by P^T and convert (dQ takes 1 / (1 - p) at its store); P^T's
-// tasks the plain's; then the chunk's keep words for the next body's dS^T: two calls a lane (attn_dropout_words'
-// groups), each 7 rounds, the quad's transpose and 4 words.
+// dropout: dS^T(c - 1)'s tasks a pair (the plain's order): Pd dP^T + P^T nd (P^T dropped by the words, dP^T from 0, nd =
+// -delta (1 - p): attn_drop_ds; dQ takes 1 / (1 - p) at its store), its convert; P^T's tasks the plain's; then the
+// chunk's keep words for the next body's dS^T: its two calls a lane (attn_dropout_words' groups) side by side, 7
+// rounds, the quads' transposes in four phases, 8 words (AttnDropCall).
 namespace dr {
 struct task {
-  enum kind : unsigned char { sel, ds_mul, ds_cvt, p, round, quad, word } k;
-  int g, i;  // the call (group); the pair, the plain's task, the round or the word
+  enum kind : unsigned char { ds_mul, ds_cvt, p, round, quad, word } k;
+  int i;  // the pair, the plain's task, the round, the phase or the word
 };
-constexpr int ph_tasks = attn_dropout_rounds + 1 + 4, tasks = 48 + 36 + 2 * ph_tasks;
+constexpr int ph_tasks = attn_dropout_rounds + 4 + 8, tasks = 32 + 36 + ph_tasks;
 constexpr task task_of(int t) {
-  if (t < 48) {  // pair s's select, pair s - 1's multiply, pair s - 2's convert
-    int n = 0;
-    for (int s = 0; s < 18; ++s) {
-      if (s < 16 && n++ == t) return {task::sel, 0, s};
-      if (s >= 1 && s < 17 && n++ == t) return {task::ds_mul, 0, s - 1};
-      if (s >= 2 && n++ == t) return {task::ds_cvt, 0, s - 2};
-    }
-  }
-  t -= 48;
-  if (t < 36) return {task::p, 0, 32 + t};
+  if (t < 32) return {t < 16 ? task::ds_mul : task::ds_cvt, t % 16};
+  t -= 32;
+  if (t < 36) return {task::p, 32 + t};
   t -= 36;
-  const int g = t / ph_tasks, r = t % ph_tasks;
-  if (r < attn_dropout_rounds) return {task::round, g, r};
-  if (r == attn_dropout_rounds) return {task::quad, g, 0};
-  return {task::word, g, r - attn_dropout_rounds - 1};
+  if (t < attn_dropout_rounds) return {task::round, t};
+  t -= attn_dropout_rounds;
+  if (t < 4) return {task::quad, t};
+  return {task::word, t - 4};
 }
-constexpr int cost(int t) {
+constexpr int cost(int t) {  // (an instruction's issue, VALU or SALU: 4 cycles)
   const task k = task_of(t);
   switch (k.k) {
-    case task::sel: return 16;
-    case task::ds_mul: case task::ds_cvt: return 8;
+    case task::ds_mul: return 16;
+    case task::ds_cvt: return 8;
     case task::p: return dq64::cost(k.i);
-    case task::round: return k.i == 0 ? 12 : 24;
-    case task::quad: return 32;
+    case task::round: return k.i == 0 ? 16 : 40;
+    case task::quad: return 24;
     default: return 12;
   }
 }
@@ -140,8 +133,7 @@ constexpr int ready(int t) {
   const task k = task_of(t);
   return k.k <= task::ds_cvt ? 3 : k.k == task::p ? dq64::ready(k.i) : 0;
 }
-constexpr int needs(int m) { return m >= 32 ? 48 : 0; }
-inline constexpr auto plan = make_schedule<96, tasks>(cost, ready, needs, 12, 24);
+inline constexpr auto plan = make_schedule<96, tasks>(cost, ready, needs, 20, 40);
 }  // namespace dr
 }  // namespace dq64
 
@@ -297,6 +289,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
     [[maybe_unused]] AttnCapTile cap[2];  // softcap: two query tiles' u and f(u)
     [[maybe_unused]] float pa[2];      // softcap: a pair's exp2 arguments, then P^T
     [[maybe_unused]] DropCall dcall[dropout ? 2 : 1];  // dropout: the chunk's two calls
+    [[maybe_unused]] uint32_t dt[dropout ? 2 : 1][4];
     auto event = [&]<int ev>() __attribute__((always_inline)) {
       if constexpr (ev < 96) {
         constexpr int m = ev, grp = m / 4, qt = m % 4;
@@ -325,7 +318,8 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
           A::into_agpr(dq[grp - 8][qt], x, __builtin_bit_cast(F, dsb[qt]));
         } else {
           constexpr int kk = (grp - 16) / 4, dc = grp % 4;
-          if constexpr (dc == 0) A::first_ba(dP[b][kk][qt], x, df[qt][dc], nd[qt]);
+          if constexpr (dc == 0 && dropout) A::first0_ba(dP[b][kk][qt], x, df[qt][dc]);  // (dropout: nd joins dS^T's)
+          else if constexpr (dc == 0) A::first_ba(dP[b][kk][qt], x, df[qt][dc], nd[qt]);
           else A::into_vgpr_ba(dP[b][kk][qt], x, df[qt][dc]);
         }
       } else {
@@ -423,28 +417,28 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
       } else {
         using K = dq64::dr::task;
         constexpr K k = dq64::dr::task_of(ev - 96);
-        if constexpr (k.k <= K::ds_cvt) {
+        if constexpr (k.k == K::ds_mul) {  // Pd dP^T + P^T nd: pair w (key tile, query tile, pair)
           constexpr int w = k.i, kk = w / 8, qt = (w % 8) / 2, j = (w % 2) * 2;
-          if constexpr (k.k == K::sel) {
-            float x0 = attn_drop_select<j>(dP[pb][kk][qt][j], nd[qt][j], kw[pb][qt][kk]);
-            pin(x0);
-            float x1 = attn_drop_select<j + 1>(dP[pb][kk][qt][j + 1], nd[qt][j + 1], kw[pb][qt][kk]);
-            pin(x1);
-            dP[pb][kk][qt][j] = x0, dP[pb][kk][qt][j + 1] = x1;
-          } else if constexpr (k.k == K::ds_mul) {
-            event.template operator()<96 + w>();
-          } else {
-            event.template operator()<96 + 16 + w>();
-          }
+          const uint32_t kw_ = kw[pb][qt][kk];
+          const float x0 = S[pb][kk][qt][j], x1 = S[pb][kk][qt][j + 1];
+          float y[2];
+          attn_drop_ds(y, {x0, x1}, {attn_drop_min<j>(x0, kw_), attn_drop_min<j + 1>(x1, kw_)},
+                       {dP[pb][kk][qt][j], dP[pb][kk][qt][j + 1]}, {nd[qt][j], nd[qt][j + 1]});
+          dP[pb][kk][qt][j] = y[0], dP[pb][kk][qt][j + 1] = y[1];
+        } else if constexpr (k.k == K::ds_cvt) {
+          event.template operator()<96 + 16 + k.i>();
         } else if constexpr (k.k == K::p) {
           event.template operator()<96 + k.i>();
         } else if constexpr (k.k == K::round) {
-          if constexpr (k.i == 0) dcall[k.g].start(s_lo, s_hi, q0, kj, k.g);
-          dcall[k.g].template round<k.i>(p);
+          if constexpr (k.i == 0) dcall[0].start(s_lo, s_hi, q0, kj, 0), dcall[1].start(s_lo, s_hi, q0, kj, 1);
+          uint32_t k0, k1;
+          DropCall::template key<k.i>(p, k0, k1);
+          dcall[0].template round<k.i>(k0, k1), dcall[1].template round<k.i>(k0, k1);
         } else if constexpr (k.k == K::quad) {
-          dcall[k.g].quad();
-        } else {  // run 4 g + i: key tile i % 2 of the chunk, query tile 2 g + i / 2
-          kw[b][2 * k.g + k.i / 2][k.i % 2] = DropCall::keep(dcall[k.g].x[k.i], d_low, d_all);
+          DropCall::template quad<k.i>(dcall[0], dcall[1], dt);
+        } else {  // run 4 g + i of call g: key tile i % 2 of the chunk, query tile 2 g + i / 2
+          constexpr int g = k.i / 4, i = k.i % 4;
+          kw[b][2 * g + i / 2][i % 2] = DropCall::keep(dcall[g].x[i], d_low, d_all);
         }
       }
     };

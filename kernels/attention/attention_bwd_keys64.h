@@ -150,49 +150,41 @@ constexpr int ready(int t) {
 constexpr int needs(int m) { return m >= 68 ? 2 * q_tasks : m >= 64 ? q_tasks : 0; }
 inline constexpr auto plan = make_schedule<128, tasks>(cost, ready, needs, 20, 40, 16);
 }  // namespace sc
-// dropout: per query tile q the keep words first (the tile's Philox call, one a lane: 7 rounds, the bytes' spread and
-// the quad's transpose, the masks of its 4 words: AttnDropCall), made before S is ready (the body's first MFMAs
-// have no other VALU work); then the plain's P tasks (P whole, for dS); then P dropped for dV^T (a pair's bf16 masked,
-// 2 VALU, any time before dV^T); dS's tasks a pair: dP - delta / (1 - p) (its start) where kept, else -delta / (1 -
-// p) (4 VALU), the plain's multiply by P and convert (dK and dV take 1 / (1 - p) at their stores).
+// dropout: the keep words first (both query tiles' Philox calls, one a tile a lane, side by side: 7 rounds, each
+// call's bytes spread, the quads' transposes in four phases, the 8 words: AttnDropCall), made before S is ready (the
+// body's first MFMAs have no other VALU work); then the plain's P tasks (P whole, for dS); then P dropped for dV^T (a
+// pair's bf16 masked, 2 VALU, any time before dV^T); dS's tasks a pair (the plain's order): Pd dP + P nd (dP from 0, nd
+// = -delta (1 - p): AttnDropCall's attn_drop_ds; dK and dV take 1 / (1 - p) at their stores), its convert.
 namespace dr {
 struct task {
-  enum kind : unsigned char { round, spread, quad, word, p, pdrop, sel, ds_mul, ds_cvt } k;
-  int q, i;  // query tile; the round, the word (key tile), the plain's task or the pair (8 q + e)
+  enum kind : unsigned char { round, spread, quad, word, p, pdrop, ds_mul, ds_cvt } k;
+  int q, i;  // query tile; the round, the phase, the word (key tile), the plain's task or the pair (8 q + e)
 };
-constexpr int ph_tasks = attn_dropout_rounds + 2 + 4, tasks = 2 * ph_tasks + 66 + 16 + 48;
+constexpr int ph_tasks = attn_dropout_rounds + 2 + 4 + 8, tasks = ph_tasks + 66 + 16 + 32;
 constexpr task task_of(int t) {
-  if (t < 2 * ph_tasks) {
-    const int q = t / ph_tasks, r = t % ph_tasks;
-    if (r < attn_dropout_rounds) return {task::round, q, r};
-    if (r == attn_dropout_rounds) return {task::spread, q, 0};
-    if (r == attn_dropout_rounds + 1) return {task::quad, q, 0};
-    return {task::word, q, r - attn_dropout_rounds - 2};
+  if (t < ph_tasks) {
+    if (t < attn_dropout_rounds) return {task::round, 0, t};
+    t -= attn_dropout_rounds;
+    if (t < 2) return {task::spread, t, 0};
+    if (t < 6) return {task::quad, 0, t - 2};
+    return {task::word, (t - 6) / 4, (t - 6) % 4};
   }
-  t -= 2 * ph_tasks;
+  t -= ph_tasks;
   if (t < 66) return {task::p, 0, t};
   t -= 66;
   if (t < 16) return {task::pdrop, t / 8, t};
-  t -= 16;  // pair s's select, pair s - 1's multiply, pair s - 2's convert, s = 0 ..
-  int n = 0;
-  for (int s = 0; s < 18; ++s) {
-    if (s < 16 && n++ == t) return {task::sel, s / 8, s};
-    if (s >= 1 && s < 17 && n++ == t) return {task::ds_mul, (s - 1) / 8, s - 1};
-    if (s >= 2 && n++ == t) return {task::ds_cvt, (s - 2) / 8, s - 2};
-  }
-  return {};
+  const keys64::task k = keys64::task_of(66 + t - 16);
+  return {k.k == keys64::task::ds_mul ? task::ds_mul : task::ds_cvt, k.q, 8 * k.q + k.e};
 }
-constexpr int cost(int t) {
+constexpr int cost(int t) {  // (an instruction's issue, VALU or SALU: 4 cycles)
   const task k = task_of(t);
   switch (k.k) {
-    case task::round: return k.i == 0 ? 12 : 24;
-    case task::spread: return 24;
-    case task::quad: return 32;
-    case task::word: return 12;
+    case task::round: return k.i == 0 ? 24 : 40;
+    case task::spread: case task::quad: return 24;
+    case task::word: case task::pdrop: return 12;
     case task::p: return keys64::cost(k.i);
-    case task::pdrop: return 12;
-    case task::ds_cvt: return 4;
-    default: return 16;
+    case task::ds_mul: return 24;
+    default: return 4;
   }
 }
 constexpr int ready(int t) {
@@ -202,7 +194,7 @@ constexpr int ready(int t) {
   if (k.k == task::pdrop) return k.q == 0 ? 19 : 35;
   return k.q == 0 ? 95 : 99;
 }
-constexpr int needs(int m) { return m >= 96 ? 2 * ph_tasks + 82 : m >= 68 ? 2 * ph_tasks + 66 : m >= 64 ? 2 * ph_tasks + 33 : 0; }
+constexpr int needs(int m) { return m >= 96 ? ph_tasks + 82 : m >= 68 ? ph_tasks + 66 : m >= 64 ? ph_tasks + 33 : 0; }
 inline constexpr auto plan = make_schedule<128, tasks>(cost, ready, needs, 20, 40, 16);
 }  // namespace dr
 }  // namespace keys64
@@ -452,7 +444,8 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     // dropout: the step's calls (by query tile), its keep masks (query tile, key tile), P dropped in pairs (dV^T's B
     // operand), the stream of its head.
     using DropCall = AttnDropCall<false, rt_acc<16, WK>>;
-    [[maybe_unused]] DropCall dc[dropout ? 2 : 1];
+    [[maybe_unused]] DropCall dcall[dropout ? 2 : 1];
+    [[maybe_unused]] uint32_t dt[dropout ? 2 : 1][4];
     [[maybe_unused]] uint32_t dm[dropout ? 2 : 1][WK / 16], pbd[dropout ? WK / 16 : 1][4];
     [[maybe_unused]] uint32_t s_lo = 0, s_hi = 0;
     if constexpr (dropout) DropCall::stream(p, blk.b, head, s_lo, s_hi);
@@ -532,7 +525,8 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
         } else if constexpr (grp < 24) {
           constexpr int q = (grp - 16) % 2, dc = (grp - 16) / 2;
           const F b = vr[kt];
-          if constexpr (dc == 0) A::first(dP[q][kt], x, b, nd[q]);
+          if constexpr (dc == 0 && dropout) A::first0(dP[q][kt], x, b);  // (dropout: nd joins dS's tasks)
+          else if constexpr (dc == 0) A::first(dP[q][kt], x, b, nd[q]);
           else A::into_vgpr(dP[q][kt], x, b);
         } else {
           if constexpr (m == 96) asm volatile("s_nop 1");  // (P's last converts: a VALU write of the B operand)
@@ -546,14 +540,16 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
         constexpr K k = keys64::dr::task_of(ev - 128);
         constexpr int q = k.q;
         if constexpr (k.k == K::round) {
-          if constexpr (k.i == 0) dc[q].start(s_lo, s_hi, qi + 16 * q, kj, 0);
-          dc[q].template round<k.i>(p);
+          if constexpr (k.i == 0) dcall[0].start(s_lo, s_hi, qi, kj, 0), dcall[1].start(s_lo, s_hi, qi + 16, kj, 0);
+          uint32_t k0, k1;
+          DropCall::template key<k.i>(p, k0, k1);
+          dcall[0].template round<k.i>(k0, k1), dcall[1].template round<k.i>(k0, k1);
         } else if constexpr (k.k == K::spread) {
-          dc[q].spread();
+          dcall[q].spread();
         } else if constexpr (k.k == K::quad) {
-          dc[q].quad();
+          DropCall::template quad<k.i>(dcall[0], dcall[1], dt);
         } else if constexpr (k.k == K::word) {
-          dm[q][k.i] = DropCall::keep(dc[q].x[k.i], d_low, d_all);
+          dm[q][k.i] = DropCall::keep(dcall[q].x[k.i], d_low, d_all);
         } else if constexpr (k.k == K::p) {
           plain_task.template operator()<k.i>();
         } else {
@@ -562,14 +558,16 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
             uint32_t x = attn_drop_pair<e % 2>(pb[kt][w], dm[q][kt]);
             pin(x);
             pbd[kt][w] = x;
-          } else if constexpr (k.k == K::sel) {
-            float x0 = attn_drop_select<j>(dP[q][kt][j], nd[q][j], dm[q][kt]);
-            pin(x0);
-            float x1 = attn_drop_select<j + 1>(dP[q][kt][j + 1], nd[q][j + 1], dm[q][kt]);
-            pin(x1);
-            dP[q][kt][j] = x0, dP[q][kt][j + 1] = x1;
+          } else if constexpr (k.k == K::ds_mul) {  // Pd dP + P nd from the pairs
+            const auto pp = __builtin_bit_cast(std::array<T, 2>, pb[kt][w]);
+            const auto pd = __builtin_bit_cast(std::array<T, 2>, pbd[kt][w]);
+            float y[2];
+            attn_drop_ds(y, {float(pp[0]), float(pp[1])}, {float(pd[0]), float(pd[1])}, {dP[q][kt][j], dP[q][kt][j + 1]},
+                         {nd[q][j], nd[q][j + 1]});
+            pin(y[0], y[1]);
+            dP[q][kt][j] = y[0], dP[q][kt][j + 1] = y[1];
           } else {
-            ds_task.template operator()<k.k == K::ds_mul, q, kt, j, w>();
+            ds_task.template operator()<false, q, kt, j, w>();
           }
         }
       } else if constexpr (softcap) {
