@@ -257,6 +257,10 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
   [[maybe_unused]] uint32_t kw[2][dropout ? WQ / 16 : 1][2] = {};  // (the first body's dS^T(-1) selects: P^T is 0)
   [[maybe_unused]] uint32_t s_lo = 0, s_hi = 0;
   if constexpr (dropout) DropCall::stream(p, blk.b, blk.h, s_lo, s_hi);
+  [[maybe_unused]] const auto rkeys = [&] {  // (the rounds' keys in VGPRs: 12 SALU a chunk fewer)
+    if constexpr (dropout) return typename DropCall::Keys(p);
+    else return AttnDropNoKeys{};
+  }();
   [[maybe_unused]] const uint32_t d_all = dropout ? (255u - p.drop.keep_max) * 0x01010101u : 0u,
                                   d_low = dropout ? ((255u - p.drop.keep_max) & 0x7fu) * 0x01010101u : 0u;
   fr[0] = frags.row(stage0.k, 0, 0), fr[1] = frags.row(stage0.k, 0, 1);
@@ -432,7 +436,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
         } else if constexpr (k.k == K::round) {
           if constexpr (k.i == 0) dcall[0].start(s_lo, s_hi, q0, kj, 0), dcall[1].start(s_lo, s_hi, q0, kj, 1);
           uint32_t k0, k1;
-          DropCall::template key<k.i>(p, k0, k1);
+          rkeys.template get<k.i>(p, k0, k1);
           dcall[0].template round<k.i>(k0, k1), dcall[1].template round<k.i>(k0, k1);
         } else if constexpr (k.k == K::quad) {
           DropCall::template quad<k.i>(dcall[0], dcall[1], dt);

@@ -128,6 +128,22 @@ struct AttnDropCall {
     if constexpr (r > 0) asm volatile("" : "+s"(k0), "+s"(k1));
     k0 += uint32_t(r) * detail::philox_w0, k1 += uint32_t(r) * detail::philox_w1;
   }
+  // The rounds' keys held in VGPRs (made once, before a kernel's loop: no SALU a round), rounds 1 ..
+  struct Keys {
+    uint32_t k[attn_dropout_rounds][2];
+    __device__ __attribute__((always_inline)) explicit Keys(const AttnArgs& p) {
+#pragma unroll
+      for (int r = 1; r < attn_dropout_rounds; ++r) {
+        k[r][0] = p.drop.seed_lo + uint32_t(r) * detail::philox_w0, k[r][1] = p.drop.seed_hi + uint32_t(r) * detail::philox_w1;
+        asm volatile("" : "+v"(k[r][0]), "+v"(k[r][1]));
+      }
+    }
+    template <int r>
+    __device__ __attribute__((always_inline)) void get(const AttnArgs& p, uint32_t& k0, uint32_t& k1) const {
+      if constexpr (r == 0) k0 = p.drop.seed_lo, k1 = p.drop.seed_hi;
+      else k0 = k[r][0], k1 = k[r][1];
+    }
+  };
   // The counter of this lane's call (the tile's element (0, 0): query q0, key k0, multiples of 4).
   __device__ __attribute__((always_inline)) void start(uint32_t s_lo, uint32_t s_hi, int q0, int k0, int grp) {
     constexpr int per = Tile::E / 4;
@@ -231,6 +247,11 @@ struct AttnDropCall {
     pin(k);
     return k;
   }
+};
+// (An instance without dropout: AttnDropCall::Keys' stand-in.)
+struct AttnDropNoKeys {
+  template <int r>
+  __device__ void get(const AttnArgs&, uint32_t&, uint32_t&) const {}
 };
 // A pair of T (lo: element 2 i of a keep word's four, hi: 2 i + 1) with its dropped elements 0: the word and the word
 // shifted a byte give the elements' bits 7 to v_perm's sign selectors (8-11: the sign of byte 1, 3, 5, 7 of the pair

@@ -157,7 +157,7 @@ inline constexpr auto plan = make_schedule<128, tasks>(cost, ready, needs, 20, 4
 // = -delta (1 - p): AttnDropCall's attn_drop_ds; dK and dV take 1 / (1 - p) at their stores), its convert.
 namespace dr {
 struct task {
-  enum kind : unsigned char { round, spread, quad, word, p, pdrop, ds_mul, ds_cvt } k;
+  enum kind : unsigned char { round, spread, quad, word, p, pdrop, ds_unpack, ds_fma, ds_cvt } k;
   int q, i;  // query tile; the round, the phase, the word (key tile), the plain's task or the pair (8 q + e)
 };
 constexpr int ph_tasks = attn_dropout_rounds + 2 + 4 + 8, tasks = ph_tasks + 66 + 16 + 32;
@@ -173,8 +173,16 @@ constexpr task task_of(int t) {
   if (t < 66) return {task::p, 0, t};
   t -= 66;
   if (t < 16) return {task::pdrop, t / 8, t};
-  const keys64::task k = keys64::task_of(66 + t - 16);
-  return {k.k == keys64::task::ds_mul ? task::ds_mul : task::ds_cvt, k.q, 8 * k.q + k.e};
+  t -= 16;  // dS by key tile g (8 q + 2 kt: its two pairs): g's unpacking, g - 2's first convert, g - 1's multiplies,
+            // g - 2's second convert
+  int n = 0;
+  for (int g = 0; g < 10; ++g) {
+    if (g < 8 && n++ == t) return {task::ds_unpack, g / 4, 2 * g};
+    if (g >= 2 && n++ == t) return {task::ds_cvt, (g - 2) / 4, 2 * (g - 2)};
+    if (g >= 1 && g < 9 && n++ == t) return {task::ds_fma, (g - 1) / 4, 2 * (g - 1)};
+    if (g >= 2 && n++ == t) return {task::ds_cvt, (g - 2) / 4, 2 * (g - 2) + 1};
+  }
+  return {};
 }
 constexpr int cost(int t) {  // (an instruction's issue, VALU or SALU: 4 cycles)
   const task k = task_of(t);
@@ -183,7 +191,8 @@ constexpr int cost(int t) {  // (an instruction's issue, VALU or SALU: 4 cycles)
     case task::spread: case task::quad: return 24;
     case task::word: case task::pdrop: return 12;
     case task::p: return keys64::cost(k.i);
-    case task::ds_mul: return 24;
+    case task::ds_unpack: return 32;
+    case task::ds_fma: return 20;
     default: return 4;
   }
 }
@@ -257,6 +266,10 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   // dropout: attn_dropout_drop's constants of the keep decision (AttnDropCall::keep)
   [[maybe_unused]] const uint32_t d_all = dropout ? (255u - p.drop.keep_max) * 0x01010101u : 0u,
                                   d_low = dropout ? ((255u - p.drop.keep_max) & 0x7fu) * 0x01010101u : 0u;
+  [[maybe_unused]] const auto rkeys = [&] {
+    if constexpr (dropout) return typename AttnDropCall<false, rt_acc<16, WK>>::Keys(p);
+    else return AttnDropNoKeys{};
+  }();
   const async_wave<G> dma_wave;
   load_async<G>(vs, head_view<T, D>(p.v, p.v_bs, p.v_rs, p.v_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk), {0, 0, blk.tile, 0}, dma_wave);
   // A head's Q and dO rows and this wave's statistic (LSE: wave 0, delta: wave 1): the next step's are the step's plus
@@ -446,6 +459,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     using DropCall = AttnDropCall<false, rt_acc<16, WK>>;
     [[maybe_unused]] DropCall dcall[dropout ? 2 : 1];
     [[maybe_unused]] uint32_t dt[dropout ? 2 : 1][4];
+    [[maybe_unused]] float du[2][2][2];  // dropout: a key tile's two pairs of P and Pd, unpacked for dS
     [[maybe_unused]] uint32_t dm[dropout ? 2 : 1][WK / 16], pbd[dropout ? WK / 16 : 1][4];
     [[maybe_unused]] uint32_t s_lo = 0, s_hi = 0;
     if constexpr (dropout) DropCall::stream(p, blk.b, head, s_lo, s_hi);
@@ -542,7 +556,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
         if constexpr (k.k == K::round) {
           if constexpr (k.i == 0) dcall[0].start(s_lo, s_hi, qi, kj, 0), dcall[1].start(s_lo, s_hi, qi + 16, kj, 0);
           uint32_t k0, k1;
-          DropCall::template key<k.i>(p, k0, k1);
+          rkeys.template get<k.i>(p, k0, k1);
           dcall[0].template round<k.i>(k0, k1), dcall[1].template round<k.i>(k0, k1);
         } else if constexpr (k.k == K::spread) {
           dcall[q].spread();
@@ -558,14 +572,26 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
             uint32_t x = attn_drop_pair<e % 2>(pb[kt][w], dm[q][kt]);
             pin(x);
             pbd[kt][w] = x;
-          } else if constexpr (k.k == K::ds_mul) {  // Pd dP + P nd from the pairs
-            const auto pp = __builtin_bit_cast(std::array<T, 2>, pb[kt][w]);
-            const auto pd = __builtin_bit_cast(std::array<T, 2>, pbd[kt][w]);
-            float y[2];
-            attn_drop_ds(y, {float(pp[0]), float(pp[1])}, {float(pd[0]), float(pd[1])}, {dP[q][kt][j], dP[q][kt][j + 1]},
-                         {nd[q][j], nd[q][j + 1]});
-            pin(y[0], y[1]);
-            dP[q][kt][j] = y[0], dP[q][kt][j + 1] = y[1];
+          } else if constexpr (k.k == K::ds_unpack) {  // P and Pd of the key tile's two pairs
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const auto pp = __builtin_bit_cast(std::array<T, 2>, pb[kt][q * 2 + h]);
+              const auto pd = __builtin_bit_cast(std::array<T, 2>, pbd[kt][q * 2 + h]);
+              du[h][0][0] = float(pp[0]), du[h][0][1] = float(pp[1]), du[h][1][0] = float(pd[0]), du[h][1][1] = float(pd[1]);
+              pin(du[h][0][0], du[h][0][1], du[h][1][0], du[h][1][1]);
+            }
+          } else if constexpr (k.k == K::ds_fma) {  // Pd dP + P nd, the two pairs' packed multiplies interleaved (no
+                                                    // s_nop between a packed result and its reader)
+            using f2 = float __attribute__((ext_vector_type(2)));
+            f2 y[2];
+#pragma unroll
+            for (int h = 0; h < 2; ++h) y[h] = f2{du[h][0][0], du[h][0][1]} * f2{nd[q][2 * h], nd[q][2 * h + 1]};
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+              y[h] = __builtin_elementwise_fma(f2{du[h][1][0], du[h][1][1]}, f2{dP[q][kt][2 * h], dP[q][kt][2 * h + 1]}, y[h]);
+            float r[4] = {y[0].x, y[0].y, y[1].x, y[1].y};
+            pin(r[0], r[1], r[2], r[3]);
+            dP[q][kt] = f32x4{r[0], r[1], r[2], r[3]};
           } else {
             ds_task.template operator()<false, q, kt, j, w>();
           }
