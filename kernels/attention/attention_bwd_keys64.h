@@ -459,7 +459,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     using DropCall = AttnDropCall<false, rt_acc<16, WK>>;
     [[maybe_unused]] DropCall dcall[dropout ? 2 : 1];
     [[maybe_unused]] uint32_t dt[dropout ? 2 : 1][4];
-    [[maybe_unused]] float du[2][2][2];  // dropout: a key tile's two pairs of P and Pd, unpacked for dS
+    [[maybe_unused]] float du[2][2][2][2];  // dropout: two key tiles' two pairs of P and Pd, unpacked for dS (by kt % 2)
     [[maybe_unused]] uint32_t dm[dropout ? 2 : 1][WK / 16], pbd[dropout ? WK / 16 : 1][4];
     [[maybe_unused]] uint32_t s_lo = 0, s_hi = 0;
     if constexpr (dropout) DropCall::stream(p, blk.b, head, s_lo, s_hi);
@@ -577,18 +577,18 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
             for (int h = 0; h < 2; ++h) {
               const auto pp = __builtin_bit_cast(std::array<T, 2>, pb[kt][q * 2 + h]);
               const auto pd = __builtin_bit_cast(std::array<T, 2>, pbd[kt][q * 2 + h]);
-              du[h][0][0] = float(pp[0]), du[h][0][1] = float(pp[1]), du[h][1][0] = float(pd[0]), du[h][1][1] = float(pd[1]);
-              pin(du[h][0][0], du[h][0][1], du[h][1][0], du[h][1][1]);
+              du[kt % 2][h][0][0] = float(pp[0]), du[kt % 2][h][0][1] = float(pp[1]), du[kt % 2][h][1][0] = float(pd[0]), du[kt % 2][h][1][1] = float(pd[1]);
+              pin(du[kt % 2][h][0][0], du[kt % 2][h][0][1], du[kt % 2][h][1][0], du[kt % 2][h][1][1]);
             }
           } else if constexpr (k.k == K::ds_fma) {  // Pd dP + P nd, the two pairs' packed multiplies interleaved (no
                                                     // s_nop between a packed result and its reader)
             using f2 = float __attribute__((ext_vector_type(2)));
             f2 y[2];
 #pragma unroll
-            for (int h = 0; h < 2; ++h) y[h] = f2{du[h][0][0], du[h][0][1]} * f2{nd[q][2 * h], nd[q][2 * h + 1]};
+            for (int h = 0; h < 2; ++h) y[h] = f2{du[kt % 2][h][0][0], du[kt % 2][h][0][1]} * f2{nd[q][2 * h], nd[q][2 * h + 1]};
 #pragma unroll
             for (int h = 0; h < 2; ++h)
-              y[h] = __builtin_elementwise_fma(f2{du[h][1][0], du[h][1][1]}, f2{dP[q][kt][2 * h], dP[q][kt][2 * h + 1]}, y[h]);
+              y[h] = __builtin_elementwise_fma(f2{du[kt % 2][h][1][0], du[kt % 2][h][1][1]}, f2{dP[q][kt][2 * h], dP[q][kt][2 * h + 1]}, y[h]);
             float r[4] = {y[0].x, y[0].y, y[1].x, y[1].y};
             pin(r[0], r[1], r[2], r[3]);
             dP[q][kt] = f32x4{r[0], r[1], r[2], r[3]};
