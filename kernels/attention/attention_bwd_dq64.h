@@ -30,8 +30,8 @@
 // Softcap (template parameter softcap): S starts from 0 and the cap's steps are tasks of the schedule (namespace sc
 // below: the scores capped, the mask, P from c t - LSE log2 e, P (1 - t^2) for dS), as the forward caps.
 // Dropout (template parameter dropout): a chunk's keep words made in its body's tasks (namespace dr below: two Philox
-// calls a lane, AttnDropCall), held to the next body, whose dS^T(c - 1) selects dP^T - delta (1 - p) (its start)
-// where kept, else -delta (1 - p), as keys64's; dQ takes 1 / (1 - p) at its store.
+// calls a lane, AttnDropCall), held to the next body, whose dS^T(c - 1) is Pd dP^T + P^T nd (dP^T from 0, Pd: P^T
+// dropped, nd = -delta (1 - p)), as keys64's; dQ takes 1 / (1 - p) at its store.
 #pragma once
 #include "attention_bwd_frags.h"
 #include "hk/ops/schedule.h"
@@ -254,7 +254,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
   // dropout: the keep words of a chunk by its parity (query tile, key tile of the chunk: AttnDropCall::keep), the
   // stream, attn_dropout_drop's constants.
   using DropCall = AttnDropCall<true, rt_acc<32, WQ>>;
-  [[maybe_unused]] uint32_t kw[2][dropout ? WQ / 16 : 1][2] = {};  // (the first body's dS^T(-1) selects: P^T is 0)
+  [[maybe_unused]] uint32_t kw[2][dropout ? WQ / 16 : 1][2] = {};  // (the first body's dS^T(-1): P^T 0, every score dropped)
   [[maybe_unused]] uint32_t s_lo = 0, s_hi = 0;
   if constexpr (dropout) DropCall::stream(p, blk.b, blk.h, s_lo, s_hi);
   [[maybe_unused]] const auto rkeys = [&] {  // (the rounds' keys in VGPRs: 12 SALU a chunk fewer)

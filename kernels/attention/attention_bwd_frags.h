@@ -107,7 +107,7 @@ struct AttnCapTile {
 
 // Dropout's keep decisions (attn_dropout_words' walk, the forward's bits) in steps for keys64's and dq64's list
 // schedules: two of a lane's Philox calls at a time (two groups of attn_dropout_words, or two tiles' calls), each
-// started (start: the counter), then their rounds side by side (round<r>: two chains, one key a round: key<r>), the
+// started (start: the counter), then their rounds side by side (round<r>: two chains, one key a round: Keys), the
 // 4x4 byte transpose where keys run along the columns (spread, 6 v_perm a call), the quad's transpose of both calls in
 // four phases (quad<ph>: attn_quad_transpose's DPP selects, each vcc mask set once for both calls), so that x[t] is run
 // 4 grp + t's word as attn_dropout_words gives it; then keep(word) (byte t of x[t]: element t of the run): bit 7 of
@@ -120,15 +120,8 @@ struct AttnDropCall {
     const uint64_t s = (uint64_t(p.drop.offset_hi) << 32 | p.drop.offset_lo) + uint64_t(b) * uint32_t(p.heads_q) + uint32_t(h);
     s_lo = uint32_t(s), s_hi = uint32_t(s >> 32);
   }
-  // Round r's key: the seed through an empty asm and an SALU add (hoisted, the rounds' keys took 14 SGPRs, which
-  // spilled).
-  template <int r>
-  __device__ __attribute__((always_inline)) static void key(const AttnArgs& p, uint32_t& k0, uint32_t& k1) {
-    k0 = p.drop.seed_lo, k1 = p.drop.seed_hi;
-    if constexpr (r > 0) asm volatile("" : "+s"(k0), "+s"(k1));
-    k0 += uint32_t(r) * detail::philox_w0, k1 += uint32_t(r) * detail::philox_w1;
-  }
-  // The rounds' keys held in VGPRs (made once, before a kernel's loop: no SALU a round), rounds 1 ..
+  // The rounds' keys held in VGPRs (made once, before a kernel's loop: each round's two SALU adds of the seed's, through an
+  // empty asm so that LLVM does not hoist them into 12 SGPRs, which spilled), rounds 1 ..
   struct Keys {
     uint32_t k[attn_dropout_rounds][2];
     __device__ __attribute__((always_inline)) explicit Keys(const AttnArgs& p) {
@@ -267,7 +260,7 @@ __device__ __attribute__((always_inline)) inline float attn_drop_min(float x, ui
   const uint32_t m = uint32_t(int32_t(int8_t(uint8_t(k >> 8 * t)))), b = __builtin_bit_cast(uint32_t, x);
   return __builtin_bit_cast(float, __builtin_elementwise_min(b, m));
 }
-// dS / (1 - p) of a pair, Pd dP + P nd: P and P dropped (Pd), dP from 0 (dO V^T), nd = -delta (1 - p): P (keep dP / (1 -
+// dS / (1 - p) of a pair (dq64's), Pd dP + P nd: P and P dropped (Pd), dP from 0 (dO V^T), nd = -delta (1 - p): P (keep dP / (1 -
 // p) - delta) / (1 - p) (a packed multiply and a packed multiply-add).
 __device__ __attribute__((always_inline)) inline void attn_drop_ds(float (&y)[2], const float (&pw)[2], const float (&pd)[2],
                                                                  const float (&dp)[2], const float (&nd)[2]) {

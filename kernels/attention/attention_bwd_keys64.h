@@ -33,9 +33,8 @@
 // below: the scores capped, the mask, P from c t - LSE log2 e, P (1 - t^2) for dS), as the forward caps.
 // Dropout (template parameter dropout): the forward's keep decisions regenerated in the schedule's tasks (namespace dr
 // below: a step's two Philox calls a lane, made under the body's first MFMAs, whose VALU is idle; AttnDropCall), P
-// dropped on its way into dV^T (its bf16 pairs masked), dP's start -delta (1 - p) and dropped dP - delta / (1 - p)
-// selected to it (dS = P (keep dP / (1 - p) - delta) = P (keep ? dP - delta (1 - p) : -delta (1 - p)) / (1 - p));
-// dK and dV take 1 / (1 - p) at their stores.
+// dropped on its way into dV^T (its bf16 pairs masked), dP from 0 and dS / (1 - p) = Pd dP + P nd (Pd: P dropped, nd =
+// -delta (1 - p); dS = P (keep dP / (1 - p) - delta)); dK and dV take 1 / (1 - p) at their stores.
 #pragma once
 #include "attention_bwd_frags.h"
 #include "hk/ops/schedule.h"
@@ -153,8 +152,9 @@ inline constexpr auto plan = make_schedule<128, tasks>(cost, ready, needs, 20, 4
 // dropout: the keep words first (both query tiles' Philox calls, one a tile a lane, side by side: 7 rounds, each
 // call's bytes spread, the quads' transposes in four phases, the 8 words: AttnDropCall), made before S is ready (the
 // body's first MFMAs have no other VALU work); then the plain's P tasks (P whole, for dS); then P dropped for dV^T (a
-// pair's bf16 masked, 2 VALU, any time before dV^T); dS's tasks a pair (the plain's order): Pd dP + P nd (dP from 0, nd
-// = -delta (1 - p): AttnDropCall's attn_drop_ds; dK and dV take 1 / (1 - p) at their stores), its convert.
+// pair's bf16 masked, 2 VALU, any time before dV^T); dS's tasks by key tile (two pairs): P and Pd unpacked, then a task
+// later Pd dP + P nd (dP from 0, nd = -delta (1 - p); the two pairs' packed multiplies interleaved: LLVM pads a packed
+// result read by the next instruction with an s_nop), the converts a task after that.
 namespace dr {
 struct task {
   enum kind : unsigned char { round, spread, quad, word, p, pdrop, ds_unpack, ds_fma, ds_cvt } k;
@@ -266,7 +266,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   // dropout: attn_dropout_drop's constants of the keep decision (AttnDropCall::keep)
   [[maybe_unused]] const uint32_t d_all = dropout ? (255u - p.drop.keep_max) * 0x01010101u : 0u,
                                   d_low = dropout ? ((255u - p.drop.keep_max) & 0x7fu) * 0x01010101u : 0u;
-  [[maybe_unused]] const auto rkeys = [&] {
+  [[maybe_unused]] const auto rkeys = [&] {  // dropout: the Philox rounds' keys in VGPRs (no SALU a round)
     if constexpr (dropout) return typename AttnDropCall<false, rt_acc<16, WK>>::Keys(p);
     else return AttnDropNoKeys{};
   }();
