@@ -47,7 +47,7 @@
 // the first through the LDS; the first drops P and leaves 1 / (1 - p) to dV's store (MI355X GQA D128 N8192 dK/dV
 // 96.8 -> 85.5 ms). Dropout alone on gfx950 at D = 128 runs keys64 and dq64 (the mask's Philox calls and the drops as
 // tasks of their list schedules; dP from 0, dS / (1 - p) = Pd dP + P (-delta (1 - p)), 1 / (1 - p) at the stores):
-// MI355X GQA D128 N8192 bwd 659.9 -> 858.3 TFLOP/s (dK/dV 83.71 -> 58.67, dQ 48.89 -> 43.12 ms).
+// MI355X GQA D128 N8192 bwd 659.9 -> 866.1 TFLOP/s (dK/dV 83.71 -> 57.74, dQ 48.89 -> 43.12 ms).
 // With ALiBi (AttnVariant) both kernels add the bias to the recomputed scores as the forward does (no gradient: the
 // slopes are constants, as in flash-attention). In the ALiBi instances of keys64, dq64 (gfx950, D = 128) and kernel 3
 // at 32 queries (gfx942, D = 128: `alibi_rows`) the bias of a tile wholly on one side of the diagonal is linear and
