@@ -107,12 +107,13 @@ struct task {
   enum kind : unsigned char { ds_mul, ds_cvt, p, round, quad, word } k;
   int i;  // the pair, the plain's task, the round, the phase or the word
 };
-constexpr int ph_tasks = attn_dropout_rounds + 4 + 8, tasks = 32 + 36 + ph_tasks;
+constexpr int p_tasks = dq64::tasks - 32;  // the plain's masks and P^T's (its tasks 32 ..)
+constexpr int ph_tasks = attn_dropout_rounds + 4 + 8, tasks = 32 + p_tasks + ph_tasks;
 constexpr task task_of(int t) {
   if (t < 32) return {t < 16 ? task::ds_mul : task::ds_cvt, t % 16};
   t -= 32;
-  if (t < 36) return {task::p, 32 + t};
-  t -= 36;
+  if (t < p_tasks) return {task::p, 32 + t};
+  t -= p_tasks;
   if (t < attn_dropout_rounds) return {task::round, t};
   t -= attn_dropout_rounds;
   if (t < 4) return {task::quad, t};
