@@ -36,9 +36,9 @@
 //      meet the barrier one alone: MI300X GQA D128 N8192 dQ 100.1 -> 98.8 ms; with 32 queries a wave (the bytes
 //      read per MFMA halved; the priority held to the last chunk's S^T product, one level lower after the first's)
 //      87.7 ms.
-//      On gfx950 at D = 128 the plain and ALiBi instances run attention_bwd_dq64.h: one wave per SIMD, 64 queries a
-//      wave, dQ^T, Q and dO in the AGPRs, keys64's list schedule (MI355X GQA D128 N8192 dQ 41.86 -> 36.96 ms; ALiBi
-//      44.15 -> 39.91).
+//      On gfx950 at D = 128 the plain, ALiBi, softcap and dropout instances run attention_bwd_dq64.h: one wave per
+//      SIMD, 64 queries a wave, dQ^T, Q and dO in the AGPRs, keys64's list schedule (MI355X GQA D128 N8192 dQ 41.86 ->
+//      36.96 ms; ALiBi 44.15 -> 39.91).
 //      No atomics: every gradient element is summed by one wave in a fixed order (bit-identical run after run).
 // With attention sinks (a logit z per query head in every row's denominator, a key with no value) the forward's LSE
 // holds the sink: P and dS are as before (the sink's dP is 0); kernel 4, attention_bwd_dsink, adds the sinks' gradient
@@ -47,7 +47,9 @@
 // (1 - p) (kernel 2 also P on its way into dV); dS takes the whole P, and delta needs nothing (O holds the dropout).
 // In kernel 2's pairs the second wave makes the mask (one Philox a pair, under its dP product) and passes its bits to
 // the first through the LDS; the first drops P and leaves 1 / (1 - p) to dV's store (MI355X GQA D128 N8192 dK/dV
-// 96.8 -> 85.5 ms).
+// 96.8 -> 85.5 ms). Dropout alone on gfx950 at D = 128 runs keys64 and dq64 (the mask's Philox calls and the drops as
+// tasks of their list schedules; dP from 0, dS / (1 - p) = Pd dP + P (-delta (1 - p)), 1 / (1 - p) at the stores):
+// MI355X GQA D128 N8192 bwd 659.9 -> 866.1 TFLOP/s (dK/dV 83.71 -> 57.74, dQ 48.89 -> 43.12 ms).
 // With ALiBi (AttnVariant) both kernels add the bias to the recomputed scores as the forward does (no gradient: the
 // slopes are constants, as in flash-attention). In the ALiBi instances of keys64, dq64 (gfx950, D = 128) and kernel 3
 // at 32 queries (gfx942, D = 128: `alibi_rows`) the bias of a tile wholly on one side of the diagonal is linear and
@@ -150,15 +152,16 @@ constexpr int attn_bwd_wave_keys(int d, bool lds_read_transpose, bool plain = fa
 // (one Philox call per 16 scores, attention_common.h): MI355X GQA D128 N8192 p 0.1: 146 -> 108 ms.
 constexpr bool attn_bwd_paired(int d, bool tr) { return d == 128 && tr; }  // tr: LDS transposes
 // Kernel 2 at 64 keys a wave (attention_bwd_keys64.h) and kernel 3 at 64 queries a wave (attention_bwd_dq64.h), the
-// same instances: gfx950 at D = 128, the plain, ALiBi and softcap variants (`plain` here: attn_bwd_keys64_variant; one
-// feature at a time, no dropout; sinks need nothing of them): four waves of 64 keys (queries), one workgroup a CU.
+// same instances: gfx950 at D = 128, the plain, ALiBi, softcap and dropout variants (`plain` here:
+// attn_bwd_keys64_variant; one feature at a time; sinks need nothing of them): four waves of 64 keys (queries), one
+// workgroup a CU.
 constexpr bool attn_bwd_keys64(int d, bool tr, bool plain) { return attn_bwd_paired(d, tr) && plain; }
 // Kernel 3's workgroup's queries (the host's grid of the dQ kernel; the delta kernel keeps attn_bwd_rows).
 constexpr int attn_bwd_dq_rows(int d, bool tr, bool plain) { return attn_bwd_keys64(d, tr, plain) ? 4 * 64 : attn_bwd_rows(d, tr); }
-// The variants kernel 2 runs at 64 keys a wave: the plain one and ALiBi alone (the host's choice of its shape).
+// The variants kernel 2 runs at 64 keys a wave: the plain one and ALiBi, softcap or dropout alone (the host's choice of
+// its shape).
 template <AttnVariant V>
-inline constexpr bool attn_bwd_keys64_variant =
-    !V.dropout && !V.dynamic && (attn_plain<V> || (V.alibi && !V.softcap) || (V.softcap && !V.alibi));
+inline constexpr bool attn_bwd_keys64_variant = !V.dynamic && int(V.alibi) + int(V.softcap) + int(V.dropout) <= 1;
 constexpr int attn_bwd_dkdv_waves(int d, bool tr, bool plain = false) {
   return attn_bwd_keys64(d, tr, plain) ? 4 : attn_bwd_paired(d, tr) ? 8 : 4;
 }
@@ -298,7 +301,7 @@ __global__ __launch_bounds__(64 * attn_bwd_dkdv_waves(D, arch::current::lds_read
 __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1 : attn_bwd_dkdv_waves_per_simd<D>))) void attention_bwd_dkdv(
     AttnBwdArgs a) {
   if constexpr (attn_bwd_keys64_runs<D, DV, V>) {
-    attention_bwd_dkdv_keys64<T, V.alibi, V.softcap>(a);
+    attention_bwd_dkdv_keys64<T, V.alibi, V.softcap, V.dropout>(a);
     return;
   }
   using G = group<attn_bwd_dkdv_waves(D, arch::current::lds_read_transpose)>;
@@ -776,7 +779,7 @@ __attribute__((amdgpu_waves_per_eu(attn_bwd_keys64_runs<D, DV, V> ? 1
                                                                                                   : attn_bwd_waves_per_simd<D>)))
 void attention_bwd_dq(AttnBwdArgs a) {
   if constexpr (attn_bwd_keys64_runs<D, DV, V>) {
-    attention_bwd_dq64<T, V.alibi, V.softcap>(a);
+    attention_bwd_dq64<T, V.alibi, V.softcap, V.dropout>(a);
     return;
   }
   constexpr bool tr = arch::current::lds_read_transpose;

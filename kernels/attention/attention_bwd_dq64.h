@@ -1,5 +1,5 @@
-// Kernel 3 at 64 queries a wave (gfx950, D = 128, the plain, ALiBi and softcap variants, one feature at a time: no
-// dropout). Included by attention_bwd.h, whose attention_bwd_dq runs it for those instances. The mirror of kernel
+// Kernel 3 at 64 queries a wave (gfx950, D = 128, the plain, ALiBi, softcap and dropout variants, one feature at a
+// time). Included by attention_bwd.h, whose attention_bwd_dq runs it for those instances. The mirror of kernel
 // 2's keys64 (attention_bwd_keys64.h, whose schedule, reasons and fragment reads this shares).
 //
 // Schedule. Four waves a workgroup, 256 queries, one wave per SIMD (one workgroup a CU), each wave owning 64 queries:
@@ -29,6 +29,9 @@
 // operand; a chunk the diagonal crosses (or masked) starts from the left set and takes the exact bias before the mask.
 // Softcap (template parameter softcap): S starts from 0 and the cap's steps are tasks of the schedule (namespace sc
 // below: the scores capped, the mask, P from c t - LSE log2 e, P (1 - t^2) for dS), as the forward caps.
+// Dropout (template parameter dropout): a chunk's keep words made in its body's tasks (namespace dr below: two Philox
+// calls a lane, AttnDropCall), held to the next body, whose dS^T(c - 1) is Pd dP^T + P^T nd (dP^T from 0, Pd: P^T
+// dropped, nd = -delta (1 - p)), as keys64's; dQ takes 1 / (1 - p) at its store.
 #pragma once
 #include "attention_bwd_frags.h"
 #include "hk/ops/schedule.h"
@@ -111,13 +114,52 @@ constexpr int ready(int t) {
 }
 inline constexpr auto plan = make_schedule<96, tasks>(cost, ready, needs, 28, 56);
 }  // namespace sc
+// dropout: dS^T(c - 1)'s tasks a pair (the plain's order): Pd dP^T + P^T nd (P^T dropped by the words, dP^T from 0, nd =
+// -delta (1 - p): attn_drop_ds; dQ takes 1 / (1 - p) at its store), its convert; P^T's tasks the plain's; then the
+// chunk's keep words for the next body's dS^T: its two calls a lane (attn_dropout_words' groups) side by side, 7
+// rounds, the quads' transposes in four phases, 8 words (AttnDropCall).
+namespace dr {
+struct task {
+  enum kind : unsigned char { ds_mul, ds_cvt, p, round, quad, word } k;
+  int i;  // the pair, the plain's task, the round, the phase or the word
+};
+constexpr int p_tasks = dq64::tasks - 32;  // the plain's masks and P^T's (its tasks 32 ..)
+constexpr int ph_tasks = attn_dropout_rounds + 4 + 8, tasks = 32 + p_tasks + ph_tasks;
+constexpr task task_of(int t) {
+  if (t < 32) return {t < 16 ? task::ds_mul : task::ds_cvt, t % 16};
+  t -= 32;
+  if (t < p_tasks) return {task::p, 32 + t};
+  t -= p_tasks;
+  if (t < attn_dropout_rounds) return {task::round, t};
+  t -= attn_dropout_rounds;
+  if (t < 4) return {task::quad, t};
+  return {task::word, t - 4};
+}
+constexpr int cost(int t) {  // (an instruction's issue, VALU or SALU: 4 cycles)
+  const task k = task_of(t);
+  switch (k.k) {
+    case task::ds_mul: return 16;
+    case task::ds_cvt: return 8;
+    case task::p: return dq64::cost(k.i);
+    case task::round: return k.i == 0 ? 16 : 40;
+    case task::quad: return 24;
+    default: return 12;
+  }
+}
+constexpr int ready(int t) {
+  const task k = task_of(t);
+  return k.k <= task::ds_cvt ? 3 : k.k == task::p ? dq64::ready(k.i) : 0;
+}
+inline constexpr auto plan = make_schedule<96, tasks>(cost, ready, needs, 20, 40);
+}  // namespace dr
 }  // namespace dq64
 
 // (alibi: the ALiBi instance, AttnVariant{.alibi = true}: see above.)
 // (softcap: the softcap instance, AttnVariant{.softcap = true}: see above.)
-template <class T, bool alibi = false, bool softcap = false, class A = arch::current>
+// (dropout: the dropout instance, AttnVariant{.dropout = true}: see above.)
+template <class T, bool alibi = false, bool softcap = false, bool dropout = false, class A = arch::current>
 __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const AttnBwdArgs& a) {
-  static_assert(!(alibi && softcap), "dq64: one feature at a time");
+  static_assert(int(alibi) + int(softcap) + int(dropout) <= 1, "dq64: one feature at a time");
   using G = group<4>;
   constexpr int D = 128, BK = 64, KC = 32, WQ = 64;
   using f32x4 = arch::f32x4;
@@ -193,7 +235,9 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
     const float k = -1.44269504088896341f / c;
 #pragma unroll
     for (int j = 0; j < WQ / 16; ++j) {
-      const float l = lse.data[j][0] == -INFINITY ? 0.f : lse.data[j][0] * k, d = -delta.data[j][0];
+      // (dropout: dP^T's start -delta (1 - p); dQ scaled by 1 / (1 - p) at its store)
+      const float l = lse.data[j][0] == -INFINITY ? 0.f : lse.data[j][0] * k,
+                  d = dropout ? -delta.data[j][0] / p.drop.scale : -delta.data[j][0];
       L[j] = f32x4{l, l, l, l}, nd[j] = f32x4{d, d, d, d};
       if constexpr (softcap) ls[j] = l * c;
       if constexpr (alibi) {
@@ -225,6 +269,18 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
 #pragma unroll
     for (int j = 0; j < 4; ++j) S[1][i][j] = f32x4{0.f, 0.f, 0.f, 0.f}, dP[1][i][j] = f32x4{0.f, 0.f, 0.f, 0.f};
   uint32_t dsb[WQ / 16][4] = {};  // dS^T(c - 1) in bf16 pairs, dQ^T's B operand (acc order), by query tile
+  // dropout: the keep words of a chunk by its parity (query tile, key tile of the chunk: AttnDropCall::keep), the
+  // stream, attn_dropout_drop's constants.
+  using DropCall = AttnDropCall<true, rt_acc<32, WQ>>;
+  [[maybe_unused]] uint32_t kw[2][dropout ? WQ / 16 : 1][2] = {};  // (the first body's dS^T(-1): P^T 0, every score dropped)
+  [[maybe_unused]] uint32_t s_lo = 0, s_hi = 0;
+  if constexpr (dropout) DropCall::stream(p, blk.b, blk.h, s_lo, s_hi);
+  [[maybe_unused]] const auto rkeys = [&] {  // (the rounds' keys in VGPRs: 12 SALU a chunk fewer)
+    if constexpr (dropout) return typename DropCall::Keys(p);
+    else return AttnDropNoKeys{};
+  }();
+  [[maybe_unused]] const uint32_t d_all = dropout ? (255u - p.drop.keep_max) * 0x01010101u : 0u,
+                                  d_low = dropout ? ((255u - p.drop.keep_max) & 0x7fu) * 0x01010101u : 0u;
   fr[0] = frags.row(stage0.k, 0, 0), fr[1] = frags.row(stage0.k, 0, 1);
   const int off = int(view.off);
 
@@ -264,6 +320,8 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
     using f2 = float __attribute__((ext_vector_type(2)));
     [[maybe_unused]] AttnCapTile cap[2];  // softcap: two query tiles' u and f(u)
     [[maybe_unused]] float pa[2];      // softcap: a pair's exp2 arguments, then P^T
+    [[maybe_unused]] DropCall dcall[dropout ? 2 : 1];  // dropout: the chunk's two calls
+    [[maybe_unused]] uint32_t dt[dropout ? 2 : 1][4];
     auto event = [&]<int ev>() __attribute__((always_inline)) {
       if constexpr (ev < 96) {
         constexpr int m = ev, grp = m / 4, qt = m % 4;
@@ -298,7 +356,8 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
           A::into_agpr(dq[grp - 8][qt], x, __builtin_bit_cast(F, dsb[qt]));
         } else {
           constexpr int kk = (grp - 16) / 4, dc = grp % 4;
-          if constexpr (dc == 0) A::first_ba(dP[b][kk][qt], x, df[qt][dc], nd[qt]);
+          if constexpr (dc == 0 && dropout) A::first0_ba(dP[b][kk][qt], x, df[qt][dc]);  // (dropout: nd joins dS^T's)
+          else if constexpr (dc == 0) A::first_ba(dP[b][kk][qt], x, df[qt][dc], nd[qt]);
           else A::into_vgpr_ba(dP[b][kk][qt], x, df[qt][dc]);
         }
       } else {
@@ -385,7 +444,40 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
         }
       }
     };
-    if constexpr (softcap) run_schedule<dq64::sc::plan>(event);
+    // dropout: the plan's events, the plain's (MFMAs, P^T's and dS^T's tasks: event's) and its own.
+    auto drop_event = [&]<int ev>() __attribute__((always_inline)) {
+      if constexpr (ev < 96) {
+        event.template operator()<ev>();
+      } else {
+        using K = dq64::dr::task;
+        constexpr K k = dq64::dr::task_of(ev - 96);
+        if constexpr (k.k == K::ds_mul) {  // Pd dP^T + P^T nd: pair w (key tile, query tile, pair)
+          constexpr int w = k.i, kk = w / 8, qt = (w % 8) / 2, j = (w % 2) * 2;
+          const uint32_t kw_ = kw[pb][qt][kk];
+          const float x0 = S[pb][kk][qt][j], x1 = S[pb][kk][qt][j + 1];
+          float y[2];
+          attn_drop_ds(y, {x0, x1}, {attn_drop_min<j>(x0, kw_), attn_drop_min<j + 1>(x1, kw_)},
+                       {dP[pb][kk][qt][j], dP[pb][kk][qt][j + 1]}, {nd[qt][j], nd[qt][j + 1]});
+          dP[pb][kk][qt][j] = y[0], dP[pb][kk][qt][j + 1] = y[1];
+        } else if constexpr (k.k == K::ds_cvt) {
+          event.template operator()<96 + 16 + k.i>();
+        } else if constexpr (k.k == K::p) {
+          event.template operator()<96 + k.i>();
+        } else if constexpr (k.k == K::round) {
+          if constexpr (k.i == 0) dcall[0].start(s_lo, s_hi, q0, kj, 0), dcall[1].start(s_lo, s_hi, q0, kj, 1);
+          uint32_t k0, k1;
+          rkeys.template get<k.i>(p, k0, k1);
+          dcall[0].template round<k.i>(k0, k1), dcall[1].template round<k.i>(k0, k1);
+        } else if constexpr (k.k == K::quad) {
+          DropCall::template quad<k.i>(dcall[0], dcall[1], dt);
+        } else {  // run 4 g + i of call g: key tile i % 2 of the chunk, query tile 2 g + i / 2
+          constexpr int g = k.i / 4, i = k.i % 4;
+          kw[b][2 * g + i / 2][i % 2] = DropCall::keep(dcall[g].x[i], d_low, d_all);
+        }
+      }
+    };
+    if constexpr (dropout) run_schedule<dq64::dr::plan>(drop_event);
+    else if constexpr (softcap) run_schedule<dq64::sc::plan>(event);
     else run_schedule<dq64::plan>(event);
   };
   // alibi: a chunk's side of the diagonal (1 left, 2 right, 0 masked: crossed by it, or not whole).
@@ -420,7 +512,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
   const auto dq_view = head_view<T, D>(a.dq, a.dq_bs, a.dq_rs, a.dq_hs, blk.b, varlen, blk.q_start, blk.h, blk.sq);
   rt<float, WQ, D, layout::row> out;
   transpose<lane_anew>(out, dqt);
-  store_bounded<lane_anew>(dq_view, out, {0, 0, row_tile, 0}, p.scale);
+  store_bounded<lane_anew>(dq_view, out, {0, 0, row_tile, 0}, dropout ? p.scale * p.drop.scale : p.scale);
 }
 
 }  // namespace hk::kernels

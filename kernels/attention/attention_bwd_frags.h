@@ -137,4 +137,168 @@ struct AttnCapTile {
   }
 };
 
+// Dropout's keep decisions (attn_dropout_words' walk, the forward's bits) in steps for keys64's and dq64's list
+// schedules: two of a lane's Philox calls at a time (two groups of attn_dropout_words, or two tiles' calls), each
+// started (start: the counter), then their rounds side by side (round<r>: two chains, one key a round: Keys), the
+// 4x4 byte transpose where keys run along the columns (spread, 6 v_perm a call), the quad's transpose of both calls in
+// four phases (quad<ph>: attn_quad_transpose's DPP selects, each vcc mask set once for both calls), so that x[t] is run
+// 4 grp + t's word as attn_dropout_words gives it; then keep(word) (byte t of x[t]: element t of the run): bit 7 of
+// byte t set where the element is kept (attn_dropout_drop's majority, 3 VALU a word). gfx950 (v_bitop3).
+template <bool keys_are_rows, class Tile>
+struct AttnDropCall {
+  uint32_t x[4];
+  // The stream's words (attn_dropout_words' s_lo, s_hi) of sequence b, query head h.
+  __device__ __attribute__((always_inline)) static void stream(const AttnArgs& p, int b, int h, uint32_t& s_lo, uint32_t& s_hi) {
+    const uint64_t s = (uint64_t(p.drop.offset_hi) << 32 | p.drop.offset_lo) + uint64_t(b) * uint32_t(p.heads_q) + uint32_t(h);
+    s_lo = uint32_t(s), s_hi = uint32_t(s >> 32);
+  }
+  // The rounds' keys held in VGPRs (made once, before a kernel's loop: each round's two SALU adds of the seed's, through an
+  // empty asm so that LLVM does not hoist them into 12 SGPRs, which spilled), rounds 1 ..
+  struct Keys {
+    uint32_t k[attn_dropout_rounds][2];
+    __device__ __attribute__((always_inline)) explicit Keys(const AttnArgs& p) {
+#pragma unroll
+      for (int r = 1; r < attn_dropout_rounds; ++r) {
+        k[r][0] = p.drop.seed_lo + uint32_t(r) * detail::philox_w0, k[r][1] = p.drop.seed_hi + uint32_t(r) * detail::philox_w1;
+        asm volatile("" : "+v"(k[r][0]), "+v"(k[r][1]));
+      }
+    }
+    template <int r>
+    __device__ __attribute__((always_inline)) void get(const AttnArgs& p, uint32_t& k0, uint32_t& k1) const {
+      if constexpr (r == 0) k0 = p.drop.seed_lo, k1 = p.drop.seed_hi;
+      else k0 = k[r][0], k1 = k[r][1];
+    }
+  };
+  // The counter of this lane's call (the tile's element (0, 0): query q0, key k0, multiples of 4).
+  __device__ __attribute__((always_inline)) void start(uint32_t s_lo, uint32_t s_hi, int q0, int k0, int grp) {
+    constexpr int per = Tile::E / 4;
+    const int lane = lane_id(), u = lane & 3, rl = Tile::row_lane_part(lane), cl = Tile::col_lane_part(lane) & ~3;
+    auto run_row = [](int n) { return Tile::row_tile_part(n / per % Tile::tiles_r, 4 * (n % per)); };
+    auto run_col = [](int n) { return Tile::col_tile_part(n / per / Tile::tiles_r, 0); };
+    auto pick = [u](int v0, int v1, int v2, int v3) { return u & 2 ? (u & 1 ? v3 : v2) : (u & 1 ? v1 : v0); };
+    const int n = 4 * grp;
+    const int row = pick(run_row(n), run_row(n + 1), run_row(n + 2), run_row(n + 3)) + rl;
+    const int col = pick(run_col(n), run_col(n + 1), run_col(n + 2), run_col(n + 3)) + cl;
+    const uint32_t key = uint32_t(keys_are_rows ? k0 + row : k0 + col), query = uint32_t(keys_are_rows ? q0 + col : q0 + row);
+    x[0] = key >> 2, x[1] = query >> 2, x[2] = s_lo, x[3] = s_hi;
+  }
+  template <int r>
+  __device__ __attribute__((always_inline)) void round(uint32_t k0, uint32_t k1) {
+    const uint64_t p0 = uint64_t(detail::philox_m0) * x[0], p1 = uint64_t(detail::philox_m1) * x[2];
+    x[0] = philox_xor3(uint32_t(p1 >> 32), x[1], k0), x[1] = uint32_t(p1);
+    x[2] = philox_xor3(uint32_t(p0 >> 32), x[3], k1), x[3] = uint32_t(p0);
+    if constexpr (r > 0) pin(x[0], x[1], x[2], x[3]);
+  }
+  __device__ __attribute__((always_inline)) void spread() {
+    if constexpr (!keys_are_rows) {  // x[v] byte t = x[t] byte v
+      const uint32_t a = __builtin_amdgcn_perm(x[1], x[0], 0x06020400u), bq = __builtin_amdgcn_perm(x[1], x[0], 0x07030501u);
+      const uint32_t c2 = __builtin_amdgcn_perm(x[3], x[2], 0x06020400u), d = __builtin_amdgcn_perm(x[3], x[2], 0x07030501u);
+      x[0] = __builtin_amdgcn_perm(c2, a, 0x05040100u), x[2] = __builtin_amdgcn_perm(c2, a, 0x07060302u);
+      x[1] = __builtin_amdgcn_perm(d, bq, 0x05040100u), x[3] = __builtin_amdgcn_perm(d, bq, 0x07060302u);
+      pin(x[0], x[1], x[2], x[3]);
+    }
+  }
+  // Phase ph of attn_quad_transpose for calls c and d (the same selects; t: their first swaps' results): 0 and 1 the
+  // swaps at distance 2 (into t), 2 and 3 those at 1 (into x). (Each phase's vcc moves give its DPP reads the 2 wait
+  // states after the VALU that wrote their registers.)
+  template <int ph>
+  __device__ __attribute__((always_inline)) static void quad(AttnDropCall& c, AttnDropCall& d, uint32_t (&t)[2][4]) {
+#define HK_QUAD_PHASE(MASK, PERM, A, B, C, D)                                                                          \
+  asm("s_mov_b32 vcc_lo, " MASK "\n s_mov_b32 vcc_hi, " MASK "\n"                                                     \
+      " v_cndmask_b32_dpp %0, " A ", " B ", vcc quad_perm:" PERM " row_mask:0xf bank_mask:0xf\n"                     \
+      " v_cndmask_b32_dpp %1, " C ", " D ", vcc quad_perm:" PERM " row_mask:0xf bank_mask:0xf\n"                     \
+      " v_cndmask_b32_dpp %2, " A2 ", " B2 ", vcc quad_perm:" PERM " row_mask:0xf bank_mask:0xf\n"                   \
+      " v_cndmask_b32_dpp %3, " C2 ", " D2 ", vcc quad_perm:" PERM " row_mask:0xf bank_mask:0xf"                     \
+      : "=&v"(o[0]), "=&v"(o[1]), "=&v"(o[2]), "=&v"(o[3])                                                            \
+      : "v"(i[0][0]), "v"(i[0][1]), "v"(i[0][2]), "v"(i[0][3]), "v"(i[1][0]), "v"(i[1][1]), "v"(i[1][2]), "v"(i[1][3]) \
+      : "vcc")
+    uint32_t o[4];
+    if constexpr (ph < 2) {
+      const uint32_t i[2][4] = {{c.x[0], c.x[1], c.x[2], c.x[3]}, {d.x[0], d.x[1], d.x[2], d.x[3]}};
+      if constexpr (ph == 0) {  // t0 = (x2 from lane ^ 2, x0), t1 = (x3, x1)
+#define A2 "%10"
+#define B2 "%8"
+#define C2 "%11"
+#define D2 "%9"
+        HK_QUAD_PHASE("0x33333333", "[2,3,0,1]", "%6", "%4", "%7", "%5");
+#undef A2
+#undef B2
+#undef C2
+#undef D2
+        t[0][0] = o[0], t[0][1] = o[1], t[1][0] = o[2], t[1][1] = o[3];
+      } else {  // t2 = (x0, x2), t3 = (x1, x3)
+#define A2 "%8"
+#define B2 "%10"
+#define C2 "%9"
+#define D2 "%11"
+        HK_QUAD_PHASE("0xcccccccc", "[2,3,0,1]", "%4", "%6", "%5", "%7");
+#undef A2
+#undef B2
+#undef C2
+#undef D2
+        t[0][2] = o[0], t[0][3] = o[1], t[1][2] = o[2], t[1][3] = o[3];
+      }
+    } else {
+      const uint32_t(&i)[2][4] = t;
+      if constexpr (ph == 2) {  // x0 = (t1 from lane ^ 1, t0), x2 = (t3, t2)
+#define A2 "%9"
+#define B2 "%8"
+#define C2 "%11"
+#define D2 "%10"
+        HK_QUAD_PHASE("0x55555555", "[1,0,3,2]", "%5", "%4", "%7", "%6");
+#undef A2
+#undef B2
+#undef C2
+#undef D2
+        c.x[0] = o[0], c.x[2] = o[1], d.x[0] = o[2], d.x[2] = o[3];
+      } else {  // x1 = (t0, t1), x3 = (t2, t3)
+#define A2 "%8"
+#define B2 "%9"
+#define C2 "%10"
+#define D2 "%11"
+        HK_QUAD_PHASE("0xaaaaaaaa", "[1,0,3,2]", "%4", "%5", "%6", "%7");
+#undef A2
+#undef B2
+#undef C2
+#undef D2
+        c.x[1] = o[0], c.x[3] = o[1], d.x[1] = o[2], d.x[3] = o[3];
+      }
+    }
+#undef HK_QUAD_PHASE
+  }
+  // c_low, c_all: attn_dropout_drop's (255 - keep_max) & 0x7f and 255 - keep_max in every byte.
+  __device__ __attribute__((always_inline)) static uint32_t keep(uint32_t w, uint32_t c_low, uint32_t c_all) {
+    uint32_t k = arch::current::maj_not(w, (w & 0x7f7f7f7fu) + c_low, c_all);
+    pin(k);
+    return k;
+  }
+};
+// (An instance without dropout: AttnDropCall::Keys' stand-in.)
+struct AttnDropNoKeys {
+  template <int r>
+  __device__ void get(const AttnArgs&, uint32_t&, uint32_t&) const {}
+};
+// A pair of T (lo: element 2 i of a keep word's four, hi: 2 i + 1) with its dropped elements 0: the word and the word
+// shifted a byte give the elements' bits 7 to v_perm's sign selectors (8-11: the sign of byte 1, 3, 5, 7 of the pair
+// of operands), each spread over its half (2 VALU, the shift shared by a word's two pairs).
+template <int i>
+__device__ __attribute__((always_inline)) inline uint32_t attn_drop_pair(uint32_t pair, uint32_t k) {
+  return pair & __builtin_amdgcn_perm(k, k << 8, i == 0 ? 0x0a0a0808u : 0x0b0b0909u);
+}
+// Element t of a keep word's four, x >= +0 (P): x where kept, else a denormal below 2^-142 (attn_dropout_drop's
+// unsigned minimum with the byte sign-extended: one v_min_u32 with an SDWA operand).
+template <int t>
+__device__ __attribute__((always_inline)) inline float attn_drop_min(float x, uint32_t k) {
+  const uint32_t m = uint32_t(int32_t(int8_t(uint8_t(k >> 8 * t)))), b = __builtin_bit_cast(uint32_t, x);
+  return __builtin_bit_cast(float, __builtin_elementwise_min(b, m));
+}
+// dS / (1 - p) of a pair (dq64's), Pd dP + P nd: P and P dropped (Pd), dP from 0 (dO V^T), nd = -delta (1 - p): P (keep dP / (1 -
+// p) - delta) / (1 - p) (a packed multiply and a packed multiply-add).
+__device__ __attribute__((always_inline)) inline void attn_drop_ds(float (&y)[2], const float (&pw)[2], const float (&pd)[2],
+                                                                 const float (&dp)[2], const float (&nd)[2]) {
+  using f2 = float __attribute__((ext_vector_type(2)));
+  const f2 r = __builtin_elementwise_fma(f2{pd[0], pd[1]}, f2{dp[0], dp[1]}, f2{pw[0], pw[1]} * f2{nd[0], nd[1]});
+  y[0] = r.x, y[1] = r.y;
+}
+
 }  // namespace hk::kernels

@@ -1,5 +1,5 @@
-// Kernel 2 at 64 keys a wave (gfx950, D = 128, the plain, ALiBi and softcap variants, one feature at a time: no
-// dropout). Included by attention_bwd.h, whose attention_bwd_dkdv runs it for those instances.
+// Kernel 2 at 64 keys a wave (gfx950, D = 128, the plain, ALiBi, softcap and dropout variants, one feature at a
+// time). Included by attention_bwd.h, whose attention_bwd_dkdv runs it for those instances.
 //
 // Schedule. Four waves a workgroup, 256 keys, one wave per SIMD (one workgroup a CU), each wave owning 64 keys: K in
 // 64 VGPRs, V in the LDS (64 KiB, read as dP's B operand a few MFMAs ahead: with V in registers too the loop was
@@ -31,6 +31,10 @@
 // (its head's: the head advances where the query tile wraps) is loaded beside its LSE, a scalar from the next body.
 // Softcap (template parameter softcap): S starts from 0 and the cap's steps are tasks of the schedule (namespace sc
 // below: the scores capped, the mask, P from c t - LSE log2 e, P (1 - t^2) for dS), as the forward caps.
+// Dropout (template parameter dropout): the forward's keep decisions regenerated in the schedule's tasks (namespace dr
+// below: a step's two Philox calls a lane, made under the body's first MFMAs, whose VALU is idle; AttnDropCall), P
+// dropped on its way into dV^T (its bf16 pairs masked), dP from 0 and dS / (1 - p) = Pd dP + P nd (Pd: P dropped, nd =
+// -delta (1 - p); dS = P (keep dP / (1 - p) - delta)); dK and dV take 1 / (1 - p) at their stores.
 #pragma once
 #include "attention_bwd_frags.h"
 #include "hk/ops/schedule.h"
@@ -145,14 +149,73 @@ constexpr int ready(int t) {
 constexpr int needs(int m) { return m >= 68 ? 2 * q_tasks : m >= 64 ? q_tasks : 0; }
 inline constexpr auto plan = make_schedule<128, tasks>(cost, ready, needs, 20, 40, 16);
 }  // namespace sc
+// dropout: the keep words first (both query tiles' Philox calls, one a tile a lane, side by side: 7 rounds, each
+// call's bytes spread, the quads' transposes in four phases, the 8 words: AttnDropCall), made before S is ready (the
+// body's first MFMAs have no other VALU work); then the plain's P tasks (P whole, for dS); then P dropped for dV^T (a
+// pair's bf16 masked, 2 VALU, any time before dV^T); dS's tasks by key tile (two pairs): P and Pd unpacked, then a task
+// later Pd dP + P nd (dP from 0, nd = -delta (1 - p); the two pairs' packed multiplies interleaved: LLVM pads a packed
+// result read by the next instruction with an s_nop), the converts a task after that.
+namespace dr {
+struct task {
+  enum kind : unsigned char { round, spread, quad, word, p, pdrop, ds_unpack, ds_fma, ds_cvt } k;
+  int q, i;  // query tile; the round, the phase, the word (key tile), the plain's task or the pair (8 q + e)
+};
+constexpr int ph_tasks = attn_dropout_rounds + 2 + 4 + 8, tasks = ph_tasks + 66 + 16 + 32;
+constexpr task task_of(int t) {
+  if (t < ph_tasks) {
+    if (t < attn_dropout_rounds) return {task::round, 0, t};
+    t -= attn_dropout_rounds;
+    if (t < 2) return {task::spread, t, 0};
+    if (t < 6) return {task::quad, 0, t - 2};
+    return {task::word, (t - 6) / 4, (t - 6) % 4};
+  }
+  t -= ph_tasks;
+  if (t < 66) return {task::p, 0, t};
+  t -= 66;
+  if (t < 16) return {task::pdrop, t / 8, t};
+  t -= 16;  // dS by key tile g (8 q + 2 kt: its two pairs): g's unpacking, g - 2's first convert, g - 1's multiplies,
+            // g - 2's second convert
+  int n = 0;
+  for (int g = 0; g < 10; ++g) {
+    if (g < 8 && n++ == t) return {task::ds_unpack, g / 4, 2 * g};
+    if (g >= 2 && n++ == t) return {task::ds_cvt, (g - 2) / 4, 2 * (g - 2)};
+    if (g >= 1 && g < 9 && n++ == t) return {task::ds_fma, (g - 1) / 4, 2 * (g - 1)};
+    if (g >= 2 && n++ == t) return {task::ds_cvt, (g - 2) / 4, 2 * (g - 2) + 1};
+  }
+  return {};
+}
+constexpr int cost(int t) {  // (an instruction's issue, VALU or SALU: 4 cycles)
+  const task k = task_of(t);
+  switch (k.k) {
+    case task::round: return k.i == 0 ? 24 : 40;
+    case task::spread: case task::quad: return 24;
+    case task::word: case task::pdrop: return 12;
+    case task::p: return keys64::cost(k.i);
+    case task::ds_unpack: return 32;
+    case task::ds_fma: return 20;
+    default: return 4;
+  }
+}
+constexpr int ready(int t) {
+  const task k = task_of(t);
+  if (k.k <= task::word) return 0;
+  if (k.k == task::p) return keys64::ready(k.i);
+  if (k.k == task::pdrop) return k.q == 0 ? 19 : 35;
+  return k.q == 0 ? 95 : 99;
+}
+constexpr int needs(int m) { return m >= 96 ? ph_tasks + 82 : m >= 68 ? ph_tasks + 66 : m >= 64 ? ph_tasks + 33 : 0; }
+// (credit 28, capped at 56: dK/dV 58.67 -> 57.74 ms against the plain's 20 / 40; dq64's dropout plan slower so)
+inline constexpr auto plan = make_schedule<128, tasks>(cost, ready, needs, 28, 56, 16);
+}  // namespace dr
 }  // namespace keys64
 
 // (A: the arch, a template parameter so that the other arch's pass never looks up its asm MFMAs.)
 // (alibi: the ALiBi instance, AttnVariant{.alibi = true}; the bias's parts as the pairs' alibi_rows: see above.)
 // (softcap: the softcap instance, AttnVariant{.softcap = true}: see above.)
-template <class T, bool alibi = false, bool softcap = false, class A = arch::current>
+// (dropout: the dropout instance, AttnVariant{.dropout = true}: see above.)
+template <class T, bool alibi = false, bool softcap = false, bool dropout = false, class A = arch::current>
 __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(const AttnBwdArgs& a) {
-  static_assert(!(alibi && softcap), "keys64: one feature at a time");
+  static_assert(int(alibi) + int(softcap) + int(dropout) <= 1, "keys64: one feature at a time");
   using G = group<4>;
   constexpr int D = 128, BQ = keys64::steps_q, WK = 64;
   // A stage: the step's Q and dO tiles and its LSE and delta rows; plain and softcap: the rows as stat[0] and stat[1],
@@ -215,6 +278,13 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   const int steps = kb.qt_end > kb.qt_begin ? ratio * (kb.qt_end - kb.qt_begin) : 0;
   const float c = p.scale_log2;
   [[maybe_unused]] const float ck = softcap ? p.cap.k : 0.f;  // softcap: AttnCapTile's factor
+  // dropout: attn_dropout_drop's constants of the keep decision (AttnDropCall::keep)
+  [[maybe_unused]] const uint32_t d_all = dropout ? (255u - p.drop.keep_max) * 0x01010101u : 0u,
+                                  d_low = dropout ? ((255u - p.drop.keep_max) & 0x7fu) * 0x01010101u : 0u;
+  [[maybe_unused]] const auto rkeys = [&] {  // dropout: the Philox rounds' keys in VGPRs (no SALU a round)
+    if constexpr (dropout) return typename AttnDropCall<false, rt_acc<16, WK>>::Keys(p);
+    else return AttnDropNoKeys{};
+  }();
   const async_wave<G> dma_wave;
   load_async<G>(vs, head_view<T, D>(p.v, p.v_bs, p.v_rs, p.v_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk), {0, 0, blk.tile, 0}, dma_wave);
   // A head's Q and dO rows and this wave's statistic (LSE: wave 0, delta: wave 1): the next step's are the step's plus
@@ -256,7 +326,8 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     const auto rsrc = arch::current::buffer_rsrc(r.stat, __builtin_amdgcn_readfirstlane(active ? blk.sq * 4 : 0));
     return __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(rsrc, lane * 4, qt * BQ * 4, 0));
   };
-  const float stat_factor = dma_wave.index == 0 ? -1.44269504088896341f / c : -1.f;
+  // (dropout: -delta (1 - p), dP's start; dK and dV scaled by 1 / (1 - p) at their stores)
+  const float stat_factor = dma_wave.index == 0 ? -1.44269504088896341f / c : dropout ? -1.f / p.drop.scale : -1.f;
   // alibi: wave 0 stores, next to -LSE log2(e) / c, the starts of a tile wholly left (right) of the diagonal, with the
   // bias's query part t = slc (first_key - i - off) (slc: the step's slope times c): (t - LSE log2 e) / c ((-t - ..)).
   const float inv_c = 1.f / c;
@@ -315,7 +386,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     auto* z = reinterpret_cast<uint4*>(&stage2.q);
     for (int i = int(threadIdx.x); i < int(sizeof(stage2.q) / 16); i += G::threads) z[i] = uint4{0, 0, 0, 0};
   }
-  int head = h;           // alibi: step n's head
+  int head = h;           // alibi, dropout: step n's head
   float sraw = 0.f;       // alibi: its slope (raw)
   if constexpr (alibi)
     if (steps > 0) sraw = slope_load(h);
@@ -416,15 +487,52 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
         dsb[kt][w] = x;
       }
     };
+    // dropout: the step's calls (by query tile), its keep masks (query tile, key tile), P dropped in pairs (dV^T's B
+    // operand), the stream of its head.
+    using DropCall = AttnDropCall<false, rt_acc<16, WK>>;
+    [[maybe_unused]] DropCall dcall[dropout ? 2 : 1];
+    [[maybe_unused]] uint32_t dt[dropout ? 2 : 1][4];
+    [[maybe_unused]] float du[2][2][2][2];  // dropout: two key tiles' two pairs of P and Pd, unpacked for dS (by kt % 2)
+    [[maybe_unused]] uint32_t dm[dropout ? 2 : 1][WK / 16], pbd[dropout ? WK / 16 : 1][4];
+    [[maybe_unused]] uint32_t s_lo = 0, s_hi = 0;
+    if constexpr (dropout) DropCall::stream(p, blk.b, head, s_lo, s_hi);
     [[maybe_unused]] AttnCapTile cap[2];  // softcap: two key tiles' u and f(u)
     [[maybe_unused]] float px[3][2];   // softcap: three pairs' exp2 arguments, then P, then P (1 - t^2)
+    // The plain's task t (keys64::task_of: the masks, P's, dS's).
+    auto plain_task = [&]<int t>() __attribute__((always_inline)) {
+      if constexpr (t == 0 || t == 33) {
+        mask_tile.template operator()<t == 0 ? 0 : 1>();
+      } else {
+        constexpr keys64::task k = keys64::task_of(t);
+        constexpr int q = k.q, kt = k.e / 2, j = (k.e % 2) * 2, w = q * 2 + k.e % 2;
+        if constexpr (k.k == keys64::task::mul) {  // (two v_mul_f32: LLVM follows a v_pk_mul_f32 with an s_nop)
+          float x0 = alibi ? fmaf(S[q][kt][j], c, na[kt]) : S[q][kt][j] * c;
+          pin(x0);
+          float x1 = alibi ? fmaf(S[q][kt][j + 1], c, na[kt]) : S[q][kt][j + 1] * c;
+          pin(x1);
+          S[q][kt][j] = x0, S[q][kt][j + 1] = x1;
+        } else if constexpr (k.k == keys64::task::exp_lo || k.k == keys64::task::exp_hi) {
+          constexpr int i = k.k == keys64::task::exp_lo ? j : j + 1;
+          float x = __builtin_amdgcn_exp2f(S[q][kt][i]);
+          pin(x);
+          S[q][kt][i] = x;
+        } else if constexpr (k.k == keys64::task::cvt) {
+          uint32_t x = attn_pair<T>(S[q][kt][j], S[q][kt][j + 1]);
+          pin(x);
+          pb[kt][w] = x;
+        } else {
+          ds_task.template operator()<k.k == keys64::task::ds_mul, q, kt, j, w>();
+        }
+      }
+    };
     auto event = [&]<int ev>() __attribute__((always_inline)) {
       if constexpr (ev < 128) {
         constexpr int m = ev, grp = m / 4, kt = m % 4, base = st * 32;
         if constexpr (m == keys64::ahead_at) {
           advance(nqt, nrows);
           more = n + 1 < steps;
-          if constexpr (alibi) nhead = head + (nqt == kb.qt_begin), nside = side_of(nqt * BQ, more);
+          if constexpr (alibi || dropout) nhead = head + (nqt == kb.qt_begin);
+          if constexpr (alibi) nside = side_of(nqt * BQ, more);
         }
         if constexpr (m == keys64::ahead_at + 1) {
           const float x = stat(nrows, nqt, more);
@@ -472,14 +580,63 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
         } else if constexpr (grp < 24) {
           constexpr int q = (grp - 16) % 2, dc = (grp - 16) / 2;
           const F b = vr[kt];
-          if constexpr (dc == 0) A::first(dP[q][kt], x, b, nd[q]);
+          if constexpr (dc == 0 && dropout) A::first0(dP[q][kt], x, b);  // (dropout: nd joins dS's tasks)
+          else if constexpr (dc == 0) A::first(dP[q][kt], x, b, nd[q]);
           else A::into_vgpr(dP[q][kt], x, b);
         } else {
           if constexpr (m == 96) asm volatile("s_nop 1");  // (P's last converts: a VALU write of the B operand)
-          A::into_agpr(dv[grp - 24][kt], x, __builtin_bit_cast(F, pb[kt]));
+          if constexpr (dropout) A::into_agpr(dv[grp - 24][kt], x, __builtin_bit_cast(F, pbd[kt]));
+          else A::into_agpr(dv[grp - 24][kt], x, __builtin_bit_cast(F, pb[kt]));
         }
         if constexpr (constexpr int i = m + 4 - 64; i >= 0 && i < 32 && i % 8 < 4)  // (after m's)
           vr[kt] = v_frag(kt, i / 8);
+      } else if constexpr (dropout) {
+        using K = keys64::dr::task;
+        constexpr K k = keys64::dr::task_of(ev - 128);
+        constexpr int q = k.q;
+        if constexpr (k.k == K::round) {
+          if constexpr (k.i == 0) dcall[0].start(s_lo, s_hi, qi, kj, 0), dcall[1].start(s_lo, s_hi, qi + 16, kj, 0);
+          uint32_t k0, k1;
+          rkeys.template get<k.i>(p, k0, k1);
+          dcall[0].template round<k.i>(k0, k1), dcall[1].template round<k.i>(k0, k1);
+        } else if constexpr (k.k == K::spread) {
+          dcall[q].spread();
+        } else if constexpr (k.k == K::quad) {
+          DropCall::template quad<k.i>(dcall[0], dcall[1], dt);
+        } else if constexpr (k.k == K::word) {
+          dm[q][k.i] = DropCall::keep(dcall[q].x[k.i], d_low, d_all);
+        } else if constexpr (k.k == K::p) {
+          plain_task.template operator()<k.i>();
+        } else {
+          constexpr int e = k.i % 8, kt = e / 2, j = (e % 2) * 2, w = q * 2 + e % 2;
+          if constexpr (k.k == K::pdrop) {
+            uint32_t x = attn_drop_pair<e % 2>(pb[kt][w], dm[q][kt]);
+            pin(x);
+            pbd[kt][w] = x;
+          } else if constexpr (k.k == K::ds_unpack) {  // P and Pd of the key tile's two pairs
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const auto pp = __builtin_bit_cast(std::array<T, 2>, pb[kt][q * 2 + h]);
+              const auto pd = __builtin_bit_cast(std::array<T, 2>, pbd[kt][q * 2 + h]);
+              du[kt % 2][h][0][0] = float(pp[0]), du[kt % 2][h][0][1] = float(pp[1]), du[kt % 2][h][1][0] = float(pd[0]), du[kt % 2][h][1][1] = float(pd[1]);
+              pin(du[kt % 2][h][0][0], du[kt % 2][h][0][1], du[kt % 2][h][1][0], du[kt % 2][h][1][1]);
+            }
+          } else if constexpr (k.k == K::ds_fma) {  // Pd dP + P nd, the two pairs' packed multiplies interleaved (no
+                                                    // s_nop between a packed result and its reader)
+            using f2 = float __attribute__((ext_vector_type(2)));
+            f2 y[2];
+#pragma unroll
+            for (int h = 0; h < 2; ++h) y[h] = f2{du[kt % 2][h][0][0], du[kt % 2][h][0][1]} * f2{nd[q][2 * h], nd[q][2 * h + 1]};
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+              y[h] = __builtin_elementwise_fma(f2{du[kt % 2][h][1][0], du[kt % 2][h][1][1]}, f2{dP[q][kt][2 * h], dP[q][kt][2 * h + 1]}, y[h]);
+            float r[4] = {y[0].x, y[0].y, y[1].x, y[1].y};
+            pin(r[0], r[1], r[2], r[3]);
+            dP[q][kt] = f32x4{r[0], r[1], r[2], r[3]};
+          } else {
+            ds_task.template operator()<false, q, kt, j, w>();
+          }
+        }
       } else if constexpr (softcap) {
         using K = keys64::sc::task;
         constexpr K k = keys64::sc::task_of(ev - 128);
@@ -512,37 +669,15 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
           ds_task.template operator()<k.k == K::ds_mul, q, kt, j, w>();
         }
       } else {
-        constexpr int t = ev - 128;
-        if constexpr (t == 0 || t == 33) {
-          mask_tile.template operator()<t == 0 ? 0 : 1>();
-        } else {
-          constexpr keys64::task k = keys64::task_of(t);
-          constexpr int q = k.q, kt = k.e / 2, j = (k.e % 2) * 2, w = q * 2 + k.e % 2;
-          if constexpr (k.k == keys64::task::mul) {  // (two v_mul_f32: LLVM follows a v_pk_mul_f32 with an s_nop)
-            float x0 = alibi ? fmaf(S[q][kt][j], c, na[kt]) : S[q][kt][j] * c;
-            pin(x0);
-            float x1 = alibi ? fmaf(S[q][kt][j + 1], c, na[kt]) : S[q][kt][j + 1] * c;
-            pin(x1);
-            S[q][kt][j] = x0, S[q][kt][j + 1] = x1;
-          } else if constexpr (k.k == keys64::task::exp_lo || k.k == keys64::task::exp_hi) {
-            constexpr int i = k.k == keys64::task::exp_lo ? j : j + 1;
-            float x = __builtin_amdgcn_exp2f(S[q][kt][i]);
-            pin(x);
-            S[q][kt][i] = x;
-          } else if constexpr (k.k == keys64::task::cvt) {
-            uint32_t x = attn_pair<T>(S[q][kt][j], S[q][kt][j + 1]);
-            pin(x);
-            pb[kt][w] = x;
-          } else {
-            ds_task.template operator()<k.k == keys64::task::ds_mul, q, kt, j, w>();
-          }
-        }
+        plain_task.template operator()<ev - 128>();
       }
     };
-    if constexpr (softcap) run_schedule<keys64::sc::plan>(event);
+    if constexpr (dropout) run_schedule<keys64::dr::plan>(event);
+    else if constexpr (softcap) run_schedule<keys64::sc::plan>(event);
     else run_schedule<keys64::plan>(event);
     qt = nqt, rows = nrows;
-    if constexpr (alibi) head = nhead, side = nside, sraw = nsraw;
+    if constexpr (alibi) side = nside, sraw = nsraw;
+    if constexpr (alibi || dropout) head = nhead;
   };
   for (int n = 0; n <= steps; n += 3) {
     body.template operator()<0>(n);
@@ -562,9 +697,10 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   const auto dv_view = head_view<T, D>(a.dv, a.dv_bs, a.dv_rs, a.dv_hs, blk.b, varlen, blk.k_start, blk.h_kv, blk.sk);
   rt<float, WK, D, layout::row> out;
   transpose<lane_anew>(out, dkt);
-  store_bounded<lane_anew>(dk_view, out, {0, 0, key_tile, 0}, p.scale);
+  store_bounded<lane_anew>(dk_view, out, {0, 0, key_tile, 0}, dropout ? p.scale * p.drop.scale : p.scale);
   transpose<lane_anew>(out, dvt);
-  store_bounded<lane_anew>(dv_view, out, {0, 0, key_tile, 0});
+  if constexpr (dropout) store_bounded<lane_anew>(dv_view, out, {0, 0, key_tile, 0}, p.drop.scale);
+  else store_bounded<lane_anew>(dv_view, out, {0, 0, key_tile, 0});
 }
 
 }  // namespace hk::kernels

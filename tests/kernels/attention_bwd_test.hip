@@ -256,6 +256,11 @@ TEST(AttentionBackward, Dropout) {
   run(dropped({{0, 1, 70, 130}, {3, 1, 100, 130}, true, 4, 2, 128, dtype::bf16, false, 30, 10}, 0.3f, 9, 1));
   run(dropped({same(100, 1), same(90, 1), false, 4, 2, 64, dtype::bf16, true, -1, -1, 0.f, 2.f, bshd, 0.f, true}, 0.25f,
               5, 0));  // with sinks
+  // Key blocks and query tiles whole at 256 keys (queries) and past it (D = 128 on gfx950: keys64's and dq64's keep
+  // words in their schedules' tasks, a step's head from the stream), next to masked ones; causal, GQA, a window; f16.
+  run(dropped({same(300, 1), same(520, 1), false, 4, 2, 128, dtype::bf16}, 0.1f, 3, 17));
+  run(dropped({same(520, 1), same(300, 1), false, 4, 2, 128, dtype::bf16, true}, 0.3f, 1ull << 36 | 5, 1ull << 33 | 2));
+  run(dropped({same(520, 1), same(520, 1), false, 4, 1, 128, dtype::f16, false, 200, 40}, 0.2f, 8, 4));
 }
 
 // The feature combinations (attention_test_util.h's feature_combinations) against the float64 reference.
