@@ -329,9 +329,9 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
         // end zero by the range check): with the inside test and `if (more)`, one branchy run at the tile's start,
         // the matrix core waited about 260 cycles a tile.
         if constexpr (ch == 0 && m >= dq64::fill_at[0] && m < dq64::fill_at[0] + dq64::tile_loads)
-          attn_fill_part<G, m - dq64::fill_at[0], 1>(next.k, view.k, {0, 0, kt + 1, 0}, dma_wave, more);
+          load_async_inside_part<G, m - dq64::fill_at[0], 1>(next.k, view.k, {0, 0, kt + 1, 0}, dma_wave, more);
         if constexpr (ch == 0 && m >= dq64::fill_at[1] && m < dq64::fill_at[1] + dq64::tile_loads)
-          attn_fill_part<G, m - dq64::fill_at[1], 1>(next.v, view.v, {0, 0, kt + 1, 0}, dma_wave, more);
+          load_async_inside_part<G, m - dq64::fill_at[1], 1>(next.v, view.v, {0, 0, kt + 1, 0}, dma_wave, more);
         if constexpr (ch == 1 && m == dq64::barrier_at) wait_vmcnt<0>(), barrier();
         if constexpr (m == dq64::mask_at) {  // (sign bits, opaque: no bool for LLVM to make a lane mask of)
           masked = __builtin_amdgcn_readfirstlane(alibi ? (side == 0 ? -1 : 0) : ((kt_end - 1 - kt) | (kj - whole_lo) | (whole_hi - kj)) >> 31);

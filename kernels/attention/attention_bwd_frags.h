@@ -58,38 +58,6 @@ struct HeldFrags {
   }
 };
 
-// TEMP (to fold into hk/ops/async.h's load_async_rows): loads [i0, i0 + n) of load_async_inside(dst, src, at, wave,
-// active), so that a tile's loads spread over several MFMA gaps.
-template <class G, int i0, int n, shared_tile ST, class GL>
-__device__ __attribute__((always_inline)) inline void attn_fill_part(ST& dst, const GL& src, coord at, async_wave<G> wave, bool active) {
-  using T = typename ST::dtype;
-  const long rows = src.rows(), cols = src.cols(), ld = src.row_stride();
-  const int num_records = __builtin_amdgcn_readfirstlane(active ? int(((rows - 1) * ld + cols) * long(sizeof(T))) : 0);
-  const __amdgpu_buffer_rsrc_t rsrc = arch::current::buffer_rsrc(src.at(at.b, at.d, 0, 0), num_records);
-  const int r0 = at.r * ST::rows, c0 = at.c * ST::cols;
-  const int ld_bytes = int(ld * long(sizeof(T))), origin = int((r0 * ld + c0) * long(sizeof(T)));
-  constexpr int unit = arch::current::lds_dma_bytes, per_inst = unit * 64, waves = G::waves, chunk = ST::chunk_bytes;
-  constexpr int row_bytes = ST::cols * int(sizeof(T));
-  auto lds = [&](int i) __attribute__((always_inline)) {
-    return (__attribute__((address_space(3))) void*)(reinterpret_cast<char*>(dst.data) + (i * waves + wave.index) * per_inst);
-  };
-  const int lane_bytes = unit * lane_id(), wave_bytes = wave.index * per_inst;
-  const int r_lane = lane_bytes / row_bytes, r_wave = wave_bytes / row_bytes;
-  const int lane_slot = (lane_bytes % row_bytes / chunk ^ ST::swizzle(r_lane)) ^ (wave_bytes % row_bytes / chunk ^ ST::swizzle(r_wave));
-  const int lane_part = r_lane * ld_bytes + lane_bytes % chunk;
-  constexpr auto inst_row = [](int i) { return i * waves * per_inst / row_bytes; };
-  int uniform_offset = origin + (r_wave + inst_row(i0)) * ld_bytes;
-#pragma unroll
-  for (int i = i0; i < i0 + n; ++i) {
-    const int inst_bytes = i * waves * per_inst;
-    const int inst_slot = inst_bytes % row_bytes / chunk ^ ST::swizzle(inst_row(i));
-    const int this_offset = uniform_offset;
-    if (i + 1 < i0 + n && inst_row(i + 1) != inst_row(i))
-      uniform_offset = detail::opaque_uniform(uniform_offset + (inst_row(i + 1) - inst_row(i)) * ld_bytes);
-    arch::current::lds_dma(rsrc, lds(i), lane_part + (lane_slot ^ inst_slot) * chunk, this_offset);
-  }
-}
-
 // Two floats as a pair of T in one convert (v_cvt_pk_bf16_f32): element by element LLVM converts each alone and packs
 // them (2.5 VALU a value, which the list schedules' costs do not hold).
 template <class T>

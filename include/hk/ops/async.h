@@ -76,12 +76,12 @@ __device__ inline bool async_inside(const GL& src, coord at) {
 namespace detail {
 
 // The loads of shared tile `dst` <- the tile at `at` of `src`, whose buffer range is `num_records` bytes (both
-// load_async_inside's straight-line body).
+// load_async_inside's straight-line body): loads [first, first + count) of the tile's (count -1: all of them).
 //
 // Every load's LDS address (M0) and the row part of its global offset (soffset) are wave-uniform, computed in SGPRs
 // from the wave's index; only the lane's part of the offset is vector work. The tile's origin rides in soffset, so
 // the lane parts do not change from one tile to the next (a K loop keeps them in registers).
-template <class G, shared_tile ST, class GL>
+template <class G, int first = 0, int count = -1, shared_tile ST, class GL>
 __device__ inline void load_async_rows(ST& dst, const GL& src, coord at, async_wave<G> wave, int num_records) {
   using T = typename ST::dtype;
   const long ld = src.row_stride();
@@ -92,6 +92,8 @@ __device__ inline void load_async_rows(ST& dst, const GL& src, coord at, async_w
   constexpr int row_bytes = ST::cols * int(sizeof(T)), total = ST::rows * row_bytes;
   static_assert(total % (per_inst * waves) == 0, "load_async: the tile must split evenly over the group's loads");
   static_assert(chunk % unit == 0 || unit % chunk == 0, "load_async: DMA unit and swizzle granule");
+  constexpr int end = count < 0 ? async_loads<G, ST> : first + count;
+  static_assert(first >= 0 && end <= async_loads<G, ST>, "load_async: loads past the tile's");
   // An address-space cast (not a bit cast): the LDS offset of a generic pointer into shared memory.
   auto lds = [&](int i) __attribute__((always_inline)) {
     return (__attribute__((address_space(3))) void*)(reinterpret_cast<char*>(dst.data) + (i * waves + wave.index) * per_inst);
@@ -109,10 +111,10 @@ __device__ inline void load_async_rows(ST& dst, const GL& src, coord at, async_w
     const int lane_part = r_lane * ld_bytes + lane_bytes % chunk;
     // The rows advance by a constant from one load to the next: a running sum, at most one scalar add per load.
     // (The empty asms make each sum opaque; the compiler would otherwise rebuild every offset from its factors.)
-    int uniform_offset = origin + r_wave * ld_bytes;
+    constexpr auto inst_row = [](int i) { return i * waves * per_inst / row_bytes; };
+    int uniform_offset = origin + (r_wave + inst_row(first)) * ld_bytes;
 #pragma unroll
-    for (int i = 0; i < async_loads<G, ST>; ++i) {
-      constexpr auto inst_row = [](int i) { return i * waves * per_inst / row_bytes; };
+    for (int i = first; i < end; ++i) {
       const int inst_bytes = i * waves * per_inst;
       const int inst_slot = inst_bytes % row_bytes / chunk ^ ST::swizzle(inst_row(i));
       const int this_offset = uniform_offset;
@@ -124,7 +126,7 @@ __device__ inline void load_async_rows(ST& dst, const GL& src, coord at, async_w
   } else {
     const int lane_bytes = unit * lane_id();
 #pragma unroll
-    for (int i = 0; i < async_loads<G, ST>; ++i) {
+    for (int i = first; i < end; ++i) {
       const auto s = async_source_of<G, ST>(i, wave.index, lane_bytes);
       arch::current::lds_dma(rsrc, lds(i), s.r_lane * ld_bytes + s.col_bytes, origin + s.r_inst * ld_bytes);
     }
@@ -154,6 +156,16 @@ __device__ inline void load_async_inside(ST& dst, const GL& src, coord at, async
   const long rows = src.rows(), cols = src.cols(), ld = src.row_stride();
   detail::load_async_rows<G>(dst, src, at, wave,
                              __builtin_amdgcn_readfirstlane(active ? int(((rows - 1) * ld + cols) * long(sizeof(T))) : 0));
+}
+
+// Loads [first, first + count) of load_async_inside(dst, src, at, wave, active)'s async_loads<G, ST>: a tile's loads
+// spread over a loop body, a few at a time, so that no gap between its MFMAs takes them all.
+template <class G, int first, int count, shared_tile ST, class GL>
+__device__ inline void load_async_inside_part(ST& dst, const GL& src, coord at, async_wave<G> wave, bool active) {
+  using T = typename ST::dtype;
+  const long rows = src.rows(), cols = src.cols(), ld = src.row_stride();
+  detail::load_async_rows<G, first, count>(
+      dst, src, at, wave, __builtin_amdgcn_readfirstlane(active ? int(((rows - 1) * ld + cols) * long(sizeof(T))) : 0));
 }
 
 // Shared tile `dst` <- the tile at `at` of `src`, by the waves of group G; parts outside the tensor read as zero (the
