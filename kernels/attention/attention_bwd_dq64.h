@@ -333,7 +333,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
         if constexpr (ch == 0 && m >= dq64::fill_at[1] && m < dq64::fill_at[1] + dq64::tile_loads)
           load_async_inside_part<G, m - dq64::fill_at[1], 1>(next.v, view.v, {0, 0, kt + 1, 0}, dma_wave, more);
         if constexpr (ch == 1 && m == dq64::barrier_at) wait_vmcnt<0>(), barrier();
-        if constexpr (m == dq64::mask_at) {  // (sign bits, opaque: no bool for LLVM to make a lane mask of)
+        if constexpr (m == dq64::mask_at && !softcap) {  // (sign bits, opaque: no bool for LLVM to make a lane mask of)
           masked = __builtin_amdgcn_readfirstlane(alibi ? (side == 0 ? -1 : 0) : ((kt_end - 1 - kt) | (kj - whole_lo) | (whole_hi - kj)) >> 31);
           asm volatile("" : "+s"(masked));
         }
@@ -375,9 +375,13 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
           // (a branch, taken on few chunks; softcap: the hidden scores' -inf then -1e18: P^T 0, and with the slope 1 - t^2
           // finite no NaN, 0 times it)
           constexpr int kk = softcap ? dq64::sc::task_of(t).kk : dq64::task_of(t).kk;
-          masked = __builtin_amdgcn_readfirstlane(masked);
-          asm volatile("" : "+s"(masked));  // (each task its own test: one, LLVM kept as a lane mask for the second)
-          if (masked) {
+          if constexpr (!softcap) {
+            masked = __builtin_amdgcn_readfirstlane(masked);
+            asm volatile("" : "+s"(masked));  // (each task its own test: one, LLVM kept as a lane mask for the second)
+          }
+          // (softcap: the test a bool, as before the sign bits: with them LLVM copied S^T's tiles at the branch's join,
+          // 192 v_mov_b64 an instance, dQ 53.63 -> 55.58 ms)
+          if (softcap ? (kt >= kt_end) | (kj < whole_lo) | (kj > whole_hi) : masked != 0) {
             if (kt >= kt_end) {
 #pragma unroll
               for (int q = 0; q < 4; ++q) S[b][kk][q] = f32x4{} - INFINITY;

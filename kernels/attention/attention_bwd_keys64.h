@@ -451,9 +451,13 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     // Query tile q's S masked (a branch, taken on few steps); softcap: the hidden scores' -inf then -1e18 (P 0, and
     // with the slope 1 - t^2 finite no NaN: 0 times it).
     auto mask_tile = [&]<int q>() __attribute__((always_inline)) {
-      masked = __builtin_amdgcn_readfirstlane(masked);
-      asm volatile("" : "+s"(masked));  // (each task its own test: one, LLVM kept as a lane mask for the second)
-      if (masked) {
+      if constexpr (!softcap) {
+        masked = __builtin_amdgcn_readfirstlane(masked);
+        asm volatile("" : "+s"(masked));  // (each task its own test: one, LLVM kept as a lane mask for the second)
+      }
+      // (softcap: the test a bool, as before the sign bits: with them LLVM copied S's tiles at the branch's join, 96
+      // v_mov_b64 an instance)
+      if (softcap ? (n < steps) & ((qi < whole.lo) | (qi > whole.hi)) : masked != 0) {
         rt_acc<16, WK> sm;
 #pragma unroll
         for (int j = 0; j < 4; ++j)
@@ -539,13 +543,13 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
           staged = x;
           if constexpr (alibi) nsraw = slope_load(nhead);
         }
-        if constexpr (m == keys64::mask_at) {
+        if constexpr (m == keys64::mask_at && !softcap) {
           // (sign bits, opaque: as a bool, LLVM carried it as a lane mask, negated by VALU: about 12 cycles a test; in
           // two events: in one, six scalar instructions a gap)
           masked = __builtin_amdgcn_readfirstlane(alibi ? (cside == 0 ? -1 : 0) : (qi - whole.lo) | (whole.hi - qi));
           asm volatile("" : "+s"(masked));
         }
-        if constexpr (m == keys64::mask_at + 1) {
+        if constexpr (m == keys64::mask_at + 1 && !softcap) {
           masked = __builtin_amdgcn_readfirstlane(((n - steps) & masked) >> 31);
           asm volatile("" : "+s"(masked));
         }
