@@ -74,7 +74,6 @@ constexpr int needs(int m) { return m >= 32 ? 32 : 0; }  // dS^T(c - 1) whole be
 inline constexpr auto plan = make_schedule<96, tasks>(cost, ready, needs, 12, 24, 16);
 constexpr int barrier_at = 84;  // MFMA of chunk 1's barrier
 constexpr int mask_at = 12;     // MFMA before which the chunk's mask test is made (its first mask task is ready at 19)
-constexpr int tile_loads = 4;       // a tile's loads a wave (64 x 128 x 2 bytes over four waves, 16 bytes a lane)
 constexpr int fill_at[2] = {1, 5};  // MFMAs of chunk 0 after which the next tile's K and V loads go out, one a gap
 // softcap: the same dS^T tasks first; then per key tile kk of the chunk S^T's capping (AttnArgs::Softcap's steps), a
 // query tile at a time in 12 tasks (the scaled scores, two packed multiplies; four exp2s; six Horner steps, a packed
@@ -184,7 +183,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
   const int q0 = int(view.first_row) + wave * WQ;  // this wave's first query
   const int row_tile = q0 / WQ;
   const async_wave<G> dma_wave;
-  static_assert(async_loads<G, KT> == dq64::tile_loads);
+  static_assert(dq64::fill_at[0] + async_loads<G, KT> <= dq64::fill_at[1], "dq64: K's loads, one a gap, before V's");
   auto fill = [&](int kt, Stage& s) __attribute__((always_inline)) {
     load_async<G>(s.k, view.k, {0, 0, kt, 0}, dma_wave);
     load_async<G>(s.v, view.v, {0, 0, kt, 0}, dma_wave);
@@ -328,14 +327,14 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
         // The next tile's K and V straight-line (past the last tile an empty buffer range; keys past the sequence's
         // end zero by the range check): with the inside test and `if (more)`, one branchy run at the tile's start,
         // the matrix core waited about 260 cycles a tile.
-        if constexpr (ch == 0 && m >= dq64::fill_at[0] && m < dq64::fill_at[0] + dq64::tile_loads)
+        if constexpr (ch == 0 && m >= dq64::fill_at[0] && m < dq64::fill_at[0] + async_loads<G, KT>)
           load_async_inside_part<G, m - dq64::fill_at[0], 1>(next.k, view.k, {0, 0, kt + 1, 0}, dma_wave, more);
-        if constexpr (ch == 0 && m >= dq64::fill_at[1] && m < dq64::fill_at[1] + dq64::tile_loads)
+        if constexpr (ch == 0 && m >= dq64::fill_at[1] && m < dq64::fill_at[1] + async_loads<G, KT>)
           load_async_inside_part<G, m - dq64::fill_at[1], 1>(next.v, view.v, {0, 0, kt + 1, 0}, dma_wave, more);
         if constexpr (ch == 1 && m == dq64::barrier_at) wait_vmcnt<0>(), barrier();
         if constexpr (m == dq64::mask_at && !softcap) {  // (sign bits, opaque: no bool for LLVM to make a lane mask of)
-          masked = __builtin_amdgcn_readfirstlane(alibi ? (side == 0 ? -1 : 0) : ((kt_end - 1 - kt) | (kj - whole_lo) | (whole_hi - kj)) >> 31);
-          asm volatile("" : "+s"(masked));
+          masked = alibi ? (side == 0 ? -1 : 0) : ((kt_end - 1 - kt) | (kj - whole_lo) | (whole_hi - kj)) >> 31;
+          pin_uniform(masked);
         }
         if constexpr (qt == 0) {  // the ring's read two groups ahead (past the body's end: the next body's first)
           constexpr int f = grp + 2, slot = f % 3;
@@ -376,8 +375,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dq64(const A
           // finite no NaN, 0 times it)
           constexpr int kk = softcap ? dq64::sc::task_of(t).kk : dq64::task_of(t).kk;
           if constexpr (!softcap) {
-            masked = __builtin_amdgcn_readfirstlane(masked);
-            asm volatile("" : "+s"(masked));  // (each task its own test: one, LLVM kept as a lane mask for the second)
+            pin_uniform(masked);  // (each task its own test: one, LLVM kept as a lane mask for the second)
           }
           // (softcap: the test a bool, as before the sign bits: with them LLVM copied S^T's tiles at the branch's join,
           // 192 v_mov_b64 an instance, dQ 53.63 -> 55.58 ms)

@@ -171,7 +171,8 @@ struct AttnDropCall {
   // states after the VALU that wrote their registers.)
   template <int ph>
   __device__ __attribute__((always_inline)) static void quad(AttnDropCall& c, AttnDropCall& d, uint32_t (&t)[2][4]) {
-#define HK_QUAD_PHASE(MASK, PERM, A, B, C, D)                                                                          \
+    // (operands %4-%7: the first call's inputs, %8-%11 the second's; each select's pair for both calls)
+#define HK_QUAD_PHASE(MASK, PERM, A, B, C, D, A2, B2, C2, D2)                                                          \
   asm("s_mov_b32 vcc_lo, " MASK "\n s_mov_b32 vcc_hi, " MASK "\n"                                                     \
       " v_cndmask_b32_dpp %0, " A ", " B ", vcc quad_perm:" PERM " row_mask:0xf bank_mask:0xf\n"                     \
       " v_cndmask_b32_dpp %1, " C ", " D ", vcc quad_perm:" PERM " row_mask:0xf bank_mask:0xf\n"                     \
@@ -184,51 +185,19 @@ struct AttnDropCall {
     if constexpr (ph < 2) {
       const uint32_t i[2][4] = {{c.x[0], c.x[1], c.x[2], c.x[3]}, {d.x[0], d.x[1], d.x[2], d.x[3]}};
       if constexpr (ph == 0) {  // t0 = (x2 from lane ^ 2, x0), t1 = (x3, x1)
-#define A2 "%10"
-#define B2 "%8"
-#define C2 "%11"
-#define D2 "%9"
-        HK_QUAD_PHASE("0x33333333", "[2,3,0,1]", "%6", "%4", "%7", "%5");
-#undef A2
-#undef B2
-#undef C2
-#undef D2
+        HK_QUAD_PHASE("0x33333333", "[2,3,0,1]", "%6", "%4", "%7", "%5", "%10", "%8", "%11", "%9");
         t[0][0] = o[0], t[0][1] = o[1], t[1][0] = o[2], t[1][1] = o[3];
       } else {  // t2 = (x0, x2), t3 = (x1, x3)
-#define A2 "%8"
-#define B2 "%10"
-#define C2 "%9"
-#define D2 "%11"
-        HK_QUAD_PHASE("0xcccccccc", "[2,3,0,1]", "%4", "%6", "%5", "%7");
-#undef A2
-#undef B2
-#undef C2
-#undef D2
+        HK_QUAD_PHASE("0xcccccccc", "[2,3,0,1]", "%4", "%6", "%5", "%7", "%8", "%10", "%9", "%11");
         t[0][2] = o[0], t[0][3] = o[1], t[1][2] = o[2], t[1][3] = o[3];
       }
     } else {
       const uint32_t(&i)[2][4] = t;
       if constexpr (ph == 2) {  // x0 = (t1 from lane ^ 1, t0), x2 = (t3, t2)
-#define A2 "%9"
-#define B2 "%8"
-#define C2 "%11"
-#define D2 "%10"
-        HK_QUAD_PHASE("0x55555555", "[1,0,3,2]", "%5", "%4", "%7", "%6");
-#undef A2
-#undef B2
-#undef C2
-#undef D2
+        HK_QUAD_PHASE("0x55555555", "[1,0,3,2]", "%5", "%4", "%7", "%6", "%9", "%8", "%11", "%10");
         c.x[0] = o[0], c.x[2] = o[1], d.x[0] = o[2], d.x[2] = o[3];
       } else {  // x1 = (t0, t1), x3 = (t2, t3)
-#define A2 "%8"
-#define B2 "%9"
-#define C2 "%10"
-#define D2 "%11"
-        HK_QUAD_PHASE("0xaaaaaaaa", "[1,0,3,2]", "%4", "%5", "%6", "%7");
-#undef A2
-#undef B2
-#undef C2
-#undef D2
+        HK_QUAD_PHASE("0xaaaaaaaa", "[1,0,3,2]", "%4", "%5", "%6", "%7", "%8", "%9", "%10", "%11");
         c.x[1] = o[0], c.x[3] = o[1], d.x[1] = o[2], d.x[3] = o[3];
       }
     }

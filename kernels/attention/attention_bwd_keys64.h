@@ -306,13 +306,8 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   // 49.49 ms).
   // (The step's query tile opaque where each use is: else LLVM found the tiles' offsets with the head's advance, in
   // both of its paths, one run of about 20 scalar instructions and two branches before MFMA 1.)
-  auto here = [](int x) __attribute__((always_inline)) {
-    x = __builtin_amdgcn_readfirstlane(x);
-    asm volatile("" : "+s"(x));
-    return x;
-  };
   auto fill = [&](const T* rows_of, long rs, int qt, auto& tile, bool active) __attribute__((always_inline)) {
-    qt = here(qt);
+    pin_uniform(qt);
     const auto x = gl<T, 1, 1, runtime_dim, D>(const_cast<T*>(rows_of), 1, 1, blk.sq, D, rs);
     load_async_inside<G>(tile, x, {0, 0, qt, 0}, dma_wave, active);
   };
@@ -322,7 +317,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
   // every score masked: any finite start does), and -delta: one multiply by the wave's factor.
   // (Every wave loads, with no branch; put stores waves 2's and 3's into their unread rows of stat (alibi: drops them).)
   auto stat = [&](const HeadRows& r, int qt, bool active) __attribute__((always_inline)) {
-    qt = here(qt);
+    pin_uniform(qt);
     const auto rsrc = arch::current::buffer_rsrc(r.stat, __builtin_amdgcn_readfirstlane(active ? blk.sq * 4 : 0));
     return __builtin_bit_cast(float, __builtin_amdgcn_raw_buffer_load_b32(rsrc, lane * 4, qt * BQ * 4, 0));
   };
@@ -452,8 +447,7 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
     // with the slope 1 - t^2 finite no NaN: 0 times it).
     auto mask_tile = [&]<int q>() __attribute__((always_inline)) {
       if constexpr (!softcap) {
-        masked = __builtin_amdgcn_readfirstlane(masked);
-        asm volatile("" : "+s"(masked));  // (each task its own test: one, LLVM kept as a lane mask for the second)
+        pin_uniform(masked);  // (each task its own test: one, LLVM kept as a lane mask for the second)
       }
       // (softcap: the test a bool, as before the sign bits: with them LLVM copied S's tiles at the branch's join, 96
       // v_mov_b64 an instance)
@@ -546,12 +540,12 @@ __device__ __attribute__((always_inline)) inline void attention_bwd_dkdv_keys64(
         if constexpr (m == keys64::mask_at && !softcap) {
           // (sign bits, opaque: as a bool, LLVM carried it as a lane mask, negated by VALU: about 12 cycles a test; in
           // two events: in one, six scalar instructions a gap)
-          masked = __builtin_amdgcn_readfirstlane(alibi ? (cside == 0 ? -1 : 0) : (qi - whole.lo) | (whole.hi - qi));
-          asm volatile("" : "+s"(masked));
+          masked = alibi ? (cside == 0 ? -1 : 0) : (qi - whole.lo) | (whole.hi - qi);
+          pin_uniform(masked);
         }
         if constexpr (m == keys64::mask_at + 1 && !softcap) {
-          masked = __builtin_amdgcn_readfirstlane(((n - steps) & masked) >> 31);
-          asm volatile("" : "+s"(masked));
+          masked = ((n - steps) & masked) >> 31;
+          pin_uniform(masked);
         }
         if constexpr (m == keys64::fill_at[0]) fill(nrows.q, p.q_rs, nqt, next.q, more);
         if constexpr (m == keys64::fill_at[1]) fill(nrows.dout, a.do_rs, nqt, next.dout, more);

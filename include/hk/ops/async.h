@@ -149,23 +149,18 @@ __device__ inline void load_async_inside(ST& dst, const GL& src, coord at, async
 // with no memory access (an empty buffer range). (The range read from the first lane: a loop's flag is often a lane
 // mask to LLVM, and a resource built from it would take a loop over the lanes' values.) Rows past the tensor's end
 // read as zero too, by GFX9's range check of the offsets' sum (arch::gfx9::lds_dma), where the tile's columns lie
-// inside the tensor.
-template <class G, shared_tile ST, class GL>
-__device__ inline void load_async_inside(ST& dst, const GL& src, coord at, async_wave<G> wave, bool active) {
-  using T = typename ST::dtype;
-  const long rows = src.rows(), cols = src.cols(), ld = src.row_stride();
-  detail::load_async_rows<G>(dst, src, at, wave,
-                             __builtin_amdgcn_readfirstlane(active ? int(((rows - 1) * ld + cols) * long(sizeof(T))) : 0));
-}
-
-// Loads [first, first + count) of load_async_inside(dst, src, at, wave, active)'s async_loads<G, ST>: a tile's loads
-// spread over a loop body, a few at a time, so that no gap between its MFMAs takes them all.
+// inside the tensor. load_async_inside_part: only its loads [first, first + count) of async_loads<G, ST> (count -1:
+// the rest), so that a loop body can spread a tile's loads over the gaps between its MFMAs.
 template <class G, int first, int count, shared_tile ST, class GL>
 __device__ inline void load_async_inside_part(ST& dst, const GL& src, coord at, async_wave<G> wave, bool active) {
   using T = typename ST::dtype;
   const long rows = src.rows(), cols = src.cols(), ld = src.row_stride();
   detail::load_async_rows<G, first, count>(
       dst, src, at, wave, __builtin_amdgcn_readfirstlane(active ? int(((rows - 1) * ld + cols) * long(sizeof(T))) : 0));
+}
+template <class G, shared_tile ST, class GL>
+__device__ inline void load_async_inside(ST& dst, const GL& src, coord at, async_wave<G> wave, bool active) {
+  load_async_inside_part<G, 0, -1>(dst, src, at, wave, active);
 }
 
 // Shared tile `dst` <- the tile at `at` of `src`, by the waves of group G; parts outside the tensor read as zero (the

@@ -49,6 +49,14 @@ __device__ __attribute__((always_inline)) inline void pin(X& x, Y&... y) {
   if constexpr (sizeof...(Y) > 0) pin(y...);
 }
 
+// A wave-uniform int pinned where it is made, in an SGPR (read from the first lane: an SGPR asm on a value LLVM holds
+// in a VGPR does not compile): nothing computed from it moves above this point, and LLVM cannot see it as a bool to
+// keep as a lane mask.
+__device__ __attribute__((always_inline)) inline void pin_uniform(int& x) {
+  x = __builtin_amdgcn_readfirstlane(x);
+  asm volatile("" : "+s"(x));
+}
+
 template <const auto& Plan, class F>
 __device__ __attribute__((always_inline)) inline void run_schedule(F&& f) {
   [&]<int... I>(std::integer_sequence<int, I...>) __attribute__((always_inline)) {
